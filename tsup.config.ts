@@ -11,6 +11,7 @@ export default defineConfig({
     'adapters/gemini/index': 'src/adapters/gemini/index.ts',
     'adapters/search-http/index': 'src/adapters/search-http/index.ts',
     'adapters/openai-compatible/index': 'src/adapters/openai-compatible/index.ts',
+    'adapters/tfjs/index': 'src/adapters/tfjs/index.ts',
     'cli/main': 'src/cli/main.ts',
   },
   format: ['esm'],
@@ -22,5 +23,5 @@ export default defineConfig({
   splitting: true,
   treeshake: true,
   // Vendor SDKs are optional peer dependencies, loaded only by their adapter's subpath.
-  external: ['openai', '@google/genai', 'undici', 'zod', 'inversify'],
+  external: ['openai', '@google/genai', 'undici', 'zod', 'inversify', /^@tensorflow\//],
 });

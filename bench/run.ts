@@ -1,3 +1,4 @@
 // `npm run bench`: every benchmark, one JSON line per figure.
 await import('./pipeline');
+await import('./training');
 export {};

@@ -18,6 +18,8 @@ export const episodeConfigSchema = z
     policyImageMaxSide: positiveInt().nullable().default(null),
     cropMinOutputSide: positiveInt().default(768),
     observationMaxChars: positiveInt().default(2000),
+    /** The text before the question (`null`: the protocol instructions of the mode). */
+    instructions: z.string().nullable().default(null),
   })
   .strict();
 
@@ -57,6 +59,12 @@ export const rlConfigSchema = z
       })
       .strict()
       .default({ kind: 'gspo', clipLow: 3e-4, clipHigh: 4e-4, aggregation: 'seq-mean-token-mean', klCoef: 0, klEstimator: 'k3' }),
+    /** Passes over each step's batch (verl ppo_epochs). */
+    ppoEpochs: positiveInt().default(1),
+    /** Sequences per optimizer step (`null`: the whole batch in one step). */
+    miniBatchSize: positiveInt().nullable().default(null),
+    /** Entropy bonus (seed 000: 0). */
+    entropyCoef: z.number().min(0).default(0),
   })
   .strict();
 

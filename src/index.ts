@@ -10,6 +10,7 @@ export {
   ProviderCallError,
   PortOutputError,
   AbortedError,
+  BackendUnavailableError,
   isRetryableStatus,
   settingsError,
   resolveApiKey,
@@ -59,6 +60,8 @@ export { klPenalty, type KlPenaltyInput, type KlPenaltyResult, type KlEstimator 
 export { LOSS_AGGREGATIONS, type LossAggregation } from './core/rl/aggregation';
 export { expandGroups } from './core/rl/groups';
 export { buildUpdateBatch, createLossFunction, type UpdateBatch, type LossSettings } from './core/rl/update-batch';
+export { updatePolicy, checkPolicyUpdateSettings, runSft, sftExamples, sftLossFunction, type PolicyUpdateSettings, type PolicyUpdateSummary, type SftExample, type SftSummary } from './core/rl/policy-update';
+export { createRandom, mixSeed, permutation, type Random, type RandomState } from './core/random';
 
 // Streaming rewards
 export {
@@ -106,9 +109,11 @@ export type {
   LogProbBatch,
   LossFunction,
   UpdateResult,
+  UpdateOptions,
   PolicyCheckpoint,
 } from './ports/index';
 
 // Configuration and the container-free entry point
 export { parseSearcherConfig, searcherConfigSchema, type SearcherConfig, type SearcherConfigInput } from './config';
 export { createSearcher, type Searcher, type SearcherPorts, type ScoredBatch, type CollectOptions, type LostSample } from './searcher';
+export { createTrainer, trainerSettingsSchema, checkpointKey, TIMING_METRICS, type Trainer, type TrainerSettings, type TrainerRunResult, type StepMetrics, type DataCursor } from './trainer';

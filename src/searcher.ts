@@ -7,13 +7,14 @@ import { runStepPipeline, type GroupResult, type PipelineMetrics, type PipelineM
 import { REWARD_PRESETS, rewardValue, type RewardFailure, type RewardOutcome, type RewardWeights } from './core/reward/combine';
 import type { BatchAdvantages } from './core/rl/advantages';
 import { expandGroups } from './core/rl/groups';
-import { buildUpdateBatch, createLossFunction } from './core/rl/update-batch';
+import { updatePolicy, type PolicyUpdateSummary } from './core/rl/policy-update';
+import { createRandom, type Random } from './core/random';
 import type { PromptRecord } from './core/types';
 import type { Clock } from './ports/clock';
 import type { Generator } from './ports/generator';
 import type { ImageOps } from './ports/image-ops';
 import type { Judge } from './ports/judge';
-import type { PolicyBackend, UpdateResult } from './ports/policy-backend';
+import type { PolicyBackend } from './ports/policy-backend';
 import type { SearchEngine } from './ports/search-engine';
 import type { Store, StoreRecord } from './ports/store';
 
@@ -76,8 +77,12 @@ export interface Searcher {
    * (port `store`) that carries the whole batch as `error.batch`.
    */
   collect(prompts: readonly PromptRecord[], options?: CollectOptions): Promise<ScoredBatch>;
-  /** One policy update on scored episodes with the configured loss (GSPO or PPO-clip, KL). */
-  update(batch: ScoredBatch, options?: { signal?: AbortSignal }): Promise<UpdateResult>;
+  /**
+   * The policy update on scored episodes: `rl.ppoEpochs` passes, minibatches of `rl.miniBatchSize`
+   * sequences (shuffled with `random`, default a stream seeded 0), the configured loss (GSPO or
+   * PPO-clip, KL) over policy tokens only.
+   */
+  update(batch: ScoredBatch, options?: { signal?: AbortSignal; random?: Random }): Promise<PolicyUpdateSummary>;
 }
 
 function resolveWeights(config: SearcherConfig): RewardWeights {
@@ -213,12 +218,12 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
       return batch;
     },
     async update(batch, options = {}) {
-      const updateBatch = buildUpdateBatch(batch.episodes.map((e) => e.trajectory));
-      if (updateBatch.inputIds.length === 0) {
-        return { value: 0, gradNorm: 0, applied: false, skippedReason: 'no trajectory with an advantage (all groups missing, underfilled or dropped)' };
-      }
-      const lossFn = createLossFunction(updateBatch, resolved.rl.loss);
-      return ports.policy.update({ inputIds: updateBatch.inputIds, positions: updateBatch.positions }, lossFn, signalOption(options.signal));
+      return updatePolicy(
+        ports.policy,
+        batch.episodes.map((e) => e.trajectory),
+        { loss: resolved.rl.loss, ppoEpochs: resolved.rl.ppoEpochs, miniBatchSize: resolved.rl.miniBatchSize, entropyCoef: resolved.rl.entropyCoef, temperature: resolved.episode.temperature },
+        { random: options.random ?? createRandom(0), ...signalOption(options.signal) },
+      );
     },
   };
 }

@@ -84,7 +84,9 @@ describe('createSearcher', () => {
     const searcher = createSearcher({ policy, searchEngine: createMockSearchEngine({ pages }), generator: createMockGenerator({ facts }), judge: createRuleJudge() }, { rl: { nAgent: 4 }, episode: { maxTurns: 3 } });
     const batch = await searcher.collect(prompts);
     const result = await searcher.update(batch);
-    expect(result.applied).toBe(false);
+    expect(result.applied).toBe(0);
+    expect(result.updates).toBe(1);
+    expect(result.skipped).toEqual(['the scripted policy is not trainable']);
     const call = policy.calls.update[0]!;
     const included = batch.episodes.filter((e) => e.trajectory.advantage !== null);
     expect(call.sequences).toBe(included.length);
@@ -92,7 +94,7 @@ describe('createSearcher', () => {
     expect(call.gradNewLogProbs.map((row) => row.length)).toEqual(included.map((e) => e.trajectory.tokenSteps.length));
     // At ratio 1 the GSPO loss is -mean(A) over sequences.
     const meanAdvantage = included.reduce((s, e) => s + e.trajectory.advantage!, 0) / included.length;
-    expect(result.value).toBeCloseTo(-meanAdvantage, 12);
+    expect(result.loss).toBeCloseTo(-meanAdvantage, 12);
   });
 
   it('writes trajectories and rewards to the store under the run', async () => {

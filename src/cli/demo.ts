@@ -112,8 +112,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const p = batch.pipeline;
   log(`pipeline (${p.mode}): ${p.samplesScored}/${p.samplesTotal} samples and ${p.promptsUsable}/${p.promptsTotal} prompts scored in ${p.stepTimeMs.toFixed(0)} ms`);
   // At ratio 1 the loss is -mean(advantage), zero up to rounding since each group's advantages sum to zero.
-  const lossShown = Math.abs(update.value) < 1e-12 ? 0 : update.value;
-  log(`GSPO loss at ratio 1 (clip 3e-4/4e-4): ${lossShown.toFixed(6)}, clip fraction ${(update.metrics?.clipFraction ?? 0).toFixed(3)}; the scripted policy is not trainable, so no step was applied`);
+  const lossShown = Math.abs(update.loss) < 1e-12 ? 0 : update.loss;
+  log(`GSPO loss at ratio 1 (clip 3e-4/4e-4): ${lossShown.toFixed(6)}, clip fraction ${update.clipFraction.toFixed(3)}; the scripted policy is not trainable, so no step was applied`);
   log(`trajectories and rewards written to ${options.out}/${runId}/ (trajectory.jsonl, reward.jsonl)`);
-  return { batch, runId, loss: { value: update.value, clipFraction: update.metrics?.clipFraction ?? 0 } };
+  return { batch, runId, loss: { value: update.loss, clipFraction: update.clipFraction } };
 }

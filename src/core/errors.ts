@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'config_validation'
   | 'provider_call'
   | 'port_output'
+  | 'backend_unavailable'
   | 'aborted';
 
 export class SearcherError extends Error {
@@ -177,6 +178,27 @@ export class AbortedError extends SearcherError {
 }
 
 /** 408, 409, 429 and 5xx are worth retrying; so is a connection failure (no status). */
+/**
+ * A compute backend (tfjs-node-gpu, tfjs-node, wasm, cpu, an ONNX execution provider) that was
+ * named but cannot be used here: `backend` names it, `available` lists what can be, and the
+ * message says what to install.
+ */
+export class BackendUnavailableError extends SearcherError {
+  readonly backend: string;
+  readonly known: readonly string[];
+
+  constructor(backend: string, known: readonly string[], message: string, options?: { cause?: unknown }) {
+    super('backend_unavailable', `Backend '${backend}' is unavailable: ${message}`, options);
+    this.name = 'BackendUnavailableError';
+    this.backend = backend;
+    this.known = known;
+  }
+
+  static override isInstance(error: unknown): error is BackendUnavailableError {
+    return SearcherError.isInstance(error) && error.code === 'backend_unavailable';
+  }
+}
+
 export function isRetryableStatus(status: number | undefined): boolean {
   if (status === undefined) return true;
   return status === 408 || status === 409 || status === 429 || status >= 500;

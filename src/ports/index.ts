@@ -15,5 +15,6 @@ export type {
   LogProbBatch,
   LossFunction,
   UpdateResult,
+  UpdateOptions,
   PolicyCheckpoint,
 } from './policy-backend';

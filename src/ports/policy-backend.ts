@@ -44,6 +44,11 @@ export interface LogProbBatch {
   inputIds: number[][];
   /** Positions (indices into inputIds[i]) of the tokens to score; position 0 cannot be scored. */
   positions: number[][];
+  /**
+   * The sampling temperature the log-probs are taken at (log softmax(logits / temperature)), so
+   * that they compare with the log-probs recorded at generation. Default 1; 0 (greedy) counts as 1.
+   */
+  temperature?: number;
 }
 
 /** The core's loss: value and d value / d logp for each requested position (same shape). */
@@ -52,6 +57,15 @@ export type LossFunction = (newLogProbs: number[][]) => {
   gradNewLogProbs: number[][];
   metrics?: Record<string, number>;
 };
+
+export interface UpdateOptions extends CallOptions {
+  /**
+   * Entropy bonus: the backend adds `-entropyCoef * mean entropy` over the scored positions to the
+   * objective (the entropy of the whole next-token distribution is not a function of logp_t alone,
+   * so it cannot come through `lossFn`). Default 0.
+   */
+  entropyCoef?: number;
+}
 
 export interface UpdateResult {
   value: number;
@@ -80,7 +94,7 @@ export interface PolicyBackend {
   begin(promptTokenIds: readonly (readonly number[])[], options?: CallOptions): Promise<RolloutSession>;
   logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]>;
   /** One optimisation step that back-propagates sum_t g_t * logp_t with g from `lossFn`. */
-  update(batch: LogProbBatch, lossFn: LossFunction, options?: CallOptions): Promise<UpdateResult>;
+  update(batch: LogProbBatch, lossFn: LossFunction, options?: UpdateOptions): Promise<UpdateResult>;
   save(options?: CallOptions): Promise<PolicyCheckpoint>;
   load(checkpoint: PolicyCheckpoint, options?: CallOptions): Promise<void>;
 }

@@ -21,6 +21,8 @@ export interface EpisodeConfig {
   cropMinOutputSide: number;
   /** Characters of page text shown to a text policy per page. */
   observationMaxChars: number;
+  /** The text before the question in the prompt; `null`: the protocol instructions of `mode`. */
+  instructions: string | null;
 }
 
 export const DEFAULT_EPISODE_CONFIG: Readonly<EpisodeConfig> = Object.freeze({
@@ -35,6 +37,7 @@ export const DEFAULT_EPISODE_CONFIG: Readonly<EpisodeConfig> = Object.freeze({
   policyImageMaxSide: null,
   cropMinOutputSide: 768,
   observationMaxChars: 2000,
+  instructions: null,
 });
 
 export function resolveEpisodeConfig(partial: Partial<EpisodeConfig> = {}): EpisodeConfig {
@@ -50,5 +53,6 @@ export function resolveEpisodeConfig(partial: Partial<EpisodeConfig> = {}): Epis
   if (config.policyImageMaxSide !== null && !(Number.isInteger(config.policyImageMaxSide) && config.policyImageMaxSide > 0)) {
     throw new InvalidArgumentError('episode.policyImageMaxSide', `must be a positive integer or null, got ${String(config.policyImageMaxSide)}`);
   }
+  if (config.instructions !== null && typeof config.instructions !== 'string') throw new InvalidArgumentError('episode.instructions', 'must be a string or null');
   return config;
 }

@@ -18,7 +18,7 @@ export const ANSWER_INSTRUCTIONS = [
   '<answer>final answer</answer> when you know the answer.',
 ].join('\n');
 
-export function buildPrompt(question: string, mode: 'searcher' | 'answer'): string {
-  const instructions = mode === 'searcher' ? SEARCHER_INSTRUCTIONS : ANSWER_INSTRUCTIONS;
-  return `${instructions}\n\nQuestion: ${question}\n`;
+export function buildPrompt(question: string, mode: 'searcher' | 'answer', instructions: string | null = null): string {
+  const text = instructions ?? (mode === 'searcher' ? SEARCHER_INSTRUCTIONS : ANSWER_INSTRUCTIONS);
+  return text === '' ? `Question: ${question}\n` : `${text}\n\nQuestion: ${question}\n`;
 }

@@ -86,7 +86,7 @@ export async function runEpisodes(instances: readonly EpisodeInstance[], ports: 
   if (instances.length === 0) return [];
   if (signal?.aborted) throw new AbortedError('runEpisodes', { cause: signal.reason });
 
-  const promptIds = instances.map((instance) => policy.tokenizer.encode(buildPrompt(instance.prompt.question, config.mode)));
+  const promptIds = instances.map((instance) => policy.tokenizer.encode(buildPrompt(instance.prompt.question, config.mode, config.instructions)));
   const states: RolloutState[] = instances.map((instance, i) => ({
     instance,
     tokens: new TrajectoryTokens(promptIds[i]!, policy.provider),

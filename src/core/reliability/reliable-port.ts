@@ -135,8 +135,9 @@ export function withReliability<T extends { provider: string }>(port: T, portNam
   const attempt = async (method: (...a: unknown[]) => Promise<unknown>, args: unknown[], optionsIndex: number, outer: AbortSignal | undefined) => {
     const controller = new AbortController();
     const timer = new AbortController();
-    const onOuterAbort = () => controller.abort(outer!.reason);
-    outer?.addEventListener('abort', onOuterAbort, { once: true });
+    // AbortSignal.any adds no listener to `outer`, which many concurrent calls share (a group's
+    // rollouts): listeners on it would pile up past Node's warning threshold.
+    const signal = outer ? AbortSignal.any([outer, controller.signal]) : controller.signal;
     let timedOut = false;
     if (settings.timeoutMs !== null) {
       clock.sleep(settings.timeoutMs, timer.signal).then(
@@ -150,12 +151,12 @@ export function withReliability<T extends { provider: string }>(port: T, portNam
     const callArgs = [...args];
     const given = (callArgs[optionsIndex] as Record<string, unknown> | undefined) ?? {};
     while (callArgs.length < optionsIndex) callArgs.push(undefined);
-    callArgs[optionsIndex] = { ...given, signal: controller.signal };
+    callArgs[optionsIndex] = { ...given, signal };
     let settled = false;
     try {
       // The race makes a timeout effective even against an adapter that ignores its signal.
       const result = await new Promise((resolve, reject) => {
-        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
         method.apply(port, callArgs).then(resolve, reject);
       });
       settled = true;
@@ -166,7 +167,6 @@ export function withReliability<T extends { provider: string }>(port: T, portNam
       throw asProviderError(error, portName, provider);
     } finally {
       timer.abort();
-      outer?.removeEventListener('abort', onOuterAbort);
       // Whatever the attempt left running (sibling requests of a failed one) stops before a retry.
       if (!settled) controller.abort(new Error('attempt ended'));
     }

@@ -1,0 +1,74 @@
+// Training and rollout throughput of the TensorFlow.js policy for one fixed model size, and the
+// same model's training step and KV-cached sampling in PyTorch (bench/torch_reference.py) run side
+// by side when python3 with torch is present. Prints one JSON line per figure, ratios included.
+import { execFileSync } from 'node:child_process';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { createTfjsPolicy } from '../src/adapters/tfjs/policy';
+import { createRandom } from '../src/core/random';
+
+const MODEL = { layers: 4, width: 128, heads: 4, contextLength: 256 };
+const TRAIN = { batch: 8, length: 256, scoredFrom: 64, steps: Number(process.env.BENCH_TRAIN_STEPS ?? 5) };
+const ROLLOUT = { rollouts: 16, promptLength: 64, generate: 64 };
+
+const print = (figure: string, value: number, extra: Record<string, unknown> = {}) => console.log(JSON.stringify({ bench: 'training', figure, value: Number(value.toPrecision(4)), ...extra }));
+
+const policy = await createTfjsPolicy({ model: MODEL, seed: 0, optimizer: { learningRate: 1e-4 } });
+const backend = policy.backend.name;
+const random = createRandom(1);
+const inputIds = Array.from({ length: TRAIN.batch }, () => Array.from({ length: TRAIN.length }, () => random.nextInt(256)));
+const positions = inputIds.map(() => Array.from({ length: TRAIN.length - TRAIN.scoredFrom }, (_, k) => TRAIN.scoredFrom + k));
+const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
+for (let i = 0; i < 2; i++) await policy.update({ inputIds, positions }, lossFn);
+let started = performance.now();
+for (let i = 0; i < TRAIN.steps; i++) await policy.update({ inputIds, positions }, lossFn);
+const trainSeconds = (performance.now() - started) / 1000 / TRAIN.steps;
+const tfjsTrain = (TRAIN.batch * TRAIN.length) / trainSeconds;
+const common = { backend, model: MODEL, parameters: policy.parameterCount };
+print('tfjs_train_tokens_per_second', tfjsTrain, { ...common, batch: TRAIN.batch, length: TRAIN.length, note: 'sequence tokens through one forward + backward + AdamW step per second' });
+
+const prompts = Array.from({ length: ROLLOUT.rollouts }, () => Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)));
+const rollout = async () => {
+  const session = await policy.begin(prompts);
+  await session.generateTurn(
+    prompts.map((_, i) => i),
+    { stopAfter: [], maxTokens: ROLLOUT.generate, temperature: 1, topP: 1 },
+  );
+  await session.end();
+};
+await rollout();
+started = performance.now();
+await rollout();
+const tfjsRollout = (ROLLOUT.rollouts * ROLLOUT.generate) / ((performance.now() - started) / 1000);
+print('tfjs_rollout_tokens_per_second', tfjsRollout, { ...common, ...ROLLOUT, note: 'sampled tokens per second, KV cache, all rollouts decoding together' });
+
+function findTorchPython(): string | null {
+  for (const python of ['python3', '/usr/bin/python3']) {
+    try {
+      execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore' });
+      return python;
+    } catch {
+      // Try the next interpreter.
+    }
+  }
+  return null;
+}
+
+const python = findTorchPython();
+if (!python) {
+  print('torch_reference_skipped', 0, { reason: 'no python3 with torch (Debian: apt-get install python3-torch libopenblas0-pthread)' });
+} else {
+  const script = fileURLToPath(new URL('./torch_reference.py', import.meta.url));
+  for (const threads of [...new Set([1, cpus().length])]) {
+    const config = { vocab: policy.tokenizer.vocabSize, context: MODEL.contextLength, layers: MODEL.layers, width: MODEL.width, heads: MODEL.heads, threads, trainBatch: TRAIN.batch, trainLength: TRAIN.length, scoredFrom: TRAIN.scoredFrom, trainSteps: TRAIN.steps, ...ROLLOUT };
+    const lines = execFileSync(python, [script, JSON.stringify(config)], { encoding: 'utf8' }).trim().split('\n');
+    const figures = Object.fromEntries(lines.map((line) => JSON.parse(line) as { figure: string; value: number; torch: string }).map((f) => [f.figure, f]));
+    const torchTrain = figures.torch_train_tokens_per_second!;
+    const torchRollout = figures.torch_rollout_tokens_per_second!;
+    print('torch_train_tokens_per_second', torchTrain.value, { threads, torch: torchTrain.torch, python });
+    print('torch_rollout_tokens_per_second', torchRollout.value, { threads, torch: torchRollout.torch, python });
+    print('train_ratio_tfjs_over_torch', tfjsTrain / torchTrain.value, { backend, torchThreads: threads, note: 'tfjs-wasm runs one thread' });
+    print('rollout_ratio_tfjs_over_torch', tfjsRollout / torchRollout.value, { backend, torchThreads: threads });
+  }
+}
+policy.dispose();

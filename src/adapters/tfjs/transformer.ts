@@ -1,0 +1,217 @@
+import * as tf from '@tensorflow/tfjs';
+import type { Random } from '../../core/random';
+
+/** A GPT-style decoder: pre-norm blocks, learned positions, tied input/output embedding. */
+export interface TransformerConfig {
+  vocabSize: number;
+  /** Longest sequence (prompt + turns + observations) the model can see. */
+  contextLength: number;
+  layers: number;
+  /** Model width (d_model). */
+  width: number;
+  heads: number;
+  /** Hidden width of the MLP (default 4 * width). */
+  mlpWidth: number;
+}
+
+interface Block {
+  norm1Gain: tf.Variable;
+  norm1Bias: tf.Variable;
+  qkv: tf.Variable;
+  qkvBias: tf.Variable;
+  attnOut: tf.Variable;
+  attnOutBias: tf.Variable;
+  norm2Gain: tf.Variable;
+  norm2Bias: tf.Variable;
+  mlpUp: tf.Variable;
+  mlpUpBias: tf.Variable;
+  mlpDown: tf.Variable;
+  mlpDownBias: tf.Variable;
+}
+
+export interface NamedParameter {
+  name: string;
+  variable: tf.Variable;
+  /** AdamW's decoupled weight decay applies to matrices only (not to norms, biases or embeddings). */
+  decay: boolean;
+}
+
+/** Key/value tensors of one chunk, per layer: [rows, heads, chunk, headWidth]. */
+export interface ChunkCache {
+  keys: tf.Tensor4D[];
+  values: tf.Tensor4D[];
+}
+
+const LN_EPS = 1e-5;
+const MASKED = -1e9;
+
+export class Transformer {
+  readonly config: TransformerConfig;
+  readonly parameters: NamedParameter[];
+  private readonly tokenEmbedding: tf.Variable;
+  private readonly positionEmbedding: tf.Variable;
+  private readonly blocks: Block[];
+  private readonly finalGain: tf.Variable;
+  private readonly finalBias: tf.Variable;
+  readonly headWidth: number;
+
+  /** Weights drawn from `random` (GPT-2 initialisation), so that a seed fixes them on every backend. */
+  constructor(config: TransformerConfig, random: Random) {
+    this.config = config;
+    this.headWidth = config.width / config.heads;
+    const { vocabSize: V, contextLength: C, width: d, mlpWidth: m, layers } = config;
+    this.parameters = [];
+    const add = (name: string, shape: number[], init: 'normal' | 'zeros' | 'ones', std: number, decay: boolean): tf.Variable => {
+      const size = shape.reduce((a, b) => a * b, 1);
+      const data = new Float32Array(size);
+      if (init === 'ones') data.fill(1);
+      else if (init === 'normal') for (let i = 0; i < size; i++) data[i] = random.nextNormal() * std;
+      const variable = tf.variable(tf.tensor(data, shape), true, `${name}_${uniqueSuffix()}`);
+      this.parameters.push({ name, variable, decay });
+      return variable;
+    };
+    // GPT-2: N(0, 0.02), residual projections scaled by 1/sqrt(2 * layers).
+    const residualStd = 0.02 / Math.sqrt(2 * layers);
+    this.tokenEmbedding = add('tokenEmbedding', [V, d], 'normal', 0.02, false);
+    this.positionEmbedding = add('positionEmbedding', [C, d], 'normal', 0.01, false);
+    this.blocks = Array.from({ length: layers }, (_, l) => ({
+      norm1Gain: add(`blocks.${l}.norm1.gain`, [d], 'ones', 0, false),
+      norm1Bias: add(`blocks.${l}.norm1.bias`, [d], 'zeros', 0, false),
+      qkv: add(`blocks.${l}.attention.qkv`, [d, 3 * d], 'normal', 0.02, true),
+      qkvBias: add(`blocks.${l}.attention.qkvBias`, [3 * d], 'zeros', 0, false),
+      attnOut: add(`blocks.${l}.attention.out`, [d, d], 'normal', residualStd, true),
+      attnOutBias: add(`blocks.${l}.attention.outBias`, [d], 'zeros', 0, false),
+      norm2Gain: add(`blocks.${l}.norm2.gain`, [d], 'ones', 0, false),
+      norm2Bias: add(`blocks.${l}.norm2.bias`, [d], 'zeros', 0, false),
+      mlpUp: add(`blocks.${l}.mlp.up`, [d, m], 'normal', 0.02, true),
+      mlpUpBias: add(`blocks.${l}.mlp.upBias`, [m], 'zeros', 0, false),
+      mlpDown: add(`blocks.${l}.mlp.down`, [m, d], 'normal', residualStd, true),
+      mlpDownBias: add(`blocks.${l}.mlp.downBias`, [d], 'zeros', 0, false),
+    }));
+    this.finalGain = add('finalNorm.gain', [d], 'ones', 0, false);
+    this.finalBias = add('finalNorm.bias', [d], 'zeros', 0, false);
+  }
+
+  get parameterCount(): number {
+    return this.parameters.reduce((n, p) => n + p.variable.size, 0);
+  }
+
+  dispose(): void {
+    for (const p of this.parameters) p.variable.dispose();
+  }
+
+  /**
+   * Full causal forward over right-padded rows [B, T]: logits [B * T, V]. Token embeddings are a
+   * one-hot matmul because the wasm backend has no gradient kernel for gather.
+   */
+  forwardFull(ids: tf.Tensor2D): tf.Tensor2D {
+    const [B, T] = ids.shape;
+    const { vocabSize: V, width: d } = this.config;
+    const tokens = matMul2d(tf.oneHot(tf.reshape(ids, [B * T]), V), this.tokenEmbedding);
+    let x = tf.add(tf.reshape(tokens, [B, T, d]), tf.slice(this.positionEmbedding, [0, 0], [T, d])) as tf.Tensor3D;
+    const mask = causalMask(T);
+    for (const block of this.blocks) {
+      x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }));
+    }
+    return this.logits(x);
+  }
+
+  /**
+   * Forward of new tokens [S, m] (right-padded) after cached keys/values [S, H, P, dh] per layer,
+   * row s having `pastLengths[s]` valid cached positions and its new tokens at positions
+   * pastLengths[s], pastLengths[s] + 1, ... Returns logits [S * m, V] and the chunk's own keys
+   * and values per layer (for the caller to cache).
+   */
+  forwardChunk(tokens: tf.Tensor2D, positions: tf.Tensor2D, past: { keys: tf.Tensor4D[]; values: tf.Tensor4D[] } | null, pastLengths: readonly number[]): { logits: tf.Tensor2D; cache: ChunkCache } {
+    const [S, m] = tokens.shape;
+    const P = past?.keys[0]?.shape[2] ?? 0;
+    const x0 = tf.add(tf.gather(this.tokenEmbedding, tokens), tf.gather(this.positionEmbedding, positions)) as tf.Tensor3D;
+    const mask = chunkMask(S, m, P, pastLengths);
+    const cache: ChunkCache = { keys: [], values: [] };
+    let x = x0;
+    this.blocks.forEach((block, l) => {
+      x = this.block(block, x, (k, v) => {
+        cache.keys.push(k);
+        cache.values.push(v);
+        if (!past || P === 0) return { keys: k, values: v, mask };
+        return { keys: tf.concat([past.keys[l]!, k], 2), values: tf.concat([past.values[l]!, v], 2), mask };
+      });
+    });
+    return { logits: this.logits(x), cache };
+  }
+
+  private block(b: Block, x: tf.Tensor3D, attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor }): tf.Tensor3D {
+    const [B, T, d] = x.shape;
+    const H = this.config.heads;
+    const dh = this.headWidth;
+    const h = layerNorm(x, b.norm1Gain, b.norm1Bias);
+    const qkv = tf.add(matMul2d(tf.reshape(h, [B * T, d]), b.qkv), b.qkvBias);
+    const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]) as tf.Tensor4D) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
+    const { keys, values, mask } = attendTo(k, v);
+    const scores = tf.add(tf.mul(tf.matMul(q, keys, false, true), 1 / Math.sqrt(dh)), mask);
+    const attended = tf.matMul(tf.softmax(scores), values);
+    const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [B * T, d]);
+    const attnOut = tf.add(matMul2d(merged, b.attnOut), b.attnOutBias);
+    const x1 = tf.add(x, tf.reshape(attnOut, [B, T, d])) as tf.Tensor3D;
+    const h2 = tf.reshape(layerNorm(x1, b.norm2Gain, b.norm2Bias), [B * T, d]);
+    const up = gelu(tf.add(matMul2d(h2, b.mlpUp), b.mlpUpBias));
+    const down = tf.add(matMul2d(up, b.mlpDown), b.mlpDownBias);
+    return tf.add(x1, tf.reshape(down, [B, T, d])) as tf.Tensor3D;
+  }
+
+  private logits(x: tf.Tensor3D): tf.Tensor2D {
+    const [B, T, d] = x.shape;
+    const normed = tf.reshape(layerNorm(x, this.finalGain, this.finalBias), [B * T, d]);
+    return matMul2d(normed, tf.transpose(this.tokenEmbedding));
+  }
+}
+
+/**
+ * A 2-D matmul whose gradient uses explicit transposes: tfjs's own gradient multiplies with the
+ * transpose flags, which the wasm backend runs about ten times slower than transpose + matmul.
+ */
+const matMul2d = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+  const [a, b, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];
+  save([a, b]);
+  return {
+    value: tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D),
+    gradFunc: (dy, saved) => [tf.matMul(dy as tf.Tensor2D, tf.transpose(saved[1]!)), tf.matMul(tf.transpose(saved[0]!), dy as tf.Tensor2D)],
+  };
+}) as (a: tf.Tensor, b: tf.Tensor) => tf.Tensor2D;
+
+let suffixCounter = 0;
+function uniqueSuffix(): number {
+  return ++suffixCounter;
+}
+
+function layerNorm(x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor): tf.Tensor {
+  const { mean, variance } = tf.moments(x, -1, true);
+  return tf.add(tf.mul(tf.div(tf.sub(x, mean), tf.sqrt(tf.add(variance, LN_EPS))), gain), bias);
+}
+
+/** GELU, tanh approximation (GPT-2). */
+function gelu(x: tf.Tensor): tf.Tensor {
+  const inner = tf.mul(tf.add(x, tf.mul(tf.mul(x, tf.mul(x, x)), 0.044715)), Math.sqrt(2 / Math.PI));
+  return tf.mul(tf.mul(x, 0.5), tf.add(tf.tanh(inner), 1));
+}
+
+function causalMask(T: number): tf.Tensor2D {
+  const data = new Float32Array(T * T);
+  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) data[i * T + j] = MASKED;
+  return tf.tensor2d(data, [T, T]);
+}
+
+/** [S, 1, m, P + m]: row s sees its first pastLengths[s] cached keys and the chunk causally. */
+function chunkMask(S: number, m: number, P: number, pastLengths: readonly number[]): tf.Tensor4D {
+  const width = P + m;
+  const data = new Float32Array(S * m * width);
+  for (let s = 0; s < S; s++) {
+    const valid = pastLengths[s]!;
+    for (let i = 0; i < m; i++) {
+      const base = (s * m + i) * width;
+      for (let j = valid; j < P; j++) data[base + j] = MASKED;
+      for (let j = i + 1; j < m; j++) data[base + P + j] = MASKED;
+    }
+  }
+  return tf.tensor4d(data, [S, 1, m, width]);
+}

@@ -1,0 +1,177 @@
+import { AbortedError, InvalidArgumentError } from '../errors';
+import { permutation, type Random } from '../random';
+import type { Trajectory } from '../trajectory/trajectory';
+import type { LogProbBatch, LossFunction, PolicyBackend, UpdateResult } from '../../ports/policy-backend';
+import { buildUpdateBatch, createLossFunction, type LossSettings, type UpdateBatch } from './update-batch';
+
+export interface PolicyUpdateSettings {
+  loss: LossSettings;
+  /** Passes over the batch (verl's ppo_epochs). */
+  ppoEpochs: number;
+  /** Sequences per optimizer step; `null`: the whole batch in one step. */
+  miniBatchSize: number | null;
+  /** Entropy bonus coefficient (backend-side; 0 in the seed's runs). */
+  entropyCoef: number;
+  /** The sampling temperature, so that new log-probs compare with the recorded ones. */
+  temperature: number;
+}
+
+/** What a step's updates did, averaged over the optimizer steps that ran. */
+export interface PolicyUpdateSummary {
+  /** Optimizer steps attempted (ppoEpochs x minibatches). */
+  updates: number;
+  applied: number;
+  /** Steps skipped by the backend (e.g. a non-finite gradient norm), with their reasons. */
+  skipped: string[];
+  loss: number;
+  clipFraction: number;
+  kl: number;
+  entropy: number;
+  gradNorm: number;
+  gradNormMax: number;
+  /** Policy tokens trained on, summed over epochs. */
+  tokens: number;
+  sequences: number;
+  results: UpdateResult[];
+}
+
+function slice(batch: UpdateBatch, indices: readonly number[]): UpdateBatch {
+  return {
+    inputIds: indices.map((i) => batch.inputIds[i]!),
+    positions: indices.map((i) => batch.positions[i]!),
+    oldLogProbs: indices.map((i) => batch.oldLogProbs[i]!),
+    advantages: indices.map((i) => batch.advantages[i]!),
+    sampleIds: indices.map((i) => batch.sampleIds[i]!),
+  };
+}
+
+function mean(values: readonly number[]): number {
+  const finite = values.filter((v) => Number.isFinite(v));
+  return finite.length === 0 ? 0 : finite.reduce((a, b) => a + b, 0) / finite.length;
+}
+
+export function checkPolicyUpdateSettings(settings: PolicyUpdateSettings): void {
+  if (!(Number.isInteger(settings.ppoEpochs) && settings.ppoEpochs > 0)) throw new InvalidArgumentError('ppoEpochs', `must be a positive integer, got ${String(settings.ppoEpochs)}`);
+  if (settings.miniBatchSize !== null && !(Number.isInteger(settings.miniBatchSize) && settings.miniBatchSize > 0)) {
+    throw new InvalidArgumentError('miniBatchSize', `must be a positive integer or null, got ${String(settings.miniBatchSize)}`);
+  }
+  if (!(Number.isFinite(settings.entropyCoef) && settings.entropyCoef >= 0)) throw new InvalidArgumentError('entropyCoef', `must be >= 0, got ${String(settings.entropyCoef)}`);
+}
+
+/**
+ * The update half of a GRPO/GSPO step: `ppoEpochs` passes over the trajectories that have an
+ * advantage, each split into shuffled minibatches of `miniBatchSize` sequences, one optimizer step
+ * per minibatch with the core's loss (state masking: only policy tokens are scored). The old
+ * log-probs are the ones recorded at generation, token ids exactly as generated.
+ */
+export async function updatePolicy(
+  policy: PolicyBackend,
+  trajectories: readonly Trajectory[],
+  settings: PolicyUpdateSettings,
+  options: { random: Random; signal?: AbortSignal },
+): Promise<PolicyUpdateSummary> {
+  checkPolicyUpdateSettings(settings);
+  const batch = buildUpdateBatch(trajectories);
+  const n = batch.inputIds.length;
+  const summary: PolicyUpdateSummary = { updates: 0, applied: 0, skipped: [], loss: 0, clipFraction: 0, kl: 0, entropy: 0, gradNorm: 0, gradNormMax: 0, tokens: 0, sequences: n, results: [] };
+  if (n === 0) return summary;
+  const size = settings.miniBatchSize ?? n;
+  for (let epoch = 0; epoch < settings.ppoEpochs; epoch++) {
+    const order = size >= n ? batch.inputIds.map((_, i) => i) : permutation(n, options.random);
+    for (let start = 0; start < n; start += size) {
+      if (options.signal?.aborted) throw new AbortedError('updatePolicy', { cause: options.signal.reason });
+      const mini = slice(batch, order.slice(start, start + size));
+      const lossFn = createLossFunction(mini, settings.loss);
+      const result = await policy.update(
+        { inputIds: mini.inputIds, positions: mini.positions, temperature: settings.temperature },
+        lossFn,
+        { entropyCoef: settings.entropyCoef, ...(options.signal && { signal: options.signal }) },
+      );
+      summary.results.push(result);
+      summary.updates++;
+      if (result.applied) summary.applied++;
+      else summary.skipped.push(result.skippedReason ?? 'not applied');
+      summary.tokens += mini.positions.reduce((t, row) => t + row.length, 0);
+    }
+  }
+  const results = summary.results;
+  summary.loss = mean(results.map((r) => r.value));
+  summary.clipFraction = mean(results.map((r) => r.metrics?.clipFraction ?? NaN));
+  summary.kl = mean(results.map((r) => r.metrics?.kl ?? NaN));
+  summary.entropy = mean(results.map((r) => r.metrics?.entropy ?? NaN));
+  summary.gradNorm = mean(results.map((r) => r.gradNorm));
+  summary.gradNormMax = Math.max(...results.map((r) => r.gradNorm));
+  return summary;
+}
+
+/** A supervised example: a token sequence and the positions that are policy output (mask 1). */
+export interface SftExample {
+  inputIds: number[];
+  positions: number[];
+}
+
+/**
+ * Demonstrations for supervised warm-up, from trajectories (e.g. a scripted or oracle policy's):
+ * the same state masking as RL, so observation, prompt, forced and answer tokens get no loss.
+ */
+export function sftExamples(trajectories: readonly Trajectory[]): SftExample[] {
+  return trajectories.flatMap((t, i) => {
+    if (t.fullInputIds.length !== t.lossMask.length) throw new InvalidArgumentError(`trajectories[${i}].lossMask`, `has ${t.lossMask.length} entries for ${t.fullInputIds.length} tokens`);
+    const positions: number[] = [];
+    t.lossMask.forEach((m, p) => {
+      if (m === 1 && p > 0) positions.push(p);
+    });
+    if (positions.length === 0) return [];
+    return [{ inputIds: t.fullInputIds.slice(0, positions[positions.length - 1]! + 1), positions }];
+  });
+}
+
+/** Cross-entropy on the demonstrated tokens: loss = -mean logp, d loss / d logp = -1 / N. */
+export function sftLossFunction(batch: Pick<LogProbBatch, 'positions'>): LossFunction {
+  const count = batch.positions.reduce((n, row) => n + row.length, 0);
+  return (newLogProbs) => {
+    let sum = 0;
+    for (const row of newLogProbs) for (const v of row) sum += v;
+    return { value: -sum / count, gradNewLogProbs: newLogProbs.map((row) => row.map(() => -1 / count)), metrics: { nll: -sum / count } };
+  };
+}
+
+export interface SftSummary {
+  /** Mean negative log-likelihood per demonstrated token, per epoch. */
+  epochLoss: number[];
+  updates: number;
+  skipped: number;
+}
+
+/** Supervised fine-tuning on demonstrations: shuffled minibatches, `epochs` passes. */
+export async function runSft(
+  policy: PolicyBackend,
+  examples: readonly SftExample[],
+  settings: { epochs: number; batchSize: number },
+  options: { random: Random; signal?: AbortSignal; onEpoch?: (epoch: number, loss: number) => void },
+): Promise<SftSummary> {
+  if (!(Number.isInteger(settings.epochs) && settings.epochs > 0)) throw new InvalidArgumentError('epochs', `must be a positive integer, got ${String(settings.epochs)}`);
+  if (!(Number.isInteger(settings.batchSize) && settings.batchSize > 0)) throw new InvalidArgumentError('batchSize', `must be a positive integer, got ${String(settings.batchSize)}`);
+  if (examples.length === 0) throw new InvalidArgumentError('examples', 'needs at least one demonstration');
+  const summary: SftSummary = { epochLoss: [], updates: 0, skipped: 0 };
+  for (let epoch = 0; epoch < settings.epochs; epoch++) {
+    const order = permutation(examples.length, options.random);
+    let weighted = 0;
+    let tokens = 0;
+    for (let start = 0; start < order.length; start += settings.batchSize) {
+      if (options.signal?.aborted) throw new AbortedError('runSft', { cause: options.signal.reason });
+      const mini = order.slice(start, start + settings.batchSize).map((i) => examples[i]!);
+      const batch = { inputIds: mini.map((e) => e.inputIds), positions: mini.map((e) => e.positions) };
+      const result = await policy.update(batch, sftLossFunction(batch), options.signal ? { signal: options.signal } : {});
+      const count = batch.positions.reduce((n, row) => n + row.length, 0);
+      weighted += result.value * count;
+      tokens += count;
+      summary.updates++;
+      if (!result.applied) summary.skipped++;
+    }
+    const loss = weighted / tokens;
+    summary.epochLoss.push(loss);
+    options.onEpoch?.(epoch, loss);
+  }
+  return summary;
+}

@@ -1,0 +1,331 @@
+import { z } from 'zod';
+import { InvalidArgumentError, PortOutputError, settingsError } from './core/errors';
+import { createRandom, permutation, type Random, type RandomState } from './core/random';
+import type { PolicyUpdateSummary } from './core/rl/policy-update';
+import { checkRunId } from './core/store/records';
+import type { PromptRecord } from './core/types';
+import type { PolicyCheckpoint } from './ports/policy-backend';
+import type { Store } from './ports/store';
+import type { ScoredBatch, Searcher } from './searcher';
+
+export const trainerSettingsSchema = z
+  .object({
+    runId: z.string().min(1),
+    /** Train until this many steps are done (a resumed run counts the steps before it). */
+    steps: z.number().int().positive(),
+    /** Prompts per step (B); each gets `rl.nAgent` rollouts. */
+    batchSize: z.number().int().positive(),
+    /** Checkpoint every this many steps (and always after the last). */
+    saveFreq: z.number().int().positive().default(10),
+    /** `auto`: continue from this run's latest checkpoint if any; `disable`: start fresh; else a checkpoint path (`checkpoints/step-00000010` or `otherRun/checkpoints/step-00000010`). */
+    resumeMode: z.string().min(1).default('auto'),
+    seed: z.number().int().default(0),
+    /** Shuffle the prompts each epoch (seeded). */
+    shuffle: z.boolean().default(true),
+  })
+  .strict();
+
+export type TrainerSettings = z.input<typeof trainerSettingsSchema>;
+
+/** Where the next step's prompts start: an epoch of the seeded order and an index into it. */
+export interface DataCursor {
+  epoch: number;
+  index: number;
+}
+
+/** One step's figures. Timing fields (`*PerSecond`, `*Ms`) vary between runs; the rest is deterministic under a seed. */
+export interface StepMetrics {
+  step: number;
+  epoch: number;
+  prompts: number;
+  episodes: number;
+  /** Mean over rewards that could be computed; `missingRewards` counts the rest. */
+  rewardMean: number;
+  rewardStd: number;
+  missingRewards: number;
+  /** Share of judged episodes with a judge score >= 0.5; `null` when nothing was judged. */
+  successRate: number | null;
+  /** Share of episodes that retrieved at least one golden page. */
+  goldenHitRate: number;
+  ndcgMean: number;
+  turnsMean: number;
+  /** Invalid actions per policy turn. */
+  invalidActionRate: number;
+  /** Episodes that ended by the policy's own search_complete/answer. */
+  completionRate: number;
+  loss: number;
+  clipFraction: number;
+  kl: number;
+  entropy: number;
+  gradNorm: number;
+  gradNormMax: number;
+  updatesApplied: number;
+  updatesSkipped: number;
+  skippedReasons: string[];
+  rolloutTokens: number;
+  trainTokens: number;
+  rolloutTokensPerSecond: number;
+  trainTokensPerSecond: number;
+  rolloutMs: number;
+  updateMs: number;
+}
+
+export const TIMING_METRICS = ['rolloutTokensPerSecond', 'trainTokensPerSecond', 'rolloutMs', 'updateMs'] as const satisfies ReadonlyArray<keyof StepMetrics>;
+
+export interface TrainerRunResult {
+  /** Metrics of the steps this call ran. */
+  steps: StepMetrics[];
+  /** The checkpoint this call continued from, if any. */
+  resumedFrom: { key: string; step: number } | null;
+  /** Checkpoints written by this call. */
+  checkpoints: string[];
+}
+
+export interface Trainer {
+  /** Steps completed (including those before a resume, once `run` has loaded the checkpoint). */
+  readonly step: number;
+  readonly cursor: DataCursor;
+  /**
+   * Loads the checkpoint that `resumeMode` names, then runs steps until `settings.steps` are done:
+   * sample B prompts, n_agent rollouts each, rewards, advantages, ppoEpochs x minibatch updates;
+   * stores each step's metrics and checkpoints every `saveFreq` steps.
+   */
+  run(options?: { signal?: AbortSignal; onStep?: (metrics: StepMetrics, batch: ScoredBatch) => void | Promise<void> }): Promise<TrainerRunResult>;
+  /** The prompts the next step will use (advances nothing). */
+  peekBatch(): PromptRecord[];
+}
+
+interface TrainerCheckpointState {
+  format: 'searcher-rl.trainer-checkpoint.v1';
+  step: number;
+  cursor: DataCursor;
+  random: RandomState;
+  seed: number;
+  batchSize: number;
+  shuffle: boolean;
+  dataset: { size: number; fingerprint: string };
+  policy: { format: string; metadata: Record<string, unknown>; blobs: string[] };
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** FNV-1a over the prompt uids: a resumed run must see the same data in the same order. */
+function fingerprint(prompts: readonly PromptRecord[]): string {
+  let h = 0x811c9dc5;
+  for (const p of prompts) {
+    for (const ch of `${p.uid}\u0000`) {
+      h ^= ch.codePointAt(0)!;
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
+export function checkpointKey(step: number): string {
+  return `checkpoints/step-${String(step).padStart(8, '0')}`;
+}
+
+function mean(values: readonly number[]): number {
+  return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+function stepMetrics(step: number, epoch: number, prompts: number, batch: ScoredBatch, update: PolicyUpdateSummary, rolloutMs: number, updateMs: number): StepMetrics {
+  const trajectories = batch.episodes.map((e) => e.trajectory);
+  const rewards = batch.rewards.filter((r): r is number => r !== null);
+  const rewardMean = mean(rewards);
+  const judged = trajectories.map((t) => t.rewardDetail?.components.judgeScore).filter((s): s is number => typeof s === 'number');
+  const turns = trajectories.map((t) => t.turns.filter((turn) => !turn.forced).length);
+  const totalTurns = turns.reduce((a, b) => a + b, 0);
+  const rolloutTokens = trajectories.reduce((n, t) => n + t.tokenSteps.length, 0);
+  return {
+    step,
+    epoch,
+    prompts,
+    episodes: trajectories.length,
+    rewardMean,
+    rewardStd: Math.sqrt(mean(rewards.map((r) => (r - rewardMean) ** 2))),
+    missingRewards: batch.advantages.missingRewards,
+    successRate: judged.length === 0 ? null : judged.filter((s) => s >= 0.5).length / judged.length,
+    goldenHitRate: mean(trajectories.map((t) => (t.retrievedBasenames.some((b) => t.goldenBasenames.includes(b)) ? 1 : 0))),
+    ndcgMean: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
+    turnsMean: mean(turns),
+    invalidActionRate: totalTurns === 0 ? 0 : trajectories.reduce((n, t) => n + t.invalidActions, 0) / totalTurns,
+    completionRate: mean(trajectories.map((t) => (t.terminated === 'complete' || t.terminated === 'answer' ? 1 : 0))),
+    loss: update.loss,
+    clipFraction: update.clipFraction,
+    kl: update.kl,
+    entropy: update.entropy,
+    gradNorm: update.gradNorm,
+    gradNormMax: update.gradNormMax,
+    updatesApplied: update.applied,
+    updatesSkipped: update.skipped.length,
+    skippedReasons: update.skipped,
+    rolloutTokens,
+    trainTokens: update.tokens,
+    rolloutTokensPerSecond: rolloutMs > 0 ? (rolloutTokens / rolloutMs) * 1000 : 0,
+    trainTokensPerSecond: updateMs > 0 ? (update.tokens / updateMs) * 1000 : 0,
+    rolloutMs,
+    updateMs,
+  };
+}
+
+/**
+ * The GRPO/GSPO training loop over a Searcher (its policy must be trainable to learn anything),
+ * with checkpoints in a Store: the policy's blobs, the data cursor and the RNG state, committed by
+ * a `checkpoint` record written last. A run stopped and resumed continues at the step after its
+ * last checkpoint and draws exactly what the uninterrupted run would have.
+ */
+export function createTrainer(args: { searcher: Searcher; store: Store; prompts: readonly PromptRecord[]; settings: TrainerSettings }): Trainer {
+  const parsed = trainerSettingsSchema.safeParse(args.settings);
+  if (!parsed.success) throw settingsError('createTrainer', parsed.error.issues);
+  const settings = parsed.data;
+  checkRunId(settings.runId, 'settings.runId');
+  const { searcher, store } = args;
+  const prompts = [...args.prompts];
+  if (prompts.length === 0) throw new InvalidArgumentError('prompts', 'needs at least one prompt');
+  const policy = searcher.ports.policy;
+  const datasetFingerprint = fingerprint(prompts);
+
+  let step = 0;
+  let cursor: DataCursor = { epoch: 0, index: 0 };
+  const random: Random = createRandom(settings.seed, 3);
+  const orders = new Map<number, number[]>();
+  const orderOf = (epoch: number) => {
+    let order = orders.get(epoch);
+    if (!order) {
+      order = settings.shuffle ? permutation(prompts.length, createRandom(settings.seed, 4, epoch)) : prompts.map((_, i) => i);
+      orders.clear();
+      orders.set(epoch, order);
+    }
+    return order;
+  };
+  const take = (from: DataCursor): { batch: PromptRecord[]; next: DataCursor } => {
+    const batch: PromptRecord[] = [];
+    let { epoch, index } = from;
+    while (batch.length < settings.batchSize) {
+      if (index >= prompts.length) {
+        epoch++;
+        index = 0;
+      }
+      batch.push(prompts[orderOf(epoch)[index]!]!);
+      index++;
+    }
+    return { batch, next: { epoch, index } };
+  };
+
+  const saveCheckpoint = async (signal?: AbortSignal): Promise<string> => {
+    const key = checkpointKey(step);
+    const checkpoint = await policy.save(signal ? { signal } : {});
+    const blobNames = Object.keys(checkpoint.blobs);
+    for (const name of blobNames) await store.doPutBlob(settings.runId, `${key}/policy/${name}`, checkpoint.blobs[name]!, signal ? { signal } : {});
+    const state: TrainerCheckpointState = {
+      format: 'searcher-rl.trainer-checkpoint.v1',
+      step,
+      cursor,
+      random: random.state(),
+      seed: settings.seed,
+      batchSize: settings.batchSize,
+      shuffle: settings.shuffle,
+      dataset: { size: prompts.length, fingerprint: datasetFingerprint },
+      policy: { format: checkpoint.format, metadata: checkpoint.metadata, blobs: blobNames },
+    };
+    await store.doPutBlob(settings.runId, `${key}/state.json`, encoder.encode(JSON.stringify(state)), signal ? { signal } : {});
+    // The record commits the checkpoint: a crash before it leaves the previous one as the latest.
+    await store.doAppend([{ kind: 'checkpoint', runId: settings.runId, step, time: Date.now(), data: { key, policyFormat: checkpoint.format } }], signal ? { signal } : {});
+    return key;
+  };
+
+  const loadCheckpoint = async (runId: string, key: string): Promise<void> => {
+    const raw = await store.doGetBlob(runId, `${key}/state.json`);
+    if (!raw) throw new InvalidArgumentError('settings.resumeMode', `no checkpoint at '${runId}/${key}' (no state.json)`);
+    let state: TrainerCheckpointState;
+    try {
+      state = JSON.parse(decoder.decode(raw)) as TrainerCheckpointState;
+    } catch (error) {
+      throw new PortOutputError({ port: 'store', provider: store.provider, field: `${key}/state.json`, message: 'is not valid JSON', cause: error });
+    }
+    if (state.format !== 'searcher-rl.trainer-checkpoint.v1') throw new InvalidArgumentError('checkpoint.format', `expected 'searcher-rl.trainer-checkpoint.v1', got '${String(state.format)}'`);
+    const mismatch = (field: string, theirs: unknown, ours: unknown) => {
+      throw new InvalidArgumentError(`settings.${field}`, `the checkpoint at '${runId}/${key}' was made with ${JSON.stringify(theirs)}, this run has ${JSON.stringify(ours)}; an exact resume needs the same value (or use resumeMode 'disable')`);
+    };
+    if (state.batchSize !== settings.batchSize) mismatch('batchSize', state.batchSize, settings.batchSize);
+    if (state.seed !== settings.seed) mismatch('seed', state.seed, settings.seed);
+    if (state.shuffle !== settings.shuffle) mismatch('shuffle', state.shuffle, settings.shuffle);
+    if (state.dataset.size !== prompts.length || state.dataset.fingerprint !== datasetFingerprint) mismatch('prompts', state.dataset, { size: prompts.length, fingerprint: datasetFingerprint });
+    const blobs: PolicyCheckpoint['blobs'] = {};
+    for (const name of state.policy.blobs) {
+      const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
+      if (!bytes) throw new InvalidArgumentError('settings.resumeMode', `checkpoint '${runId}/${key}' lacks the policy blob '${name}'`);
+      blobs[name] = bytes;
+    }
+    await policy.load({ format: state.policy.format, metadata: state.policy.metadata, blobs });
+    step = state.step;
+    cursor = state.cursor;
+    random.restore(state.random);
+  };
+
+  const resolveResume = async (): Promise<{ runId: string; key: string } | null> => {
+    const mode = settings.resumeMode;
+    if (mode === 'disable') return null;
+    if (mode === 'auto') {
+      const records = await store.doQuery({ kind: 'checkpoint', runId: settings.runId });
+      const last = records[records.length - 1];
+      if (!last) return null;
+      const key = (last.data as { key?: unknown }).key;
+      if (typeof key !== 'string') throw new PortOutputError({ port: 'store', provider: store.provider, field: 'checkpoint.data.key', message: 'the latest checkpoint record has no key' });
+      return { runId: settings.runId, key };
+    }
+    const parts = mode.split('/').filter((p) => p.length > 0);
+    const at = parts.indexOf('checkpoints');
+    if (at < 0 || at > 1 || parts.length !== at + 2) {
+      throw new InvalidArgumentError('settings.resumeMode', `must be 'auto', 'disable' or a checkpoint path like 'checkpoints/step-00000010' or 'otherRun/checkpoints/step-00000010', got '${mode}'`);
+    }
+    const runId = at === 1 ? parts[0]! : settings.runId;
+    checkRunId(runId, 'settings.resumeMode');
+    return { runId, key: parts.slice(at).join('/') };
+  };
+
+  let resumed = false;
+  return {
+    get step() {
+      return step;
+    },
+    get cursor() {
+      return { ...cursor };
+    },
+    peekBatch: () => take(cursor).batch,
+    async run(options = {}) {
+      const result: TrainerRunResult = { steps: [], resumedFrom: null, checkpoints: [] };
+      if (!resumed) {
+        resumed = true;
+        const from = await resolveResume();
+        if (from) {
+          await loadCheckpoint(from.runId, from.key);
+          result.resumedFrom = { key: `${from.runId}/${from.key}`, step };
+        }
+      }
+      while (step < settings.steps) {
+        const stepNumber = step + 1;
+        const { batch: stepPrompts, next } = take(cursor);
+        const epoch = cursor.index >= prompts.length ? cursor.epoch + 1 : cursor.epoch;
+        const startedAt = performance.now();
+        const scored = await searcher.collect(stepPrompts, { step: stepNumber, runId: settings.runId, ...(options.signal && { signal: options.signal }) });
+        const rolloutMs = performance.now() - startedAt;
+        const updateStartedAt = performance.now();
+        const update = await searcher.update(scored, { random, ...(options.signal && { signal: options.signal }) });
+        const updateMs = performance.now() - updateStartedAt;
+        const metrics = stepMetrics(stepNumber, epoch, stepPrompts.length, scored, update, rolloutMs, updateMs);
+        step = stepNumber;
+        cursor = next;
+        await store.doAppend([{ kind: 'metric', runId: settings.runId, step, time: Date.now(), data: metrics }], options.signal ? { signal: options.signal } : {});
+        result.steps.push(metrics);
+        await options.onStep?.(metrics, scored);
+        if (step % settings.saveFreq === 0 || step === settings.steps) {
+          result.checkpoints.push(await saveCheckpoint(options.signal));
+        }
+      }
+      return result;
+    },
+  };
+}
