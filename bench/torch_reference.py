@@ -88,10 +88,12 @@ def train_step():
 
 for _ in range(2):
     train_step()
-t0 = time.perf_counter()
+times = []
 for _ in range(cfg["trainSteps"]):
+    t0 = time.perf_counter()
     train_step()
-dt = (time.perf_counter() - t0) / cfg["trainSteps"]
+    times.append(time.perf_counter() - t0)
+dt = sorted(times)[len(times) // 2]
 print(json.dumps({"figure": "torch_train_tokens_per_second", "value": B * T / dt, "threads": cfg["threads"], "torch": torch.__version__}))
 
 R, P, G = cfg["rollouts"], cfg["promptLength"], cfg["generate"]
@@ -109,7 +111,10 @@ def rollout():
 
 
 rollout()
-t0 = time.perf_counter()
-rollout()
-dt = time.perf_counter() - t0
+times = []
+for _ in range(3):
+    t0 = time.perf_counter()
+    rollout()
+    times.append(time.perf_counter() - t0)
+dt = sorted(times)[1]
 print(json.dumps({"figure": "torch_rollout_tokens_per_second", "value": R * G / dt, "threads": cfg["threads"], "torch": torch.__version__}))

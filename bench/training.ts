@@ -20,12 +20,17 @@ const inputIds = Array.from({ length: TRAIN.batch }, () => Array.from({ length: 
 const positions = inputIds.map(() => Array.from({ length: TRAIN.length - TRAIN.scoredFrom }, (_, k) => TRAIN.scoredFrom + k));
 const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
 for (let i = 0; i < 2; i++) await policy.update({ inputIds, positions }, lossFn);
-let started = performance.now();
-for (let i = 0; i < TRAIN.steps; i++) await policy.update({ inputIds, positions }, lossFn);
-const trainSeconds = (performance.now() - started) / 1000 / TRAIN.steps;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const stepSeconds: number[] = [];
+for (let i = 0; i < TRAIN.steps; i++) {
+  const started = performance.now();
+  await policy.update({ inputIds, positions }, lossFn);
+  stepSeconds.push((performance.now() - started) / 1000);
+}
+const trainSeconds = median(stepSeconds);
 const tfjsTrain = (TRAIN.batch * TRAIN.length) / trainSeconds;
 const common = { backend, model: MODEL, parameters: policy.parameterCount };
-print('tfjs_train_tokens_per_second', tfjsTrain, { ...common, batch: TRAIN.batch, length: TRAIN.length, note: 'sequence tokens through one forward + backward + AdamW step per second' });
+print('tfjs_train_tokens_per_second', tfjsTrain, { ...common, batch: TRAIN.batch, length: TRAIN.length, steps: TRAIN.steps, note: 'sequence tokens through one forward + backward + AdamW step per second, median step' });
 
 const prompts = Array.from({ length: ROLLOUT.rollouts }, () => Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)));
 const rollout = async () => {
@@ -37,10 +42,14 @@ const rollout = async () => {
   await session.end();
 };
 await rollout();
-started = performance.now();
-await rollout();
-const tfjsRollout = (ROLLOUT.rollouts * ROLLOUT.generate) / ((performance.now() - started) / 1000);
-print('tfjs_rollout_tokens_per_second', tfjsRollout, { ...common, ...ROLLOUT, note: 'sampled tokens per second, KV cache, all rollouts decoding together' });
+const rolloutSeconds: number[] = [];
+for (let i = 0; i < 3; i++) {
+  const started = performance.now();
+  await rollout();
+  rolloutSeconds.push((performance.now() - started) / 1000);
+}
+const tfjsRollout = (ROLLOUT.rollouts * ROLLOUT.generate) / median(rolloutSeconds);
+print('tfjs_rollout_tokens_per_second', tfjsRollout, { ...common, ...ROLLOUT, note: 'sampled tokens per second (prompt prefill included), KV cache, all rollouts decoding together, median of 3' });
 
 function findTorchPython(): string | null {
   for (const python of ['python3', '/usr/bin/python3']) {

@@ -148,8 +148,17 @@ export class Transformer {
     const qkv = tf.add(matMul2d(tf.reshape(h, [B * T, d]), b.qkv), b.qkvBias);
     const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]) as tf.Tensor4D) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
     const { keys, values, mask } = attendTo(k, v);
-    const scores = tf.add(tf.mul(tf.matMul(q, keys, false, true), 1 / Math.sqrt(dh)), mask);
-    const attended = tf.matMul(tf.softmax(scores), values);
+    let attended: tf.Tensor4D;
+    if (T === 1) {
+      // One query per row (decoding): broadcast multiply and sum. tfjs-wasm runs many tiny batched
+      // matmuls (rows x heads of them) far slower than these elementwise ops.
+      const scores = tf.add(tf.mul(tf.sum(tf.mul(q, keys), 3), 1 / Math.sqrt(dh)), tf.reshape(mask, [B, 1, -1]));
+      const weights = tf.expandDims(tf.softmax(scores), 3);
+      attended = tf.sum(tf.mul(weights, values), 2, true) as tf.Tensor4D;
+    } else {
+      const scores = tf.add(tf.mul(tf.matMul(q, keys, false, true), 1 / Math.sqrt(dh)), mask);
+      attended = tf.matMul(tf.softmax(scores), values);
+    }
     const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [B * T, d]);
     const attnOut = tf.add(matMul2d(merged, b.attnOut), b.attnOutBias);
     const x1 = tf.add(x, tf.reshape(attnOut, [B, T, d])) as tf.Tensor3D;
