@@ -104,7 +104,7 @@ describe('numeric contract (every backend)', () => {
 });
 
 describe('TfjsPolicy', () => {
-  it('matches finite differences of sum g*logp', async () => {
+  const finiteDifferences = async (makeLoss: (batch: LogProbBatch, policy: TfjsPolicy, random: ReturnType<typeof createRandom>) => Promise<LossFunction>) => {
     const policy = await tiny({ model: { layers: 1, width: 8, heads: 2, contextLength: 16 }, seed: 9 });
     const random = createRandom(4);
     const batch: LogProbBatch = {
@@ -117,9 +117,8 @@ describe('TfjsPolicy', () => {
         [1, 4],
       ],
     };
-    const g = batch.positions.map((row) => row.map(() => random.nextNormal()));
-    const lossFn: LossFunction = (lp) => ({ value: lp.reduce((s, row, i) => s + row.reduce((t, v, k) => t + v * g[i]![k]!, 0), 0), gradNewLogProbs: g });
-    const objective = async () => (await policy.logProbs(batch)).reduce((s, row, i) => s + row.reduce((t, v, k) => t + v * g[i]![k]!, 0), 0);
+    const lossFn = await makeLoss(batch, policy, random);
+    const objective = async () => lossFn(await policy.logProbs(batch)).value;
     const { gradients } = await policy.gradients(batch, lossFn);
     const base = await policy.save();
     const names = Object.keys(gradients);
@@ -159,6 +158,22 @@ describe('TfjsPolicy', () => {
       const { fd, analytic } = await directional(unit);
       expect(Math.abs(fd - analytic)).toBeLessThan(2e-2 * Math.abs(analytic) + 2e-3);
     }
+  };
+
+  it('matches finite differences of sum g*logp (the backend half)', async () => {
+    await finiteDifferences(async (batch, _policy, random) => {
+      const g = batch.positions.map((row) => row.map(() => random.nextNormal()));
+      return (lp) => ({ value: lp.reduce((s, row, i) => s + row.reduce((t, v, k) => t + v * g[i]![k]!, 0), 0), gradNewLogProbs: g });
+    });
+  });
+
+  it('matches finite differences of the core GSPO + k3 KL loss end to end', async () => {
+    await finiteDifferences(async (batch, policy, random) => {
+      // Old log-probs near the current ones, so that the ratios sit inside the clip range (no kinks).
+      const current = await policy.logProbs(batch);
+      const oldLogProbs = current.map((row) => row.map((v) => v + 0.02 * random.nextNormal()));
+      return createLossFunction({ oldLogProbs, advantages: [1.2, -0.7] }, { kind: 'gspo', clipLow: 0.2, clipHigh: 0.28, aggregation: 'seq-mean-token-mean', klCoef: 0.1, klEstimator: 'k3' });
+    });
   });
 
   it('an update moves log-probs with the sign of the advantage (GSPO and PPO-clip)', async () => {
