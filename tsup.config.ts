@@ -12,6 +12,8 @@ export default defineConfig({
     'adapters/search-http/index': 'src/adapters/search-http/index.ts',
     'adapters/openai-compatible/index': 'src/adapters/openai-compatible/index.ts',
     'adapters/tfjs/index': 'src/adapters/tfjs/index.ts',
+    'adapters/image/index': 'src/adapters/image/index.ts',
+    'adapters/search/index': 'src/adapters/search/index.ts',
     'cli/main': 'src/cli/main.ts',
   },
   format: ['esm'],
@@ -23,5 +25,5 @@ export default defineConfig({
   splitting: true,
   treeshake: true,
   // Vendor SDKs are optional peer dependencies, loaded only by their adapter's subpath.
-  external: ['openai', '@google/genai', 'undici', 'zod', 'inversify', /^@tensorflow\//],
+  external: ['openai', '@google/genai', 'undici', 'zod', 'inversify', 'sharp', 'better-sqlite3', /^@tensorflow\//],
 });

@@ -1,0 +1,1 @@
+export { createSharpImageOps, sharpImageOpsSettingsSchema, type SharpImageOps, type SharpImageOpsSettings } from './sharp-image-ops';

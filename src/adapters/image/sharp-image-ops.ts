@@ -1,0 +1,73 @@
+import sharp from 'sharp';
+import { z } from 'zod';
+import { AbortedError, InvalidArgumentError, ProviderCallError, settingsError } from '../../core/errors';
+import type { BoundingBox } from '../../core/protocol/actions';
+import type { PageImage } from '../../core/types';
+import type { CropOptions, ImageOps } from '../../ports/image-ops';
+
+/** Raw RGBA pixels (as made by `createRawImage` in searcher-rl/mock) are read too. */
+const RAW_RGBA_MIME = 'image/x-raw-rgba';
+
+export const sharpImageOpsSettingsSchema = z
+  .object({
+    /** Encoding of the crops. */
+    format: z.enum(['png', 'jpeg', 'webp']).default('png'),
+    /** Resampling kernel for the enlargement (lanczos3 keeps small print sharp). */
+    kernel: z.enum(['nearest', 'linear', 'cubic', 'mitchell', 'lanczos2', 'lanczos3']).default('lanczos3'),
+    /** Largest output side; an enlargement never goes past it. */
+    maxOutputSide: z.number().int().positive().default(4096),
+  })
+  .strict();
+
+export type SharpImageOpsSettings = z.input<typeof sharpImageOpsSettingsSchema>;
+
+export interface SharpImageOps extends ImageOps {
+  readonly provider: 'sharp';
+}
+
+const MIME: Record<'png' | 'jpeg' | 'webp', string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
+
+/**
+ * Crops with sharp (libvips): the box is in the image's pixel space, checked against the image
+ * (finite, x2 > x1, y2 > y1, inside), widened to whole pixels, and the crop is enlarged so that its
+ * longer side reaches `minOutputSide` (small print becomes legible), capped at `maxOutputSide`.
+ */
+export function createSharpImageOps(settings: SharpImageOpsSettings = {}): SharpImageOps {
+  const parsed = sharpImageOpsSettingsSchema.safeParse(settings);
+  if (!parsed.success) throw settingsError('createSharpImageOps', parsed.error.issues);
+  const { format, kernel, maxOutputSide } = parsed.data;
+  return {
+    specificationVersion: 'v1',
+    provider: 'sharp',
+    async doCrop(image: PageImage, bbox: BoundingBox, options: CropOptions = {}): Promise<PageImage> {
+      if (options.signal?.aborted) throw new AbortedError('sharp crop', { cause: options.signal.reason });
+      if (!image || !(image.bytes instanceof Uint8Array) || !(Number.isInteger(image.width) && image.width > 0) || !(Number.isInteger(image.height) && image.height > 0)) {
+        throw new InvalidArgumentError('image', 'expected {mimeType, width, height, bytes: Uint8Array} with positive integer sizes');
+      }
+      if (!Array.isArray(bbox) || bbox.length !== 4 || !bbox.every((v) => Number.isFinite(v))) throw new InvalidArgumentError('bbox', 'must be four finite numbers [x1, y1, x2, y2]');
+      const [x1, y1, x2, y2] = bbox;
+      if (x1 < 0 || y1 < 0 || x2 > image.width || y2 > image.height) {
+        throw new InvalidArgumentError('bbox', `[${bbox.join(', ')}] is outside the ${image.width}x${image.height} image`);
+      }
+      if (!(x2 > x1 && y2 > y1)) throw new InvalidArgumentError('bbox', `needs x2 > x1 and y2 > y1, got [${bbox.join(', ')}]`);
+      const minOutputSide = options.minOutputSide ?? 0;
+      if (!(Number.isFinite(minOutputSide) && minOutputSide >= 0)) throw new InvalidArgumentError('minOutputSide', `must be >= 0, got ${minOutputSide}`);
+      const left = Math.floor(x1);
+      const top = Math.floor(y1);
+      const width = Math.max(1, Math.min(image.width, Math.ceil(x2)) - left);
+      const height = Math.max(1, Math.min(image.height, Math.ceil(y2)) - top);
+      const scale = Math.min(Math.max(1, minOutputSide / Math.max(width, height)), maxOutputSide / Math.max(width, height));
+      try {
+        const input = image.mimeType === RAW_RGBA_MIME ? sharp(image.bytes, { raw: { width: image.width, height: image.height, channels: 4 } }) : sharp(image.bytes);
+        let pipeline = input.extract({ left, top, width, height });
+        if (scale > 1) pipeline = pipeline.resize({ width: Math.round(width * scale), height: Math.round(height * scale), kernel, fit: 'fill' });
+        const { data, info } = await pipeline.toFormat(format).toBuffer({ resolveWithObject: true });
+        if (options.signal?.aborted) throw new AbortedError('sharp crop', { cause: options.signal.reason });
+        return { mimeType: MIME[format], width: info.width, height: info.height, bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+      } catch (error) {
+        if (AbortedError.isInstance(error)) throw error;
+        throw new ProviderCallError({ port: 'imageOps', provider: 'sharp', message: `could not crop a ${image.mimeType} image: ${error instanceof Error ? error.message : String(error)}`, isRetryable: false, cause: error });
+      }
+    },
+  };
+}

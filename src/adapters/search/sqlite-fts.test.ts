@@ -1,0 +1,89 @@
+import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DatasetValidationError, InvalidArgumentError } from '../../core/errors';
+import { createSqliteSearchEngine, ftsQuery, indexPageFolder, indexPages } from './sqlite-fts';
+
+const PAGES: Record<string, string> = {
+  'acme_1.png': 'Acme Corp annual report 2019: overview of the year',
+  'acme_2.png': 'Acme revenue 2019: 4.5 billion dollars, up 12 percent',
+  'globex_1.png': 'Globex history: founded 1989 in Springfield',
+  'initech_1.png': 'Initech headquarters: Austin, Texas. Revenue not disclosed.',
+};
+
+let dir = '';
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'searcher-rl-fts-'));
+  for (const [name, text] of Object.entries(PAGES)) {
+    await sharp({ create: { width: 64, height: 48, channels: 3, background: '#ffffff' } }).png().toFile(join(dir, name));
+    await writeFile(join(dir, name.replace('.png', '.txt')), text);
+  }
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('SQLite FTS5 search', () => {
+  it('indexes a folder once, reuses the index, and rebuilds when a page changes', async () => {
+    const db = join(dir, 'index.sqlite');
+    expect(await indexPageFolder(db, dir)).toEqual({ pages: 4, rebuilt: true });
+    expect(await indexPageFolder(db, dir)).toEqual({ pages: 4, rebuilt: false });
+    await writeFile(join(dir, 'globex_1.txt'), 'Globex history: founded 1989 in Springfield by Hank Scorpio');
+    const later = new Date(Date.now() + 5000);
+    await utimes(join(dir, 'globex_1.png'), later, later);
+    expect(await indexPageFolder(db, dir)).toEqual({ pages: 4, rebuilt: true });
+    const engine = createSqliteSearchEngine({ dbPath: db });
+    expect((await engine.doSearch('scorpio', { topK: 3 })).map((h) => h.basename)).toEqual(['globex_1.png']);
+    engine.close();
+  });
+
+  it('ranks by BM25 and returns basenames, text, scores and images', async () => {
+    const db = join(dir, 'rank.sqlite');
+    await indexPageFolder(db, dir);
+    const engine = createSqliteSearchEngine({ dbPath: db });
+    const hits = await engine.doSearch('Acme revenue 2019', { topK: 10 });
+    expect(hits[0]!.basename).toBe('acme_2.png');
+    expect(hits.map((h) => h.basename)).toContain('initech_1.png');
+    expect(hits.every((h, i) => i === 0 || h.score <= hits[i - 1]!.score)).toBe(true);
+    expect(hits[0]).toMatchObject({ text: PAGES['acme_2.png'], image: { mimeType: 'image/png', width: 64, height: 48 } });
+    expect(hits[0]!.image!.bytes.subarray(1, 4)).toEqual(new Uint8Array([0x50, 0x4e, 0x47]));
+    expect(await engine.doSearch('Acme revenue 2019', { topK: 1 })).toHaveLength(1);
+    expect(await engine.doSearch('zebra', { topK: 5 })).toEqual([]);
+    engine.close();
+  });
+
+  it('treats query text as words, never as FTS5 syntax', async () => {
+    expect(ftsQuery('acme" OR NEAR(x y) *')).toBe('"acme" OR "or" OR "near" OR "x" OR "y"');
+    expect(ftsQuery('  ?! ')).toBeNull();
+    const db = join(dir, 'syntax.sqlite');
+    await indexPageFolder(db, dir);
+    const engine = createSqliteSearchEngine({ dbPath: db, includeImages: false, maxTextChars: 10 });
+    const hits = await engine.doSearch('"Globex" AND (founded', { topK: 2 });
+    expect(hits[0]).toMatchObject({ basename: 'globex_1.png', text: 'Globex his' });
+    expect(hits[0]!.image).toBeUndefined();
+    expect(await engine.doSearch('"()*', { topK: 2 })).toEqual([]);
+    engine.close();
+  });
+
+  it('indexes page records without images, and names bad rows and missing files', async () => {
+    const db = join(dir, 'records.sqlite');
+    expect(await indexPages(db, [{ basename: 'a.txt', text: 'alpha beta' }, { basename: 'b.txt', text: 'gamma' }])).toEqual({ pages: 2, rebuilt: true });
+    const engine = createSqliteSearchEngine({ dbPath: db });
+    expect(await engine.doSearch('gamma', { topK: 1 })).toEqual([expect.objectContaining({ basename: 'b.txt', text: 'gamma' })]);
+    engine.close();
+    await expect(indexPages(db, [{ basename: 'a', text: 'x' }, { basename: 'a', text: 'y' }])).rejects.toSatisfy((e: unknown) => DatasetValidationError.isInstance(e) && e.row === 1 && e.field === 'basename');
+    await expect(indexPages(db, [{ basename: 'a', text: 'x', imagePath: join(dir, 'nope.png') }])).rejects.toThrow(/row 0, field 'imagePath'/);
+    await writeFile(join(dir, 'orphan.png'), await sharp({ create: { width: 4, height: 4, channels: 3, background: '#000' } }).png().toBuffer());
+    await expect(indexPageFolder(join(dir, 'orphan.sqlite'), dir)).rejects.toThrow(/'orphan.png' has no text file 'orphan.txt'/);
+    await rm(join(dir, 'orphan.png'));
+    expect(() => createSqliteSearchEngine({ dbPath: join(dir, 'missing.sqlite') })).toThrow(InvalidArgumentError);
+    const open = createSqliteSearchEngine({ dbPath: db });
+    await expect(open.doSearch('x', { topK: 0 })).rejects.toThrow(/topK/);
+    const controller = new AbortController();
+    controller.abort();
+    await expect(open.doSearch('x', { topK: 1, signal: controller.signal })).rejects.toThrow(/aborted/i);
+    open.close();
+  });
+});

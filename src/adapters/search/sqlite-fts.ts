@@ -1,0 +1,212 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename as pathBasename, extname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import sharp from 'sharp';
+import { z } from 'zod';
+import { AbortedError, DatasetValidationError, InvalidArgumentError, ProviderCallError, settingsError } from '../../core/errors';
+import type { PageImage, SearchHit } from '../../core/types';
+import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
+
+const IMAGE_MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp' };
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS pages (
+  id INTEGER PRIMARY KEY,
+  basename TEXT NOT NULL UNIQUE,
+  text TEXT NOT NULL,
+  image_path TEXT,
+  mime TEXT,
+  width INTEGER,
+  height INTEGER
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(text, content='pages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
+
+/** One page to index: its basename (what NDCG compares), its text, and optionally its image file. */
+export interface PageRecord {
+  basename: string;
+  text: string;
+  imagePath?: string;
+}
+
+export interface IndexResult {
+  /** Pages in the index. */
+  pages: number;
+  /** False when the index already matched the input and was reused. */
+  rebuilt: boolean;
+}
+
+/**
+ * Builds (or reuses) a SQLite FTS5 index of pages at `dbPath`. The input's fingerprint (basenames,
+ * texts, image paths, sizes and modification times) is stored with the index; the same input
+ * reuses it, a changed one rebuilds it in one transaction.
+ */
+export async function indexPages(dbPath: string, pages: readonly PageRecord[]): Promise<IndexResult> {
+  if (typeof dbPath !== 'string' || dbPath.length === 0) throw new InvalidArgumentError('dbPath', 'must be a file path');
+  const seen = new Set<string>();
+  const rows: Array<PageRecord & { mime: string | null; width: number | null; height: number | null }> = [];
+  const hash = createHash('sha256');
+  for (const [i, page] of pages.entries()) {
+    if (!page || typeof page.basename !== 'string' || page.basename.length === 0) throw new DatasetValidationError(i, 'basename', 'must be a non-empty string');
+    if (typeof page.text !== 'string') throw new DatasetValidationError(i, 'text', 'must be a string');
+    if (seen.has(page.basename)) throw new DatasetValidationError(i, 'basename', `'${page.basename}' appears twice`);
+    seen.add(page.basename);
+    let mime: string | null = null;
+    let width: number | null = null;
+    let height: number | null = null;
+    if (page.imagePath !== undefined) {
+      mime = IMAGE_MIME[extname(page.imagePath).toLowerCase()] ?? null;
+      if (!mime) throw new DatasetValidationError(i, 'imagePath', `'${page.imagePath}' is not a PNG, JPEG or WebP file`);
+      let info;
+      try {
+        info = await stat(page.imagePath);
+      } catch (error) {
+        throw new DatasetValidationError(i, 'imagePath', `cannot read '${page.imagePath}'`, { cause: error });
+      }
+      const meta = await sharp(page.imagePath).metadata();
+      width = meta.width ?? null;
+      height = meta.height ?? null;
+      hash.update(`${resolve(page.imagePath)}\u0000${info.size}\u0000${info.mtimeMs}\u0000`);
+    }
+    hash.update(`${page.basename}\u0000${page.text}\u0001`);
+    rows.push({ ...page, mime, width, height });
+  }
+  const fingerprint = hash.digest('hex');
+  const db = new Database(dbPath);
+  try {
+    db.exec(SCHEMA);
+    const stored = db.prepare('SELECT value FROM meta WHERE key = ?').get('fingerprint') as { value: string } | undefined;
+    if (stored?.value === fingerprint) return { pages: rows.length, rebuilt: false };
+    const insert = db.prepare('INSERT INTO pages (basename, text, image_path, mime, width, height) VALUES (?, ?, ?, ?, ?, ?)');
+    db.transaction(() => {
+      db.exec("DELETE FROM pages; INSERT INTO pages_fts(pages_fts) VALUES('delete-all');");
+      for (const r of rows) insert.run(r.basename, r.text, r.imagePath === undefined ? null : resolve(r.imagePath), r.mime, r.width, r.height);
+      db.exec("INSERT INTO pages_fts(pages_fts) VALUES('rebuild');");
+      db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('fingerprint', fingerprint);
+    })();
+    return { pages: rows.length, rebuilt: true };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Indexes a folder of page images with a text file beside each (`deck1_3.png` + `deck1_3.txt`):
+ * the basename is the image's file name. A page image without its text file is an error naming it.
+ */
+export async function indexPageFolder(dbPath: string, folder: string, options: { textExtension?: string } = {}): Promise<IndexResult> {
+  const textExtension = options.textExtension ?? '.txt';
+  let names: string[];
+  try {
+    names = (await readdir(folder)).sort();
+  } catch (error) {
+    throw new InvalidArgumentError('folder', `cannot read '${folder}'`, { cause: error });
+  }
+  const images = names.filter((name) => IMAGE_MIME[extname(name).toLowerCase()]);
+  const pages: PageRecord[] = [];
+  for (const [i, name] of images.entries()) {
+    const stem = name.slice(0, name.length - extname(name).length);
+    const textPath = join(folder, `${stem}${textExtension}`);
+    let text: string;
+    try {
+      text = await readFile(textPath, 'utf8');
+    } catch (error) {
+      throw new DatasetValidationError(i, 'text', `page '${name}' has no text file '${pathBasename(textPath)}' beside it`, { cause: error });
+    }
+    pages.push({ basename: name, text, imagePath: join(folder, name) });
+  }
+  return indexPages(dbPath, pages);
+}
+
+export const sqliteSearchSettingsSchema = z
+  .object({
+    /** The index file made by `indexPages` or `indexPageFolder`. */
+    dbPath: z.string().min(1),
+    /** Return page images with the hits (read from disk per hit). */
+    includeImages: z.boolean().default(true),
+    /** Characters of page text returned per hit (`null`: all). */
+    maxTextChars: z.number().int().positive().nullable().default(null),
+  })
+  .strict();
+
+export type SqliteSearchSettings = z.input<typeof sqliteSearchSettingsSchema>;
+
+export interface SqliteSearchEngine extends SearchEngine {
+  readonly provider: 'sqlite-fts';
+  close(): void;
+}
+
+/** Words of a query as FTS5 string literals joined with OR: user text can never be FTS5 syntax. */
+export function ftsQuery(query: string): string | null {
+  const words = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  const unique = [...new Set(words)];
+  return unique.length === 0 ? null : unique.map((w) => `"${w}"`).join(' OR ');
+}
+
+/**
+ * BM25 search (SQLite FTS5, `bm25()`, lower is better) over an index of pages; hits carry the page
+ * basename, text, image and the score `-bm25` (higher is better). The database is opened read-only.
+ */
+export function createSqliteSearchEngine(settings: SqliteSearchSettings): SqliteSearchEngine {
+  const parsed = sqliteSearchSettingsSchema.safeParse(settings);
+  if (!parsed.success) throw settingsError('createSqliteSearchEngine', parsed.error.issues);
+  const { dbPath, includeImages, maxTextChars } = parsed.data;
+  let db: Database.Database;
+  try {
+    db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  } catch (error) {
+    throw new InvalidArgumentError('dbPath', `cannot open the index '${dbPath}' (build it with indexPages or indexPageFolder)`, { cause: error });
+  }
+  const search = db.prepare(
+    'SELECT p.id AS id, p.basename AS basename, p.text AS text, p.image_path AS imagePath, p.mime AS mime, p.width AS width, p.height AS height, bm25(pages_fts) AS rank FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts MATCH ? ORDER BY rank, p.id LIMIT ?',
+  );
+  const images = new Map<string, Promise<Uint8Array>>();
+  const imageOf = (path: string) => {
+    let bytes = images.get(path);
+    if (!bytes) {
+      bytes = readFile(path).then((b) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
+      bytes.catch(() => images.delete(path));
+      // A small cache: the same pages come back across rollouts of a group.
+      if (images.size > 256) images.delete(images.keys().next().value!);
+      images.set(path, bytes);
+    }
+    return bytes;
+  };
+  return {
+    specificationVersion: 'v1',
+    provider: 'sqlite-fts',
+    async doSearch(query: string, options: SearchOptions): Promise<SearchHit[]> {
+      if (options.signal?.aborted) throw new AbortedError('sqlite-fts search', { cause: options.signal.reason });
+      if (!(Number.isInteger(options.topK) && options.topK > 0)) throw new InvalidArgumentError('topK', `must be a positive integer, got ${String(options.topK)}`);
+      const match = ftsQuery(String(query));
+      if (match === null) return [];
+      let rows: Array<{ id: number; basename: string; text: string; imagePath: string | null; mime: string | null; width: number | null; height: number | null; rank: number }>;
+      try {
+        rows = search.all(match, options.topK) as typeof rows;
+      } catch (error) {
+        throw new ProviderCallError({ port: 'searchEngine', provider: 'sqlite-fts', message: `search failed: ${error instanceof Error ? error.message : String(error)}`, isRetryable: false, cause: error });
+      }
+      return Promise.all(
+        rows.map(async (row) => {
+          const hit: SearchHit = { id: String(row.id), basename: row.basename, score: -row.rank, text: maxTextChars === null ? row.text : row.text.slice(0, maxTextChars) };
+          if (includeImages && row.imagePath && row.mime && row.width && row.height) {
+            let bytes: Uint8Array;
+            try {
+              bytes = await imageOf(row.imagePath);
+            } catch (error) {
+              throw new ProviderCallError({ port: 'searchEngine', provider: 'sqlite-fts', message: `page '${row.basename}': cannot read its image '${row.imagePath}'`, isRetryable: false, cause: error });
+            }
+            const image: PageImage = { mimeType: row.mime, width: row.width, height: row.height, bytes };
+            hit.image = image;
+          }
+          return hit;
+        }),
+      );
+    },
+    close() {
+      db.close();
+    },
+  };
+}
