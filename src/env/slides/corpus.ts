@@ -1,0 +1,224 @@
+import { InvalidArgumentError } from '../../core/errors';
+import { createRandom, type Random } from '../../core/random';
+import type { PromptRecord } from '../../core/types';
+
+/** Slide size in pixels (16:9). */
+export const SLIDE_WIDTH = 640;
+export const SLIDE_HEIGHT = 360;
+export const TITLE_FONT_PX = 28;
+export const FACT_FONT_PX = 20;
+/** Small print: legible to the reader only when a crop enlarges it to READABLE_FONT_PX or more. */
+export const SMALL_FONT_PX = 7;
+export const READABLE_FONT_PX = 14;
+
+export type BoxPx = [number, number, number, number];
+
+export interface SlideFact {
+  id: string;
+  entity: string;
+  attribute: string;
+  value: string;
+  /** The line as printed. */
+  line: string;
+  small: boolean;
+  fontPx: number;
+  /** Where the line is printed, in slide pixels. */
+  box: BoxPx;
+}
+
+export interface Slide {
+  deck: string;
+  page: number;
+  /** `{deck}_{page}.png`: what search returns and NDCG compares. */
+  basename: string;
+  title: string;
+  facts: SlideFact[];
+}
+
+export interface Deck {
+  id: string;
+  entity: string;
+  slides: Slide[];
+}
+
+export interface CorpusQuestion extends PromptRecord {
+  reference: string;
+  goldenBasenames: string[];
+  metadata: { factId: string; entity: string; attribute: string; small: boolean; split: 'train' | 'validation' | 'test' };
+}
+
+export interface SlideCorpusSettings {
+  seed: number;
+  decks: number;
+  minSlides: number;
+  maxSlides: number;
+  /** Share of slides with one fact in small print. */
+  smallPrintRate: number;
+  /** Shares of questions for validation and test (the rest is train). */
+  validationShare: number;
+  testShare: number;
+}
+
+export const DEFAULT_SLIDE_CORPUS_SETTINGS: Readonly<SlideCorpusSettings> = Object.freeze({ seed: 1, decks: 200, minSlides: 5, maxSlides: 15, smallPrintRate: 0.25, validationShare: 0.1, testShare: 0.1 });
+
+export interface SlideCorpus {
+  settings: SlideCorpusSettings;
+  decks: Deck[];
+  questions: { train: CorpusQuestion[]; validation: CorpusQuestion[]; test: CorpusQuestion[] };
+}
+
+const SYLLABLES = ['vor', 'tal', 'kel', 'vix', 'mon', 'dra', ' quo', 'zen', 'pra', 'lum', 'tor', 'bex', 'sol', 'nar', 'fin', 'gal', 'rho', 'tek', 'ves', 'pol', 'cor', 'dyn', 'ark', 'lyn'].map((s) => s.trim());
+const CITIES = ['Austin', 'Lyon', 'Osaka', 'Porto', 'Tallinn', 'Quito', 'Perth', 'Bergen', 'Leeds', 'Kyoto', 'Turin', 'Hanoi', 'Denver', 'Malmo', 'Cork', 'Tunis'];
+const GIVEN = ['Ada', 'Bruno', 'Chen', 'Dara', 'Elif', 'Femi', 'Greta', 'Hugo', 'Ines', 'Jonas', 'Kira', 'Luis', 'Mira', 'Nils', 'Omar', 'Priya'];
+const FAMILY = ['Lund', 'Okafor', 'Varga', 'Sato', 'Moreau', 'Kowal', 'Reyes', 'Haas', 'Ito', 'Novak', 'Silva', 'Brandt', 'Costa', 'Falk', 'Ueda', 'Wolfe'];
+
+interface AttributeKind {
+  attribute: string;
+  slideTitle: (entity: string) => string;
+  make: (random: Random, entity: string) => { value: string; line: string; question: string };
+}
+
+const year = (random: Random) => 2010 + random.nextInt(14);
+const ATTRIBUTES: AttributeKind[] = [
+  {
+    attribute: 'revenue',
+    slideTitle: (e) => `${e} financial results`,
+    make: (r, e) => {
+      const y = year(r);
+      const value = `${1 + r.nextInt(9)}.${r.nextInt(10)} billion dollars`;
+      return { value, line: `Revenue ${y}: ${value}`, question: `What was the revenue of ${e} in ${y}?` };
+    },
+  },
+  {
+    attribute: 'employees',
+    slideTitle: (e) => `${e} people`,
+    make: (r, e) => {
+      const y = year(r);
+      const value = `${1 + r.nextInt(60)},${String(r.nextInt(1000)).padStart(3, '0')}`;
+      return { value, line: `Employees ${y}: ${value}`, question: `How many employees did ${e} have in ${y}?` };
+    },
+  },
+  {
+    attribute: 'founded',
+    slideTitle: (e) => `${e} history`,
+    make: (r, e) => {
+      const value = String(1950 + r.nextInt(60));
+      return { value, line: `Founded: ${value}`, question: `In which year was ${e} founded?` };
+    },
+  },
+  {
+    attribute: 'headquarters',
+    slideTitle: (e) => `${e} locations`,
+    make: (r, e) => {
+      const value = CITIES[r.nextInt(CITIES.length)]!;
+      return { value, line: `Headquarters: ${value}`, question: `In which city is ${e} headquartered?` };
+    },
+  },
+  {
+    attribute: 'chief executive',
+    slideTitle: (e) => `${e} leadership`,
+    make: (r, e) => {
+      const value = `${GIVEN[r.nextInt(GIVEN.length)]} ${FAMILY[r.nextInt(FAMILY.length)]}`;
+      return { value, line: `Chief executive: ${value}`, question: `Who is the chief executive of ${e}?` };
+    },
+  },
+  {
+    attribute: 'market share',
+    slideTitle: (e) => `${e} market position`,
+    make: (r, e) => {
+      const y = year(r);
+      const value = `${2 + r.nextInt(60)} percent`;
+      return { value, line: `Market share ${y}: ${value}`, question: `What market share did ${e} have in ${y}?` };
+    },
+  },
+];
+
+function checkSettings(s: SlideCorpusSettings): void {
+  const ints = ['decks', 'minSlides', 'maxSlides'] as const;
+  for (const key of ints) if (!(Number.isInteger(s[key]) && s[key] > 0)) throw new InvalidArgumentError(`corpus.${key}`, `must be a positive integer, got ${String(s[key])}`);
+  if (s.maxSlides < s.minSlides) throw new InvalidArgumentError('corpus.maxSlides', `must be >= minSlides (${s.minSlides})`);
+  for (const key of ['smallPrintRate', 'validationShare', 'testShare'] as const) {
+    if (!(s[key] >= 0 && s[key] <= 1)) throw new InvalidArgumentError(`corpus.${key}`, `must be in [0, 1], got ${String(s[key])}`);
+  }
+  if (s.validationShare + s.testShare >= 1) throw new InvalidArgumentError('corpus.testShare', 'validationShare + testShare must leave questions for training');
+  if (!Number.isInteger(s.seed)) throw new InvalidArgumentError('corpus.seed', `must be an integer, got ${String(s.seed)}`);
+}
+
+/**
+ * A seeded slide-deck corpus: each deck is about one invented organisation; each slide has a
+ * title and up to three facts in large type, and on some slides one more fact in small print at
+ * the bottom. Every fact is the answer to one question whose golden page is its slide. The same
+ * settings give the same corpus on every machine.
+ */
+export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}): SlideCorpus {
+  const settings = { ...DEFAULT_SLIDE_CORPUS_SETTINGS, ...partial };
+  checkSettings(settings);
+  const random = createRandom(settings.seed, 7);
+  const names = new Set<string>();
+  const decks: Deck[] = [];
+  const questions: CorpusQuestion[] = [];
+  for (let d = 0; d < settings.decks; d++) {
+    let entity = '';
+    while (entity === '' || names.has(entity)) {
+      const parts = 2 + random.nextInt(2);
+      const word = Array.from({ length: parts }, () => SYLLABLES[random.nextInt(SYLLABLES.length)]!).join('');
+      entity = word[0]!.toUpperCase() + word.slice(1);
+    }
+    names.add(entity);
+    const id = entity.toLowerCase();
+    const slideCount = settings.minSlides + random.nextInt(settings.maxSlides - settings.minSlides + 1);
+    const slides: Slide[] = [];
+    const used = new Set<string>();
+    for (let p = 1; p <= slideCount; p++) {
+      const kind = ATTRIBUTES[(d + p) % ATTRIBUTES.length]!;
+      const basename = `${id}_${p}.png`;
+      const facts: SlideFact[] = [];
+      const lines = 1 + random.nextInt(3);
+      const small = random.nextFloat() < settings.smallPrintRate;
+      for (let k = 0; k < lines + (small ? 1 : 0); k++) {
+        const isSmall = small && k === lines;
+        const attr = k === 0 ? kind : ATTRIBUTES[random.nextInt(ATTRIBUTES.length)]!;
+        const made = attr.make(random, entity);
+        // One question per distinct question text in a deck (a repeated one would be ambiguous).
+        if (used.has(made.question)) continue;
+        used.add(made.question);
+        const fontPx = isSmall ? SMALL_FONT_PX : FACT_FONT_PX;
+        const y = isSmall ? SLIDE_HEIGHT - 14 : 110 + 48 * facts.filter((f) => !f.small).length;
+        const width = Math.ceil(made.line.length * fontPx * 0.62);
+        const fact: SlideFact = { id: `${id}_${p}_${k}`, entity, attribute: attr.attribute, value: made.value, line: made.line, small: isSmall, fontPx, box: [40, y - fontPx, Math.min(SLIDE_WIDTH - 8, 40 + width), y + Math.ceil(fontPx * 0.3)] };
+        facts.push(fact);
+        questions.push({
+          uid: fact.id,
+          question: made.question,
+          reference: made.value,
+          goldenBasenames: [basename],
+          metadata: { factId: fact.id, entity, attribute: attr.attribute, small: isSmall, split: 'train' },
+        });
+      }
+      slides.push({ deck: id, page: p, basename, title: kind.slideTitle(entity), facts });
+    }
+    decks.push({ id, entity, slides });
+  }
+  // Seeded split by question.
+  const order = questions.map((_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = random.nextInt(i + 1);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  const nTest = Math.round(questions.length * settings.testShare);
+  const nValidation = Math.round(questions.length * settings.validationShare);
+  const split: SlideCorpus['questions'] = { train: [], validation: [], test: [] };
+  order.forEach((index, rank) => {
+    const q = questions[index]!;
+    const which = rank < nTest ? 'test' : rank < nTest + nValidation ? 'validation' : 'train';
+    q.metadata.split = which;
+    split[which].push(q);
+  });
+  for (const list of Object.values(split)) list.sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
+  return { settings, decks, questions: split };
+}
+
+/** The text a search index sees for a slide: title and every line, small print included. */
+export function slideText(slide: Slide): string {
+  return [slide.title, ...slide.facts.map((f) => f.line)].join('\n');
+}
