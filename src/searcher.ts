@@ -79,7 +79,7 @@ export interface Searcher {
   collect(prompts: readonly PromptRecord[], options?: CollectOptions): Promise<ScoredBatch>;
   /**
    * The policy update on scored episodes: `rl.ppoEpochs` passes, minibatches of `rl.miniBatchSize`
-   * sequences (shuffled with `random`, default a stream seeded 0), the configured loss (GSPO or
+   * sequences (shuffled with `random`, default one seeded stream per searcher), the configured loss (GSPO or
    * PPO-clip, KL) over policy tokens only.
    */
   update(batch: ScoredBatch, options?: { signal?: AbortSignal; random?: Random }): Promise<PolicyUpdateSummary>;
@@ -123,6 +123,9 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
     ...(resolved.rl.advantage.eps !== undefined && { eps: resolved.rl.advantage.eps }),
   };
   const signalOption = (signal?: AbortSignal) => (signal ? { signal } : {});
+  // Minibatch order when the caller gives no generator: one stream for the searcher's life, so
+  // successive updates do not repeat the same order.
+  const updateRandom = createRandom(0, 5);
 
   const groupRecords = (group: EpisodeGroup, result: GroupResult<Episode>, runId: string, step: number): StoreRecord[] => {
     const time = Date.now();
@@ -222,7 +225,7 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
         ports.policy,
         batch.episodes.map((e) => e.trajectory),
         { loss: resolved.rl.loss, ppoEpochs: resolved.rl.ppoEpochs, miniBatchSize: resolved.rl.miniBatchSize, entropyCoef: resolved.rl.entropyCoef, temperature: resolved.episode.temperature },
-        { random: options.random ?? createRandom(0), ...signalOption(options.signal) },
+        { random: options.random ?? updateRandom, ...signalOption(options.signal) },
       );
     },
   };

@@ -103,6 +103,7 @@ describe('createTrainer', () => {
     expect([...first.steps, ...second.steps].map(withoutTiming)).toEqual(straight.steps.map(withoutTiming));
     const stored = await storeB.doQuery({ kind: 'metric', runId: 'toy' });
     expect(stored.map((r) => r.step)).toEqual([1, 2, 3, 4, 5]);
+    expect((await storeB.doQuery({ kind: 'event', runId: 'toy' })).map((r) => r.data)).toEqual([{ type: 'resume', from: 'toy/checkpoints/step-00000003', nextStep: 4 }]);
 
     // From an explicit path (another run's checkpoint), into a new run.
     const fromPath = await run(storeB, 7, { runId: 'branch', resumeMode: 'toy/checkpoints/step-00000002' });
@@ -128,6 +129,19 @@ describe('createTrainer', () => {
     await expect(missing.run()).rejects.toThrow(/no checkpoint at 'toy\/checkpoints\/step-00000009'/);
     expect(() => createTrainer({ searcher: toySearcher(policies[0]!), store, prompts, settings: settings({ saveFreq: 0 }) })).toThrow(/createTrainer.saveFreq/);
     expect(() => createTrainer({ searcher: toySearcher(policies[0]!), store, prompts: [], settings: settings() })).toThrow(/prompts/);
+  }, 60_000);
+
+  it('refuses to run again after a step failed midway (the policy may have changed)', async () => {
+    const policy = await tinyPolicy(4);
+    const update = policy.update.bind(policy);
+    let calls = 0;
+    policy.update = async (...args) => {
+      if (++calls === 2) throw new Error('transient failure');
+      return update(...args);
+    };
+    const trainer = createTrainer({ searcher: toySearcher(policy, { rl: { miniBatchSize: 2 } }), store: createMemoryStore(), prompts, settings: settings({ steps: 2 }) });
+    await expect(trainer.run()).rejects.toThrow(/transient failure/);
+    await expect(trainer.run()).rejects.toThrow(/an earlier run\(\) failed during step 1.*resumeMode 'auto'/);
   }, 60_000);
 
   it('reports the step metrics', async () => {

@@ -253,6 +253,12 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     if (state.seed !== settings.seed) mismatch('seed', state.seed, settings.seed);
     if (state.shuffle !== settings.shuffle) mismatch('shuffle', state.shuffle, settings.shuffle);
     if (state.dataset.size !== prompts.length || state.dataset.fingerprint !== datasetFingerprint) mismatch('prompts', state.dataset, { size: prompts.length, fingerprint: datasetFingerprint });
+    const randomState = state.random;
+    if (!Array.isArray(randomState) || randomState.length !== 4 || !randomState.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32)) {
+      throw new InvalidArgumentError('checkpoint.random', `the checkpoint at '${runId}/${key}' has no valid RNG state`);
+    }
+    const validCursor = state.cursor && Number.isInteger(state.cursor.epoch) && state.cursor.epoch >= 0 && Number.isInteger(state.cursor.index) && state.cursor.index >= 0;
+    if (!validCursor || !(Number.isInteger(state.step) && state.step >= 0)) throw new InvalidArgumentError('checkpoint.cursor', `the checkpoint at '${runId}/${key}' has no valid step and data cursor`);
     const blobs: PolicyCheckpoint['blobs'] = {};
     for (const name of state.policy.blobs) {
       const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
@@ -287,6 +293,9 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
   };
 
   let resumed = false;
+  // A run() that failed mid-step leaves the policy part-updated and the RNG advanced: the next
+  // run() must not take that step again on top of it.
+  let failedMidStep = false;
   return {
     get step() {
       return step;
@@ -296,6 +305,9 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     },
     peekBatch: () => take(cursor).batch,
     async run(options = {}) {
+      if (failedMidStep) {
+        throw new InvalidArgumentError('trainer', `an earlier run() failed during step ${step + 1}, after the policy may have changed; create a new trainer (resumeMode 'auto') to continue from the last checkpoint`);
+      }
       const result: TrainerRunResult = { steps: [], resumedFrom: null, checkpoints: [] };
       if (!resumed) {
         resumed = true;
@@ -303,10 +315,14 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
         if (from) {
           await loadCheckpoint(from.runId, from.key);
           result.resumedFrom = { key: `${from.runId}/${from.key}`, step };
+          // Steps after the checkpoint may already be in the store from the interrupted run; they
+          // are run again, and this event marks where the new records start.
+          await store.doAppend([{ kind: 'event', runId: settings.runId, step, time: Date.now(), data: { type: 'resume', from: result.resumedFrom.key, nextStep: step + 1 } }], options.signal ? { signal: options.signal } : {});
         }
       }
       while (step < settings.steps) {
         const stepNumber = step + 1;
+        failedMidStep = true;
         const { batch: stepPrompts, next } = take(cursor);
         const epoch = cursor.index >= prompts.length ? cursor.epoch + 1 : cursor.epoch;
         const startedAt = performance.now();
@@ -320,6 +336,7 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
         cursor = next;
         await store.doAppend([{ kind: 'metric', runId: settings.runId, step, time: Date.now(), data: metrics }], options.signal ? { signal: options.signal } : {});
         result.steps.push(metrics);
+        failedMidStep = false;
         await options.onStep?.(metrics, scored);
         if (step % settings.saveFreq === 0 || step === settings.steps) {
           result.checkpoints.push(await saveCheckpoint(options.signal));

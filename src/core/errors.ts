@@ -177,11 +177,10 @@ export class AbortedError extends SearcherError {
   }
 }
 
-/** 408, 409, 429 and 5xx are worth retrying; so is a connection failure (no status). */
 /**
  * A compute backend (tfjs-node-gpu, tfjs-node, wasm, cpu, an ONNX execution provider) that was
- * named but cannot be used here: `backend` names it, `available` lists what can be, and the
- * message says what to install.
+ * named but cannot be used here: `backend` names it, `known` lists every backend name the adapter
+ * knows, and the message says what to install.
  */
 export class BackendUnavailableError extends SearcherError {
   readonly backend: string;
@@ -199,6 +198,7 @@ export class BackendUnavailableError extends SearcherError {
   }
 }
 
+/** 408, 409, 429 and 5xx are worth retrying; so is a connection failure (no status). */
 export function isRetryableStatus(status: number | undefined): boolean {
   if (status === undefined) return true;
   return status === 408 || status === 409 || status === 429 || status >= 500;

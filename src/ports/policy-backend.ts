@@ -14,7 +14,11 @@ export interface GenerateTurnOptions extends CallOptions {
 
 export interface TurnOutput {
   rolloutId: number;
-  /** New policy tokens, with the log-prob of each under the sampling policy and its absolute position. */
+  /**
+   * New policy tokens with their absolute positions and log-probs: log softmax(logits / temperature)
+   * of the token, before any top-p truncation (the convention of vLLM's processed log-probs), so
+   * that `logProbs` with the same temperature gives the same numbers.
+   */
   steps: TokenStep[];
   finishReason: 'stop' | 'length' | 'eos';
 }

@@ -183,6 +183,10 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
       };
     },
     async logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]> {
+      // vLLM's prompt_logprobs are taken at temperature 1, whatever the request's temperature.
+      if (batch.temperature !== undefined && batch.temperature !== 1 && batch.temperature !== 0) {
+        throw new InvalidArgumentError('batch.temperature', `vLLM's prompt_logprobs are at temperature 1; got ${batch.temperature}`);
+      }
       return Promise.all(
         batch.inputIds.map(async (ids, i) => {
           const positions = batch.positions[i] ?? [];

@@ -305,6 +305,78 @@ describe('TfjsPolicy', () => {
     await expect(b.load({ ...checkpoint, blobs: { ...checkpoint.blobs, 'weights.f32': new Uint8Array(8) } })).rejects.toThrow(/weights.f32/);
   });
 
+  it('ends one session without disturbing another decoding alongside it, and refuses overlapping turns', async () => {
+    const policy = await tiny();
+    const tok = policy.tokenizer;
+    const a = await policy.begin([tok.encode('alpha'), tok.encode('beta')]);
+    const b = await policy.begin([tok.encode('gamma')]);
+    const turnA = a.generateTurn([0, 1], { stopAfter: [], maxTokens: 20, temperature: 1, topP: 1 });
+    const turnB = b.generateTurn([0], { stopAfter: [], maxTokens: 20, temperature: 1, topP: 1 });
+    await expect(a.generateTurn([1], { stopAfter: [], maxTokens: 1, temperature: 1, topP: 1 })).rejects.toThrow(/rollout 1 is already generating/);
+    await expect(a.append(0, [1])).rejects.toThrow(/generating a turn/);
+    await a.end();
+    await expect(turnA).rejects.toThrow(/session ended while a turn was generating/);
+    const [outB] = await turnB;
+    expect(outB!.steps).toHaveLength(20);
+  });
+
+  it('stops at a closing tag spelled out in bytes as well as at its token', async () => {
+    const policy = await tiny({ optimizer: { learningRate: 1e-2, weightDecay: 0 } });
+    const tok = policy.tokenizer;
+    const prompt = tok.encode('Q: find cats\n');
+    const spelled = [tok.specialTokenId('<search>')!, ...new TextEncoder().encode('cats</search>')];
+    const inputIds = [...prompt, ...spelled, ...tok.encode('zzzz')];
+    const positions = [...spelled, 1, 2, 3, 4].map((_, k) => prompt.length + k);
+    await runSft(policy, [{ inputIds, positions }], { epochs: 60, batchSize: 1 }, { random: createRandom(1) });
+    const session = await policy.begin([prompt]);
+    const [out] = await session.generateTurn([0], { stopAfter: ['</search>'], maxTokens: 30, temperature: 0, topP: 1 });
+    expect(out!.finishReason).toBe('stop');
+    expect(tok.decode(out!.steps.map((s) => s.tokenId))).toBe('<search>cats</search>');
+  });
+
+  it('without coalescing, a session decodes the same numbers alone or beside another', async () => {
+    const run = async (withNeighbour: boolean) => {
+      const policy = await tiny({ seed: 8, coalesceSessions: false });
+      const tok = policy.tokenizer;
+      const main = policy.begin([tok.encode('Question: one\n'), tok.encode('Q: two, longer prompt\n')]);
+      const other = withNeighbour ? await policy.begin([tok.encode('x'), tok.encode('yy'), tok.encode('zzz')]) : null;
+      const session = await main;
+      const turns = [session.generateTurn([0, 1], { stopAfter: [], maxTokens: 12, temperature: 1, topP: 1 })];
+      if (other) turns.push(other.generateTurn([0, 1, 2], { stopAfter: [], maxTokens: 7, temperature: 1, topP: 1 }));
+      const [outputs] = await Promise.all(turns);
+      return outputs!.map((o) => o.steps);
+    };
+    expect(await run(true)).toEqual(await run(false));
+  });
+
+  it('scores batches whose rows are one token long', async () => {
+    const policy = await tiny();
+    expect(await policy.logProbs({ inputIds: [[5], [6]], positions: [[], []] })).toEqual([[], []]);
+    expect((await policy.logProbs({ inputIds: [[5, 7], [6, 8]], positions: [[1], [1]] })).map((r) => r.length)).toEqual([1, 1]);
+  });
+
+  it('refuses a bad checkpoint without changing anything', async () => {
+    const a = await tiny({ seed: 1 });
+    const batch = { inputIds: [[1, 2, 3, 4, 5]], positions: [[2, 4]] };
+    await a.update(batch, (lp) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => -1)) }));
+    const checkpoint = await a.save();
+    const b = await tiny({ seed: 2 });
+    const before = await b.logProbs(batch);
+    const { 'adam-v.f32': _dropped, ...withoutMoments } = checkpoint.blobs;
+    await expect(b.load({ ...checkpoint, blobs: withoutMoments })).rejects.toThrow(/adam-v.f32/);
+    await expect(b.load({ ...checkpoint, metadata: { ...checkpoint.metadata, sampling: {} } })).rejects.toThrow(/sessionCounter/);
+    expect(await b.logProbs(batch)).toEqual(before);
+    expect(b.optimizerStep).toBe(0);
+    // A tokenizer with the same vocabulary size but other token texts is refused too.
+    const base = b.tokenizer;
+    const other = await tiny({ seed: 2 });
+    const renamed = await createTfjsPolicy({ ...TINY, seed: 2 }, { tokenizer: { ...base, tokenText: (id: number) => (id === 65 ? 'a' : base.tokenText(id)) } });
+    created.push(renamed);
+    await expect(renamed.load(checkpoint)).rejects.toThrow(/checkpoint.metadata.tokenizer/);
+    await other.load(checkpoint);
+    expect(await other.logProbs(batch)).toEqual(await a.logProbs(batch));
+  });
+
   it('validates its settings by field', async () => {
     await expect(createTfjsPolicy({ model: { width: 10, heads: 3 } } as TfjsPolicySettings)).rejects.toThrow(/model.width/);
     await expect(createTfjsPolicy({ optimizer: { learningRate: -1 } } as TfjsPolicySettings)).rejects.toThrow(/createTfjsPolicy.optimizer.learningRate/);

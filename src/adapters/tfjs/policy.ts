@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { AbortedError, InvalidArgumentError, PortOutputError, settingsError } from '../../core/errors';
+import { AbortedError, InvalidArgumentError, PortOutputError, ProviderCallError, SearcherError, settingsError } from '../../core/errors';
 import { maxTokensAt } from '../../core/episode/token-budget';
 import { createProtocolTokenizer, type Tokenizer } from '../../core/protocol/tokenizer';
 import { PROTOCOL_TAG_STRINGS } from '../../core/protocol/tags';
@@ -55,6 +55,12 @@ export const tfjsPolicySettingsSchema = z
     seed: z.number().int().default(0),
     /** `auto`: tfjs-node-gpu, tfjs-node, wasm, cpu, the first that initialises. */
     backend: z.enum(['auto', ...TFJS_BACKENDS]).default('auto'),
+    /**
+     * Decode the turns of concurrent sessions (one per group in the streaming pipeline) in shared
+     * forwards. Faster; the last bits of a log-prob then depend on which sessions shared a forward,
+     * so with ports whose latency varies, seeded runs can drift apart. `false`: each session alone.
+     */
+    coalesceSessions: z.boolean().default(true),
     /** Bound on rows x tokens x keys x heads per forward (attention scores), to cap memory. */
     maxAttentionElements: positiveInt().default(16_000_000),
   })
@@ -96,9 +102,14 @@ interface RowState {
   values: Float32Array[];
   capacity: number;
   random: Random;
+  /** A turn of this row is being generated. */
+  busy: boolean;
 }
 
 interface TurnJob {
+  sessionIndex: number;
+  /** Frees the job's rows for the next call. */
+  settle: () => void;
   rows: Array<{ row: RowState; rolloutId: number; maxTokens: number; steps: TokenStep[]; finish: TurnOutput['finishReason'] | null; tail: string }>;
   options: GenerateTurnOptions;
   stopIds: Set<number>;
@@ -132,6 +143,17 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
   const model = new Transformer(modelConfig, createRandom(s.seed, 1));
   let optimizer = new AdamW(model.parameters, s.optimizer);
   const C = modelConfig.contextLength;
+  // FNV-1a over every token's text and the end-of-sequence id: a checkpoint only loads with the tokenizer it was trained with.
+  const tokenizerFingerprint = (() => {
+    let h = 0x811c9dc5;
+    const mix = (text: string) => {
+      for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+      h = Math.imul(h ^ 0xff, 0x01000193) >>> 0;
+    };
+    for (let id = 0; id < tokenizer.vocabSize; id++) mix(tokenizer.tokenText(id));
+    mix(String(tokenizer.eosTokenId));
+    return h.toString(16).padStart(8, '0');
+  })();
   const H = modelConfig.heads;
   const dh = model.headWidth;
   const L = modelConfig.layers;
@@ -281,50 +303,56 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
           const job = jobs[j]!;
           if (job.options.signal?.aborted) {
             jobs.splice(j, 1);
+            job.settle();
             job.reject(new AbortedError('generateTurn', { cause: job.options.signal.reason }));
           }
         }
         const active = jobs.flatMap((job) => job.rows.filter((r) => r.finish === null).map((r) => ({ job, r })));
-        if (active.length > 0) {
+        // Rows feeding one token decode together; rows with a prompt or observation to absorb are
+        // fed apart, so that one long chunk does not pad every other row. Without coalescing, each
+        // session's rows are fed on their own (results independent of other sessions' timing).
+        const forwards = new Map<string, typeof active>();
+        for (const entry of active) {
+          const pending = entry.r.row.sequence.length - entry.r.row.cached === 1 ? 'one' : 'many';
+          const key = `${entry.job.options.temperature}|${pending}|${s.coalesceSessions ? '' : entry.job.sessionIndex}`;
+          forwards.set(key, [...(forwards.get(key) ?? []), entry]);
+        }
+        for (const group of forwards.values()) {
+          const temperature = group[0]!.job.options.temperature;
           try {
             await activateTfjsBackend(selected.tfName);
-            // Rows feeding one token decode together; rows with a prompt or observation to absorb are
-            // fed apart, so that one long chunk does not pad every other row.
-            const byTemperature = new Map<number, typeof active>();
-            for (const entry of active) {
-              const t = entry.job.options.temperature;
-              byTemperature.set(t, [...(byTemperature.get(t) ?? []), entry]);
-            }
-            for (const [temperature, entries] of byTemperature) {
-              const single = entries.filter((e) => e.r.row.sequence.length - e.r.row.cached === 1);
-              const multi = entries.filter((e) => e.r.row.sequence.length - e.r.row.cached !== 1);
-              for (const group of [single, multi]) {
-                if (group.length === 0) continue;
-                const logps = feedAll(group.map((e) => e.r.row), temperature);
-                group.forEach(({ job, r }, i) => {
-                  const logp = logps[i]!;
-                  const tokenId = sample(logp, temperature, job.options.topP, r.row.random);
-                  r.steps.push({ tokenId, tokenText: tokenizer.tokenText(tokenId), logProb: logp[tokenId]!, position: r.row.sequence.length });
-                  r.row.sequence.push(tokenId);
-                  if (tokenId === tokenizer.eosTokenId) r.finish = 'eos';
-                  else if (job.stopIds.has(tokenId)) r.finish = 'stop';
-                  else if (job.stopStrings.length > 0) {
-                    r.tail = (r.tail + tokenizer.decode([tokenId])).slice(-64);
-                    if (job.stopStrings.some((stop) => r.tail.endsWith(stop))) r.finish = 'stop';
-                  }
-                  if (r.finish === null && (r.steps.length >= r.maxTokens || r.row.sequence.length >= C)) r.finish = 'length';
-                });
+            const logps = feedAll(group.map((e) => e.r.row), temperature);
+            group.forEach(({ job, r }, i) => {
+              const logp = logps[i]!;
+              const tokenId = sample(logp, temperature, job.options.topP, r.row.random);
+              r.steps.push({ tokenId, tokenText: tokenizer.tokenText(tokenId), logProb: logp[tokenId]!, position: r.row.sequence.length });
+              r.row.sequence.push(tokenId);
+              if (tokenId === tokenizer.eosTokenId) r.finish = 'eos';
+              else if (job.stopIds.has(tokenId)) r.finish = 'stop';
+              else if (job.stopStrings.length > 0) {
+                // A tag spelled out in bytes stops generation as well as the tag's own token.
+                r.tail = (r.tail + tokenizer.decode([tokenId])).slice(-64);
+                if (job.stopStrings.some((stop) => r.tail.endsWith(stop))) r.finish = 'stop';
               }
-            }
+              if (r.finish === null && (r.steps.length >= r.maxTokens || r.row.sequence.length >= C)) r.finish = 'length';
+            });
           } catch (error) {
-            for (const job of jobs.splice(0)) job.reject(error);
-            continue;
+            // Only the turns that were in the failed forward fail; other sessions go on.
+            const failed = new Set(group.map((e) => e.job));
+            const typed = SearcherError.isInstance(error) ? error : new ProviderCallError({ port: 'policy', provider: 'tfjs', message: `forward failed: ${error instanceof Error ? error.message : String(error)}`, isRetryable: false, cause: error });
+            for (const job of failed) {
+              const at = jobs.indexOf(job);
+              if (at >= 0) jobs.splice(at, 1);
+              job.settle();
+              job.reject(typed);
+            }
           }
         }
         for (let j = jobs.length - 1; j >= 0; j--) {
           const job = jobs[j]!;
           if (job.rows.every((r) => r.finish !== null)) {
             jobs.splice(j, 1);
+            job.settle();
             job.resolve(job.rows.map((r) => ({ rolloutId: r.rolloutId, steps: r.steps, finishReason: r.finish! })));
           }
         }
@@ -340,7 +368,7 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
     for (const stop of stopAfter) {
       const id = tokenizer.specialTokenId(stop);
       if (id !== undefined) stopIds.add(id);
-      else stopStrings.push(stop);
+      stopStrings.push(stop);
     }
     return { stopIds, stopStrings };
   };
@@ -514,6 +542,7 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
         values: Array.from({ length: L }, () => new Float32Array(0)),
         capacity: 0,
         random: createRandom(samplingSeed, 2, sessionIndex, r),
+        busy: false,
       }));
       let ended = false;
       const rowOf = (id: number, argument: string) => {
@@ -535,13 +564,20 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
             const maxTokens = Math.min(maxTokensAt(turnOptions, k), C - row.sequence.length);
             return { row, rolloutId, maxTokens, steps: [] as TokenStep[], finish: (maxTokens <= 0 ? 'length' : null) as TurnOutput['finishReason'] | null, tail: '' };
           });
+          const busy = jobRows.find((r) => r.row.busy);
+          if (busy) throw new InvalidArgumentError('rolloutIds', `rollout ${busy.rolloutId} is already generating a turn`);
+          for (const r of jobRows) r.row.busy = true;
+          const settle = () => {
+            for (const r of jobRows) r.row.busy = false;
+          };
           const { stopIds, stopStrings } = stopSets(turnOptions.stopAfter);
-          const done = new Promise<TurnOutput[]>((resolve, reject) => jobs.push({ rows: jobRows, options: turnOptions, stopIds, stopStrings, resolve, reject }));
+          const done = new Promise<TurnOutput[]>((resolve, reject) => jobs.push({ sessionIndex, settle, rows: jobRows, options: turnOptions, stopIds, stopStrings, resolve, reject }));
           void pump();
           return done;
         },
         async append(rolloutId, tokenIds) {
           const row = rowOf(rolloutId, 'rolloutId');
+          if (row.busy) throw new InvalidArgumentError('rolloutId', `rollout ${rolloutId} is generating a turn; append after it returns`);
           if (row.sequence.length + tokenIds.length > C) {
             throw new InvalidArgumentError('tokenIds', `appending ${tokenIds.length} tokens to rollout ${rolloutId} (${row.sequence.length} tokens) exceeds the model's context of ${C}`);
           }
@@ -553,6 +589,14 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
         },
         async end() {
           ended = true;
+          // Turns still generating in this session end here, without touching other sessions.
+          for (let j = jobs.length - 1; j >= 0; j--) {
+            const job = jobs[j]!;
+            if (job.sessionIndex !== sessionIndex) continue;
+            jobs.splice(j, 1);
+            job.settle();
+            job.reject(new InvalidArgumentError('session', 'the session ended while a turn was generating'));
+          }
           for (const row of rows) {
             row.keys = [];
             row.values = [];
@@ -628,7 +672,7 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
         format: CHECKPOINT_FORMAT,
         metadata: {
           model: modelConfig,
-          tokenizer: { kind: 'protocol-bytes', vocabSize: tokenizer.vocabSize, specials: [...PROTOCOL_TAG_STRINGS, '<eos>'] },
+          tokenizer: { vocabSize: tokenizer.vocabSize, eosTokenId: tokenizer.eosTokenId, specials: [...PROTOCOL_TAG_STRINGS, '<eos>'].filter((t) => tokenizer.specialTokenId(t) !== undefined), fingerprint: tokenizerFingerprint },
           parameters: model.parameters.map((p) => ({ name: p.name, shape: p.variable.shape })),
           optimizer: { step: optimizer.step, settings: optimizer.settings },
           sampling: { seed: samplingSeed, sessionCounter },
@@ -644,24 +688,42 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
 
     async load(checkpoint) {
       await ensureReady();
+      // Everything is checked and decoded before anything changes: a refused checkpoint leaves the policy as it was.
       if (!checkpoint || checkpoint.format !== CHECKPOINT_FORMAT) {
         throw new InvalidArgumentError('checkpoint.format', `expected '${CHECKPOINT_FORMAT}', got '${String(checkpoint?.format)}'`);
       }
-      const meta = checkpoint.metadata as { model?: Record<string, unknown>; tokenizer?: { vocabSize?: unknown; specials?: unknown }; optimizer?: { step?: unknown }; sampling?: { seed?: unknown; sessionCounter?: unknown } };
+      const meta = checkpoint.metadata as { model?: Record<string, unknown>; tokenizer?: { vocabSize?: unknown; fingerprint?: unknown }; optimizer?: { step?: unknown; settings?: unknown }; sampling?: { seed?: unknown; sessionCounter?: unknown } };
       for (const key of Object.keys(modelConfig) as Array<keyof TransformerConfig>) {
         if (meta.model?.[key] !== modelConfig[key]) {
           throw new InvalidArgumentError(`checkpoint.metadata.model.${key}`, `the checkpoint has ${String(meta.model?.[key])}, this policy ${modelConfig[key]}; create the policy with the checkpoint's model settings`);
         }
       }
-      const specials = [...PROTOCOL_TAG_STRINGS, '<eos>'];
-      if (meta.tokenizer?.vocabSize !== tokenizer.vocabSize || JSON.stringify(meta.tokenizer?.specials) !== JSON.stringify(specials)) {
-        throw new InvalidArgumentError('checkpoint.metadata.tokenizer', 'the checkpoint was trained with a different tokenizer (vocabulary or special tokens differ)');
+      if (meta.tokenizer?.vocabSize !== tokenizer.vocabSize || meta.tokenizer?.fingerprint !== tokenizerFingerprint) {
+        throw new InvalidArgumentError('checkpoint.metadata.tokenizer', 'the checkpoint was trained with a different tokenizer (vocabulary, token texts or end-of-sequence id differ)');
       }
-      const unpack = (name: string, targets: readonly tf.Variable[]) => {
+      const step = meta.optimizer?.step;
+      const counter = meta.sampling?.sessionCounter;
+      const seed = meta.sampling?.seed;
+      if (!(Number.isInteger(step) && (step as number) >= 0)) throw new InvalidArgumentError('checkpoint.metadata.optimizer.step', `must be a non-negative integer, got ${String(step)}`);
+      if (!(Number.isInteger(counter) && (counter as number) >= 0)) throw new InvalidArgumentError('checkpoint.metadata.sampling.sessionCounter', `must be a non-negative integer, got ${String(counter)}`);
+      if (!Number.isInteger(seed)) throw new InvalidArgumentError('checkpoint.metadata.sampling.seed', `must be an integer, got ${String(seed)}`);
+      const savedSettings = tfjsPolicySettingsSchema.shape.optimizer.safeParse(meta.optimizer?.settings);
+      if (!savedSettings.success) throw settingsError('checkpoint.metadata.optimizer.settings', savedSettings.error.issues);
+      const total = model.parameters.reduce((n, p) => n + p.variable.size, 0);
+      const decode = (name: string) => {
         const bytes = checkpoint.blobs[name];
-        const total = targets.reduce((n, t) => n + t.size, 0);
         if (!bytes || bytes.byteLength !== total * 4) throw new InvalidArgumentError(`checkpoint.blobs['${name}']`, `expected ${total * 4} bytes, got ${bytes?.byteLength ?? 'none'}`);
-        const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+        return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      };
+      const weights = decode('weights.f32');
+      const firstMoments = decode('adam-m.f32');
+      const secondMoments = decode('adam-v.f32');
+      // The optimizer continues as it was saved, settings included (a run may reset it after SFT).
+      if (JSON.stringify(savedSettings.data) !== JSON.stringify(optimizer.settings)) {
+        optimizer.dispose();
+        optimizer = new AdamW(model.parameters, savedSettings.data);
+      }
+      const assign = (data: Float32Array, targets: readonly tf.Variable[]) => {
         let offset = 0;
         tf.tidy(() => {
           for (const t of targets) {
@@ -670,22 +732,9 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
           }
         });
       };
-      unpack('weights.f32', model.parameters.map((p) => p.variable));
-      const step = meta.optimizer?.step;
-      const counter = meta.sampling?.sessionCounter;
-      const seed = meta.sampling?.seed;
-      if (!Number.isInteger(seed)) throw new InvalidArgumentError('checkpoint.metadata.sampling.seed', `must be an integer, got ${String(seed)}`);
-      if (!(Number.isInteger(step) && (step as number) >= 0)) throw new InvalidArgumentError('checkpoint.metadata.optimizer.step', `must be a non-negative integer, got ${String(step)}`);
-      if (!(Number.isInteger(counter) && (counter as number) >= 0)) throw new InvalidArgumentError('checkpoint.metadata.sampling.sessionCounter', `must be a non-negative integer, got ${String(counter)}`);
-      // The optimizer continues as it was saved, settings included (a run may reset it after SFT).
-      const savedSettings = tfjsPolicySettingsSchema.shape.optimizer.safeParse((meta.optimizer as { settings?: unknown } | undefined)?.settings);
-      if (!savedSettings.success) throw settingsError('checkpoint.metadata.optimizer.settings', savedSettings.error.issues);
-      if (JSON.stringify(savedSettings.data) !== JSON.stringify(optimizer.settings)) {
-        optimizer.dispose();
-        optimizer = new AdamW(model.parameters, savedSettings.data);
-      }
-      unpack('adam-m.f32', optimizer.firstMoments);
-      unpack('adam-v.f32', optimizer.secondMoments);
+      assign(weights, model.parameters.map((p) => p.variable));
+      assign(firstMoments, optimizer.firstMoments);
+      assign(secondMoments, optimizer.secondMoments);
       optimizer.step = step as number;
       sessionCounter = counter as number;
       samplingSeed = seed as number;

@@ -111,7 +111,7 @@ export class Transformer {
     let x = tf.add(tf.reshape(tokens, [B, T, d]), tf.slice(this.positionEmbedding, [0, 0], [T, d])) as tf.Tensor3D;
     const mask = causalMask(T);
     for (const block of this.blocks) {
-      x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }));
+      x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }), false);
     }
     return this.logits(x);
   }
@@ -135,12 +135,12 @@ export class Transformer {
         cache.values.push(v);
         if (!past || P === 0) return { keys: k, values: v, mask };
         return { keys: tf.concat([past.keys[l]!, k], 2), values: tf.concat([past.values[l]!, v], 2), mask };
-      });
+      }, m === 1);
     });
     return { logits: this.logits(x), cache };
   }
 
-  private block(b: Block, x: tf.Tensor3D, attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor }): tf.Tensor3D {
+  private block(b: Block, x: tf.Tensor3D, attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor }, singleQuery: boolean): tf.Tensor3D {
     const [B, T, d] = x.shape;
     const H = this.config.heads;
     const dh = this.headWidth;
@@ -149,8 +149,8 @@ export class Transformer {
     const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]) as tf.Tensor4D) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
     const { keys, values, mask } = attendTo(k, v);
     let attended: tf.Tensor4D;
-    if (T === 1) {
-      // One query per row (decoding): broadcast multiply and sum. tfjs-wasm runs many tiny batched
+    if (singleQuery) {
+      // One query per row (decoding, mask [B, 1, 1, keys]): broadcast multiply and sum. tfjs-wasm runs many tiny batched
       // matmuls (rows x heads of them) far slower than these elementwise ops.
       const scores = tf.add(tf.mul(tf.sum(tf.mul(q, keys), 3), 1 / Math.sqrt(dh)), tf.reshape(mask, [B, 1, -1]));
       const weights = tf.expandDims(tf.softmax(scores), 3);

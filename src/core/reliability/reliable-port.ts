@@ -167,8 +167,10 @@ export function withReliability<T extends { provider: string }>(port: T, portNam
       throw asProviderError(error, portName, provider);
     } finally {
       timer.abort();
-      // Whatever the attempt left running (sibling requests of a failed one) stops before a retry.
-      if (!settled) controller.abort(new Error('attempt ended'));
+      // Whatever the attempt left running (sibling requests of a failed one) stops before a retry;
+      // aborting a finished attempt's signal too releases the combined signal from `outer`
+      // (AbortSignal.any keeps it as a dependant of `outer` until then).
+      controller.abort(new Error(settled ? 'attempt finished' : 'attempt ended'));
     }
   };
 

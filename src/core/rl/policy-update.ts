@@ -27,9 +27,10 @@ export interface PolicyUpdateSummary {
   clipFraction: number;
   kl: number;
   entropy: number;
+  /** Mean and max over the steps with a finite gradient norm (skipped steps are in `skipped`). */
   gradNorm: number;
   gradNormMax: number;
-  /** Policy tokens trained on, summed over epochs. */
+  /** Policy tokens trained on by applied steps, summed over epochs. */
   tokens: number;
   sequences: number;
   results: UpdateResult[];
@@ -89,9 +90,10 @@ export async function updatePolicy(
       );
       summary.results.push(result);
       summary.updates++;
-      if (result.applied) summary.applied++;
-      else summary.skipped.push(result.skippedReason ?? 'not applied');
-      summary.tokens += mini.positions.reduce((t, row) => t + row.length, 0);
+      if (result.applied) {
+        summary.applied++;
+        summary.tokens += mini.positions.reduce((t, row) => t + row.length, 0);
+      } else summary.skipped.push(result.skippedReason ?? 'not applied');
     }
   }
   const results = summary.results;
@@ -100,7 +102,7 @@ export async function updatePolicy(
   summary.kl = mean(results.map((r) => r.metrics?.kl ?? NaN));
   summary.entropy = mean(results.map((r) => r.metrics?.entropy ?? NaN));
   summary.gradNorm = mean(results.map((r) => r.gradNorm));
-  summary.gradNormMax = Math.max(...results.map((r) => r.gradNorm));
+  summary.gradNormMax = Math.max(0, ...results.map((r) => r.gradNorm).filter((v) => Number.isFinite(v)));
   return summary;
 }
 
