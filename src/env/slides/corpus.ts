@@ -44,7 +44,8 @@ export interface Deck {
 export interface CorpusQuestion extends PromptRecord {
   reference: string;
   goldenBasenames: string[];
-  metadata: { factId: string; entity: string; attribute: string; small: boolean; split: 'train' | 'validation' | 'test' };
+  /** `query`: the words that find the golden slide (entity, attribute, year when the fact has one). */
+  metadata: { factId: string; entity: string; attribute: string; query: string; small: boolean; split: 'train' | 'validation' | 'test' };
 }
 
 export interface SlideCorpusSettings {
@@ -192,7 +193,7 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
           question: made.question,
           reference: made.value,
           goldenBasenames: [basename],
-          metadata: { factId: fact.id, entity, attribute: attr.attribute, small: isSmall, split: 'train' },
+          metadata: { factId: fact.id, entity, attribute: attr.attribute, query: [entity, attr.attribute, /\b(19|20)\d\d\b/.exec(made.question)?.[0]].filter(Boolean).join(' '), small: isSmall, split: 'train' },
         });
       }
       slides.push({ deck: id, page: p, basename, title: kind.slideTitle(entity), facts });
