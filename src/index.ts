@@ -22,7 +22,7 @@ export {
 export { parseAction, parseBoundingBox, renderAction, type Action, type BoundingBox, type ParsedTurn, type ValidTurn, type InvalidTurn, type InvalidActionReason } from './core/protocol/actions';
 export { renderObservation, renderNoResults, correctiveMessage, neutraliseTags, type ObservationItem } from './core/protocol/observation';
 export { ACTION_TAGS, PROTOCOL_TAGS, PROTOCOL_TAG_STRINGS, TURN_STOP_TAGS, type ActionTag, type ProtocolTag } from './core/protocol/tags';
-export { createProtocolTokenizer, type Tokenizer } from './core/protocol/tokenizer';
+export { createProtocolTokenizer, createVocabularyTokenizer, type Tokenizer } from './core/protocol/tokenizer';
 
 // Trajectories
 export type { TokenStep, Trajectory, TurnRecord, SearchRecord, CropRecord, EvidenceRef, TerminationReason } from './core/trajectory/trajectory';

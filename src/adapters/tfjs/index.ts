@@ -1,4 +1,4 @@
-export { createTfjsPolicy, tfjsPolicySettingsSchema, CHECKPOINT_FORMAT, type TfjsPolicy, type TfjsPolicySettings, type CreateTfjsPolicyOptions } from './policy';
+export { createTfjsPolicy, tokenizerFromCheckpoint, tfjsPolicySettingsSchema, CHECKPOINT_FORMAT, type TfjsPolicy, type TfjsPolicySettings, type CreateTfjsPolicyOptions } from './policy';
 export { selectTfjsBackend, TFJS_BACKENDS, type TfjsBackendName, type SelectedBackend, type BackendModuleLoader } from './backends';
 export type { TransformerConfig } from './transformer';
 export type { AdamWSettings } from './adamw';

@@ -6,7 +6,8 @@ import { runSft } from '../../core/rl/policy-update';
 import { createLossFunction } from '../../core/rl/update-batch';
 import type { LogProbBatch, LossFunction, RolloutSession, TurnOutput } from '../../ports/policy-backend';
 import { selectTfjsBackend } from './backends';
-import { createTfjsPolicy, type TfjsPolicy, type TfjsPolicySettings } from './policy';
+import { createTfjsPolicy, tokenizerFromCheckpoint, type TfjsPolicy, type TfjsPolicySettings } from './policy';
+import { createVocabularyTokenizer } from '../../core/protocol/tokenizer';
 
 const TINY: TfjsPolicySettings = { model: { layers: 2, width: 16, heads: 2, contextLength: 96 }, seed: 5, backend: 'wasm' };
 const created: TfjsPolicy[] = [];
@@ -375,6 +376,22 @@ describe('TfjsPolicy', () => {
     await expect(renamed.load(checkpoint)).rejects.toThrow(/checkpoint.metadata.tokenizer/);
     await other.load(checkpoint);
     expect(await other.logProbs(batch)).toEqual(await a.logProbs(batch));
+  });
+
+  it('saves a corpus vocabulary with the checkpoint and rebuilds the tokenizer from it', async () => {
+    const tokenizer = createVocabularyTokenizer(['Corcor', 'revenue', '2019']);
+    const a = await createTfjsPolicy({ ...TINY, seed: 3 }, { tokenizer });
+    created.push(a);
+    expect(a.modelConfig.vocabSize).toBe(tokenizer.vocabSize);
+    const checkpoint = await a.save();
+    const rebuilt = tokenizerFromCheckpoint(checkpoint);
+    expect(rebuilt.vocabulary).toEqual(['Corcor', 'revenue', '2019']);
+    const b = await createTfjsPolicy({ ...TINY, seed: 4 }, { tokenizer: rebuilt });
+    created.push(b);
+    await b.load(checkpoint);
+    const batch = { inputIds: [tokenizer.encode('<search>Corcor revenue 2019</search>')], positions: [[1, 2, 3]] };
+    expect(await b.logProbs(batch)).toEqual(await a.logProbs(batch));
+    expect(tokenizerFromCheckpoint({ ...checkpoint, metadata: {} }).vocabulary).toBeUndefined();
   });
 
   it('validates its settings by field', async () => {

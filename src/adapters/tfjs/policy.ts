@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { AbortedError, InvalidArgumentError, PortOutputError, ProviderCallError, SearcherError, settingsError } from '../../core/errors';
 import { maxTokensAt } from '../../core/episode/token-budget';
-import { createProtocolTokenizer, type Tokenizer } from '../../core/protocol/tokenizer';
+import { createProtocolTokenizer, createVocabularyTokenizer, type Tokenizer } from '../../core/protocol/tokenizer';
 import { PROTOCOL_TAG_STRINGS } from '../../core/protocol/tags';
 import { createRandom, type Random } from '../../core/random';
 import type { TokenStep } from '../../core/trajectory/trajectory';
@@ -672,7 +672,14 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
         format: CHECKPOINT_FORMAT,
         metadata: {
           model: modelConfig,
-          tokenizer: { vocabSize: tokenizer.vocabSize, eosTokenId: tokenizer.eosTokenId, specials: [...PROTOCOL_TAG_STRINGS, '<eos>'].filter((t) => tokenizer.specialTokenId(t) !== undefined), fingerprint: tokenizerFingerprint },
+          tokenizer: {
+            vocabSize: tokenizer.vocabSize,
+            eosTokenId: tokenizer.eosTokenId,
+            specials: [...PROTOCOL_TAG_STRINGS, '<eos>'].filter((t) => tokenizer.specialTokenId(t) !== undefined),
+            // A corpus vocabulary travels with the weights (tokenizerFromCheckpoint rebuilds it).
+            ...(tokenizer.vocabulary && { vocabulary: [...tokenizer.vocabulary] }),
+            fingerprint: tokenizerFingerprint,
+          },
           parameters: model.parameters.map((p) => ({ name: p.name, shape: p.variable.shape })),
           optimizer: { step: optimizer.step, settings: optimizer.settings },
           sampling: { seed: samplingSeed, sessionCounter },
@@ -770,3 +777,14 @@ function checkLoss(result: ReturnType<LossFunction>, batch: LogProbBatch): Retur
   return result;
 }
 
+
+/**
+ * The tokenizer a checkpoint was trained with: its saved corpus vocabulary, or the byte-level
+ * protocol tokenizer. Create the policy with it before `load`.
+ */
+export function tokenizerFromCheckpoint(checkpoint: PolicyCheckpoint): Tokenizer {
+  const vocabulary = (checkpoint.metadata as { tokenizer?: { vocabulary?: unknown } }).tokenizer?.vocabulary;
+  if (vocabulary === undefined) return createProtocolTokenizer();
+  if (!Array.isArray(vocabulary) || !vocabulary.every((w) => typeof w === 'string')) throw new InvalidArgumentError('checkpoint.metadata.tokenizer.vocabulary', 'must be an array of words');
+  return createVocabularyTokenizer(vocabulary as string[]);
+}

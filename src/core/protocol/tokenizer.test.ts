@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PROTOCOL_TAG_STRINGS } from './tags';
-import { createProtocolTokenizer } from './tokenizer';
+import { createProtocolTokenizer, createVocabularyTokenizer } from './tokenizer';
 
 describe('createProtocolTokenizer', () => {
   const tokenizer = createProtocolTokenizer();
@@ -28,5 +28,29 @@ describe('createProtocolTokenizer', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('createVocabularyTokenizer', () => {
+  const tok = createVocabularyTokenizer(['Corcor', 'revenue', '2019', 'What']);
+
+  it('makes vocabulary words one token each and falls back to bytes, round-tripping any text', () => {
+    const base = tok.vocabSize - 4;
+    expect(tok.encode('<search>Corcor revenue 2019</search>')).toEqual([tok.specialTokenId('<search>'), base, 32, base + 1, 32, base + 2, tok.specialTokenId('</search>')]);
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), fc.constantFrom('', '<search>', '</bbox>', 'Corcor', '<eos>', '<'), (text, inject) => {
+        const s = `${text}${inject}${text}`;
+        expect(tok.decode(tok.encode(s))).toBe(s);
+      }),
+      { numRuns: 500 },
+    );
+    expect(tok.encode('Corcorx')).toHaveLength(7);
+    expect(tok.tokenText(tok.vocabSize - 4)).toBe('Corcor');
+    expect(tok.vocabulary).toEqual(['Corcor', 'revenue', '2019', 'What']);
+  });
+
+  it('refuses words that are not letters and digits, or repeated', () => {
+    expect(() => createVocabularyTokenizer(['ok', 'not ok'])).toThrow(/vocabulary/);
+    expect(() => createVocabularyTokenizer(['a', 'a'])).toThrow(/distinct/);
   });
 });

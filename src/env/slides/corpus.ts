@@ -223,3 +223,15 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
 export function slideText(slide: Slide): string {
   return [slide.title, ...slide.facts.map((f) => f.line)].join('\n');
 }
+
+/** Every word of the corpus's slides and questions (letters and digits), sorted: a tokenizer vocabulary. */
+export function corpusVocabulary(corpus: SlideCorpus): string[] {
+  const words = new Set<string>();
+  const add = (text: string) => {
+    for (const w of text.match(/[\p{L}\p{N}]+/gu) ?? []) words.add(w);
+  };
+  for (const deck of corpus.decks) for (const slide of deck.slides) add(slideText(slide)), add(slide.basename);
+  for (const list of Object.values(corpus.questions)) for (const q of list) add(q.question);
+  for (const w of ['Question', 'page', 'crop', 'of', 'region', 'png', 'true', 'no', 'results', 'for', 'Try', 'a', 'different', 'query']) words.add(w);
+  return [...words].sort();
+}
