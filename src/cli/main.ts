@@ -2,13 +2,19 @@
 import { parseArgs } from 'node:util';
 import { SearcherError } from '../core/errors';
 import { runDemo } from './demo';
+import { writeReport } from './report';
+import { loadRunConfig, parseRunConfig } from './run-config';
+import { trainRun } from './train-run';
 
 const USAGE = `searcher-rl <command> [options]
 
 Commands:
-  demo [--out DIR]   run a scripted Searcher over the mock adapters and print rewards and
-                     advantages (default DIR: runs)
-  help               show this text
+  demo [--out DIR]          run a scripted Searcher over the mock adapters and print rewards and
+                            advantages (default DIR: runs)
+  train [--config FILE]     the offline slide environment: SFT warm start, RL phases, evaluation
+                            before and after RL, a run folder with report.html (FILE: YAML or JSON)
+  report --run DIR          (re)write DIR/report.html from a finished run folder
+  help                      show this text
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -20,6 +26,20 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'demo') {
     const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'runs' } }, strict: true });
     await runDemo({ out: values.out! });
+    return 0;
+  }
+  if (command === 'train') {
+    const { values } = parseArgs({ args: rest, options: { config: { type: 'string' } }, strict: true });
+    const config = values.config ? await loadRunConfig(values.config) : parseRunConfig({});
+    const result = await trainRun(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
+    const report = await writeReport(result.runDir);
+    process.stdout.write(`run folder: ${result.runDir}\nreport: ${report}\n`);
+    return 0;
+  }
+  if (command === 'report') {
+    const { values } = parseArgs({ args: rest, options: { run: { type: 'string' } }, strict: true });
+    if (!values.run) throw new Error('report needs --run DIR (a run folder)');
+    process.stdout.write(`${await writeReport(values.run)}\n`);
     return 0;
   }
   process.stderr.write(`Unknown command '${command}'.\n\n${USAGE}`);

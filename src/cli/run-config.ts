@@ -1,0 +1,129 @@
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { ConfigValidationError } from '../core/errors';
+import { searcherConfigSchema } from '../config';
+
+const positiveInt = () => z.number().int().positive();
+const unit = () => z.number().min(0).max(1);
+
+/**
+ * A training run of the offline slide environment, as a YAML or JSON file. Every hyperparameter of
+ * seed 000 section 9.7 has a place: B (`trainer.batchSize`), n_agent (`searcher.rl.nAgent`),
+ * max_turns (`searcher.episode.maxTurns`), reward weights (`phases[].weights`), clip low/high and
+ * KL (`searcher.rl.loss`), entropy (`searcher.rl.entropyCoef`), minibatches
+ * (`searcher.rl.miniBatchSize`, `ppoEpochs`), learning rate (`phases[].learningRate`), save
+ * frequency and resume mode (`trainer`).
+ */
+export const runConfigSchema = z
+  .object({
+    /** Where run folders go. */
+    runsDir: z.string().min(1).default('runs'),
+    /** Default: a timestamped id. */
+    runId: z.string().regex(/^[A-Za-z0-9._-]+$/).optional(),
+    seed: z.number().int().default(1),
+    corpus: z
+      .object({
+        seed: z.number().int().default(1),
+        decks: positiveInt().default(200),
+        minSlides: positiveInt().default(5),
+        maxSlides: positiveInt().default(15),
+        smallPrintRate: unit().default(0.25),
+        validationShare: unit().default(0.1),
+        testShare: unit().default(0.1),
+        /** The generated corpus is cached here and reused while its settings are the same. */
+        cacheDir: z.string().min(1).default('.cache/searcher-rl/slides'),
+      })
+      .strict()
+      .default({ seed: 1, decks: 200, minSlides: 5, maxSlides: 15, smallPrintRate: 0.25, validationShare: 0.1, testShare: 0.1, cacheDir: '.cache/searcher-rl/slides' }),
+    policy: z
+      .object({
+        layers: positiveInt().default(2),
+        width: positiveInt().default(64),
+        heads: positiveInt().default(4),
+        contextLength: positiveInt().default(256),
+        backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
+        /** `vocabulary`: the corpus's words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer. */
+        tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary'),
+      })
+      .strict()
+      .default({ layers: 2, width: 64, heads: 4, contextLength: 256, backend: 'auto', tokenizer: 'vocabulary' }),
+    sft: z
+      .object({
+        /** Training questions demonstrated by the scripted oracle (0: no warm start). */
+        demonstrations: z.number().int().min(0).default(2000),
+        epochs: positiveInt().default(4),
+        batchSize: positiveInt().default(32),
+        learningRate: z.number().positive().default(3e-3),
+        /** Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops. */
+        vagueRate: unit().default(0.4),
+        skipCropRate: unit().default(0.5),
+      })
+      .strict()
+      .default({ demonstrations: 2000, epochs: 4, batchSize: 32, learningRate: 3e-3, vagueRate: 0.4, skipCropRate: 0.5 }),
+    /** RL phases in order, e.g. phase 1 (format + NDCG) then phase 2 (judge). */
+    phases: z
+      .array(
+        z
+          .object({
+            name: z.string().min(1),
+            steps: z.number().int().min(0),
+            weights: searcherConfigSchema.shape.reward.unwrap().shape.weights,
+            learningRate: z.number().positive().default(1e-3),
+            warmupSteps: z.number().int().min(0).default(5),
+          })
+          .strict(),
+      )
+      .default([
+        { name: 'phase1', steps: 20, weights: 'phase1', learningRate: 1e-3, warmupSteps: 5 },
+        { name: 'phase2', steps: 20, weights: 'default', learningRate: 1e-3, warmupSteps: 0 },
+      ]),
+    trainer: z
+      .object({
+        batchSize: positiveInt().default(8),
+        saveFreq: positiveInt().default(10),
+        resumeMode: z.string().min(1).default('auto'),
+      })
+      .strict()
+      .default({ batchSize: 8, saveFreq: 10, resumeMode: 'auto' }),
+    /** The Searcher: episode, reward scheme, RL (n_agent, loss, epochs, minibatches), pipeline, port policies. */
+    searcher: searcherConfigSchema.prefault({
+      episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 60 },
+      rl: { nAgent: 4 },
+    }),
+    evaluation: z
+      .object({
+        split: z.enum(['train', 'validation', 'test']).default('test'),
+        /** Questions evaluated (`null`: the whole split). */
+        limit: positiveInt().nullable().default(null),
+        temperature: z.number().min(0).default(0),
+      })
+      .strict()
+      .default({ split: 'test', limit: null, temperature: 0 }),
+  })
+  .strict();
+
+export type RunConfig = z.output<typeof runConfigSchema>;
+export type RunConfigInput = z.input<typeof runConfigSchema>;
+
+export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
+  const parsed = runConfigSchema.safeParse(input ?? {});
+  if (!parsed.success) {
+    throw new ConfigValidationError(parsed.error.issues.map((issue) => ({ field: `${source}: ${issue.path.map(String).join('.') || '(root)'}`, message: issue.message })));
+  }
+  return parsed.data;
+}
+
+/** Reads a run configuration from YAML (`.yaml`, `.yml`) or JSON (`.json`); fields are validated by name. */
+export async function loadRunConfig(path: string): Promise<RunConfig> {
+  const text = await readFile(path, 'utf8');
+  const ext = extname(path).toLowerCase();
+  let data: unknown;
+  try {
+    data = ext === '.json' ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new ConfigValidationError([{ field: path, message: `not valid ${ext === '.json' ? 'JSON' : 'YAML'}: ${error instanceof Error ? error.message : String(error)}` }]);
+  }
+  return parseRunConfig(data, path);
+}

@@ -1,0 +1,163 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createScriptedPolicy } from '../adapters/mock/scripted-policy';
+import { createJsonlStore } from '../adapters/store/jsonl/index';
+import { createTfjsPolicy, type TfjsPolicy } from '../adapters/tfjs/policy';
+import { runEpisodes } from '../core/episode/run-episodes';
+import { createProtocolTokenizer, createVocabularyTokenizer } from '../core/protocol/tokenizer';
+import { createRandom } from '../core/random';
+import { expandGroups } from '../core/rl/groups';
+import { runSft, sftExamples } from '../core/rl/policy-update';
+import type { Trajectory } from '../core/trajectory/trajectory';
+import { buildSlideEnvironment, type SlideEnvironment } from '../env/slides/build';
+import { corpusVocabulary, type CorpusQuestion } from '../env/slides/corpus';
+import { createOracleScript } from '../env/slides/oracle';
+import { slideEnvironmentPorts, type SlideEnvironmentPorts } from '../env/slides/ports';
+import type { Store } from '../ports/store';
+import { createSearcher } from '../searcher';
+import { createTrainer, type StepMetrics } from '../trainer';
+import { createProgress, type ProgressStream } from './progress';
+import type { RunConfig } from './run-config';
+
+export interface EvalSummary {
+  split: string;
+  questions: number;
+  /** Share of questions the judge scored >= 0.5. */
+  judgeSuccess: number;
+  ndcg: number;
+  completion: number;
+  /** Judge success on questions whose answer is in small print (crops needed). */
+  smallPrintSuccess: number | null;
+  cropRate: number;
+}
+
+export interface TrainRunResult {
+  runId: string;
+  runDir: string;
+  before: EvalSummary;
+  after: EvalSummary;
+  steps: Array<StepMetrics & { phase: string }>;
+}
+
+export interface RunContext {
+  log: (line: string) => void;
+  stream: ProgressStream;
+  signal?: AbortSignal;
+}
+
+export async function prepareEnvironment(config: RunConfig, context: RunContext): Promise<SlideEnvironment> {
+  const { cacheDir, ...corpus } = config.corpus;
+  const holder: { progress: ReturnType<typeof createProgress> | null } = { progress: null };
+  const env = await buildSlideEnvironment(cacheDir, corpus, {
+    onProgress: (done, total) => {
+      holder.progress ??= createProgress('rendering slides', total, context.stream);
+      holder.progress.update(done);
+    },
+  });
+  holder.progress?.done();
+  const slides = env.corpus.decks.reduce((n, d) => n + d.slides.length, 0);
+  const q = env.corpus.questions;
+  context.log(`corpus: ${env.corpus.decks.length} decks, ${slides} slides, questions ${q.train.length} train / ${q.validation.length} validation / ${q.test.length} test (${env.rebuilt ? 'built' : 'cached'} in ${cacheDir})`);
+  return env;
+}
+
+export async function createRunPolicy(config: RunConfig, env: SlideEnvironment): Promise<TfjsPolicy> {
+  const tokenizer = config.policy.tokenizer === 'vocabulary' ? createVocabularyTokenizer(corpusVocabulary(env.corpus)) : createProtocolTokenizer();
+  const { layers, width, heads, contextLength, backend } = config.policy;
+  return createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
+}
+
+function summarise(split: string, questions: readonly CorpusQuestion[], trajectories: readonly Trajectory[]): EvalSummary {
+  const byUid = new Map(questions.map((q) => [q.uid, q]));
+  const success = (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
+  const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
+  const small = trajectories.filter((t) => byUid.get(t.promptUid)?.metadata.small);
+  return {
+    split,
+    questions: trajectories.length,
+    judgeSuccess: mean(trajectories.map(success)),
+    ndcg: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
+    completion: mean(trajectories.map((t) => (t.terminated === 'complete' ? 1 : 0))),
+    smallPrintSuccess: small.length === 0 ? null : mean(small.map(success)),
+    cropRate: mean(trajectories.map((t) => (t.turns.some((turn) => turn.crop) ? 1 : 0))),
+  };
+}
+
+/** Runs the policy on a split (one rollout per question, evaluation temperature) and records it under `name`. */
+export async function evaluate(config: RunConfig, env: SlideEnvironment, ports: SlideEnvironmentPorts, policy: TfjsPolicy, store: Store, name: string, context: RunContext): Promise<EvalSummary> {
+  const all = env.corpus.questions[config.evaluation.split];
+  const questions = config.evaluation.limit === null ? all : all.slice(0, config.evaluation.limit);
+  const searcher = createSearcher(
+    { policy, ...ports, store },
+    { ...config.searcher, episode: { ...config.searcher.episode, temperature: config.evaluation.temperature }, rl: { ...config.searcher.rl, nAgent: 1 }, reward: { ...config.searcher.reward, weights: 'default' } },
+  );
+  const trajectories: Trajectory[] = [];
+  const chunk = 64;
+  const progress = createProgress(`evaluating (${name})`, questions.length, context.stream);
+  for (let start = 0; start < questions.length; start += chunk) {
+    const batch = await searcher.collect(questions.slice(start, start + chunk), { nAgent: 1, runId: name, step: 0, ...(context.signal && { signal: context.signal }) });
+    trajectories.push(...batch.episodes.map((e) => e.trajectory));
+    progress.update(Math.min(questions.length, start + chunk));
+  }
+  const summary = summarise(config.evaluation.split, questions, trajectories);
+  progress.done(`judge success ${(summary.judgeSuccess * 100).toFixed(1)}%`);
+  return summary;
+}
+
+const pct = (x: number | null) => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
+
+/**
+ * The main job: the slide environment, SFT warm start on oracle demonstrations, the RL phases
+ * (each its own trainer run with checkpoints), evaluation before and after RL, all written to
+ * `runsDir/runId/`.
+ */
+export async function trainRun(config: RunConfig, context: RunContext): Promise<TrainRunResult> {
+  const runId = config.runId ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  const runDir = join(config.runsDir, runId);
+  await mkdir(runDir, { recursive: true });
+  await writeFile(join(runDir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  const env = await prepareEnvironment(config, context);
+  const ports = slideEnvironmentPorts(env);
+  const store = createJsonlStore({ dir: runDir });
+  const policy = await createRunPolicy(config, env);
+  context.log(`policy: ${policy.parameterCount} parameters on ${policy.backend.name}, vocabulary ${policy.tokenizer.vocabSize} tokens`);
+  try {
+    const existing = await Promise.all(config.phases.map((p) => store.doQuery({ kind: 'checkpoint', runId: p.name })));
+    if (config.sft.demonstrations > 0 && existing.every((records) => records.length === 0)) {
+      const questions = env.corpus.questions.train.slice(0, config.sft.demonstrations);
+      const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { vagueRate: config.sft.vagueRate, skipCropRate: config.sft.skipCropRate, seed: config.seed }) });
+      const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: config.searcher.episode });
+      const examples = sftExamples(demos.map((d) => d.trajectory));
+      const progress = createProgress('SFT warm start', config.sft.epochs, context.stream, { every: 1 });
+      const sft = await runSft(policy, examples, { epochs: config.sft.epochs, batchSize: config.sft.batchSize }, { random: createRandom(config.seed, 11), ...(context.signal && { signal: context.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
+      progress.done(`${examples.length} demonstrations`);
+      await store.doAppend(sft.epochLoss.map((loss, epoch) => ({ kind: 'event' as const, runId: 'sft', step: epoch + 1, time: Date.now(), data: { type: 'sft-epoch', loss } })));
+    }
+    const before = await evaluate(config, env, ports, policy, store, 'eval-before-rl', context);
+    context.log(`before RL (after SFT) on ${before.split}: judge success ${pct(before.judgeSuccess)}, NDCG ${before.ndcg.toFixed(3)}, small print ${pct(before.smallPrintSuccess)}, crops ${pct(before.cropRate)}`);
+    const steps: TrainRunResult['steps'] = [];
+    for (const phase of config.phases) {
+      if (phase.steps === 0) continue;
+      policy.resetOptimizer({ learningRate: phase.learningRate, warmupSteps: phase.warmupSteps });
+      const searcher = createSearcher({ policy, ...ports, store }, { ...config.searcher, reward: { ...config.searcher.reward, weights: phase.weights } });
+      const trainer = createTrainer({ searcher, store, prompts: env.corpus.questions.train, settings: { runId: phase.name, steps: phase.steps, batchSize: config.trainer.batchSize, saveFreq: config.trainer.saveFreq, resumeMode: config.trainer.resumeMode, seed: config.seed } });
+      const progress = createProgress(phase.name, phase.steps, context.stream, { every: Math.max(1, Math.ceil(phase.steps / 10)) });
+      const result = await trainer.run({
+        ...(context.signal && { signal: context.signal }),
+        onStep: (m) => {
+          steps.push({ ...m, phase: phase.name });
+          progress.update(m.step, `reward ${m.rewardMean.toFixed(3)} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`);
+        },
+      });
+      progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
+    }
+    const after = await evaluate(config, env, ports, policy, store, 'eval-after-rl', context);
+    context.log(`after RL on ${after.split}: judge success ${pct(after.judgeSuccess)}, NDCG ${after.ndcg.toFixed(3)}, small print ${pct(after.smallPrintSuccess)}, crops ${pct(after.cropRate)}`);
+    const result: TrainRunResult = { runId, runDir, before, after, steps };
+    await writeFile(join(runDir, 'summary.json'), `${JSON.stringify({ runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } }, null, 2)}\n`);
+    return result;
+  } finally {
+    ports.searchEngine.close();
+    policy.dispose();
+  }
+}

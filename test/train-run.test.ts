@@ -1,0 +1,77 @@
+import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { writeReport } from '../src/cli/report';
+import { parseRunConfig } from '../src/cli/run-config';
+import { trainRun } from '../src/cli/train-run';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('searcher-rl train (small config) and report.html', () => {
+  it('writes a run folder and a report whose charts and episodes render in Chromium', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-run-'));
+    dirs.push(root);
+    const config = parseRunConfig({
+      runsDir: join(root, 'runs'),
+      runId: 'small',
+      corpus: { decks: 6, minSlides: 5, maxSlides: 6, smallPrintRate: 0.5, cacheDir: join(root, 'corpus') },
+      policy: { layers: 1, width: 32, heads: 2, contextLength: 256, backend: 'wasm' },
+      sft: { demonstrations: 24, epochs: 1, batchSize: 8 },
+      phases: [
+        { name: 'phase1', steps: 2, weights: 'phase1' },
+        { name: 'phase2', steps: 2, weights: 'default' },
+      ],
+      trainer: { batchSize: 2, saveFreq: 1 },
+      searcher: { episode: { instructions: '', maxTurns: 3, maxTurnTokens: 24, maxContextTokens: 256, observationMaxChars: 40 }, rl: { nAgent: 2 } },
+      evaluation: { limit: 6 },
+    });
+    const lines: string[] = [];
+    const stream = { isTTY: false, write: (text: string) => lines.push(text) };
+    const result = await trainRun(config, { log: (line) => lines.push(line), stream });
+    expect(result.steps.map((s) => `${s.phase}:${s.step}`)).toEqual(['phase1:1', 'phase1:2', 'phase2:1', 'phase2:2']);
+    expect(result.before.questions).toBe(6);
+    expect(result.after.questions).toBe(6);
+    const output = lines.join('');
+    expect(output).toMatch(/corpus: 6 decks/);
+    expect(output).toMatch(/phase1 2\/2 reward \d\.\d{3}/);
+    expect(output).toMatch(/before RL \(after SFT\) on test: judge success/);
+    const runDir = join(root, 'runs', 'small');
+    expect((await readdir(runDir)).sort()).toEqual(expect.arrayContaining(['config.json', 'summary.json', 'phase1', 'phase2', 'eval-before-rl', 'eval-after-rl', 'sft']));
+    const metrics = (await readFile(join(runDir, 'phase2', 'metric.jsonl'), 'utf8')).trim().split('\n');
+    expect(metrics).toHaveLength(2);
+    const trajectories = (await readFile(join(runDir, 'phase1', 'trajectory.jsonl'), 'utf8')).trim().split('\n');
+    expect(trajectories).toHaveLength(2 * 2 * 2);
+    expect(JSON.parse(trajectories[0]!).data).toMatchObject({ turns: expect.any(Array), retrievedBasenames: expect.any(Array), terminated: expect.any(String) });
+    expect(await readdir(join(runDir, 'phase2', 'blobs', 'checkpoints'))).toEqual(['step-00000001', 'step-00000002']);
+
+    const report = await writeReport(runDir);
+    const html = await readFile(report, 'utf8');
+    expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/);
+    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    try {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(error.message));
+      await page.goto(`file://${report}`);
+      expect(errors).toEqual([]);
+      expect(await page.locator('[data-chart]').count()).toBe(4);
+      expect(await page.locator('path.series').count()).toBe(4);
+      expect(await page.locator('rect.bucket').count()).toBe(3);
+      expect(await page.locator('#episode .turn').count()).toBeGreaterThan(0);
+      expect(await page.locator('#episode-select option').count()).toBe(6);
+      await page.selectOption('#episode-select', '1');
+      expect(await page.locator('#episode p').first().textContent()).toMatch(/^Question: /);
+      const images = page.locator('#episode img');
+      if ((await images.count()) > 0) expect(await images.first().evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
+      await mkdir('test-results', { recursive: true });
+      await page.screenshot({ path: 'test-results/report.png', fullPage: true });
+    } finally {
+      await browser.close();
+    }
+  }, 240_000);
+});
