@@ -1,0 +1,72 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigValidationError } from '../core/errors';
+import { createProgress } from './progress';
+import { loadRunConfig, parseRunConfig } from './run-config';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('run configuration', () => {
+  it('reads YAML and JSON with every seed-000 hyperparameter in its place', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-config-'));
+    dirs.push(dir);
+    const yaml = `
+seed: 7
+trainer: { batchSize: 32, saveFreq: 5, resumeMode: disable }
+phases:
+  - { name: round1, steps: 100, weights: focused, learningRate: 1.0e-6 }
+searcher:
+  episode: { maxTurns: 7 }
+  rl:
+    nAgent: 16
+    ppoEpochs: 2
+    miniBatchSize: 64
+    entropyCoef: 0
+    loss: { kind: gspo, clipLow: 3.0e-4, clipHigh: 4.0e-4, klCoef: 0.001, klEstimator: k3 }
+`;
+    await writeFile(join(dir, 'run.yaml'), yaml);
+    const config = await loadRunConfig(join(dir, 'run.yaml'));
+    expect(config.trainer).toEqual({ batchSize: 32, saveFreq: 5, resumeMode: 'disable' });
+    expect(config.phases).toEqual([{ name: 'round1', steps: 100, weights: 'focused', learningRate: 1e-6, warmupSteps: 5 }]);
+    expect(config.searcher.rl).toMatchObject({ nAgent: 16, ppoEpochs: 2, miniBatchSize: 64, loss: { clipLow: 3e-4, clipHigh: 4e-4, klCoef: 0.001 } });
+    expect(config.searcher.episode.maxTurns).toBe(7);
+    await writeFile(join(dir, 'run.json'), JSON.stringify({ seed: 3 }));
+    expect((await loadRunConfig(join(dir, 'run.json'))).seed).toBe(3);
+    // Defaults: the demo's small episode settings.
+    expect(parseRunConfig({}).searcher.episode).toMatchObject({ instructions: '', maxTurns: 4, maxContextTokens: 256 });
+  });
+
+  it('names the field of a bad value, and the file of bad syntax', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-config-'));
+    dirs.push(dir);
+    await writeFile(join(dir, 'bad.yaml'), 'searcher:\n  rl:\n    nAgent: 0\n');
+    const error = await loadRunConfig(join(dir, 'bad.yaml')).catch((e: unknown) => e);
+    expect(ConfigValidationError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(/bad.yaml: searcher.rl.nAgent/);
+    await writeFile(join(dir, 'broken.yaml'), 'a: [1, 2\n');
+    await expect(loadRunConfig(join(dir, 'broken.yaml'))).rejects.toThrow(/not valid YAML/);
+    expect(() => parseRunConfig({ trainer: { batchSize: 2, extra: 1 } })).toThrow(/trainer/);
+  });
+});
+
+describe('progress', () => {
+  it('draws a bar with ETA on a terminal and plain lines elsewhere', () => {
+    let t = 0;
+    const tty: string[] = [];
+    const bar = createProgress('phase1', 4, { isTTY: true, columns: 100, write: (s) => tty.push(s) }, { now: () => t });
+    t = 1000;
+    bar.update(1, 'reward 0.100');
+    expect(tty[0]).toMatch(/^\rphase1 \[######\.+\] 1\/4 reward 0\.100 ETA 3s/);
+    bar.done();
+    expect(tty.at(-1)).toMatch(/phase1 done in 1s reward 0\.100\n$/);
+    const plain: string[] = [];
+    const lines = createProgress('eval', 10, { isTTY: false, write: (s) => plain.push(s) }, { every: 5, now: () => 0 });
+    for (let i = 1; i <= 10; i++) lines.update(i);
+    expect(plain).toEqual(['eval 5/10 ETA 0s\n', 'eval 10/10 ETA 0s\n']);
+  });
+});
