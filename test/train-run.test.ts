@@ -5,7 +5,7 @@ import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeReport } from '../src/cli/report';
 import { parseRunConfig } from '../src/cli/run-config';
-import { trainRun } from '../src/cli/train-run';
+import { evalRun, trainRun } from '../src/cli/train-run';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -48,6 +48,11 @@ describe('searcher-rl train (small config) and report.html', () => {
     expect(trajectories).toHaveLength(2 * 2 * 2);
     expect(JSON.parse(trajectories[0]!).data).toMatchObject({ turns: expect.any(Array), retrievedBasenames: expect.any(Array), terminated: expect.any(String) });
     expect(await readdir(join(runDir, 'phase2', 'blobs', 'checkpoints'))).toEqual(['step-00000001', 'step-00000002']);
+
+    // eval: the latest checkpoint (rebuilt with its saved vocabulary) on another split.
+    const evaluated = await evalRun(runDir, { split: 'validation', limit: 4 }, { log: (line) => lines.push(line), stream });
+    expect(evaluated).toMatchObject({ split: 'validation', questions: 4 });
+    expect(JSON.parse(await readFile(join(runDir, 'eval-validation.json'), 'utf8'))).toMatchObject({ checkpoint: 'phase2/checkpoints/step-00000002', questions: 4 });
 
     const report = await writeReport(runDir);
     const html = await readFile(report, 'utf8');

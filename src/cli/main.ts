@@ -4,7 +4,7 @@ import { SearcherError } from '../core/errors';
 import { runDemo } from './demo';
 import { writeReport } from './report';
 import { loadRunConfig, parseRunConfig } from './run-config';
-import { trainRun } from './train-run';
+import { evalRun, trainRun } from './train-run';
 
 const USAGE = `searcher-rl <command> [options]
 
@@ -13,6 +13,8 @@ Commands:
                             advantages (default DIR: runs)
   train [--config FILE]     the offline slide environment: SFT warm start, RL phases, evaluation
                             before and after RL, a run folder with report.html (FILE: YAML or JSON)
+  eval --run DIR [--split test|validation|train] [--limit N]
+                            evaluate the run's latest checkpoint; writes DIR/eval-<split>.json
   report --run DIR          (re)write DIR/report.html from a finished run folder
   help                      show this text
 `;
@@ -34,6 +36,16 @@ async function main(argv: string[]): Promise<number> {
     const result = await trainRun(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     const report = await writeReport(result.runDir);
     process.stdout.write(`run folder: ${result.runDir}\nreport: ${report}\n`);
+    return 0;
+  }
+  if (command === 'eval') {
+    const { values } = parseArgs({ args: rest, options: { run: { type: 'string' }, split: { type: 'string' }, limit: { type: 'string' } }, strict: true });
+    if (!values.run) throw new Error('eval needs --run DIR (a run folder)');
+    const split = values.split as 'train' | 'validation' | 'test' | undefined;
+    if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new Error(`--split must be train, validation or test, got '${split}'`);
+    const limit = values.limit === undefined ? undefined : Number(values.limit);
+    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new Error(`--limit must be a positive integer, got '${values.limit}'`);
+    await evalRun(values.run, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     return 0;
   }
   if (command === 'report') {

@@ -1,8 +1,9 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createScriptedPolicy } from '../adapters/mock/scripted-policy';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
-import { createTfjsPolicy, type TfjsPolicy } from '../adapters/tfjs/policy';
+import { createTfjsPolicy, tokenizerFromCheckpoint, type TfjsPolicy } from '../adapters/tfjs/policy';
+import { InvalidArgumentError } from '../core/errors';
 import { runEpisodes } from '../core/episode/run-episodes';
 import { createProtocolTokenizer, createVocabularyTokenizer } from '../core/protocol/tokenizer';
 import { createRandom } from '../core/random';
@@ -17,7 +18,7 @@ import type { Store } from '../ports/store';
 import { createSearcher } from '../searcher';
 import { createTrainer, type StepMetrics } from '../trainer';
 import { createProgress, type ProgressStream } from './progress';
-import type { RunConfig } from './run-config';
+import { parseRunConfig, type RunConfig } from './run-config';
 
 export interface EvalSummary {
   split: string;
@@ -156,6 +157,60 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
     const result: TrainRunResult = { runId, runDir, before, after, steps };
     await writeFile(join(runDir, 'summary.json'), `${JSON.stringify({ runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } }, null, 2)}\n`);
     return result;
+  } finally {
+    ports.searchEngine.close();
+    policy.dispose();
+  }
+}
+
+/**
+ * The policy of a run folder's latest checkpoint (the last phase that saved one), with the
+ * tokenizer it was trained with.
+ */
+export async function loadRunPolicy(runDir: string, config: RunConfig): Promise<{ policy: TfjsPolicy; from: string }> {
+  const store = createJsonlStore({ dir: runDir });
+  for (const phase of [...config.phases].reverse()) {
+    const records = await store.doQuery({ kind: 'checkpoint', runId: phase.name });
+    const last = records[records.length - 1];
+    if (!last) continue;
+    const key = (last.data as { key: string }).key;
+    const stateBytes = await store.doGetBlob(phase.name, `${key}/state.json`);
+    if (!stateBytes) throw new InvalidArgumentError('run', `checkpoint '${phase.name}/${key}' has no state.json`);
+    const state = JSON.parse(new TextDecoder().decode(stateBytes)) as { policy: { format: string; metadata: Record<string, unknown>; blobs: string[] } };
+    const blobs: Record<string, Uint8Array> = {};
+    for (const name of state.policy.blobs) {
+      const bytes = await store.doGetBlob(phase.name, `${key}/policy/${name}`);
+      if (!bytes) throw new InvalidArgumentError('run', `checkpoint '${phase.name}/${key}' lacks '${name}'`);
+      blobs[name] = bytes;
+    }
+    const checkpoint = { format: state.policy.format, metadata: state.policy.metadata, blobs };
+    const { layers, width, heads, contextLength, backend } = config.policy;
+    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend }, { tokenizer: tokenizerFromCheckpoint(checkpoint) });
+    await policy.load(checkpoint);
+    return { policy, from: `${phase.name}/${key}` };
+  }
+  throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
+}
+
+/** `searcher-rl eval`: the latest checkpoint of a run on a split; the summary is written to `eval-<split>.json`. */
+export async function evalRun(runDir: string, overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null }, context: RunContext): Promise<EvalSummary> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8'));
+  } catch (error) {
+    throw new InvalidArgumentError('run', `'${runDir}' has no config.json (is it a run folder?)`, { cause: error });
+  }
+  const base = parseRunConfig(raw, join(runDir, 'config.json'));
+  const config = parseRunConfig({ ...base, evaluation: { ...base.evaluation, ...(overrides.split && { split: overrides.split }), ...(overrides.limit !== undefined && { limit: overrides.limit }) } });
+  const env = await prepareEnvironment(config, context);
+  const ports = slideEnvironmentPorts(env);
+  const { policy, from } = await loadRunPolicy(runDir, config);
+  try {
+    context.log(`evaluating ${from} on ${config.evaluation.split}`);
+    const summary = await evaluate(config, env, ports, policy, createJsonlStore({ dir: runDir }), `eval-${config.evaluation.split}`, context);
+    await writeFile(join(runDir, `eval-${config.evaluation.split}.json`), `${JSON.stringify({ checkpoint: from, ...summary }, null, 2)}\n`);
+    context.log(`judge success ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}, small print ${pct(summary.smallPrintSuccess)}, crops ${pct(summary.cropRate)}`);
+    return summary;
   } finally {
     ports.searchEngine.close();
     policy.dispose();
