@@ -41,6 +41,12 @@ searcher:
     expect(parseRunConfig({}).searcher.episode).toMatchObject({ instructions: '', maxTurns: 4, maxContextTokens: 256 });
   });
 
+  it('parses the example configuration', async () => {
+    const config = await loadRunConfig(join(__dirname, '..', '..', 'examples', 'train-slides.yaml'));
+    expect(config.phases.map((p) => p.weights)).toEqual(['phase1', 'default']);
+    expect(config.searcher.rl.loss.kind).toBe('gspo');
+  });
+
   it('names the field of a bad value, and the file of bad syntax', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-config-'));
     dirs.push(dir);
