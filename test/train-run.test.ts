@@ -49,6 +49,15 @@ describe('searcher-rl train (small config) and report.html', () => {
     expect(JSON.parse(trajectories[0]!).data).toMatchObject({ turns: expect.any(Array), retrievedBasenames: expect.any(Array), terminated: expect.any(String) });
     expect(await readdir(join(runDir, 'phase2', 'blobs', 'checkpoints'))).toEqual(['step-00000001', 'step-00000002']);
 
+    // Run again in the same folder: the warm start and the "before" figures are reused, the phases
+    // are complete (resumed from their last checkpoints), the "after" evaluation replaces the old one.
+    const again = await trainRun(config, { log: (line) => lines.push(line), stream });
+    expect(lines.join('')).toMatch(/SFT warm start: loaded sft\/checkpoints\/step-00000000/);
+    expect(again.before).toEqual(result.before);
+    expect(again.steps).toEqual([]);
+    expect((await readFile(join(runDir, 'eval-after-rl', 'trajectory.jsonl'), 'utf8')).trim().split('\n')).toHaveLength(6);
+    await expect(trainRun({ ...config, policy: { ...config.policy, width: 16 } }, { log: () => undefined, stream })).rejects.toThrow(/config.policy/);
+
     // eval: the latest checkpoint (rebuilt with its saved vocabulary) on another split.
     const evaluated = await evalRun(runDir, { split: 'validation', limit: 4 }, { log: (line) => lines.push(line), stream });
     expect(evaluated).toMatchObject({ split: 'validation', questions: 4 });

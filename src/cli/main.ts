@@ -65,6 +65,10 @@ main(process.argv.slice(2)).then(
   (error: unknown) => {
     const message = SearcherError.isInstance(error) || error instanceof Error ? error.message : String(error);
     process.stderr.write(`searcher-rl: ${message}\n`);
+    // The causes say what failed underneath (a file, the database, the backend).
+    for (let cause = (error as { cause?: unknown })?.cause, depth = 0; cause !== undefined && depth < 5; cause = (cause as { cause?: unknown })?.cause, depth++) {
+      process.stderr.write(`  caused by: ${cause instanceof Error ? cause.message : String(cause)}\n`);
+    }
     process.exitCode = 1;
   },
 );

@@ -61,9 +61,12 @@ export async function writeReport(runDir: string, options: { episodes?: number }
   const config = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8')) as { phases: Array<{ name: string }> };
   const curves: Array<{ phase: string; step: number; reward: number; success: number | null; ndcg: number; turns: number }> = [];
   for (const phase of config.phases) {
+    // A resumed phase runs the steps after its checkpoint again: the last record of a step counts.
+    const byStep = new Map<number, (typeof curves)[number]>();
     for (const record of (await readJsonl(join(runDir, phase.name, 'metric.jsonl'))) as Array<{ data: { step: number; rewardMean: number; successRate: number | null; ndcgMean: number; turnsMean: number } }>) {
-      curves.push({ phase: phase.name, step: record.data.step, reward: record.data.rewardMean, success: record.data.successRate, ndcg: record.data.ndcgMean, turns: record.data.turnsMean });
+      byStep.set(record.data.step, { phase: phase.name, step: record.data.step, reward: record.data.rewardMean, success: record.data.successRate, ndcg: record.data.ndcgMean, turns: record.data.turnsMean });
     }
+    curves.push(...[...byStep.values()].sort((a, b) => a.step - b.step));
   }
   const evalDir = (await readdir(runDir)).includes('eval-after-rl') ? 'eval-after-rl' : 'eval-before-rl';
   const trajectories = ((await readJsonl(join(runDir, evalDir, 'trajectory.jsonl'))) as Array<{ data: unknown }>).map((r) => trajectoryFromJSON(JSON.stringify(r.data)));
@@ -103,7 +106,8 @@ export async function writeReport(runDir: string, options: { episodes?: number }
     });
   }
   const data = { runId: summary.runId, before: summary.before, after: summary.after, curves, buckets: difficultyBuckets(trajectories), evalSplit: evalDir, episodes };
-  const html = REPORT_TEMPLATE.replace('__TITLE__', escapeHtml(summary.runId)).replace('__DATA__', JSON.stringify(data).replace(/</g, '\\u003c'));
+  // Replacer functions: a string replacement would expand `$'` and friends found in model output.
+  const html = REPORT_TEMPLATE.replace('__TITLE__', () => escapeHtml(summary.runId)).replace('__DATA__', () => JSON.stringify(data).replace(/</g, '\\u003c'));
   const path = join(runDir, 'report.html');
   await writeFile(path, html);
   return path;

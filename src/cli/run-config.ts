@@ -21,7 +21,7 @@ export const runConfigSchema = z
     /** Where run folders go. */
     runsDir: z.string().min(1).default('runs'),
     /** Default: a timestamped id. */
-    runId: z.string().regex(/^[A-Za-z0-9._-]+$/).optional(),
+    runId: z.string().regex(/^[A-Za-z0-9._-]+$/).refine((id) => id !== '.' && id !== '..', 'must not be . or ..').optional(),
     seed: z.number().int().default(1),
     corpus: z
       .object({
@@ -75,6 +75,8 @@ export const runConfigSchema = z
           })
           .strict(),
       )
+      .refine((phases) => new Set(phases.map((p) => p.name)).size === phases.length, 'phase names must be distinct (each is its own run in the run folder)')
+      .refine((phases) => phases.every((p) => /^[A-Za-z0-9_-]+$/.test(p.name) && p.name !== 'sft' && !p.name.startsWith('eval-')), "phase names are letters, digits, '-' and '_', and not 'sft' or 'eval-*' (reserved)")
       .default([
         { name: 'phase1', steps: 20, weights: 'phase1', learningRate: 1e-3, warmupSteps: 5 },
         { name: 'phase2', steps: 20, weights: 'default', learningRate: 1e-3, warmupSteps: 0 },

@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createScriptedPolicy } from '../adapters/mock/scripted-policy';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
@@ -14,9 +14,10 @@ import { buildSlideEnvironment, type SlideEnvironment } from '../env/slides/buil
 import { corpusVocabulary, type CorpusQuestion } from '../env/slides/corpus';
 import { createOracleScript } from '../env/slides/oracle';
 import { slideEnvironmentPorts, type SlideEnvironmentPorts } from '../env/slides/ports';
+import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
 import { createSearcher } from '../searcher';
-import { createTrainer, type StepMetrics } from '../trainer';
+import { checkpointKey, createTrainer, type StepMetrics } from '../trainer';
 import { createProgress, type ProgressStream } from './progress';
 import { parseRunConfig, type RunConfig } from './run-config';
 
@@ -85,9 +86,12 @@ function summarise(split: string, questions: readonly CorpusQuestion[], trajecto
 }
 
 /** Runs the policy on a split (one rollout per question, evaluation temperature) and records it under `name`. */
-export async function evaluate(config: RunConfig, env: SlideEnvironment, ports: SlideEnvironmentPorts, policy: TfjsPolicy, store: Store, name: string, context: RunContext): Promise<EvalSummary> {
+export async function evaluate(config: RunConfig, env: SlideEnvironment, ports: SlideEnvironmentPorts, policy: TfjsPolicy, runDir: string, name: string, context: RunContext): Promise<EvalSummary> {
   const all = env.corpus.questions[config.evaluation.split];
   const questions = config.evaluation.limit === null ? all : all.slice(0, config.evaluation.limit);
+  // An evaluation replaces the previous one under the same name (the store is append-only).
+  await rm(join(runDir, name), { recursive: true, force: true });
+  const store = createJsonlStore({ dir: runDir });
   const searcher = createSearcher(
     { policy, ...ports, store },
     { ...config.searcher, episode: { ...config.searcher.episode, temperature: config.evaluation.temperature }, rl: { ...config.searcher.rl, nAgent: 1 }, reward: { ...config.searcher.reward, weights: 'default' } },
@@ -116,25 +120,47 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
   const runId = config.runId ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const runDir = join(config.runsDir, runId);
   await mkdir(runDir, { recursive: true });
-  await writeFile(join(runDir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  // Continuing a run folder needs the same corpus, policy and demonstrations as before.
+  const configPath = join(runDir, 'config.json');
+  const previous = await readFile(configPath, 'utf8').then((text) => JSON.parse(text) as RunConfig, () => null);
+  if (previous) {
+    for (const key of ['corpus', 'policy', 'sft', 'seed'] as const) {
+      if (JSON.stringify(previous[key]) !== JSON.stringify(config[key])) {
+        throw new InvalidArgumentError(`config.${key}`, `the run folder '${runDir}' was started with other '${key}' settings; use another runId to start afresh`);
+      }
+    }
+  }
+  await writeFile(configPath, `${JSON.stringify(config, null, 2)}\n`);
   const env = await prepareEnvironment(config, context);
-  const ports = slideEnvironmentPorts(env);
   const store = createJsonlStore({ dir: runDir });
   const policy = await createRunPolicy(config, env);
-  context.log(`policy: ${policy.parameterCount} parameters on ${policy.backend.name}, vocabulary ${policy.tokenizer.vocabSize} tokens`);
+  let ports: SlideEnvironmentPorts | null = null;
   try {
-    const existing = await Promise.all(config.phases.map((p) => store.doQuery({ kind: 'checkpoint', runId: p.name })));
-    if (config.sft.demonstrations > 0 && existing.every((records) => records.length === 0)) {
+    ports = slideEnvironmentPorts(env);
+    context.log(`policy: ${policy.parameterCount} parameters on ${policy.backend.name}, vocabulary ${policy.tokenizer.vocabSize} tokens`);
+    // The warm start runs once per run folder and is kept as a checkpoint, so that a continued run
+    // evaluates and trains from the same weights.
+    const sft = await readCheckpoint(store, SFT_RUN);
+    if (sft) {
+      await policy.load(sft.checkpoint);
+      context.log(`SFT warm start: loaded ${SFT_RUN}/${sft.key}`);
+    } else if (config.sft.demonstrations > 0) {
       const questions = env.corpus.questions.train.slice(0, config.sft.demonstrations);
       const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { vagueRate: config.sft.vagueRate, skipCropRate: config.sft.skipCropRate, seed: config.seed }) });
       const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: config.searcher.episode });
       const examples = sftExamples(demos.map((d) => d.trajectory));
       const progress = createProgress('SFT warm start', config.sft.epochs, context.stream, { every: 1 });
-      const sft = await runSft(policy, examples, { epochs: config.sft.epochs, batchSize: config.sft.batchSize }, { random: createRandom(config.seed, 11), ...(context.signal && { signal: context.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
+      const result = await runSft(policy, examples, { epochs: config.sft.epochs, batchSize: config.sft.batchSize }, { random: createRandom(config.seed, 11), ...(context.signal && { signal: context.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
       progress.done(`${examples.length} demonstrations`);
-      await store.doAppend(sft.epochLoss.map((loss, epoch) => ({ kind: 'event' as const, runId: 'sft', step: epoch + 1, time: Date.now(), data: { type: 'sft-epoch', loss } })));
+      await store.doAppend(result.epochLoss.map((loss, epoch) => ({ kind: 'event' as const, runId: SFT_RUN, step: epoch + 1, time: Date.now(), data: { type: 'sft-epoch', loss } })));
+      await writeCheckpoint(store, SFT_RUN, await policy.save());
     }
-    const before = await evaluate(config, env, ports, policy, store, 'eval-before-rl', context);
+    const beforePath = join(runDir, 'eval-before-rl.json');
+    let before = await readFile(beforePath, 'utf8').then((text) => JSON.parse(text) as EvalSummary, () => null);
+    if (!before) {
+      before = await evaluate(config, env, ports, policy, runDir, 'eval-before-rl', context);
+      await writeFile(beforePath, `${JSON.stringify(before, null, 2)}\n`);
+    }
     context.log(`before RL (after SFT) on ${before.split}: judge success ${pct(before.judgeSuccess)}, NDCG ${before.ndcg.toFixed(3)}, small print ${pct(before.smallPrintSuccess)}, crops ${pct(before.cropRate)}`);
     const steps: TrainRunResult['steps'] = [];
     for (const phase of config.phases) {
@@ -152,15 +178,46 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       });
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
     }
-    const after = await evaluate(config, env, ports, policy, store, 'eval-after-rl', context);
+    const after = await evaluate(config, env, ports, policy, runDir, 'eval-after-rl', context);
+    await writeFile(join(runDir, 'eval-after-rl.json'), `${JSON.stringify(after, null, 2)}\n`);
     context.log(`after RL on ${after.split}: judge success ${pct(after.judgeSuccess)}, NDCG ${after.ndcg.toFixed(3)}, small print ${pct(after.smallPrintSuccess)}, crops ${pct(after.cropRate)}`);
     const result: TrainRunResult = { runId, runDir, before, after, steps };
     await writeFile(join(runDir, 'summary.json'), `${JSON.stringify({ runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } }, null, 2)}\n`);
     return result;
   } finally {
-    ports.searchEngine.close();
+    ports?.searchEngine.close();
     policy.dispose();
   }
+}
+
+/** The store run that holds the SFT warm start's checkpoint. */
+const SFT_RUN = 'sft';
+
+/** Writes a policy checkpoint in the trainer's layout (state.json + policy blobs, then a record). */
+async function writeCheckpoint(store: Store, runId: string, checkpoint: PolicyCheckpoint, step = 0): Promise<string> {
+  const key = checkpointKey(step);
+  for (const [name, bytes] of Object.entries(checkpoint.blobs)) await store.doPutBlob(runId, `${key}/policy/${name}`, bytes);
+  await store.doPutBlob(runId, `${key}/state.json`, new TextEncoder().encode(JSON.stringify({ policy: { format: checkpoint.format, metadata: checkpoint.metadata, blobs: Object.keys(checkpoint.blobs) } })));
+  await store.doAppend([{ kind: 'checkpoint', runId, step, time: Date.now(), data: { key, policyFormat: checkpoint.format } }]);
+  return key;
+}
+
+/** The latest checkpoint of a store run (a trainer phase or the SFT warm start), or null. */
+async function readCheckpoint(store: Store, runId: string): Promise<{ key: string; checkpoint: PolicyCheckpoint } | null> {
+  const records = await store.doQuery({ kind: 'checkpoint', runId });
+  const last = records[records.length - 1];
+  if (!last) return null;
+  const key = (last.data as { key: string }).key;
+  const stateBytes = await store.doGetBlob(runId, `${key}/state.json`);
+  if (!stateBytes) throw new InvalidArgumentError('run', `checkpoint '${runId}/${key}' has no state.json`);
+  const state = JSON.parse(new TextDecoder().decode(stateBytes)) as { policy: { format: string; metadata: Record<string, unknown>; blobs: string[] } };
+  const blobs: Record<string, Uint8Array> = {};
+  for (const name of state.policy.blobs) {
+    const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
+    if (!bytes) throw new InvalidArgumentError('run', `checkpoint '${runId}/${key}' lacks '${name}'`);
+    blobs[name] = bytes;
+  }
+  return { key, checkpoint: { format: state.policy.format, metadata: state.policy.metadata, blobs } };
 }
 
 /**
@@ -169,25 +226,13 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
  */
 export async function loadRunPolicy(runDir: string, config: RunConfig): Promise<{ policy: TfjsPolicy; from: string }> {
   const store = createJsonlStore({ dir: runDir });
-  for (const phase of [...config.phases].reverse()) {
-    const records = await store.doQuery({ kind: 'checkpoint', runId: phase.name });
-    const last = records[records.length - 1];
-    if (!last) continue;
-    const key = (last.data as { key: string }).key;
-    const stateBytes = await store.doGetBlob(phase.name, `${key}/state.json`);
-    if (!stateBytes) throw new InvalidArgumentError('run', `checkpoint '${phase.name}/${key}' has no state.json`);
-    const state = JSON.parse(new TextDecoder().decode(stateBytes)) as { policy: { format: string; metadata: Record<string, unknown>; blobs: string[] } };
-    const blobs: Record<string, Uint8Array> = {};
-    for (const name of state.policy.blobs) {
-      const bytes = await store.doGetBlob(phase.name, `${key}/policy/${name}`);
-      if (!bytes) throw new InvalidArgumentError('run', `checkpoint '${phase.name}/${key}' lacks '${name}'`);
-      blobs[name] = bytes;
-    }
-    const checkpoint = { format: state.policy.format, metadata: state.policy.metadata, blobs };
+  for (const runId of [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN)) {
+    const found = await readCheckpoint(store, runId);
+    if (!found) continue;
     const { layers, width, heads, contextLength, backend } = config.policy;
-    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend }, { tokenizer: tokenizerFromCheckpoint(checkpoint) });
-    await policy.load(checkpoint);
-    return { policy, from: `${phase.name}/${key}` };
+    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+    await policy.load(found.checkpoint);
+    return { policy, from: `${runId}/${found.key}` };
   }
   throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
 }
@@ -203,11 +248,11 @@ export async function evalRun(runDir: string, overrides: { split?: 'train' | 'va
   const base = parseRunConfig(raw, join(runDir, 'config.json'));
   const config = parseRunConfig({ ...base, evaluation: { ...base.evaluation, ...(overrides.split && { split: overrides.split }), ...(overrides.limit !== undefined && { limit: overrides.limit }) } });
   const env = await prepareEnvironment(config, context);
-  const ports = slideEnvironmentPorts(env);
   const { policy, from } = await loadRunPolicy(runDir, config);
+  const ports = slideEnvironmentPorts(env);
   try {
     context.log(`evaluating ${from} on ${config.evaluation.split}`);
-    const summary = await evaluate(config, env, ports, policy, createJsonlStore({ dir: runDir }), `eval-${config.evaluation.split}`, context);
+    const summary = await evaluate(config, env, ports, policy, runDir, `eval-${config.evaluation.split}`, context);
     await writeFile(join(runDir, `eval-${config.evaluation.split}.json`), `${JSON.stringify({ checkpoint: from, ...summary }, null, 2)}\n`);
     context.log(`judge success ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}, small print ${pct(summary.smallPrintSuccess)}, crops ${pct(summary.cropRate)}`);
     return summary;

@@ -57,6 +57,7 @@ describe('SQLite FTS5 search', () => {
   it('treats query text as words, never as FTS5 syntax', async () => {
     expect(ftsQuery('acme" OR NEAR(x y) *')).toBe('"acme" OR "or" OR "near" OR "x" OR "y"');
     expect(ftsQuery('  ?! ')).toBeNull();
+    expect(ftsQuery('İstanbul Zu\u0308rich')).toBe('"istanbul" OR "zurich"');
     const db = join(dir, 'syntax.sqlite');
     await indexPageFolder(db, dir);
     const engine = createSqliteSearchEngine({ dbPath: db, includeImages: false, maxTextChars: 10 });

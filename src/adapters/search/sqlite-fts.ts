@@ -10,6 +10,9 @@ import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 
 const IMAGE_MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp' };
 
+/** Part of the index fingerprint: a schema change rebuilds old indexes. */
+const SCHEMA_VERSION = 1;
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS pages (
   id INTEGER PRIMARY KEY,
@@ -65,7 +68,12 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
       } catch (error) {
         throw new DatasetValidationError(i, 'imagePath', `cannot read '${page.imagePath}'`, { cause: error });
       }
-      const meta = await sharp(page.imagePath).metadata();
+      let meta;
+      try {
+        meta = await sharp(page.imagePath).metadata();
+      } catch (error) {
+        throw new DatasetValidationError(i, 'imagePath', `'${page.imagePath}' is not a readable image`, { cause: error });
+      }
       width = meta.width ?? null;
       height = meta.height ?? null;
       hash.update(`${resolve(page.imagePath)}\u0000${info.size}\u0000${info.mtimeMs}\u0000`);
@@ -73,8 +81,14 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
     hash.update(`${page.basename}\u0000${page.text}\u0001`);
     rows.push({ ...page, mime, width, height });
   }
+  hash.update(`schema ${SCHEMA_VERSION}`);
   const fingerprint = hash.digest('hex');
-  const db = new Database(dbPath);
+  let db: Database.Database;
+  try {
+    db = new Database(dbPath);
+  } catch (error) {
+    throw new InvalidArgumentError('dbPath', `cannot create the index '${dbPath}' (does its folder exist?)`, { cause: error });
+  }
   try {
     db.exec(SCHEMA);
     const stored = db.prepare('SELECT value FROM meta WHERE key = ?').get('fingerprint') as { value: string } | undefined;
@@ -140,7 +154,10 @@ export interface SqliteSearchEngine extends SearchEngine {
 
 /** Words of a query as FTS5 string literals joined with OR: user text can never be FTS5 syntax. */
 export function ftsQuery(query: string): string | null {
-  const words = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  // Diacritics off and case folded as the index's unicode61 tokenizer does (so 'İstanbul' and a
+  // decomposed 'Zürich' are one word each).
+  const folded = query.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
+  const words = folded.match(/[\p{L}\p{N}]+/gu) ?? [];
   const unique = [...new Set(words)];
   return unique.length === 0 ? null : unique.map((w) => `"${w}"`).join(' OR ');
 }

@@ -1,4 +1,5 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { indexPageFolder } from '../../adapters/search/sqlite-fts';
@@ -24,6 +25,9 @@ export async function renderSlide(slide: Slide): Promise<Buffer> {
   return sharp(Buffer.from(slideSvg(slide))).png({ compressionLevel: 9 }).toBuffer();
 }
 
+/** Bumped when the rendering changes, so that cached slides are rendered again. */
+const RENDERER_VERSION = 1;
+
 export interface SlideEnvironment {
   corpus: SlideCorpus;
   /** Folder of `{deck}_{page}.png` with a `.txt` beside each. */
@@ -35,29 +39,36 @@ export interface SlideEnvironment {
 }
 
 /**
- * Generates the slide corpus into `dir` (PNG + text per slide, `corpus.json`, the FTS5 index) on
- * first use and reuses it while the settings are the same. Rendering is the slow part (about
- * 2000 slides at the default size).
+ * Generates the slide corpus into a subfolder of `cacheDir` named by the corpus's digest (PNG +
+ * text per slide, `corpus.json`, the FTS5 index) on first use, and reuses it while it is complete
+ * and the corpus and renderer are the same. Rendering is the slow part (about 2000 slides).
  */
-export async function buildSlideEnvironment(dir: string, settings: Partial<SlideCorpusSettings> = {}, options: { onProgress?: (done: number, total: number) => void } = {}): Promise<SlideEnvironment> {
+export async function buildSlideEnvironment(cacheDir: string, settings: Partial<SlideCorpusSettings> = {}, options: { onProgress?: (done: number, total: number) => void } = {}): Promise<SlideEnvironment> {
   const corpus = generateSlideCorpus(settings);
+  // One subfolder per corpus (settings, content and renderer version): different corpora share a
+  // cache folder without touching each other, and nothing else in the folder is ever deleted.
+  const digest = createHash('sha256').update(`${RENDERER_VERSION}\u0000${JSON.stringify(corpus)}`).digest('hex');
+  const dir = join(cacheDir, `slides-${digest.slice(0, 16)}`);
   const slidesDir = join(dir, 'slides');
   const dbPath = join(dir, 'index.sqlite');
-  const manifestPath = join(dir, 'corpus.json');
-  const manifest = JSON.stringify({ format: 'searcher-rl.slide-corpus.v1', settings: corpus.settings });
-  let cached: string | null = null;
+  const marker = join(dir, 'complete.json');
+  const slides = corpus.decks.flatMap((d) => d.slides);
+  let complete = false;
   try {
-    cached = await readFile(join(dir, 'settings.json'), 'utf8');
+    complete = JSON.parse(await readFile(marker, 'utf8')).digest === digest;
   } catch {
-    cached = null;
+    complete = false;
   }
-  if (cached === manifest) {
-    await indexPageFolder(dbPath, slidesDir);
-    return { corpus, slidesDir, dbPath, rebuilt: false };
+  if (complete) {
+    const present = new Set(await readdir(slidesDir));
+    const missing = slides.filter((slide) => !present.has(slide.basename) || !present.has(slide.basename.replace(/\.png$/, '.txt')));
+    if (missing.length === 0) {
+      await indexPageFolder(dbPath, slidesDir);
+      return { corpus, slidesDir, dbPath, rebuilt: false };
+    }
   }
   await rm(dir, { recursive: true, force: true });
   await mkdir(slidesDir, { recursive: true });
-  const slides = corpus.decks.flatMap((d) => d.slides);
   let done = 0;
   // A few at a time: libvips renders on its own threads.
   const queue = [...slides];
@@ -70,9 +81,9 @@ export async function buildSlideEnvironment(dir: string, settings: Partial<Slide
       }
     }),
   );
-  await writeFile(manifestPath, JSON.stringify(corpus));
+  await writeFile(join(dir, 'corpus.json'), JSON.stringify(corpus));
   await indexPageFolder(dbPath, slidesDir);
   // Written last: an interrupted build is redone next time.
-  await writeFile(join(dir, 'settings.json'), manifest);
+  await writeFile(marker, JSON.stringify({ digest, settings: corpus.settings }));
   return { corpus, slidesDir, dbPath, rebuilt: true };
 }

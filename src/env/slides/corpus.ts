@@ -79,13 +79,33 @@ interface AttributeKind {
   make: (random: Random, entity: string) => { value: string; line: string; question: string };
 }
 
-const year = (random: Random) => 2010 + random.nextInt(14);
+/**
+ * Advance width of a line in DejaVu Sans, in em, rounded up a little so that the box always
+ * holds the drawn text (the reader checks that a crop covers the box).
+ */
+export function textWidthEm(text: string): number {
+  let em = 0;
+  for (const ch of text) {
+    if (' .,:;\'|!'.includes(ch)) em += 0.34;
+    else if ('ijlft'.includes(ch)) em += 0.42;
+    else if ('r'.includes(ch)) em += 0.45;
+    else if ('mwMW'.includes(ch)) em += 1.02;
+    else if (/[A-Z]/.test(ch)) em += 0.8;
+    else if (/[0-9]/.test(ch)) em += 0.66;
+    else em += 0.66;
+  }
+  return em * 1.03;
+}
+
+// Each dated attribute has its own decade, so that a year in a query points at one kind of fact
+// (BM25 would otherwise favour a short slide that has the year in another fact's line).
+const year = (random: Random, from: number) => from + random.nextInt(10);
 const ATTRIBUTES: AttributeKind[] = [
   {
     attribute: 'revenue',
     slideTitle: (e) => `${e} financial results`,
     make: (r, e) => {
-      const y = year(r);
+      const y = year(r, 2000);
       const value = `${1 + r.nextInt(9)}.${r.nextInt(10)} billion dollars`;
       return { value, line: `Revenue ${y}: ${value}`, question: `What was the revenue of ${e} in ${y}?` };
     },
@@ -94,7 +114,7 @@ const ATTRIBUTES: AttributeKind[] = [
     attribute: 'employees',
     slideTitle: (e) => `${e} people`,
     make: (r, e) => {
-      const y = year(r);
+      const y = year(r, 2010);
       const value = `${1 + r.nextInt(60)},${String(r.nextInt(1000)).padStart(3, '0')}`;
       return { value, line: `Employees ${y}: ${value}`, question: `How many employees did ${e} have in ${y}?` };
     },
@@ -103,7 +123,7 @@ const ATTRIBUTES: AttributeKind[] = [
     attribute: 'founded',
     slideTitle: (e) => `${e} history`,
     make: (r, e) => {
-      const value = String(1950 + r.nextInt(60));
+      const value = String(1900 + r.nextInt(80));
       return { value, line: `Founded: ${value}`, question: `In which year was ${e} founded?` };
     },
   },
@@ -127,7 +147,7 @@ const ATTRIBUTES: AttributeKind[] = [
     attribute: 'market share',
     slideTitle: (e) => `${e} market position`,
     make: (r, e) => {
-      const y = year(r);
+      const y = year(r, 1990);
       const value = `${2 + r.nextInt(60)} percent`;
       return { value, line: `Market share ${y}: ${value}`, question: `What market share did ${e} have in ${y}?` };
     },
@@ -176,16 +196,23 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
       const facts: SlideFact[] = [];
       const lines = 1 + random.nextInt(3);
       const small = random.nextFloat() < settings.smallPrintRate;
+      let title = kind;
       for (let k = 0; k < lines + (small ? 1 : 0); k++) {
         const isSmall = small && k === lines;
-        const attr = k === 0 ? kind : ATTRIBUTES[random.nextInt(ATTRIBUTES.length)]!;
-        const made = attr.make(random, entity);
-        // One question per distinct question text in a deck (a repeated one would be ambiguous).
+        // One question per distinct question text in a deck (a repeated one would be ambiguous):
+        // draw again, a bounded number of times, rather than leave the line out.
+        let attr = k === 0 ? kind : ATTRIBUTES[random.nextInt(ATTRIBUTES.length)]!;
+        let made = attr.make(random, entity);
+        for (let tries = 0; used.has(made.question) && tries < 20; tries++) {
+          attr = ATTRIBUTES[random.nextInt(ATTRIBUTES.length)]!;
+          made = attr.make(random, entity);
+        }
         if (used.has(made.question)) continue;
+        if (k === 0) title = attr;
         used.add(made.question);
         const fontPx = isSmall ? SMALL_FONT_PX : FACT_FONT_PX;
         const y = isSmall ? SLIDE_HEIGHT - 14 : 110 + 48 * facts.filter((f) => !f.small).length;
-        const width = Math.ceil(made.line.length * fontPx * 0.62);
+        const width = Math.ceil(textWidthEm(made.line) * fontPx);
         const fact: SlideFact = { id: `${id}_${p}_${k}`, entity, attribute: attr.attribute, value: made.value, line: made.line, small: isSmall, fontPx, box: [40, y - fontPx, Math.min(SLIDE_WIDTH - 8, 40 + width), y + Math.ceil(fontPx * 0.3)] };
         facts.push(fact);
         questions.push({
@@ -196,7 +223,7 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
           metadata: { factId: fact.id, entity, attribute: attr.attribute, query: [entity, attr.attribute, /\b(19|20)\d\d\b/.exec(made.question)?.[0]].filter(Boolean).join(' '), small: isSmall, split: 'train' },
         });
       }
-      slides.push({ deck: id, page: p, basename, title: kind.slideTitle(entity), facts });
+      slides.push({ deck: id, page: p, basename, title: title.slideTitle(entity), facts });
     }
     decks.push({ id, entity, slides });
   }
