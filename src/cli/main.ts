@@ -9,8 +9,12 @@ import { evalRun, trainRun } from './train-run';
 const USAGE = `searcher-rl <command> [options]
 
 Commands:
-  demo [--out DIR]          run a scripted Searcher over the mock adapters and print rewards and
-                            advantages (default DIR: runs)
+  demo                      the main job on the offline slide environment with the default
+                            settings (no API keys): SFT warm start, RL, test-split judge success
+                            before and after RL, a run folder under runs/ with report.html
+  demo --scripted [--out DIR]
+                            a scripted Searcher over the mock adapters: rewards and advantages of
+                            one batch (default DIR: runs)
   train [--config FILE]     the offline slide environment: SFT warm start, RL phases, evaluation
                             before and after RL, a run folder with report.html (FILE: YAML or JSON)
   eval --run DIR [--split test|validation|train] [--limit N]
@@ -26,16 +30,20 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'demo') {
-    const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'runs' } }, strict: true });
-    await runDemo({ out: values.out! });
-    return 0;
+    const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'runs' }, scripted: { type: 'boolean', default: false } }, strict: true });
+    if (values.scripted) {
+      await runDemo({ out: values.out! });
+      return 0;
+    }
+    return main(['train']);
   }
   if (command === 'train') {
     const { values } = parseArgs({ args: rest, options: { config: { type: 'string' } }, strict: true });
     const config = values.config ? await loadRunConfig(values.config) : parseRunConfig({});
     const result = await trainRun(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     const report = await writeReport(result.runDir);
-    process.stdout.write(`run folder: ${result.runDir}\nreport: ${report}\n`);
+    const rise = result.after.judgeSuccess - result.before.judgeSuccess;
+    process.stdout.write(`judge success on the ${result.after.split} split: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`);
     return 0;
   }
   if (command === 'eval') {

@@ -78,8 +78,8 @@ export const runConfigSchema = z
       .refine((phases) => new Set(phases.map((p) => p.name)).size === phases.length, 'phase names must be distinct (each is its own run in the run folder)')
       .refine((phases) => phases.every((p) => /^[A-Za-z0-9_-]+$/.test(p.name) && p.name !== 'sft' && !p.name.startsWith('eval-')), "phase names are letters, digits, '-' and '_', and not 'sft' or 'eval-*' (reserved)")
       .default([
-        { name: 'phase1', steps: 20, weights: 'phase1', learningRate: 1e-3, warmupSteps: 5 },
-        { name: 'phase2', steps: 20, weights: 'default', learningRate: 1e-3, warmupSteps: 0 },
+        { name: 'phase1', steps: 20, weights: 'phase1', learningRate: 3e-4, warmupSteps: 5 },
+        { name: 'phase2', steps: 20, weights: 'default', learningRate: 3e-4, warmupSteps: 0 },
       ]),
     trainer: z
       .object({
@@ -90,9 +90,11 @@ export const runConfigSchema = z
       .strict()
       .default({ batchSize: 8, saveFreq: 10, resumeMode: 'auto' }),
     /** The Searcher: episode, reward scheme, RL (n_agent, loss, epochs, minibatches), pipeline, port policies. */
+    // Rollouts at temperature 0.5: from a warm start that is unsure of names, temperature 1 almost
+    // never samples the right one and RL gets no signal.
     searcher: searcherConfigSchema.prefault({
-      episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 60 },
-      rl: { nAgent: 4 },
+      episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 60, temperature: 0.5 },
+      rl: { nAgent: 8 },
     }),
     evaluation: z
       .object({

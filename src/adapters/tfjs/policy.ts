@@ -399,16 +399,17 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
     const V = modelConfig.vocabSize;
     const ids = new Int32Array(B * T);
     rows.forEach((r, i) => ids.set(r, i * T));
-    const pick = new Float32Array(B * T * V);
+    // The token each scored row predicts (-1 elsewhere: an all-zero one-hot row), made on the device.
+    const targets = new Int32Array(B * T).fill(-1);
     const weight = new Float32Array(B * T);
     positions.forEach((row, i) =>
       row.forEach((p, k) => {
         const at = i * T + p - 1;
-        pick[at * V + rows[i]![p]!] = 1;
+        targets[at] = rows[i]![p]!;
         weight[at] = weights ? weights[i]![k]! : 1;
       }),
     );
-    return { ids: tf.tensor2d(ids, [B, T], 'int32'), pick: tf.tensor2d(pick, [B * T, V]), weight: tf.tensor1d(weight), T };
+    return { ids: tf.tensor2d(ids, [B, T], 'int32'), idValues: ids, pick: tf.oneHot(tf.tensor1d(targets, 'int32'), V) as tf.Tensor2D, weight: tf.tensor1d(weight), T };
   };
 
   const scoredLogProbs = (logits: tf.Tensor2D, pick: tf.Tensor2D, temperature: number) => {
@@ -471,7 +472,7 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
           const dense = denseBatch(rows, positions);
           let chunkEntropy = 0;
           const { grads: named } = tf.variableGrads(() => {
-            const { logp, token } = scoredLogProbs(model.forwardFull(dense.ids), dense.pick, temperature);
+            const { logp, token } = scoredLogProbs(model.forwardFull(dense.ids, dense.idValues), dense.pick, temperature);
             let weights = gradNew && chunk.map((i) => gradNew![i]!);
             if (!weights) {
               const values = token.dataSync() as Float32Array;
@@ -616,7 +617,7 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
         const T = Math.max(...rows.map((r) => r.length));
         const token = tf.tidy(() => {
           const dense = denseBatch(rows, positions);
-          return scoredLogProbs(model.forwardFull(dense.ids), dense.pick, temperature).token;
+          return scoredLogProbs(model.forwardFull(dense.ids, dense.idValues), dense.pick, temperature).token;
         });
         const values = { data: token.dataSync() as Float32Array, T };
         token.dispose();

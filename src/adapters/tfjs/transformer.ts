@@ -101,13 +101,13 @@ export class Transformer {
   }
 
   /**
-   * Full causal forward over right-padded rows [B, T]: logits [B * T, V]. Token embeddings are a
-   * one-hot matmul because the wasm backend has no gradient kernel for gather.
+   * Full causal forward over right-padded rows [B, T] (`idValues`: the same ids, row-major):
+   * logits [B * T, V].
    */
-  forwardFull(ids: tf.Tensor2D): tf.Tensor2D {
+  forwardFull(ids: tf.Tensor2D, idValues: Int32Array): tf.Tensor2D {
     const [B, T] = ids.shape;
-    const { vocabSize: V, width: d } = this.config;
-    const tokens = matMul2d(tf.oneHot(tf.reshape(ids, [B * T]), V), this.tokenEmbedding);
+    const { width: d } = this.config;
+    const tokens = embeddingLookup(this.tokenEmbedding, ids, idValues);
     let x = tf.add(tf.reshape(tokens, [B, T, d]), tf.slice(this.positionEmbedding, [0, 0], [T, d])) as tf.Tensor3D;
     const mask = causalMask(T);
     for (const block of this.blocks) {
@@ -187,6 +187,32 @@ const matMul2d = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => 
     gradFunc: (dy, saved) => [tf.matMul(dy as tf.Tensor2D, tf.transpose(saved[1]!)), tf.matMul(tf.transpose(saved[0]!), dy as tf.Tensor2D)],
   };
 }) as (a: tf.Tensor, b: tf.Tensor) => tf.Tensor2D;
+
+/**
+ * Embedding lookup whose gradient is a scatter-add done on the host: the wasm backend has no
+ * gradient kernel for gather (UnsortedSegmentSum), and a one-hot matmul costs rows x vocabulary x
+ * width both ways, which dominates a small model over a corpus vocabulary.
+ */
+function embeddingLookup(table: tf.Variable, ids: tf.Tensor2D, idValues: Int32Array): tf.Tensor2D {
+  const [V, d] = table.shape as [number, number];
+  const lookup = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const [weights] = args as [tf.Tensor];
+    return {
+      value: tf.gather(weights, tf.reshape(ids, [-1])),
+      gradFunc: (dy) => {
+        const upstream = (dy as tf.Tensor).dataSync() as Float32Array;
+        const grad = new Float32Array(V * d);
+        for (let i = 0; i < idValues.length; i++) {
+          const row = idValues[i]! * d;
+          const from = i * d;
+          for (let k = 0; k < d; k++) grad[row + k]! += upstream[from + k]!;
+        }
+        return [tf.tensor2d(grad, [V, d])];
+      },
+    };
+  }) as (weights: tf.Tensor) => tf.Tensor2D;
+  return lookup(table);
+}
 
 let suffixCounter = 0;
 function uniqueSuffix(): number {
