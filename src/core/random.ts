@@ -80,3 +80,10 @@ export function permutation(n: number, random: Random): number[] {
   }
   return order;
 }
+
+/** FNV-1a over a string's UTF-16 code units: a stable 32-bit hash for seeded choices keyed by text. */
+export function hashString(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}

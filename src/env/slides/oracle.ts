@@ -1,3 +1,4 @@
+import { hashString } from '../../core/random';
 import type { ScriptContext } from '../../adapters/mock/scripted-policy';
 import { SLIDE_HEIGHT, type CorpusQuestion, type SlideCorpus } from './corpus';
 
@@ -16,11 +17,6 @@ export interface OracleOptions {
   seed?: number;
 }
 
-function hashOf(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
-  return h;
-}
 
 /**
  * A scripted Searcher for demonstrations: a search for the entity, attribute and year named in
@@ -38,7 +34,7 @@ export function createOracleScript(corpus: SlideCorpus, options: OracleOptions =
     const question = /Question: (.*)\n/.exec(context)?.[1]?.trim() ?? '';
     const asked = byQuestion.get(question);
     if (!asked) return '<search_complete>true</search_complete>';
-    const roll = (salt: string) => (hashOf(`${seed}|${question}|${rolloutId}|${salt}`) % 1000) / 1000;
+    const roll = (salt: string) => (hashString(`${seed}|${question}|${rolloutId}|${salt}`) % 1000) / 1000;
     const vague = roll('vague') < vagueRate;
     const crop = asked.metadata.small && roll('crop') >= skipCropRate;
     const query = vague ? asked.metadata.entity : asked.metadata.query;

@@ -1,3 +1,4 @@
+import { hashString } from '../../core/random';
 import type { Evidence } from '../../core/types';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { CallOptions } from '../../ports/common';
@@ -10,11 +11,6 @@ export interface SlideReader extends Generator {
   legibleFacts(evidence: readonly Evidence[]): SlideFact[];
 }
 
-function hashOf(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
-  return h;
-}
 
 /**
  * A frozen reader over the slide corpus, standing in for a vision-language model: it answers a
@@ -66,7 +62,7 @@ export function createSlideReader(corpus: SlideCorpus, options: { readableFontPx
         const fact = legibleFacts(evidence).find((f) => f.id === asked.metadata.factId);
         if (fact) return { answer: fact.value };
         const pool = (valuesByAttribute.get(asked.metadata.attribute) ?? []).filter((v) => v !== asked.reference);
-        if (pool.length > 0) return { answer: pool[hashOf(question) % pool.length]! };
+        if (pool.length > 0) return { answer: pool[hashString(question) % pool.length]! };
       }
       return { answer: 'unknown' };
     },
