@@ -61,7 +61,7 @@ export { LOSS_AGGREGATIONS, type LossAggregation } from './core/rl/aggregation';
 export { expandGroups } from './core/rl/groups';
 export { buildUpdateBatch, createLossFunction, type UpdateBatch, type LossSettings } from './core/rl/update-batch';
 export { updatePolicy, checkPolicyUpdateSettings, runSft, sftExamples, sftLossFunction, type PolicyUpdateSettings, type PolicyUpdateSummary, type SftExample, type SftSummary } from './core/rl/policy-update';
-export { createRandom, mixSeed, permutation, type Random, type RandomState } from './core/random';
+export { createRandom, mixSeed, permutation, hashString, type Random, type RandomState } from './core/random';
 
 // Streaming rewards
 export {
@@ -116,4 +116,4 @@ export type {
 // Configuration and the container-free entry point
 export { parseSearcherConfig, searcherConfigSchema, type SearcherConfig, type SearcherConfigInput } from './config';
 export { createSearcher, type Searcher, type SearcherPorts, type ScoredBatch, type CollectOptions, type LostSample } from './searcher';
-export { createTrainer, trainerSettingsSchema, checkpointKey, TIMING_METRICS, type Trainer, type TrainerSettings, type TrainerRunResult, type StepMetrics, type DataCursor } from './trainer';
+export { createTrainer, trainerSettingsSchema, checkpointKey, writePolicyCheckpoint, readPolicyCheckpoint, latestCheckpointKey, TIMING_METRICS, type Trainer, type TrainerSettings, type TrainerRunResult, type StepMetrics, type DataCursor } from './trainer';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InvalidArgumentError, PortOutputError, settingsError } from './core/errors';
-import { createRandom, permutation, type Random, type RandomState } from './core/random';
+import { createRandom, hashString, permutation, type Random, type RandomState } from './core/random';
 import type { PolicyUpdateSummary } from './core/rl/policy-update';
 import { checkRunId } from './core/store/records';
 import type { PromptRecord } from './core/types';
@@ -112,18 +112,59 @@ const decoder = new TextDecoder();
 
 /** FNV-1a over the prompt uids: a resumed run must see the same data in the same order. */
 function fingerprint(prompts: readonly PromptRecord[]): string {
-  let h = 0x811c9dc5;
-  for (const p of prompts) {
-    for (const ch of `${p.uid}\u0000`) {
-      h ^= ch.codePointAt(0)!;
-      h = Math.imul(h, 0x01000193) >>> 0;
-    }
-  }
-  return h.toString(16).padStart(8, '0');
+  return hashString(prompts.map((p) => p.uid).join('\u0000')).toString(16).padStart(8, '0');
 }
 
 export function checkpointKey(step: number): string {
   return `checkpoints/step-${String(step).padStart(8, '0')}`;
+}
+
+/**
+ * Writes a policy checkpoint into a Store run: the policy's blobs under `{key}/policy/`, then
+ * `{key}/state.json` (the caller's state plus the policy's format and metadata), then the
+ * `checkpoint` record that commits it (a crash before the record leaves the previous one latest).
+ */
+export async function writePolicyCheckpoint(store: Store, runId: string, step: number, checkpoint: PolicyCheckpoint, state: Record<string, unknown> = {}, signal?: AbortSignal): Promise<string> {
+  const key = checkpointKey(step);
+  const options = signal ? { signal } : {};
+  const blobNames = Object.keys(checkpoint.blobs);
+  for (const name of blobNames) await store.doPutBlob(runId, `${key}/policy/${name}`, checkpoint.blobs[name]!, options);
+  await store.doPutBlob(runId, `${key}/state.json`, encoder.encode(JSON.stringify({ ...state, policy: { format: checkpoint.format, metadata: checkpoint.metadata, blobs: blobNames } })), options);
+  await store.doAppend([{ kind: 'checkpoint', runId, step, time: Date.now(), data: { key, policyFormat: checkpoint.format } }], options);
+  return key;
+}
+
+/** The key of a Store run's latest committed checkpoint, or null. */
+export async function latestCheckpointKey(store: Store, runId: string): Promise<string | null> {
+  const records = await store.doQuery({ kind: 'checkpoint', runId });
+  const last = records[records.length - 1];
+  if (!last) return null;
+  const key = (last.data as { key?: unknown }).key;
+  if (typeof key !== 'string') throw new PortOutputError({ port: 'store', provider: store.provider, field: 'checkpoint.data.key', message: 'the latest checkpoint record has no key' });
+  return key;
+}
+
+/** Reads what `writePolicyCheckpoint` wrote: the saved state and the policy checkpoint. */
+export async function readPolicyCheckpoint(store: Store, runId: string, key: string): Promise<{ state: Record<string, unknown>; checkpoint: PolicyCheckpoint }> {
+  const raw = await store.doGetBlob(runId, `${key}/state.json`);
+  if (!raw) throw new InvalidArgumentError('settings.resumeMode', `no checkpoint at '${runId}/${key}' (no state.json)`);
+  let state: Record<string, unknown> & { policy?: { format?: unknown; metadata?: unknown; blobs?: unknown } };
+  try {
+    state = JSON.parse(decoder.decode(raw)) as typeof state;
+  } catch (error) {
+    throw new PortOutputError({ port: 'store', provider: store.provider, field: `${key}/state.json`, message: 'is not valid JSON', cause: error });
+  }
+  const policy = state.policy;
+  if (!policy || typeof policy.format !== 'string' || !Array.isArray(policy.blobs)) {
+    throw new PortOutputError({ port: 'store', provider: store.provider, field: `${key}/state.json`, message: 'has no policy checkpoint (format, metadata, blobs)' });
+  }
+  const blobs: PolicyCheckpoint['blobs'] = {};
+  for (const name of policy.blobs as string[]) {
+    const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
+    if (!bytes) throw new InvalidArgumentError('settings.resumeMode', `checkpoint '${runId}/${key}' lacks the policy blob '${name}'`);
+    blobs[name] = bytes;
+  }
+  return { state, checkpoint: { format: policy.format, metadata: (policy.metadata ?? {}) as Record<string, unknown>, blobs } };
 }
 
 function mean(values: readonly number[]): number {
@@ -215,11 +256,8 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
   };
 
   const saveCheckpoint = async (signal?: AbortSignal): Promise<string> => {
-    const key = checkpointKey(step);
     const checkpoint = await policy.save(signal ? { signal } : {});
-    const blobNames = Object.keys(checkpoint.blobs);
-    for (const name of blobNames) await store.doPutBlob(settings.runId, `${key}/policy/${name}`, checkpoint.blobs[name]!, signal ? { signal } : {});
-    const state: TrainerCheckpointState = {
+    const state: Omit<TrainerCheckpointState, 'policy'> = {
       format: 'searcher-rl.trainer-checkpoint.v1',
       step,
       cursor,
@@ -228,23 +266,13 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
       batchSize: settings.batchSize,
       shuffle: settings.shuffle,
       dataset: { size: prompts.length, fingerprint: datasetFingerprint },
-      policy: { format: checkpoint.format, metadata: checkpoint.metadata, blobs: blobNames },
     };
-    await store.doPutBlob(settings.runId, `${key}/state.json`, encoder.encode(JSON.stringify(state)), signal ? { signal } : {});
-    // The record commits the checkpoint: a crash before it leaves the previous one as the latest.
-    await store.doAppend([{ kind: 'checkpoint', runId: settings.runId, step, time: Date.now(), data: { key, policyFormat: checkpoint.format } }], signal ? { signal } : {});
-    return key;
+    return writePolicyCheckpoint(store, settings.runId, step, checkpoint, { ...state }, signal);
   };
 
   const loadCheckpoint = async (runId: string, key: string): Promise<void> => {
-    const raw = await store.doGetBlob(runId, `${key}/state.json`);
-    if (!raw) throw new InvalidArgumentError('settings.resumeMode', `no checkpoint at '${runId}/${key}' (no state.json)`);
-    let state: TrainerCheckpointState;
-    try {
-      state = JSON.parse(decoder.decode(raw)) as TrainerCheckpointState;
-    } catch (error) {
-      throw new PortOutputError({ port: 'store', provider: store.provider, field: `${key}/state.json`, message: 'is not valid JSON', cause: error });
-    }
+    const read = await readPolicyCheckpoint(store, runId, key);
+    const state = read.state as unknown as TrainerCheckpointState;
     if (state.format !== 'searcher-rl.trainer-checkpoint.v1') throw new InvalidArgumentError('checkpoint.format', `expected 'searcher-rl.trainer-checkpoint.v1', got '${String(state.format)}'`);
     const mismatch = (field: string, theirs: unknown, ours: unknown) => {
       throw new InvalidArgumentError(`settings.${field}`, `the checkpoint at '${runId}/${key}' was made with ${JSON.stringify(theirs)}, this run has ${JSON.stringify(ours)}; an exact resume needs the same value (or use resumeMode 'disable')`);
@@ -259,13 +287,7 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     }
     const validCursor = state.cursor && Number.isInteger(state.cursor.epoch) && state.cursor.epoch >= 0 && Number.isInteger(state.cursor.index) && state.cursor.index >= 0;
     if (!validCursor || !(Number.isInteger(state.step) && state.step >= 0)) throw new InvalidArgumentError('checkpoint.cursor', `the checkpoint at '${runId}/${key}' has no valid step and data cursor`);
-    const blobs: PolicyCheckpoint['blobs'] = {};
-    for (const name of state.policy.blobs) {
-      const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
-      if (!bytes) throw new InvalidArgumentError('settings.resumeMode', `checkpoint '${runId}/${key}' lacks the policy blob '${name}'`);
-      blobs[name] = bytes;
-    }
-    await policy.load({ format: state.policy.format, metadata: state.policy.metadata, blobs });
+    await policy.load(read.checkpoint);
     step = state.step;
     cursor = state.cursor;
     random.restore(state.random);
@@ -275,12 +297,8 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     const mode = settings.resumeMode;
     if (mode === 'disable') return null;
     if (mode === 'auto') {
-      const records = await store.doQuery({ kind: 'checkpoint', runId: settings.runId });
-      const last = records[records.length - 1];
-      if (!last) return null;
-      const key = (last.data as { key?: unknown }).key;
-      if (typeof key !== 'string') throw new PortOutputError({ port: 'store', provider: store.provider, field: 'checkpoint.data.key', message: 'the latest checkpoint record has no key' });
-      return { runId: settings.runId, key };
+      const key = await latestCheckpointKey(store, settings.runId);
+      return key === null ? null : { runId: settings.runId, key };
     }
     const parts = mode.split('/').filter((p) => p.length > 0);
     const at = parts.indexOf('checkpoints');

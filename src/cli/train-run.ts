@@ -17,7 +17,7 @@ import { slideEnvironmentPorts, type SlideEnvironmentPorts } from '../env/slides
 import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
 import { createSearcher } from '../searcher';
-import { checkpointKey, createTrainer, type StepMetrics } from '../trainer';
+import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint, type StepMetrics } from '../trainer';
 import { createProgress, type ProgressStream } from './progress';
 import { parseRunConfig, type RunConfig } from './run-config';
 
@@ -153,7 +153,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       const result = await runSft(policy, examples, { epochs: config.sft.epochs, batchSize: config.sft.batchSize }, { random: createRandom(config.seed, 11), ...(context.signal && { signal: context.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
       progress.done(`${examples.length} demonstrations`);
       await store.doAppend(result.epochLoss.map((loss, epoch) => ({ kind: 'event' as const, runId: SFT_RUN, step: epoch + 1, time: Date.now(), data: { type: 'sft-epoch', loss } })));
-      await writeCheckpoint(store, SFT_RUN, await policy.save());
+      await writePolicyCheckpoint(store, SFT_RUN, 0, await policy.save());
     }
     const beforePath = join(runDir, 'eval-before-rl.json');
     let before = await readFile(beforePath, 'utf8').then((text) => JSON.parse(text) as EvalSummary, () => null);
@@ -193,31 +193,10 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
 /** The store run that holds the SFT warm start's checkpoint. */
 const SFT_RUN = 'sft';
 
-/** Writes a policy checkpoint in the trainer's layout (state.json + policy blobs, then a record). */
-async function writeCheckpoint(store: Store, runId: string, checkpoint: PolicyCheckpoint, step = 0): Promise<string> {
-  const key = checkpointKey(step);
-  for (const [name, bytes] of Object.entries(checkpoint.blobs)) await store.doPutBlob(runId, `${key}/policy/${name}`, bytes);
-  await store.doPutBlob(runId, `${key}/state.json`, new TextEncoder().encode(JSON.stringify({ policy: { format: checkpoint.format, metadata: checkpoint.metadata, blobs: Object.keys(checkpoint.blobs) } })));
-  await store.doAppend([{ kind: 'checkpoint', runId, step, time: Date.now(), data: { key, policyFormat: checkpoint.format } }]);
-  return key;
-}
-
 /** The latest checkpoint of a store run (a trainer phase or the SFT warm start), or null. */
 async function readCheckpoint(store: Store, runId: string): Promise<{ key: string; checkpoint: PolicyCheckpoint } | null> {
-  const records = await store.doQuery({ kind: 'checkpoint', runId });
-  const last = records[records.length - 1];
-  if (!last) return null;
-  const key = (last.data as { key: string }).key;
-  const stateBytes = await store.doGetBlob(runId, `${key}/state.json`);
-  if (!stateBytes) throw new InvalidArgumentError('run', `checkpoint '${runId}/${key}' has no state.json`);
-  const state = JSON.parse(new TextDecoder().decode(stateBytes)) as { policy: { format: string; metadata: Record<string, unknown>; blobs: string[] } };
-  const blobs: Record<string, Uint8Array> = {};
-  for (const name of state.policy.blobs) {
-    const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
-    if (!bytes) throw new InvalidArgumentError('run', `checkpoint '${runId}/${key}' lacks '${name}'`);
-    blobs[name] = bytes;
-  }
-  return { key, checkpoint: { format: state.policy.format, metadata: state.policy.metadata, blobs } };
+  const key = await latestCheckpointKey(store, runId);
+  return key === null ? null : { key, checkpoint: (await readPolicyCheckpoint(store, runId, key)).checkpoint };
 }
 
 /**

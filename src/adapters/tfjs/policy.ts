@@ -4,7 +4,7 @@ import { AbortedError, InvalidArgumentError, PortOutputError, ProviderCallError,
 import { maxTokensAt } from '../../core/episode/token-budget';
 import { createProtocolTokenizer, createVocabularyTokenizer, type Tokenizer } from '../../core/protocol/tokenizer';
 import { PROTOCOL_TAG_STRINGS } from '../../core/protocol/tags';
-import { createRandom, type Random } from '../../core/random';
+import { createRandom, hashString, type Random } from '../../core/random';
 import type { TokenStep } from '../../core/trajectory/trajectory';
 import type { CallOptions } from '../../ports/common';
 import type {
@@ -143,17 +143,10 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
   const model = new Transformer(modelConfig, createRandom(s.seed, 1));
   let optimizer = new AdamW(model.parameters, s.optimizer);
   const C = modelConfig.contextLength;
-  // FNV-1a over every token's text and the end-of-sequence id: a checkpoint only loads with the tokenizer it was trained with.
-  const tokenizerFingerprint = (() => {
-    let h = 0x811c9dc5;
-    const mix = (text: string) => {
-      for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
-      h = Math.imul(h ^ 0xff, 0x01000193) >>> 0;
-    };
-    for (let id = 0; id < tokenizer.vocabSize; id++) mix(tokenizer.tokenText(id));
-    mix(String(tokenizer.eosTokenId));
-    return h.toString(16).padStart(8, '0');
-  })();
+  // A hash of every token's text and the end-of-sequence id: a checkpoint only loads with the tokenizer it was trained with.
+  const tokenizerFingerprint = hashString([...Array.from({ length: tokenizer.vocabSize }, (_, id) => tokenizer.tokenText(id)), `eos ${tokenizer.eosTokenId}`].join('\u0000'))
+    .toString(16)
+    .padStart(8, '0');
   const H = modelConfig.heads;
   const dh = model.headWidth;
   const L = modelConfig.layers;
