@@ -19,13 +19,13 @@ export {
 } from './core/errors';
 
 // Action protocol
-export { parseAction, parseBoundingBox, renderAction, type Action, type BoundingBox, type ParsedTurn, type ValidTurn, type InvalidTurn, type InvalidActionReason } from './core/protocol/actions';
+export { parseAction, parseBoundingBox, renderAction, type Action, type ParsedTurn, type ValidTurn, type InvalidTurn, type InvalidActionReason } from './core/protocol/actions';
 export { renderObservation, renderNoResults, correctiveMessage, neutraliseTags, type ObservationItem } from './core/protocol/observation';
 export { ACTION_TAGS, PROTOCOL_TAGS, PROTOCOL_TAG_STRINGS, TURN_STOP_TAGS, type ActionTag, type ProtocolTag } from './core/protocol/tags';
-export { createProtocolTokenizer, createVocabularyTokenizer, type Tokenizer } from './core/protocol/tokenizer';
+export { createProtocolTokenizer, createVocabularyTokenizer } from './core/protocol/tokenizer';
 
 // Trajectories
-export type { TokenStep, Trajectory, TurnRecord, SearchRecord, CropRecord, EvidenceRef, TerminationReason } from './core/trajectory/trajectory';
+export type { Trajectory, TurnRecord, SearchRecord, CropRecord, EvidenceRef, TerminationReason } from './core/trajectory/trajectory';
 export { trajectoryToJSON, trajectoryFromJSON, encodeSpecialNumbers, reviveSpecialNumbers, NUMBER_TAG } from './core/trajectory/serialize';
 export { TrajectoryTokens } from './core/trajectory/builder';
 
@@ -34,7 +34,8 @@ export { runEpisodes, completeWithGenerator, selectEvidence, mapToSource, shownS
 export { DEFAULT_EPISODE_CONFIG, resolveEpisodeConfig, type EpisodeConfig } from './core/episode/config';
 export { buildPrompt, SEARCHER_INSTRUCTIONS, ANSWER_INSTRUCTIONS } from './core/episode/prompt';
 export { maxTokensAt } from './core/episode/token-budget';
-export type { PageImage, SearchHit, Evidence, PromptRecord, TokenUsage } from './core/types';
+export type { PromptRecord } from './core/types';
+export type { PageImage, SearchHit, Evidence, TokenUsage, BoundingBox, TokenStep, Tokenizer } from './ports/types';
 
 // Rewards
 export { sequenceMatcherRatio } from './core/reward/sequence-matcher';

@@ -1,5 +1,5 @@
-import type { PageImage } from '../core/types';
 import type { CallOptions } from './common';
+import type { PageImage } from './types';
 
 export type EmbeddingInput = { kind: 'text'; text: string } | { kind: 'image'; image: PageImage };
 

@@ -1,5 +1,5 @@
-import type { Evidence, TokenUsage } from '../core/types';
 import type { CallOptions } from './common';
+import type { Evidence, TokenUsage } from './types';
 
 export interface GeneratorAnswer {
   answer: string;

@@ -1,6 +1,5 @@
-import type { BoundingBox } from '../core/protocol/actions';
-import type { PageImage } from '../core/types';
 import type { CallOptions } from './common';
+import type { BoundingBox, PageImage } from './types';
 
 export interface CropOptions extends CallOptions {
   /** Enlarge the crop so that its longer side is at least this many pixels (small print becomes legible). */

@@ -1,7 +1,5 @@
-import type { Tokenizer } from '../core/protocol/tokenizer';
-import type { PageImage } from '../core/types';
-import type { TokenStep } from '../core/trajectory/trajectory';
 import type { CallOptions } from './common';
+import type { PageImage, TokenStep, Tokenizer } from './types';
 
 export interface GenerateTurnOptions extends CallOptions {
   /** Generation of a rollout stops right after it emits one of these strings (closing action tags). */

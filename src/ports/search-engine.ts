@@ -1,5 +1,5 @@
-import type { SearchHit } from '../core/types';
 import type { CallOptions } from './common';
+import type { SearchHit } from './types';
 
 export interface SearchOptions extends CallOptions {
   topK: number;

@@ -1,9 +1,9 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError, ProviderCallError } from '../../core/errors';
-import type { PageImage } from '../../core/types';
 import { createRawImage } from '../mock/raw-image-ops';
 import { createSharpImageOps } from './sharp-image-ops';
+import type { PageImage } from '../../ports/types';
 
 /** A 200x100 white PNG with a red 20x10 block at (150, 80) and a line of small text. */
 async function page(): Promise<PageImage> {

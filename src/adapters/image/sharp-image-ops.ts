@@ -1,9 +1,8 @@
 import sharp from 'sharp';
 import { z } from 'zod';
 import { AbortedError, InvalidArgumentError, ProviderCallError, settingsError } from '../../core/errors';
-import type { BoundingBox } from '../../core/protocol/actions';
-import type { PageImage } from '../../core/types';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
+import type { BoundingBox, PageImage } from '../../ports/types';
 
 /** Raw RGBA pixels (as made by `createRawImage` in searcher-rl/mock) are read too. */
 const RAW_RGBA_MIME = 'image/x-raw-rgba';

@@ -1,6 +1,6 @@
-import type { Evidence } from '../../core/types';
 import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
+import type { Evidence } from '../../ports/types';
 
 export interface MockGeneratorSettings {
   /**

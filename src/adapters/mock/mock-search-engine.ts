@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../../core/errors';
-import type { PageImage, SearchHit } from '../../core/types';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
+import type { PageImage, SearchHit } from '../../ports/types';
 
 export interface MockPage {
   basename: string;

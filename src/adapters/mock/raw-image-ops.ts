@@ -1,7 +1,6 @@
 import { InvalidArgumentError, ProviderCallError } from '../../core/errors';
-import type { BoundingBox } from '../../core/protocol/actions';
-import type { PageImage } from '../../core/types';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
+import type { BoundingBox, PageImage } from '../../ports/types';
 
 /** Uncompressed RGBA, 4 bytes a pixel, row-major: images that need no codec (tests, synthetic data). */
 export const RAW_RGBA_MIME = 'image/x-raw-rgba';

@@ -1,8 +1,8 @@
 import { InvalidArgumentError } from '../../core/errors';
 import { maxTokensAt } from '../../core/episode/token-budget';
-import { createProtocolTokenizer, type Tokenizer } from '../../core/protocol/tokenizer';
-import type { TokenStep } from '../../core/trajectory/trajectory';
+import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
 import type { CallOptions } from '../../ports/common';
+import type { TokenStep, Tokenizer } from '../../ports/types';
 import type {
   GenerateTurnOptions,
   LogProbBatch,

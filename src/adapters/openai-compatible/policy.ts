@@ -2,11 +2,10 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import { AbortedError, InvalidArgumentError, PortOutputError, ProviderCallError, settingsError } from '../../core/errors';
 import { maxTokensAt } from '../../core/episode/token-budget';
-import type { Tokenizer } from '../../core/protocol/tokenizer';
 import { isConnectionError, parseRetryAfter, redactSecrets, withReliability, type ReliabilityPolicy } from '../../core/reliability/reliable-port';
-import type { TokenStep } from '../../core/trajectory/trajectory';
 import type { CallOptions } from '../../ports/common';
 import type { AppendOptions, GenerateTurnOptions, LogProbBatch, PolicyBackend, PolicyCheckpoint, RolloutSession, TurnOutput, UpdateResult } from '../../ports/policy-backend';
+import type { TokenStep, Tokenizer } from '../../ports/types';
 
 const settingsSchema = z
   .object({

@@ -2,11 +2,11 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import { AbortedError, PortOutputError, ProviderCallError, resolveApiKey, settingsError, type PortName } from '../../core/errors';
 import { isConnectionError, parseRetryAfter, redactSecrets } from '../../core/reliability/reliable-port';
-import type { Evidence } from '../../core/types';
 import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
 import { GENERATOR_INSTRUCTIONS, JUDGE_INSTRUCTIONS, judgePrompt, parseJudgeScore } from '../../core/providers/prompts';
+import type { Evidence } from '../../ports/types';
 
 const settingsSchema = z
   .object({

@@ -3,10 +3,10 @@ import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { ProviderCallError, resolveApiKey, settingsError } from '../../core/errors';
 import { basename } from '../../core/reward/ndcg';
-import type { PageImage, SearchHit } from '../../core/types';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import { headerSecrets, httpJson, shapeError } from './http';
 import { imageInfo } from './image-size';
+import type { PageImage, SearchHit } from '../../ports/types';
 
 function parse<S extends z.ZodType>(factory: string, schema: S, settings: unknown): z.output<S> {
   const result = schema.safeParse(settings);

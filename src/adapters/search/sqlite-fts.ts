@@ -5,8 +5,8 @@ import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { z } from 'zod';
 import { AbortedError, DatasetValidationError, InvalidArgumentError, ProviderCallError, settingsError } from '../../core/errors';
-import type { PageImage, SearchHit } from '../../core/types';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
+import type { PageImage, SearchHit } from '../../ports/types';
 
 const IMAGE_MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp' };
 

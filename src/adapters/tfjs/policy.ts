@@ -2,10 +2,9 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { AbortedError, InvalidArgumentError, PortOutputError, ProviderCallError, SearcherError, settingsError } from '../../core/errors';
 import { maxTokensAt } from '../../core/episode/token-budget';
-import { createProtocolTokenizer, createVocabularyTokenizer, type Tokenizer } from '../../core/protocol/tokenizer';
+import { createProtocolTokenizer, createVocabularyTokenizer } from '../../core/protocol/tokenizer';
 import { PROTOCOL_TAG_STRINGS } from '../../core/protocol/tags';
 import { createRandom, hashString, type Random } from '../../core/random';
-import type { TokenStep } from '../../core/trajectory/trajectory';
 import type { CallOptions } from '../../ports/common';
 import type {
   GenerateTurnOptions,
@@ -21,6 +20,7 @@ import type {
 import { AdamW, type AdamWSettings } from './adamw';
 import { activateTfjsBackend, selectTfjsBackend, TFJS_BACKENDS, type BackendModuleLoader, type TfjsBackendName } from './backends';
 import { Transformer, type TransformerConfig } from './transformer';
+import type { TokenStep, Tokenizer } from '../../ports/types';
 
 export const CHECKPOINT_FORMAT = 'searcher-rl.tfjs-transformer.v1';
 

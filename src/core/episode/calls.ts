@@ -1,11 +1,10 @@
 import { AbortedError, PortOutputError, ProviderCallError, SearcherError, type PortName } from '../errors';
 import { isConnectionError } from '../reliability/reliable-port';
-import type { BoundingBox } from '../protocol/actions';
-import type { Evidence, PageImage, SearchHit } from '../types';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { ImageOps } from '../../ports/image-ops';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
 import type { SearchEngine } from '../../ports/search-engine';
+import type { BoundingBox, Evidence, PageImage, SearchHit } from '../../ports/types';
 
 /**
  * The core's wrappers around port calls: every adapter gets the same abort handling, error

@@ -1,10 +1,10 @@
 import { AbortedError, InvalidArgumentError, PortOutputError, SearcherError } from '../errors';
-import { parseAction, renderAction, type BoundingBox, type ParsedTurn } from '../protocol/actions';
+import { parseAction, renderAction, type ParsedTurn } from '../protocol/actions';
 import { correctiveMessage, renderNoResults, renderObservation, type ObservationItem } from '../protocol/observation';
 import { TURN_STOP_TAGS } from '../protocol/tags';
 import { TrajectoryTokens } from '../trajectory/builder';
 import type { CropRecord, EvidenceRef, SearchRecord, TerminationReason, Trajectory, TurnRecord } from '../trajectory/trajectory';
-import type { Evidence, PageImage, PromptRecord } from '../types';
+import type { PromptRecord } from '../types';
 import type { Generator } from '../../ports/generator';
 import type { ImageOps } from '../../ports/image-ops';
 import type { PolicyBackend, TurnOutput } from '../../ports/policy-backend';
@@ -13,6 +13,7 @@ import { classifyFailure } from './failure';
 import { callPort, cropImage, generateAnswer, searchPages } from './calls';
 import { resolveEpisodeConfig, type EpisodeConfig } from './config';
 import { buildPrompt } from './prompt';
+import type { BoundingBox, Evidence, PageImage } from '../../ports/types';
 
 /** One rollout to run: a prompt, its group and its index within the group. */
 export interface EpisodeInstance {

@@ -1,6 +1,6 @@
+import type { BoundingBox } from '../../ports/types';
 import type { ActionTag } from './tags';
 
-export type BoundingBox = readonly [x1: number, y1: number, x2: number, y2: number];
 
 export type Action =
   | { type: 'search'; query: string }

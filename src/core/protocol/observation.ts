@@ -1,4 +1,5 @@
-import type { BoundingBox, InvalidActionReason } from './actions';
+import type { InvalidActionReason } from './actions';
+import type { BoundingBox } from '../../ports/types';
 
 /** One item shown to the policy after an action, in both forms: image (if any) and text. */
 export interface ObservationItem {

@@ -1,19 +1,7 @@
+import type { Tokenizer } from '../../ports/types';
 import { InvalidArgumentError } from '../errors';
 import { PROTOCOL_TAG_STRINGS } from './tags';
 
-/** The tokenizer a policy exposes. Ids are what the model saw; text is for logs only. */
-export interface Tokenizer {
-  readonly vocabSize: number;
-  encode(text: string): number[];
-  decode(ids: readonly number[]): string;
-  /** The text of one token as it would be logged in a TokenStep (may be a partial character). */
-  tokenText(id: number): string;
-  /** Id of a special token such as `</search>`, if the tokenizer has it as a single token. */
-  specialTokenId(text: string): number | undefined;
-  readonly eosTokenId: number;
-  /** Words the tokenizer has as single tokens beyond bytes and tags (a corpus vocabulary), in id order. */
-  readonly vocabulary?: readonly string[];
-}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: false });

@@ -1,5 +1,5 @@
 import { PortOutputError } from '../errors';
-import type { TokenStep } from './trajectory';
+import type { TokenStep } from '../../ports/types';
 
 /**
  * Accumulates one rollout's token sequence. Policy tokens get mask 1; prompt, observation,

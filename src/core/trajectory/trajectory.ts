@@ -1,15 +1,7 @@
-import type { Action, BoundingBox, InvalidActionReason } from '../protocol/actions';
+import type { Action, InvalidActionReason } from '../protocol/actions';
 import type { RewardOutcome } from '../reward/combine';
-import type { TokenUsage } from '../types';
+import type { BoundingBox, TokenStep, TokenUsage } from '../../ports/types';
 
-/** One generated token (seed 004): id as sampled, its text, its log-prob, its absolute position. */
-export interface TokenStep {
-  readonly tokenId: number;
-  readonly tokenText: string;
-  readonly logProb: number;
-  /** Position in the full sequence (prompt + policy + observation tokens). */
-  readonly position: number;
-}
 
 export type TerminationReason = 'complete' | 'answer' | 'budget' | 'context' | 'error';
 

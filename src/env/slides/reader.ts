@@ -1,9 +1,9 @@
 import { hashString } from '../../core/random';
-import type { Evidence } from '../../core/types';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { CallOptions } from '../../ports/common';
 import { AbortedError } from '../../core/errors';
 import { READABLE_FONT_PX, type CorpusQuestion, type Slide, type SlideCorpus, type SlideFact } from './corpus';
+import type { Evidence } from '../../ports/types';
 
 export interface SlideReader extends Generator {
   readonly provider: 'slide-reader';

@@ -5,10 +5,10 @@ import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSharpImageOps } from '../../adapters/image/sharp-image-ops';
 import { createSqliteSearchEngine } from '../../adapters/search/sqlite-fts';
-import type { Evidence } from '../../core/types';
 import { buildSlideEnvironment } from './build';
 import { generateSlideCorpus, SLIDE_HEIGHT, SLIDE_WIDTH } from './corpus';
 import { createSlideReader } from './reader';
+import type { Evidence } from '../../ports/types';
 
 const dirs: string[] = [];
 afterAll(async () => {
