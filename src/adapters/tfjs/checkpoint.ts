@@ -1,0 +1,149 @@
+import * as tf from '@tensorflow/tfjs';
+import { InvalidArgumentError } from '../../core/errors';
+import { createProtocolTokenizer, createVocabularyTokenizer } from '../../core/protocol/tokenizer';
+import { PROTOCOL_TAG_STRINGS } from '../../core/protocol/tags';
+import { hashString } from '../../core/random';
+import type { PolicyCheckpoint } from '../../ports/policy-backend';
+import type { Tokenizer } from '../../ports/types';
+import { AdamW } from './adamw';
+import { CHECKPOINT_FORMAT, parseOptimizerSettings } from './settings';
+import { ensureReady, type PolicyContext } from './state';
+import type { TransformerConfig } from './transformer';
+
+/**
+ * A hash of every token's text and the end-of-sequence id: a checkpoint only loads with the
+ * tokenizer it was trained with (the vocabulary size alone would let a renamed token through).
+ */
+function tokenizerFingerprint(tokenizer: Tokenizer): string {
+  const texts = Array.from({ length: tokenizer.vocabSize }, (_, id) => tokenizer.tokenText(id));
+  return hashString([...texts, `eos ${tokenizer.eosTokenId}`].join('\u0000'))
+    .toString(16)
+    .padStart(8, '0');
+}
+
+/** The tensors' values end to end, as little-endian float32 bytes. */
+function pack(tensors: readonly tf.Tensor[]): Uint8Array {
+  const total = tensors.reduce((n, t) => n + t.size, 0);
+  const data = new Float32Array(total);
+  let offset = 0;
+  for (const t of tensors) {
+    data.set(t.dataSync() as Float32Array, offset);
+    offset += t.size;
+  }
+  return new Uint8Array(data.buffer);
+}
+
+function assign(data: Float32Array, targets: readonly tf.Variable[]): void {
+  let offset = 0;
+  tf.tidy(() => {
+    for (const t of targets) {
+      t.assign(tf.tensor(data.subarray(offset, offset + t.size), t.shape));
+      offset += t.size;
+    }
+  });
+}
+
+type SavedMetadata = {
+  model?: Record<string, unknown>;
+  tokenizer?: { vocabSize?: unknown; fingerprint?: unknown };
+  optimizer?: { step?: unknown; settings?: unknown };
+  sampling?: { seed?: unknown; sessionCounter?: unknown };
+};
+
+export interface Checkpoints {
+  save(): Promise<PolicyCheckpoint>;
+  load(checkpoint: PolicyCheckpoint): Promise<void>;
+}
+
+/** Weights, AdamW moments and sampling state, with what is needed to refuse a mismatched policy. */
+export function createCheckpoints(context: PolicyContext): Checkpoints {
+  const { tokenizer, modelConfig, state } = context;
+  const model = state.model;
+  const fingerprint = tokenizerFingerprint(tokenizer);
+
+  return {
+    async save() {
+      await ensureReady(context);
+      const { optimizer } = state;
+      return {
+        format: CHECKPOINT_FORMAT,
+        metadata: {
+          model: modelConfig,
+          tokenizer: {
+            vocabSize: tokenizer.vocabSize,
+            eosTokenId: tokenizer.eosTokenId,
+            specials: [...PROTOCOL_TAG_STRINGS, '<eos>'].filter((t) => tokenizer.specialTokenId(t) !== undefined),
+            // A corpus vocabulary travels with the weights (tokenizerFromCheckpoint rebuilds it).
+            ...(tokenizer.vocabulary && { vocabulary: [...tokenizer.vocabulary] }),
+            fingerprint,
+          },
+          parameters: model.parameters.map((p) => ({ name: p.name, shape: p.variable.shape })),
+          optimizer: { step: optimizer.step, settings: optimizer.settings },
+          sampling: { seed: state.samplingSeed, sessionCounter: state.sessionCounter },
+          byteOrder: 'little-endian float32',
+        },
+        blobs: {
+          'weights.f32': pack(model.parameters.map((p) => p.variable)),
+          'adam-m.f32': pack(optimizer.firstMoments),
+          'adam-v.f32': pack(optimizer.secondMoments),
+        },
+      };
+    },
+
+    async load(checkpoint) {
+      await ensureReady(context);
+      // Everything is checked and decoded before anything changes: a refused checkpoint leaves the policy as it was.
+      if (!checkpoint || checkpoint.format !== CHECKPOINT_FORMAT) {
+        throw new InvalidArgumentError('checkpoint.format', `expected '${CHECKPOINT_FORMAT}', got '${String(checkpoint?.format)}'`);
+      }
+      const meta = checkpoint.metadata as SavedMetadata;
+      for (const key of Object.keys(modelConfig) as Array<keyof TransformerConfig>) {
+        if (meta.model?.[key] !== modelConfig[key]) {
+          throw new InvalidArgumentError(`checkpoint.metadata.model.${key}`, `the checkpoint has ${String(meta.model?.[key])}, this policy ${modelConfig[key]}; create the policy with the checkpoint's model settings`);
+        }
+      }
+      if (meta.tokenizer?.vocabSize !== tokenizer.vocabSize || meta.tokenizer?.fingerprint !== fingerprint) {
+        throw new InvalidArgumentError('checkpoint.metadata.tokenizer', 'the checkpoint was trained with a different tokenizer (vocabulary, token texts or end-of-sequence id differ)');
+      }
+      const step = meta.optimizer?.step;
+      const counter = meta.sampling?.sessionCounter;
+      const seed = meta.sampling?.seed;
+      if (!(Number.isInteger(step) && (step as number) >= 0)) throw new InvalidArgumentError('checkpoint.metadata.optimizer.step', `must be a non-negative integer, got ${String(step)}`);
+      if (!(Number.isInteger(counter) && (counter as number) >= 0)) throw new InvalidArgumentError('checkpoint.metadata.sampling.sessionCounter', `must be a non-negative integer, got ${String(counter)}`);
+      if (!Number.isInteger(seed)) throw new InvalidArgumentError('checkpoint.metadata.sampling.seed', `must be an integer, got ${String(seed)}`);
+      const savedSettings = parseOptimizerSettings(meta.optimizer?.settings, 'checkpoint.metadata.optimizer.settings');
+      const total = model.parameters.reduce((n, p) => n + p.variable.size, 0);
+      const decode = (name: string) => {
+        const bytes = checkpoint.blobs[name];
+        if (!bytes || bytes.byteLength !== total * 4) throw new InvalidArgumentError(`checkpoint.blobs['${name}']`, `expected ${total * 4} bytes, got ${bytes?.byteLength ?? 'none'}`);
+        // A copy: the bytes may sit unaligned inside a larger buffer, and must not alias the caller's.
+        return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      };
+      const weights = decode('weights.f32');
+      const firstMoments = decode('adam-m.f32');
+      const secondMoments = decode('adam-v.f32');
+      // The optimizer continues as it was saved, settings included (a run may reset it after SFT).
+      if (JSON.stringify(savedSettings) !== JSON.stringify(state.optimizer.settings)) {
+        state.optimizer.dispose();
+        state.optimizer = new AdamW(model.parameters, savedSettings);
+      }
+      assign(weights, model.parameters.map((p) => p.variable));
+      assign(firstMoments, state.optimizer.firstMoments);
+      assign(secondMoments, state.optimizer.secondMoments);
+      state.optimizer.step = step as number;
+      state.sessionCounter = counter as number;
+      state.samplingSeed = seed as number;
+    },
+  };
+}
+
+/**
+ * The tokenizer a checkpoint was trained with: its saved corpus vocabulary, or the byte-level
+ * protocol tokenizer. Create the policy with it before `load`.
+ */
+export function tokenizerFromCheckpoint(checkpoint: PolicyCheckpoint): Tokenizer {
+  const vocabulary = (checkpoint.metadata as { tokenizer?: { vocabulary?: unknown } }).tokenizer?.vocabulary;
+  if (vocabulary === undefined) return createProtocolTokenizer();
+  if (!Array.isArray(vocabulary) || !vocabulary.every((w) => typeof w === 'string')) throw new InvalidArgumentError('checkpoint.metadata.tokenizer.vocabulary', 'must be an array of words');
+  return createVocabularyTokenizer(vocabulary as string[]);
+}

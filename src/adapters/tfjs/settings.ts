@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { InvalidArgumentError, settingsError } from '../../core/errors';
+import type { AdamWSettings } from './adamw';
+import { TFJS_BACKENDS } from './backends';
+import type { TransformerConfig } from './transformer';
+
+export const CHECKPOINT_FORMAT = 'searcher-rl.tfjs-transformer.v1';
+
+const positiveInt = () => z.number().int().positive();
+
+export const tfjsPolicySettingsSchema = z
+  .object({
+    model: z
+      .object({
+        layers: positiveInt().default(2),
+        width: positiveInt().default(64),
+        heads: positiveInt().default(4),
+        contextLength: positiveInt().default(512),
+        /** Default 4 * width. */
+        mlpWidth: positiveInt().optional(),
+      })
+      .strict()
+      .default({ layers: 2, width: 64, heads: 4, contextLength: 512 }),
+    optimizer: z
+      .object({
+        learningRate: z.number().positive().default(1e-3),
+        beta1: z.number().min(0).lt(1).default(0.9),
+        beta2: z.number().min(0).lt(1).default(0.999),
+        epsilon: z.number().positive().default(1e-8),
+        weightDecay: z.number().min(0).default(0.01),
+        maxGradNorm: z.number().positive().nullable().default(1),
+        warmupSteps: z.number().int().min(0).default(0),
+      })
+      .strict()
+      .default({ learningRate: 1e-3, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01, maxGradNorm: 1, warmupSteps: 0 }),
+    /** Seeds the initial weights and the sampling streams. */
+    seed: z.number().int().default(0),
+    /** `auto`: tfjs-node-gpu, tfjs-node, wasm, cpu, the first that initialises. */
+    backend: z.enum(['auto', ...TFJS_BACKENDS]).default('auto'),
+    /**
+     * Decode the turns of concurrent sessions (one per group in the streaming pipeline) in shared
+     * forwards. Faster; the last bits of a log-prob then depend on which sessions shared a forward,
+     * so with ports whose latency varies, seeded runs can drift apart. `false`: each session alone.
+     */
+    coalesceSessions: z.boolean().default(true),
+    /** Bound on rows x tokens x keys x heads per forward (attention scores), to cap memory. */
+    maxAttentionElements: positiveInt().default(16_000_000),
+  })
+  .strict();
+
+export type TfjsPolicySettings = z.input<typeof tfjsPolicySettingsSchema>;
+
+/** Settings with every default filled in. */
+export type ParsedTfjsPolicySettings = z.output<typeof tfjsPolicySettingsSchema>;
+
+/** Errors name the field under `createTfjsPolicy.`, as the settings errors of the other adapters do. */
+export function parseTfjsPolicySettings(settings: TfjsPolicySettings): ParsedTfjsPolicySettings {
+  const parsed = tfjsPolicySettingsSchema.safeParse(settings);
+  if (!parsed.success) throw settingsError('createTfjsPolicy', parsed.error.issues);
+  const { width, heads } = parsed.data.model;
+  if (width % heads !== 0) throw new InvalidArgumentError('model.width', `must be divisible by model.heads (${heads}), got ${width}`);
+  return parsed.data;
+}
+
+export function transformerConfigOf(model: ParsedTfjsPolicySettings['model'], vocabSize: number): TransformerConfig {
+  return {
+    vocabSize,
+    contextLength: model.contextLength,
+    layers: model.layers,
+    width: model.width,
+    heads: model.heads,
+    mlpWidth: model.mlpWidth ?? 4 * model.width,
+  };
+}
+
+/**
+ * Optimizer settings from outside creation (a checkpoint's metadata, `resetOptimizer`) pass the
+ * same schema as the factory's, so a hand-edited checkpoint cannot slip in a negative learning rate.
+ */
+export function parseOptimizerSettings(value: unknown, where: string): AdamWSettings {
+  const checked = tfjsPolicySettingsSchema.shape.optimizer.safeParse(value);
+  if (!checked.success) throw settingsError(where, checked.error.issues);
+  return checked.data;
+}
