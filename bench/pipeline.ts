@@ -3,7 +3,7 @@
 // workloads. Real timers, time scaled down: 1 simulated second = MS_PER_SECOND real milliseconds;
 // the seed's deadlines (600 s per prompt, 90 s per reward call) are scaled the same way.
 // Prints one JSON line per figure.
-import { createSystemClock } from '../src/core/pipeline/clock';
+import { createSystemClock } from '../src/core/concurrency/clock';
 import { runStepPipeline, type PipelineLimits, type PipelineMode, type PipelineStages } from '../src/core/pipeline/step-pipeline';
 import type { RewardOutcome } from '../src/core/reward/combine';
 
@@ -26,7 +26,7 @@ interface Scenario {
 const SCENARIOS: Scenario[] = [
   {
     name: 'reward-ports-rate-limited',
-    description: 'B=32 x n_agent=16 (seed 000 focused round 3 size); rollouts 1-4 s per group, one group at a time; frozen generator median 3 s p99 15 s and judge median 2 s p99 30 s, each capped at 24 concurrent calls',
+    description: 'B=32 x n_agent=16 (the size of focused round 3, docs/method.md#settings-table); rollouts 1-4 s per group, one group at a time; frozen generator median 3 s p99 15 s and judge median 2 s p99 30 s, each capped at 24 concurrent calls',
     groups: 32,
     nAgent: 16,
     rollout: [1, 4],

@@ -2,7 +2,8 @@
 // Needs OPENAI_API_KEY and GEMINI_API_KEY: `npx tsx examples/openai-gemini-eval.ts`
 import { createSearcher, type PromptRecord } from 'searcher-rl';
 import { createGeminiJudge } from 'searcher-rl/gemini';
-import { createMockSearchEngine, createScriptedPolicy } from 'searcher-rl/mock';
+import { createMockSearchEngine } from 'searcher-rl/mock';
+import { createScriptedPolicy } from 'searcher-rl/scripted-policy';
 import { createOpenAIGenerator } from 'searcher-rl/openai';
 
 const questions: PromptRecord[] = [
@@ -23,7 +24,7 @@ const searcher = createSearcher(
     generator: createOpenAIGenerator({ model: 'gpt-5-mini', reasoningEffort: 'low', maxOutputTokens: 3072 }),
     judge: createGeminiJudge({ model: 'gemini-3-flash-preview' }),
   },
-  { rl: { nAgent: 1 }, ports: { generator: { maxConcurrent: 8, requestsPerMinute: 500 }, judge: { maxConcurrent: 8 } } },
+  { rl: { nAgent: 1 }, calls: { generator: { maxConcurrent: 8, requestsPerMinute: 500 }, judge: { maxConcurrent: 8 } } },
 );
 
 const batch = await searcher.collect(questions);

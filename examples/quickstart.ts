@@ -1,5 +1,7 @@
 import { createSearcher } from 'searcher-rl';
-import { createMockGenerator, createMockSearchEngine, createRuleJudge, createScriptedPolicy } from 'searcher-rl/mock';
+import { createMockGenerator, createMockSearchEngine } from 'searcher-rl/mock';
+import { createRuleJudge } from 'searcher-rl/rule-judge';
+import { createScriptedPolicy } from 'searcher-rl/scripted-policy';
 
 const pages = [
   { basename: 'acme_1.png', text: 'Acme overview: annual report' },

@@ -1,7 +1,7 @@
 // Search-R1 mode against a Search-R1 retrieval server (retrieval_server.py on port 8000), scored
-// with seed 004's format + answer reward: `npx tsx examples/search-r1-retriever.ts`
+// with the Search-R1 format + answer reward (docs/method.md#search-r1-reward): `npx tsx examples/search-r1-retriever.ts`
 import { createSearcher } from 'searcher-rl';
-import { createScriptedPolicy } from 'searcher-rl/mock';
+import { createScriptedPolicy } from 'searcher-rl/scripted-policy';
 import { createSearchR1Retriever } from 'searcher-rl/search-http';
 
 const searcher = createSearcher(

@@ -20,6 +20,6 @@ const exactJudge: Judge = {
 };
 container.rebind<Judge>(TOKENS.Judge).toConstantValue(exactJudge);
 
-const searcher = container.get<Searcher>(TOKENS.Searcher);
+const searcher = await container.getAsync<Searcher>(TOKENS.Searcher);
 const batch = await searcher.collect([{ uid: 'q1', question: 'Acme revenue in 2019?', reference: '4.5 billion dollars', goldenBasenames: ['acme_2.png'] }]);
-console.log(batch.rewards);
+console.log(batch.episodes.map((e) => e.trajectory.reward));

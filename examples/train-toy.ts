@@ -1,10 +1,11 @@
 // Train a small TensorFlow.js Searcher on a toy task: the prompt names a keyword, the policy must
 // search for exactly it and then finish. SFT on demonstrations of the format (searching a random
-// keyword), then GRPO with the GSPO loss and seed 000's phase-1 reward (0.1 + 0.9 * NDCG).
+// keyword), then GRPO with the GSPO loss and the phase-1 reward (0.1 + 0.9 * NDCG).
 // src/trainer.test.ts runs the same recipe and requires the reward to rise from below 0.3 to above 0.9.
 // Run: npx tsx examples/train-toy.ts   (about two minutes on 2 cores with the wasm backend)
 import { createRandom, createSearcher, createTrainer, expandGroups, runEpisodes, runSft, sftExamples } from 'searcher-rl';
-import { createMemoryStore, createMockGenerator, createMockSearchEngine, createScriptedPolicy } from 'searcher-rl/mock';
+import { createMemoryStore, createMockGenerator, createMockSearchEngine } from 'searcher-rl/mock';
+import { createScriptedPolicy } from 'searcher-rl/scripted-policy';
 import { createTfjsPolicy } from 'searcher-rl/tfjs';
 
 const keywords = ['apple', 'river', 'cloud', 'stone', 'tiger'];

@@ -1,184 +1,212 @@
 import { z } from 'zod';
-import { ConfigValidationError } from './core/errors';
+import { geminiSettingsSchema } from './adapters/gemini/settings';
+import { sharpImageOpsSettingsSchema } from './adapters/image/settings';
+import { mockGeneratorConfigSchema, mockSearchEngineConfigSchema } from './adapters/mock/settings';
+import { openaiSettingsSchema } from './adapters/openai/settings';
+import { ruleJudgeSettingsSchema } from './adapters/rule-judge/settings';
+import { scriptedPolicyConfigSchema } from './adapters/scripted-policy/settings';
+import { braveSchema, searchR1Schema, vragSchema } from './adapters/search-http/settings';
+import { sqliteSearchSettingsSchema } from './adapters/sqlite-fts/settings';
+import { tfjsPolicySettingsSchema } from './adapters/tfjs/settings';
+import { DEFAULT_CALL_POLICIES, PORT_NAMES } from './core/calls/call-policy';
+import { DEFAULT_EPISODE_CONFIG } from './core/episode/config';
+import { ConfigValidationError, type PortName } from './core/errors';
+import { DEFAULT_PIPELINE_DEADLINES, DEFAULT_PIPELINE_LIMITS, DEFAULT_PIPELINE_MODE, PIPELINE_MODES } from './core/pipeline/step-pipeline';
 import { REWARD_PRESETS } from './core/reward/combine';
+import { DEFAULT_REWARD_CONFIG } from './core/reward/score';
+import { LOSS_AGGREGATIONS } from './core/rl/aggregation';
+import { DEFAULT_RL_SETTINGS } from './core/rl/settings';
+import { issueFields } from './provider-utils/settings';
+
+// Every default below is a core constant (DEFAULT_EPISODE_CONFIG, DEFAULT_RL_SETTINGS, ...): the
+// configuration restates none of them. `test/defaults.test.ts` checks that `{}` parses to them.
 
 const positiveInt = () => z.number().int().positive();
-const probability = () => z.number().min(0).max(1);
+const E = DEFAULT_EPISODE_CONFIG;
 
 export const episodeConfigSchema = z
   .object({
-    mode: z.enum(['searcher', 'answer']).default('searcher'),
-    maxTurns: positiveInt().default(7),
-    searchTopK: positiveInt().default(10),
-    maxTurnTokens: positiveInt().default(256),
-    maxContextTokens: positiveInt().default(8192),
-    maxEvidence: positiveInt().default(8),
-    temperature: z.number().min(0).default(1),
-    topP: z.number().gt(0).max(1).default(1),
-    policyImageMaxSide: positiveInt().nullable().default(null),
-    cropMinOutputSide: positiveInt().default(768),
-    observationMaxChars: positiveInt().default(2000),
-    /** The text before the question (`null`: the protocol instructions of the mode). */
-    instructions: z.string().nullable().default(null),
+    /** `searcher`: search/bbox/search_complete, then the frozen Generator answers. `answer`: Search-R1, the policy answers. */
+    mode: z.enum(['searcher', 'answer']).default(E.mode),
+    /** Policy turns per episode; invalid actions count. */
+    maxTurns: positiveInt().default(E.maxTurns),
+    /** Hits requested per search; the first one not yet retrieved in the episode is shown. */
+    searchTopK: positiveInt().default(E.searchTopK),
+    /** Tokens the policy may generate in one turn. */
+    maxTurnTokens: positiveInt().default(E.maxTurnTokens),
+    /** Prompt + turns + observations; beyond it the episode ends with `context`. */
+    maxContextTokens: positiveInt().default(E.maxContextTokens),
+    /** Evidence items passed to the Generator (retrieved pages first, then crops). */
+    maxEvidence: positiveInt().default(E.maxEvidence),
+    temperature: z.number().min(0).default(E.temperature),
+    topP: z.number().gt(0).max(1).default(E.topP),
+    /** Images are shown to the policy with their longer side at most this (bbox coordinates use the shown size). */
+    policyImageMaxSide: positiveInt().nullable().default(E.policyImageMaxSide),
+    /** Crops are enlarged to at least this longer side. */
+    cropMinOutputSide: positiveInt().default(E.cropMinOutputSide),
+    /** Characters of page text shown to a text policy per page. */
+    observationMaxChars: positiveInt().default(E.observationMaxChars),
+    /** The text before the question in the prompt (`null`: the protocol instructions of the mode). */
+    instructions: z.string().nullable().default(E.instructions),
   })
   .strict();
 
 const weightsSchema = z.object({ judge: z.number(), ndcg: z.number(), format: z.number() }).strict();
+const R = DEFAULT_REWARD_CONFIG;
 
 export const rewardConfigSchema = z
   .object({
-    scheme: z.enum(['searcher', 'search-r1']).default('searcher'),
+    scheme: z.enum(['searcher', 'search-r1']).default(R.scheme),
     /** Explicit weights, or a preset name: default, phase1, focused, unified. */
-    weights: z.union([weightsSchema, z.enum(Object.keys(REWARD_PRESETS) as [keyof typeof REWARD_PRESETS])]).default('default'),
-    ndcgK: positiveInt().nullable().default(null),
-    ndcgIdeal: z.enum(['cutoff', 'all-golden']).default('cutoff'),
+    weights: z.union([weightsSchema, z.enum(Object.keys(REWARD_PRESETS) as [keyof typeof REWARD_PRESETS])]).default(R.weights),
+    /** NDCG cutoff (`null`: everything retrieved). */
+    ndcgK: positiveInt().nullable().default(R.ndcgK),
+    ndcgIdeal: z.enum(['cutoff', 'all-golden']).default(R.ndcgIdeal),
   })
   .strict();
+
+const RL = DEFAULT_RL_SETTINGS;
 
 export const rlConfigSchema = z
   .object({
-    nAgent: positiveInt().default(4),
+    /** Rollouts per prompt (n_agent). */
+    nAgent: positiveInt().default(RL.nAgent),
     advantage: z
       .object({
-        std: z.enum(['population', 'unbiased']).default('population'),
+        std: z.enum(['population', 'unbiased']).default(RL.advantage.std),
         eps: z.number().min(0).optional(),
-        normalize: z.boolean().default(true),
-        dropZeroVarianceGroups: z.boolean().default(false),
+        normalize: z.boolean().default(RL.advantage.normalize),
+        dropZeroVarianceGroups: z.boolean().default(RL.advantage.dropZeroVarianceGroups),
       })
       .strict()
-      .default({ std: 'population', normalize: true, dropZeroVarianceGroups: false }),
+      .prefault({}),
     loss: z
       .object({
-        kind: z.enum(['ppo_clip', 'gspo']).default('gspo'),
-        // Seed 000's focused rounds: clip 3e-4 / 4e-4 with GSPO.
-        clipLow: z.number().min(0).default(3e-4),
-        clipHigh: z.number().min(0).default(4e-4),
-        aggregation: z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']).default('seq-mean-token-mean'),
-        klCoef: z.number().min(0).default(0),
-        klEstimator: z.enum(['k1', 'k2', 'k3']).default('k3'),
+        kind: z.enum(['ppo_clip', 'gspo']).default(RL.loss.kind),
+        clipLow: z.number().min(0).default(RL.loss.clipLow),
+        clipHigh: z.number().min(0).default(RL.loss.clipHigh),
+        aggregation: z.enum(LOSS_AGGREGATIONS as [(typeof LOSS_AGGREGATIONS)[number], ...(typeof LOSS_AGGREGATIONS)[number][]]).default(RL.loss.aggregation),
+        klCoef: z.number().min(0).default(RL.loss.klCoef),
+        klEstimator: z.enum(['k1', 'k2', 'k3']).default(RL.loss.klEstimator),
       })
       .strict()
-      .default({ kind: 'gspo', clipLow: 3e-4, clipHigh: 4e-4, aggregation: 'seq-mean-token-mean', klCoef: 0, klEstimator: 'k3' }),
+      .prefault({}),
     /** Passes over each step's batch (verl ppo_epochs). */
-    ppoEpochs: positiveInt().default(1),
+    ppoEpochs: positiveInt().default(RL.ppoEpochs),
     /** Sequences per optimizer step (`null`: the whole batch in one step). */
-    miniBatchSize: positiveInt().nullable().default(null),
-    /** Entropy bonus (seed 000: 0). */
-    entropyCoef: z.number().min(0).default(0),
+    miniBatchSize: positiveInt().nullable().default(RL.miniBatchSize),
+    entropyCoef: z.number().min(0).default(RL.entropyCoef),
   })
   .strict();
 
-const PORT_DEFAULTS = { maxConcurrent: null, timeoutMs: 60_000, maxRetries: 2, requestsPerMinute: null, tokensPerMinute: null };
-const portPolicy = () =>
-  z
+const callPolicy = (port: PortName) => {
+  const d = DEFAULT_CALL_POLICIES[port];
+  return z
     .object({
       /** Calls in flight at once (`null`: no cap). */
-      maxConcurrent: positiveInt().nullable().default(null),
+      maxConcurrent: positiveInt().nullable().default(d.maxConcurrent),
       /** Per attempt (`null`: none). */
-      timeoutMs: z.number().positive().nullable().default(60_000),
+      timeoutMs: z.number().positive().nullable().default(d.timeoutMs),
       /** Retries of 408/409/429/5xx, connection errors and timeouts, honouring Retry-After up to 60 s. */
-      maxRetries: z.number().int().min(0).max(10).default(2),
-      requestsPerMinute: z.number().min(1).nullable().default(null),
-      tokensPerMinute: z.number().positive().nullable().default(null),
+      maxRetries: z.number().int().min(0).max(10).default(d.maxRetries),
+      requestsPerMinute: z.number().min(1).nullable().default(d.requestsPerMinute),
+      tokensPerMinute: z.number().positive().nullable().default(d.tokensPerMinute),
     })
     .strict()
-    .default(PORT_DEFAULTS);
+    .prefault({});
+};
 
-/** The reliability layer per port (DESIGN "Provider calls"), applied wherever the port is used. */
-export const portsConfigSchema = z
-  .object({ searchEngine: portPolicy(), generator: portPolicy(), judge: portPolicy(), imageOps: portPolicy() })
-  .strict();
+/** How each port is called: timeouts, retries, caps and rate limits (docs/method.md#provider-calls). */
+export const callsConfigSchema = z.object(Object.fromEntries(PORT_NAMES.map((port) => [port, callPolicy(port)])) as Record<PortName, ReturnType<typeof callPolicy>>).strict();
 
-/** Streaming rewards (seed 000 section 5.2): stage caps, the bounded buffer and the deadlines. */
+/** Streaming rewards (docs/method.md#streaming-rewards): stage caps, the bounded buffer and the deadlines. */
 export const pipelineConfigSchema = z
   .object({
-    /** `streaming`, `synchronous` (all rollouts, then all rewards) or `staged` (the seed's loop: rollouts, then generation, then judging). */
-    mode: z.enum(['streaming', 'synchronous', 'staged']).default('streaming'),
+    /** `streaming`, `synchronous` (all rollouts, then all rewards) or `staged` (rollouts, then generation, then judging). */
+    mode: z.enum(PIPELINE_MODES as ['streaming', 'synchronous', 'staged']).default(DEFAULT_PIPELINE_MODE),
     limits: z
       .object({
-        rollout: positiveInt().default(4),
-        generate: positiveInt().default(64),
-        score: positiveInt().default(64),
-        bufferedGroups: positiveInt().default(8),
-        rewardGroups: positiveInt().default(64),
+        rollout: positiveInt().default(DEFAULT_PIPELINE_LIMITS.rollout),
+        generate: positiveInt().default(DEFAULT_PIPELINE_LIMITS.generate),
+        score: positiveInt().default(DEFAULT_PIPELINE_LIMITS.score),
+        bufferedGroups: positiveInt().default(DEFAULT_PIPELINE_LIMITS.bufferedGroups),
+        rewardGroups: positiveInt().default(DEFAULT_PIPELINE_LIMITS.rewardGroups),
       })
       .strict()
-      .default({ rollout: 4, generate: 64, score: 64, bufferedGroups: 8, rewardGroups: 64 }),
+      .prefault({}),
     deadlines: z
       .object({
-        totalTimeoutMs: z.number().positive().default(600_000),
-        rewardTimeoutMs: z.number().positive().default(90_000),
-        stepTimeoutMs: z.number().positive().nullable().default(null),
+        totalTimeoutMs: z.number().positive().default(DEFAULT_PIPELINE_DEADLINES.totalTimeoutMs),
+        rewardTimeoutMs: z.number().positive().default(DEFAULT_PIPELINE_DEADLINES.rewardTimeoutMs),
+        stepTimeoutMs: z.number().positive().nullable().default(DEFAULT_PIPELINE_DEADLINES.stepTimeoutMs),
       })
       .strict()
-      .default({ totalTimeoutMs: 600_000, rewardTimeoutMs: 90_000, stepTimeoutMs: null }),
+      .prefault({}),
   })
   .strict();
 
-/** Adapters the composition root can build from configuration alone. */
+const adapter = <T extends string, Shape extends z.ZodRawShape>(type: T, settings: z.ZodObject<Shape, z.core.$strict>) => settings.extend({ type: z.literal(type) });
+
+/**
+ * The adapters the composition root builds from configuration alone (`src/container.ts`), each
+ * with its factory's own settings. Vendor SDKs are loaded only for the adapters named here.
+ */
 export const adaptersConfigSchema = z
   .object({
     searchEngine: z
       .discriminatedUnion('type', [
-        z
-          .object({
-            type: z.literal('mock'),
-            pages: z.array(z.object({ basename: z.string().min(1), text: z.string(), id: z.string().optional(), keywords: z.array(z.string()).optional() }).strict()).default([]),
-            knowledgeBase: z.record(z.string(), z.string()).default({}),
-          })
-          .strict(),
+        adapter('mock', mockSearchEngineConfigSchema),
+        adapter('sqlite-fts', sqliteSearchSettingsSchema.extend({ pagesDir: z.string().min(1).optional().describe('a folder of page images with a .txt beside each, indexed into dbPath first') })),
+        adapter('search-r1', searchR1Schema),
+        adapter('vrag', vragSchema),
+        adapter('brave', braveSchema),
       ])
-      .default({ type: 'mock', pages: [], knowledgeBase: {} }),
+      .prefault({ type: 'mock' }),
     policy: z
       .discriminatedUnion('type', [
-        z
-          .object({
-            type: z.literal('scripted'),
-            script: z.union([z.array(z.string()).min(1), z.array(z.array(z.string()).min(1)).min(1)]),
-            logProb: z.number().max(0).default(0),
-          })
-          .strict(),
+        adapter('scripted', scriptedPolicyConfigSchema),
+        adapter(
+          'tfjs',
+          tfjsPolicySettingsSchema.extend({
+            /** The byte-level protocol tokenizer, or words of a corpus as single tokens (bytes for the rest). */
+            tokenizer: z.discriminatedUnion('kind', [z.object({ kind: z.literal('protocol') }).strict(), z.object({ kind: z.literal('vocabulary'), words: z.array(z.string()).min(1) }).strict()]).prefault({ kind: 'protocol' }),
+          }),
+        ),
       ])
       .optional(),
     generator: z
       .discriminatedUnion('type', [
-        z.object({ type: z.literal('mock'), facts: z.record(z.string(), z.string()).default({}), answer: z.string().optional(), fallback: z.string().optional() }).strict(),
+        adapter('mock', mockGeneratorConfigSchema),
+        adapter('openai', openaiSettingsSchema),
+        adapter('gemini', geminiSettingsSchema),
+        z.object({ type: z.literal('slide-reader'), corpusPath: z.string().min(1) }).strict(),
       ])
-      .default({ type: 'mock', facts: {} }),
-    judge: z
-      .discriminatedUnion('type', [z.object({ type: z.literal('rule'), partialThreshold: probability().default(0.5) }).strict()])
-      .default({ type: 'rule', partialThreshold: 0.5 }),
-    imageOps: z.discriminatedUnion('type', [z.object({ type: z.literal('raw-rgba') }).strict()]).default({ type: 'raw-rgba' }),
-    store: z
-      .discriminatedUnion('type', [z.object({ type: z.literal('memory') }).strict(), z.object({ type: z.literal('jsonl'), dir: z.string().min(1) }).strict()])
-      .default({ type: 'memory' }),
+      .prefault({ type: 'mock' }),
+    judge: z.discriminatedUnion('type', [adapter('rule', ruleJudgeSettingsSchema), adapter('openai', openaiSettingsSchema), adapter('gemini', geminiSettingsSchema)]).prefault({ type: 'rule' }),
+    imageOps: z.discriminatedUnion('type', [z.object({ type: z.literal('raw-rgba') }).strict(), adapter('sharp', sharpImageOpsSettingsSchema)]).prefault({ type: 'raw-rgba' }),
+    store: z.discriminatedUnion('type', [z.object({ type: z.literal('memory') }).strict(), z.object({ type: z.literal('jsonl'), dir: z.string().min(1) }).strict()]).prefault({ type: 'memory' }),
   })
   .strict();
 
 export const searcherConfigSchema = z
   .object({
-    episode: episodeConfigSchema.default(episodeConfigSchema.parse({})),
-    reward: rewardConfigSchema.default(rewardConfigSchema.parse({})),
-    rl: rlConfigSchema.default(rlConfigSchema.parse({})),
-    pipeline: pipelineConfigSchema.default(pipelineConfigSchema.parse({})),
-    ports: portsConfigSchema.default(portsConfigSchema.parse({})),
-    adapters: adaptersConfigSchema.default(adaptersConfigSchema.parse({})),
+    episode: episodeConfigSchema.prefault({}),
+    reward: rewardConfigSchema.prefault({}),
+    rl: rlConfigSchema.prefault({}),
+    pipeline: pipelineConfigSchema.prefault({}),
+    calls: callsConfigSchema.prefault({}),
+    adapters: adaptersConfigSchema.prefault({}),
   })
   .strict();
 
 export type SearcherConfigInput = z.input<typeof searcherConfigSchema>;
 export type SearcherConfig = z.output<typeof searcherConfigSchema>;
+export type AdaptersConfig = z.output<typeof adaptersConfigSchema>;
+export type AdaptersConfigInput = z.input<typeof adaptersConfigSchema>;
 
-/** Validates a configuration; an invalid one throws ConfigValidationError naming the field (`rl.loss.clipLow`). */
+/** Validates a configuration; an invalid one throws ConfigValidationError naming each field (`rl.loss.clipLow`). */
 export function parseSearcherConfig(input: unknown): SearcherConfig {
   const result = searcherConfigSchema.safeParse(input ?? {});
   if (result.success) return result.data;
-  throw new ConfigValidationError(
-    result.error.issues.flatMap((issue) => {
-      const path = issue.path.map(String);
-      // An unknown key is reported at the key itself, not at its parent object.
-      if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ field: [...path, key].join('.'), message: 'unknown field (misspelt, or not supported here)' }));
-      return [{ field: path.join('.') || '(root)', message: issue.message }];
-    }),
-  );
+  throw new ConfigValidationError(issueFields(result.error.issues));
 }

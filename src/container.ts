@@ -1,7 +1,8 @@
 import { Container, ContainerModule } from 'inversify';
-import { createMemoryStore, createMockGenerator, createMockSearchEngine, createRawImageOps, createRuleJudge, createScriptedPolicy } from './adapters/mock/index';
-import { createJsonlStore } from './adapters/store/jsonl/index';
-import { parseSearcherConfig, type SearcherConfig, type SearcherConfigInput } from './config';
+import { createMemoryStore, createMockGenerator, createMockSearchEngine, createRawImageOps } from './adapters/mock/index';
+import { createRuleJudge } from './adapters/rule-judge/index';
+import { createScriptedPolicy } from './adapters/scripted-policy/index';
+import { parseSearcherConfig, type AdaptersConfig, type SearcherConfig, type SearcherConfigInput } from './config';
 import { ConfigValidationError } from './core/errors';
 import type { Generator } from './ports/generator';
 import type { ImageOps } from './ports/image-ops';
@@ -9,7 +10,10 @@ import type { Judge } from './ports/judge';
 import type { PolicyBackend } from './ports/policy-backend';
 import type { SearchEngine } from './ports/search-engine';
 import type { Store } from './ports/store';
-import { createSearcher, type Searcher } from './searcher';
+import { createSearcher, type Searcher, type SearcherPorts } from './searcher';
+
+/** The container type, for code that holds one without depending on inversify itself. */
+export type SearcherContainer = Container;
 
 /** Injection tokens, one per port. `rebind(TOKENS.Judge)` swaps a judge. */
 export const TOKENS = Object.freeze({
@@ -23,37 +27,125 @@ export const TOKENS = Object.freeze({
   Searcher: Symbol.for('searcher-rl.Searcher'),
 });
 
-/** The mock family: search, policy, generator, judge and image adapters built from `config.adapters`. */
-export const mockAdaptersModule = new ContainerModule(({ bind }) => {
-  bind<SearchEngine>(TOKENS.SearchEngine)
-    .toResolvedValue((config: SearcherConfig) => createMockSearchEngine(config.adapters.searchEngine), [TOKENS.Config])
-    .inSingletonScope();
-  bind<Generator>(TOKENS.Generator)
-    .toResolvedValue((config: SearcherConfig) => createMockGenerator(config.adapters.generator), [TOKENS.Config])
-    .inSingletonScope();
-  bind<Judge>(TOKENS.Judge)
-    .toResolvedValue((config: SearcherConfig) => createRuleJudge(config.adapters.judge), [TOKENS.Config])
-    .inSingletonScope();
-  bind<ImageOps>(TOKENS.ImageOps).toResolvedValue(() => createRawImageOps()).inSingletonScope();
-  bind<PolicyBackend>(TOKENS.PolicyBackend)
-    .toResolvedValue((config: SearcherConfig) => {
-      const policy = config.adapters.policy;
-      if (!policy) {
-        throw new ConfigValidationError([{ field: 'adapters.policy', message: 'no policy configured: set adapters.policy, or rebind TOKENS.PolicyBackend' }]);
-      }
-      return createScriptedPolicy({ script: policy.script, logProb: policy.logProb });
-    }, [TOKENS.Config])
-    .inSingletonScope();
-});
+// Each builder returns the mock and offline adapters at once and loads any other family (and its
+// vendor SDK) only when the configuration names it, so optional SDKs stay optional.
 
-/** Stores: in memory or JSON Lines files, by `config.adapters.store.type`. */
+function buildSearchEngine(config: AdaptersConfig['searchEngine']): SearchEngine | Promise<SearchEngine> {
+  switch (config.type) {
+    case 'mock': {
+      const { type: _type, ...settings } = config;
+      return createMockSearchEngine(settings);
+    }
+    case 'sqlite-fts':
+      return import('./adapters/sqlite-fts/index').then(async ({ createSqliteSearchEngine, indexPageFolder }) => {
+        const { type: _type, pagesDir, ...settings } = config;
+        if (pagesDir !== undefined) await indexPageFolder(settings.dbPath, pagesDir);
+        return createSqliteSearchEngine(settings);
+      });
+    case 'search-r1': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/search-http/index').then((m) => m.createSearchR1Retriever(settings));
+    }
+    case 'vrag': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/search-http/index').then((m) => m.createVragImageSearch(settings));
+    }
+    case 'brave': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/search-http/index').then((m) => m.createBraveWebSearch(settings));
+    }
+  }
+}
+
+function buildGenerator(config: AdaptersConfig['generator']): Generator | Promise<Generator> {
+  switch (config.type) {
+    case 'mock': {
+      const { type: _type, ...settings } = config;
+      return createMockGenerator(settings);
+    }
+    case 'openai': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/openai/index').then((m) => m.createOpenAIGenerator(settings));
+    }
+    case 'gemini': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/gemini/index').then((m) => m.createGeminiGenerator(settings));
+    }
+    case 'slide-reader':
+      return Promise.all([import('node:fs/promises'), import('./env/slides/reader')]).then(async ([fs, reader]) => {
+        let corpus: unknown;
+        try {
+          corpus = JSON.parse(await fs.readFile(config.corpusPath, 'utf8'));
+        } catch (error) {
+          throw new ConfigValidationError([{ field: 'adapters.generator.corpusPath', message: `cannot read the slide corpus at '${config.corpusPath}': ${error instanceof Error ? error.message : String(error)}` }]);
+        }
+        return reader.createSlideReader(corpus as Parameters<typeof reader.createSlideReader>[0]);
+      });
+  }
+}
+
+function buildJudge(config: AdaptersConfig['judge']): Judge | Promise<Judge> {
+  switch (config.type) {
+    case 'rule': {
+      const { type: _type, ...settings } = config;
+      return createRuleJudge(settings);
+    }
+    case 'openai': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/openai/index').then((m) => m.createOpenAIJudge(settings));
+    }
+    case 'gemini': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/gemini/index').then((m) => m.createGeminiJudge(settings));
+    }
+  }
+}
+
+function buildImageOps(config: AdaptersConfig['imageOps']): ImageOps | Promise<ImageOps> {
+  if (config.type === 'raw-rgba') return createRawImageOps();
+  const { type: _type, ...settings } = config;
+  return import('./adapters/image/index').then((m) => m.createSharpImageOps(settings));
+}
+
+function buildStore(config: AdaptersConfig['store']): Store | Promise<Store> {
+  if (config.type === 'memory') return createMemoryStore();
+  return import('./adapters/store/jsonl/index').then((m) => m.createJsonlStore({ dir: config.dir }));
+}
+
+function buildPolicy(config: AdaptersConfig['policy']): PolicyBackend | Promise<PolicyBackend> {
+  if (!config) throw new ConfigValidationError([{ field: 'adapters.policy', message: 'no policy configured: set adapters.policy, give ports.policy, or rebind TOKENS.PolicyBackend' }]);
+  if (config.type === 'scripted') return createScriptedPolicy({ script: config.script, logProb: config.logProb });
+  const { type: _type, tokenizer, ...settings } = config;
+  return Promise.all([import('./adapters/tfjs/index'), import('./core/protocol/tokenizer')]).then(([tfjs, tokenizers]) =>
+    tfjs.createTfjsPolicy(settings, { tokenizer: tokenizer.kind === 'vocabulary' ? tokenizers.createVocabularyTokenizer(tokenizer.words) : tokenizers.createProtocolTokenizer() }),
+  );
+}
+
+/** Releases what an adapter holds (an SQLite index, a store's files, a model's weights) when the container is closed. */
+const closeAdapter = async (port: unknown) => {
+  const held = port as { close?: () => unknown; dispose?: () => unknown } | null;
+  if (typeof held?.close === 'function') await held.close();
+  else if (typeof held?.dispose === 'function') await held.dispose();
+};
+
+/** One module per port: each binds the adapter `config.adapters` names, built at first use. */
+export const searchEngineModule = new ContainerModule(({ bind }) => {
+  bind<SearchEngine>(TOKENS.SearchEngine).toResolvedValue((config: SearcherConfig) => buildSearchEngine(config.adapters.searchEngine), [TOKENS.Config]).inSingletonScope().onDeactivation(closeAdapter);
+});
+export const generatorModule = new ContainerModule(({ bind }) => {
+  bind<Generator>(TOKENS.Generator).toResolvedValue((config: SearcherConfig) => buildGenerator(config.adapters.generator), [TOKENS.Config]).inSingletonScope();
+});
+export const judgeModule = new ContainerModule(({ bind }) => {
+  bind<Judge>(TOKENS.Judge).toResolvedValue((config: SearcherConfig) => buildJudge(config.adapters.judge), [TOKENS.Config]).inSingletonScope();
+});
+export const imageOpsModule = new ContainerModule(({ bind }) => {
+  bind<ImageOps>(TOKENS.ImageOps).toResolvedValue((config: SearcherConfig) => buildImageOps(config.adapters.imageOps), [TOKENS.Config]).inSingletonScope();
+});
 export const storeModule = new ContainerModule(({ bind }) => {
-  bind<Store>(TOKENS.Store)
-    .toResolvedValue((config: SearcherConfig) => {
-      const store = config.adapters.store;
-      return store.type === 'jsonl' ? createJsonlStore({ dir: store.dir }) : createMemoryStore();
-    }, [TOKENS.Config])
-    .inSingletonScope();
+  bind<Store>(TOKENS.Store).toResolvedValue((config: SearcherConfig) => buildStore(config.adapters.store), [TOKENS.Config]).inSingletonScope().onDeactivation(closeAdapter);
+});
+export const policyModule = new ContainerModule(({ bind }) => {
+  bind<PolicyBackend>(TOKENS.PolicyBackend).toResolvedValue((config: SearcherConfig) => buildPolicy(config.adapters.policy), [TOKENS.Config]).inSingletonScope().onDeactivation(closeAdapter);
 });
 
 /** The Searcher, assembled from whatever adapters are bound. */
@@ -67,20 +159,58 @@ export const searcherModule = new ContainerModule(({ bind }) => {
     .inSingletonScope();
 });
 
+const PORT_TOKENS = { policy: TOKENS.PolicyBackend, searchEngine: TOKENS.SearchEngine, generator: TOKENS.Generator, judge: TOKENS.Judge, imageOps: TOKENS.ImageOps, store: TOKENS.Store } as const;
+
 export interface CreateContainerOptions {
+  /** Port objects to use instead of building them from `config.adapters` (e.g. a policy you created); the caller keeps them open. */
+  ports?: Partial<Omit<SearcherPorts, 'clock'>>;
   /** Modules loaded after the defaults; use `rebind` inside them to replace an adapter. */
   modules?: ContainerModule[];
 }
 
 /**
- * The composition root: validates the configuration, binds every port to the adapter the
- * configuration names, and the Searcher on top. Swap an adapter with
- * `container.rebind(TOKENS.Judge).toConstantValue(myJudge)` before resolving the Searcher.
+ * The composition root (the one place adapters are wired): validates the configuration, binds
+ * every port to the adapter `config.adapters` names (or to the object given in `options.ports`),
+ * and the Searcher on top. Resolve with `container.getAsync(TOKENS.Searcher)` (adapters other
+ * than the mocks load their SDK on first use), or `resolveSearcher(container)`. Swap an adapter
+ * with `container.rebind(TOKENS.Judge).toConstantValue(myJudge)` before resolving.
  */
 export function createSearcherContainer(config: SearcherConfigInput = {}, options: CreateContainerOptions = {}): Container {
   const resolved = parseSearcherConfig(config);
   const container = new Container();
   container.bind<SearcherConfig>(TOKENS.Config).toConstantValue(resolved);
-  container.load(mockAdaptersModule, storeModule, searcherModule, ...(options.modules ?? []));
+  container.load(searchEngineModule, generatorModule, judgeModule, imageOpsModule, storeModule, policyModule, searcherModule);
+  for (const [name, token] of Object.entries(PORT_TOKENS) as Array<[keyof typeof PORT_TOKENS, symbol]>) {
+    const given = options.ports?.[name];
+    if (given) container.rebind(token).toConstantValue(given);
+  }
+  if (options.modules?.length) container.load(...options.modules);
   return container;
+}
+
+/** The container's ports, built if they were not yet. */
+export async function resolvePorts(container: Container): Promise<Omit<SearcherPorts, 'clock'> & Required<Pick<SearcherPorts, 'generator' | 'judge' | 'imageOps' | 'store'>>> {
+  const [policy, searchEngine, generator, judge, imageOps, store] = await Promise.all([
+    container.getAsync<PolicyBackend>(TOKENS.PolicyBackend),
+    container.getAsync<SearchEngine>(TOKENS.SearchEngine),
+    container.getAsync<Generator>(TOKENS.Generator),
+    container.getAsync<Judge>(TOKENS.Judge),
+    container.getAsync<ImageOps>(TOKENS.ImageOps),
+    container.getAsync<Store>(TOKENS.Store),
+  ]);
+  return { policy, searchEngine, generator, judge, imageOps, store };
+}
+
+/**
+ * The container's Searcher; with `config`, a Searcher over the same ports under another
+ * configuration (e.g. another phase's reward weights), its `adapters` section ignored.
+ */
+export async function resolveSearcher(container: Container, config?: SearcherConfigInput): Promise<Searcher> {
+  if (config === undefined) return container.getAsync<Searcher>(TOKENS.Searcher);
+  return createSearcher(await resolvePorts(container), config);
+}
+
+/** Closes what the container built and holds open (SQLite indexes, stores); ports given in `options.ports` stay open. */
+export async function closeSearcherContainer(container: Container): Promise<void> {
+  await container.unbindAllAsync();
 }

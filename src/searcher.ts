@@ -1,14 +1,14 @@
 import { parseSearcherConfig, type SearcherConfig, type SearcherConfigInput } from './config';
+import { createPortGateway } from './core/calls/gateway';
 import { InvalidArgumentError, ProviderCallError } from './core/errors';
-import { sampleIdOf, type Episode } from './core/episode/run-episodes';
-import { createEpisodeStages, type EpisodeGroup } from './core/pipeline/episode-stages';
-import { withReliability } from './core/reliability/reliable-port';
+import type { Episode } from './core/episode/run-episodes';
+import { sampleIdOf } from './core/episode/instances';
+import { createEpisodeStages, type EpisodeGroup, type EpisodeSample } from './core/pipeline/episode-stages';
 import { runStepPipeline, type GroupResult, type PipelineMetrics, type PipelineMode } from './core/pipeline/step-pipeline';
-import { REWARD_PRESETS, rewardValue, type RewardFailure, type RewardOutcome, type RewardWeights } from './core/reward/combine';
-import type { BatchAdvantages } from './core/rl/advantages';
+import { REWARD_PRESETS, type RewardFailure, type RewardOutcome, type RewardWeights } from './core/reward/combine';
 import { expandGroups } from './core/rl/groups';
 import { updatePolicy, type PolicyUpdateSummary } from './core/rl/policy-update';
-import { createRandom, type Random } from './core/random';
+import { createRandom, RANDOM_STREAMS, type Random } from './core/random';
 import type { PromptRecord } from './core/types';
 import type { Clock } from './ports/clock';
 import type { Generator } from './ports/generator';
@@ -29,7 +29,7 @@ export interface SearcherPorts {
   imageOps?: ImageOps;
   /** Where trajectories and rewards are recorded when a `runId` is given. */
   store?: Store;
-  /** Time for the pipeline's deadlines (default: the system clock). */
+  /** Time for the pipeline's deadlines and the calls' timeouts (default: the system clock). */
   clock?: Clock;
 }
 
@@ -54,14 +54,18 @@ export interface LostSample {
 }
 
 export interface ScoredBatch {
-  /** Every finished episode, in group order then rollout order. */
+  /**
+   * Every finished episode, in group order then rollout order. Each trajectory is complete: the
+   * Generator's answer, `reward` (`null` when missing), `rewardDetail` (its components or cause)
+   * and `advantage` (`null` when the sample takes no part in the update).
+   */
   episodes: Episode[];
-  /** One per episode: `null` when missing. */
-  rewards: Array<number | null>;
-  rewardDetails: RewardOutcome[];
-  advantages: BatchAdvantages;
   /** Samples that have no episode at all. */
   lostSamples: LostSample[];
+  /** Groups by the group rule: usable, underfilled (fewer than two valid rewards), zero-variance (dropped). */
+  groups: { count: number; usable: number; underfilled: number; zeroVarianceDropped: number };
+  /** Samples (lost ones included) whose reward could not be computed. */
+  missingRewards: number;
   /** The pipeline's coverage, failures by cause, peaks and step time. */
   pipeline: PipelineMetrics;
 }
@@ -71,10 +75,10 @@ export interface Searcher {
   readonly ports: Readonly<SearcherPorts>;
   /**
    * One step's rollouts and rewards through the pipeline: streaming (a group's rewards start as
-   * soon as its rollouts end), synchronous or staged; caps and deadlines from `config.pipeline`.
-   * With a `runId`, each group is stored as soon as it is assembled; a store write that fails is
-   * retried once after the step, and if it fails again the call rejects with a ProviderCallError
-   * (port `store`) that carries the whole batch as `error.batch`.
+   * soon as its rollouts end), synchronous or staged; caps and deadlines from `config.pipeline`,
+   * each port called under `config.calls`. With a `runId`, each group is stored as soon as it is
+   * assembled; a store write that fails is retried once after the step, and if it fails again
+   * the call rejects with a ProviderCallError (port `store`) that carries the whole batch as `error.batch`.
    */
   collect(prompts: readonly PromptRecord[], options?: CollectOptions): Promise<ScoredBatch>;
   /**
@@ -85,12 +89,9 @@ export interface Searcher {
   update(batch: ScoredBatch, options?: { signal?: AbortSignal; random?: Random }): Promise<PolicyUpdateSummary>;
 }
 
-function resolveWeights(config: SearcherConfig): RewardWeights {
-  const w = config.reward.weights;
-  return typeof w === 'string' ? { ...REWARD_PRESETS[w] } : w;
+export function resolveRewardWeights(weights: SearcherConfig['reward']['weights']): RewardWeights {
+  return typeof weights === 'string' ? { ...REWARD_PRESETS[weights] } : weights;
 }
-
-type PortPolicy = SearcherConfig['ports']['judge'];
 
 /**
  * The container-free way to wire a Searcher: pass the ports, get the episode, reward and update
@@ -100,40 +101,38 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
   if (!ports?.policy) throw new InvalidArgumentError('ports.policy', 'a PolicyBackend is required');
   if (!ports.searchEngine) throw new InvalidArgumentError('ports.searchEngine', 'a SearchEngine is required');
   const resolved = parseSearcherConfig(config);
-  const weights = resolveWeights(resolved);
+  const weights = resolveRewardWeights(resolved.reward.weights);
   if (resolved.episode.mode === 'searcher' && !ports.generator) {
     throw new InvalidArgumentError('ports.generator', "searcher mode needs a frozen Generator to answer from the evidence (or set episode.mode to 'answer')");
   }
   if (resolved.reward.scheme === 'searcher' && weights.judge !== 0 && !ports.judge) {
     throw new InvalidArgumentError('ports.judge', `the judge weight is ${weights.judge}; give a Judge or set reward.weights.judge to 0`);
   }
-  // Every adapter gets the same timeouts, retries, caps and rate limits (the reliability layer).
-  const reliable = <T extends { provider: string }>(port: T | undefined, name: 'searchEngine' | 'generator' | 'judge' | 'imageOps', policy: PortPolicy): T | undefined =>
-    port && withReliability(port, name, policy, ports.clock ? { clock: ports.clock } : {});
-  const searchEngine = reliable(ports.searchEngine, 'searchEngine', resolved.ports.searchEngine)!;
-  const generator = reliable(ports.generator, 'generator', resolved.ports.generator);
-  const judge = reliable(ports.judge, 'judge', resolved.ports.judge);
-  const imageOps = reliable(ports.imageOps, 'imageOps', resolved.ports.imageOps);
-  const episodePorts = { policy: ports.policy, searchEngine, ...(imageOps && { imageOps }) };
-  const scoreSettings = { scheme: resolved.reward.scheme, weights, ndcgK: resolved.reward.ndcgK, ndcgIdeal: resolved.reward.ndcgIdeal };
+  const { clock, ...portObjects } = ports;
+  // Every port is called through one gateway: timeouts, retries, caps and rate limits per `config.calls`.
+  const gateway = createPortGateway(portObjects, resolved.calls, clock ? { clock } : {});
+  const stages = createEpisodeStages(gateway, {
+    episode: resolved.episode,
+    maxEvidence: resolved.episode.maxEvidence,
+    reward: { scheme: resolved.reward.scheme, weights, ndcgK: resolved.reward.ndcgK, ndcgIdeal: resolved.reward.ndcgIdeal },
+  });
   const advantageOptions = {
     std: resolved.rl.advantage.std,
     normalize: resolved.rl.advantage.normalize,
     dropZeroVarianceGroups: resolved.rl.advantage.dropZeroVarianceGroups,
     ...(resolved.rl.advantage.eps !== undefined && { eps: resolved.rl.advantage.eps }),
   };
-  const signalOption = (signal?: AbortSignal) => (signal ? { signal } : {});
   // Minibatch order when the caller gives no generator: one stream for the searcher's life, so
   // successive updates do not repeat the same order.
-  const updateRandom = createRandom(0, 5);
+  const updateRandom = createRandom(0, RANDOM_STREAMS.searcherUpdates);
 
-  const groupRecords = (group: EpisodeGroup, result: GroupResult<Episode>, runId: string, step: number): StoreRecord[] => {
+  const groupRecords = (group: EpisodeGroup, result: GroupResult<EpisodeSample>, runId: string, step: number): StoreRecord[] => {
     const time = Date.now();
     return result.samples.flatMap(({ index, sample, reward }) => {
       const instance = group.instances[index]!;
       const ids = { runId, step, promptUid: instance.prompt.uid, sampleId: sampleIdOf(group.groupId, index), rolloutIndex: index, time };
-      const rewardRecord: StoreRecord = { kind: 'reward', ...ids, data: { reward: rewardValue(reward), advantage: sample?.trajectory.advantage ?? null, detail: reward } };
-      return sample ? [{ kind: 'trajectory', ...ids, data: sample.trajectory } satisfies StoreRecord, rewardRecord] : [rewardRecord];
+      const rewardRecord: StoreRecord = { kind: 'reward', ...ids, data: { reward: result.rewards[index] ?? null, advantage: result.advantages[index] ?? null, detail: reward } };
+      return sample ? [{ kind: 'trajectory', ...ids, data: sample.episode.trajectory } satisfies StoreRecord, rewardRecord] : [rewardRecord];
     });
   };
 
@@ -148,70 +147,52 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
         if (last && last.groupId === instance.groupId) last.instances.push(instance);
         else groups.push({ groupId: instance.groupId, instances: [instance] });
       }
-      const store = ports.store;
       const runId = options.runId;
       const step = options.step ?? 0;
+      const signal = options.signal;
+      const record = ports.store && runId !== undefined ? (group: GroupResult<EpisodeSample>) => gateway.appendRecords(groupRecords(groups[group.groupIndex]!, group, runId, step), signal) : undefined;
       const result = await runStepPipeline({
         groups,
-        stages: createEpisodeStages({ ...episodePorts, ...(generator && { generator }), ...(judge && { judge }) }, { episode: resolved.episode, maxEvidence: resolved.episode.maxEvidence, score: scoreSettings }),
+        stages,
         mode: options.mode ?? resolved.pipeline.mode,
         limits: resolved.pipeline.limits,
         deadlines: resolved.pipeline.deadlines,
         advantage: advantageOptions,
-        ...(ports.clock && { clock: ports.clock }),
-        ...signalOption(options.signal),
-        onGroup: async (group) => {
-          // Rewards land on the trajectories before they are stored, group by group.
-          group.samples.forEach(({ sample, reward }, k) => {
-            if (!sample) return;
-            sample.trajectory.reward = rewardValue(reward);
-            sample.trajectory.rewardDetail = reward;
-            sample.trajectory.advantage = group.included[k] ? group.advantages[k]! : null;
-          });
-          if (store && runId !== undefined) await store.doAppend(groupRecords(groups[group.groupIndex]!, group, runId, step), signalOption(options.signal));
-        },
+        ...(clock && { clock }),
+        ...(signal && { signal }),
+        // Trajectories are complete (answer, reward, advantage) when a group is assembled; it is stored at once.
+        ...(record && { onGroup: record }),
       });
       let storeFailure: unknown = null;
       let unrecorded = 0;
       for (const { groupIndex } of result.callbackErrors) {
         try {
-          await store!.doAppend(groupRecords(groups[groupIndex]!, result.groups[groupIndex]!, runId!, step), signalOption(options.signal));
+          await record!(result.groups[groupIndex]!);
         } catch (error) {
           storeFailure ??= error;
           unrecorded++;
         }
       }
 
-      const batch: ScoredBatch = {
-        episodes: [],
-        rewards: [],
-        rewardDetails: [],
-        advantages: { advantages: [], included: [], groupCount: groups.length, droppedZeroVarianceGroups: 0, underfilledGroups: 0, missingRewards: 0 },
-        lostSamples: [],
-        pipeline: result.metrics,
-      };
+      const batch: ScoredBatch = { episodes: [], lostSamples: [], groups: { count: groups.length, usable: 0, underfilled: 0, zeroVarianceDropped: 0 }, missingRewards: 0, pipeline: result.metrics };
       for (const group of result.groups) {
-        const valid = group.rewards.filter((r) => r !== null);
-        if (valid.length < 2) batch.advantages.underfilledGroups++;
-        else if (!group.included.some(Boolean)) batch.advantages.droppedZeroVarianceGroups++;
-        group.samples.forEach(({ index, sample, reward }, k) => {
-          if (reward.status === 'missing') batch.advantages.missingRewards++;
-          if (!sample) {
-            const instance = groups[group.groupIndex]!.instances[index]!;
-            batch.lostSamples.push({ sampleId: sampleIdOf(instance.groupId, index), groupId: instance.groupId, promptUid: instance.prompt.uid, rolloutIndex: index, cause: (reward as Extract<RewardOutcome, { status: 'missing' }>).cause });
-            return;
+        if (group.status === 'usable') batch.groups.usable++;
+        else if (group.status === 'underfilled') batch.groups.underfilled++;
+        else batch.groups.zeroVarianceDropped++;
+        for (const { index, sample, reward } of group.samples) {
+          if (reward.status === 'missing') batch.missingRewards++;
+          if (sample) {
+            batch.episodes.push(sample.episode);
+            continue;
           }
-          batch.episodes.push(sample);
-          batch.rewards.push(group.rewards[k]!);
-          batch.rewardDetails.push(reward);
-          batch.advantages.advantages.push(group.advantages[k]!);
-          batch.advantages.included.push(group.included[k]!);
-        });
+          const instance = groups[group.groupIndex]!.instances[index]!;
+          batch.lostSamples.push({ sampleId: sampleIdOf(instance.groupId, index), groupId: instance.groupId, promptUid: instance.prompt.uid, rolloutIndex: index, cause: (reward as Extract<RewardOutcome, { status: 'missing' }>).cause });
+        }
       }
       if (storeFailure !== null) {
         const error = new ProviderCallError({
           port: 'store',
-          provider: store!.provider,
+          provider: ports.store!.provider,
           isRetryable: true,
           message: `could not record ${unrecorded} group(s) of step ${step}: ${storeFailure instanceof Error ? storeFailure.message : String(storeFailure)}; the batch is in error.batch`,
           cause: storeFailure,
@@ -225,7 +206,7 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
         ports.policy,
         batch.episodes.map((e) => e.trajectory),
         { loss: resolved.rl.loss, ppoEpochs: resolved.rl.ppoEpochs, miniBatchSize: resolved.rl.miniBatchSize, entropyCoef: resolved.rl.entropyCoef, temperature: resolved.episode.temperature },
-        { random: options.random ?? updateRandom, ...signalOption(options.signal) },
+        { random: options.random ?? updateRandom, ...(options.signal && { signal: options.signal }) },
       );
     },
   };

@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createMemoryStore, createMockGenerator, createMockSearchEngine, createScriptedPolicy } from './adapters/mock/index';
+import { createMemoryStore, createMockGenerator, createMockSearchEngine } from './adapters/mock/index';
+import { createScriptedPolicy } from './adapters/scripted-policy/index';
 import { createJsonlStore } from './adapters/store/jsonl/index';
 import { createTfjsPolicy, type TfjsPolicy } from './adapters/tfjs/policy';
 import { runEpisodes } from './core/episode/run-episodes';
@@ -15,7 +16,7 @@ import { createTrainer, TIMING_METRICS, type StepMetrics, type TrainerSettings }
 
 /**
  * The toy task: the prompt names a keyword; the policy must search for exactly it and then finish.
- * The reward is seed 000's phase 1: 0.1 + 0.9 * NDCG of the keyword's page if the policy itself
+ * The reward is phase 1's (docs/method.md#reward-presets): 0.1 + 0.9 * NDCG of the keyword's page if the policy itself
  * completed (the format gate), else 0.
  */
 const KEYWORDS = ['apple', 'river', 'cloud', 'stone', 'tiger'];

@@ -1,12 +1,13 @@
 import { z } from 'zod';
-import { InvalidArgumentError, PortOutputError, settingsError } from './core/errors';
-import { createRandom, hashString, permutation, type Random, type RandomState } from './core/random';
+import { InvalidArgumentError, PortOutputError } from './core/errors';
+import { createRandom, hashString, permutation, RANDOM_STREAMS, type Random, type RandomState } from './core/random';
 import type { PolicyUpdateSummary } from './core/rl/policy-update';
 import { checkRunId } from './core/store/records';
 import type { PromptRecord } from './core/types';
 import type { PolicyCheckpoint } from './ports/policy-backend';
 import type { Store } from './ports/store';
 import type { ScoredBatch, Searcher } from './searcher';
+import { parseSettings } from './provider-utils/settings';
 
 export const trainerSettingsSchema = z
   .object({
@@ -173,7 +174,7 @@ function mean(values: readonly number[]): number {
 
 function stepMetrics(step: number, epoch: number, prompts: number, batch: ScoredBatch, update: PolicyUpdateSummary, rolloutMs: number, updateMs: number): StepMetrics {
   const trajectories = batch.episodes.map((e) => e.trajectory);
-  const rewards = batch.rewards.filter((r): r is number => r !== null);
+  const rewards = trajectories.map((t) => t.reward).filter((r): r is number => r !== null);
   const rewardMean = mean(rewards);
   const judged = trajectories.map((t) => t.rewardDetail?.components.judgeScore).filter((s): s is number => typeof s === 'number');
   const turns = trajectories.map((t) => t.turns.filter((turn) => !turn.forced).length);
@@ -186,7 +187,7 @@ function stepMetrics(step: number, epoch: number, prompts: number, batch: Scored
     episodes: trajectories.length,
     rewardMean,
     rewardStd: Math.sqrt(mean(rewards.map((r) => (r - rewardMean) ** 2))),
-    missingRewards: batch.advantages.missingRewards,
+    missingRewards: batch.missingRewards,
     successRate: judged.length === 0 ? null : judged.filter((s) => s >= 0.5).length / judged.length,
     goldenHitRate: mean(trajectories.map((t) => (t.retrievedBasenames.some((b) => t.goldenBasenames.includes(b)) ? 1 : 0))),
     ndcgMean: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
@@ -218,9 +219,7 @@ function stepMetrics(step: number, epoch: number, prompts: number, batch: Scored
  * last checkpoint and draws exactly what the uninterrupted run would have.
  */
 export function createTrainer(args: { searcher: Searcher; store: Store; prompts: readonly PromptRecord[]; settings: TrainerSettings }): Trainer {
-  const parsed = trainerSettingsSchema.safeParse(args.settings);
-  if (!parsed.success) throw settingsError('createTrainer', parsed.error.issues);
-  const settings = parsed.data;
+  const settings = parseSettings('createTrainer', trainerSettingsSchema, args.settings);
   checkRunId(settings.runId, 'settings.runId');
   const { searcher, store } = args;
   const prompts = [...args.prompts];
@@ -230,12 +229,12 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
 
   let step = 0;
   let cursor: DataCursor = { epoch: 0, index: 0 };
-  const random: Random = createRandom(settings.seed, 3);
+  const random: Random = createRandom(settings.seed, RANDOM_STREAMS.trainerUpdates);
   const orders = new Map<number, number[]>();
   const orderOf = (epoch: number) => {
     let order = orders.get(epoch);
     if (!order) {
-      order = settings.shuffle ? permutation(prompts.length, createRandom(settings.seed, 4, epoch)) : prompts.map((_, i) => i);
+      order = settings.shuffle ? permutation(prompts.length, createRandom(settings.seed, RANDOM_STREAMS.epochOrder, epoch)) : prompts.map((_, i) => i);
       orders.clear();
       orders.set(epoch, order);
     }

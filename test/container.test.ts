@@ -1,7 +1,11 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ContainerModule } from 'inversify';
+import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { createRuleJudge, type RuleJudge } from '../src/adapters/mock/index';
-import { createSearcherContainer, TOKENS } from '../src/container';
+import { createRuleJudge, type RuleJudge } from '../src/adapters/rule-judge/index';
+import { closeSearcherContainer, createSearcherContainer, resolvePorts, resolveSearcher, TOKENS } from '../src/container';
 import { ConfigValidationError, type Judge, type Searcher } from '../src/index';
 
 const config = {
@@ -19,7 +23,7 @@ describe('the composition root', () => {
     const container = createSearcherContainer(config);
     const searcher = container.get<Searcher>(TOKENS.Searcher);
     const batch = await searcher.collect([prompt]);
-    expect(batch.rewards).toEqual([1, 1]);
+    expect(batch.episodes.map((e) => e.trajectory.reward)).toEqual([1, 1]);
     expect((container.get<RuleJudge>(TOKENS.Judge)).calls).toHaveLength(2);
   });
 
@@ -28,7 +32,7 @@ describe('the composition root', () => {
     const strict: Judge = { specificationVersion: 'v1', provider: 'strict', doScore: async () => ({ score: 0 }) };
     container.rebind<Judge>(TOKENS.Judge).toConstantValue(strict);
     const batch = await container.get<Searcher>(TOKENS.Searcher).collect([prompt]);
-    expect(batch.rewards).toEqual([0.2, 0.2]);
+    expect(batch.episodes.map((e) => e.trajectory.reward)).toEqual([0.2, 0.2]);
   });
 
   it('accepts modules that rebind adapters', async () => {
@@ -45,5 +49,46 @@ describe('the composition root', () => {
     expect(() => createSearcherContainer({ episode: { maxTurns: -1 } })).toThrowError(ConfigValidationError);
     const container = createSearcherContainer({});
     expect(() => container.get(TOKENS.PolicyBackend)).toThrow(/adapters\.policy/);
+  });
+
+  it('takes port objects in place of configured adapters (the caller keeps them)', async () => {
+    const judge = createRuleJudge();
+    const container = createSearcherContainer(config, { ports: { judge } });
+    await (await resolveSearcher(container)).collect([prompt]);
+    expect(judge.calls).toHaveLength(2);
+    // Another configuration over the same ports: here the reward of phase 1 (0.1 + 0.9 NDCG).
+    const phase1 = await resolveSearcher(container, { rl: { nAgent: 2 }, reward: { weights: 'phase1' } });
+    const batch = await phase1.collect([prompt]);
+    expect(batch.episodes.map((e) => e.trajectory.reward)).toEqual([1, 1]);
+    expect(judge.calls).toHaveLength(2);
+  });
+
+  it('builds real adapters from configuration, loading their SDK on first use', async () => {
+    const container = createSearcherContainer({
+      ...config,
+      adapters: { ...config.adapters, judge: { type: 'openai', model: 'gpt-5-mini', apiKey: 'sk-test', baseURL: 'http://127.0.0.1:9/v1' }, generator: { type: 'gemini', model: 'gemini-3-flash-preview', apiKey: 'g-test' } },
+    });
+    expect(() => container.get(TOKENS.Judge)).toThrow();
+    const ports = await resolvePorts(container);
+    expect(ports.judge.provider).toBe('openai:gpt-5-mini');
+    expect(ports.generator.provider).toBe('gemini:gemini-3-flash-preview');
+  });
+
+  it('indexes a page folder into SQLite FTS5, crops with sharp, and closes the index with the container', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-container-'));
+    try {
+      await writeFile(join(dir, 'deck_1.png'), await sharp({ create: { width: 40, height: 30, channels: 3, background: '#fff' } }).png().toBuffer());
+      await writeFile(join(dir, 'deck_1.txt'), 'Acme revenue 2019 was 4.5 billion dollars');
+      const container = createSearcherContainer({ ...config, adapters: { ...config.adapters, searchEngine: { type: 'sqlite-fts', dbPath: join(dir, 'pages.sqlite'), pagesDir: dir }, imageOps: { type: 'sharp' } } });
+      const ports = await resolvePorts(container);
+      const [hit] = await ports.searchEngine.doSearch('acme revenue', { topK: 1 });
+      expect(hit).toMatchObject({ basename: 'deck_1.png', image: { mimeType: 'image/png', width: 40, height: 30 } });
+      const crop = await ports.imageOps.doCrop(hit!.image!, [0, 0, 20, 15], { minOutputSide: 60 });
+      expect([crop.width, crop.height]).toEqual([60, 45]);
+      await closeSearcherContainer(container);
+      await expect(ports.searchEngine.doSearch('acme', { topK: 1 })).rejects.toThrow();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

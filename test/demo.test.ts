@@ -18,7 +18,7 @@ describe('npm run demo', () => {
       // Vague then precise: the golden page comes second, NDCG 1/log2(3).
       expect(batch.episodes[1]!.trajectory.reward).toBeCloseTo(0.8 + 0.2 / Math.log2(3), 12);
       for (let group = 0; group < 3; group++) {
-        const sum = batch.advantages.advantages.slice(group * 4, group * 4 + 4).reduce((s, a) => s + a, 0);
+        const sum = batch.episodes.slice(group * 4, group * 4 + 4).reduce((s, e) => s + e.trajectory.advantage!, 0);
         expect(Math.abs(sum)).toBeLessThan(1e-9);
       }
       expect(lines.join('\n')).toMatch(/advantage/);

@@ -65,10 +65,38 @@ describe('layering', () => {
       for (const spec of imports(file)) {
         if (!spec.startsWith('.')) continue;
         const target = relative(join(root, 'src'), join(file, '..', spec));
-        const ok = target.startsWith('core') || target.startsWith('ports') || target.startsWith(`adapters/${family}`);
+        const ok = target.startsWith('core') || target.startsWith('ports') || target.startsWith('provider-utils') || target.startsWith(`adapters/${family}`);
         expect(ok, `${relative(root, file)} imports ${spec}`).toBe(true);
       }
     }
+  });
+
+  it('keeps the helpers for adapter authors and for tests on core and ports only', () => {
+    for (const dir of ['provider-utils', 'testing']) {
+      for (const file of sourceFiles(join(root, 'src', dir))) {
+        for (const spec of imports(file)) {
+          if (!spec.startsWith('.')) continue;
+          const target = relative(join(root, 'src'), join(file, '..', spec));
+          expect(target.startsWith('core') || target.startsWith('ports') || target.startsWith(dir), `${relative(root, file)} imports ${spec}`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('keeps test helpers out of the core (they live in src/testing, the searcher-rl/test subpath)', () => {
+    const helpers = sourceFiles(join(root, 'src/core')).filter((file) => /createVirtualClock|relativeError|interceptSessions/.test(readFileSync(file, 'utf8')));
+    expect(helpers.map((f) => relative(root, f))).toEqual([]);
+  });
+
+  it('keeps every source file under 450 lines', () => {
+    const all = (dir: string): string[] =>
+      readdirSync(dir).flatMap((name) => {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) return name === '__fixtures__' || name === 'node_modules' ? [] : all(path);
+        return path.endsWith('.ts') ? [path] : [];
+      });
+    const long = ['src', 'test', 'bench', 'examples'].flatMap((d) => all(join(root, d))).filter((file) => readFileSync(file, 'utf8').split('\n').length > 450);
+    expect(long.map((f) => relative(root, f))).toEqual([]);
   });
 
   it('keeps inversify in the composition root only', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createGeminiJudge } from '../src/adapters/gemini/index';
 import { createOpenAIJudge } from '../src/adapters/openai/index';
-import { withReliability } from '../src/core/reliability/reliable-port';
+import { withReliability } from '../src/core/calls/with-reliability';
 
 // Live calls to the real providers run only when asked: SEARCHER_RL_LIVE=1 and the keys set.
 const live = process.env.SEARCHER_RL_LIVE === '1';

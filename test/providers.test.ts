@@ -2,7 +2,8 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createMockSearchEngine, createScriptedPolicy } from '../src/adapters/mock/index';
+import { createMockSearchEngine } from '../src/adapters/mock/index';
+import { createScriptedPolicy } from '../src/adapters/scripted-policy/index';
 import { createGeminiJudge } from '../src/adapters/gemini/index';
 import { createOpenAIGenerator } from '../src/adapters/openai/index';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
@@ -42,7 +43,7 @@ const searcher = (extra: Record<string, unknown> = {}) =>
       judge: createGeminiJudge({ model: 'gemini-3-flash-preview', apiKey: GEMINI_CANARY, baseUrl: gemini.url }),
       store: createJsonlStore({ dir }),
     },
-    { rl: { nAgent: 2 }, ports: { judge: { maxRetries: 2 } }, ...extra },
+    { rl: { nAgent: 2 }, calls: { judge: { maxRetries: 2 } }, ...extra },
   );
 
 describe('providers end to end', () => {
@@ -50,7 +51,7 @@ describe('providers end to end', () => {
     gemini.reply({ status: 503, json: geminiFixtures.server_error }, { json: geminiFixtures.judge });
     const batch = await searcher().collect([prompt], { runId: 'e2e' });
     expect(batch.episodes.map((e) => e.trajectory.finalAnswer)).toEqual(['4.5 billion dollars', '4.5 billion dollars']);
-    expect(batch.rewards).toEqual([1, 1]);
+    expect(batch.episodes.map((e) => e.trajectory.reward)).toEqual([1, 1]);
     expect(gemini.requests).toHaveLength(3);
   });
 
@@ -62,8 +63,9 @@ describe('providers end to end', () => {
     const batch = await searcher().collect([prompt], { runId: 'canary' });
     spies.forEach((spy) => spy.mockRestore());
     // The 401 fails one generation, the 400 every judgement: all recorded as missing, with causes.
-    expect(batch.rewardDetails.every((d) => d.status === 'missing')).toBe(true);
-    const causes = batch.rewardDetails.map((d) => (d.status === 'missing' ? d.cause.message : '')).join('\n');
+    const details = batch.episodes.map((e) => e.trajectory.rewardDetail!);
+    expect(details.every((d) => d.status === 'missing')).toBe(true);
+    const causes = details.map((d) => (d.status === 'missing' ? d.cause.message : '')).join('\n');
     expect(causes).toContain('[redacted]');
     const stored = await everythingStored(dir);
     expect(stored).toContain('"status":"missing"');

@@ -2,9 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, createMockGenerator, createMockSearchEngine, createRuleJudge, createScriptedPolicy } from '../src/adapters/mock/index';
+import { createMemoryStore, createMockGenerator, createMockSearchEngine } from '../src/adapters/mock/index';
+import { createRuleJudge } from '../src/adapters/rule-judge/index';
+import { createScriptedPolicy } from '../src/adapters/scripted-policy/index';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
-import { interceptSessions } from './support/session';
+import { interceptSessions } from '../src/testing/sessions';
 import { createSearcher, groupAdvantages, InvalidArgumentError, ProviderCallError, trajectoryFromJSON, type Judge, type PromptRecord } from '../src/index';
 
 const pages = [
@@ -62,14 +64,15 @@ describe('createSearcher', () => {
         return { score: 1 };
       },
     };
-    const searcher = createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine({ pages }), generator: createMockGenerator({ facts }), judge: flaky }, { rl: { nAgent: 4 }, pipeline: { limits: { score: 1 } }, ports: { judge: { maxRetries: 0 } } });
+    const searcher = createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine({ pages }), generator: createMockGenerator({ facts }), judge: flaky }, { rl: { nAgent: 4 }, pipeline: { limits: { score: 1 } }, calls: { judge: { maxRetries: 0 } } });
     const batch = await searcher.collect([prompts[0]!]);
     const [first] = batch.episodes;
-    expect(batch.rewards[0]).toBeNull();
+    const rewards = batch.episodes.map((e) => e.trajectory.reward);
+    expect(rewards[0]).toBeNull();
     expect(first!.trajectory.rewardDetail).toMatchObject({ status: 'missing', cause: { stage: 'judge', kind: 'timeout' } });
     expect(first!.trajectory.advantage).toBeNull();
-    expect(batch.advantages.missingRewards).toBe(1);
-    expect(batch.advantages.advantages.slice(1)).toEqual(groupAdvantages(batch.rewards.slice(1)));
+    expect(batch.missingRewards).toBe(1);
+    expect(batch.episodes.slice(1).map((e) => e.trajectory.advantage)).toEqual(groupAdvantages(rewards.slice(1)));
   });
 
   it('treats a judge score outside [0, 1] as a failed call, never as a score', async () => {
@@ -134,9 +137,11 @@ describe('createSearcher: the reward pipeline', () => {
     const streaming = await createSearcher(ports(), { rl: { nAgent: 4 }, episode: { maxTurns: 3 } }).collect(prompts, { mode: 'streaming' });
     const sync = await createSearcher(ports(), { rl: { nAgent: 4 }, episode: { maxTurns: 3 } }).collect(prompts, { mode: 'synchronous' });
     const staged = await createSearcher(ports(), { rl: { nAgent: 4 }, episode: { maxTurns: 3 } }).collect(prompts, { mode: 'staged' });
-    expect(streaming.rewards).toEqual(sync.rewards);
-    expect(streaming.rewards).toEqual(staged.rewards);
-    expect(streaming.advantages.advantages).toEqual(sync.advantages.advantages);
+    const rewards = (batch: typeof streaming) => batch.episodes.map((e) => e.trajectory.reward);
+    const advantages = (batch: typeof streaming) => batch.episodes.map((e) => e.trajectory.advantage);
+    expect(rewards(streaming)).toEqual(rewards(sync));
+    expect(rewards(streaming)).toEqual(rewards(staged));
+    expect(advantages(streaming)).toEqual(advantages(sync));
     expect(streaming.pipeline).toMatchObject({ mode: 'streaming', samplesTotal: 8, samplesScored: 8, promptsUsable: 2 });
     expect(sync.pipeline!.mode).toBe('synchronous');
   });
@@ -196,7 +201,7 @@ describe('createSearcher: the reward pipeline', () => {
         return { score: 1 };
       },
     };
-    await createSearcher({ ...ports(), judge }, { rl: { nAgent: 4 }, ports: { judge: { maxConcurrent: 2 } } }).collect(prompts);
+    await createSearcher({ ...ports(), judge }, { rl: { nAgent: 4 }, calls: { judge: { maxConcurrent: 2 } } }).collect(prompts);
     expect(peak).toBe(2);
   });
 });

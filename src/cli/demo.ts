@@ -1,9 +1,9 @@
-import { createMockGenerator, createMockSearchEngine, createRuleJudge, createScriptedPolicy, type MockPage } from '../adapters/mock/index';
-import { createJsonlStore } from '../adapters/store/jsonl/index';
+import { createScriptedPolicy } from '../adapters/scripted-policy/index';
+import { closeSearcherContainer, createSearcherContainer, resolveSearcher } from '../container';
 import type { PromptRecord } from '../core/types';
-import { createSearcher, type ScoredBatch } from '../searcher';
+import type { ScoredBatch } from '../searcher';
 
-const PAGES: MockPage[] = [
+const PAGES = [
   { basename: 'acme_1.png', text: 'Acme Corp annual report 2019: overview of the year' },
   { basename: 'acme_2.png', text: 'Acme revenue 2019: 4.5 billion dollars, up 12 percent' },
   { basename: 'acme_3.png', text: 'Acme employees 2019: 12,000 across 14 countries' },
@@ -80,11 +80,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       return scriptedTurn(question, ctx.rolloutId % nAgent, ctx.turn);
     },
   });
-  const store = createJsonlStore({ dir: options.out });
-  const searcher = createSearcher(
-    { policy, searchEngine: createMockSearchEngine({ pages: PAGES }), generator: createMockGenerator({ facts: FACTS, fallback: 'I cannot tell from these pages' }), judge: createRuleJudge(), store },
-    { rl: { nAgent }, episode: { maxTurns: 4 }, reward: { weights: 'default' } },
+  // The scripted policy is a function of the context, so it is given as an object; the rest is configuration.
+  const container = createSearcherContainer(
+    {
+      rl: { nAgent },
+      episode: { maxTurns: 4 },
+      reward: { weights: 'default' },
+      adapters: { searchEngine: { type: 'mock', pages: PAGES }, generator: { type: 'mock', facts: FACTS, fallback: 'I cannot tell from these pages' }, judge: { type: 'rule' }, store: { type: 'jsonl', dir: options.out } },
+    },
+    { ports: { policy } },
   );
+  const searcher = await resolveSearcher(container);
   const runId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
 
   log('searcher-rl demo: a scripted Searcher over mock search, generator and rule judge');
@@ -105,15 +111,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   }
 
   const update = await searcher.update(batch);
-  const rewards = batch.rewards.filter((r): r is number => r !== null);
+  const rewards = batch.episodes.map((e) => e.trajectory.reward).filter((r): r is number => r !== null);
   const mean = rewards.reduce((s, r) => s + r, 0) / Math.max(1, rewards.length);
   const success = batch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length / batch.episodes.length;
-  log(`mean reward ${mean.toFixed(3)}; judge success rate ${(success * 100).toFixed(0)}%; missing rewards ${batch.advantages.missingRewards}`);
+  log(`mean reward ${mean.toFixed(3)}; judge success rate ${(success * 100).toFixed(0)}%; missing rewards ${batch.missingRewards}`);
   const p = batch.pipeline;
   log(`pipeline (${p.mode}): ${p.samplesScored}/${p.samplesTotal} samples and ${p.promptsUsable}/${p.promptsTotal} prompts scored in ${p.stepTimeMs.toFixed(0)} ms`);
   // At ratio 1 the loss is -mean(advantage), zero up to rounding since each group's advantages sum to zero.
   const lossShown = Math.abs(update.loss) < 1e-12 ? 0 : update.loss;
   log(`GSPO loss at ratio 1 (clip 3e-4/4e-4): ${lossShown.toFixed(6)}, clip fraction ${update.clipFraction.toFixed(3)}; the scripted policy is not trainable, so no step was applied`);
   log(`trajectories and rewards written to ${options.out}/${runId}/ (trajectory.jsonl, reward.jsonl)`);
+  await closeSearcherContainer(container);
   return { batch, runId, loss: { value: update.loss, clipFraction: update.clipFraction } };
 }

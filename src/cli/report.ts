@@ -32,7 +32,7 @@ async function readJsonl(path: string): Promise<unknown[]> {
 
 const escapeHtml = (text: string) => text.replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c]!);
 
-/** Buckets of seed 000 (on NDCG per prompt): B > 0.7, A 0.1-0.7, 0 below 0.1. */
+/** The difficulty buckets (docs/method.md#difficulty-buckets), on NDCG per prompt: B > 0.7, A 0.1-0.7, 0 below 0.1. */
 export function difficultyBuckets(trajectories: readonly Trajectory[]): Record<'B' | 'A' | '0', number> {
   const byPrompt = new Map<string, number[]>();
   for (const t of trajectories) byPrompt.set(t.promptUid, [...(byPrompt.get(t.promptUid) ?? []), t.rewardDetail?.components.ndcg ?? 0]);

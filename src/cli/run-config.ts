@@ -10,7 +10,7 @@ const unit = () => z.number().min(0).max(1);
 
 /**
  * A training run of the offline slide environment, as a YAML or JSON file. Every hyperparameter of
- * seed 000 section 9.7 has a place: B (`trainer.batchSize`), n_agent (`searcher.rl.nAgent`),
+ * the method's settings table (docs/method.md#settings-table) has a place: B (`trainer.batchSize`), n_agent (`searcher.rl.nAgent`),
  * max_turns (`searcher.episode.maxTurns`), reward weights (`phases[].weights`), clip low/high and
  * KL (`searcher.rl.loss`), entropy (`searcher.rl.entropyCoef`), minibatches
  * (`searcher.rl.miniBatchSize`, `ppoEpochs`), learning rate (`phases[].learningRate`), save

@@ -1,22 +1,22 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createScriptedPolicy } from '../adapters/mock/scripted-policy';
+import { createScriptedPolicy } from '../adapters/scripted-policy/scripted-policy';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
 import { createTfjsPolicy, tokenizerFromCheckpoint, type TfjsPolicy } from '../adapters/tfjs/policy';
+import { closeSearcherContainer, createSearcherContainer, resolvePorts, resolveSearcher, type SearcherContainer } from '../container';
 import { InvalidArgumentError } from '../core/errors';
 import { runEpisodes } from '../core/episode/run-episodes';
 import { createProtocolTokenizer, createVocabularyTokenizer } from '../core/protocol/tokenizer';
-import { createRandom } from '../core/random';
+import { createRandom, RANDOM_STREAMS } from '../core/random';
 import { expandGroups } from '../core/rl/groups';
 import { runSft, sftExamples } from '../core/rl/policy-update';
 import type { Trajectory } from '../core/trajectory/trajectory';
 import { buildSlideEnvironment, type SlideEnvironment } from '../env/slides/build';
 import { corpusVocabulary, type CorpusQuestion } from '../env/slides/corpus';
 import { createOracleScript } from '../env/slides/oracle';
-import { slideEnvironmentPorts, type SlideEnvironmentPorts } from '../env/slides/ports';
+import { slideEnvironmentAdapters } from '../env/slides/adapters-config';
 import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
-import { createSearcher } from '../searcher';
 import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint, type StepMetrics } from '../trainer';
 import { createProgress, type ProgressStream } from './progress';
 import { parseRunConfig, type RunConfig } from './run-config';
@@ -85,17 +85,26 @@ function summarise(split: string, questions: readonly CorpusQuestion[], trajecto
   };
 }
 
+/**
+ * The run's composition root: the environment's adapters from configuration, the run's policy and
+ * its store (the run folder). Searchers of the phases and evaluations are resolved from it.
+ */
+export function runContainer(config: RunConfig, env: SlideEnvironment, policy: TfjsPolicy, store: Store): SearcherContainer {
+  return createSearcherContainer({ ...config.searcher, adapters: slideEnvironmentAdapters(env) }, { ports: { policy, store } });
+}
+
 /** Runs the policy on a split (one rollout per question, evaluation temperature) and records it under `name`. */
-export async function evaluate(config: RunConfig, env: SlideEnvironment, ports: SlideEnvironmentPorts, policy: TfjsPolicy, runDir: string, name: string, context: RunContext): Promise<EvalSummary> {
+export async function evaluate(config: RunConfig, env: SlideEnvironment, container: SearcherContainer, runDir: string, name: string, context: RunContext): Promise<EvalSummary> {
   const all = env.corpus.questions[config.evaluation.split];
   const questions = config.evaluation.limit === null ? all : all.slice(0, config.evaluation.limit);
   // An evaluation replaces the previous one under the same name (the store is append-only).
   await rm(join(runDir, name), { recursive: true, force: true });
-  const store = createJsonlStore({ dir: runDir });
-  const searcher = createSearcher(
-    { policy, ...ports, store },
-    { ...config.searcher, episode: { ...config.searcher.episode, temperature: config.evaluation.temperature }, rl: { ...config.searcher.rl, nAgent: 1 }, reward: { ...config.searcher.reward, weights: 'default' } },
-  );
+  const searcher = await resolveSearcher(container, {
+    ...config.searcher,
+    episode: { ...config.searcher.episode, temperature: config.evaluation.temperature },
+    rl: { ...config.searcher.rl, nAgent: 1 },
+    reward: { ...config.searcher.reward, weights: 'default' },
+  });
   const trajectories: Trajectory[] = [];
   const chunk = 64;
   const progress = createProgress(`evaluating (${name})`, questions.length, context.stream);
@@ -134,9 +143,10 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
   const env = await prepareEnvironment(config, context);
   const store = createJsonlStore({ dir: runDir });
   const policy = await createRunPolicy(config, env);
-  let ports: SlideEnvironmentPorts | null = null;
+  let container: SearcherContainer | null = null;
   try {
-    ports = slideEnvironmentPorts(env);
+    container = runContainer(config, env, policy, store);
+    const ports = await resolvePorts(container);
     context.log(`policy: ${policy.parameterCount} parameters on ${policy.backend.name}, vocabulary ${policy.tokenizer.vocabSize} tokens`);
     // The warm start runs once per run folder and is kept as a checkpoint, so that a continued run
     // evaluates and trains from the same weights.
@@ -150,7 +160,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: config.searcher.episode });
       const examples = sftExamples(demos.map((d) => d.trajectory));
       const progress = createProgress('SFT warm start', config.sft.epochs, context.stream, { every: 1 });
-      const result = await runSft(policy, examples, { epochs: config.sft.epochs, batchSize: config.sft.batchSize }, { random: createRandom(config.seed, 11), ...(context.signal && { signal: context.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
+      const result = await runSft(policy, examples, { epochs: config.sft.epochs, batchSize: config.sft.batchSize }, { random: createRandom(config.seed, RANDOM_STREAMS.sftOrder), ...(context.signal && { signal: context.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
       progress.done(`${examples.length} demonstrations`);
       await store.doAppend(result.epochLoss.map((loss, epoch) => ({ kind: 'event' as const, runId: SFT_RUN, step: epoch + 1, time: Date.now(), data: { type: 'sft-epoch', loss } })));
       await writePolicyCheckpoint(store, SFT_RUN, 0, await policy.save());
@@ -158,7 +168,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
     const beforePath = join(runDir, 'eval-before-rl.json');
     let before = await readFile(beforePath, 'utf8').then((text) => JSON.parse(text) as EvalSummary, () => null);
     if (!before) {
-      before = await evaluate(config, env, ports, policy, runDir, 'eval-before-rl', context);
+      before = await evaluate(config, env, container, runDir, 'eval-before-rl', context);
       await writeFile(beforePath, `${JSON.stringify(before, null, 2)}\n`);
     }
     context.log(`before RL (after SFT) on ${before.split}: judge success ${pct(before.judgeSuccess)}, NDCG ${before.ndcg.toFixed(3)}, small print ${pct(before.smallPrintSuccess)}, crops ${pct(before.cropRate)}`);
@@ -166,7 +176,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
     for (const phase of config.phases) {
       if (phase.steps === 0) continue;
       policy.resetOptimizer({ learningRate: phase.learningRate, warmupSteps: phase.warmupSteps });
-      const searcher = createSearcher({ policy, ...ports, store }, { ...config.searcher, reward: { ...config.searcher.reward, weights: phase.weights } });
+      const searcher = await resolveSearcher(container, { ...config.searcher, reward: { ...config.searcher.reward, weights: phase.weights } });
       const trainer = createTrainer({ searcher, store, prompts: env.corpus.questions.train, settings: { runId: phase.name, steps: phase.steps, batchSize: config.trainer.batchSize, saveFreq: config.trainer.saveFreq, resumeMode: config.trainer.resumeMode, seed: config.seed } });
       const progress = createProgress(phase.name, phase.steps, context.stream, { every: Math.max(1, Math.ceil(phase.steps / 10)) });
       const result = await trainer.run({
@@ -178,14 +188,14 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       });
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
     }
-    const after = await evaluate(config, env, ports, policy, runDir, 'eval-after-rl', context);
+    const after = await evaluate(config, env, container, runDir, 'eval-after-rl', context);
     await writeFile(join(runDir, 'eval-after-rl.json'), `${JSON.stringify(after, null, 2)}\n`);
     context.log(`after RL on ${after.split}: judge success ${pct(after.judgeSuccess)}, NDCG ${after.ndcg.toFixed(3)}, small print ${pct(after.smallPrintSuccess)}, crops ${pct(after.cropRate)}`);
     const result: TrainRunResult = { runId, runDir, before, after, steps };
     await writeFile(join(runDir, 'summary.json'), `${JSON.stringify({ runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } }, null, 2)}\n`);
     return result;
   } finally {
-    ports?.searchEngine.close();
+    if (container) await closeSearcherContainer(container);
     policy.dispose();
   }
 }
@@ -228,15 +238,15 @@ export async function evalRun(runDir: string, overrides: { split?: 'train' | 'va
   const config = parseRunConfig({ ...base, evaluation: { ...base.evaluation, ...(overrides.split && { split: overrides.split }), ...(overrides.limit !== undefined && { limit: overrides.limit }) } });
   const env = await prepareEnvironment(config, context);
   const { policy, from } = await loadRunPolicy(runDir, config);
-  const ports = slideEnvironmentPorts(env);
+  const container = runContainer(config, env, policy, createJsonlStore({ dir: runDir }));
   try {
     context.log(`evaluating ${from} on ${config.evaluation.split}`);
-    const summary = await evaluate(config, env, ports, policy, runDir, `eval-${config.evaluation.split}`, context);
+    const summary = await evaluate(config, env, container, runDir, `eval-${config.evaluation.split}`, context);
     await writeFile(join(runDir, `eval-${config.evaluation.split}.json`), `${JSON.stringify({ checkpoint: from, ...summary }, null, 2)}\n`);
     context.log(`judge success ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}, small print ${pct(summary.smallPrintSuccess)}, crops ${pct(summary.cropRate)}`);
     return summary;
   } finally {
-    ports.searchEngine.close();
+    await closeSearcherContainer(container);
     policy.dispose();
   }
 }

@@ -88,25 +88,6 @@ export class ConfigValidationError extends SearcherError {
 export type PortName = 'searchEngine' | 'generator' | 'judge' | 'policy' | 'store' | 'imageOps' | 'embedder';
 
 /**
- * The error for invalid adapter settings, from a schema validator's issues (zod's `safeParse`
- * gives `{path, message}` objects): fields are named `factory.field`.
- */
-export function settingsError(factory: string, issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): ConfigValidationError {
-  return new ConfigValidationError(issues.map((issue) => ({ field: `${factory}.${issue.path.map(String).join('.') || '(settings)'}`, message: issue.message })));
-}
-
-/**
- * An API key from the settings, else from the first set environment variable of `names`; a
- * missing key says both ways to provide it. `env` is passed in (core does not read `process`).
- */
-export function resolveApiKey(given: string | undefined, env: Readonly<Record<string, string | undefined>>, names: readonly string[], who: { vendor: string; factory: string }): string {
-  const key = given ?? names.map((name) => env[name] || undefined).find((value) => value !== undefined);
-  if (key) return key;
-  const variables = names.length > 1 ? `${names[0]} (or ${names.slice(1).join(' or ')})` : names[0];
-  throw new InvalidArgumentError('apiKey', `no ${who.vendor} API key: pass { apiKey } to ${who.factory}(...) or set the ${variables} environment variable`);
-}
-
-/**
  * A call to a port's implementation failed (a remote provider, a local index, a file).
  * `isRetryable` follows the openai-node rules (408/409/429/5xx and connection errors).
  */

@@ -87,3 +87,25 @@ export function hashString(text: string): number {
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
   return h;
 }
+
+/**
+ * The stream keys of `createRandom(seed, stream, ...)`: each kind of random choice draws from its
+ * own stream, so that adding draws to one never shifts another. The numbers are part of what a
+ * seed means (saved runs replay with them): never renumber one.
+ */
+export const RANDOM_STREAMS = Object.freeze({
+  /** A policy's initial weights. */
+  modelWeights: 1,
+  /** Token sampling, per rollout session and row. */
+  sampling: 2,
+  /** The trainer's minibatch order. */
+  trainerUpdates: 3,
+  /** The order of the prompts in each epoch. */
+  epochOrder: 4,
+  /** A Searcher's minibatch order when the caller gives none. */
+  searcherUpdates: 5,
+  /** The generated slide corpus. */
+  slideCorpus: 7,
+  /** The SFT warm start's minibatch order. */
+  sftOrder: 11,
+} as const);

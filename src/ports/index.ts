@@ -18,3 +18,4 @@ export type {
   UpdateOptions,
   PolicyCheckpoint,
 } from './policy-backend';
+export type { BoundingBox, PageImage, SearchHit, Evidence, TokenUsage, TokenStep, Tokenizer } from './types';

@@ -1,7 +1,7 @@
 import type { CallOptions } from './common';
 
 export interface JudgeVerdict {
-  /** 1.0 correct, 0.5-0.9 partially correct, 0.0 wrong (seed 000 section 9.4.3). */
+  /** 1.0 correct, 0.5-0.9 partially correct, 0.0 wrong (docs/method.md#judge). */
   score: number;
   rationale?: string;
   /** The judge's raw output, kept for the reward log. */

@@ -39,7 +39,7 @@ export interface TokenUsage {
   outputTokens: number;
 }
 
-/** One generated token (seed 004): id as sampled, its text, its log-prob, its absolute position. */
+/** One generated token (docs/method.md#trajectories): id as sampled, its text, its log-prob, its absolute position. */
 export interface TokenStep {
   readonly tokenId: number;
   readonly tokenText: string;

@@ -1,6 +1,8 @@
 import { expect, it } from 'vitest';
+import type { CallPolicy } from '../../src/core/calls/call-policy';
+import type { ReliabilityDeps } from '../../src/core/calls/reliable-call';
+import { withReliability } from '../../src/core/calls/with-reliability';
 import { AbortedError, ProviderCallError } from '../../src/core/errors';
-import { withReliability, type ReliabilityPolicy } from '../../src/core/reliability/reliable-port';
 import type { PortName } from '../../src/core/errors';
 import type { RecordedServer, Reply } from './recorded-server';
 
@@ -11,6 +13,8 @@ export interface FaultSuiteOptions<P extends { provider: string }> {
   adapter: () => P;
   /** One call to the (wrapped) adapter. */
   call: (adapter: P, signal?: AbortSignal) => Promise<unknown>;
+  /** How the adapter is put under the reliability rule (default: `withReliability(adapter, port, ...)`). */
+  reliable?: (adapter: P, policy: Partial<CallPolicy>, deps: ReliabilityDeps) => P;
   /** The recorded success reply, and the adapter's error replies for 429 and 500. */
   success: Reply;
   rateLimited: Reply;
@@ -25,9 +29,10 @@ export interface FaultSuiteOptions<P extends { provider: string }> {
  * (timeout, retry, typed error), a malformed body, and an aborted call.
  */
 export function faultSuite<P extends { provider: string }>(options: FaultSuiteOptions<P>): void {
-  const wrapped = (policy: Partial<ReliabilityPolicy> = {}) => {
+  const reliable = options.reliable ?? ((adapter: P, policy: Partial<CallPolicy>, deps: ReliabilityDeps) => (withReliability as (p: P, n: PortName, c: Partial<CallPolicy>, d: ReliabilityDeps) => P)(adapter, options.port, policy, deps));
+  const wrapped = (policy: Partial<CallPolicy> = {}) => {
     const delays: number[] = [];
-    const adapter = withReliability(options.adapter(), options.port, { maxRetries: 2, initialRetryDelayMs: 10, ...policy }, { random: () => 0, onRetry: ({ delayMs }) => delays.push(delayMs) });
+    const adapter = reliable(options.adapter(), { maxRetries: 2, initialRetryDelayMs: 10, ...policy }, { random: () => 0, onRetry: ({ delayMs }) => delays.push(delayMs) });
     return { adapter, delays };
   };
 

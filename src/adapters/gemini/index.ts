@@ -1,1 +1,1 @@
-export { createGeminiGenerator, createGeminiJudge, evidenceParts, type GeminiSettings } from './gemini';
+export { createGeminiGenerator, createGeminiJudge, type GeminiSettings } from './gemini';

@@ -1,1 +1,2 @@
-export { createSharpImageOps, sharpImageOpsSettingsSchema, type SharpImageOps, type SharpImageOpsSettings } from './sharp-image-ops';
+export { createSharpImageOps, type SharpImageOps, type SharpImageOpsSettings } from './sharp-image-ops';
+export { sharpImageOpsSettingsSchema } from './settings';

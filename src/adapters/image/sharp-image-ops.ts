@@ -1,22 +1,14 @@
 import sharp from 'sharp';
 import { z } from 'zod';
-import { AbortedError, InvalidArgumentError, ProviderCallError, settingsError } from '../../core/errors';
+import { AbortedError, InvalidArgumentError, ProviderCallError } from '../../core/errors';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
 import type { BoundingBox, PageImage } from '../../ports/types';
+import { parseSettings } from '../../provider-utils/settings';
+import { sharpImageOpsSettingsSchema } from './settings';
 
 /** Raw RGBA pixels (as made by `createRawImage` in searcher-rl/mock) are read too. */
 const RAW_RGBA_MIME = 'image/x-raw-rgba';
 
-export const sharpImageOpsSettingsSchema = z
-  .object({
-    /** Encoding of the crops. */
-    format: z.enum(['png', 'jpeg', 'webp']).default('png'),
-    /** Resampling kernel for the enlargement (lanczos3 keeps small print sharp). */
-    kernel: z.enum(['nearest', 'linear', 'cubic', 'mitchell', 'lanczos2', 'lanczos3']).default('lanczos3'),
-    /** Largest output side; an enlargement never goes past it. */
-    maxOutputSide: z.number().int().positive().default(4096),
-  })
-  .strict();
 
 export type SharpImageOpsSettings = z.input<typeof sharpImageOpsSettingsSchema>;
 
@@ -32,9 +24,7 @@ const MIME: Record<'png' | 'jpeg' | 'webp', string> = { png: 'image/png', jpeg: 
  * longer side reaches `minOutputSide` (small print becomes legible), capped at `maxOutputSide`.
  */
 export function createSharpImageOps(settings: SharpImageOpsSettings = {}): SharpImageOps {
-  const parsed = sharpImageOpsSettingsSchema.safeParse(settings);
-  if (!parsed.success) throw settingsError('createSharpImageOps', parsed.error.issues);
-  const { format, kernel, maxOutputSide } = parsed.data;
+  const { format, kernel, maxOutputSide } = parseSettings('createSharpImageOps', sharpImageOpsSettingsSchema, settings);
   return {
     specificationVersion: 'v1',
     provider: 'sharp',

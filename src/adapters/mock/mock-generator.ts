@@ -1,4 +1,5 @@
 import type { CallOptions } from '../../ports/common';
+import { MOCK_FALLBACK_ANSWER } from './settings';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Evidence } from '../../ports/types';
 
@@ -34,7 +35,7 @@ export function createMockGenerator(settings: MockGeneratorSettings = {}): MockG
       let answer: string;
       if (typeof settings.answer === 'string') answer = settings.answer;
       else if (typeof settings.answer === 'function') answer = settings.answer(question, evidence);
-      else answer = evidence.map((e) => settings.facts?.[e.basename]).find((a) => a !== undefined) ?? settings.fallback ?? 'unknown';
+      else answer = evidence.map((e) => settings.facts?.[e.basename]).find((a) => a !== undefined) ?? settings.fallback ?? MOCK_FALLBACK_ANSWER;
       const inputTokens = Math.ceil((question.length + evidence.reduce((n, e) => n + (e.text?.length ?? 0), 0)) / 4);
       return { answer, usage: { inputTokens, outputTokens: Math.ceil(answer.length / 4) } };
     },

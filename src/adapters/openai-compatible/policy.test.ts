@@ -4,6 +4,7 @@ import { RecordedServer, type Reply } from '../../../test/support/recorded-serve
 import { runEpisodes } from '../../core/episode/run-episodes';
 import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
 import { createMockSearchEngine } from '../mock/mock-search-engine';
+import { createReliableCaller } from '../../core/calls/reliable-call';
 import { createOpenAICompatibleCompletions, createOpenAICompatiblePolicy } from './policy';
 
 const tokenizer = createProtocolTokenizer();
@@ -118,6 +119,11 @@ describe('OpenAI-compatible completions faults', () => {
     port: 'policy',
     adapter: () => createOpenAICompatibleCompletions({ baseURL: `${server.url}/v1`, model: 'm', apiKey: 'EMPTY' }),
     call: (client, signal) => client.doComplete({ prompt: [1, 2, 3], max_tokens: 4 }, { signal }),
+    // As the policy calls its client: through a reliable caller of its own.
+    reliable: (client, policy, deps) => {
+      const caller = createReliableCaller('policy', client.provider, policy, deps);
+      return { provider: client.provider, doComplete: (request, options) => caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request], ...(options?.signal && { signal: options.signal }) }) };
+    },
     success: completion('<search>a</search>'),
     rateLimited: { status: 429, json: { object: 'error', message: 'The server is overloaded', type: 'TooManyRequests', code: 429 } },
     serverError: { status: 500, json: { object: 'error', message: 'Internal Server Error', type: 'InternalServerError', code: 500 } },

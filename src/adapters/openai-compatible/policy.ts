@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { AbortedError, InvalidArgumentError, PortOutputError, ProviderCallError, settingsError } from '../../core/errors';
+import { AbortedError, InvalidArgumentError, PortOutputError } from '../../core/errors';
 import { maxTokensAt } from '../../core/episode/token-budget';
-import { isConnectionError, parseRetryAfter, redactSecrets, withReliability, type ReliabilityPolicy } from '../../core/reliability/reliable-port';
+import { createReliableCaller, DEFAULT_CALL_POLICY, parseSettings, toProviderError, type CallPolicy, type ReliabilityDeps } from '../../provider-utils/index';
 import type { CallOptions } from '../../ports/common';
 import type { AppendOptions, GenerateTurnOptions, LogProbBatch, PolicyBackend, PolicyCheckpoint, RolloutSession, TurnOutput, UpdateResult } from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
@@ -25,8 +25,10 @@ const settingsSchema = z
 export interface OpenAICompatibleSettings extends z.input<typeof settingsSchema> {
   /** The served model's tokenizer, locally (token ids in trajectories are the server's). */
   tokenizer: Tokenizer;
-  /** Retries, timeouts and limits for the HTTP calls (the core's reliability layer). */
-  reliability?: Partial<ReliabilityPolicy>;
+  /** Retries, timeouts and limits for the HTTP calls (the core's reliability rule). */
+  reliability?: Partial<CallPolicy>;
+  /** Clock, jitter and retry hooks of the reliability rule (for tests). */
+  reliabilityDeps?: ReliabilityDeps;
 }
 
 /** A `/v1/completions` request on token ids, and the fields this adapter reads back. */
@@ -48,16 +50,14 @@ export interface CompletionChoice {
   prompt_logprobs?: Array<Record<string, { logprob: number }> | null> | null;
 }
 
-/** The raw HTTP client: one attempt per call (wrap it with withReliability). */
+/** The raw HTTP client: one attempt per call (the policy calls it through a reliable caller). */
 export interface CompletionsClient {
   readonly provider: string;
   doComplete(request: CompletionRequest, options?: CallOptions): Promise<CompletionChoice>;
 }
 
 export function createOpenAICompatibleCompletions(settings: z.input<typeof settingsSchema>): CompletionsClient {
-  const parsed = settingsSchema.safeParse(settings);
-  if (!parsed.success) throw settingsError('createOpenAICompatiblePolicy', parsed.error.issues);
-  const config = parsed.data;
+  const config = parseSettings('createOpenAICompatiblePolicy', settingsSchema, settings);
   const provider = `openai-compatible:${config.model}`;
   let client: OpenAI | null = null;
   let key: string | undefined;
@@ -73,13 +73,15 @@ export function createOpenAICompatibleCompletions(settings: z.input<typeof setti
         // The prompt is token ids (token-in/token-out); the extension fields are vLLM's.
         response = await client.completions.create({ model: config.model, ...config.extraBody, ...request } as unknown as OpenAI.CompletionCreateParamsNonStreaming, { signal: options?.signal });
       } catch (error) {
-        if (options?.signal?.aborted || error instanceof OpenAI.APIUserAbortError) throw new AbortedError(`policy '${provider}' call`, { cause: options?.signal?.reason });
-        if (error instanceof OpenAI.APIError && error.status !== undefined) {
-          throw new ProviderCallError({ port: 'policy', provider, status: error.status, retryAfterMs: parseRetryAfter(error.headers as Headers | undefined), message: redactSecrets(error.message, [key]) });
-        }
-        const message = redactSecrets(error instanceof Error ? error.message : String(error), [key]);
-        if (error instanceof SyntaxError) throw new ProviderCallError({ port: 'policy', provider, message: `malformed response body: ${message}`, isRetryable: false });
-        throw new ProviderCallError({ port: 'policy', provider, message, isRetryable: error instanceof OpenAI.APIConnectionError || isConnectionError(error) });
+        throw toProviderError({
+          port: 'policy',
+          provider,
+          error,
+          signal: options?.signal,
+          secrets: [key],
+          aborted: error instanceof OpenAI.APIUserAbortError,
+          connectionFailure: error instanceof OpenAI.APIConnectionError,
+        });
       }
       const choice = response?.choices?.[0] as CompletionChoice | undefined;
       if (!choice || typeof choice.text !== 'string') throw new PortOutputError({ port: 'policy', provider, field: 'choices[0].text', message: 'the response has no choices[0].text' });
@@ -107,10 +109,15 @@ function tokenIdOf(token: string, provider: string, field: string): number {
  * and top-p: start vLLM with `--logprobs-mode processed_logprobs` (its default reports raw ones).
  */
 export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings): PolicyBackend {
-  const { tokenizer, reliability, ...rest } = settings;
+  const { tokenizer, reliability, reliabilityDeps, ...rest } = settings;
   if (!tokenizer || typeof tokenizer.encode !== 'function') throw new InvalidArgumentError('tokenizer', "the served model's tokenizer is required (token ids must match the server's)");
-  const completions = withReliability(createOpenAICompatibleCompletions(rest), 'policy', reliability ?? {});
-  const provider = completions.provider;
+  const client = createOpenAICompatibleCompletions(rest);
+  const provider = client.provider;
+  // Each HTTP call starts from the rollout's whole sequence, so it can be repeated: the remote-call defaults apply.
+  const caller = createReliableCaller('policy', provider, { ...DEFAULT_CALL_POLICY, ...reliability }, reliabilityDeps);
+  const completions = {
+    doComplete: (request: CompletionRequest, options: CallOptions = {}) => caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request], ...(options.signal && { signal: options.signal }) }),
+  };
 
   const turnFor = async (sequence: number[], maxTokens: number, options: GenerateTurnOptions): Promise<{ steps: TokenStep[]; finishReason: TurnOutput['finishReason'] }> => {
     if (maxTokens <= 0) return { steps: [], finishReason: 'length' };

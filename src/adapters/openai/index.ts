@@ -1,1 +1,1 @@
-export { createOpenAIGenerator, createOpenAIJudge, evidenceContent, type OpenAISettings } from './openai';
+export { createOpenAIGenerator, createOpenAIJudge, type OpenAISettings } from './openai';

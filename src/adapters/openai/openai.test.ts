@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { faultSuite } from '../../../test/support/fault-suite';
 import { RecordedServer } from '../../../test/support/recorded-server';
-import { AbortedError, ConfigValidationError, InvalidArgumentError, PortOutputError, ProviderCallError } from '../../core/errors';
-import { withReliability } from '../../core/reliability/reliable-port';
+import { AbortedError, ConfigValidationError, InvalidArgumentError, PortOutputError } from '../../core/errors';
+import { withReliability } from '../../core/calls/with-reliability';
 import { createRawImage } from '../mock/raw-image-ops';
 import fixtures from './__fixtures__/responses.json';
 import { createOpenAIGenerator, createOpenAIJudge } from './openai';

@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { AbortedError, PortOutputError, ProviderCallError } from '../../core/errors';
-import { isConnectionError, parseRetryAfter, redactSecrets } from '../../core/reliability/reliable-port';
+import { parseRetryAfter, redactSecrets, toProviderError } from '../../provider-utils/index';
 
 export interface HttpJsonOptions {
   provider: string;
@@ -13,11 +13,6 @@ export interface HttpJsonOptions {
   secrets?: ReadonlyArray<string | undefined>;
   /** A provider's own "come back later" header, when it has no Retry-After (milliseconds). */
   retryAfter?: (headers: Record<string, string | string[] | undefined>) => number | undefined;
-}
-
-/** Header values that authenticate (and the token after "Bearer "), to redact from messages. */
-export function headerSecrets(headers: Record<string, string> | undefined): string[] {
-  return Object.values(headers ?? {}).flatMap((value) => [value, value.replace(/^(Bearer|Basic|Token)\s+/i, '')]);
 }
 
 /**
@@ -37,8 +32,7 @@ export async function httpJson(options: HttpJsonOptions): Promise<unknown> {
       ...(signal && { signal }),
     });
   } catch (error) {
-    if (signal?.aborted) throw new AbortedError(`searchEngine '${provider}' call`, { cause: signal.reason });
-    throw new ProviderCallError({ port: 'searchEngine', provider, message: redactSecrets(`connection failed: ${(error as Error).message}`, secrets), isRetryable: isConnectionError(error) });
+    throw toProviderError({ port: 'searchEngine', provider, error: new Error(`connection failed: ${(error as Error).message}`, { cause: error }), signal, secrets });
   }
   let text: string;
   try {

@@ -1,2 +1,1 @@
 export { createSearchR1Retriever, createVragImageSearch, createBraveWebSearch } from './search';
-export { imageInfo } from './image-size';

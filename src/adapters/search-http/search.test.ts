@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { faultSuite } from '../../../test/support/fault-suite';
 import { RecordedServer } from '../../../test/support/recorded-server';
 import { InvalidArgumentError } from '../../core/errors';
-import { withReliability } from '../../core/reliability/reliable-port';
+import { withReliability } from '../../core/calls/with-reliability';
 import fixtures from './__fixtures__/responses.json';
 import { imageInfo } from './image-size';
 import { createBraveWebSearch, createSearchR1Retriever, createVragImageSearch } from './search';

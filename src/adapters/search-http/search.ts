@@ -1,28 +1,17 @@
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { ProviderCallError, resolveApiKey, settingsError } from '../../core/errors';
+import { ProviderCallError } from '../../core/errors';
+import { headerSecrets, loadApiKey, parseSettings } from '../../provider-utils/index';
 import { basename } from '../../core/reward/ndcg';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
-import { headerSecrets, httpJson, shapeError } from './http';
+import { httpJson, shapeError } from './http';
 import { imageInfo } from './image-size';
 import type { PageImage, SearchHit } from '../../ports/types';
-
-function parse<S extends z.ZodType>(factory: string, schema: S, settings: unknown): z.output<S> {
-  const result = schema.safeParse(settings);
-  if (result.success) return result.data;
-  throw settingsError(factory, result.error.issues);
-}
+import { braveSchema, searchR1Schema, vragSchema } from './settings';
 
 const trimSlash = (url: string) => url.replace(/\/+$/, '');
 
-const searchR1Schema = z
-  .object({
-    /** The retrieval server, e.g. http://127.0.0.1:8000 (Search-R1's retrieval_server.py). */
-    url: z.string().url(),
-    headers: z.record(z.string(), z.string()).optional(),
-  })
-  .strict();
 
 /**
  * Search-R1's retrieval server: `POST /retrieve {queries, topk, return_scores}` answers
@@ -30,7 +19,7 @@ const searchR1Schema = z
  * text is the document's contents (`"Title"\ntext`).
  */
 export function createSearchR1Retriever(settings: z.input<typeof searchR1Schema>): SearchEngine {
-  const { url, headers } = parse('createSearchR1Retriever', searchR1Schema, settings);
+  const { url, headers } = parseSettings('createSearchR1Retriever', searchR1Schema, settings);
   const provider = 'search-r1-http';
   return {
     specificationVersion: 'v1',
@@ -52,24 +41,6 @@ export function createSearchR1Retriever(settings: z.input<typeof searchR1Schema>
   };
 }
 
-const vragSchema = z
-  .object({
-    /** The image search server, e.g. http://127.0.0.1:8002 (VRAG's search_engine_api.py). */
-    url: z.string().url(),
-    /**
-     * `POST` (VRAG's current API: `{queries, top_k, vrag_ret: true}`) or `GET` (its first demo
-     * server, `?queries=`, which returns its own default number of hits).
-     */
-    method: z.enum(['POST', 'GET']).default('POST'),
-    /**
-     * How to get the page images: `none` (basenames only), `file` (read `image_file` from disk,
-     * relative to `imageRoot`), or a base URL they are served under.
-     */
-    images: z.union([z.literal('none'), z.literal('file'), z.object({ baseUrl: z.string().url() }).strict()]).default('file'),
-    imageRoot: z.string().optional(),
-    headers: z.record(z.string(), z.string()).optional(),
-  })
-  .strict();
 
 /**
  * A VRAG-style image search endpoint: `POST /search {queries, top_k, vrag_ret: true}` (or the
@@ -77,7 +48,7 @@ const vragSchema = z
  * file's name, so NDCG compares it with golden page basenames.
  */
 export function createVragImageSearch(settings: z.input<typeof vragSchema>): SearchEngine {
-  const config = parse('createVragImageSearch', vragSchema, settings);
+  const config = parseSettings('createVragImageSearch', vragSchema, settings);
   const provider = 'vrag-http';
   const loadImage = async (path: string, signal?: AbortSignal): Promise<PageImage | undefined> => {
     if (config.images === 'none') return undefined;
@@ -128,28 +99,19 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
   };
 }
 
-const braveSchema = z
-  .object({
-    /** Default: the BRAVE_SEARCH_API_KEY environment variable, read at the first call. */
-    apiKey: z.string().min(1).optional(),
-    baseUrl: z.string().url().default('https://api.search.brave.com'),
-    country: z.string().length(2).optional(),
-    safesearch: z.enum(['off', 'moderate', 'strict']).optional(),
-  })
-  .strict();
 
 /**
  * Web search with the Brave Search API (`GET /res/v1/web/search`). A hit's id and basename are
  * its URL; its text is the title and the description, without markup.
  */
 export function createBraveWebSearch(settings: z.input<typeof braveSchema> = {}): SearchEngine {
-  const config = parse('createBraveWebSearch', braveSchema, settings);
+  const config = parseSettings('createBraveWebSearch', braveSchema, settings);
   const provider = 'brave-web';
   return {
     specificationVersion: 'v1',
     provider,
     async doSearch(query: string, options: SearchOptions): Promise<SearchHit[]> {
-      const key = resolveApiKey(config.apiKey, process.env, ['BRAVE_SEARCH_API_KEY'], { vendor: 'Brave Search', factory: 'createBraveWebSearch' });
+      const key = loadApiKey({ apiKey: config.apiKey, environmentVariableNames: ['BRAVE_SEARCH_API_KEY'], vendor: 'Brave Search', factory: 'createBraveWebSearch' });
       const params = new URLSearchParams({ q: query, count: String(Math.min(20, options.topK)) });
       if (config.country) params.set('country', config.country);
       if (config.safesearch) params.set('safesearch', config.safesearch);

@@ -1,9 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { BackendUnavailableError } from '../../core/errors';
+import { TFJS_BACKENDS, type TfjsBackendName } from './settings';
 
-/** TensorFlow.js backends this adapter knows, highest priority first. */
-export const TFJS_BACKENDS = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] as const;
-export type TfjsBackendName = (typeof TFJS_BACKENDS)[number];
+export { TFJS_BACKENDS, type TfjsBackendName };
 
 interface BackendEntry {
   name: TfjsBackendName;

@@ -1,8 +1,14 @@
 import { z } from 'zod';
-import { InvalidArgumentError, settingsError } from '../../core/errors';
+import { InvalidArgumentError } from '../../core/errors';
+import { parseSettings } from '../../provider-utils/settings';
 import type { AdamWSettings } from './adamw';
-import { TFJS_BACKENDS } from './backends';
 import type { TransformerConfig } from './transformer';
+
+// No TensorFlow.js import here: a configuration names these settings without loading tfjs.
+
+/** TensorFlow.js backends this adapter knows, highest priority first. */
+export const TFJS_BACKENDS = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] as const;
+export type TfjsBackendName = (typeof TFJS_BACKENDS)[number];
 
 export const CHECKPOINT_FORMAT = 'searcher-rl.tfjs-transformer.v1';
 
@@ -55,11 +61,10 @@ export type ParsedTfjsPolicySettings = z.output<typeof tfjsPolicySettingsSchema>
 
 /** Errors name the field under `createTfjsPolicy.`, as the settings errors of the other adapters do. */
 export function parseTfjsPolicySettings(settings: TfjsPolicySettings): ParsedTfjsPolicySettings {
-  const parsed = tfjsPolicySettingsSchema.safeParse(settings);
-  if (!parsed.success) throw settingsError('createTfjsPolicy', parsed.error.issues);
-  const { width, heads } = parsed.data.model;
+  const parsed = parseSettings('createTfjsPolicy', tfjsPolicySettingsSchema, settings);
+  const { width, heads } = parsed.model;
   if (width % heads !== 0) throw new InvalidArgumentError('model.width', `must be divisible by model.heads (${heads}), got ${width}`);
-  return parsed.data;
+  return parsed;
 }
 
 export function transformerConfigOf(model: ParsedTfjsPolicySettings['model'], vocabSize: number): TransformerConfig {
@@ -78,7 +83,5 @@ export function transformerConfigOf(model: ParsedTfjsPolicySettings['model'], vo
  * same schema as the factory's, so a hand-edited checkpoint cannot slip in a negative learning rate.
  */
 export function parseOptimizerSettings(value: unknown, where: string): AdamWSettings {
-  const checked = tfjsPolicySettingsSchema.shape.optimizer.safeParse(value);
-  if (!checked.success) throw settingsError(where, checked.error.issues);
-  return checked.data;
+  return parseSettings(where, tfjsPolicySettingsSchema.shape.optimizer, value);
 }

@@ -1,5 +1,5 @@
 /**
- * The Searcher's instructions (after DDAI's prompt): begin every turn with <think>, then exactly
+ * The Searcher's instructions (after the reference implementation's prompt, docs/method.md#action-protocol): begin every turn with <think>, then exactly
  * one action on its own line; vary queries; crop small print; finish with search_complete.
  */
 export const SEARCHER_INSTRUCTIONS = [

@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { createMockGenerator, createMockSearchEngine, createRawImage, createRawImageOps, createScriptedPolicy } from '../../adapters/mock/index';
-import { interceptSessions } from '../../../test/support/session';
+import { createMockGenerator, createMockSearchEngine, createRawImage, createRawImageOps } from '../../adapters/mock/index';
+import { createScriptedPolicy } from '../../adapters/scripted-policy/index';
+import { interceptSessions } from '../../testing/sessions';
 import { ProviderCallError } from '../errors';
 import { trajectoryFromJSON, trajectoryToJSON } from '../trajectory/serialize';
 import type { PromptRecord } from '../types';
-import { completeWithGenerator, mapToSource, runEpisodes, selectEvidence, shownSize, type EpisodeInstance } from './run-episodes';
+import { mapToSource, shownSize } from './image-frame';
+import type { EpisodeInstance } from './instances';
+import { runEpisodes } from './run-episodes';
+import { completeWithGenerator, selectEvidence } from './terminal-answer';
 
 const pages = [
   { basename: 'acme_1.png', text: 'Acme annual report 2019 overview', image: createRawImage(200, 100) },
@@ -197,8 +201,9 @@ describe('completeWithGenerator', () => {
     const [episode] = await runEpisodes(one(), { policy, searchEngine: createMockSearchEngine({ pages }), imageOps: createRawImageOps() });
     const generator = createMockGenerator({ facts: { 'acme_2.png': '4.5 billion dollars' } });
     const before = episode!.trajectory.fullInputIds.length;
-    await completeWithGenerator(episode!, generator, { policy });
-    const t = episode!.trajectory;
+    const t = (await completeWithGenerator(episode!, generator, { policy })).trajectory;
+    // The episode's own trajectory is left as it was: completion builds a new one.
+    expect(episode!.trajectory.fullInputIds.length).toBe(before);
     expect(t.finalAnswer).toBe('4.5 billion dollars');
     expect(t.generatedText.endsWith('<answer>4.5 billion dollars</answer>')).toBe(true);
     expect(t.lossMask.slice(before).every((m) => m === 0)).toBe(true);
@@ -211,8 +216,8 @@ describe('completeWithGenerator', () => {
   it('records a generator failure on the trajectory instead of throwing', async () => {
     const policy = createScriptedPolicy({ script: ['<search_complete>true</search_complete>'] });
     const [episode] = await runEpisodes(one(), { policy, searchEngine: createMockSearchEngine({ pages }) });
-    await completeWithGenerator(episode!, createMockGenerator({ failWith: () => new ProviderCallError({ port: 'generator', provider: 'x', message: 'quota', status: 429 }) }), { policy });
-    expect(episode!.trajectory.error).toMatchObject({ stage: 'generator' });
+    const completed = await completeWithGenerator(episode!, createMockGenerator({ failWith: () => new ProviderCallError({ port: 'generator', provider: 'x', message: 'quota', status: 429 }) }), { policy });
+    expect(completed.trajectory.error).toMatchObject({ stage: 'generator' });
   });
 
   it('caps and deduplicates the evidence', () => {

@@ -1,11 +1,10 @@
-import { completeWithGenerator, runEpisodes, type Episode, type EpisodeInstance } from '../episode/run-episodes';
+import type { PortGateway } from '../calls/gateway';
 import type { EpisodeConfig } from '../episode/config';
-import { scoreTrajectory, type ScoreOptions } from '../reward/score';
-import type { Generator } from '../../ports/generator';
-import type { ImageOps } from '../../ports/image-ops';
-import type { Judge } from '../../ports/judge';
-import type { PolicyBackend } from '../../ports/policy-backend';
-import type { SearchEngine } from '../../ports/search-engine';
+import type { EpisodeInstance } from '../episode/instances';
+import { runEpisodesThrough, type Episode } from '../episode/run-episodes';
+import { generateTerminalAnswer } from '../episode/terminal-answer';
+import { scoreEpisode, type RewardSettings } from '../reward/score';
+import { completeTrajectory, type TerminalAnswer } from '../trajectory/complete';
 import type { PipelineStages } from './step-pipeline';
 
 /** One prompt instance and its n_agent rollouts. */
@@ -14,37 +13,37 @@ export interface EpisodeGroup {
   instances: EpisodeInstance[];
 }
 
-export interface EpisodeStagePorts {
-  policy: PolicyBackend;
-  searchEngine: SearchEngine;
-  generator?: Generator;
-  judge?: Judge;
-  imageOps?: ImageOps;
+/** A rollout on its way through the stages: the episode and, once asked, the Generator's answer. */
+export interface EpisodeSample {
+  episode: Episode;
+  terminal: TerminalAnswer;
 }
 
 /**
  * The Searcher's stages for `runStepPipeline`: a group's episodes in one rollout session (each
- * emitted as it ends), the frozen Generator's terminal answer (searcher mode), and the reward.
+ * emitted as it ends), the frozen Generator's terminal answer (searcher mode, when the gateway
+ * has a generator), the reward, and the completed trajectory (answer, reward and advantage).
  */
 export function createEpisodeStages(
-  ports: EpisodeStagePorts,
-  settings: { episode: Partial<EpisodeConfig> & { mode: EpisodeConfig['mode'] }; maxEvidence: number; score: Omit<ScoreOptions, 'signal' | 'judge'> },
-): PipelineStages<EpisodeGroup, Episode> {
-  const stages: PipelineStages<EpisodeGroup, Episode> = {
+  gateway: PortGateway,
+  settings: { episode: Partial<EpisodeConfig> & { mode: EpisodeConfig['mode'] }; maxEvidence: number; reward: RewardSettings },
+): PipelineStages<EpisodeGroup, EpisodeSample> {
+  const policy = gateway.ports.policy;
+  if (!policy) throw new Error('createEpisodeStages: the gateway has no policy');
+  const stages: PipelineStages<EpisodeGroup, EpisodeSample> = {
     groupSize: (group) => group.instances.length,
     async rollout(group, { signal, emit }) {
-      await runEpisodes(
-        group.instances,
-        { policy: ports.policy, searchEngine: ports.searchEngine, ...(ports.imageOps && { imageOps: ports.imageOps }) },
-        { config: settings.episode, signal, onEpisode: (episode, index) => emit(index, episode) },
-      );
+      await runEpisodesThrough(gateway, group.instances, { config: settings.episode, signal, onEpisode: (episode, index) => emit(index, { episode, terminal: { status: 'skipped' } }) });
     },
-    score: (episode, { signal }) => scoreTrajectory(episode.trajectory, { ...settings.score, ...(ports.judge && { judge: ports.judge }), signal }),
+    score: (sample, { signal }) => scoreEpisode(sample.episode.trajectory, sample.terminal, settings.reward, { gateway, signal }),
+    complete: (sample, reward, advantage) => ({
+      ...sample,
+      episode: { ...sample.episode, trajectory: completeTrajectory(sample.episode.trajectory, { terminal: sample.terminal, reward, advantage }) },
+    }),
   };
-  if (settings.episode.mode === 'searcher' && ports.generator) {
-    const generator = ports.generator;
-    stages.generate = async (episode, { signal }) => {
-      await completeWithGenerator(episode, generator, { policy: ports.policy, maxEvidence: settings.maxEvidence, mode: settings.episode.mode, signal });
+  if (settings.episode.mode === 'searcher' && gateway.ports.generator) {
+    stages.generate = async (sample, { signal }) => {
+      sample.terminal = await generateTerminalAnswer(sample.episode, gateway, { policy, maxEvidence: settings.maxEvidence, mode: settings.episode.mode, signal });
     };
   }
   return stages;

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { AbortedError, InvalidArgumentError, ProviderCallError } from '../errors';
 import type { RewardOutcome } from '../reward/combine';
 import { groupAdvantages } from '../rl/advantages';
-import { createVirtualClock, type VirtualClock } from './clock';
+
+/** A usable group's advantages as the pipeline states them: a missing reward takes no part (`null`). */
+const inUpdate = (rewards: Array<number | null>) => groupAdvantages(rewards).map((a, i) => (rewards[i] === null ? null : a));
+import { createVirtualClock, type VirtualClock } from '../../testing/virtual-clock';
 import { runStepPipeline, type PipelineStages, type StepPipelineOptions } from './step-pipeline';
 
 /** A simulated group: per-rollout durations (ms), generation and judge latencies, rewards. */
@@ -164,8 +167,9 @@ describe('runStepPipeline: failures', () => {
     const r = result.groups[0]!;
     expect(r.samples[1]!.reward).toMatchObject({ status: 'missing', cause: { stage: 'judge', kind: 'provider_error' } });
     expect(r.rewards).toEqual([1, null, 0.5, 0.25]);
-    expect(r.advantages).toEqual(groupAdvantages([1, null, 0.5, 0.25]));
-    expect(r.included).toEqual([true, false, true, true]);
+    expect(r.advantages).toEqual(inUpdate([1, null, 0.5, 0.25]));
+    expect(r.advantages.map((a) => a !== null)).toEqual([true, false, true, true]);
+    expect(r.status).toBe('usable');
     expect(result.metrics.failures).toEqual({ 'judge:provider_error': 1 });
     expect(result.metrics.samplesScored).toBe(3);
   });
@@ -173,8 +177,8 @@ describe('runStepPipeline: failures', () => {
   it('lets a group with fewer than two valid rewards contribute nothing', async () => {
     const g = { ...group('a', 10, 10, [1, 0]), judgeError: (i: number) => (i === 0 ? new Error('bad') : undefined) };
     const result = await setup([g]).run();
-    expect(result.groups[0]!.included).toEqual([false, false]);
-    expect(result.groups[0]!.advantages).toEqual([0, 0]);
+    expect(result.groups[0]!.status).toBe('underfilled');
+    expect(result.groups[0]!.advantages).toEqual([null, null]);
     expect(result.metrics.promptsScored).toBe(1);
     expect(result.metrics.promptsUsable).toBe(0);
   });
@@ -199,8 +203,9 @@ describe('runStepPipeline: failures', () => {
   it('drops zero-variance groups from the update when asked', async () => {
     const { run } = setup([group('flat', 10, 10, [1, 1]), group('mixed', 10, 10, [1, 0])], { advantage: { dropZeroVarianceGroups: true } });
     const result = await run();
-    expect(result.groups[0]!.included).toEqual([false, false]);
-    expect(result.groups[1]!.included).toEqual([true, true]);
+    expect(result.groups[0]!.status).toBe('zero-variance');
+    expect(result.groups[0]!.advantages).toEqual([null, null]);
+    expect(result.groups[1]!.advantages.map((a) => a !== null)).toEqual([true, true]);
     expect(result.metrics.promptsUsable).toBe(1);
   });
 
@@ -235,7 +240,7 @@ describe('runStepPipeline: failures', () => {
     expect(a.partial).toBe(true);
     expect(a.rewards).toEqual([1, 0, 1, null]);
     expect(a.samples[3]!.reward).toMatchObject({ status: 'missing', cause: { stage: 'episode', kind: 'deadline' } });
-    expect(a.advantages).toEqual(groupAdvantages([1, 0, 1, null]));
+    expect(a.advantages).toEqual(inUpdate([1, 0, 1, null]));
     expect(result.groups[1]!.rewards).toEqual([null, null]);
     expect(result.metrics).toMatchObject({ samplesTotal: 6, samplesScored: 3, promptsScored: 1, promptsUsable: 1, partialGroups: 1 });
   });

@@ -1,15 +1,16 @@
+import { classifyFailure } from '../calls/failures';
+import { AbortScope } from '../concurrency/abort-scope';
+import { BoundedQueue } from '../concurrency/bounded-queue';
+import { createSystemClock } from '../concurrency/clock';
+import { Semaphore } from '../concurrency/semaphore';
 import { AbortedError, InvalidArgumentError } from '../errors';
-import { groupAdvantages, type GroupAdvantageOptions } from '../rl/advantages';
 import { rewardValue, type RewardFailure, type RewardOutcome, type RewardWeights } from '../reward/combine';
-import { classifyFailure } from '../episode/failure';
+import { applyGroupRule, type GroupRuleOptions, type GroupStatus } from '../rl/group-rule';
 import type { Clock } from '../../ports/clock';
-import { BoundedQueue } from './bounded-queue';
-import { createSystemClock } from './clock';
-import { Semaphore } from './semaphore';
 
 /**
- * The stages one step's groups flow through (seed 000 section 5.2). A stage reports failure by
- * throwing; the pipeline records it as a missing reward with its cause and goes on.
+ * The stages one step's groups flow through (docs/method.md#streaming-rewards). A stage reports
+ * failure by throwing; the pipeline records it as a missing reward with its cause and goes on.
  */
 export interface PipelineStages<G, S> {
   /** Number of rollouts of a group (n_agent). */
@@ -23,6 +24,11 @@ export interface PipelineStages<G, S> {
   generate?(sample: S, context: StageContext): Promise<void>;
   /** The sample's reward. A `missing` outcome is recorded as such; a throw is a failure of the judging stage. */
   score(sample: S, context: StageContext): Promise<RewardOutcome>;
+  /**
+   * The sample as it leaves the step, given its reward and advantage (`null`: not in the update),
+   * called once per finished sample when its group is assembled. Default: the sample unchanged.
+   */
+  complete?(sample: S, reward: RewardOutcome, advantage: number | null): S;
 }
 
 export interface StageContext {
@@ -56,6 +62,7 @@ export const DEFAULT_PIPELINE_DEADLINES: Readonly<PipelineDeadlines> = Object.fr
 
 export type PipelineMode = 'streaming' | 'synchronous' | 'staged';
 export const PIPELINE_MODES: readonly PipelineMode[] = ['streaming', 'synchronous', 'staged'];
+export const DEFAULT_PIPELINE_MODE: PipelineMode = 'streaming';
 
 export interface StepPipelineOptions<G, S> {
   groups: readonly G[];
@@ -68,7 +75,7 @@ export interface StepPipelineOptions<G, S> {
   mode?: PipelineMode;
   limits?: Partial<PipelineLimits>;
   deadlines?: Partial<PipelineDeadlines>;
-  advantage?: GroupAdvantageOptions & { dropZeroVarianceGroups?: boolean };
+  advantage?: GroupRuleOptions;
   clock?: Clock;
   /** Cancels the step: every in-flight call is aborted and the pipeline rejects with AbortedError. */
   signal?: AbortSignal;
@@ -90,9 +97,10 @@ export interface GroupResult<S> {
   groupIndex: number;
   samples: SampleResult<S>[];
   rewards: Array<number | null>;
-  advantages: number[];
-  /** Takes part in the update: a valid reward in a group with at least two valid rewards. */
-  included: boolean[];
+  /** Whether the group takes part in the update (the group rule, docs/method.md#groups). */
+  status: GroupStatus;
+  /** Per sample: its advantage, or `null` when it takes no part in the update. */
+  advantages: Array<number | null>;
   /** Some rollouts were cut by the step deadline and the rest submitted anyway. */
   partial: boolean;
   /** Clock time when the group's rewards were assembled, relative to the step start. */
@@ -132,36 +140,6 @@ function missing(failure: RewardFailure): RewardOutcome {
   return { status: 'missing', cause: failure, components: {}, weights: NO_WEIGHTS };
 }
 
-/**
- * An abort scope: aborts when any parent does, or when its own deadline passes. Parents are
- * joined with AbortSignal.any, which adds no listener to them (a step's signals are shared by
- * hundreds of samples).
- */
-class Scope {
-  private readonly own = new AbortController();
-  private readonly timer = new AbortController();
-  readonly signal: AbortSignal;
-  firedDeadline: string | null = null;
-
-  constructor(clock: Clock, parents: readonly AbortSignal[], deadlineMs: number | null, label: string) {
-    this.signal = parents.length > 0 ? AbortSignal.any([...parents, this.own.signal]) : this.own.signal;
-    if (deadlineMs !== null && Number.isFinite(deadlineMs)) {
-      clock.sleep(deadlineMs, this.timer.signal).then(
-        () => {
-          if (this.signal.aborted) return;
-          this.firedDeadline = label;
-          this.own.abort(new AbortedError(label));
-        },
-        () => undefined,
-      );
-    }
-  }
-
-  dispose(): void {
-    this.timer.abort();
-  }
-}
-
 function positiveInteger(name: string, value: number): void {
   if (!(Number.isInteger(value) && value >= 1)) throw new InvalidArgumentError(name, `must be an integer >= 1, got ${String(value)}`);
 }
@@ -187,7 +165,7 @@ function positiveMs(name: string, value: number | null, nullable: boolean): void
 export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>): Promise<StepResult<S>> {
   const { groups, stages } = options;
   if (!Array.isArray(groups)) throw new InvalidArgumentError('groups', 'expected an array');
-  const mode = options.mode ?? 'streaming';
+  const mode = options.mode ?? DEFAULT_PIPELINE_MODE;
   if (!PIPELINE_MODES.includes(mode)) throw new InvalidArgumentError('mode', `must be one of ${PIPELINE_MODES.join(', ')}, got ${String(mode)}`);
   const limits: PipelineLimits = { ...DEFAULT_PIPELINE_LIMITS, ...options.limits };
   for (const key of Object.keys(DEFAULT_PIPELINE_LIMITS) as Array<keyof PipelineLimits>) positiveInteger(`limits.${key}`, limits[key]);
@@ -204,9 +182,9 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
 
   const start = clock.now();
   // Every scope is disposed at the end, whatever happened, so no deadline timer outlives the step.
-  const scopes: Scope[] = [];
+  const scopes: AbortScope[] = [];
   const scope = (parents: AbortSignal[], deadlineMs: number | null, label: string) => {
-    const created = new Scope(clock, parents, deadlineMs, label);
+    const created = new AbortScope(clock, parents, { ms: deadlineMs, label });
     scopes.push(created);
     return created;
   };
@@ -309,22 +287,23 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
   const assemble = async (group: RolledOutGroup<S>) => {
     group.prompt.dispose();
     checkCancelled();
-    const samples = group.samples.map((sample, index) => {
-      const reward = group.outcomes[index] ?? missing({ stage: 'judge', kind: 'error', message: 'no reward was produced' });
+    const outcomes = group.samples.map((_sample, index) => group.outcomes[index] ?? missing({ stage: 'judge', kind: 'error', message: 'no reward was produced' }));
+    for (const reward of outcomes) {
       if (reward.status === 'missing') failures[`${reward.cause.stage}:${reward.cause.kind}`] = (failures[`${reward.cause.stage}:${reward.cause.kind}`] ?? 0) + 1;
-      return { index, sample: sample ?? null, reward };
+    }
+    const rewards = outcomes.map(rewardValue);
+    const rule = applyGroupRule(rewards, options.advantage);
+    const samples = group.samples.map((sample, index) => {
+      const reward = outcomes[index]!;
+      const finished = sample === undefined ? null : stages.complete ? stages.complete(sample, reward, rule.advantages[index]!) : sample;
+      return { index, sample: finished, reward };
     });
-    const rewards = samples.map((s) => rewardValue(s.reward));
-    const valid = rewards.filter((r): r is number => r !== null);
-    const dropped = options.advantage?.dropZeroVarianceGroups === true && valid.length >= 2 && valid.every((r) => r === valid[0]);
-    const usable = valid.length >= 2 && !dropped;
-    const advantages = usable ? groupAdvantages(rewards, options.advantage) : rewards.map(() => 0);
     const result: GroupResult<S> = {
       groupIndex: group.groupIndex,
       samples,
       rewards,
-      advantages,
-      included: rewards.map((r) => usable && r !== null),
+      status: rule.status,
+      advantages: rule.advantages,
       partial: group.partial,
       completedAtMs: clock.now() - start,
     };
@@ -425,7 +404,7 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
     samplesMissing: all.filter((s) => s.reward.status === 'missing').length,
     promptsTotal: results.length,
     promptsScored: results.filter((r) => r.rewards.some((x) => x !== null)).length,
-    promptsUsable: results.filter((r) => r.included.some(Boolean)).length,
+    promptsUsable: results.filter((r) => r.status === 'usable').length,
     partialGroups: results.filter((r) => r.partial).length,
     failures,
     peak: { rollout: rolloutSlots.peak, generate: generateSlots.peak, score: scoreSlots.peak, bufferedGroups: buffer.peak, rewardGroups: rewardGroupSlots.peak },
@@ -438,7 +417,7 @@ interface RolledOutGroup<S> {
   groupIndex: number;
   samples: Array<S | undefined>;
   outcomes: Array<RewardOutcome | undefined>;
-  prompt: Scope;
+  prompt: AbortScope;
   partial: boolean;
   release: () => void;
 }

@@ -1,4 +1,4 @@
-/** The tag vocabulary of the Searcher protocol (seed 000) and of Search-R1 (seed 004). */
+/** The tag vocabulary of the Searcher protocol and of Search-R1 mode (docs/method.md#action-protocol, #search-r1-mode). */
 export const ACTION_TAGS = ['search', 'bbox', 'search_complete', 'answer'] as const;
 export type ActionTag = (typeof ACTION_TAGS)[number];
 

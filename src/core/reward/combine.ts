@@ -6,10 +6,10 @@ export interface RewardWeights {
   format: number;
 }
 
-/** Seed 000's defaults: judge 0.8, NDCG 0.2, format 0. */
+/** The reference implementation's defaults: judge 0.8, NDCG 0.2, format 0 (docs/method.md#reward-presets). */
 export const DEFAULT_REWARD_WEIGHTS: Readonly<RewardWeights> = Object.freeze({ judge: 0.8, ndcg: 0.2, format: 0 });
 
-/** Settings seen in the seed's runs (section 9.7), by name. */
+/** Weights by name: the method's settings table and the reference implementation (docs/method.md#reward-presets). */
 export const REWARD_PRESETS = Object.freeze({
   /** Phase 1: 0.1 + 0.9 * NDCG when the format passes. */
   phase1: Object.freeze({ judge: 0, ndcg: 0.9, format: 0.1 }),
@@ -49,8 +49,8 @@ export function assertWeights(weights: RewardWeights): void {
 }
 
 /**
- * r = 0 if the format gate fails, else wJudge * s + wNdcg * n + wFormat * 1 (seed 000 section
- * 9.4.1). A judge weight > 0 with no judge score cannot be computed: the reward is missing.
+ * r = 0 if the format gate fails, else wJudge * s + wNdcg * n + wFormat * 1
+ * (docs/method.md#combined-reward). A judge weight > 0 with no judge score cannot be computed: the reward is missing.
  */
 export function combineReward(components: RewardComponents, weights: RewardWeights = DEFAULT_REWARD_WEIGHTS): RewardOutcome {
   assertWeights(weights);
@@ -72,7 +72,7 @@ export function combineReward(components: RewardComponents, weights: RewardWeigh
   return { status: 'ok', value, components, weights };
 }
 
-/** Phase 1 (seed 000 section 9.7): 0.1 + 0.9 * NDCG if the format passes, else 0. */
+/** Phase 1 (docs/method.md#reward-presets): 0.1 + 0.9 * NDCG if the format passes, else 0. */
 export function phase1Reward(formatPassed: boolean, ndcg: number): number {
   const outcome = combineReward({ formatPassed, judgeScore: null, ndcg }, REWARD_PRESETS.phase1);
   return outcome.status === 'ok' ? outcome.value : 0;

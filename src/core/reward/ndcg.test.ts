@@ -19,7 +19,7 @@ describe('ndcgAtK', () => {
   it('counts a page once, at its first occurrence', () => {
     expect(ndcgAtK(['a.png', 'a.png'], ['a.png', 'b.png'], 2)).toBeCloseTo(1 / (1 + 1 / Math.log2(3)), 15);
   });
-  it("offers DDAI's all-golden ideal DCG", () => {
+  it("offers the reference implementation's all-golden ideal DCG (docs/method.md#ndcg)", () => {
     const retrieved = ['a.png'];
     expect(ndcgAtK(retrieved, ['a.png', 'b.png'])).toBe(1);
     expect(ndcgAtK(retrieved, ['a.png', 'b.png'], null, { ideal: 'all-golden' })).toBeCloseTo(1 / (1 + 1 / Math.log2(3)), 15);

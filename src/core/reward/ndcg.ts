@@ -3,7 +3,7 @@ import { InvalidArgumentError } from '../errors';
 export interface NdcgOptions {
   /**
    * `cutoff` (default): the ideal DCG puts min(|golden|, k) hits first.
-   * `all-golden`: DDAI's variant, the ideal DCG counts every golden page even beyond k.
+   * `all-golden`: the reference implementation's variant (docs/method.md#ndcg), the ideal DCG counts every golden page even beyond k.
    */
   ideal?: 'cutoff' | 'all-golden';
 }

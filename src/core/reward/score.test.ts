@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createMockGenerator, createMockSearchEngine, createRuleJudge, createScriptedPolicy } from '../../adapters/mock/index';
-import { completeWithGenerator, runEpisodes } from '../episode/run-episodes';
+import { createMockGenerator, createMockSearchEngine } from '../../adapters/mock/index';
+import { createRuleJudge } from '../../adapters/rule-judge/index';
+import { createScriptedPolicy } from '../../adapters/scripted-policy/index';
+import { runEpisodes } from '../episode/run-episodes';
+import { completeWithGenerator } from '../episode/terminal-answer';
 import type { PromptRecord } from '../types';
 import { REWARD_PRESETS } from './combine';
 import { formatPassed, scoreTrajectory } from './score';
@@ -13,7 +16,7 @@ async function episode(script: string[], options: { searchFails?: boolean; mode?
   const engine = createMockSearchEngine({ pages, failWith: () => (options.searchFails ? new Error('index offline') : undefined) });
   const [e] = await runEpisodes([{ prompt, groupId: 'g', rolloutIndex: 0 }], { policy, searchEngine: engine }, { config: { mode: options.mode ?? 'searcher' } });
   if ((options.mode ?? 'searcher') === 'searcher') {
-    await completeWithGenerator(e!, createMockGenerator({ facts: { 'a.png': '4.5 billion dollars' }, failWith: () => (options.generatorFails ? new Error('quota') : undefined) }), { policy });
+    return (await completeWithGenerator(e!, createMockGenerator({ facts: { 'a.png': '4.5 billion dollars' }, failWith: () => (options.generatorFails ? new Error('quota') : undefined) }), { policy })).trajectory;
   }
   return e!.trajectory;
 }
@@ -46,7 +49,7 @@ describe('scoreTrajectory', () => {
     expect(await scoreTrajectory(t, { scheme: 'searcher', weights: REWARD_PRESETS.phase1 })).toMatchObject({ status: 'ok', value: 1 });
   });
 
-  it("scores Search-R1 mode with seed 004's format and answer checks", async () => {
+  it("scores Search-R1 mode with its format and answer checks (docs/method.md#search-r1-reward)", async () => {
     const t = await episode(['<search>acme</search>', '<answer>4.5 billion dollars</answer>'], { mode: 'answer' });
     expect(await scoreTrajectory(t, { scheme: 'search-r1' })).toMatchObject({ status: 'ok', value: 2.5 });
   });

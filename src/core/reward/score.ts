@@ -1,21 +1,27 @@
+import { classifyFailure } from '../calls/failures';
+import { createPortGateway, singleAttemptPolicies, type PortGateway } from '../calls/gateway';
 import { AbortedError } from '../errors';
-import { classifyFailure } from '../episode/failure';
-import { judgeAnswer } from '../episode/calls';
+import { terminalAnswerOf, type TerminalAnswer } from '../trajectory/complete';
 import type { Trajectory } from '../trajectory/trajectory';
 import type { Judge } from '../../ports/judge';
 import { combineReward, DEFAULT_REWARD_WEIGHTS, type RewardFailure, type RewardOutcome, type RewardWeights } from './combine';
-
-export { classifyFailure };
 import { ndcgAtK, type NdcgOptions } from './ndcg';
 import { searchR1Reward } from './search-r1';
 
-export interface ScoreOptions {
-  /** `searcher`: gate + weights over judge, NDCG, format. `search-r1`: seed 004's format + answer reward. */
+/** How a sample's reward is computed (docs/method.md#rewards). */
+export interface RewardSettings {
+  /** `searcher`: gate + weights over judge, NDCG, format. `search-r1`: the format + answer reward of docs/method.md#search-r1-reward. */
   scheme: 'searcher' | 'search-r1';
   weights?: RewardWeights;
   /** NDCG cutoff; `null` ranks everything retrieved. */
   ndcgK?: number | null;
   ndcgIdeal?: NdcgOptions['ideal'];
+}
+
+/** The reward part of a Searcher's configuration, by default (weights by preset name or explicit). */
+export const DEFAULT_REWARD_CONFIG = Object.freeze({ scheme: 'searcher', weights: 'default', ndcgK: null, ndcgIdeal: 'cutoff' } as const);
+
+export interface ScoreOptions extends RewardSettings {
   judge?: Judge;
   signal?: AbortSignal;
 }
@@ -29,13 +35,23 @@ export function formatPassed(trajectory: Trajectory): boolean {
 }
 
 /**
- * Computes one trajectory's reward. Whatever cannot be computed (the episode or the generator
- * failed, the judge failed or answered nonsense) makes the reward missing, with its cause.
- * Aborts propagate.
+ * A completed trajectory's reward (its generator answer or failure recorded on it), with the judge
+ * called plainly (once, no timeout). Whatever cannot be computed is missing, with its cause.
  */
-export async function scoreTrajectory(trajectory: Trajectory, options: ScoreOptions): Promise<RewardOutcome> {
+export function scoreTrajectory(trajectory: Trajectory, options: ScoreOptions): Promise<RewardOutcome> {
+  const { judge, signal, ...settings } = options;
+  const gateway = createPortGateway(judge ? { judge } : {}, singleAttemptPolicies());
+  return scoreEpisode(trajectory, terminalAnswerOf(trajectory), settings, { gateway, ...(signal && { signal }) });
+}
+
+/**
+ * Computes one episode's reward from its trajectory and the Generator's terminal answer.
+ * Whatever cannot be computed (the episode or the generator failed, the judge failed or answered
+ * nonsense) makes the reward missing, with its cause. Aborts propagate.
+ */
+export async function scoreEpisode(trajectory: Trajectory, terminal: TerminalAnswer, options: RewardSettings, calls: { gateway: PortGateway; signal?: AbortSignal }): Promise<RewardOutcome> {
   const weights = options.weights ?? DEFAULT_REWARD_WEIGHTS;
-  const ndcg = ndcgAtK(trajectory.retrievedBasenames, trajectory.goldenBasenames, options.ndcgK ?? null, { ideal: options.ndcgIdeal ?? 'cutoff' });
+  const ndcg = ndcgAtK(trajectory.retrievedBasenames, trajectory.goldenBasenames, options.ndcgK ?? DEFAULT_REWARD_CONFIG.ndcgK, { ideal: options.ndcgIdeal ?? DEFAULT_REWARD_CONFIG.ndcgIdeal });
   const passed = formatPassed(trajectory);
 
   // A provider failure during the episode is not the policy's fault, under either scheme.
@@ -47,7 +63,7 @@ export async function scoreTrajectory(trajectory: Trajectory, options: ScoreOpti
     if (trajectory.reference === null) {
       return { status: 'missing', cause: { stage: 'judge', kind: 'invalid_output', message: `prompt '${trajectory.promptUid}' has no reference answer` }, components: { ndcg, formatPassed: passed }, weights };
     }
-    const policyText = trajectory.generatedText;
+    const policyText = trajectory.generatedText + (terminal.status === 'answered' ? terminal.block : '');
     const r = searchR1Reward(policyText, trajectory.reference);
     return { status: 'ok', value: r.total, components: { formatPassed: r.format > 0, judgeScore: null, ndcg }, weights };
   }
@@ -55,17 +71,18 @@ export async function scoreTrajectory(trajectory: Trajectory, options: ScoreOpti
   let judgeScore: number | null = null;
   if (weights.judge !== 0 && passed) {
     // The generator's answer is only needed when the judge will read it.
-    if (trajectory.error?.stage === 'generator') {
-      return { status: 'missing', cause: { stage: 'generator', kind: failureKind(trajectory.error.kind), message: trajectory.error.message }, components: { ndcg, formatPassed: passed }, weights };
+    if (terminal.status === 'failed') {
+      return { status: 'missing', cause: { stage: 'generator', kind: failureKind(terminal.failure.kind), message: terminal.failure.message }, components: { ndcg, formatPassed: passed }, weights };
     }
-    if (!options.judge) {
+    if (!calls.gateway.ports.judge) {
       return { status: 'missing', cause: { stage: 'judge', kind: 'error', message: 'the judge weight is non-zero but no judge was given' }, components: { ndcg, formatPassed: passed }, weights };
     }
     if (trajectory.reference === null) {
       return { status: 'missing', cause: { stage: 'judge', kind: 'invalid_output', message: `prompt '${trajectory.promptUid}' has no reference answer to judge against` }, components: { ndcg, formatPassed: passed }, weights };
     }
     try {
-      const verdict = await judgeAnswer(options.judge, trajectory.query, trajectory.finalAnswer, trajectory.reference, options.signal);
+      const answer = terminal.status === 'answered' ? terminal.answer.trim() : trajectory.finalAnswer;
+      const verdict = await calls.gateway.score(trajectory.query, answer, trajectory.reference, calls.signal);
       judgeScore = verdict.score;
     } catch (error) {
       if (AbortedError.isInstance(error)) throw error;

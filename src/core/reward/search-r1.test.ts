@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkAnswerCorrectness, checkFormatCorrectness, extractAnswer, NOT_FOUND_ANSWER, searchR1Reward } from './search-r1';
 
-describe('checkFormatCorrectness (seed 004)', () => {
+describe('checkFormatCorrectness (docs/method.md#search-r1-reward)', () => {
   it('accepts a search, its information, then the answer at the end', () => {
     expect(checkFormatCorrectness('<think>a</think><search>q</search><information>i</information><think>b</think><answer>x</answer>')).toBe(0.5);
     expect(checkFormatCorrectness('<answer>x</answer>\n')).toBe(0.5);
@@ -21,7 +21,7 @@ describe('checkFormatCorrectness (seed 004)', () => {
   });
 });
 
-describe('checkAnswerCorrectness (seed 004)', () => {
+describe('checkAnswerCorrectness (docs/method.md#search-r1-reward)', () => {
   it('scores exact 2.0, not-found 0.5, similar 1.0, different or empty 0', () => {
     expect(checkAnswerCorrectness('Paris', 'Paris')).toBe(2.0);
     expect(checkAnswerCorrectness(NOT_FOUND_ANSWER, 'Paris')).toBe(0.5);

@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors';
-import { batchAdvantages, groupAdvantages } from './advantages';
+import { groupAdvantages } from './advantages';
+import { batchAdvantages } from './group-rule';
 import vectors from './__fixtures__/grpo_advantages.json';
-import { relativeError } from './testing';
+import { relativeError } from '../../testing/closeness';
 
 interface AdvantageCase {
   rewards: number[];
@@ -91,7 +92,7 @@ describe('batchAdvantages', () => {
     const a = groupAdvantages([1, 0, 1]);
     const b = groupAdvantages([5, 5, 10]);
     expect(result.advantages).toEqual([a[0], b[0], a[1], b[1], a[2], b[2]]);
-    expect(result.included.every(Boolean)).toBe(true);
+    expect(result.advantages.every((x) => x !== null)).toBe(true);
     expect(result.groupCount).toBe(2);
   });
 
@@ -99,12 +100,12 @@ describe('batchAdvantages', () => {
     const rewards = [1, 1, 0, 1, null, 2];
     const groups = ['flat', 'flat', 'mixed', 'mixed', 'lonely', 'lonely'];
     const result = batchAdvantages(rewards, groups, { dropZeroVarianceGroups: true });
-    expect(result.included).toEqual([false, false, true, true, false, false]);
+    expect(result.advantages.map((x) => x !== null)).toEqual([false, false, true, true, false, false]);
     expect(result.droppedZeroVarianceGroups).toBe(1);
     expect(result.underfilledGroups).toBe(1);
     expect(result.missingRewards).toBe(1);
-    expect(result.advantages[0]).toBe(0);
-    expect(result.advantages[5]).toBe(0);
+    expect(result.advantages[0]).toBe(null);
+    expect(result.advantages[5]).toBe(null);
   });
 
   it('rejects mismatched lengths naming the argument', () => {

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../errors';
 
 export interface GroupAdvantageOptions {
-  /** `population` divides by sqrt(mean((r-mu)^2)) (seed 004); `unbiased` uses the n-1 estimate. */
+  /** `population` divides by sqrt(mean((r-mu)^2)) (docs/method.md#advantages); `unbiased` uses the n-1 estimate. */
   std?: 'population' | 'unbiased';
   /** Added to the std before dividing. Default 1e-8 for population, 1e-6 for unbiased. */
   eps?: number;
@@ -51,74 +51,4 @@ export function groupAdvantages(rewards: readonly MaybeReward[], options: GroupA
     scale = Math.sqrt(variance) + eps;
   }
   return rewards.map((r) => (isMissingReward(r) ? 0 : ((r as number) - mean) / scale));
-}
-
-export interface BatchAdvantageOptions extends GroupAdvantageOptions {
-  /** Leave out of the update every group whose valid rewards are all equal (they carry no signal). */
-  dropZeroVarianceGroups?: boolean;
-}
-
-export interface BatchAdvantages {
-  /** One advantage per sample, in the order given. */
-  advantages: number[];
-  /** Whether the sample takes part in the update (false: missing reward, dropped group, or too few valid rewards). */
-  included: boolean[];
-  groupCount: number;
-  /** Groups left out because all valid rewards were equal (only with dropZeroVarianceGroups). */
-  droppedZeroVarianceGroups: number;
-  /** Groups with fewer than two valid rewards. */
-  underfilledGroups: number;
-  missingRewards: number;
-}
-
-/**
- * Advantages for a whole batch: samples are grouped by `groupIds` (any order; interleaved
- * B x n_agent is the usual layout) and each group is normalised on its own.
- */
-export function batchAdvantages(
-  rewards: readonly MaybeReward[],
-  groupIds: readonly string[],
-  options: BatchAdvantageOptions = {},
-): BatchAdvantages {
-  if (rewards.length !== groupIds.length) {
-    throw new InvalidArgumentError('groupIds', `has ${groupIds.length} entries but 'rewards' has ${rewards.length}`);
-  }
-  const members = new Map<string, number[]>();
-  groupIds.forEach((id, i) => {
-    if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError(`groupIds[${i}]`, 'must be a non-empty string');
-    const list = members.get(id);
-    if (list) list.push(i);
-    else members.set(id, [i]);
-  });
-  const advantages = rewards.map(() => 0);
-  const included = rewards.map(() => false);
-  let dropped = 0;
-  let underfilled = 0;
-  let missing = 0;
-  for (const indices of members.values()) {
-    const groupRewards = indices.map((i) => rewards[i] ?? null);
-    const valid = groupRewards.filter((r) => !isMissingReward(r)) as number[];
-    missing += groupRewards.length - valid.length;
-    if (valid.length < 2) {
-      underfilled++;
-      continue;
-    }
-    if (options.dropZeroVarianceGroups && valid.every((r) => r === valid[0])) {
-      dropped++;
-      continue;
-    }
-    const groupResult = groupAdvantages(groupRewards, options);
-    indices.forEach((sampleIndex, k) => {
-      advantages[sampleIndex] = groupResult[k]!;
-      included[sampleIndex] = !isMissingReward(groupRewards[k]);
-    });
-  }
-  return {
-    advantages,
-    included,
-    groupCount: members.size,
-    droppedZeroVarianceGroups: dropped,
-    underfilledGroups: underfilled,
-    missingRewards: missing,
-  };
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors';
-import type { EpisodeInstance } from '../episode/run-episodes';
+import type { EpisodeInstance } from '../episode/instances';
 import type { PromptRecord } from '../types';
 
 /**

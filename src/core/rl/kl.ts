@@ -5,7 +5,7 @@ import { assertFiniteMasked, assertMask, assertMatrix, assertSameShape } from '.
 /**
  * Per-token KL estimators between the reference (old) policy and the current (new) one, after
  * Schulman's "Approximating KL divergence": with d = old - new,
- * k1 = -d, k2 = d^2 / 2, k3 = exp(d) - d - 1 (seed 004: ratio = pi_old / pi_new, k3 = ratio - log ratio - 1).
+ * k1 = -d, k2 = d^2 / 2, k3 = exp(d) - d - 1 (docs/method.md#kl: ratio = pi_old / pi_new, k3 = ratio - log ratio - 1).
  */
 export type KlEstimator = 'k1' | 'k2' | 'k3';
 

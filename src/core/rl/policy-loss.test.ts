@@ -5,7 +5,7 @@ import type { LossAggregation } from './aggregation';
 import { klPenalty } from './kl';
 import { policyLoss, type PolicyLossKind } from './policy-loss';
 import vectors from './__fixtures__/policy_losses.json';
-import { maxMatrixError, relativeError } from './testing';
+import { maxMatrixError, relativeError } from '../../testing/closeness';
 
 interface LossCase {
   loss: PolicyLossKind | 'k3_kl';

@@ -44,7 +44,7 @@ export interface LossSettings {
   clipLow: number;
   clipHigh: number;
   aggregation: LossAggregation;
-  /** KL coefficient (seed 000 focused rounds: 0). */
+  /** KL coefficient (the method's focused rounds: 0, docs/method.md#hyperparameters). */
   klCoef: number;
   klEstimator: KlEstimator;
 }

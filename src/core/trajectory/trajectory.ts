@@ -52,7 +52,7 @@ export interface EvidenceRef {
 }
 
 /**
- * A complete rollout (seed 004's Trajectory, extended). `fullInputIds` are the token ids exactly
+ * A complete rollout (docs/method.md#trajectories). `fullInputIds` are the token ids exactly
  * as generated and appended; `lossMask[p]` is 1 only where position p was sampled by the policy.
  */
 export interface Trajectory {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { indexPageFolder } from '../../adapters/search/sqlite-fts';
+import { indexPageFolder } from '../../adapters/sqlite-fts/sqlite-fts';
 import { generateSlideCorpus, slideText, SLIDE_HEIGHT, SLIDE_WIDTH, TITLE_FONT_PX, type Slide, type SlideCorpus, type SlideCorpusSettings } from './corpus';
 
 const escapeXml = (text: string) => text.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
@@ -34,6 +34,8 @@ export interface SlideEnvironment {
   slidesDir: string;
   /** The SQLite FTS5 index over the slides' text. */
   dbPath: string;
+  /** The corpus as JSON (what the frozen slide reader reads). */
+  corpusPath: string;
   /** False when the cached corpus matched the settings and was reused. */
   rebuilt: boolean;
 }
@@ -52,6 +54,7 @@ export async function buildSlideEnvironment(cacheDir: string, settings: Partial<
   const slidesDir = join(dir, 'slides');
   const dbPath = join(dir, 'index.sqlite');
   const marker = join(dir, 'complete.json');
+  const corpusPath = join(dir, 'corpus.json');
   const slides = corpus.decks.flatMap((d) => d.slides);
   let complete = false;
   try {
@@ -64,7 +67,7 @@ export async function buildSlideEnvironment(cacheDir: string, settings: Partial<
     const missing = slides.filter((slide) => !present.has(slide.basename) || !present.has(slide.basename.replace(/\.png$/, '.txt')));
     if (missing.length === 0) {
       await indexPageFolder(dbPath, slidesDir);
-      return { corpus, slidesDir, dbPath, rebuilt: false };
+      return { corpus, slidesDir, dbPath, corpusPath, rebuilt: false };
     }
   }
   await rm(dir, { recursive: true, force: true });
@@ -81,9 +84,9 @@ export async function buildSlideEnvironment(cacheDir: string, settings: Partial<
       }
     }),
   );
-  await writeFile(join(dir, 'corpus.json'), JSON.stringify(corpus));
+  await writeFile(corpusPath, JSON.stringify(corpus));
   await indexPageFolder(dbPath, slidesDir);
   // Written last: an interrupted build is redone next time.
   await writeFile(marker, JSON.stringify({ digest, settings: corpus.settings }));
-  return { corpus, slidesDir, dbPath, rebuilt: true };
+  return { corpus, slidesDir, dbPath, corpusPath, rebuilt: true };
 }

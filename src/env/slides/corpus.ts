@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../../core/errors';
-import { createRandom, type Random } from '../../core/random';
+import { createRandom, RANDOM_STREAMS, type Random } from '../../core/random';
 import type { PromptRecord } from '../../core/types';
 
 /** Slide size in pixels (16:9). */
@@ -174,7 +174,7 @@ function checkSettings(s: SlideCorpusSettings): void {
 export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}): SlideCorpus {
   const settings = { ...DEFAULT_SLIDE_CORPUS_SETTINGS, ...partial };
   checkSettings(settings);
-  const random = createRandom(settings.seed, 7);
+  const random = createRandom(settings.seed, RANDOM_STREAMS.slideCorpus);
   const names = new Set<string>();
   const decks: Deck[] = [];
   const questions: CorpusQuestion[] = [];

@@ -2,11 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createScriptedPolicy } from '../../adapters/mock/scripted-policy';
-import { createSearcher } from '../../searcher';
+import { createScriptedPolicy } from '../../adapters/scripted-policy/scripted-policy';
+import { closeSearcherContainer, createSearcherContainer, resolveSearcher } from '../../container';
+import type { PolicyBackend } from '../../ports/policy-backend';
+import { SLIDE_INSTRUCTIONS, slideEnvironmentAdapters } from './adapters-config';
 import { buildSlideEnvironment, type SlideEnvironment } from './build';
 import { createOracleScript } from './oracle';
-import { SLIDE_INSTRUCTIONS, slideEnvironmentPorts } from './ports';
 
 let dir = '';
 let env: SlideEnvironment;
@@ -20,11 +21,14 @@ afterAll(async () => {
 
 const episode = { instructions: SLIDE_INSTRUCTIONS, maxTurns: 4, maxTurnTokens: 64, maxContextTokens: 1024, observationMaxChars: 200 };
 
+/** A Searcher on the environment through the composition root, and a way to close what it opened. */
+const containerFor = (policy: PolicyBackend, config: { reward?: { weights: 'default' } } = {}) =>
+  createSearcherContainer({ episode, rl: { nAgent: 1 }, ...config, adapters: slideEnvironmentAdapters(env) }, { ports: { policy } });
+
 describe('the offline slide environment', () => {
   it('rewards the oracle: precise search, crop of small print, the reader answers, the judge agrees', async () => {
-    const ports = slideEnvironmentPorts(env);
-    const policy = createScriptedPolicy({ script: createOracleScript(env.corpus) });
-    const searcher = createSearcher({ policy, ...ports }, { episode, rl: { nAgent: 1 }, reward: { weights: 'default' } });
+    const container = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus) }), { reward: { weights: 'default' } });
+    const searcher = await resolveSearcher(container);
     const questions = [...env.corpus.questions.train.filter((q) => q.metadata.small).slice(0, 6), ...env.corpus.questions.train.filter((q) => !q.metadata.small).slice(0, 6)];
     const batch = await searcher.collect(questions);
     const judged = batch.episodes.map((e) => e.trajectory.rewardDetail?.components.judgeScore);
@@ -32,19 +36,19 @@ describe('the offline slide environment', () => {
     const crops = batch.episodes.filter((e) => e.trajectory.turns.some((t) => t.crop));
     expect(crops.length).toBe(6);
     expect(batch.episodes.every((e) => e.trajectory.terminated === 'complete')).toBe(true);
-    ports.searchEngine.close();
+    await closeSearcherContainer(container);
   }, 60_000);
 
   it('fails small-print questions without the crop and vague searches mostly miss', async () => {
-    const ports = slideEnvironmentPorts(env);
     const small = env.corpus.questions.train.filter((q) => q.metadata.small).slice(0, 6);
-    const noCrop = createSearcher({ policy: createScriptedPolicy({ script: createOracleScript(env.corpus, { skipCropRate: 1 }) }), ...ports }, { episode, rl: { nAgent: 1 } });
-    const batch = await noCrop.collect(small);
+    const noCropContainer = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus, { skipCropRate: 1 }) }));
+    const batch = await (await resolveSearcher(noCropContainer)).collect(small);
+    await closeSearcherContainer(noCropContainer);
     expect(batch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length).toBeLessThanOrEqual(1);
-    const vague = createSearcher({ policy: createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1 }) }), ...ports }, { episode, rl: { nAgent: 1 } });
+    const vagueContainer = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1 }) }));
     const large = env.corpus.questions.train.filter((q) => !q.metadata.small).slice(0, 12);
-    const vagueBatch = await vague.collect(large);
+    const vagueBatch = await (await resolveSearcher(vagueContainer)).collect(large);
     expect(vagueBatch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length).toBeLessThan(6);
-    ports.searchEngine.close();
+    await closeSearcherContainer(vagueContainer);
   }, 60_000);
 });

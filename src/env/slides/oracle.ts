@@ -1,5 +1,5 @@
 import { hashString } from '../../core/random';
-import type { ScriptContext } from '../../adapters/mock/scripted-policy';
+import type { ScriptContext } from '../../adapters/scripted-policy/scripted-policy';
 import { SLIDE_HEIGHT, type CorpusQuestion, type SlideCorpus } from './corpus';
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSharpImageOps } from '../../adapters/image/sharp-image-ops';
-import { createSqliteSearchEngine } from '../../adapters/search/sqlite-fts';
+import { createSqliteSearchEngine } from '../../adapters/sqlite-fts/sqlite-fts';
 import { buildSlideEnvironment } from './build';
 import { generateSlideCorpus, SLIDE_HEIGHT, SLIDE_WIDTH } from './corpus';
 import { createSlideReader } from './reader';

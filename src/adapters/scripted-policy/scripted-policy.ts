@@ -13,6 +13,7 @@ import type {
   TurnOutput,
   UpdateResult,
 } from '../../ports/policy-backend';
+import { SCRIPTED_LOG_PROB } from './settings';
 
 export interface ScriptContext {
   /** Index of the rollout within the session (the order of prompts given to `begin`). */
@@ -60,7 +61,7 @@ export interface ScriptedPolicy extends PolicyBackend {
  */
 export function createScriptedPolicy(settings: ScriptedPolicySettings): ScriptedPolicy {
   const tokenizer = settings.tokenizer ?? createProtocolTokenizer();
-  const logProb = settings.logProb ?? 0;
+  const logProb = settings.logProb ?? SCRIPTED_LOG_PROB;
   if (!(Number.isFinite(logProb) && logProb <= 0)) throw new InvalidArgumentError('logProb', `must be a finite number <= 0, got ${logProb}`);
   const script = settings.script;
   if (typeof script !== 'function' && (!Array.isArray(script) || script.length === 0)) {

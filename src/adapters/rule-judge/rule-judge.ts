@@ -1,9 +1,10 @@
 import { sequenceMatcherRatio } from '../../core/reward/sequence-matcher';
 import type { CallOptions } from '../../ports/common';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
+import { DEFAULT_PARTIAL_THRESHOLD } from './settings';
 
 export interface RuleJudgeSettings {
-  /** Below this similarity the answer scores 0 (default 0.5, seed 004's threshold). */
+  /** Below this similarity the answer scores 0 (the Search-R1 spec's threshold: docs/method.md#search-r1-reward). */
   partialThreshold?: number;
 }
 
@@ -35,7 +36,7 @@ function numbersOf(normalised: string): string[] {
  * `partialThreshold`; else 0. Useful offline and as a baseline for LLM judges.
  */
 export function createRuleJudge(settings: RuleJudgeSettings = {}): RuleJudge {
-  const threshold = settings.partialThreshold ?? 0.5;
+  const threshold = settings.partialThreshold ?? DEFAULT_PARTIAL_THRESHOLD;
   const calls: RuleJudge['calls'] = [];
   return {
     specificationVersion: 'v1',

@@ -1,4 +1,4 @@
-import type { PolicyBackend, RolloutSession } from '../../src/ports/policy-backend';
+import type { PolicyBackend, RolloutSession } from '../ports/policy-backend';
 
 /**
  * Wraps a policy's rollout sessions so that a test can intercept `generateTurn`, `append` or

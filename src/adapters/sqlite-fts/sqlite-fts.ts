@@ -4,9 +4,11 @@ import { basename as pathBasename, extname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { z } from 'zod';
-import { AbortedError, DatasetValidationError, InvalidArgumentError, ProviderCallError, settingsError } from '../../core/errors';
+import { AbortedError, DatasetValidationError, InvalidArgumentError, ProviderCallError } from '../../core/errors';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import type { PageImage, SearchHit } from '../../ports/types';
+import { parseSettings } from '../../provider-utils/settings';
+import { sqliteSearchSettingsSchema } from './settings';
 
 const IMAGE_MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp' };
 
@@ -134,16 +136,6 @@ export async function indexPageFolder(dbPath: string, folder: string, options: {
   return indexPages(dbPath, pages);
 }
 
-export const sqliteSearchSettingsSchema = z
-  .object({
-    /** The index file made by `indexPages` or `indexPageFolder`. */
-    dbPath: z.string().min(1),
-    /** Return page images with the hits (read from disk per hit). */
-    includeImages: z.boolean().default(true),
-    /** Characters of page text returned per hit (`null`: all). */
-    maxTextChars: z.number().int().positive().nullable().default(null),
-  })
-  .strict();
 
 export type SqliteSearchSettings = z.input<typeof sqliteSearchSettingsSchema>;
 
@@ -167,9 +159,7 @@ export function ftsQuery(query: string): string | null {
  * basename, text, image and the score `-bm25` (higher is better). The database is opened read-only.
  */
 export function createSqliteSearchEngine(settings: SqliteSearchSettings): SqliteSearchEngine {
-  const parsed = sqliteSearchSettingsSchema.safeParse(settings);
-  if (!parsed.success) throw settingsError('createSqliteSearchEngine', parsed.error.issues);
-  const { dbPath, includeImages, maxTextChars } = parsed.data;
+  const { dbPath, includeImages, maxTextChars } = parseSettings('createSqliteSearchEngine', sqliteSearchSettingsSchema, settings);
   let db: Database.Database;
   try {
     db = new Database(dbPath, { readonly: true, fileMustExist: true });

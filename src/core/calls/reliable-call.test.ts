@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { AbortedError, PortOutputError, ProviderCallError } from '../errors';
-import { createVirtualClock } from '../pipeline/clock';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
-import { parseRetryAfter, redactSecrets, withReliability } from './reliable-port';
+import { parseRetryAfter } from '../../provider-utils/retry-after';
+import { redactSecrets } from '../../provider-utils/redact';
+import { createVirtualClock } from '../../testing/virtual-clock';
+import { createReliableCaller } from './reliable-call';
+import { withReliability } from './with-reliability';
 
 type Behaviour = (call: number, signal?: AbortSignal) => Promise<JudgeVerdict>;
 
@@ -196,10 +199,10 @@ describe('redactSecrets', () => {
 });
 
 describe('withReliability: review fixes', () => {
-  it('appends the options of a method it does not know instead of taking the last argument for them', async () => {
+  it("hands an adapter's own call the attempt's signal, leaving its request untouched, and cancels it on timeout", async () => {
     const clock = createVirtualClock();
     const seen: unknown[][] = [];
-    const port = {
+    const client = {
       provider: 'custom',
       async doComplete(...args: unknown[]) {
         seen.push(args);
@@ -208,8 +211,9 @@ describe('withReliability: review fixes', () => {
         return 'done';
       },
     };
-    const reliable = withReliability(port, 'policy', { timeoutMs: 100, maxRetries: 0 }, { clock });
-    const error = await clock.run(reliable.doComplete({ prompt: [1, 2] })).catch((e: unknown) => e);
+    const caller = createReliableCaller('policy', client.provider, { timeoutMs: 100, maxRetries: 0 }, { clock });
+    const request = { prompt: [1, 2] };
+    const error = await clock.run(caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request] })).catch((e: unknown) => e);
     expect(error).toMatchObject({ isRetryable: true });
     // The request is untouched and the signal came as a second argument, so the call was cancelled.
     expect(seen[0]![0]).toEqual({ prompt: [1, 2] });
@@ -251,15 +255,16 @@ describe('withReliability: review fixes', () => {
   it('counts token ids, images and the output budget toward tokens per minute', async () => {
     const clock = createVirtualClock();
     const sent: number[] = [];
-    const port = {
+    const client = {
       provider: 'p',
       async doComplete(_request: unknown, _options?: { signal?: AbortSignal }) {
         sent.push(clock.now());
         return 'ok';
       },
     };
-    const reliable = withReliability(port, 'policy', { tokensPerMinute: 1_000 }, { clock });
-    await clock.run(Promise.all([reliable.doComplete({ prompt: new Array(400).fill(7), max_tokens: 200 }), reliable.doComplete({ prompt: new Array(400).fill(7), max_tokens: 200 })]));
+    const caller = createReliableCaller('policy', client.provider, { tokensPerMinute: 1_000 }, { clock });
+    const complete = (request: unknown) => caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request] });
+    await clock.run(Promise.all([complete({ prompt: new Array(400).fill(7), max_tokens: 200 }), complete({ prompt: new Array(400).fill(7), max_tokens: 200 })]));
     expect(sent).toEqual([0, 60_000]);
   });
 

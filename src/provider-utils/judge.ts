@@ -1,13 +1,13 @@
-import { PortOutputError, type PortName } from '../errors';
+import { PortOutputError, type PortName } from '../core/errors';
 
-/** Instructions for the frozen Generator (DESIGN: answer only from the images). */
+/** Instructions for the frozen Generator: answer only from the evidence (docs/method.md#terminal-answer). */
 export const GENERATOR_INSTRUCTIONS = [
   'You answer a question from the evidence given: document pages and enlarged crops of them.',
   'Answer only from what the evidence shows. If the evidence does not contain the answer, say that you cannot tell from these pages.',
   'Give the answer itself, briefly (a name, a number with its unit, a short phrase), without explanation.',
 ].join('\n');
 
-/** Instructions for the judge (seed 000 section 9.4.3). */
+/** Instructions for the judge (docs/method.md#judge). */
 export const JUDGE_INSTRUCTIONS = [
   'You grade whether a generated answer to a question is correct, compared with a reference answer.',
   'Judge semantic equivalence and be lenient on format: "$4.5B" and "4.5 billion dollars" are the same answer.',

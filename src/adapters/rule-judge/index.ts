@@ -1,0 +1,1 @@
+export { createRuleJudge, normaliseAnswer, type RuleJudge, type RuleJudgeSettings } from './rule-judge';

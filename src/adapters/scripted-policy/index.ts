@@ -1,0 +1,1 @@
+export { createScriptedPolicy, type ScriptedPolicy, type ScriptedPolicySettings, type Script, type ScriptContext, type ScriptedPolicyCalls } from './scripted-policy';

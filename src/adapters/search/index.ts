@@ -1,1 +1,0 @@
-export { createSqliteSearchEngine, indexPages, indexPageFolder, ftsQuery, sqliteSearchSettingsSchema, type SqliteSearchEngine, type SqliteSearchSettings, type PageRecord, type IndexResult } from './sqlite-fts';

@@ -1,0 +1,13 @@
+import { z } from 'zod';
+
+// Apart from the adapter so that a configuration can name it without loading better-sqlite3.
+export const sqliteSearchSettingsSchema = z
+  .object({
+    /** The index file made by `indexPages` or `indexPageFolder`. */
+    dbPath: z.string().min(1),
+    /** Return page images with the hits (read from disk per hit). */
+    includeImages: z.boolean().default(true),
+    /** Characters of page text returned per hit (`null`: all). */
+    maxTextChars: z.number().int().positive().nullable().default(null),
+  })
+  .strict();

@@ -1,0 +1,170 @@
+import type { PortGateway } from '../calls/gateway';
+import { classifyFailure } from '../calls/failures';
+import { AbortedError, SearcherError } from '../errors';
+import { parseAction, type ParsedTurn } from '../protocol/actions';
+import { correctiveMessage, renderNoResults, renderObservation, type ObservationItem } from '../protocol/observation';
+import type { TrajectoryTokens } from '../trajectory/builder';
+import type { CropRecord, SearchRecord, TerminationReason, TurnRecord } from '../trajectory/trajectory';
+import type { TurnOutput } from '../../ports/policy-backend';
+import type { Evidence, PageImage } from '../../ports/types';
+import type { EpisodeConfig } from './config';
+import { mapToSource, shownSize, type ShownImage } from './image-frame';
+import type { EpisodeInstance } from './instances';
+
+/** Everything one rollout has done so far. */
+export interface RolloutState {
+  instance: EpisodeInstance;
+  tokens: TrajectoryTokens;
+  turns: TurnRecord[];
+  evidence: Evidence[];
+  retrieved: string[];
+  retrievedSet: Set<string>;
+  lastImage: ShownImage | null;
+  /** Images of the latest observation, for policies that see images. */
+  observationImages: PageImage[];
+  invalidActions: number;
+  done: boolean;
+  terminated: TerminationReason | null;
+  finalAnswer: string;
+  error: { stage: string; message: string; kind?: string } | null;
+}
+
+export function finish(state: RolloutState, reason: TerminationReason): void {
+  state.done = true;
+  state.terminated = reason;
+}
+
+/**
+ * Runs one policy turn's action (docs/method.md#action-protocol): parses it, searches, crops or
+ * ends the episode, and returns the turn's record with the observation to show next. An invalid
+ * action is recorded with a corrective observation; a failing search or crop ends the episode in
+ * `error` (only this one); an abort propagates.
+ */
+export async function executeTurn(
+  state: RolloutState,
+  turn: number,
+  text: string,
+  finishReason: TurnOutput['finishReason'],
+  gateway: PortGateway,
+  config: EpisodeConfig,
+  signal: AbortSignal | undefined,
+): Promise<TurnRecord> {
+  let parsed: ParsedTurn = parseAction(text);
+  if (parsed.kind === 'valid') {
+    const type = parsed.action.type;
+    if ((config.mode === 'searcher' && type === 'answer') || (config.mode === 'answer' && type === 'search_complete')) {
+      const allowed = config.mode === 'searcher' ? '<search>, <bbox> or <search_complete>' : '<search>, <bbox> or <answer>';
+      parsed = { kind: 'invalid', think: parsed.think, reason: 'action_not_allowed', message: `<${type}> is not an action here; use ${allowed}` };
+    }
+  }
+  const record: TurnRecord = {
+    index: turn,
+    text,
+    forced: false,
+    think: parsed.think,
+    action: parsed.kind === 'valid' ? parsed.action : null,
+    invalid: parsed.kind === 'invalid' ? { reason: parsed.reason, message: parsed.message } : null,
+    ignoredActions: parsed.kind === 'valid' ? parsed.ignoredActions : [],
+    observation: '',
+    finishReason,
+  };
+  const markInvalid = (reason: TurnRecord['invalid'] & object) => {
+    record.action = null;
+    record.invalid = reason;
+    record.observation = correctiveMessage(reason.reason, reason.message, config.mode);
+    state.invalidActions++;
+  };
+  if (parsed.kind === 'invalid') {
+    markInvalid({ reason: parsed.reason, message: parsed.message });
+    return record;
+  }
+  const action = parsed.action;
+  state.observationImages = [];
+  try {
+    switch (action.type) {
+      case 'search_complete':
+        finish(state, 'complete');
+        return record;
+      case 'answer':
+        state.finalAnswer = action.answer;
+        finish(state, 'answer');
+        return record;
+      case 'search': {
+        // Asking for as many more hits as pages already shown lets a repeated query page past topK.
+        const hits = await gateway.search(action.query, config.searchTopK + state.retrieved.length, signal);
+        const chosenIndex = hits.findIndex((hit) => !state.retrievedSet.has(hit.basename));
+        const golden = new Set(state.instance.prompt.goldenBasenames ?? []);
+        const search: SearchRecord = {
+          query: action.query,
+          hitBasenames: hits.map((h) => h.basename),
+          chosenBasename: null,
+          chosenRank: null,
+          goldenRanks: hits.flatMap((h, i) => (golden.has(h.basename) ? [i + 1] : [])),
+        };
+        record.search = search;
+        if (chosenIndex < 0) {
+          record.observation = renderNoResults(action.query, hits.length === 0 ? 'empty' : 'exhausted');
+          return record;
+        }
+        const hit = hits[chosenIndex]!;
+        search.chosenBasename = hit.basename;
+        search.chosenRank = chosenIndex + 1;
+        state.retrieved.push(hit.basename);
+        state.retrievedSet.add(hit.basename);
+        state.evidence.push({ kind: 'page', basename: hit.basename, ...(hit.text !== undefined && { text: hit.text }), ...(hit.image && { image: hit.image }) });
+        const item: ObservationItem = { kind: 'page', basename: hit.basename, ...(hit.text !== undefined && { text: hit.text }) };
+        if (hit.image) {
+          const shown = shownSize(hit.image.width, hit.image.height, config.policyImageMaxSide);
+          state.lastImage = { basename: hit.basename, source: hit.image, region: [0, 0, hit.image.width, hit.image.height], shownWidth: shown.width, shownHeight: shown.height };
+          state.observationImages = [hit.image];
+          item.shownWidth = shown.width;
+          item.shownHeight = shown.height;
+        } else {
+          // The newest page has no image: a bbox now would crop a page the policy no longer sees.
+          state.lastImage = null;
+        }
+        record.observation = renderObservation([item], { maxTextChars: config.observationMaxChars });
+        return record;
+      }
+      case 'bbox': {
+        const shown = state.lastImage;
+        if (!gateway.ports.imageOps) {
+          markInvalid({ reason: 'action_not_allowed', message: 'cropping is not available in this environment' });
+          return record;
+        }
+        if (!shown) {
+          markInvalid({ reason: 'bbox_no_image', message: 'there is no image to crop yet; search first' });
+          return record;
+        }
+        const [, , x2, y2] = action.bbox;
+        if (x2 > shown.shownWidth || y2 > shown.shownHeight) {
+          markInvalid({ reason: 'bbox_outside_image', message: `the bbox must lie inside the image, which is ${shown.shownWidth}x${shown.shownHeight}` });
+          return record;
+        }
+        const region = mapToSource(action.bbox, shown);
+        if (region[2] - region[0] < 1 || region[3] - region[1] < 1) {
+          markInvalid({ reason: 'bbox_empty_area', message: 'the region is smaller than one pixel of the page; choose a larger box' });
+          return record;
+        }
+        const crop = await gateway.crop(shown.source, region, { minOutputSide: config.cropMinOutputSide, ...(signal && { signal }) });
+        const cropShown = shownSize(crop.width, crop.height, config.policyImageMaxSide);
+        state.lastImage = { basename: shown.basename, source: shown.source, region, shownWidth: cropShown.width, shownHeight: cropShown.height };
+        state.evidence.push({ kind: 'crop', basename: shown.basename, image: crop, sourceRegion: region });
+        state.observationImages = [crop];
+        const cropRecord: CropRecord = { bbox: action.bbox, basename: shown.basename, sourceRegion: region, shownWidth: shown.shownWidth, shownHeight: shown.shownHeight };
+        record.crop = cropRecord;
+        record.observation = renderObservation(
+          [{ kind: 'crop', basename: shown.basename, sourceRegion: region, shownWidth: cropShown.width, shownHeight: cropShown.height }],
+          { maxTextChars: config.observationMaxChars },
+        );
+        return record;
+      }
+    }
+  } catch (error) {
+    if (AbortedError.isInstance(error)) throw error;
+    const message = SearcherError.isInstance(error) || error instanceof Error ? error.message : String(error);
+    state.error = { stage: action.type === 'bbox' ? 'crop' : 'search', kind: classifyFailure('episode', error).kind, message };
+    finish(state, 'error');
+    return record;
+  }
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { AbortedError, ConfigValidationError, ProviderCallError } from '../core/errors';
+import { loadApiKey } from './api-key';
+import { retryDelayFromBody } from './retry-after';
+import { parseSettings } from './settings';
+import { toProviderError } from './vendor-error';
+import { z } from 'zod';
+
+describe('toProviderError', () => {
+  const base = { port: 'judge' as const, provider: 'p' };
+
+  it('keeps the status and Retry-After an SDK error carries, with the secret redacted', () => {
+    const sdkError = Object.assign(new Error('429 Rate limit for key sk-secret-123'), { status: 429, headers: new Headers({ 'retry-after': '3' }) });
+    const error = toProviderError({ ...base, error: sdkError, secrets: ['sk-secret-123'] });
+    expect(error).toMatchObject({ status: 429, retryAfterMs: 3000, isRetryable: true });
+    expect(error.message).not.toContain('sk-secret-123');
+    expect(error.message).toContain('[redacted]');
+  });
+
+  it("falls back to the provider's own hint when the headers say nothing", () => {
+    expect(toProviderError({ ...base, error: new Error('quota'), status: 429, retryAfterMs: 37_000 })).toMatchObject({ retryAfterMs: 37_000 });
+  });
+
+  it('types an abort, a malformed body and a connection failure', () => {
+    const controller = new AbortController();
+    controller.abort();
+    expect(AbortedError.isInstance(toProviderError({ ...base, error: new Error('x'), signal: controller.signal }))).toBe(true);
+    expect(AbortedError.isInstance(toProviderError({ ...base, error: new Error('x'), aborted: true }))).toBe(true);
+    expect(toProviderError({ ...base, error: new SyntaxError('Unexpected end of JSON input') })).toMatchObject({ isRetryable: false, message: expect.stringMatching(/malformed response body/) });
+    expect(toProviderError({ ...base, error: new TypeError('fetch failed') })).toMatchObject({ isRetryable: true });
+    expect(toProviderError({ ...base, error: new Error('boom'), connectionFailure: true })).toMatchObject({ isRetryable: true });
+    expect(toProviderError({ ...base, error: new TypeError("Cannot read properties of undefined (reading 'x')") })).toMatchObject({ isRetryable: false });
+    expect(ProviderCallError.isInstance(toProviderError({ ...base, error: 'a string' }))).toBe(true);
+  });
+});
+
+describe('loadApiKey', () => {
+  it('takes the setting, else the first set variable, else says both ways to provide it', () => {
+    const who = { vendor: 'Acme', factory: 'createAcmeJudge', environmentVariableNames: ['ACME_KEY', 'ACME_API_KEY'] };
+    expect(loadApiKey({ ...who, apiKey: 'given', env: { ACME_KEY: 'env' } })).toBe('given');
+    expect(loadApiKey({ ...who, apiKey: undefined, env: { ACME_KEY: '', ACME_API_KEY: 'second' } })).toBe('second');
+    expect(() => loadApiKey({ ...who, apiKey: undefined, env: {} })).toThrow(/pass \{ apiKey \} to createAcmeJudge\(\.\.\.\) or set the ACME_KEY \(or ACME_API_KEY\) environment variable/);
+  });
+});
+
+describe('parseSettings', () => {
+  const schema = z.object({ model: z.string(), retries: z.number().int().default(1) }).strict();
+  it('names the factory and the field, an unknown key at the key itself', () => {
+    expect(parseSettings('createX', schema, { model: 'm' })).toEqual({ model: 'm', retries: 1 });
+    const error = (() => {
+      try {
+        parseSettings('createX', schema, { model: 3, retriez: 2 });
+      } catch (e) {
+        return e as ConfigValidationError;
+      }
+    })();
+    expect(ConfigValidationError.isInstance(error)).toBe(true);
+    expect(error!.issues.map((i) => i.field).sort()).toEqual(['createX.model', 'createX.retriez']);
+    expect(() => parseSettings('createX', schema, 'nope')).toThrow(/createX\.\(settings\)/);
+  });
+});
+
+describe('retryDelayFromBody', () => {
+  it("reads Google's RetryInfo", () => {
+    expect(retryDelayFromBody('{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}')).toBe(37_000);
+    expect(retryDelayFromBody('no hint')).toBeUndefined();
+  });
+});
