@@ -73,15 +73,7 @@ export function createOpenAICompatibleCompletions(settings: z.input<typeof setti
         // The prompt is token ids (token-in/token-out); the extension fields are vLLM's.
         response = await client.completions.create({ model: config.model, ...config.extraBody, ...request } as unknown as OpenAI.CompletionCreateParamsNonStreaming, { signal: options?.signal });
       } catch (error) {
-        throw toProviderError({
-          port: 'policy',
-          provider,
-          error,
-          signal: options?.signal,
-          secrets: [key],
-          aborted: error instanceof OpenAI.APIUserAbortError,
-          connectionFailure: error instanceof OpenAI.APIConnectionError,
-        });
+        throw toProviderError({ port: 'policy', provider, error, signal: options?.signal, secrets: [key], aborted: error instanceof OpenAI.APIUserAbortError, connectionFailure: error instanceof OpenAI.APIConnectionError });
       }
       const choice = response?.choices?.[0] as CompletionChoice | undefined;
       if (!choice || typeof choice.text !== 'string') throw new PortOutputError({ port: 'policy', provider, field: 'choices[0].text', message: 'the response has no choices[0].text' });

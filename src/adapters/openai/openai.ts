@@ -29,15 +29,7 @@ function lazyClient(factory: string, settings: z.output<typeof openaiSettingsSch
       try {
         return await openai.responses.create(body, { signal: options?.signal });
       } catch (error) {
-        throw toProviderError({
-          port,
-          provider,
-          error,
-          signal: options?.signal,
-          secrets: [key],
-          aborted: error instanceof OpenAI.APIUserAbortError,
-          connectionFailure: error instanceof OpenAI.APIConnectionError,
-        });
+        throw toProviderError({ port, provider, error, signal: options?.signal, secrets: [key], aborted: error instanceof OpenAI.APIUserAbortError, connectionFailure: error instanceof OpenAI.APIConnectionError });
       }
     },
   };
