@@ -38,12 +38,12 @@ const trainer = createTrainer({ searcher, store: createMemoryStore(), prompts, s
 const rewards: number[] = [];
 await trainer.run({
   onStep: (m) => {
-    rewards.push(m.rewardMean);
+    rewards.push(m.rewardMean ?? 0);
     const recent = rewards.slice(-5);
     if (recent.length === 5 && recent.reduce((a, b) => a + b, 0) / 5 > 0.9 && !rewards.slice(0, -1).some((_, i) => i >= 4 && rewards.slice(i - 4, i + 1).reduce((a, b) => a + b, 0) / 5 > 0.9)) {
       console.log(`step ${m.step}: the mean reward of the last 5 steps passed 0.9`);
     }
-    if (m.step % 25 === 1 || m.step === 250) console.log(`step ${m.step}: reward ${m.rewardMean.toFixed(3)}, NDCG ${m.ndcgMean.toFixed(2)}, completion ${m.completionRate.toFixed(2)}, ${m.rolloutTokensPerSecond.toFixed(0)} rollout tok/s`);
+    if (m.step % 25 === 1 || m.step === 250) console.log(`step ${m.step}: reward ${m.rewardMean?.toFixed(3) ?? 'missing'}, NDCG ${m.ndcgMean.toFixed(2)}, completion ${m.completionRate.toFixed(2)}, ${m.rolloutTokensPerSecond.toFixed(0)} rollout tok/s`);
   },
 });
 policy.dispose();

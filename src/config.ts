@@ -26,28 +26,18 @@ const E = DEFAULT_EPISODE_CONFIG;
 
 export const episodeConfigSchema = z
   .object({
-    /** `searcher`: search/bbox/search_complete, then the frozen Generator answers. `answer`: Search-R1, the policy answers. */
-    mode: z.enum(['searcher', 'answer']).default(E.mode),
-    /** Policy turns per episode; invalid actions count. */
-    maxTurns: positiveInt().default(E.maxTurns),
-    /** Hits requested per search; the first one not yet retrieved in the episode is shown. */
-    searchTopK: positiveInt().default(E.searchTopK),
-    /** Tokens the policy may generate in one turn. */
-    maxTurnTokens: positiveInt().default(E.maxTurnTokens),
-    /** Prompt + turns + observations; beyond it the episode ends with `context`. */
-    maxContextTokens: positiveInt().default(E.maxContextTokens),
-    /** Evidence items passed to the Generator (retrieved pages first, then crops). */
-    maxEvidence: positiveInt().default(E.maxEvidence),
+    mode: z.enum(['searcher', 'answer']).default(E.mode).describe('`searcher`: search/bbox/search_complete, then the frozen Generator answers. `answer`: Search-R1, the policy answers.'),
+    maxTurns: positiveInt().default(E.maxTurns).describe('Policy turns per episode; invalid actions count.'),
+    searchTopK: positiveInt().default(E.searchTopK).describe('Hits requested per search; the first one not yet retrieved in the episode is shown.'),
+    maxTurnTokens: positiveInt().default(E.maxTurnTokens).describe('Tokens the policy may generate in one turn.'),
+    maxContextTokens: positiveInt().nullable().default(E.maxContextTokens).describe('Prompt + turns + observations; beyond it the episode ends with `context` (`null`: the policy\'s own context length).'),
+    maxEvidence: positiveInt().default(E.maxEvidence).describe('Evidence items passed to the Generator (retrieved pages first, then crops).'),
     temperature: z.number().min(0).default(E.temperature),
     topP: z.number().gt(0).max(1).default(E.topP),
-    /** Images are shown to the policy with their longer side at most this (bbox coordinates use the shown size). */
-    policyImageMaxSide: positiveInt().nullable().default(E.policyImageMaxSide),
-    /** Crops are enlarged to at least this longer side. */
-    cropMinOutputSide: positiveInt().default(E.cropMinOutputSide),
-    /** Characters of page text shown to a text policy per page. */
-    observationMaxChars: positiveInt().default(E.observationMaxChars),
-    /** The text before the question in the prompt (`null`: the protocol instructions of the mode). */
-    instructions: z.string().nullable().default(E.instructions),
+    policyImageMaxSide: positiveInt().nullable().default(E.policyImageMaxSide).describe('Images are shown to the policy with their longer side at most this (bbox coordinates use the shown size).'),
+    cropMinOutputSide: positiveInt().default(E.cropMinOutputSide).describe('Crops are enlarged to at least this longer side.'),
+    observationMaxChars: positiveInt().default(E.observationMaxChars).describe('Characters of page text shown to a text policy per page.'),
+    instructions: z.string().nullable().default(E.instructions).describe('The text before the question in the prompt (`null`: the protocol instructions of the mode).'),
   })
   .strict();
 
@@ -57,10 +47,8 @@ const R = DEFAULT_REWARD_CONFIG;
 export const rewardConfigSchema = z
   .object({
     scheme: z.enum(['searcher', 'search-r1']).default(R.scheme),
-    /** Explicit weights, or a preset name: default, phase1, focused, unified. */
-    weights: z.union([weightsSchema, z.enum(Object.keys(REWARD_PRESETS) as [keyof typeof REWARD_PRESETS])]).default(R.weights),
-    /** NDCG cutoff (`null`: everything retrieved). */
-    ndcgK: positiveInt().nullable().default(R.ndcgK),
+    weights: z.union([weightsSchema, z.enum(Object.keys(REWARD_PRESETS) as [keyof typeof REWARD_PRESETS])]).default(R.weights).describe('Explicit weights, or a preset name: default, phase1, focused, unified.'),
+    ndcgK: positiveInt().nullable().default(R.ndcgK).describe('NDCG cutoff (`null`: everything retrieved).'),
     ndcgIdeal: z.enum(['cutoff', 'all-golden']).default(R.ndcgIdeal),
   })
   .strict();
@@ -69,8 +57,7 @@ const RL = DEFAULT_RL_SETTINGS;
 
 export const rlConfigSchema = z
   .object({
-    /** Rollouts per prompt (n_agent). */
-    nAgent: positiveInt().default(RL.nAgent),
+    nAgent: positiveInt().default(RL.nAgent).describe('Rollouts per prompt (n_agent).'),
     advantage: z
       .object({
         std: z.enum(['population', 'unbiased']).default(RL.advantage.std),
@@ -91,10 +78,8 @@ export const rlConfigSchema = z
       })
       .strict()
       .prefault({}),
-    /** Passes over each step's batch (verl ppo_epochs). */
-    ppoEpochs: positiveInt().default(RL.ppoEpochs),
-    /** Sequences per optimizer step (`null`: the whole batch in one step). */
-    miniBatchSize: positiveInt().nullable().default(RL.miniBatchSize),
+    ppoEpochs: positiveInt().default(RL.ppoEpochs).describe('Passes over each step\'s batch (verl ppo_epochs).'),
+    miniBatchSize: positiveInt().nullable().default(RL.miniBatchSize).describe('Sequences per optimizer step (`null`: the whole batch in one step).'),
     entropyCoef: z.number().min(0).default(RL.entropyCoef),
   })
   .strict();
@@ -103,12 +88,9 @@ const callPolicy = (port: PortName) => {
   const d = DEFAULT_CALL_POLICIES[port];
   return z
     .object({
-      /** Calls in flight at once (`null`: no cap). */
-      maxConcurrent: positiveInt().nullable().default(d.maxConcurrent),
-      /** Per attempt (`null`: none). */
-      timeoutMs: z.number().positive().nullable().default(d.timeoutMs),
-      /** Retries of 408/409/429/5xx, connection errors and timeouts, honouring Retry-After up to 60 s. */
-      maxRetries: z.number().int().min(0).max(10).default(d.maxRetries),
+      maxConcurrent: positiveInt().nullable().default(d.maxConcurrent).describe('Calls in flight at once (`null`: no cap).'),
+      timeoutMs: z.number().positive().nullable().default(d.timeoutMs).describe('Per attempt (`null`: none).'),
+      maxRetries: z.number().int().min(0).max(10).default(d.maxRetries).describe('Retries of 408/409/429/5xx, connection errors and timeouts, honouring Retry-After up to 60 s.'),
       requestsPerMinute: z.number().min(1).nullable().default(d.requestsPerMinute),
       tokensPerMinute: z.number().positive().nullable().default(d.tokensPerMinute),
     })
@@ -122,8 +104,7 @@ export const callsConfigSchema = z.object(Object.fromEntries(PORT_NAMES.map((por
 /** Streaming rewards (docs/method.md#streaming-rewards): stage caps, the bounded buffer and the deadlines. */
 export const pipelineConfigSchema = z
   .object({
-    /** `streaming`, `synchronous` (all rollouts, then all rewards) or `staged` (rollouts, then generation, then judging). */
-    mode: z.enum(PIPELINE_MODES as ['streaming', 'synchronous', 'staged']).default(DEFAULT_PIPELINE_MODE),
+    mode: z.enum(PIPELINE_MODES as ['streaming', 'synchronous', 'staged']).default(DEFAULT_PIPELINE_MODE).describe('`streaming`, `synchronous` (all rollouts, then all rewards) or `staged` (rollouts, then generation, then judging).'),
     limits: z
       .object({
         rollout: positiveInt().default(DEFAULT_PIPELINE_LIMITS.rollout),
@@ -168,8 +149,7 @@ export const adaptersConfigSchema = z
         adapter(
           'tfjs',
           tfjsPolicySettingsSchema.extend({
-            /** The byte-level protocol tokenizer, or words of a corpus as single tokens (bytes for the rest). */
-            tokenizer: z.discriminatedUnion('kind', [z.object({ kind: z.literal('protocol') }).strict(), z.object({ kind: z.literal('vocabulary'), words: z.array(z.string()).min(1) }).strict()]).prefault({ kind: 'protocol' }),
+            tokenizer: z.discriminatedUnion('kind', [z.object({ kind: z.literal('protocol') }).strict(), z.object({ kind: z.literal('vocabulary'), words: z.array(z.string()).min(1) }).strict()]).prefault({ kind: 'protocol' }).describe('The byte-level protocol tokenizer, or words of a corpus as single tokens (bytes for the rest).'),
           }),
         ),
       ])

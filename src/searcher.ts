@@ -1,6 +1,8 @@
 import { parseSearcherConfig, type SearcherConfig, type SearcherConfigInput } from './config';
 import { createPortGateway } from './core/calls/gateway';
-import { InvalidArgumentError, ProviderCallError } from './core/errors';
+import { AbortedError, InvalidArgumentError, ProviderCallError } from './core/errors';
+import { episodeContextTokens } from './core/episode/config';
+import { checkPromptRecords } from './core/prompt-records';
 import type { Episode } from './core/episode/run-episodes';
 import { sampleIdOf } from './core/episode/instances';
 import { createEpisodeStages, type EpisodeGroup, type EpisodeSample } from './core/pipeline/episode-stages';
@@ -87,6 +89,35 @@ export interface Searcher {
    * PPO-clip, KL) over policy tokens only.
    */
   update(batch: ScoredBatch, options?: { signal?: AbortSignal; random?: Random }): Promise<PolicyUpdateSummary>;
+  /**
+   * Checks each port's setup that can be checked without a billed call (API keys, files), once;
+   * `collect` does it before its first step, so a missing key fails there, not as missing rewards.
+   */
+  prepare(options?: { signal?: AbortSignal }): Promise<void>;
+}
+
+const REQUIRED_METHODS = {
+  policy: ['begin', 'logProbs', 'update', 'save', 'load'],
+  searchEngine: ['doSearch'],
+  generator: ['doAnswer'],
+  judge: ['doScore'],
+  imageOps: ['doCrop'],
+  store: ['doAppend', 'doQuery', 'doPutBlob', 'doGetBlob'],
+} as const;
+
+/** Each given port has the methods of its interface (a plain object missing one fails here, not at run time). */
+function checkPorts(ports: SearcherPorts): void {
+  for (const [name, methods] of Object.entries(REQUIRED_METHODS) as Array<[keyof typeof REQUIRED_METHODS, readonly string[]]>) {
+    const port = ports[name] as unknown as Record<string, unknown> | undefined;
+    if (port === undefined) continue;
+    if (typeof port !== 'object' || port === null) throw new InvalidArgumentError(`ports.${name}`, `must be an adapter object, got ${port === null ? 'null' : typeof port}`);
+    for (const method of methods) {
+      if (typeof port[method] !== 'function') throw new InvalidArgumentError(`ports.${name}.${method}`, `must be a function (is the object a ${name} adapter?)`);
+    }
+    if (typeof port.provider !== 'string' || port.provider.length === 0) throw new InvalidArgumentError(`ports.${name}.provider`, 'must be a non-empty string naming the adapter');
+  }
+  const tokenizer = ports.policy.tokenizer as unknown as Record<string, unknown> | undefined;
+  if (typeof tokenizer?.encode !== 'function' || typeof tokenizer.decode !== 'function') throw new InvalidArgumentError('ports.policy.tokenizer', 'must be a Tokenizer with encode and decode');
 }
 
 export function resolveRewardWeights(weights: SearcherConfig['reward']['weights']): RewardWeights {
@@ -100,8 +131,12 @@ export function resolveRewardWeights(weights: SearcherConfig['reward']['weights'
 export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput | SearcherConfig = {}): Searcher {
   if (!ports?.policy) throw new InvalidArgumentError('ports.policy', 'a PolicyBackend is required');
   if (!ports.searchEngine) throw new InvalidArgumentError('ports.searchEngine', 'a SearchEngine is required');
+  checkPorts(ports);
   const resolved = parseSearcherConfig(config);
   const weights = resolveRewardWeights(resolved.reward.weights);
+  // The episode's context follows the policy's; a larger one is refused now, not at every turn.
+  episodeContextTokens(resolved.episode, ports.policy);
+  const needsReference = resolved.reward.scheme === 'search-r1' || weights.judge !== 0;
   if (resolved.episode.mode === 'searcher' && !ports.generator) {
     throw new InvalidArgumentError('ports.generator', "searcher mode needs a frozen Generator to answer from the evidence (or set episode.mode to 'answer')");
   }
@@ -136,10 +171,28 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
     });
   };
 
+  let prepared: Promise<void> | null = null;
+  const prepare = (signal?: AbortSignal) => {
+    prepared ??= (async () => {
+      for (const port of [ports.policy, ports.searchEngine, ports.generator, ports.judge, ports.imageOps, ports.store]) {
+        if (signal?.aborted) throw new AbortedError('prepare', { cause: signal.reason });
+        await port?.doCheck?.(signal ? { signal } : {});
+      }
+    })();
+    // A failed check is not remembered: the next call checks again (the user may have set the key).
+    prepared.catch(() => {
+      prepared = null;
+    });
+    return prepared;
+  };
+
   return {
     config: resolved,
     ports,
+    prepare: (options = {}) => prepare(options.signal),
     async collect(prompts, options = {}) {
+      checkPromptRecords(prompts, { needsReference });
+      await prepare(options.signal);
       const instances = expandGroups(prompts, options.nAgent ?? resolved.rl.nAgent, { step: options.step ?? 0 });
       const groups: EpisodeGroup[] = [];
       for (const instance of instances) {

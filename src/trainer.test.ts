@@ -174,7 +174,7 @@ describe('createTrainer', () => {
       .run({
         signal: controller.signal,
         onStep: (m) => {
-          rewards.push(m.rewardMean);
+          rewards.push(m.rewardMean ?? 0);
           // Done once the mean reward of the last 5 steps (200 rollouts) is above 0.9.
           const recent = rewards.slice(-5);
           if (recent.length === 5 && recent.reduce((a, b) => a + b, 0) / 5 > 0.9) {

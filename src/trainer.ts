@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { InvalidArgumentError, PortOutputError } from './core/errors';
+import { InvalidArgumentError, PortOutputError, RewardsMissingError } from './core/errors';
+import { checkPromptRecords } from './core/prompt-records';
+import { resolveRewardWeights } from './searcher';
 import { createRandom, hashString, permutation, RANDOM_STREAMS, type Random, type RandomState } from './core/random';
 import type { PolicyUpdateSummary } from './core/rl/policy-update';
 import { checkRunId } from './core/store/records';
@@ -23,6 +25,11 @@ export const trainerSettingsSchema = z
     seed: z.number().int().default(0),
     /** Shuffle the prompts each epoch (seeded). */
     shuffle: z.boolean().default(true),
+    /**
+     * Stop with a RewardsMissingError, naming the causes, when at least this share of a step's
+     * rewards could not be computed (a missing key, a dead judge): 1 stops only when all are missing.
+     */
+    haltAtMissingShare: z.number().gt(0).max(1).default(1),
   })
   .strict();
 
@@ -40,9 +47,9 @@ export interface StepMetrics {
   epoch: number;
   prompts: number;
   episodes: number;
-  /** Mean over rewards that could be computed; `missingRewards` counts the rest. */
-  rewardMean: number;
-  rewardStd: number;
+  /** Mean over rewards that could be computed (`null` when none could); `missingRewards` counts the rest. */
+  rewardMean: number | null;
+  rewardStd: number | null;
   missingRewards: number;
   /** Share of judged episodes with a judge score >= 0.5; `null` when nothing was judged. */
   successRate: number | null;
@@ -175,7 +182,7 @@ function mean(values: readonly number[]): number {
 function stepMetrics(step: number, epoch: number, prompts: number, batch: ScoredBatch, update: PolicyUpdateSummary, rolloutMs: number, updateMs: number): StepMetrics {
   const trajectories = batch.episodes.map((e) => e.trajectory);
   const rewards = trajectories.map((t) => t.reward).filter((r): r is number => r !== null);
-  const rewardMean = mean(rewards);
+  const rewardMean = rewards.length === 0 ? null : mean(rewards);
   const judged = trajectories.map((t) => t.rewardDetail?.components.judgeScore).filter((s): s is number => typeof s === 'number');
   const turns = trajectories.map((t) => t.turns.filter((turn) => !turn.forced).length);
   const totalTurns = turns.reduce((a, b) => a + b, 0);
@@ -186,7 +193,7 @@ function stepMetrics(step: number, epoch: number, prompts: number, batch: Scored
     prompts,
     episodes: trajectories.length,
     rewardMean,
-    rewardStd: Math.sqrt(mean(rewards.map((r) => (r - rewardMean) ** 2))),
+    rewardStd: rewardMean === null ? null : Math.sqrt(mean(rewards.map((r) => (r - rewardMean) ** 2))),
     missingRewards: batch.missingRewards,
     successRate: judged.length === 0 ? null : judged.filter((s) => s >= 0.5).length / judged.length,
     goldenHitRate: mean(trajectories.map((t) => (t.retrievedBasenames.some((b) => t.goldenBasenames.includes(b)) ? 1 : 0))),
@@ -224,6 +231,8 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
   const { searcher, store } = args;
   const prompts = [...args.prompts];
   if (prompts.length === 0) throw new InvalidArgumentError('prompts', 'needs at least one prompt');
+  const rewardConfig = searcher.config.reward;
+  checkPromptRecords(prompts, { needsReference: rewardConfig.scheme === 'search-r1' || resolveRewardWeights(rewardConfig.weights).judge !== 0 });
   const policy = searcher.ports.policy;
   const datasetFingerprint = fingerprint(prompts);
 
@@ -345,6 +354,14 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
         const startedAt = performance.now();
         const scored = await searcher.collect(stepPrompts, { step: stepNumber, runId: settings.runId, ...(options.signal && { signal: options.signal }) });
         const rolloutMs = performance.now() - startedAt;
+        const total = scored.pipeline.samplesTotal;
+        if (total > 0 && scored.missingRewards / total >= settings.haltAtMissingShare) {
+          const examples = scored.episodes.flatMap((e) => (e.trajectory.rewardDetail?.status === 'missing' ? [e.trajectory.rewardDetail.cause.message] : [])).concat(scored.lostSamples.map((s) => s.cause.message));
+          const halt = new RewardsMissingError({ step: stepNumber, missing: scored.missingRewards, total, causes: scored.pipeline.failures, examples: [...new Set(examples)].slice(0, 2) });
+          // The step's trajectories and rewards are already stored; this event says why it stops there.
+          await store.doAppend([{ kind: 'event', runId: settings.runId, step: stepNumber, time: Date.now(), data: { type: 'halt', reason: halt.message, causes: halt.causes } }], options.signal ? { signal: options.signal } : {});
+          throw halt;
+        }
         const updateStartedAt = performance.now();
         const update = await searcher.update(scored, { random, ...(options.signal && { signal: options.signal }) });
         const updateMs = performance.now() - updateStartedAt;

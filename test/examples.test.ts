@@ -21,6 +21,13 @@ describe('examples', () => {
     // Exact judge 0, NDCG 1: 0.8 * 0 + 0.2 * 1.
     expect(stdout.trim()).toBe('[ 0.2, 0.2 ]');
   });
+
+  it('the README tfjs recipe trains: every step applies an update and computes its rewards', async () => {
+    const { stdout } = await run(tsx, ['examples/train-tfjs.ts'], { cwd: root, env: { ...process.env, STEPS: '2' } });
+    const steps = stdout.trim().split('\n').filter((line) => line.startsWith('step '));
+    expect(steps).toHaveLength(2);
+    for (const line of steps) expect(line).toMatch(/^step \d: reward \d\.\d{3}, success (\d\.\d{2}|-), completion \d\.\d{2}, updates applied 1$/);
+  }, 120_000);
 });
 
 describe('README', () => {
@@ -30,6 +37,7 @@ describe('README', () => {
     const example = await readFile(join(root, 'examples/quickstart.ts'), 'utf8');
     expect(readme).toContain('```ts\n' + example + '```');
     expect(example.trim().split('\n').length).toBeLessThanOrEqual(20);
+    expect(readme).toContain('```ts\n' + (await readFile(join(root, 'examples/train-tfjs.ts'), 'utf8')) + '```');
     expect(readme).toContain('npm ci && npm run demo');
     expect(readme).toContain('npm test');
   });

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { writeReport } from '../src/cli/report';
 import { parseRunConfig } from '../src/cli/run-config';
 import { evalRun, trainRun } from '../src/cli/train-run';
+import { findChromium } from './support/chromium';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -66,7 +67,8 @@ describe('searcher-rl train (small config) and report.html', () => {
     const report = await writeReport(runDir);
     const html = await readFile(report, 'utf8');
     expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/);
-    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const { executablePath, args } = await findChromium();
+    const browser = await chromium.launch({ executablePath, args });
     try {
       const page = await browser.newPage();
       const errors: string[] = [];

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { SearcherError } from '../core/errors';
+import { InvalidArgumentError, SearcherError } from '../core/errors';
+import { describeConfigFields } from './config-help';
 import { runDemo } from './demo';
 import { writeReport } from './report';
-import { loadRunConfig, parseRunConfig } from './run-config';
+import { loadRunConfig, parseRunConfig, runConfigSchema } from './run-config';
 import { evalRun, trainRun } from './train-run';
 
 const USAGE = `searcher-rl <command> [options]
@@ -12,16 +14,54 @@ Commands:
   demo                      the main job on the offline slide environment with the default
                             settings (no API keys): SFT warm start, RL, test-split judge success
                             before and after RL, a run folder under runs/ with report.html
-  demo --scripted [--out DIR]
-                            a scripted Searcher over the mock adapters: rewards and advantages of
-                            one batch (default DIR: runs)
-  train [--config FILE]     the offline slide environment: SFT warm start, RL phases, evaluation
-                            before and after RL, a run folder with report.html (FILE: YAML or JSON)
-  eval --run DIR [--split test|validation|train] [--limit N]
-                            evaluate the run's latest checkpoint; writes DIR/eval-<split>.json
-  report --run DIR          (re)write DIR/report.html from a finished run folder
-  help                      show this text
+  train [--config FILE]     the offline slide environment with your settings (FILE: YAML or JSON)
+  eval --run DIR            evaluate a run's latest checkpoint on a split
+  report --run DIR          (re)write a run folder's report.html
+  help                      this text; \`searcher-rl <command> --help\` for a command's options
+
+Options: --version, --help
 `;
+
+const HELP: Record<string, () => string> = {
+  demo: () => `searcher-rl demo [--scripted [--out DIR]]
+
+  The main job on the offline slide environment with the default settings (\`train\` with no
+  --config). With --scripted: a scripted Searcher over the mock adapters instead, printing the
+  rewards and advantages of one batch (3 questions x 4 rollouts) and writing them under DIR
+  (default: runs).
+`,
+  train: () => `searcher-rl train [--config FILE]
+
+  Builds (or reuses) the offline slide corpus, warm-starts the policy with SFT on oracle
+  demonstrations, runs the RL phases, evaluates before and after RL, and writes a run folder
+  with report.html. Running it again on the same runId continues the run.
+
+  FILE is YAML (.yaml, .yml) or JSON (.json); every field is optional. Fields and defaults:
+${describeConfigFields(runConfigSchema).join('\n')}
+`,
+  eval: () => `searcher-rl eval --run DIR [--split test|validation|train] [--limit N]
+
+  Evaluates the latest checkpoint of the run folder DIR (one rollout per question at the run's
+  evaluation temperature) and writes DIR/eval-<split>.json.
+`,
+  report: () => `searcher-rl report --run DIR
+
+  (Re)writes DIR/report.html from a run folder: curves, difficulty buckets, an episode browser.
+`,
+};
+
+function version(): string {
+  // package.json sits two folders up from both src/cli/main.ts and dist/cli/main.js.
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
+function args(command: string, rest: string[], options: Record<string, { type: 'string' | 'boolean'; default?: string | boolean }>) {
+  try {
+    return parseArgs({ args: rest, options: { ...options, help: { type: 'boolean', default: false } }, strict: true }).values as Record<string, string | boolean | undefined> & { help: boolean };
+  } catch (error) {
+    throw new InvalidArgumentError(command, `${(error as Error).message}; see searcher-rl ${command} --help`);
+  }
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command = 'help', ...rest] = argv;
@@ -29,17 +69,28 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  if (command === '--version' || command === '-v' || command === 'version') {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  const help = HELP[command];
+  if (!help) {
+    process.stderr.write(`Unknown command '${command}'.\n\n${USAGE}`);
+    return 2;
+  }
   if (command === 'demo') {
-    const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'runs' }, scripted: { type: 'boolean', default: false } }, strict: true });
+    const values = args(command, rest, { out: { type: 'string', default: 'runs' }, scripted: { type: 'boolean', default: false } });
+    if (values.help) return print(help());
     if (values.scripted) {
-      await runDemo({ out: values.out! });
+      await runDemo({ out: values.out as string });
       return 0;
     }
     return main(['train']);
   }
   if (command === 'train') {
-    const { values } = parseArgs({ args: rest, options: { config: { type: 'string' } }, strict: true });
-    const config = values.config ? await loadRunConfig(values.config) : parseRunConfig({});
+    const values = args(command, rest, { config: { type: 'string' } });
+    if (values.help) return print(help());
+    const config = values.config ? await loadRunConfig(values.config as string) : parseRunConfig({});
     const result = await trainRun(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     const report = await writeReport(result.runDir);
     const rise = result.after.judgeSuccess - result.before.judgeSuccess;
@@ -47,23 +98,26 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'eval') {
-    const { values } = parseArgs({ args: rest, options: { run: { type: 'string' }, split: { type: 'string' }, limit: { type: 'string' } }, strict: true });
-    if (!values.run) throw new Error('eval needs --run DIR (a run folder)');
+    const values = args(command, rest, { run: { type: 'string' }, split: { type: 'string' }, limit: { type: 'string' } });
+    if (values.help) return print(help());
+    if (!values.run) throw new InvalidArgumentError('--run', 'eval needs --run DIR (a run folder)');
     const split = values.split as 'train' | 'validation' | 'test' | undefined;
-    if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new Error(`--split must be train, validation or test, got '${split}'`);
+    if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError('--split', `must be train, validation or test, got '${split}'`);
     const limit = values.limit === undefined ? undefined : Number(values.limit);
-    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new Error(`--limit must be a positive integer, got '${values.limit}'`);
-    await evalRun(values.run, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
+    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new InvalidArgumentError('--limit', `must be a positive integer, got '${String(values.limit)}'`);
+    await evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     return 0;
   }
-  if (command === 'report') {
-    const { values } = parseArgs({ args: rest, options: { run: { type: 'string' } }, strict: true });
-    if (!values.run) throw new Error('report needs --run DIR (a run folder)');
-    process.stdout.write(`${await writeReport(values.run)}\n`);
-    return 0;
-  }
-  process.stderr.write(`Unknown command '${command}'.\n\n${USAGE}`);
-  return 2;
+  const values = args(command, rest, { run: { type: 'string' } });
+  if (values.help) return print(help());
+  if (!values.run) throw new InvalidArgumentError('--run', 'report needs --run DIR (a run folder)');
+  process.stdout.write(`${await writeReport(values.run as string)}\n`);
+  return 0;
+}
+
+function print(text: string): number {
+  process.stdout.write(text);
+  return 0;
 }
 
 main(process.argv.slice(2)).then(

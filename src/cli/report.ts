@@ -59,11 +59,11 @@ export async function writeReport(runDir: string, options: { episodes?: number }
     throw new InvalidArgumentError('run', `'${runDir}' has no summary.json (is it a finished run folder?)`, { cause: error });
   }
   const config = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8')) as { phases: Array<{ name: string }> };
-  const curves: Array<{ phase: string; step: number; reward: number; success: number | null; ndcg: number; turns: number }> = [];
+  const curves: Array<{ phase: string; step: number; reward: number | null; success: number | null; ndcg: number; turns: number }> = [];
   for (const phase of config.phases) {
     // A resumed phase runs the steps after its checkpoint again: the last record of a step counts.
     const byStep = new Map<number, (typeof curves)[number]>();
-    for (const record of (await readJsonl(join(runDir, phase.name, 'metric.jsonl'))) as Array<{ data: { step: number; rewardMean: number; successRate: number | null; ndcgMean: number; turnsMean: number } }>) {
+    for (const record of (await readJsonl(join(runDir, phase.name, 'metric.jsonl'))) as Array<{ data: { step: number; rewardMean: number | null; successRate: number | null; ndcgMean: number; turnsMean: number } }>) {
       byStep.set(record.data.step, { phase: phase.name, step: record.data.step, reward: record.data.rewardMean, success: record.data.successRate, ndcg: record.data.ndcgMean, turns: record.data.turnsMean });
     }
     curves.push(...[...byStep.values()].sort((a, b) => a.step - b.step));

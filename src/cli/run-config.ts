@@ -2,8 +2,9 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { ConfigValidationError } from '../core/errors';
+import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
 import { searcherConfigSchema } from '../config';
+import { issueFields } from '../provider-utils/settings';
 
 const positiveInt = () => z.number().int().positive();
 const unit = () => z.number().min(0).max(1);
@@ -18,10 +19,8 @@ const unit = () => z.number().min(0).max(1);
  */
 export const runConfigSchema = z
   .object({
-    /** Where run folders go. */
-    runsDir: z.string().min(1).default('runs'),
-    /** Default: a timestamped id. */
-    runId: z.string().regex(/^[A-Za-z0-9._-]+$/).refine((id) => id !== '.' && id !== '..', 'must not be . or ..').optional(),
+    runsDir: z.string().min(1).default('runs').describe('Where run folders go.'),
+    runId: z.string().regex(/^[A-Za-z0-9._-]+$/).refine((id) => id !== '.' && id !== '..', 'must not be . or ..').optional().describe('Default: a timestamped id.'),
     seed: z.number().int().default(1),
     corpus: z
       .object({
@@ -32,8 +31,7 @@ export const runConfigSchema = z
         smallPrintRate: unit().default(0.25),
         validationShare: unit().default(0.1),
         testShare: unit().default(0.1),
-        /** The generated corpus is cached here and reused while its settings are the same. */
-        cacheDir: z.string().min(1).default('.cache/searcher-rl/slides'),
+        cacheDir: z.string().min(1).default('.cache/searcher-rl/slides').describe('The generated corpus is cached here and reused while its settings are the same.'),
       })
       .strict()
       .default({ seed: 1, decks: 200, minSlides: 5, maxSlides: 15, smallPrintRate: 0.25, validationShare: 0.1, testShare: 0.1, cacheDir: '.cache/searcher-rl/slides' }),
@@ -44,20 +42,17 @@ export const runConfigSchema = z
         heads: positiveInt().default(4),
         contextLength: positiveInt().default(256),
         backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
-        /** `vocabulary`: the corpus's words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer. */
-        tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary'),
+        tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe('`vocabulary`: the corpus\'s words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer.'),
       })
       .strict()
       .default({ layers: 2, width: 64, heads: 4, contextLength: 256, backend: 'auto', tokenizer: 'vocabulary' }),
     sft: z
       .object({
-        /** Training questions demonstrated by the scripted oracle (0: no warm start). */
-        demonstrations: z.number().int().min(0).default(2000),
+        demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
         epochs: positiveInt().default(4),
         batchSize: positiveInt().default(32),
         learningRate: z.number().positive().default(3e-3),
-        /** Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops. */
-        vagueRate: unit().default(0.4),
+        vagueRate: unit().default(0.4).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops.'),
         skipCropRate: unit().default(0.5),
       })
       .strict()
@@ -99,8 +94,7 @@ export const runConfigSchema = z
     evaluation: z
       .object({
         split: z.enum(['train', 'validation', 'test']).default('test'),
-        /** Questions evaluated (`null`: the whole split). */
-        limit: positiveInt().nullable().default(null),
+        limit: positiveInt().nullable().default(null).describe('Questions evaluated (`null`: the whole split).'),
         temperature: z.number().min(0).default(0),
       })
       .strict()
@@ -112,22 +106,34 @@ export type RunConfig = z.output<typeof runConfigSchema>;
 export type RunConfigInput = z.input<typeof runConfigSchema>;
 
 export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
-  const parsed = runConfigSchema.safeParse(input ?? {});
+  const parsed = runConfigSchema.safeParse(input === undefined ? {} : input);
   if (!parsed.success) {
-    throw new ConfigValidationError(parsed.error.issues.map((issue) => ({ field: `${source}: ${issue.path.map(String).join('.') || '(root)'}`, message: issue.message })));
+    throw new ConfigValidationError(issueFields(parsed.error.issues).map((issue) => ({ ...issue, field: `${source}: ${issue.field}` })));
   }
   return parsed.data;
 }
 
 /** Reads a run configuration from YAML (`.yaml`, `.yml`) or JSON (`.json`); fields are validated by name. */
 export async function loadRunConfig(path: string): Promise<RunConfig> {
-  const text = await readFile(path, 'utf8');
   const ext = extname(path).toLowerCase();
+  if (!['.yaml', '.yml', '.json'].includes(ext)) throw new InvalidArgumentError('--config', `'${path}' must be a YAML (.yaml, .yml) or JSON (.json) file`);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    throw new InvalidArgumentError('--config', code === 'ENOENT' ? `no such file '${path}'` : `cannot read '${path}': ${(error as Error).message}`, { cause: error });
+  }
+  // An empty file is a mistake, not a request for the whole default job.
+  if (text.trim() === '' || text.split('\n').every((line) => line.trim() === '' || line.trim().startsWith('#'))) {
+    throw new InvalidArgumentError('--config', `'${path}' is empty; give at least one setting (npx searcher-rl train --help lists them), or leave out --config for the defaults`);
+  }
   let data: unknown;
   try {
     data = ext === '.json' ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
     throw new ConfigValidationError([{ field: path, message: `not valid ${ext === '.json' ? 'JSON' : 'YAML'}: ${error instanceof Error ? error.message : String(error)}` }]);
   }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new ConfigValidationError([{ field: `${path}: (root)`, message: 'expected a mapping of settings (key: value)' }]);
   return parseRunConfig(data, path);
 }

@@ -183,7 +183,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
         ...(context.signal && { signal: context.signal }),
         onStep: (m) => {
           steps.push({ ...m, phase: phase.name });
-          progress.update(m.step, `reward ${m.rewardMean.toFixed(3)} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`);
+          progress.update(m.step, `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`);
         },
       });
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);

@@ -14,6 +14,8 @@ export type ErrorCode =
   | 'provider_call'
   | 'port_output'
   | 'backend_unavailable'
+  | 'adapter_error'
+  | 'rewards_missing'
   | 'aborted';
 
 export class SearcherError extends Error {
@@ -73,7 +75,8 @@ export class ConfigValidationError extends SearcherError {
 
   constructor(issues: ReadonlyArray<{ field: string; message: string }>) {
     const first = issues[0] ?? { field: '(root)', message: 'invalid configuration' };
-    const rest = issues.length > 1 ? ` (and ${issues.length - 1} more: ${issues.slice(1).map((i) => i.field).join(', ')})` : '';
+    // Every problem is listed: a typo'd key must not hide behind "and 1 more".
+    const rest = issues.length > 1 ? `; also:${issues.slice(1).map((i) => `\n  '${i.field}': ${i.message}`).join('')}` : '';
     super('config_validation', `Invalid configuration at '${first.field}': ${first.message}${rest}`);
     this.name = 'ConfigValidationError';
     this.field = first.field;
@@ -143,6 +146,62 @@ export class PortOutputError extends SearcherError {
 
   static override isInstance(error: unknown): error is PortOutputError {
     return SearcherError.isInstance(error) && error.code === 'port_output';
+  }
+}
+
+/**
+ * An adapter threw an exception of its own (a TypeError in a user-written judge, a bug): a fault
+ * in the adapter's code, not a provider's failure, so it is never retried. `errorName` is the
+ * original error's class (`TypeError`); `cause` is the error itself.
+ */
+export class AdapterError extends SearcherError {
+  readonly port: PortName;
+  readonly provider: string;
+  readonly errorName: string;
+  /** Never: the same code would fail the same way again. */
+  readonly isRetryable = false;
+
+  constructor(args: { port: PortName; provider: string; error: unknown }) {
+    const errorName = args.error instanceof Error ? args.error.name : typeof args.error;
+    const message = args.error instanceof Error ? args.error.message : String(args.error);
+    super('adapter_error', `${args.port} '${args.provider}' threw ${errorName}: ${message} (an error in the adapter's own code, not a provider failure)`, { cause: args.error });
+    this.name = 'AdapterError';
+    this.port = args.port;
+    this.provider = args.provider;
+    this.errorName = errorName;
+  }
+
+  static override isInstance(error: unknown): error is AdapterError {
+    return SearcherError.isInstance(error) && error.code === 'adapter_error';
+  }
+}
+
+/**
+ * Too many of a training step's rewards could not be computed (by default: all of them), so the
+ * trainer stopped instead of training on nothing; `causes` counts them by `stage:kind`.
+ */
+export class RewardsMissingError extends SearcherError {
+  readonly step: number;
+  readonly missing: number;
+  readonly total: number;
+  readonly causes: Readonly<Record<string, number>>;
+
+  constructor(args: { step: number; missing: number; total: number; causes: Record<string, number>; examples: readonly string[] }) {
+    const causes = Object.entries(args.causes)
+      .sort((a, b) => b[1] - a[1])
+      .map(([cause, n]) => `${cause} x${n}`)
+      .join(', ');
+    const first = args.examples.length > 0 ? `; first: ${args.examples.join(' | ')}` : '';
+    super('rewards_missing', `step ${args.step}: ${args.missing} of ${args.total} rewards could not be computed (${causes})${first}. The step was not trained on; fix the cause and resume from the last checkpoint.`);
+    this.name = 'RewardsMissingError';
+    this.step = args.step;
+    this.missing = args.missing;
+    this.total = args.total;
+    this.causes = args.causes;
+  }
+
+  static override isInstance(error: unknown): error is RewardsMissingError {
+    return SearcherError.isInstance(error) && error.code === 'rewards_missing';
   }
 }
 

@@ -1,4 +1,4 @@
-import type { CallOptions } from './common';
+import type { CallOptions, SetupCheck } from './common';
 import type { Evidence, TokenUsage } from './types';
 
 export interface GeneratorAnswer {
@@ -7,7 +7,7 @@ export interface GeneratorAnswer {
 }
 
 /** The frozen Generator: answers the question from the evidence the Searcher collected. */
-export interface Generator {
+export interface Generator extends SetupCheck {
   readonly specificationVersion: 'v1';
   readonly provider: string;
   doAnswer(question: string, evidence: readonly Evidence[], options?: CallOptions): Promise<GeneratorAnswer>;

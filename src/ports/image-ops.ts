@@ -1,4 +1,4 @@
-import type { CallOptions } from './common';
+import type { CallOptions, SetupCheck } from './common';
 import type { BoundingBox, PageImage } from './types';
 
 export interface CropOptions extends CallOptions {
@@ -7,7 +7,7 @@ export interface CropOptions extends CallOptions {
 }
 
 /** Image operations the environment needs. `bbox` is in the source image's pixels, already validated. */
-export interface ImageOps {
+export interface ImageOps extends SetupCheck {
   readonly specificationVersion: 'v1';
   readonly provider: string;
   doCrop(image: PageImage, bbox: BoundingBox, options?: CropOptions): Promise<PageImage>;

@@ -1,4 +1,4 @@
-export type { CallOptions } from './common';
+export type { CallOptions, SetupCheck } from './common';
 export type { Clock } from './clock';
 export type { SearchEngine, SearchOptions } from './search-engine';
 export type { Generator, GeneratorAnswer } from './generator';

@@ -1,4 +1,4 @@
-import type { CallOptions } from './common';
+import type { CallOptions, SetupCheck } from './common';
 
 export interface JudgeVerdict {
   /** 1.0 correct, 0.5-0.9 partially correct, 0.0 wrong (docs/method.md#judge). */
@@ -9,7 +9,7 @@ export interface JudgeVerdict {
 }
 
 /** Scores a generated answer against the reference answer. */
-export interface Judge {
+export interface Judge extends SetupCheck {
   readonly specificationVersion: 'v1';
   readonly provider: string;
   doScore(question: string, answer: string, reference: string, options?: CallOptions): Promise<JudgeVerdict>;

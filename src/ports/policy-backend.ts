@@ -1,4 +1,4 @@
-import type { CallOptions } from './common';
+import type { CallOptions, SetupCheck } from './common';
 import type { PageImage, TokenStep, Tokenizer } from './types';
 
 export interface GenerateTurnOptions extends CallOptions {
@@ -85,7 +85,7 @@ export interface PolicyCheckpoint {
   blobs: Record<string, Uint8Array>;
 }
 
-export interface PolicyBackend {
+export interface PolicyBackend extends SetupCheck {
   readonly specificationVersion: 'v1';
   readonly provider: string;
   /** How observations are rendered for this policy. */
@@ -93,6 +93,11 @@ export interface PolicyBackend {
   readonly tokenizer: Tokenizer;
   /** Whether `update` changes the policy (a scripted or remote policy may not). */
   readonly trainable: boolean;
+  /**
+   * The longest sequence (prompt, turns, observations) the model can take, if it has a limit: an
+   * episode's context follows it, and a configuration that asks for more is refused.
+   */
+  readonly contextLength?: number;
   begin(promptTokenIds: readonly (readonly number[])[], options?: CallOptions): Promise<RolloutSession>;
   logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]>;
   /** One optimisation step that back-propagates sum_t g_t * logp_t with g from `lossFn`. */

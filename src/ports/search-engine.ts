@@ -1,4 +1,4 @@
-import type { CallOptions } from './common';
+import type { CallOptions, SetupCheck } from './common';
 import type { SearchHit } from './types';
 
 export interface SearchOptions extends CallOptions {
@@ -9,7 +9,7 @@ export interface SearchOptions extends CallOptions {
  * Finds pages for a query. Implementations return hits best first; the core validates them
  * (a hit without a basename is an unusable answer) and wraps errors as ProviderCallError.
  */
-export interface SearchEngine {
+export interface SearchEngine extends SetupCheck {
   readonly specificationVersion: 'v1';
   /** A short name for logs and errors, e.g. `mock`, `sqlite-fts`, `search-r1-http`. */
   readonly provider: string;

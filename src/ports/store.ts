@@ -1,4 +1,4 @@
-import type { CallOptions } from './common';
+import type { CallOptions, SetupCheck } from './common';
 
 export type StoreRecordKind = 'trajectory' | 'reward' | 'metric' | 'event' | 'checkpoint';
 
@@ -26,7 +26,7 @@ export interface StoreQuery {
 }
 
 /** Append-only storage of trajectories, rewards, metrics, events and checkpoint blobs. */
-export interface Store {
+export interface Store extends SetupCheck {
   readonly specificationVersion: 'v1';
   readonly provider: string;
   doAppend(records: readonly StoreRecord[], options?: CallOptions): Promise<void>;

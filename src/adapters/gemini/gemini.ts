@@ -85,6 +85,10 @@ export function createGeminiGenerator(settings: GeminiSettings): Generator {
   return {
     specificationVersion: 'v1',
     provider,
+    // The API key is resolved up front (a Searcher checks before its first step).
+    async doCheck() {
+      client.get();
+    },
     async doAnswer(question: string, evidence: readonly Evidence[], options?: CallOptions): Promise<GeneratorAnswer> {
       const response = await client.generate('generator', provider, vendorEvidenceParts(question, evidence), { systemInstruction: resolved.instructions ?? GENERATOR_INSTRUCTIONS }, options);
       const answer = response.text;
@@ -109,6 +113,10 @@ export function createGeminiJudge(settings: GeminiSettings): Judge {
   return {
     specificationVersion: 'v1',
     provider,
+    // The API key is resolved up front (a Searcher checks before its first step).
+    async doCheck() {
+      client.get();
+    },
     async doScore(question: string, answer: string, reference: string, options?: CallOptions): Promise<JudgeVerdict> {
       const response = await client.generate(
         'judge',

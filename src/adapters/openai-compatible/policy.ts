@@ -25,6 +25,8 @@ const settingsSchema = z
 export interface OpenAICompatibleSettings extends z.input<typeof settingsSchema> {
   /** The served model's tokenizer, locally (token ids in trajectories are the server's). */
   tokenizer: Tokenizer;
+  /** The served model's context length (vLLM's max_model_len): an episode's context follows it. */
+  contextLength?: number;
   /** Retries, timeouts and limits for the HTTP calls (the core's reliability rule). */
   reliability?: Partial<CallPolicy>;
   /** Clock, jitter and retry hooks of the reliability rule (for tests). */
@@ -101,7 +103,7 @@ function tokenIdOf(token: string, provider: string, field: string): number {
  * and top-p: start vLLM with `--logprobs-mode processed_logprobs` (its default reports raw ones).
  */
 export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings): PolicyBackend {
-  const { tokenizer, reliability, reliabilityDeps, ...rest } = settings;
+  const { tokenizer, reliability, reliabilityDeps, contextLength: _contextLength, ...rest } = settings;
   if (!tokenizer || typeof tokenizer.encode !== 'function') throw new InvalidArgumentError('tokenizer', "the served model's tokenizer is required (token ids must match the server's)");
   const client = createOpenAICompatibleCompletions(rest);
   const provider = client.provider;
@@ -150,6 +152,7 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
     modalities: 'text',
     tokenizer,
     trainable: false,
+    ...(settings.contextLength !== undefined && { contextLength: settings.contextLength }),
     async begin(promptTokenIds, options?: CallOptions): Promise<RolloutSession> {
       if (options?.signal?.aborted) throw new AbortedError('begin', { cause: options.signal.reason });
       const sequences = promptTokenIds.map((ids) => [...ids]);

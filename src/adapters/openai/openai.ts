@@ -54,6 +54,10 @@ export function createOpenAIGenerator(settings: OpenAISettings): Generator {
   return {
     specificationVersion: 'v1',
     provider,
+    // The API key is resolved up front (a Searcher checks before its first step).
+    async doCheck() {
+      client.get();
+    },
     async doAnswer(question: string, evidence: readonly Evidence[], options?: CallOptions): Promise<GeneratorAnswer> {
       const response = await client.create(
         'generator',
@@ -86,6 +90,10 @@ export function createOpenAIJudge(settings: OpenAISettings): Judge {
   return {
     specificationVersion: 'v1',
     provider,
+    // The API key is resolved up front (a Searcher checks before its first step).
+    async doCheck() {
+      client.get();
+    },
     async doScore(question: string, answer: string, reference: string, options?: CallOptions): Promise<JudgeVerdict> {
       const response = await client.create(
         'judge',

@@ -37,6 +37,8 @@ export interface ScriptedPolicySettings {
   tokenizer?: Tokenizer;
   /** `text+image` makes the episode pass observation images to `append` (recorded in `calls.append`). */
   modalities?: 'text' | 'text+image';
+  /** A context limit to report, as a model would (default: none). */
+  contextLength?: number;
   /** Log-prob reported for every token (default 0: a scripted policy is certain of its script). */
   logProb?: number;
 }
@@ -83,6 +85,7 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
     modalities: settings.modalities ?? 'text',
     tokenizer,
     trainable: false,
+    ...(settings.contextLength !== undefined && { contextLength: settings.contextLength }),
     calls,
     async begin(promptTokenIds, options?: CallOptions): Promise<RolloutSession> {
       options?.signal?.throwIfAborted();

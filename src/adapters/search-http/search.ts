@@ -107,11 +107,15 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
 export function createBraveWebSearch(settings: z.input<typeof braveSchema> = {}): SearchEngine {
   const config = parseSettings('createBraveWebSearch', braveSchema, settings);
   const provider = 'brave-web';
+  const apiKey = () => loadApiKey({ apiKey: config.apiKey, environmentVariableNames: ['BRAVE_SEARCH_API_KEY'], vendor: 'Brave Search', factory: 'createBraveWebSearch' });
   return {
     specificationVersion: 'v1',
     provider,
+    async doCheck() {
+      apiKey();
+    },
     async doSearch(query: string, options: SearchOptions): Promise<SearchHit[]> {
-      const key = loadApiKey({ apiKey: config.apiKey, environmentVariableNames: ['BRAVE_SEARCH_API_KEY'], vendor: 'Brave Search', factory: 'createBraveWebSearch' });
+      const key = apiKey();
       const params = new URLSearchParams({ q: query, count: String(Math.min(20, options.topK)) });
       if (config.country) params.set('country', config.country);
       if (config.safesearch) params.set('safesearch', config.safesearch);

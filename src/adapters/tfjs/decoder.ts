@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { AbortedError, InvalidArgumentError, ProviderCallError, SearcherError } from '../../core/errors';
 import { maxTokensAt } from '../../core/episode/token-budget';
-import { createRandom, type Random } from '../../core/random';
+import { createRandom, RANDOM_STREAMS, type Random } from '../../core/random';
 import type { CallOptions } from '../../ports/common';
 import type { GenerateTurnOptions, RolloutSession, TurnOutput } from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
@@ -298,7 +298,7 @@ export function createDecoder(context: PolicyContext): Decoder {
         keys: Array.from({ length: shape.layers }, () => new Float32Array(0)),
         values: Array.from({ length: shape.layers }, () => new Float32Array(0)),
         capacity: 0,
-        random: createRandom(state.samplingSeed, 2, sessionIndex, r),
+        random: createRandom(state.samplingSeed, RANDOM_STREAMS.sampling, sessionIndex, r),
         busy: false,
       }));
       let ended = false;

@@ -1,5 +1,5 @@
 import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
-import { createRandom } from '../../core/random';
+import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import type { LogProbBatch, LossFunction, PolicyBackend, UpdateOptions } from '../../ports/policy-backend';
 import type { Tokenizer } from '../../ports/types';
 import { AdamW, type AdamWSettings } from './adamw';
@@ -54,7 +54,7 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
   const selected = await selectTfjsBackend(parsed.backend, options.loadBackendModule);
   const modelConfig = transformerConfigOf(parsed.model, tokenizer.vocabSize);
   // Stream 1 of the seed draws the weights; sessions sample from stream 2 (see the decoder).
-  const model = new Transformer(modelConfig, createRandom(parsed.seed, 1));
+  const model = new Transformer(modelConfig, createRandom(parsed.seed, RANDOM_STREAMS.modelWeights));
   const state: PolicyState = { model, optimizer: new AdamW(model.parameters, parsed.optimizer), sessionCounter: 0, samplingSeed: parsed.seed, disposed: false };
   const context: PolicyContext = { settings: parsed, tokenizer, modelConfig, backendTfName: selected.tfName, state };
   const checkpoints = createCheckpoints(context);
@@ -65,6 +65,7 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
     modalities: 'text',
     tokenizer,
     trainable: true,
+    contextLength: modelConfig.contextLength,
     backend: { name: selected.name, skipped: selected.skipped },
     modelConfig,
     get parameterCount() {

@@ -1,4 +1,4 @@
-import { AbortedError, PortOutputError, ProviderCallError, SearcherError, type PortName } from '../errors';
+import { AbortedError, AdapterError, PortOutputError, ProviderCallError, SearcherError, type PortName } from '../errors';
 import type { RewardFailure } from '../reward/combine';
 
 /** Connection-level failures worth retrying when an adapter did not type them itself. */
@@ -14,14 +14,16 @@ export function isConnectionError(error: unknown): boolean {
 
 /**
  * The typed form of any failure of a port call. Errors of the SDK's family pass through; an
- * untyped exception becomes a ProviderCallError naming the port and provider, retryable only if
- * it is a connection failure (anything else, an adapter bug or a bad header, would fail the same
- * way again).
+ * untyped connection failure becomes a retryable ProviderCallError; any other untyped exception
+ * is the adapter's own fault (an AdapterError, never retried: it would fail the same way again).
  */
 export function asCallError(error: unknown, port: PortName, provider: string): SearcherError {
   if (SearcherError.isInstance(error)) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new ProviderCallError({ port, provider, message, isRetryable: isConnectionError(error), cause: error });
+  if (isConnectionError(error)) {
+    const message = error instanceof Error ? error.message : String(error);
+    return new ProviderCallError({ port, provider, message, isRetryable: true, cause: error });
+  }
+  return new AdapterError({ port, provider, error });
 }
 
 /** The cause of a failed call, as recorded with a missing reward. */
@@ -30,5 +32,6 @@ export function classifyFailure(stage: RewardFailure['stage'], error: unknown): 
   if (AbortedError.isInstance(error)) return { stage, kind: 'aborted', message };
   if (PortOutputError.isInstance(error)) return { stage, kind: 'invalid_output', message };
   if (ProviderCallError.isInstance(error)) return { stage, kind: error.status === 408 || /timed? ?out/i.test(message) ? 'timeout' : 'provider_error', message };
+  if (AdapterError.isInstance(error)) return { stage, kind: 'adapter_error', message };
   return { stage, kind: 'error', message };
 }

@@ -9,8 +9,12 @@ export interface EpisodeConfig {
   searchTopK: number;
   /** Tokens the policy may generate in one turn. */
   maxTurnTokens: number;
-  /** Prompt + turns + observations; beyond it the episode ends with `context`. */
-  maxContextTokens: number;
+  /**
+   * Prompt + turns + observations; beyond it the episode ends with `context`. `null`: the
+   * policy's own context length (`PolicyBackend.contextLength`), or FALLBACK_CONTEXT_TOKENS for a
+   * policy without a limit. A value above the policy's is refused.
+   */
+  maxContextTokens: number | null;
   /** Evidence items passed to the Generator (retrieved pages first, then crops). */
   maxEvidence: number;
   temperature: number;
@@ -30,7 +34,7 @@ export const DEFAULT_EPISODE_CONFIG: Readonly<EpisodeConfig> = Object.freeze({
   maxTurns: 7,
   searchTopK: 10,
   maxTurnTokens: 256,
-  maxContextTokens: 8192,
+  maxContextTokens: null,
   maxEvidence: 8,
   temperature: 1,
   topP: 1,
@@ -42,7 +46,7 @@ export const DEFAULT_EPISODE_CONFIG: Readonly<EpisodeConfig> = Object.freeze({
 
 export function resolveEpisodeConfig(partial: Partial<EpisodeConfig> = {}): EpisodeConfig {
   const config = { ...DEFAULT_EPISODE_CONFIG, ...partial };
-  const positiveInt = ['maxTurns', 'searchTopK', 'maxTurnTokens', 'maxContextTokens', 'maxEvidence', 'cropMinOutputSide', 'observationMaxChars'] as const;
+  const positiveInt = ['maxTurns', 'searchTopK', 'maxTurnTokens', 'maxEvidence', 'cropMinOutputSide', 'observationMaxChars'] as const;
   for (const key of positiveInt) {
     const v = config[key];
     if (!(Number.isInteger(v) && v > 0)) throw new InvalidArgumentError(`episode.${key}`, `must be a positive integer, got ${String(v)}`);
@@ -53,6 +57,25 @@ export function resolveEpisodeConfig(partial: Partial<EpisodeConfig> = {}): Epis
   if (config.policyImageMaxSide !== null && !(Number.isInteger(config.policyImageMaxSide) && config.policyImageMaxSide > 0)) {
     throw new InvalidArgumentError('episode.policyImageMaxSide', `must be a positive integer or null, got ${String(config.policyImageMaxSide)}`);
   }
+  if (config.maxContextTokens !== null && !(Number.isInteger(config.maxContextTokens) && config.maxContextTokens > 0)) {
+    throw new InvalidArgumentError('episode.maxContextTokens', `must be a positive integer or null (the policy's context length), got ${String(config.maxContextTokens)}`);
+  }
   if (config.instructions !== null && typeof config.instructions !== 'string') throw new InvalidArgumentError('episode.instructions', 'must be a string or null');
   return config;
+}
+
+/** The context of a policy that reports no limit (a scripted policy, a remote one not told its limit). */
+export const FALLBACK_CONTEXT_TOKENS = 8192;
+
+/**
+ * The episode's context window for this policy: the configured one, else the policy's own, else
+ * FALLBACK_CONTEXT_TOKENS. A configured window larger than the model's would overflow inside the
+ * model at run time (every episode an error); it is refused instead.
+ */
+export function episodeContextTokens(config: Pick<EpisodeConfig, 'maxContextTokens'>, policy: { readonly contextLength?: number; readonly provider: string }): number {
+  const limit = policy.contextLength;
+  if (config.maxContextTokens !== null && limit !== undefined && config.maxContextTokens > limit) {
+    throw new InvalidArgumentError('episode.maxContextTokens', `is ${config.maxContextTokens}, but the policy '${policy.provider}' takes at most ${limit} tokens; leave it null to follow the policy, or set it to ${limit} or less`);
+  }
+  return config.maxContextTokens ?? limit ?? FALLBACK_CONTEXT_TOKENS;
 }

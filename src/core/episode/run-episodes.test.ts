@@ -157,7 +157,7 @@ describe('runEpisodes', () => {
     );
     expect(episodes[0]!.trajectory.terminated).toBe('error');
     expect(episodes[0]!.trajectory.error).toMatchObject({ stage: 'search' });
-    expect(episodes[0]!.trajectory.error!.message).toMatch(/searchEngine 'mock' failed: index offline/);
+    expect(episodes[0]!.trajectory.error!.message).toMatch(/searchEngine 'mock' threw Error: index offline/);
     expect(episodes[1]!.trajectory.terminated).toBe('complete');
   });
 
@@ -282,7 +282,7 @@ describe('runEpisodes: robustness', () => {
     const episodes = await runEpisodes(two(), { policy, searchEngine: createMockSearchEngine({ pages }) });
     for (const e of episodes) {
       expect(e.trajectory.terminated).toBe('error');
-      expect(e.trajectory.error!.message).toMatch(/policy 'scripted' failed: inference server returned 500/);
+      expect(e.trajectory.error!.message).toMatch(/policy 'scripted' threw Error: inference server returned 500/);
       expect(e.trajectory.retrievedBasenames).toHaveLength(1);
     }
   });

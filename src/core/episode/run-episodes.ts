@@ -8,7 +8,7 @@ import type { ImageOps } from '../../ports/image-ops';
 import type { PolicyBackend } from '../../ports/policy-backend';
 import type { SearchEngine } from '../../ports/search-engine';
 import type { Evidence } from '../../ports/types';
-import { resolveEpisodeConfig, type EpisodeConfig } from './config';
+import { episodeContextTokens, resolveEpisodeConfig, type EpisodeConfig } from './config';
 import { checkInstances, sampleIdOf, type EpisodeInstance } from './instances';
 import { buildPrompt } from './prompt';
 import { executeTurn, finish, type RolloutState } from './turn-executor';
@@ -53,6 +53,7 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
   const signal = options.signal;
   checkInstances(instances);
   if (!policy) throw new Error('runEpisodesThrough: the gateway has no policy');
+  const contextTokens = episodeContextTokens(config, policy);
   if (instances.length === 0) return [];
   if (signal?.aborted) throw new AbortedError('runEpisodes', { cause: signal.reason });
 
@@ -88,25 +89,41 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
     emit(id);
   };
 
-  const session = await gateway.beginSession(promptIds, signal);
+  // A prompt that leaves no room to act ends its episode with `context` before the model sees it;
+  // the session holds the others (session rollout ids are their places among the fitting ones).
+  const fitting: number[] = [];
+  states.forEach((state, id) => {
+    if (state.tokens.length >= contextTokens) {
+      finish(state, 'context');
+      emit(id);
+    } else fitting.push(id);
+  });
+  if (fitting.length === 0) return states.map((_state, id) => ended.get(id)!);
+  const rolloutOf = new Map(fitting.map((id, row) => [id, row] as const));
+  const session = await gateway.beginSession(fitting.map((id) => promptIds[id]!), signal);
   let aborted: unknown = null;
   try {
     for (let turn = 0; turn < config.maxTurns && aborted === null; turn++) {
       const active: number[] = [];
-      for (let id = 0; id < states.length; id++) {
+      for (const id of fitting) {
         const state = states[id]!;
         if (state.done) continue;
-        if (state.tokens.length >= config.maxContextTokens) {
+        if (state.tokens.length >= contextTokens) {
           finish(state, 'context');
           emit(id);
         } else active.push(id);
       }
       if (active.length === 0) break;
       // Each rollout's own budget: one rollout near its context limit does not cut the others short.
-      const maxTokens = active.map((id) => Math.min(config.maxTurnTokens, config.maxContextTokens - states[id]!.tokens.length));
+      const maxTokens = active.map((id) => Math.min(config.maxTurnTokens, contextTokens - states[id]!.tokens.length));
       let results;
       try {
-        results = await gateway.generateTurn(session, active, { stopAfter: TURN_STOP_TAGS, maxTokens, temperature: config.temperature, topP: config.topP, ...(signal && { signal }) });
+        const rows = await gateway.generateTurn(
+          session,
+          active.map((id) => rolloutOf.get(id)!),
+          { stopAfter: TURN_STOP_TAGS, maxTokens, temperature: config.temperature, topP: config.topP, ...(signal && { signal }) },
+        );
+        results = rows.map((result, k) => ({ ...result, rolloutId: active[k]! }));
       } catch (error) {
         if (AbortedError.isInstance(error)) {
           aborted = error;
@@ -133,13 +150,13 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
             }
             const ids = policy.tokenizer.encode(record.observation);
             // An observation that does not fit ends the episode instead of overflowing the window.
-            if (state.tokens.length + ids.length > config.maxContextTokens) {
+            if (state.tokens.length + ids.length > contextTokens) {
               finish(state, 'context');
               emit(id);
               return;
             }
             const images = policy.modalities === 'text+image' ? state.observationImages : [];
-            await gateway.appendObservation(session, id, ids, { ...(signal && { signal }), ...(images.length > 0 && { images }) });
+            await gateway.appendObservation(session, rolloutOf.get(id)!, ids, { ...(signal && { signal }), ...(images.length > 0 && { images }) });
             state.tokens.appendContext(ids, record.observation);
           } catch (error) {
             if (AbortedError.isInstance(error)) throw error;

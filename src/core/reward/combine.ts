@@ -37,7 +37,8 @@ export interface RewardFailure {
   /** What failed: the generator's terminal answer, the judge, or the episode itself. */
   stage: 'episode' | 'generator' | 'judge';
   /** `deadline`: a pipeline deadline (per prompt, per reward, per step) passed before it was done. */
-  kind: 'timeout' | 'deadline' | 'provider_error' | 'invalid_output' | 'aborted' | 'error';
+  /** `adapter_error`: the adapter's own code threw (a bug, not a provider failure). */
+  kind: 'timeout' | 'deadline' | 'provider_error' | 'adapter_error' | 'invalid_output' | 'aborted' | 'error';
   message: string;
 }
 

@@ -92,7 +92,7 @@ export async function scoreEpisode(trajectory: Trajectory, terminal: TerminalAns
   return combineReward({ formatPassed: passed, judgeScore, ndcg }, weights);
 }
 
-const KINDS = new Set<RewardFailure['kind']>(['timeout', 'deadline', 'provider_error', 'invalid_output', 'aborted', 'error']);
+const KINDS = new Set<RewardFailure['kind']>(['timeout', 'deadline', 'provider_error', 'adapter_error', 'invalid_output', 'aborted', 'error']);
 function failureKind(kind: string | undefined): RewardFailure['kind'] {
   return kind !== undefined && KINDS.has(kind as RewardFailure['kind']) ? (kind as RewardFailure['kind']) : 'error';
 }
