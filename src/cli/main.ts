@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { SearcherError } from '../core/errors';
 import { runDemo } from './demo';
+import { icdCommand } from './icd';
 import { writeReport } from './report';
 import { loadRunConfig, parseRunConfig } from './run-config';
 import { evalRun, trainRun } from './train-run';
@@ -20,6 +21,8 @@ Commands:
   eval --run DIR [--split test|validation|train] [--limit N]
                             evaluate the run's latest checkpoint; writes DIR/eval-<split>.json
   report --run DIR          (re)write DIR/report.html from a finished run folder
+  icd <command>             in-context demonstration selection: normalise, eval, mine, inject,
+                            control, train (searcher-rl icd --help)
   help                      show this text
 `;
 
@@ -56,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
     await evalRun(values.run, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     return 0;
   }
+  if (command === 'icd') return icdCommand(rest);
   if (command === 'report') {
     const { values } = parseArgs({ args: rest, options: { run: { type: 'string' } }, strict: true });
     if (!values.run) throw new Error('report needs --run DIR (a run folder)');
