@@ -16,6 +16,7 @@ export default defineConfig({
     'adapters/tfjs/index': 'src/adapters/tfjs/index.ts',
     'adapters/image/index': 'src/adapters/image/index.ts',
     'adapters/sqlite-fts/index': 'src/adapters/sqlite-fts/index.ts',
+    'adapters/icd/index': 'src/adapters/icd/index.ts',
     'provider-utils/index': 'src/provider-utils/index.ts',
     'testing/index': 'src/testing/index.ts',
     'cli/main': 'src/cli/main.ts',

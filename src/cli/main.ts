@@ -3,10 +3,16 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { InvalidArgumentError, SearcherError } from '../core/errors';
 import { describeConfigFields } from './config-help';
-import { runDemo } from './demo';
-import { writeReport } from './report';
 import { loadRunConfig, parseRunConfig, runConfigSchema } from './run-config';
-import { evalRun, trainRun } from './train-run';
+
+// The commands' own modules (TensorFlow.js, sharp, SQLite) load only when a command runs them, so
+// `--help` and `--version` work without those packages.
+const commands = {
+  demo: () => import('./demo'),
+  report: () => import('./report'),
+  trainRun: () => import('./train-run'),
+  icd: () => import('./icd'),
+};
 
 const USAGE = `searcher-rl <command> [options]
 
@@ -17,6 +23,8 @@ Commands:
   train [--config FILE]     the offline slide environment with your settings (FILE: YAML or JSON)
   eval --run DIR            evaluate a run's latest checkpoint on a split
   report --run DIR          (re)write a run folder's report.html
+  icd <command>             in-context demonstration selection: normalise, eval, mine, inject,
+                            control, train (searcher-rl icd --help)
   help                      this text; \`searcher-rl <command> --help\` for a command's options
 
 Options: --version, --help
@@ -73,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${version()}\n`);
     return 0;
   }
+  if (command === 'icd') return (await commands.icd()).icdCommand(rest);
   const help = HELP[command];
   if (!help) {
     process.stderr.write(`Unknown command '${command}'.\n\n${USAGE}`);
@@ -82,7 +91,7 @@ async function main(argv: string[]): Promise<number> {
     const values = args(command, rest, { out: { type: 'string', default: 'runs' }, scripted: { type: 'boolean', default: false } });
     if (values.help) return print(help());
     if (values.scripted) {
-      await runDemo({ out: values.out as string });
+      await (await commands.demo()).runDemo({ out: values.out as string });
       return 0;
     }
     return main(['train']);
@@ -91,8 +100,8 @@ async function main(argv: string[]): Promise<number> {
     const values = args(command, rest, { config: { type: 'string' } });
     if (values.help) return print(help());
     const config = values.config ? await loadRunConfig(values.config as string) : parseRunConfig({});
-    const result = await trainRun(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
-    const report = await writeReport(result.runDir);
+    const result = await (await commands.trainRun()).trainRun(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
+    const report = await (await commands.report()).writeReport(result.runDir);
     const rise = result.after.judgeSuccess - result.before.judgeSuccess;
     process.stdout.write(`judge success on the ${result.after.split} split: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`);
     return 0;
@@ -105,13 +114,13 @@ async function main(argv: string[]): Promise<number> {
     if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError('--split', `must be train, validation or test, got '${split}'`);
     const limit = values.limit === undefined ? undefined : Number(values.limit);
     if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new InvalidArgumentError('--limit', `must be a positive integer, got '${String(values.limit)}'`);
-    await evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
+    await (await commands.trainRun()).evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     return 0;
   }
   const values = args(command, rest, { run: { type: 'string' } });
   if (values.help) return print(help());
   if (!values.run) throw new InvalidArgumentError('--run', 'report needs --run DIR (a run folder)');
-  process.stdout.write(`${await writeReport(values.run as string)}\n`);
+  process.stdout.write(`${await (await commands.report()).writeReport(values.run as string)}\n`);
   return 0;
 }
 

@@ -88,7 +88,7 @@ export class ConfigValidationError extends SearcherError {
   }
 }
 
-export type PortName = 'searchEngine' | 'generator' | 'judge' | 'policy' | 'store' | 'imageOps' | 'embedder';
+export type PortName = 'searchEngine' | 'generator' | 'judge' | 'policy' | 'store' | 'imageOps' | 'embedder' | 'icdScorer';
 
 /**
  * A call to a port's implementation failed (a remote provider, a local index, a file).

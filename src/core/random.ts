@@ -108,4 +108,12 @@ export const RANDOM_STREAMS = Object.freeze({
   slideCorpus: 7,
   /** The SFT warm start's minibatch order. */
   sftOrder: 11,
+  /** The embedded ICD demo's tasks, demonstrations and queries. */
+  icdDemo: 13,
+  /** ICD data generation: sampled and random trajectories, mined pairs. */
+  icdData: 17,
+  /** The pointer selector's initial weights. */
+  icdSelectorWeights: 19,
+  /** The pointer selector's shot sampling and minibatch order. */
+  icdSelectorSampling: 23,
 } as const);

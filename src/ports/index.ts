@@ -5,6 +5,7 @@ export type { Generator, GeneratorAnswer } from './generator';
 export type { Judge, JudgeVerdict } from './judge';
 export type { ImageOps, CropOptions } from './image-ops';
 export type { Embedder, EmbeddingInput } from './embedder';
+export type { IcdScorer, IcdScore, IcdQuery, IcdDemonstration } from './icd-scorer';
 export type { Store, StoreRecord, StoreRecordKind, StoreQuery } from './store';
 export type {
   PolicyBackend,

@@ -1,1 +1,2 @@
 export { createOpenAIGenerator, createOpenAIJudge, type OpenAISettings } from './openai';
+export { createOpenAIEmbedder, type OpenAIEmbedderSettings } from './embedder';

@@ -14,3 +14,16 @@ export const openaiSettingsSchema = z
     instructions: z.string().optional(),
   })
   .strict();
+
+/** `createOpenAIEmbedder`: an OpenAI-compatible `/embeddings` endpoint. */
+export const openaiEmbedderSettingsSchema = z
+  .object({
+    model: z.string().min(1),
+    /** The vector length; sent as `dimensions` when `sendDimensions` (text-embedding-3-*), checked on every answer. */
+    dimensions: z.number().int().positive(),
+    sendDimensions: z.boolean().default(true),
+    apiKey: z.string().min(1).optional(),
+    baseURL: z.string().url().optional(),
+    organization: z.string().optional(),
+  })
+  .strict();

@@ -2,3 +2,5 @@ export { createTfjsPolicy, tokenizerFromCheckpoint, tfjsPolicySettingsSchema, CH
 export { selectTfjsBackend, TFJS_BACKENDS, type TfjsBackendName, type SelectedBackend, type BackendModuleLoader } from './backends';
 export type { TransformerConfig } from './transformer';
 export type { AdamWSettings } from './adamw';
+export { createPointerSelector, pointerSelectorSettingsSchema, POINTER_SELECTOR_FORMAT, type PointerSelector, type PointerSelectorSettings, type SelectorBatch } from './pointer-selector';
+export { warmUpOnBeamLabels, trainSelectorGrpo, evaluateSelections, greedyChoice, selectorBatch, type SelectionReward, type GrpoStepReport } from './pointer-training';

@@ -35,7 +35,7 @@ export const DEFAULT_CALL_POLICY: Readonly<CallPolicy> = Object.freeze({
  */
 export const SINGLE_ATTEMPT_CALL_POLICY: Readonly<CallPolicy> = Object.freeze({ ...DEFAULT_CALL_POLICY, timeoutMs: null, maxRetries: 0 });
 
-export const PORT_NAMES: readonly PortName[] = ['searchEngine', 'generator', 'judge', 'imageOps', 'embedder', 'policy', 'store'];
+export const PORT_NAMES: readonly PortName[] = ['searchEngine', 'generator', 'judge', 'imageOps', 'embedder', 'icdScorer', 'policy', 'store'];
 
 /** Each port's defaults (the configuration's `calls` section is built from these). */
 export const DEFAULT_CALL_POLICIES: Readonly<Record<PortName, Readonly<CallPolicy>>> = Object.freeze({
@@ -44,6 +44,7 @@ export const DEFAULT_CALL_POLICIES: Readonly<Record<PortName, Readonly<CallPolic
   judge: DEFAULT_CALL_POLICY,
   imageOps: DEFAULT_CALL_POLICY,
   embedder: DEFAULT_CALL_POLICY,
+  icdScorer: DEFAULT_CALL_POLICY,
   policy: SINGLE_ATTEMPT_CALL_POLICY,
   store: SINGLE_ATTEMPT_CALL_POLICY,
 });

@@ -53,6 +53,7 @@ const NEEDS: Record<PortName, string> = {
   judge: 'a Judge',
   imageOps: 'an ImageOps',
   embedder: 'an Embedder',
+  icdScorer: 'an IcdScorer',
   policy: 'a PolicyBackend',
   store: 'a Store',
 };
@@ -130,5 +131,5 @@ export function createPortGateway(ports: GatewayPorts, policies: CallPolicies = 
 /** Every port called once per call, no timeout, no retry: what a plain call of the port would do, typed and validated. */
 export function singleAttemptPolicies(): CallPolicies {
   const once: Partial<CallPolicy> = { ...SINGLE_ATTEMPT_CALL_POLICY };
-  return { searchEngine: once, generator: once, judge: once, imageOps: once, embedder: once, policy: once, store: once };
+  return { searchEngine: once, generator: once, judge: once, imageOps: once, embedder: once, icdScorer: once, policy: once, store: once };
 }

@@ -1,0 +1,3 @@
+export { createHashedEmbedder } from './hashed-embedder';
+export { createGeneratorIcdScorer, icdPrompt, ICD_GENERATOR_INSTRUCTIONS } from './generator-scorer';
+export { createIcdDemo, createOfflineIcdScorer, demonstrationText, type IcdDemo } from './demo';

@@ -1,0 +1,159 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createJsonlStore } from '../adapters/store/jsonl/index';
+import { createEmbeddingTable } from '../core/icd/embeddings';
+import { validateIcdRecords } from '../core/icd/index-maps';
+import { oracleAtK } from '../core/icd/injector';
+import { normaliseIcdPools } from '../core/icd/normalise';
+import { formatIcdJsonl, parseIcdRecords, parseIcdText } from '../core/icd/parse';
+import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from '../core/icd/types';
+import { InvalidArgumentError } from '../core/errors';
+import { buildIcdDemoData, DEFAULT_ICD_DATA_OPTIONS } from './icd-data';
+import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from './icd-flow';
+
+const HELP: Record<string, string> = {
+  icd: `searcher-rl icd <command> [options]   in-context demonstration selection (docs/method.md#icd-selection)
+
+Commands (each has --help):
+  normalise   bring RL data with pools of any size to K candidates (your files)
+  eval        check RL data (pool sizes, pointers, global indices) and print oracle@K
+  mine        the embedded demo up to global positive mining
+  inject      the embedded demo up to pool injection (prints oracle@K before/after)
+  control     the embedded demo up to commit-on-improve and the final M trajectories
+  train       the whole flow on the embedded demo: data, warm-up, GRPO, held-out accuracy
+`,
+  normalise: `searcher-rl icd normalise --data FILE --embeddings FILE --query-embeddings FILE --out FILE [--pool-size K]
+
+  --data              RL data: .json (array, or object keyed by query id), .jsonl, or .parquet
+                      (needs the hyparquet package); candidate_pool_indices or candidate_pool_ids
+  --embeddings        candidate embeddings by global index: .json (array of vectors) or .jsonl
+  --query-embeddings  query embeddings: .json array indexed by query_id, or object keyed by it
+  --pool-size         K (default ${DEFAULT_ICD_SETTINGS.poolSize})
+  --out               the normalised data, JSONL
+`,
+  eval: `searcher-rl icd eval --data FILE [--pool-size K] [--embeddings FILE]
+
+  Validates the data (pool size, pointer range, global indices against the embeddings when given)
+  and prints the number of queries, trajectories per query and oracle@K.
+`,
+  demo: `searcher-rl icd {mine|inject|control} --out DIR [--seed N] [--queries N]
+
+  Runs the embedded demo (seeded) up to the stage and writes DIR/<stage>.jsonl.
+`,
+  train: `searcher-rl icd train --out DIR [--seed N] [--queries N] [--steps N] [--warm-up-epochs N]
+
+  The whole flow on the embedded demo: normalise, mine, inject, control, then the pointer selector
+  (tfjs): cross-entropy warm-up on the beam labels and GRPO. Checkpoints go to DIR/store (a run
+  resumes from its latest one); prints oracle@K and the held-out mean accuracy of random choice,
+  the beam labels, the warm-up and GRPO, and writes DIR/final.jsonl and DIR/figures.json.
+`,
+};
+
+const write = (line: string) => process.stdout.write(`${line}\n`);
+const usage = (text: string) => {
+  process.stdout.write(text);
+  return 0;
+};
+
+async function readRecords(path: string): Promise<IcdQueryRecord[]> {
+  const ext = extname(path).toLowerCase();
+  if (ext === '.parquet') {
+    // hyparquet is an optional dependency, loaded only for Parquet files.
+    const name = 'hyparquet';
+    const hyparquet = (await import(name).catch((error: unknown) => {
+      throw new InvalidArgumentError('--data', `reading Parquet needs the hyparquet package (npm install hyparquet)`, { cause: error });
+    })) as { parquetReadObjects: (options: { file: ArrayBuffer }) => Promise<unknown[]> };
+    const bytes = await readFile(path);
+    const rows = await hyparquet.parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) });
+    // Parquet integers may come back as bigint; nested lists as arrays.
+    return parseIcdRecords(JSON.parse(JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))));
+  }
+  return parseIcdText(await readFile(path, 'utf8'), ext === '.jsonl' ? 'jsonl' : 'json');
+}
+
+async function readVectors(path: string): Promise<unknown> {
+  const text = await readFile(path, 'utf8');
+  return extname(path).toLowerCase() === '.jsonl' ? text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown) : (JSON.parse(text) as unknown);
+}
+
+const integer = (value: string | undefined, name: string, fallback: number) => {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!(Number.isInteger(n) && n > 0)) throw new InvalidArgumentError(name, `must be a positive integer, got '${value}'`);
+  return n;
+};
+
+export async function icdCommand(argv: string[]): Promise<number> {
+  const [command = '--help', ...rest] = argv;
+  if (command === '--help' || command === 'help' || command === '-h') {
+    return usage(HELP.icd!);
+  }
+  const help = rest.includes('--help') || rest.includes('-h');
+  if (command === 'normalise' || command === 'normalize') {
+    if (help) return usage(HELP.normalise!);
+    const { values } = parseArgs({ args: rest, options: { data: { type: 'string' }, embeddings: { type: 'string' }, 'query-embeddings': { type: 'string' }, out: { type: 'string' }, 'pool-size': { type: 'string' } }, strict: true });
+    if (!values.data || !values.embeddings || !values['query-embeddings'] || !values.out) throw new InvalidArgumentError('normalise', 'needs --data, --embeddings, --query-embeddings and --out (see --help)');
+    const raw = await readRecords(values.data);
+    const table = createEmbeddingTable((await readVectors(values.embeddings)) as number[][]);
+    const queries = (await readVectors(values['query-embeddings'])) as Record<string, number[]> | number[][];
+    const queryEmbedding = (id: number) => {
+      const v = Array.isArray(queries) ? queries[id] : queries[String(id)];
+      if (!v) throw new InvalidArgumentError('--query-embeddings', `has no embedding for query ${id}`);
+      return v;
+    };
+    const { records, changes } = normaliseIcdPools(raw, { poolSize: integer(values['pool-size'], '--pool-size', DEFAULT_ICD_SETTINGS.poolSize), table, queryEmbedding });
+    await writeFile(values.out, formatIcdJsonl(records));
+    write(`${records.length} queries normalised to K = ${records[0]?.candidate_pool_indices.length ?? 0}: ${changes.reduce((n, c) => n + c.added, 0)} candidates added, ${changes.reduce((n, c) => n + c.dropped, 0)} dropped, ${changes.reduce((n, c) => n + c.merged, 0)} repeats merged -> ${values.out}`);
+    return 0;
+  }
+  if (command === 'eval') {
+    if (help) return usage(HELP.eval!);
+    const { values } = parseArgs({ args: rest, options: { data: { type: 'string' }, embeddings: { type: 'string' }, 'pool-size': { type: 'string' } }, strict: true });
+    if (!values.data) throw new InvalidArgumentError('eval', 'needs --data FILE (see --help)');
+    const records = await readRecords(values.data);
+    const poolSize = integer(values['pool-size'], '--pool-size', DEFAULT_ICD_SETTINGS.poolSize);
+    const embeddingCount = values.embeddings ? ((await readVectors(values.embeddings)) as unknown[]).length : undefined;
+    validateIcdRecords(records, { poolSize, ...(embeddingCount !== undefined && { embeddingCount }) });
+    const counts = records.map((r) => r.pointer_candidates.length);
+    write(JSON.stringify({ queries: records.length, poolSize, trajectoriesPerQuery: { min: Math.min(...counts), max: Math.max(...counts) }, oracleAtK: oracleAtK(records) }));
+    return 0;
+  }
+  if (command === 'mine' || command === 'inject' || command === 'control') {
+    if (help) return usage(HELP.demo!);
+    const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'runs/icd' }, seed: { type: 'string' }, queries: { type: 'string' } }, strict: true });
+    const data = await buildIcdDemoData({ ...DEFAULT_ICD_DATA_OPTIONS, seed: integer(values.seed, '--seed', DEFAULT_ICD_DATA_OPTIONS.seed), queries: integer(values.queries, '--queries', DEFAULT_ICD_DATA_OPTIONS.queries), log: write }, command);
+    await mkdir(values.out!, { recursive: true });
+    const file = join(values.out!, `${command}.jsonl`);
+    if (command === 'mine') await writeFile(file, [...data.positives].map(([queryId, positives]) => JSON.stringify({ query_id: queryId, positives })).join('\n') + '\n');
+    else await writeFile(file, formatIcdJsonl(command === 'inject' ? data.injected : data.final));
+    write(`wrote ${file}`);
+    return 0;
+  }
+  if (command === 'train') {
+    if (help) return usage(HELP.train!);
+    const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'runs/icd' }, seed: { type: 'string' }, queries: { type: 'string' }, steps: { type: 'string' }, 'warm-up-epochs': { type: 'string' } }, strict: true });
+    const out = values.out!;
+    await mkdir(out, { recursive: true });
+    const d = DEFAULT_ICD_FLOW_OPTIONS;
+    const result = await runIcdFlow({
+      ...d,
+      seed: integer(values.seed, '--seed', d.seed),
+      queries: integer(values.queries, '--queries', d.queries),
+      grpoSteps: integer(values.steps, '--steps', d.grpoSteps),
+      warmUpEpochs: integer(values['warm-up-epochs'], '--warm-up-epochs', d.warmUpEpochs),
+      store: createJsonlStore({ dir: join(out, 'store') }),
+      runId: 'selector',
+      log: write,
+    });
+    const { figures } = result.data;
+    await writeFile(join(out, 'final.jsonl'), formatIcdJsonl(result.data.final));
+    const summary = { oracleAtK: { before: figures.oracleBefore, after: figures.oracleAfter }, heldOutMeanAccuracy: result.heldOut, heldOutQueries: result.data.heldOutIds.length };
+    await writeFile(join(out, 'figures.json'), `${JSON.stringify(summary, null, 2)}\n`);
+    write(`oracle@K (training queries): ${figures.oracleBefore.toFixed(3)} before injection -> ${figures.oracleAfter.toFixed(3)} after`);
+    write(`held-out mean accuracy (${result.data.heldOutIds.length} queries): random ${result.heldOut.random.toFixed(3)}, beam labels ${result.heldOut.beam.toFixed(3)}, warm-up ${result.heldOut.warmUp.toFixed(3)}, GRPO ${result.heldOut.grpo.toFixed(3)}`);
+    return 0;
+  }
+  process.stderr.write(`Unknown icd command '${command}'.\n\n${HELP.icd}`);
+  return 2;
+}

@@ -1,0 +1,56 @@
+import { InvalidArgumentError } from '../errors';
+import { type EmbeddingTable } from './embeddings';
+import { validateIcdRecords } from './index-maps';
+import { gatherPoolEmbeddings } from './normalise';
+import { DEFAULT_ICD_SETTINGS, type IcdGenMethod, type IcdQueryRecord } from './types';
+
+/** One query as the selector's training loop sees it. */
+export interface IcdDatasetItem {
+  queryId: number;
+  /** d numbers. */
+  queryEmbedding: Float32Array;
+  /** K x d, row-major: the pool's embeddings gathered by global index. */
+  candidateEmbeddings: Float32Array;
+  poolIndices: readonly number[];
+  /** The labels for the cross-entropy warm-up, in local indices. */
+  beamLabels: number[][];
+}
+
+export interface IcdDatasetView {
+  readonly size: number;
+  readonly poolSize: number;
+  readonly dimensions: number;
+  item(index: number): IcdDatasetItem;
+}
+
+/**
+ * The RL data over the embedding table (the seed's RLBeamDatasetWithEmbedding, on the full pool):
+ * every pool is checked to hold exactly K candidates and every pointer to be in range when the
+ * view is made, then item i gathers the K x d candidate embeddings by global index.
+ */
+export function createIcdDatasetView(
+  records: readonly IcdQueryRecord[],
+  options: { table: EmbeddingTable; queryEmbedding: (queryId: number) => ArrayLike<number>; poolSize?: number; labelMethods?: readonly IcdGenMethod[] },
+): IcdDatasetView {
+  const poolSize = options.poolSize ?? DEFAULT_ICD_SETTINGS.poolSize;
+  validateIcdRecords(records, { poolSize, embeddingCount: options.table.rows });
+  const methods = new Set(options.labelMethods ?? ['beam']);
+  return {
+    size: records.length,
+    poolSize,
+    dimensions: options.table.dimensions,
+    item(index) {
+      const record = records[index];
+      if (!record) throw new InvalidArgumentError('index', `item ${index} is outside the dataset of ${records.length} queries`);
+      const query = options.queryEmbedding(record.query_id);
+      if (query.length !== options.table.dimensions) throw new InvalidArgumentError('queryEmbedding', `query ${record.query_id} has ${query.length} dimensions, the table ${options.table.dimensions}`);
+      return {
+        queryId: record.query_id,
+        queryEmbedding: Float32Array.from(query),
+        candidateEmbeddings: gatherPoolEmbeddings(options.table, record.candidate_pool_indices),
+        poolIndices: record.candidate_pool_indices,
+        beamLabels: record.pointer_candidates.filter((t) => methods.has(t.gen_method)).map((t) => [...t.pointer]),
+      };
+    },
+  };
+}
