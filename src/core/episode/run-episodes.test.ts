@@ -136,6 +136,20 @@ describe('runEpisodes', () => {
     expect(t.evidence[1]).toMatchObject({ kind: 'crop', basename: 'acme_2.png', sourceRegion: [20, 20, 100, 60] });
   });
 
+  it('clamps a mapped bbox to the page and stores whole pixels, the region that was cut', async () => {
+    // A 1000x2998 page shown at 111x333: the full box maps to y2 = 2998.0000000000005 in floats.
+    const tall = [{ basename: 'tall.png', text: 'acme revenue 2019', image: createRawImage(1000, 2998) }];
+    const policy = createScriptedPolicy({ script: ['<search>acme revenue 2019</search>', '<bbox>[0, 0, 111, 333]</bbox>', '<bbox>[0.5, 0.5, 10.2, 10.7]</bbox>', '<search_complete>true</search_complete>'] });
+    const imageOps = createRawImageOps();
+    const [episode] = await runEpisodes(one(), { policy, searchEngine: createMockSearchEngine({ pages: tall }), imageOps }, { config: { policyImageMaxSide: 333 } });
+    const t = episode!.trajectory;
+    expect(t.terminated).toBe('complete');
+    expect(t.turns[1]!.crop?.sourceRegion).toEqual([0, 0, 1000, 2998]);
+    const second = t.turns[2]!.crop!.sourceRegion;
+    expect(second.every((v) => Number.isInteger(v))).toBe(true);
+    expect(imageOps.calls.map((c) => c.bbox)).toEqual([t.turns[1]!.crop!.sourceRegion, second]);
+  });
+
   it('treats a bbox before any image, or on a text-only page, as invalid ("search first")', async () => {
     const policy = createScriptedPolicy({ script: ['<bbox>[0, 0, 10, 10]</bbox>', '<search>forecast</search>', '<bbox>[0, 0, 10, 10]</bbox>', '<search_complete>true</search_complete>'] });
     const [episode] = await runEpisodes(one(), { policy, searchEngine: createMockSearchEngine({ pages }), imageOps: createRawImageOps() });

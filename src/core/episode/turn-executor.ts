@@ -8,7 +8,7 @@ import type { CropRecord, SearchRecord, TerminationReason, TurnRecord } from '..
 import type { TurnOutput } from '../../ports/policy-backend';
 import type { Evidence, PageImage } from '../../ports/types';
 import type { EpisodeConfig } from './config';
-import { mapToSource, shownSize, type ShownImage } from './image-frame';
+import { alignToPixels, mapToSource, shownSize, type ShownImage } from './image-frame';
 import type { EpisodeInstance } from './instances';
 
 /** Everything one rollout has done so far. */
@@ -141,11 +141,12 @@ export async function executeTurn(
           markInvalid({ reason: 'bbox_outside_image', message: `the bbox must lie inside the image, which is ${shown.shownWidth}x${shown.shownHeight}` });
           return record;
         }
-        const region = mapToSource(action.bbox, shown);
-        if (region[2] - region[0] < 1 || region[3] - region[1] < 1) {
+        const mapped = mapToSource(action.bbox, shown);
+        if (mapped[2] - mapped[0] < 1 || mapped[3] - mapped[1] < 1) {
           markInvalid({ reason: 'bbox_empty_area', message: 'the region is smaller than one pixel of the page; choose a larger box' });
           return record;
         }
+        const region = alignToPixels(mapped, shown.source.width, shown.source.height);
         const crop = await gateway.crop(shown.source, region, { minOutputSide: config.cropMinOutputSide, ...(signal && { signal }) });
         const cropShown = shownSize(crop.width, crop.height, config.policyImageMaxSide);
         state.lastImage = { basename: shown.basename, source: shown.source, region, shownWidth: cropShown.width, shownHeight: cropShown.height };
