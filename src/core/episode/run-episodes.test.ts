@@ -336,6 +336,13 @@ describe('runEpisodes: robustness', () => {
     expect(text.calls.append.map((a) => a.images)).toEqual([0]);
   });
 
+  it('shows a text+image policy no image after an invalid turn, not the previous one again', async () => {
+    const policy = createScriptedPolicy({ modalities: 'text+image', script: ['<search>acme revenue 2019</search>', 'no action here', '<search_complete>true</search_complete>'] });
+    const [episode] = await runEpisodes(one(), { policy, searchEngine: createMockSearchEngine({ pages }), imageOps: createRawImageOps() });
+    expect(episode!.trajectory.turns[1]!.invalid).not.toBeNull();
+    expect(policy.calls.append.map((a) => a.images)).toEqual([1, 0]);
+  });
+
   it.each([
     [{ groupId: '', rolloutIndex: 0 }, 'instances[0].groupId'],
     [{ groupId: 'g', rolloutIndex: -1 }, 'instances[0].rolloutIndex'],

@@ -74,12 +74,13 @@ export async function executeTurn(
     record.observation = correctiveMessage(reason.reason, reason.message, config.mode);
     state.invalidActions++;
   };
+  // Cleared before anything can return: only this turn's observation may carry images.
+  state.observationImages = [];
   if (parsed.kind === 'invalid') {
     markInvalid({ reason: parsed.reason, message: parsed.message });
     return record;
   }
   const action = parsed.action;
-  state.observationImages = [];
   try {
     switch (action.type) {
       case 'search_complete':
