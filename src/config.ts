@@ -197,7 +197,14 @@ export const searcherConfigSchema = z
     calls: callsConfigSchema.prefault({}),
     adapters: adaptersConfigSchema.prefault({}),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    // The Search-R1 reward scores the policy's own <answer> (docs/method.md#search-r1-mode); in
+    // searcher mode it would score the Generator's appended answer instead.
+    if (config.reward.scheme === 'search-r1' && config.episode.mode !== 'answer') {
+      ctx.addIssue({ code: 'custom', path: ['reward', 'scheme'], message: `'search-r1' scores the policy's own answer: set episode.mode to 'answer' (it is '${config.episode.mode}')` });
+    }
+  });
 
 export type SearcherConfigInput = z.input<typeof searcherConfigSchema>;
 export type SearcherConfig = z.output<typeof searcherConfigSchema>;

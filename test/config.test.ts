@@ -16,6 +16,8 @@ describe('parseSearcherConfig', () => {
     [{ reward: { weights: 'phase9' } }, 'reward.weights'],
     [{ adapters: { store: { type: 'jsonl' } } }, 'adapters.store.dir'],
     [{ rl: { nAgent: 2.5 } }, 'rl.nAgent'],
+    // The Search-R1 reward scores the policy's own answer: with the default searcher mode it would score the Generator's.
+    [{ reward: { scheme: 'search-r1' } }, 'reward.scheme'],
   ])('names the field of %j', (input, field) => {
     try {
       parseSearcherConfig(input);

@@ -6,6 +6,7 @@ import { ProviderCallError } from '../errors';
 import { trajectoryFromJSON, trajectoryToJSON } from '../trajectory/serialize';
 import type { PromptRecord } from '../types';
 import { mapToSource, shownSize } from './image-frame';
+import { ANSWER_INSTRUCTIONS } from './prompt';
 import type { EpisodeInstance } from './instances';
 import { runEpisodes } from './run-episodes';
 import { completeWithGenerator, selectEvidence } from './terminal-answer';
@@ -195,6 +196,18 @@ describe('runEpisodes', () => {
     const [answer] = await runEpisodes(one(), { policy: createScriptedPolicy({ script }), searchEngine: createMockSearchEngine({ pages }) }, { config: { mode: 'answer' } });
     expect(answer!.trajectory.terminated).toBe('answer');
     expect(answer!.trajectory.finalAnswer).toBe('4.5 billion dollars');
+  });
+
+  it("refuses a bbox in answer mode, as Search-R1's format check does, and never advertises it", async () => {
+    const script = ['<search>acme revenue 2019</search>', '<bbox>[0, 0, 10, 10]</bbox>', '<answer>4.5 billion dollars</answer>'];
+    const imageOps = createRawImageOps();
+    const [answer] = await runEpisodes(one(), { policy: createScriptedPolicy({ script }), searchEngine: createMockSearchEngine({ pages }), imageOps }, { config: { mode: 'answer' } });
+    const t = answer!.trajectory;
+    expect(t.turns[1]!.invalid?.reason).toBe('action_not_allowed');
+    expect(t.turns[1]!.invalid?.message).toBe('<bbox> is not an action here; use <search> or <answer>');
+    expect(t.turns[1]!.observation).not.toMatch(/bbox tag/);
+    expect(imageOps.calls).toHaveLength(0);
+    expect(ANSWER_INSTRUCTIONS).not.toMatch(/bbox|crop/i);
   });
 
   it('stops at an abort', async () => {

@@ -52,8 +52,10 @@ export async function executeTurn(
   let parsed: ParsedTurn = parseAction(text);
   if (parsed.kind === 'valid') {
     const type = parsed.action.type;
-    if ((config.mode === 'searcher' && type === 'answer') || (config.mode === 'answer' && type === 'search_complete')) {
-      const allowed = config.mode === 'searcher' ? '<search>, <bbox> or <search_complete>' : '<search>, <bbox> or <answer>';
+    // Answer mode is Search-R1's protocol: search and answer only. Its format check
+    // (docs/method.md#search-r1-reward) knows no crops, so a crop turn is refused, not scored -1.
+    if ((config.mode === 'searcher' && type === 'answer') || (config.mode === 'answer' && (type === 'search_complete' || type === 'bbox'))) {
+      const allowed = config.mode === 'searcher' ? '<search>, <bbox> or <search_complete>' : '<search> or <answer>';
       parsed = { kind: 'invalid', think: parsed.think, reason: 'action_not_allowed', message: `<${type}> is not an action here; use ${allowed}` };
     }
   }
