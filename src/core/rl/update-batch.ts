@@ -66,13 +66,14 @@ export function createLossFunction(batch: Pick<UpdateBatch, 'oldLogProbs' | 'adv
       clipHigh: settings.clipHigh,
       aggregation: settings.aggregation,
     });
-    const metrics: Record<string, number> = { policyLoss: pg.value, clipFraction: pg.clipFraction };
-    if (settings.klCoef === 0) return { value: pg.value, gradNewLogProbs: pg.gradNewLogProbs, metrics: { ...metrics, kl: 0 } };
+    // The KL is measured whatever klCoef is (a metric to watch); it enters the loss only when klCoef > 0.
     const kl = klPenalty({ estimator: settings.klEstimator, oldLogProbs: batch.oldLogProbs, newLogProbs, mask, aggregation: settings.aggregation });
+    const metrics: Record<string, number> = { policyLoss: pg.value, clipFraction: pg.clipFraction, kl: kl.value };
+    if (settings.klCoef === 0) return { value: pg.value, gradNewLogProbs: pg.gradNewLogProbs, metrics };
     return {
       value: pg.value + settings.klCoef * kl.value,
       gradNewLogProbs: pg.gradNewLogProbs.map((row, i) => row.map((g, t) => g + settings.klCoef * kl.gradNewLogProbs[i]![t]!)),
-      metrics: { ...metrics, kl: kl.value },
+      metrics,
     };
   };
 }
