@@ -137,6 +137,7 @@ describe('createSearcher', () => {
     expect(() => createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine() })).toThrowError(InvalidArgumentError);
     expect(() => createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine() })).toThrow(/ports\.generator/);
     expect(() => createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine(), generator: createMockGenerator() })).toThrow(/ports\.judge/);
+    expect(() => createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine(), generator: createMockGenerator(), judge: createRuleJudge() }, { rl: { loss: { klReference: 'initial' } } })).toThrow(/ports\.referencePolicy/);
   });
 });
 

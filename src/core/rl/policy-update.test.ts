@@ -65,6 +65,26 @@ describe('updatePolicy', () => {
     expect(summary.kl).toBeCloseTo((2 * (Math.exp(-0.5) + 0.5 - 1)) / 3, 12);
   });
 
+  it("scores the KL against a frozen reference once per step with klReference 'initial', and needs one", async () => {
+    const { policy, calls } = fakePolicy(() => 0);
+    const scored: LogProbBatch[] = [];
+    const reference = {
+      async logProbs(batch: LogProbBatch) {
+        scored.push(batch);
+        return batch.positions.map((row) => row.map(() => -3));
+      },
+    };
+    const initial = settings({ ppoEpochs: 2, miniBatchSize: 2, loss: { ...settings().loss, klReference: 'initial' } });
+    const summary = await updatePolicy(policy, five(), initial, { random: createRandom(4), reference });
+    expect(scored).toHaveLength(1);
+    expect(scored[0]!.inputIds).toHaveLength(5);
+    expect(scored[0]!.temperature).toBe(1);
+    // At the rollout's log-probs the KL is measured against the reference, not 0.
+    for (const c of calls) expect(c.atRecorded.metrics!.kl).toBeGreaterThan(0);
+    expect(summary.kl).toBeGreaterThan(0);
+    await expect(updatePolicy(policy, five(), initial, { random: createRandom(4) })).rejects.toThrow(/reference/);
+  });
+
   it('stops at an abort between minibatches', async () => {
     const controller = new AbortController();
     const { policy } = fakePolicy(() => {

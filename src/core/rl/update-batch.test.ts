@@ -58,4 +58,22 @@ describe('createLossFunction', () => {
     expect(result.value).toBeCloseTo(pg.value + 0.5 * kl.value, 14);
     expect(result.gradNewLogProbs[0]![0]).toBeCloseTo(pg.gradNewLogProbs[0]![0]! + 0.5 * kl.gradNewLogProbs[0]![0]!, 14);
   });
+
+  it('passes the verl options through: dual-clip (default bound 3), the log-ratio clamp, the KL against a frozen reference', () => {
+    const settings = loss({ dualClip: true, logRatioClamp: 20, klCoef: 0.1 });
+    const referenceLogProbs = [
+      [-1.5, -1.5, -1.5],
+      [-0.5, -0.5],
+    ];
+    const result = createLossFunction({ oldLogProbs, advantages, referenceLogProbs }, settings)(newLogProbs);
+    const mask = oldLogProbs.map((row) => row.map(() => 1));
+    const pg = policyLoss({ kind: 'ppo_clip', oldLogProbs, newLogProbs, mask, advantages, clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', clipRatioC: 3, logRatioClamp: 20 });
+    const kl = klPenalty({ estimator: 'k3', oldLogProbs: referenceLogProbs, newLogProbs, mask, aggregation: 'token-mean' });
+    expect(result.metrics).toMatchObject({ clipFractionLower: pg.clipFractionLower, kl: kl.value });
+    expect(result.value).toBeCloseTo(pg.value + 0.1 * kl.value, 14);
+    // Dual-clip bounds a negative advantage's loss: far above the old policy, -A x 3.
+    const far = createLossFunction({ oldLogProbs: [[-3]], advantages: [-1] }, loss({ dualClip: true }))([[-3 + Math.log(10)]]);
+    expect(far.value).toBeCloseTo(3, 12);
+    expect(far.metrics!.clipFractionLower).toBe(1);
+  });
 });
