@@ -15,6 +15,7 @@ import { DEFAULT_PIPELINE_DEADLINES, DEFAULT_PIPELINE_LIMITS, DEFAULT_PIPELINE_M
 import { REWARD_PRESETS } from './core/reward/combine';
 import { DEFAULT_REWARD_CONFIG } from './core/reward/score';
 import { LOSS_AGGREGATIONS } from './core/rl/aggregation';
+import { KL_ESTIMATORS, type KlEstimator } from './core/rl/kl';
 import { DEFAULT_RL_SETTINGS } from './core/rl/settings';
 import { issueFields } from './provider-utils/settings';
 
@@ -74,7 +75,14 @@ export const rlConfigSchema = z
         clipHigh: z.number().min(0).default(RL.loss.clipHigh),
         aggregation: z.enum(LOSS_AGGREGATIONS as [(typeof LOSS_AGGREGATIONS)[number], ...(typeof LOSS_AGGREGATIONS)[number][]]).default(RL.loss.aggregation),
         klCoef: z.number().min(0).default(RL.loss.klCoef),
-        klEstimator: z.enum(['k1', 'k2', 'k3']).default(RL.loss.klEstimator),
+        klEstimator: z.enum(KL_ESTIMATORS as [KlEstimator, ...KlEstimator[]]).default(RL.loss.klEstimator),
+        /** `rollout` (the default: the rollout policy's log-probs) or `initial` (a frozen copy of the initial policy, as verl; needs ports.referencePolicy). */
+        klReference: z.enum(['rollout', 'initial']).optional(),
+        /** PPO-clip dual-clip with bound clipRatioC (verl's clip_ratio_c, default 3). */
+        dualClip: z.boolean().optional(),
+        clipRatioC: z.number().gt(1).optional(),
+        /** PPO-clip: clamp the token log-ratio to ±this (verl: 20). */
+        logRatioClamp: z.number().positive().nullable().optional(),
       })
       .strict()
       .prefault({}),
@@ -177,7 +185,20 @@ export const searcherConfigSchema = z
     calls: callsConfigSchema.prefault({}),
     adapters: adaptersConfigSchema.prefault({}),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    // The Search-R1 reward scores the policy's own <answer> (docs/method.md#search-r1-mode); in
+    // searcher mode it would score the Generator's appended answer instead.
+    if (config.reward.scheme === 'search-r1' && config.episode.mode !== 'answer') {
+      ctx.addIssue({ code: 'custom', path: ['reward', 'scheme'], message: `'search-r1' scores the policy's own answer: set episode.mode to 'answer' (it is '${config.episode.mode}')` });
+    }
+    const loss = config.rl.loss;
+    for (const field of ['dualClip', 'logRatioClamp'] as const) {
+      if (loss.kind === 'gspo' && loss[field] !== undefined && loss[field] !== null && loss[field] !== false) {
+        ctx.addIssue({ code: 'custom', path: ['rl', 'loss', field], message: "applies to kind 'ppo_clip' only (GSPO clamps its sequence log-ratio itself)" });
+      }
+    }
+  });
 
 export type SearcherConfigInput = z.input<typeof searcherConfigSchema>;
 export type SearcherConfig = z.output<typeof searcherConfigSchema>;

@@ -33,6 +33,8 @@ export interface SearcherPorts {
   store?: Store;
   /** Time for the pipeline's deadlines and the calls' timeouts (default: the system clock). */
   clock?: Clock;
+  /** A frozen copy of the initial policy, the KL's reference when `rl.loss.klReference` is 'initial' (only its log-probs are used). */
+  referencePolicy?: Pick<PolicyBackend, 'logProbs'>;
 }
 
 export interface CollectOptions {
@@ -143,7 +145,10 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
   if (resolved.reward.scheme === 'searcher' && weights.judge !== 0 && !ports.judge) {
     throw new InvalidArgumentError('ports.judge', `the judge weight is ${weights.judge}; give a Judge or set reward.weights.judge to 0`);
   }
-  const { clock, ...portObjects } = ports;
+  if (resolved.rl.loss.klReference === 'initial' && !ports.referencePolicy) {
+    throw new InvalidArgumentError('ports.referencePolicy', "rl.loss.klReference 'initial' needs a frozen copy of the initial policy (or set it to 'rollout')");
+  }
+  const { clock, referencePolicy, ...portObjects } = ports;
   // Every port is called through one gateway: timeouts, retries, caps and rate limits per `config.calls`.
   const gateway = createPortGateway(portObjects, resolved.calls, clock ? { clock } : {});
   const stages = createEpisodeStages(gateway, {
@@ -259,7 +264,7 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
         ports.policy,
         batch.episodes.map((e) => e.trajectory),
         { loss: resolved.rl.loss, ppoEpochs: resolved.rl.ppoEpochs, miniBatchSize: resolved.rl.miniBatchSize, entropyCoef: resolved.rl.entropyCoef, temperature: resolved.episode.temperature },
-        { random: options.random ?? updateRandom, ...(options.signal && { signal: options.signal }) },
+        { random: options.random ?? updateRandom, ...(options.signal && { signal: options.signal }), ...(referencePolicy && { reference: referencePolicy }) },
       );
     },
   };

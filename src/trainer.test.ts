@@ -147,10 +147,19 @@ describe('createTrainer', () => {
 
   it('reports the step metrics', async () => {
     const store = createMemoryStore();
-    const trainer = createTrainer({ searcher: toySearcher(await tinyPolicy(2)), store, prompts, settings: settings({ steps: 1, batchSize: 5 }) });
+    // Two epochs: the second scores the updated policy against the rollout's log-probs, so the
+    // ratio has moved off 1 and the KL and the clip fraction are measured, not 0 by construction.
+    // A few epochs of SFT on the format first: a random policy fails the format gate everywhere, and
+    // a batch of equal rewards has no advantage to move the policy with.
+    const policy = await tinyPolicy(7, { width: 32, layers: 2, heads: 4, learningRate: 3e-3 });
+    await runSft(policy, await formatDemonstrations(KEYWORDS, prompts), { epochs: 12, batchSize: 8 }, { random: createRandom(5) });
+    const trainer = createTrainer({ searcher: toySearcher(policy, { rl: { ppoEpochs: 2 } }), store, prompts, settings: settings({ steps: 1, batchSize: 5 }) });
     expect(trainer.peekBatch().map((p) => p.uid).sort()).toEqual([...KEYWORDS].sort());
     const [m] = (await trainer.run()).steps;
-    expect(m).toMatchObject({ step: 1, prompts: 5, episodes: 20, missingRewards: 0, successRate: null, updatesApplied: 1, updatesSkipped: 0 });
+    expect(m).toMatchObject({ step: 1, prompts: 5, episodes: 20, missingRewards: 0, successRate: null, updatesApplied: 2, updatesSkipped: 0 });
+    expect(m!.rewardStd).toBeGreaterThan(0);
+    expect(m!.kl).toBeGreaterThan(0);
+    expect(m!.clipFraction).toBeGreaterThan(0);
     for (const key of ['rewardMean', 'ndcgMean', 'turnsMean', 'invalidActionRate', 'clipFraction', 'kl', 'entropy', 'gradNorm', 'rolloutTokensPerSecond', 'trainTokensPerSecond'] as const) {
       expect(Number.isFinite(m![key]), key).toBe(true);
     }

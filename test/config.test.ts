@@ -16,6 +16,11 @@ describe('parseSearcherConfig', () => {
     [{ reward: { weights: 'phase9' } }, 'reward.weights'],
     [{ adapters: { store: { type: 'jsonl' } } }, 'adapters.store.dir'],
     [{ rl: { nAgent: 2.5 } }, 'rl.nAgent'],
+    // The Search-R1 reward scores the policy's own answer: with the default searcher mode it would score the Generator's.
+    [{ reward: { scheme: 'search-r1' } }, 'reward.scheme'],
+    [{ rl: { loss: { dualClip: true } } }, 'rl.loss.dualClip'],
+    [{ rl: { loss: { kind: 'ppo_clip', dualClip: true, clipRatioC: 1 } } }, 'rl.loss.clipRatioC'],
+    [{ rl: { loss: { klEstimator: 'k4' } } }, 'rl.loss.klEstimator'],
   ])('names the field of %j', (input, field) => {
     try {
       parseSearcherConfig(input);

@@ -53,6 +53,16 @@ describe('createSearcher', () => {
     expect(acme.map((t) => t.advantage)).toEqual(expected);
   });
 
+  it('asks the frozen Generator only for episodes that passed the format gate; the others keep a reward of exactly 0', async () => {
+    const generator = createMockGenerator({ facts });
+    const searcher = createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine({ pages }), generator, judge: createRuleJudge() }, { rl: { nAgent: 4 }, episode: { maxTurns: 3 } });
+    const batch = await searcher.collect(prompts);
+    // Per prompt, rollouts 0 and 1 complete validly; 2 (invalid action) and 3 (budget) fail the gate.
+    expect(generator.calls).toHaveLength(4);
+    const failed = batch.episodes.filter((e) => e.trajectory.rolloutIndex >= 2).map((e) => e.trajectory);
+    expect(failed.map((t) => [t.reward, t.advantage === null])).toEqual(Array(4).fill([0, false]));
+  });
+
   it('records a failed judge call as a missing reward, masked out of its group', async () => {
     let calls = 0;
     const flaky: Judge = {
@@ -127,6 +137,7 @@ describe('createSearcher', () => {
     expect(() => createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine() })).toThrowError(InvalidArgumentError);
     expect(() => createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine() })).toThrow(/ports\.generator/);
     expect(() => createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine(), generator: createMockGenerator() })).toThrow(/ports\.judge/);
+    expect(() => createSearcher({ policy: policyFor(), searchEngine: createMockSearchEngine(), generator: createMockGenerator(), judge: createRuleJudge() }, { rl: { loss: { klReference: 'initial' } } })).toThrow(/ports\.referencePolicy/);
   });
 });
 

@@ -29,21 +29,75 @@ export function judgePrompt(question: string, answer: string, reference: string)
 /**
  * A judge's reply must be exactly a JSON object with a numeric `score` in [0, 1]. Anything else
  * (prose, a score in words, out of range, extra text around the JSON) is an unusable answer,
- * never a score.
+ * never a score. A byte-order mark before the JSON is taken; `-0` is 0; a number that only
+ * underflows to 0 (`1e-400`) is refused: it is not a score the judge wrote.
  */
 export function parseJudgeScore(raw: string, port: PortName, provider: string): number {
+  const refuse = (why: string) => new PortOutputError({ port, provider, field: 'score', message: `${why}, got ${JSON.stringify(raw.slice(0, 120))}` });
+  const text = raw.replace(/^\uFEFF/, '').trim();
   let parsed: unknown;
   try {
-    parsed = JSON.parse(raw.trim());
+    parsed = JSON.parse(text);
   } catch {
     throw new PortOutputError({ port, provider, field: 'score', message: `the judge did not reply with JSON: ${JSON.stringify(raw.slice(0, 120))}` });
   }
-  const score = (parsed as { score?: unknown } | null)?.score;
   // Exactly one key: an extra "reason" can carry a plea, and a repeated "score" (JSON.parse keeps
-  // the last) can smuggle a second value past a reader that takes the first.
-  const onlyScore = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.keys(parsed).length === 1 && (raw.match(/"score"\s*:/g) ?? []).length === 1;
-  if (!onlyScore || typeof score !== 'number' || !Number.isFinite(score) || score < 0 || score > 1) {
-    throw new PortOutputError({ port, provider, field: 'score', message: `expected exactly {"score": number in [0, 1]}, got ${JSON.stringify(raw.slice(0, 120))}` });
-  }
-  return score;
+  // the last, and "\u0073core" is "score" too) can smuggle a second value past a reader that takes
+  // the first. Keys are counted after their escapes are decoded, at every depth.
+  const scan = scanJson(text);
+  const score = (parsed as { score?: unknown } | null)?.score;
+  const onlyScore = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.keys(parsed).length === 1 && !scan.duplicateKey;
+  if (!onlyScore || typeof score !== 'number' || !Number.isFinite(score) || score < 0 || score > 1) throw refuse('expected exactly {"score": number in [0, 1]}');
+  if (score === 0 && /[1-9]/.test((scan.numbers[0] ?? '').split(/[eE]/)[0]!)) throw refuse('the score underflows to 0');
+  return score === 0 ? 0 : score;
+}
+
+/** Walks valid JSON text: whether any object repeats a key (decoded), and the numbers' source text in order. */
+function scanJson(text: string): { duplicateKey: boolean; numbers: string[] } {
+  const numbers: string[] = [];
+  let duplicateKey = false;
+  let i = 0;
+  const space = () => {
+    while (/\s/.test(text[i] ?? '')) i++;
+  };
+  const string = (): string => {
+    const start = i;
+    i++;
+    while (text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+    i++;
+    return JSON.parse(text.slice(start, i)) as string;
+  };
+  const value = (): void => {
+    space();
+    const c = text[i];
+    if (c === '{' || c === '[') {
+      const close = c === '{' ? '}' : ']';
+      const keys = new Set<string>();
+      i++;
+      space();
+      while (text[i] !== close) {
+        if (c === '{') {
+          space();
+          const key = string();
+          if (keys.has(key)) duplicateKey = true;
+          keys.add(key);
+          space();
+          i++; // ':'
+        }
+        value();
+        space();
+        if (text[i] === ',') i++;
+        space();
+      }
+      i++;
+    } else if (c === '"') {
+      string();
+    } else {
+      const match = /^-?[0-9.eE+-]+|^(true|false|null)/.exec(text.slice(i))!;
+      if (match[1] === undefined) numbers.push(match[0]);
+      i += match[0].length;
+    }
+  };
+  value();
+  return { duplicateKey, numbers };
 }

@@ -4,6 +4,8 @@ import { loadApiKey } from './api-key';
 import { retryDelayFromBody } from './retry-after';
 import { parseSettings } from './settings';
 import { toProviderError } from './vendor-error';
+import { parseJudgeScore } from './judge';
+import { redactAndCut } from './redact';
 import { z } from 'zod';
 
 describe('toProviderError', () => {
@@ -64,5 +66,50 @@ describe('retryDelayFromBody', () => {
   it("reads Google's RetryInfo", () => {
     expect(retryDelayFromBody('{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}')).toBe(37_000);
     expect(retryDelayFromBody('no hint')).toBeUndefined();
+  });
+});
+
+describe('redactAndCut', () => {
+  const key = 'sk-live-0123456789abcdef';
+
+  it('redacts before it cuts, so a key straddling the cut leaves no part behind', () => {
+    const text = `${'a'.repeat(10)}${key} rest`;
+    for (let max = 1; max <= text.length; max++) {
+      const out = redactAndCut(text, [key], max);
+      for (let k = 4; k <= key.length; k++) expect(out).not.toContain(key.slice(0, k));
+    }
+  });
+
+  it('never ends in a prefix (4 characters or more) of a secret, even one the text holds only in part', () => {
+    expect(redactAndCut(`token: ${key.slice(0, 10)}`, [key], 100)).toBe('token: [redacted]');
+    expect(redactAndCut(`token: ${key.slice(0, 3)}`, [key], 100)).toBe(`token: ${key.slice(0, 3)}`);
+    expect(redactAndCut('short text', [key], 5)).toBe('short');
+  });
+
+  it('redacts the longer of two overlapping secrets whole', () => {
+    expect(redactAndCut(`Bearer ${key}`, [key.slice(0, 8), key], 100)).toBe('Bearer [redacted]');
+  });
+});
+
+describe('parseJudgeScore', () => {
+  const parse = (raw: string) => parseJudgeScore(raw, 'judge', 'p');
+
+  it('refuses any repeated key, however it is spelled', () => {
+    expect(() => parse('{"score": 1, "\\u0073core": 0}')).toThrow(/exactly/);
+    expect(() => parse('{"score": 1, "score": 0}')).toThrow(/exactly/);
+    expect(() => parse('{"\\u0073core": 0.5}')).not.toThrow();
+    expect(() => parse('{"score": {"a": 1, "a": 2}}')).toThrow(/exactly/);
+  });
+
+  it('takes a byte-order mark and -0; refuses a score that only underflows to 0', () => {
+    expect(parse('\uFEFF{"score": 0.5}')).toBe(0.5);
+    expect(Object.is(parse('{"score": -0}'), 0)).toBe(true);
+    expect(() => parse('{"score": 1e-400}')).toThrow(/underflow/);
+    expect(parse('{"score": 1e-3}')).toBe(0.001);
+    expect(parse('{"score": 0e5}')).toBe(0);
+  });
+
+  it('refuses prose, extra keys and out-of-range scores', () => {
+    for (const raw of ['score: 1', '{"score": 1, "reason": "x"}', '{"score": 1.5}', '[1]', '{"score": "1"}', '{"score": 1} trailing']) expect(() => parse(raw)).toThrow();
   });
 });

@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError, ProviderCallError } from '../../core/errors';
-import { createRawImage } from '../mock/raw-image-ops';
+import { createRawImage, createRawImageOps } from '../mock/raw-image-ops';
 import { createSharpImageOps } from './sharp-image-ops';
 import type { PageImage } from '../../ports/types';
 
@@ -33,6 +33,16 @@ describe('createSharpImageOps', () => {
     expect([crop.width, crop.height]).toEqual([100, 50]);
     const capped = await createSharpImageOps({ maxOutputSide: 64 }).doCrop(await page(), [150, 80, 170, 90], { minOutputSide: 1000 });
     expect([capped.width, capped.height]).toEqual([64, 32]);
+  });
+
+  it('takes a box a hair past the edge (float error of the mapping) as the edge, like the raw adapter', async () => {
+    const raw = createRawImage(10, 30);
+    const crop = await createSharpImageOps().doCrop(raw, [0, 0, 10, 30.0000000000005]);
+    expect([crop.width, crop.height]).toEqual([10, 30]);
+    const rawCrop = await createRawImageOps().doCrop(raw, [0, 0, 10, 30.0000000000005]);
+    expect([rawCrop.width, rawCrop.height]).toEqual([10, 30]);
+    await expect(createSharpImageOps().doCrop(raw, [0, 0, 10, 30.01])).rejects.toThrow(InvalidArgumentError);
+    await expect(createRawImageOps().doCrop(raw, [0, 0, 10, 30.01])).rejects.toThrow(InvalidArgumentError);
   });
 
   it('makes small print larger and still readable as pixels', async () => {

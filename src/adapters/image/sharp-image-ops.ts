@@ -1,6 +1,7 @@
 import sharp from 'sharp';
 import { z } from 'zod';
 import { AbortedError, InvalidArgumentError, ProviderCallError } from '../../core/errors';
+import { alignToPixels, insideImage } from '../../core/episode/image-frame';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
 import type { BoundingBox, PageImage } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
@@ -20,7 +21,8 @@ const MIME: Record<'png' | 'jpeg' | 'webp', string> = { png: 'image/png', jpeg: 
 
 /**
  * Crops with sharp (libvips): the box is in the image's pixel space, checked against the image
- * (finite, x2 > x1, y2 > y1, inside), widened to whole pixels, and the crop is enlarged so that its
+ * (finite, x2 > x1, y2 > y1, inside up to float error), widened to whole pixels and clamped to the
+ * image (`alignToPixels`, as the core stores it), and the crop is enlarged so that its
  * longer side reaches `minOutputSide` (small print becomes legible), capped at `maxOutputSide`.
  */
 export function createSharpImageOps(settings: SharpImageOpsSettings = {}): SharpImageOps {
@@ -35,16 +37,15 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
       }
       if (!Array.isArray(bbox) || bbox.length !== 4 || !bbox.every((v) => Number.isFinite(v))) throw new InvalidArgumentError('bbox', 'must be four finite numbers [x1, y1, x2, y2]');
       const [x1, y1, x2, y2] = bbox;
-      if (x1 < 0 || y1 < 0 || x2 > image.width || y2 > image.height) {
+      if (!insideImage(bbox, image.width, image.height)) {
         throw new InvalidArgumentError('bbox', `[${bbox.join(', ')}] is outside the ${image.width}x${image.height} image`);
       }
       if (!(x2 > x1 && y2 > y1)) throw new InvalidArgumentError('bbox', `needs x2 > x1 and y2 > y1, got [${bbox.join(', ')}]`);
       const minOutputSide = options.minOutputSide ?? 0;
       if (!(Number.isFinite(minOutputSide) && minOutputSide >= 0)) throw new InvalidArgumentError('minOutputSide', `must be >= 0, got ${minOutputSide}`);
-      const left = Math.floor(x1);
-      const top = Math.floor(y1);
-      const width = Math.max(1, Math.min(image.width, Math.ceil(x2)) - left);
-      const height = Math.max(1, Math.min(image.height, Math.ceil(y2)) - top);
+      const [left, top, right, bottom] = alignToPixels(bbox, image.width, image.height);
+      const width = right - left;
+      const height = bottom - top;
       const scale = Math.min(Math.max(1, minOutputSide / Math.max(width, height)), maxOutputSide / Math.max(width, height));
       try {
         const input = image.mimeType === RAW_RGBA_MIME ? sharp(image.bytes, { raw: { width: image.width, height: image.height, channels: 4 } }) : sharp(image.bytes);

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, ProviderCallError } from '../../core/errors';
+import { alignToPixels, insideImage } from '../../core/episode/image-frame';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
 import type { BoundingBox, PageImage } from '../../ports/types';
 
@@ -20,7 +21,8 @@ export interface RawImageOps extends ImageOps {
 }
 
 /**
- * Crops raw RGBA images exactly (the region is rounded outwards to whole pixels) and enlarges
+ * Crops raw RGBA images exactly (the region is rounded outwards to whole pixels and clamped to
+ * the image, `alignToPixels` as in the core and the sharp adapter) and enlarges
  * the crop by nearest neighbour to `minOutputSide`. Other formats need a codec: use
  * the sharp adapter.
  */
@@ -36,12 +38,10 @@ export function createRawImageOps(): RawImageOps {
       if (image.mimeType !== RAW_RGBA_MIME) {
         throw new ProviderCallError({ port: 'imageOps', provider: 'raw-rgba', message: `cannot decode ${image.mimeType}; only ${RAW_RGBA_MIME}`, isRetryable: false });
       }
-      const x1 = Math.max(0, Math.floor(bbox[0]));
-      const y1 = Math.max(0, Math.floor(bbox[1]));
-      const x2 = Math.min(image.width, Math.ceil(bbox[2]));
-      const y2 = Math.min(image.height, Math.ceil(bbox[3]));
-      const w = Math.max(1, x2 - x1);
-      const h = Math.max(1, y2 - y1);
+      if (!insideImage(bbox, image.width, image.height)) throw new InvalidArgumentError('bbox', `[${bbox.join(', ')}] is outside the ${image.width}x${image.height} image`);
+      const [x1, y1, x2, y2] = alignToPixels(bbox, image.width, image.height);
+      const w = x2 - x1;
+      const h = y2 - y1;
       const scale = Math.max(1, (options?.minOutputSide ?? 0) / Math.max(w, h));
       const outW = Math.round(w * scale);
       const outH = Math.round(h * scale);

@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import { AbortedError, PortOutputError, ProviderCallError } from '../../core/errors';
 import { parseRetryAfter, redactSecrets, toProviderError } from '../../provider-utils/index';
+import { redactAndCut } from '../../provider-utils/redact';
 
 export interface HttpJsonOptions {
   provider: string;
@@ -47,13 +48,13 @@ export async function httpJson(options: HttpJsonOptions): Promise<unknown> {
       provider,
       status: response.statusCode,
       retryAfterMs: parseRetryAfter(response.headers as Record<string, string | string[] | undefined>) ?? options.retryAfter?.(response.headers as Record<string, string | string[] | undefined>),
-      message: redactSecrets(text.slice(0, 300) || `HTTP ${response.statusCode}`, secrets),
+      message: redactAndCut(text, secrets, 300) || `HTTP ${response.statusCode}`,
     });
   }
   try {
     return JSON.parse(text);
   } catch {
-    throw new ProviderCallError({ port: 'searchEngine', provider, message: `malformed response body: ${JSON.stringify(redactSecrets(text.slice(0, 80), secrets))}`, isRetryable: false });
+    throw new ProviderCallError({ port: 'searchEngine', provider, message: `malformed response body: ${JSON.stringify(redactAndCut(text, secrets, 80))}`, isRetryable: false });
   }
 }
 

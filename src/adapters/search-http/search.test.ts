@@ -88,6 +88,18 @@ describe('createVragImageSearch', () => {
     expect(error.message).not.toContain('retriever-token-CANARY-0001');
   });
 
+  it('redacts before it cuts: no part of a key straddling the cut of an error body survives', async () => {
+    const token = 'retriever-token-CANARY-0002';
+    const headers = { authorization: `Bearer ${token}` };
+    server.reply({ status: 401, text: `${'x'.repeat(280)}${token} denied` }, { text: `<html>${'y'.repeat(60)}${token}</html>` });
+    const retriever = createSearchR1Retriever({ url: server.url, headers });
+    const denied = (await retriever.doSearch('q', { topK: 1 }).catch((e: unknown) => e)) as Error;
+    const malformed = (await retriever.doSearch('q', { topK: 1 }).catch((e: unknown) => e)) as Error;
+    expect(denied).toMatchObject({ status: 401 });
+    expect(malformed.message).toMatch(/malformed response body/);
+    for (const error of [denied, malformed]) expect(error.message).not.toMatch(/retriever-|CANARY/);
+  });
+
   it('can return basenames only, and names a missing image file', async () => {
     server.reply({ json: fixtures.vrag });
     const hits = await createVragImageSearch({ url: server.url, images: 'none' }).doSearch('q', { topK: 1 });

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -86,5 +86,47 @@ describe('SQLite FTS5 search', () => {
     controller.abort();
     await expect(open.doSearch('x', { topK: 1, signal: controller.signal })).rejects.toThrow(/aborted/i);
     open.close();
+  });
+
+  it('refuses basenames that are paths, naming the row', async () => {
+    const db = join(dir, 'paths.sqlite');
+    for (const basename of ['../../etc/passwd', 'deck/1.png', 'deck\\1.png', '..', 'a\u0000b']) {
+      await expect(indexPages(db, [{ basename: 'ok.png', text: 'x' }, { basename, text: 'y' }])).rejects.toSatisfy((e: unknown) => DatasetValidationError.isInstance(e) && e.row === 1 && e.field === 'basename');
+    }
+  });
+
+  it('does not follow a text file or an image linked out of the folder', async () => {
+    const folder = join(dir, 'linked');
+    await mkdir(folder);
+    const outside = join(dir, 'secret.txt');
+    await writeFile(outside, 'the secret outside the folder');
+    const png = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#000' } }).png().toBuffer();
+    await writeFile(join(folder, 'leak_1.png'), png);
+    await symlink(outside, join(folder, 'leak_1.txt'));
+    await expect(indexPageFolder(join(dir, 'linked.sqlite'), folder)).rejects.toSatisfy((e: unknown) => DatasetValidationError.isInstance(e) && e.row === 0 && e.field === 'text' && /outside/.test(e.message));
+    await rm(join(folder, 'leak_1.txt'));
+    await writeFile(join(folder, 'leak_1.txt'), 'a page');
+    await writeFile(join(dir, 'outside.png'), png);
+    await symlink(join(dir, 'outside.png'), join(folder, 'leak_2.png'));
+    await writeFile(join(folder, 'leak_2.txt'), 'another page');
+    await expect(indexPageFolder(join(dir, 'linked.sqlite'), folder)).rejects.toSatisfy((e: unknown) => DatasetValidationError.isInstance(e) && e.row === 1 && e.field === 'imagePath');
+  });
+
+  it('refuses text that is not UTF-8 instead of replacing it, naming the row', async () => {
+    const folder = join(dir, 'latin1');
+    await mkdir(folder);
+    await writeFile(join(folder, 'p_1.png'), await sharp({ create: { width: 4, height: 4, channels: 3, background: '#000' } }).png().toBuffer());
+    await writeFile(join(folder, 'p_1.txt'), Buffer.from([0x63, 0x61, 0x66, 0xe9]));
+    await expect(indexPageFolder(join(dir, 'latin1.sqlite'), folder)).rejects.toSatisfy((e: unknown) => DatasetValidationError.isInstance(e) && e.row === 0 && e.field === 'text' && /UTF-8/.test(e.message));
+    await expect(indexPages(join(dir, 'latin1.sqlite'), [{ basename: 'a', text: 'lone \ud800 surrogate' }])).rejects.toSatisfy((e: unknown) => DatasetValidationError.isInstance(e) && e.row === 0 && e.field === 'text');
+  });
+
+  it('types a dbPath that is not a database and pages that are not an array', async () => {
+    const notDb = join(dir, 'not-a-db.sqlite');
+    await writeFile(notDb, 'this is not a SQLite database, just some text long enough to have a header');
+    await expect(indexPages(notDb, [{ basename: 'a', text: 'x' }])).rejects.toSatisfy((e: unknown) => InvalidArgumentError.isInstance(e) && e.argument === 'dbPath');
+    expect(() => createSqliteSearchEngine({ dbPath: notDb })).toThrow(expect.objectContaining({ argument: 'dbPath' }));
+    await expect(indexPages(join(dir, 'x.sqlite'), { basename: 'a', text: 'x' } as never)).rejects.toSatisfy((e: unknown) => InvalidArgumentError.isInstance(e) && e.argument === 'pages');
+    await expect(indexPages(join(dir, 'x.sqlite'), null as never)).rejects.toSatisfy((e: unknown) => InvalidArgumentError.isInstance(e) && e.argument === 'pages');
   });
 });

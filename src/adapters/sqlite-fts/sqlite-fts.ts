@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { basename as pathBasename, extname, join, resolve } from 'node:path';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { basename as pathBasename, extname, join, resolve, sep } from 'node:path';
 import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { z } from 'zod';
@@ -50,12 +50,16 @@ export interface IndexResult {
  */
 export async function indexPages(dbPath: string, pages: readonly PageRecord[]): Promise<IndexResult> {
   if (typeof dbPath !== 'string' || dbPath.length === 0) throw new InvalidArgumentError('dbPath', 'must be a file path');
+  if (!Array.isArray(pages)) throw new InvalidArgumentError('pages', `must be an array of {basename, text, imagePath?}, got ${pages === null ? 'null' : typeof pages}`);
   const seen = new Set<string>();
   const rows: Array<PageRecord & { mime: string | null; width: number | null; height: number | null }> = [];
   const hash = createHash('sha256');
   for (const [i, page] of pages.entries()) {
     if (!page || typeof page.basename !== 'string' || page.basename.length === 0) throw new DatasetValidationError(i, 'basename', 'must be a non-empty string');
+    // A basename names a page, never a path: NDCG compares it, and readers may join it to a folder.
+    if (/[/\\\u0000]/.test(page.basename) || page.basename === '.' || page.basename === '..') throw new DatasetValidationError(i, 'basename', `'${page.basename}' is a path; give the file name only`);
     if (typeof page.text !== 'string') throw new DatasetValidationError(i, 'text', 'must be a string');
+    if (/[\uD800-\uDFFF]/u.test(page.text)) throw new DatasetValidationError(i, 'text', 'has a lone UTF-16 surrogate (not valid Unicode)');
     if (seen.has(page.basename)) throw new DatasetValidationError(i, 'basename', `'${page.basename}' appears twice`);
     seen.add(page.basename);
     let mime: string | null = null;
@@ -92,7 +96,11 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
     throw new InvalidArgumentError('dbPath', `cannot create the index '${dbPath}' (does its folder exist?)`, { cause: error });
   }
   try {
-    db.exec(SCHEMA);
+    try {
+      db.exec(SCHEMA);
+    } catch (error) {
+      throw new InvalidArgumentError('dbPath', `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); remove it or choose another path`, { cause: error });
+    }
     const stored = db.prepare('SELECT value FROM meta WHERE key = ?').get('fingerprint') as { value: string } | undefined;
     if (stored?.value === fingerprint) return { pages: rows.length, rebuilt: false };
     const insert = db.prepare('INSERT INTO pages (basename, text, image_path, mime, width, height) VALUES (?, ?, ?, ?, ?, ?)');
@@ -121,17 +129,32 @@ export async function indexPageFolder(dbPath: string, folder: string, options: {
     throw new InvalidArgumentError('folder', `cannot read '${folder}'`, { cause: error });
   }
   const images = names.filter((name) => IMAGE_MIME[extname(name).toLowerCase()]);
+  const root = await realpath(folder);
+  // A link that leads out of the folder would make an outside file (/etc/passwd) searchable.
+  // A file that cannot be resolved is left to the read below, which names what is missing.
+  const inside = async (path: string) => realpath(path).then((real) => real.startsWith(root + sep), () => true);
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
   const pages: PageRecord[] = [];
   for (const [i, name] of images.entries()) {
     const stem = name.slice(0, name.length - extname(name).length);
     const textPath = join(folder, `${stem}${textExtension}`);
-    let text: string;
+    const imagePath = join(folder, name);
+    if (!(await inside(imagePath))) throw new DatasetValidationError(i, 'imagePath', `page '${name}' is a link to a file outside '${folder}'`);
+    let bytes: Buffer;
     try {
-      text = await readFile(textPath, 'utf8');
+      if (!(await inside(textPath))) throw new DatasetValidationError(i, 'text', `the text file of page '${name}' is a link to a file outside '${folder}'`);
+      bytes = await readFile(textPath);
     } catch (error) {
+      if (DatasetValidationError.isInstance(error)) throw error;
       throw new DatasetValidationError(i, 'text', `page '${name}' has no text file '${pathBasename(textPath)}' beside it`, { cause: error });
     }
-    pages.push({ basename: name, text, imagePath: join(folder, name) });
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch (error) {
+      throw new DatasetValidationError(i, 'text', `'${pathBasename(textPath)}' is not UTF-8 text; convert it (e.g. iconv -t UTF-8)`, { cause: error });
+    }
+    pages.push({ basename: name, text, imagePath });
   }
   return indexPages(dbPath, pages);
 }
@@ -166,9 +189,15 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
   } catch (error) {
     throw new InvalidArgumentError('dbPath', `cannot open the index '${dbPath}' (build it with indexPages or indexPageFolder)`, { cause: error });
   }
-  const search = db.prepare(
+  let search: Database.Statement;
+  try {
+    search = db.prepare(
     'SELECT p.id AS id, p.basename AS basename, p.text AS text, p.image_path AS imagePath, p.mime AS mime, p.width AS width, p.height AS height, bm25(pages_fts) AS rank FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts MATCH ? ORDER BY rank, p.id LIMIT ?',
-  );
+    );
+  } catch (error) {
+    db.close();
+    throw new InvalidArgumentError('dbPath', `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); build it with indexPages or indexPageFolder`, { cause: error });
+  }
   const images = new Map<string, Promise<Uint8Array>>();
   const imageOf = (path: string) => {
     let bytes = images.get(path);

@@ -1,3 +1,5 @@
+import { neutraliseTags } from '../protocol/observation';
+
 /**
  * The Searcher's instructions (after the reference implementation's prompt, docs/method.md#action-protocol): begin every turn with <think>, then exactly
  * one action on its own line; vary queries; crop small print; finish with search_complete.
@@ -18,7 +20,9 @@ export const ANSWER_INSTRUCTIONS = [
   '<answer>final answer</answer> when you know the answer.',
 ].join('\n');
 
+/** The policy's prompt: the instructions, then the question with its tag-like text defused (data, not protocol). */
 export function buildPrompt(question: string, mode: 'searcher' | 'answer', instructions: string | null = null): string {
   const text = instructions ?? (mode === 'searcher' ? SEARCHER_INSTRUCTIONS : ANSWER_INSTRUCTIONS);
-  return text === '' ? `Question: ${question}\n` : `${text}\n\nQuestion: ${question}\n`;
+  const asked = neutraliseTags(question);
+  return text === '' ? `Question: ${asked}\n` : `${text}\n\nQuestion: ${asked}\n`;
 }

@@ -6,6 +6,7 @@ import { ProviderCallError } from '../errors';
 import { trajectoryFromJSON, trajectoryToJSON } from '../trajectory/serialize';
 import type { PromptRecord } from '../types';
 import { mapToSource, shownSize } from './image-frame';
+import { ANSWER_INSTRUCTIONS } from './prompt';
 import type { EpisodeInstance } from './instances';
 import { runEpisodes } from './run-episodes';
 import { completeWithGenerator, selectEvidence } from './terminal-answer';
@@ -136,6 +137,20 @@ describe('runEpisodes', () => {
     expect(t.evidence[1]).toMatchObject({ kind: 'crop', basename: 'acme_2.png', sourceRegion: [20, 20, 100, 60] });
   });
 
+  it('clamps a mapped bbox to the page and stores whole pixels, the region that was cut', async () => {
+    // A 1000x2998 page shown at 111x333: the full box maps to y2 = 2998.0000000000005 in floats.
+    const tall = [{ basename: 'tall.png', text: 'acme revenue 2019', image: createRawImage(1000, 2998) }];
+    const policy = createScriptedPolicy({ script: ['<search>acme revenue 2019</search>', '<bbox>[0, 0, 111, 333]</bbox>', '<bbox>[0.5, 0.5, 10.2, 10.7]</bbox>', '<search_complete>true</search_complete>'] });
+    const imageOps = createRawImageOps();
+    const [episode] = await runEpisodes(one(), { policy, searchEngine: createMockSearchEngine({ pages: tall }), imageOps }, { config: { policyImageMaxSide: 333 } });
+    const t = episode!.trajectory;
+    expect(t.terminated).toBe('complete');
+    expect(t.turns[1]!.crop?.sourceRegion).toEqual([0, 0, 1000, 2998]);
+    const second = t.turns[2]!.crop!.sourceRegion;
+    expect(second.every((v) => Number.isInteger(v))).toBe(true);
+    expect(imageOps.calls.map((c) => c.bbox)).toEqual([t.turns[1]!.crop!.sourceRegion, second]);
+  });
+
   it('treats a bbox before any image, or on a text-only page, as invalid ("search first")', async () => {
     const policy = createScriptedPolicy({ script: ['<bbox>[0, 0, 10, 10]</bbox>', '<search>forecast</search>', '<bbox>[0, 0, 10, 10]</bbox>', '<search_complete>true</search_complete>'] });
     const [episode] = await runEpisodes(one(), { policy, searchEngine: createMockSearchEngine({ pages }), imageOps: createRawImageOps() });
@@ -181,6 +196,18 @@ describe('runEpisodes', () => {
     const [answer] = await runEpisodes(one(), { policy: createScriptedPolicy({ script }), searchEngine: createMockSearchEngine({ pages }) }, { config: { mode: 'answer' } });
     expect(answer!.trajectory.terminated).toBe('answer');
     expect(answer!.trajectory.finalAnswer).toBe('4.5 billion dollars');
+  });
+
+  it("refuses a bbox in answer mode, as Search-R1's format check does, and never advertises it", async () => {
+    const script = ['<search>acme revenue 2019</search>', '<bbox>[0, 0, 10, 10]</bbox>', '<answer>4.5 billion dollars</answer>'];
+    const imageOps = createRawImageOps();
+    const [answer] = await runEpisodes(one(), { policy: createScriptedPolicy({ script }), searchEngine: createMockSearchEngine({ pages }), imageOps }, { config: { mode: 'answer' } });
+    const t = answer!.trajectory;
+    expect(t.turns[1]!.invalid?.reason).toBe('action_not_allowed');
+    expect(t.turns[1]!.invalid?.message).toBe('<bbox> is not an action here; use <search> or <answer>');
+    expect(t.turns[1]!.observation).not.toMatch(/bbox tag/);
+    expect(imageOps.calls).toHaveLength(0);
+    expect(ANSWER_INSTRUCTIONS).not.toMatch(/bbox|crop/i);
   });
 
   it('stops at an abort', async () => {
@@ -320,6 +347,13 @@ describe('runEpisodes: robustness', () => {
     const text = createScriptedPolicy({ script: ['<search>acme revenue 2019</search>', '<search_complete>true</search_complete>'] });
     await runEpisodes(one(), { policy: text, searchEngine: createMockSearchEngine({ pages }) });
     expect(text.calls.append.map((a) => a.images)).toEqual([0]);
+  });
+
+  it('shows a text+image policy no image after an invalid turn, not the previous one again', async () => {
+    const policy = createScriptedPolicy({ modalities: 'text+image', script: ['<search>acme revenue 2019</search>', 'no action here', '<search_complete>true</search_complete>'] });
+    const [episode] = await runEpisodes(one(), { policy, searchEngine: createMockSearchEngine({ pages }), imageOps: createRawImageOps() });
+    expect(episode!.trajectory.turns[1]!.invalid).not.toBeNull();
+    expect(policy.calls.append.map((a) => a.images)).toEqual([1, 0]);
   });
 
   it.each([

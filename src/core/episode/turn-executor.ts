@@ -8,7 +8,7 @@ import type { CropRecord, SearchRecord, TerminationReason, TurnRecord } from '..
 import type { TurnOutput } from '../../ports/policy-backend';
 import type { Evidence, PageImage } from '../../ports/types';
 import type { EpisodeConfig } from './config';
-import { mapToSource, shownSize, type ShownImage } from './image-frame';
+import { alignToPixels, mapToSource, shownSize, type ShownImage } from './image-frame';
 import type { EpisodeInstance } from './instances';
 
 /** Everything one rollout has done so far. */
@@ -52,8 +52,10 @@ export async function executeTurn(
   let parsed: ParsedTurn = parseAction(text);
   if (parsed.kind === 'valid') {
     const type = parsed.action.type;
-    if ((config.mode === 'searcher' && type === 'answer') || (config.mode === 'answer' && type === 'search_complete')) {
-      const allowed = config.mode === 'searcher' ? '<search>, <bbox> or <search_complete>' : '<search>, <bbox> or <answer>';
+    // Answer mode is Search-R1's protocol: search and answer only. Its format check
+    // (docs/method.md#search-r1-reward) knows no crops, so a crop turn is refused, not scored -1.
+    if ((config.mode === 'searcher' && type === 'answer') || (config.mode === 'answer' && (type === 'search_complete' || type === 'bbox'))) {
+      const allowed = config.mode === 'searcher' ? '<search>, <bbox> or <search_complete>' : '<search> or <answer>';
       parsed = { kind: 'invalid', think: parsed.think, reason: 'action_not_allowed', message: `<${type}> is not an action here; use ${allowed}` };
     }
   }
@@ -74,12 +76,13 @@ export async function executeTurn(
     record.observation = correctiveMessage(reason.reason, reason.message, config.mode);
     state.invalidActions++;
   };
+  // Cleared before anything can return: only this turn's observation may carry images.
+  state.observationImages = [];
   if (parsed.kind === 'invalid') {
     markInvalid({ reason: parsed.reason, message: parsed.message });
     return record;
   }
   const action = parsed.action;
-  state.observationImages = [];
   try {
     switch (action.type) {
       case 'search_complete':
@@ -141,11 +144,12 @@ export async function executeTurn(
           markInvalid({ reason: 'bbox_outside_image', message: `the bbox must lie inside the image, which is ${shown.shownWidth}x${shown.shownHeight}` });
           return record;
         }
-        const region = mapToSource(action.bbox, shown);
-        if (region[2] - region[0] < 1 || region[3] - region[1] < 1) {
+        const mapped = mapToSource(action.bbox, shown);
+        if (mapped[2] - mapped[0] < 1 || mapped[3] - mapped[1] < 1) {
           markInvalid({ reason: 'bbox_empty_area', message: 'the region is smaller than one pixel of the page; choose a larger box' });
           return record;
         }
+        const region = alignToPixels(mapped, shown.source.width, shown.source.height);
         const crop = await gateway.crop(shown.source, region, { minOutputSide: config.cropMinOutputSide, ...(signal && { signal }) });
         const cropShown = shownSize(crop.width, crop.height, config.policyImageMaxSide);
         state.lastImage = { basename: shown.basename, source: shown.source, region, shownWidth: cropShown.width, shownHeight: cropShown.height };

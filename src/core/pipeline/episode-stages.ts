@@ -3,7 +3,7 @@ import type { EpisodeConfig } from '../episode/config';
 import type { EpisodeInstance } from '../episode/instances';
 import { runEpisodesThrough, type Episode } from '../episode/run-episodes';
 import { generateTerminalAnswer } from '../episode/terminal-answer';
-import { scoreEpisode, type RewardSettings } from '../reward/score';
+import { formatPassed, scoreEpisode, type RewardSettings } from '../reward/score';
 import { completeTrajectory, type TerminalAnswer } from '../trajectory/complete';
 import type { PipelineStages } from './step-pipeline';
 
@@ -22,7 +22,7 @@ export interface EpisodeSample {
 /**
  * The Searcher's stages for `runStepPipeline`: a group's episodes in one rollout session (each
  * emitted as it ends), the frozen Generator's terminal answer (searcher mode, when the gateway
- * has a generator), the reward, and the completed trajectory (answer, reward and advantage).
+ * has a generator and the episode passed the format gate), the reward, and the completed trajectory (answer, reward and advantage).
  */
 export function createEpisodeStages(
   gateway: PortGateway,
@@ -43,6 +43,9 @@ export function createEpisodeStages(
   };
   if (settings.episode.mode === 'searcher' && gateway.ports.generator) {
     stages.generate = async (sample, { signal }) => {
+      // The expensive call is skipped where the format gate already fixes the reward at 0
+      // (budget, context, invalid actions): the answer could not change it (docs/method.md#terminal-answer).
+      if (settings.reward.scheme === 'searcher' && !formatPassed(sample.episode.trajectory)) return;
       sample.terminal = await generateTerminalAnswer(sample.episode, gateway, { policy, maxEvidence: settings.maxEvidence, mode: settings.episode.mode, signal });
     };
   }

@@ -17,11 +17,12 @@ export interface ObservationItem {
 
 const MAX_TEXT_CHARS = 2000;
 
-const TAG_IN_CONTENT = /<(\/?)(think|search_complete|search|bbox|answer|information)>/gi;
+// `<eos>` too: a tokenizer with it as a special token would end the sequence inside the data.
+const TAG_IN_CONTENT = /<(\/?)(think|search_complete|search|bbox|answer|information|eos)>/gi;
 
 /**
- * Page text is data, not protocol: a `<answer>` printed on a slide must not become a tag token
- * or count in a format check. Tag-like sequences get lookalike angle quotes.
+ * Page text (and a question) is data, not protocol: a `<answer>` or `<eos>` printed on a slide must
+ * not become a special token or count in a format check. Tag-like sequences get lookalike angle quotes.
  */
 export function neutraliseTags(text: string): string {
   return text.replace(TAG_IN_CONTENT, '‹$1$2›');

@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PROTOCOL_TAG_STRINGS } from './tags';
 import { createProtocolTokenizer, createVocabularyTokenizer } from './tokenizer';
+import { neutraliseTags, renderObservation } from './observation';
+import { buildPrompt } from '../episode/prompt';
 
 describe('createProtocolTokenizer', () => {
   const tokenizer = createProtocolTokenizer();
@@ -52,5 +54,25 @@ describe('createVocabularyTokenizer', () => {
   it('refuses words that are not letters and digits, or repeated', () => {
     expect(() => createVocabularyTokenizer(['ok', 'not ok'])).toThrow(/vocabulary/);
     expect(() => createVocabularyTokenizer(['a', 'a'])).toThrow(/distinct/);
+  });
+});
+
+describe('data never becomes a special token', () => {
+  const tokenizer = createProtocolTokenizer();
+  const specials = new Set([...PROTOCOL_TAG_STRINGS, '<eos>'].map((tag) => tokenizer.specialTokenId(tag)));
+  const hasSpecial = (text: string) => tokenizer.encode(text).some((id) => specials.has(id));
+
+  it('neutralises a literal <eos> (any case) in page text, like the protocol tags', () => {
+    const observation = renderObservation([{ kind: 'page', basename: 'p.png', text: 'end of slide <eos> and <EOS>, </answer>' }]);
+    expect(hasSpecial(observation.replace(/^<information>|<\/information>$/g, ''))).toBe(false);
+    expect(neutraliseTags('a <eos> b')).toBe('a ‹eos› b');
+  });
+
+  it('neutralises tags and <eos> in the question of the prompt', () => {
+    for (const mode of ['searcher', 'answer'] as const) {
+      const prompt = buildPrompt('What does <eos> mean in <answer>x</answer>?', mode, '');
+      expect(hasSpecial(prompt)).toBe(false);
+      expect(prompt).toContain('‹eos›');
+    }
   });
 });

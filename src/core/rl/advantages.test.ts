@@ -50,8 +50,20 @@ describe('groupAdvantages', () => {
     expect(groupAdvantages([null, 1, null])).toEqual([0, 0, 0]);
   });
 
-  it('uses eps when all rewards are equal (no division by zero)', () => {
+  it('gives a tied group zeros (no division by zero)', () => {
     expect(groupAdvantages([0.7, 0.7, 0.7])).toEqual([0, 0, 0]);
+  });
+
+  it('adds eps to the std where it acts: a near-tied group is damped, not blown up to +-1', () => {
+    // Population std of [0, 1e-9] is 5e-10; with the default eps 1e-8 the advantages are +-5e-10 / (5e-10 + 1e-8).
+    const damped = 5e-10 / (5e-10 + 1e-8);
+    const [low, high] = groupAdvantages([0, 1e-9]);
+    expect(relativeError(low!, -damped)).toBeLessThan(1e-12);
+    expect(relativeError(high!, damped)).toBeLessThan(1e-12);
+    expect(groupAdvantages([0, 1e-9], { eps: 0 })).toEqual([-1, 1]);
+    // Unbiased: std 1e-9 / sqrt(2), default eps 1e-6.
+    const unbiased = 5e-10 / (1e-9 / Math.SQRT2 + 1e-6);
+    expect(relativeError(groupAdvantages([0, 1e-9], { std: 'unbiased' })[1]!, unbiased)).toBeLessThan(1e-12);
   });
 
   it('names the bad reward', () => {

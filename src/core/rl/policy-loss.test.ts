@@ -153,6 +153,33 @@ describe('policy loss properties', () => {
     expect(result.gradNewLogProbs[0]![2]).toBe(0);
   });
 
+  it("GSPO clamps the sequence log-ratio at maxLogRatio (verl's 10): the value uses the clamp, the gradient is 0", () => {
+    const input = (delta: number, maxLogRatio?: number) => ({
+      kind: 'gspo' as const,
+      oldLogProbs: [[-1, -2]],
+      newLogProbs: [[-1 + delta, -2 + delta]],
+      mask: [[1, 1]],
+      // A negative advantage keeps the unclipped branch active, so only the clamp can stop the gradient.
+      advantages: [-1],
+      clipLow: 3e-4,
+      clipHigh: 4e-4,
+      aggregation: 'seq-mean-token-mean' as const,
+      ...(maxLogRatio !== undefined && { maxLogRatio }),
+    });
+    const clamped = policyLoss(input(1, 0.5));
+    expect(clamped.value).toBeCloseTo(Math.exp(0.5), 12);
+    expect(clamped.gradNewLogProbs).toEqual([[0, 0]]);
+    expect(clamped.sequenceRatios![0]).toBeCloseTo(Math.exp(0.5), 12);
+    expect(clamped.clipFraction).toBe(0);
+    const below = policyLoss(input(0.4, 0.5));
+    expect(below.value).toBeCloseTo(Math.exp(0.4), 12);
+    below.gradNewLogProbs[0]!.forEach((g) => expect(g).toBeCloseTo(0.5 * Math.exp(0.4), 12));
+    // The default clamp is 10.
+    const huge = policyLoss(input(12));
+    expect(huge.value).toBeCloseTo(Math.exp(10), 6);
+    expect(huge.gradNewLogProbs).toEqual([[0, 0]]);
+  });
+
   it('a sequence with no policy token is left out of the sequence mean', () => {
     const withEmpty = policyLoss({
       kind: 'ppo_clip',

@@ -20,6 +20,13 @@ export interface PolicyLossInput {
   aggregation: LossAggregation;
   /** GSPO only: the sequence log-ratio is clamped from above at this value (verl uses 10). */
   maxLogRatio?: number;
+  /**
+   * PPO-clip only: dual-clip (Ye et al. 2020, verl's `clip_ratio_c`, 3 there). With a negative
+   * advantage the token loss is at most -A * clipRatioC. `null` or absent: off. Must be > 1.
+   */
+  clipRatioC?: number | null;
+  /** PPO-clip only: the token log-ratio is clamped to ±this before exp (verl: 20). `null` or absent: off. */
+  logRatioClamp?: number | null;
 }
 
 export interface PolicyLossResult {
@@ -30,6 +37,8 @@ export interface PolicyLossResult {
   clipFraction: number;
   /** GSPO only: the sequence importance ratio exp(mean masked (new - old)) of each sequence. */
   sequenceRatios?: number[];
+  /** With dual-clip: share of masked-in tokens whose negative-advantage loss the dual clip bounded (verl's pg_clipfrac_lower). */
+  clipFractionLower?: number;
 }
 
 /**
@@ -61,6 +70,13 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
   assertAggregation(aggregation);
   const maxLogRatio = input.maxLogRatio ?? 10;
   if (!(maxLogRatio > 0)) throw new InvalidArgumentError('maxLogRatio', `must be > 0, got ${maxLogRatio}`);
+  const clipRatioC = input.clipRatioC ?? null;
+  const logRatioClamp = input.logRatioClamp ?? null;
+  if (clipRatioC !== null && !(Number.isFinite(clipRatioC) && clipRatioC > 1)) throw new InvalidArgumentError('clipRatioC', `must be a finite number > 1, got ${clipRatioC}`);
+  if (logRatioClamp !== null && !(logRatioClamp > 0)) throw new InvalidArgumentError('logRatioClamp', `must be > 0, got ${logRatioClamp}`);
+  if (kind === 'gspo' && (clipRatioC !== null || logRatioClamp !== null)) {
+    throw new InvalidArgumentError(clipRatioC !== null ? 'clipRatioC' : 'logRatioClamp', "applies to 'ppo_clip' only (verl's GSPO has neither; it clamps the sequence log-ratio with maxLogRatio)");
+  }
   const advantageAt = advantageLookup(input.advantages, mask);
 
   const weights = aggregationWeights(mask, aggregation);
@@ -83,6 +99,7 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
 
   let value = 0;
   let clipped = 0;
+  let clippedLower = 0;
   let maskTotal = 0;
   const gradNewLogProbs = mask.map((row, i) =>
     row.map((m, t) => {
@@ -96,19 +113,27 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
         ratio = Math.exp(Math.min(logRatio, maxLogRatio));
         ratioDerivative = logRatio > maxLogRatio ? 0 : ratio;
       } else {
-        ratio = Math.exp(newLogProbs[i]![t]! - oldLogProbs[i]![t]!);
-        ratioDerivative = ratio;
+        const logRatio = newLogProbs[i]![t]! - oldLogProbs[i]![t]!;
+        // verl clamps the token log-ratio to ±20 before exp; a clamped ratio has no gradient.
+        const clampedLogRatio = logRatioClamp === null ? logRatio : Math.min(logRatioClamp, Math.max(-logRatioClamp, logRatio));
+        ratio = Math.exp(clampedLogRatio);
+        ratioDerivative = clampedLogRatio === logRatio ? ratio : 0;
       }
       const unclippedLoss = -advantage * ratio;
       const clippedLoss = -advantage * Math.min(Math.max(ratio, lower), upper);
-      const tokenLoss = Math.max(unclippedLoss, clippedLoss);
+      let tokenLoss = Math.max(unclippedLoss, clippedLoss);
       const weight = weights[i]![t]!;
-      value += weight * tokenLoss;
       maskTotal += m;
-      if (clippedLoss > unclippedLoss) {
-        clipped += m;
+      if (clippedLoss > unclippedLoss) clipped += m;
+      // Dual-clip: a negative advantage's loss is bounded by -A * c (a constant: no gradient).
+      if (clipRatioC !== null && advantage < 0 && tokenLoss > -advantage * clipRatioC) {
+        tokenLoss = -advantage * clipRatioC;
+        clippedLower += m;
+        value += weight * tokenLoss;
         return 0;
       }
+      value += weight * tokenLoss;
+      if (clippedLoss > unclippedLoss) return 0;
       return weight * -advantage * ratioDerivative;
     }),
   );
@@ -117,6 +142,7 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
     gradNewLogProbs,
     clipFraction: maskTotal > 0 ? clipped / maskTotal : 0,
   };
+  if (clipRatioC !== null) result.clipFractionLower = maskTotal > 0 ? clippedLower / maskTotal : 0;
   if (sequenceLogRatios) result.sequenceRatios = sequenceLogRatios.map((lr) => Math.exp(Math.min(lr, maxLogRatio)));
   return result;
 }

@@ -43,6 +43,7 @@ function slice(batch: UpdateBatch, indices: readonly number[]): UpdateBatch {
     oldLogProbs: indices.map((i) => batch.oldLogProbs[i]!),
     advantages: indices.map((i) => batch.advantages[i]!),
     sampleIds: indices.map((i) => batch.sampleIds[i]!),
+    ...(batch.referenceLogProbs && { referenceLogProbs: indices.map((i) => batch.referenceLogProbs![i]!) }),
   };
 }
 
@@ -69,13 +70,19 @@ export async function updatePolicy(
   policy: PolicyBackend,
   trajectories: readonly Trajectory[],
   settings: PolicyUpdateSettings,
-  options: { random: Random; signal?: AbortSignal },
+  options: { random: Random; signal?: AbortSignal; reference?: Pick<PolicyBackend, 'logProbs'> },
 ): Promise<PolicyUpdateSummary> {
   checkPolicyUpdateSettings(settings);
+  const initialReference = settings.loss.klReference === 'initial';
+  if (initialReference && !options.reference) throw new InvalidArgumentError('reference', "klReference 'initial' needs the frozen initial policy to score the tokens (its logProbs)");
   const batch = buildUpdateBatch(trajectories);
   const n = batch.inputIds.length;
   const summary: PolicyUpdateSummary = { updates: 0, applied: 0, skipped: [], loss: 0, clipFraction: 0, kl: 0, entropy: 0, gradNorm: 0, gradNormMax: 0, tokens: 0, sequences: n, results: [] };
   if (n === 0) return summary;
+  if (initialReference) {
+    // Scored once per step: the reference is frozen, so every epoch compares with the same numbers.
+    batch.referenceLogProbs = await options.reference!.logProbs({ inputIds: batch.inputIds, positions: batch.positions, temperature: settings.temperature }, options.signal ? { signal: options.signal } : {});
+  }
   const size = settings.miniBatchSize ?? n;
   for (let epoch = 0; epoch < settings.ppoEpochs; epoch++) {
     const order = size >= n ? batch.inputIds.map((_, i) => i) : permutation(n, options.random);

@@ -8,6 +8,8 @@ import { policyLoss, type PolicyLossKind } from './policy-loss';
 export interface UpdateBatch extends LogProbBatch {
   /** Log-probs recorded at generation time, one per policy token (the "old" policy). */
   oldLogProbs: number[][];
+  /** With `klReference: 'initial'`: the frozen initial policy's log-probs of the same tokens, the KL's reference. */
+  referenceLogProbs?: number[][];
   advantages: number[];
   sampleIds: string[];
 }
@@ -47,13 +49,30 @@ export interface LossSettings {
   /** KL coefficient (the method's focused rounds: 0, docs/method.md#hyperparameters). */
   klCoef: number;
   klEstimator: KlEstimator;
+  /**
+   * The KL's reference (docs/method.md#kl): `rollout` (default) is the rollout policy's recorded
+   * log-probs (a rollout-policy KL); `initial` is a frozen copy of the initial policy, as verl does.
+   */
+  klReference?: KlReference;
+  /** PPO-clip dual-clip (verl's `clip_ratio_c`); off unless true. */
+  dualClip?: boolean;
+  /** The dual-clip bound, > 1 (default DEFAULT_CLIP_RATIO_C, verl's 3). */
+  clipRatioC?: number;
+  /** PPO-clip: clamp each token's log-ratio to ±this before exp (verl: 20); `null` or absent: off. */
+  logRatioClamp?: number | null;
 }
+
+export type KlReference = 'rollout' | 'initial';
+
+/** verl's default dual-clip bound (`clip_ratio_c`). */
+export const DEFAULT_CLIP_RATIO_C = 3;
 
 /**
  * The core's loss as a backend callback: policy loss + klCoef * KL, value and gradient per
- * scored position. Every position of the batch is a policy token, so the mask is all ones.
+ * scored position. Every position of the batch is a policy token, so the mask is all ones. The
+ * KL is against `referenceLogProbs` when the batch has them, else against the rollout's.
  */
-export function createLossFunction(batch: Pick<UpdateBatch, 'oldLogProbs' | 'advantages'>, settings: LossSettings): LossFunction {
+export function createLossFunction(batch: Pick<UpdateBatch, 'oldLogProbs' | 'advantages' | 'referenceLogProbs'>, settings: LossSettings): LossFunction {
   const mask = batch.oldLogProbs.map((row) => row.map(() => 1));
   return (newLogProbs) => {
     const pg = policyLoss({
@@ -65,14 +84,16 @@ export function createLossFunction(batch: Pick<UpdateBatch, 'oldLogProbs' | 'adv
       clipLow: settings.clipLow,
       clipHigh: settings.clipHigh,
       aggregation: settings.aggregation,
+      ...(settings.kind === 'ppo_clip' && { clipRatioC: settings.dualClip ? (settings.clipRatioC ?? DEFAULT_CLIP_RATIO_C) : null, logRatioClamp: settings.logRatioClamp ?? null }),
     });
-    const metrics: Record<string, number> = { policyLoss: pg.value, clipFraction: pg.clipFraction };
-    if (settings.klCoef === 0) return { value: pg.value, gradNewLogProbs: pg.gradNewLogProbs, metrics: { ...metrics, kl: 0 } };
-    const kl = klPenalty({ estimator: settings.klEstimator, oldLogProbs: batch.oldLogProbs, newLogProbs, mask, aggregation: settings.aggregation });
+    // The KL is measured whatever klCoef is (a metric to watch); it enters the loss only when klCoef > 0.
+    const kl = klPenalty({ estimator: settings.klEstimator, oldLogProbs: batch.referenceLogProbs ?? batch.oldLogProbs, newLogProbs, mask, aggregation: settings.aggregation });
+    const metrics: Record<string, number> = { policyLoss: pg.value, clipFraction: pg.clipFraction, kl: kl.value, ...(pg.clipFractionLower !== undefined && { clipFractionLower: pg.clipFractionLower }) };
+    if (settings.klCoef === 0) return { value: pg.value, gradNewLogProbs: pg.gradNewLogProbs, metrics };
     return {
       value: pg.value + settings.klCoef * kl.value,
       gradNewLogProbs: pg.gradNewLogProbs.map((row, i) => row.map((g, t) => g + settings.klCoef * kl.gradNewLogProbs[i]![t]!)),
-      metrics: { ...metrics, kl: kl.value },
+      metrics,
     };
   };
 }

@@ -5,7 +5,7 @@ import type { Trajectory } from './trajectory';
 /** The frozen Generator's terminal answer for an episode (docs/method.md#terminal-answer). */
 export type TerminalAnswer =
   | { status: 'answered'; answer: string; usage: TokenUsage | null; block: string; blockIds: number[] }
-  /** Nothing to ask: answer mode (the policy answered), or the episode ended in error. */
+  /** Nothing to ask: answer mode (the policy answered), the episode ended in error, or it failed the format gate (its reward is 0 whatever the answer). */
   | { status: 'skipped' }
   | { status: 'failed'; failure: RewardFailure };
 

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { AbortedError } from '../errors';
+import { createRandom } from '../random';
+import type { LogProbBatch, LossFunction, PolicyBackend, UpdateResult } from '../../ports/policy-backend';
+import { trajectoryWith } from './__fixtures__/trajectories';
+import { sftExamples, updatePolicy, type PolicyUpdateSettings } from './policy-update';
+
+/** The log-prob `trajectoryWith` records for a token id. */
+const recorded = (tokenId: number) => -0.1 * (tokenId - 100);
+
+/** A backend whose log-probs move by `shift(k)` at its k-th update; it evaluates the core's loss and keeps what it saw. */
+function fakePolicy(shift: (update: number) => number) {
+  const calls: Array<{ batch: LogProbBatch; result: ReturnType<LossFunction>; atRecorded: ReturnType<LossFunction> }> = [];
+  const policy = {
+    specificationVersion: 'v1',
+    provider: 'fake',
+    modalities: 'text',
+    async update(batch: LogProbBatch, lossFn: LossFunction): Promise<UpdateResult> {
+      const at = (delta: number) => batch.positions.map((row, i) => row.map((p) => recorded(batch.inputIds[i]![p]!) + delta));
+      const result = lossFn(at(shift(calls.length)));
+      calls.push({ batch, result, atRecorded: lossFn(at(0)) });
+      return { value: result.value, gradNorm: calls.length, applied: true, metrics: result.metrics! };
+    },
+  } as unknown as PolicyBackend;
+  return { policy, calls };
+}
+
+const settings = (overrides: Partial<PolicyUpdateSettings> = {}): PolicyUpdateSettings => ({
+  loss: { kind: 'ppo_clip', clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3' },
+  ppoEpochs: 1,
+  miniBatchSize: null,
+  entropyCoef: 0,
+  temperature: 1,
+  ...overrides,
+});
+
+const five = () => [0, 1, 2, 3, 4].map((i) => trajectoryWith(`g#${i}`, 10, [2 + i, 3 + i], i % 2 === 0 ? 1 : -1));
+
+describe('updatePolicy', () => {
+  it('runs ppoEpochs passes of shuffled minibatches, the last one partial, each sequence once per pass', async () => {
+    const { policy, calls } = fakePolicy(() => 0);
+    const summary = await updatePolicy(policy, [...five(), trajectoryWith('g#5', 10, [4], null)], settings({ ppoEpochs: 2, miniBatchSize: 2 }), { random: createRandom(1) });
+    expect(calls.map((c) => c.batch.inputIds.length)).toEqual([2, 2, 1, 2, 2, 1]);
+    expect(summary).toMatchObject({ updates: 6, applied: 6, sequences: 5, tokens: 2 * 5 * 2, skipped: [] });
+    const ids = (from: number, to: number) => calls.slice(from, to).flatMap((c) => c.batch.inputIds.map((row) => row.length));
+    // Each pass covers the five sequences (cut after their last policy token: lengths 4..8) exactly once.
+    expect(ids(0, 3).sort()).toEqual([4, 5, 6, 7, 8]);
+    expect(ids(3, 6).sort()).toEqual([4, 5, 6, 7, 8]);
+    expect(summary.gradNorm).toBe(3.5);
+    expect(summary.gradNormMax).toBe(6);
+  });
+
+  it('keeps the rollout log-probs as the old ones in every epoch: later epochs see ratio != 1, KL and clipping', async () => {
+    const { policy, calls } = fakePolicy((k) => (k === 0 ? 0 : 0.5));
+    const summary = await updatePolicy(policy, five(), settings({ ppoEpochs: 3 }), { random: createRandom(2) });
+    // At the recorded log-probs the ratio is 1 in every call: the old log-probs were never refreshed.
+    for (const c of calls) expect(c.atRecorded.metrics).toMatchObject({ kl: 0, clipFraction: 0 });
+    expect(calls[0]!.result.metrics).toMatchObject({ kl: 0, clipFraction: 0 });
+    for (const c of calls.slice(1)) {
+      // exp(0.5) is past 1 + 0.2: the tokens with a positive advantage are clipped (6 of 10).
+      expect(c.result.metrics!.clipFraction).toBeCloseTo(0.6, 12);
+      expect(c.result.metrics!.kl).toBeCloseTo(Math.exp(-0.5) + 0.5 - 1, 12);
+    }
+    expect(summary.clipFraction).toBeCloseTo((2 * 0.6) / 3, 12);
+    expect(summary.kl).toBeCloseTo((2 * (Math.exp(-0.5) + 0.5 - 1)) / 3, 12);
+  });
+
+  it("scores the KL against a frozen reference once per step with klReference 'initial', and needs one", async () => {
+    const { policy, calls } = fakePolicy(() => 0);
+    const scored: LogProbBatch[] = [];
+    const reference = {
+      async logProbs(batch: LogProbBatch) {
+        scored.push(batch);
+        return batch.positions.map((row) => row.map(() => -3));
+      },
+    };
+    const initial = settings({ ppoEpochs: 2, miniBatchSize: 2, loss: { ...settings().loss, klReference: 'initial' } });
+    const summary = await updatePolicy(policy, five(), initial, { random: createRandom(4), reference });
+    expect(scored).toHaveLength(1);
+    expect(scored[0]!.inputIds).toHaveLength(5);
+    expect(scored[0]!.temperature).toBe(1);
+    // At the rollout's log-probs the KL is measured against the reference, not 0.
+    for (const c of calls) expect(c.atRecorded.metrics!.kl).toBeGreaterThan(0);
+    expect(summary.kl).toBeGreaterThan(0);
+    await expect(updatePolicy(policy, five(), initial, { random: createRandom(4) })).rejects.toThrow(/reference/);
+  });
+
+  it('stops at an abort between minibatches', async () => {
+    const controller = new AbortController();
+    const { policy } = fakePolicy(() => {
+      controller.abort();
+      return 0;
+    });
+    await expect(updatePolicy(policy, five(), settings({ miniBatchSize: 2 }), { random: createRandom(3), signal: controller.signal })).rejects.toThrow(AbortedError);
+  });
+});
+
+describe('sftExamples', () => {
+  it('scores mask-1 positions only (never position 0), cut after the last one; a trajectory without any is left out', () => {
+    const first = trajectoryWith('g#0', 12, [0, 3, 4, 8], 1);
+    const examples = sftExamples([first, trajectoryWith('g#1', 5, [], 1), trajectoryWith('g#2', 6, [1, 2], null)]);
+    expect(examples).toEqual([
+      { inputIds: first.fullInputIds.slice(0, 9), positions: [3, 4, 8] },
+      { inputIds: [100, 101, 102], positions: [1, 2] },
+    ]);
+  });
+
+  it('names a trajectory whose loss mask does not match its tokens', () => {
+    const t = trajectoryWith('g#0', 6, [2], 1);
+    t.lossMask.pop();
+    expect(() => sftExamples([trajectoryWith('g#1', 4, [1], 1), t])).toThrow(/trajectories\[1\]\.lossMask/);
+  });
+});
