@@ -9,7 +9,7 @@ export { parseSearcherConfig, searcherConfigSchema, type SearcherConfig, type Se
 export { createTrainer, trainerSettingsSchema, writePolicyCheckpoint, readPolicyCheckpoint, latestCheckpointKey, TIMING_METRICS, type Trainer, type TrainerSettings, type TrainerRunResult, type StepMetrics, type DataCursor } from './trainer';
 
 // Errors
-export { SearcherError, InvalidArgumentError, DatasetValidationError, ConfigValidationError, ProviderCallError, PortOutputError, AdapterError, RewardsMissingError, AbortedError, BackendUnavailableError, type ErrorCode, type PortName } from './core/errors';
+export { SearcherError, InvalidArgumentError, DatasetValidationError, ConfigValidationError, ProviderCallError, PortOutputError, AdapterError, RewardsMissingError, MissingDependencyError, AbortedError, BackendUnavailableError, type ErrorCode, type PortName } from './core/errors';
 
 // Calling ports: timeouts, retries, caps, rate limits, typed failures, checked outputs
 export { createPortGateway, type PortGateway, type GatewayPorts } from './core/calls/gateway';

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'port_output'
   | 'backend_unavailable'
   | 'adapter_error'
+  | 'missing_dependency'
   | 'rewards_missing'
   | 'aborted';
 
@@ -202,6 +203,26 @@ export class RewardsMissingError extends SearcherError {
 
   static override isInstance(error: unknown): error is RewardsMissingError {
     return SearcherError.isInstance(error) && error.code === 'rewards_missing';
+  }
+}
+
+/**
+ * A subpath's optional peer dependency is not installed (`searcher-rl/image` without `sharp`):
+ * `packageName` is what to install; the message gives the command.
+ */
+export class MissingDependencyError extends SearcherError {
+  readonly subpath: string;
+  readonly packageName: string;
+
+  constructor(args: { subpath: string; packageName: string; install: string; cause?: unknown }) {
+    super('missing_dependency', `${args.subpath} needs the '${args.packageName}' package, which is not installed: ${args.install}`, { cause: args.cause });
+    this.name = 'MissingDependencyError';
+    this.subpath = args.subpath;
+    this.packageName = args.packageName;
+  }
+
+  static override isInstance(error: unknown): error is MissingDependencyError {
+    return SearcherError.isInstance(error) && error.code === 'missing_dependency';
   }
 }
 

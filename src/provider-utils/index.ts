@@ -10,3 +10,4 @@ export { isConnectionError } from '../core/calls/failures';
 export { DEFAULT_CALL_POLICY, type CallPolicy } from '../core/calls/call-policy';
 export { createReliableCaller, type ReliableCaller, type ReliableCallOptions, type ReliabilityDeps } from '../core/calls/reliable-call';
 export { maxTokensAt } from '../core/episode/token-budget';
+export { loadWithOptionalPackages, type OptionalPackage } from './optional-package';

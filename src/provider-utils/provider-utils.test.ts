@@ -113,3 +113,18 @@ describe('parseJudgeScore', () => {
     for (const raw of ['score: 1', '{"score": 1, "reason": "x"}', '{"score": 1.5}', '[1]', '{"score": "1"}', '{"score": 1} trailing']) expect(() => parse(raw)).toThrow();
   });
 });
+
+describe('loadWithOptionalPackages', () => {
+  it('names a missing optional package and how to install it, instead of the raw module error', async () => {
+    const { loadWithOptionalPackages } = await import('./optional-package');
+    const { MissingDependencyError } = await import('../core/errors');
+    const missing = 'searcher-rl-no-such-package';
+    const error = await loadWithOptionalPackages('searcher-rl/example', [{ name: missing, install: `npm install ${missing}` }], () => import(missing)).catch((e: unknown) => e);
+    expect(MissingDependencyError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ subpath: 'searcher-rl/example', packageName: missing });
+    expect((error as Error).message).toContain(`npm install ${missing}`);
+    // A failure that is not a missing package passes through.
+    await expect(loadWithOptionalPackages('searcher-rl/example', [{ name: missing, install: 'x' }], () => Promise.reject(new TypeError('boom')))).rejects.toThrow('boom');
+    await expect(loadWithOptionalPackages('searcher-rl/example', [], () => Promise.resolve(42))).resolves.toBe(42);
+  });
+});

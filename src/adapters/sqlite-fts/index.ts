@@ -1,2 +1,12 @@
-export { createSqliteSearchEngine, indexPages, indexPageFolder, type SqliteSearchEngine, type SqliteSearchSettings, type PageRecord, type IndexResult } from './sqlite-fts';
+import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
+import type * as Implementation from './implementation';
+
+// searcher-rl/sqlite-fts needs better-sqlite3, sharp (optional peer dependencies): a missing one is a
+// MissingDependencyError saying what to install, not Node's raw ERR_MODULE_NOT_FOUND.
+const implementation: typeof Implementation = await loadWithOptionalPackages('searcher-rl/sqlite-fts', [{ name: "better-sqlite3", install: "npm install better-sqlite3@^12" }, { name: "sharp", install: "npm install sharp@^0.34" }], () => import('./implementation'));
+
+export const createSqliteSearchEngine = implementation.createSqliteSearchEngine;
+export const indexPages = implementation.indexPages;
+export const indexPageFolder = implementation.indexPageFolder;
 export { sqliteSearchSettingsSchema } from './settings';
+export type { SqliteSearchEngine, SqliteSearchSettings, PageRecord, IndexResult } from './implementation';

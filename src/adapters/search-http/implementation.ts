@@ -1,0 +1,2 @@
+// Everything of this subpath that needs its optional packages; index.ts loads it, or says what to install.
+export { createSearchR1Retriever, createVragImageSearch, createBraveWebSearch } from './search';
