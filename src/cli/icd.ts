@@ -6,11 +6,12 @@ import { createEmbeddingTable } from '../core/icd/embeddings';
 import { validateIcdRecords } from '../core/icd/index-maps';
 import { oracleAtK } from '../core/icd/injector';
 import { normaliseIcdPools } from '../core/icd/normalise';
-import { formatIcdJsonl, parseIcdRecords, parseIcdText } from '../core/icd/parse';
+import { formatIcdJsonl, parseIcdText } from '../core/icd/parse';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from '../core/icd/types';
 import { InvalidArgumentError } from '../core/errors';
 import { buildIcdDemoData, DEFAULT_ICD_DATA_OPTIONS } from './icd-data';
 import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from './icd-flow';
+import { readIcdParquet } from '../adapters/icd/parquet';
 
 const HELP: Record<string, string> = {
   icd: `searcher-rl icd <command> [options]   in-context demonstration selection (docs/method.md#icd-selection)
@@ -26,7 +27,7 @@ Commands (each has --help):
   normalise: `searcher-rl icd normalise --data FILE --embeddings FILE --query-embeddings FILE --out FILE [--pool-size K]
 
   --data              RL data: .json (array, or object keyed by query id), .jsonl, or .parquet
-                      (needs the hyparquet package); candidate_pool_indices or candidate_pool_ids
+                      candidate_pool_indices or candidate_pool_ids
   --embeddings        candidate embeddings by global index: .json (array of vectors) or .jsonl
   --query-embeddings  query embeddings: .json array indexed by query_id, or object keyed by it
   --pool-size         K (default ${DEFAULT_ICD_SETTINGS.poolSize})
@@ -59,15 +60,7 @@ const usage = (text: string) => {
 async function readRecords(path: string): Promise<IcdQueryRecord[]> {
   const ext = extname(path).toLowerCase();
   if (ext === '.parquet') {
-    // hyparquet is an optional dependency, loaded only for Parquet files.
-    const name = 'hyparquet';
-    const hyparquet = (await import(name).catch((error: unknown) => {
-      throw new InvalidArgumentError('--data', `reading Parquet needs the hyparquet package (npm install hyparquet)`, { cause: error });
-    })) as { parquetReadObjects: (options: { file: ArrayBuffer }) => Promise<unknown[]> };
-    const bytes = await readFile(path);
-    const rows = await hyparquet.parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) });
-    // Parquet integers may come back as bigint; nested lists as arrays.
-    return parseIcdRecords(JSON.parse(JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))));
+    return readIcdParquet(await readFile(path));
   }
   return parseIcdText(await readFile(path, 'utf8'), ext === '.jsonl' ? 'jsonl' : 'json');
 }

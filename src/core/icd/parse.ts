@@ -44,7 +44,8 @@ function parseTrajectory(value: unknown, pool: readonly number[], row: number, t
   if (typeof value !== 'object' || value === null) throw new DatasetValidationError(row, `pointer_candidates.${t}`, 'expected an object');
   const c = value as Record<string, unknown>;
   let pointer = integers(c.pointer, row, field('pointer'));
-  const pointerGlobal = c.pointer_global === undefined ? undefined : integers(c.pointer_global, row, field('pointer_global'));
+  // Null in a columnar file (Parquet) means absent, as undefined does in JSON.
+  const pointerGlobal = c.pointer_global === undefined || c.pointer_global === null ? undefined : integers(c.pointer_global, row, field('pointer_global'));
   if (!pointerGlobal && pointer.some((p) => p < 0 || p >= pool.length)) {
     pointer = pointer.map((g, k) => {
       const local = pool.indexOf(g);
