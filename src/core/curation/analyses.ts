@@ -15,7 +15,7 @@ export interface DisagreementAnalysis {
   examples: Array<{ sampleId: string; kind: 'same_document' | 'ungrounded' | 'ndcg_high_judge_zero' }>;
 }
 
-/** NDCG-vs-judge disagreements (seed 000 §7; docs/method.md#unified-log). A document is the basename up to its `_page` suffix. */
+/** NDCG-vs-judge disagreements (docs/method.md#unified-log). A document is the basename up to its `_page` suffix. */
 export function ndcgJudgeDisagreements(episodes: readonly EpisodeSummary[], successAt = 1, maxExamples = 20): DisagreementAnalysis {
   const result: DisagreementAnalysis = { judgeSuccessNdcgZero: 0, sameDocumentOtherPage: 0, ungrounded: 0, ndcgHighJudgeZero: 0, examples: [] };
   const example = (sampleId: string, kind: DisagreementAnalysis['examples'][number]['kind']) => {
@@ -50,7 +50,7 @@ export interface FailureCauses {
   groundTruthError: number;
 }
 
-/** Low-score rollouts (judge < successAt) split into search failure, generator failure and ground-truth error (seed 000 §9.8). */
+/** Low-score rollouts (judge < successAt) split into search failure, generator failure and ground-truth error (docs/method.md#focused-rounds). */
 export function failureCauses(episodes: readonly EpisodeSummary[], verdicts: readonly Verdict[] = [], options: { successAt?: number; ndcgFound?: number } = {}): FailureCauses {
   const successAt = options.successAt ?? 1;
   const ndcgFound = options.ndcgFound ?? 0.5;
@@ -79,7 +79,7 @@ export interface FunnelStage {
   note?: string;
 }
 
-/** The funnel as seed 000 §9.1.1 reports it: questions, buckets, bucket 0 review, round 1, round 2. */
+/** The funnel as docs/method.md#difficulty-buckets reports it: questions, buckets, bucket 0 review, round 1, round 2. */
 export function funnelStages(input: { questions: number; buckets: Record<'B' | 'A' | '0', number>; bucket0Excluded?: number; round1?: { hardA: number; bucket0Kept: number; total: number }; round2?: { lowScore: number; excluded: number; total: number } }): FunnelStage[] {
   const stages: FunnelStage[] = [
     { stage: 'questions', count: input.questions },

@@ -71,7 +71,7 @@ export interface PromptStats {
 
 const mean = (xs: readonly number[]) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
 
-/** Per-prompt statistics, in first-seen order. A rollout succeeds when its judge score is >= `successAt` (1 by default: seed 000 counts score == 1). */
+/** Per-prompt statistics, in first-seen order. A rollout succeeds when its judge score is >= `successAt` (1 by default: docs/method.md#rare-success-distillation counts score == 1). */
 export function promptStats(episodes: readonly EpisodeSummary[], successAt = 1): PromptStats[] {
   const byPrompt = new Map<string, EpisodeSummary[]>();
   for (const e of episodes) {

@@ -19,13 +19,13 @@ export const DEFAULT_CURATION_SETTINGS = Object.freeze({
   distillMaxSuccessRate: 0.5,
   /** Distillation: successes kept per prompt. */
   distillTopK: 4,
-  /** A success is a judge score >= this (seed 000: score == 1). */
+  /** A success is a judge score >= this (docs/method.md#rare-success-distillation: score == 1). */
   successScore: 1,
 });
 
 export type CurationSettings = { -readonly [K in keyof typeof DEFAULT_CURATION_SETTINGS]: number };
 
-/** Seed 000 §9.7: each focused round's budget (B prompts a step, n_agent, max_turns, temperature). */
+/** docs/method.md#settings-table: each focused round's budget (B prompts a step, n_agent, max_turns, temperature). */
 export const FOCUSED_ROUND_BUDGETS = Object.freeze({
   round1: Object.freeze({ batchSize: 16, nAgent: 8, maxTurns: 7, temperature: 1 }),
   round2: Object.freeze({ batchSize: 8, nAgent: 16, maxTurns: 15, temperature: 1 }),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ACTION_TAG_PATTERN, checkThinkRewrite, hasObservationClaim, OBSERVATION_CLAIM_PATTERNS, outsideThinks, thinkSpans } from './think-rewrite';
 
-// Real sentences of the kind a rewriting model writes, in the three languages DDAI's data had.
+// Real sentences of the kind a rewriting model writes, in the three languages of the original data.
 const CLAIMS = {
   en: [
     'The image shows a bar chart of revenue by quarter.',

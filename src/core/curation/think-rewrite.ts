@@ -7,7 +7,7 @@
 export const ACTION_TAG_PATTERN = /<\/?\s*(search|bbox|search_complete|answer)\b/i;
 
 /**
- * New observation claims. DDAI's copies were double-escaped (`\\b`) and never matched; these are
+ * New observation claims. The original copies were double-escaped (`\\b`) and never matched; these are
  * tested on real English, Korean and Chinese text.
  */
 export const OBSERVATION_CLAIM_PATTERNS: Readonly<Record<'en' | 'ko' | 'zh', RegExp>> = Object.freeze({
