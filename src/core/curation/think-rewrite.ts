@@ -12,7 +12,8 @@ export const ACTION_TAG_PATTERN = /<\/?\s*(search|bbox|search_complete|answer)\b
  */
 export const OBSERVATION_CLAIM_PATTERNS: Readonly<Record<'en' | 'ko' | 'zh', RegExp>> = Object.freeze({
   en: /\b(the image shows|in the image|i can see|visible in the image|it clearly shows)\b/i,
-  ko: /(이미지에서|사진에서)[^.!?。\n]*?(보이|확인)/u,
+  // 보이 as written in the rule misses 보인다/보였다/보임 (the syllable 인 is not 이 + ㄴ as text), so those forms are listed too.
+  ko: /(이미지에서|사진에서)[^.!?。\n]*?(보이|보인|보였|보임|확인)/u,
   zh: /(图中|图片中)[^。！？\n]*?(显示|可以看到)/u,
 });
 
