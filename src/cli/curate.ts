@@ -186,10 +186,10 @@ export async function distillRun(runDir: string, phase: string, values: Values, 
   if (run.episodes.length === 0) throw new InvalidArgumentError('--phase', `the run folder has no trajectories under '${phase}'`);
   const stats = promptStats(run.episodes);
   const selection = selectRareSuccesses(run.episodes, stats, { topK: numberOf(values, 'top-k', D.distillTopK), maxSuccessRate: numberOf(values, 'max-success-rate', D.distillMaxSuccessRate), keepZeroSearch: values['keep-zero-search'] === true, keepZeroNdcg: values['keep-zero-ndcg'] === true });
-  let rows = selection.selected.map((e) => {
-    const t = trajectoryOf(run, e);
-    return sftRowFromTrajectory(t, SEARCHER_INSTRUCTIONS);
-  });
+  // The system message is the instructions the run's prompts began with (null: the protocol's own).
+  const runConfig = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8')) as { searcher?: { episode?: { instructions?: string | null } } };
+  const system = runConfig.searcher?.episode?.instructions ?? SEARCHER_INSTRUCTIONS;
+  let rows = selection.selected.map((e) => sftRowFromTrajectory(trajectoryOf(run, e), system));
   let rewrite: Record<string, unknown> | null = null;
   if (values.rewrite) {
     const setting = await runSetting(runDir, context);
