@@ -8,6 +8,8 @@ export default defineConfig({
     'adapters/rule-judge/index': 'src/adapters/rule-judge/index.ts',
     'adapters/scripted-policy/index': 'src/adapters/scripted-policy/index.ts',
     'adapters/store/jsonl/index': 'src/adapters/store/jsonl/index.ts',
+    'adapters/store/sqlite/index': 'src/adapters/store/sqlite/index.ts',
+    'adapters/store/parquet/index': 'src/adapters/store/parquet/index.ts',
     'container': 'src/container.ts',
     'adapters/openai/index': 'src/adapters/openai/index.ts',
     'adapters/gemini/index': 'src/adapters/gemini/index.ts',

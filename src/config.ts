@@ -172,7 +172,9 @@ export const adaptersConfigSchema = z
       .prefault({ type: 'mock' }),
     judge: z.discriminatedUnion('type', [adapter('rule', ruleJudgeSettingsSchema), adapter('openai', openaiSettingsSchema), adapter('gemini', geminiSettingsSchema)]).prefault({ type: 'rule' }),
     imageOps: z.discriminatedUnion('type', [z.object({ type: z.literal('raw-rgba') }).strict(), adapter('sharp', sharpImageOpsSettingsSchema)]).prefault({ type: 'raw-rgba' }),
-    store: z.discriminatedUnion('type', [z.object({ type: z.literal('memory') }).strict(), z.object({ type: z.literal('jsonl'), dir: z.string().min(1) }).strict()]).prefault({ type: 'memory' }),
+    store: z
+      .discriminatedUnion('type', [z.object({ type: z.literal('memory') }).strict(), z.object({ type: z.literal('jsonl'), dir: z.string().min(1) }).strict(), z.object({ type: z.literal('sqlite'), path: z.string().min(1).describe('The SQLite database file (runs, steps, episodes, turns, tool calls, rewards, verdicts).') }).strict()])
+      .prefault({ type: 'memory' }),
   })
   .strict();
 

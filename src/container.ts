@@ -109,6 +109,7 @@ function buildImageOps(config: AdaptersConfig['imageOps']): ImageOps | Promise<I
 
 function buildStore(config: AdaptersConfig['store']): Store | Promise<Store> {
   if (config.type === 'memory') return createMemoryStore();
+  if (config.type === 'sqlite') return import('./adapters/store/sqlite/index').then((m) => m.createSqliteStore({ path: config.path }));
   return import('./adapters/store/jsonl/index').then((m) => m.createJsonlStore({ dir: config.dir }));
 }
 

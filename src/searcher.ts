@@ -19,6 +19,7 @@ import type { Judge } from './ports/judge';
 import type { PolicyBackend } from './ports/policy-backend';
 import type { SearchEngine } from './ports/search-engine';
 import type { Store, StoreRecord } from './ports/store';
+import { episodeEvents } from './core/curation/events';
 
 export interface SearcherPorts {
   policy: PolicyBackend;
@@ -172,7 +173,10 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
       const instance = group.instances[index]!;
       const ids = { runId, step, promptUid: instance.prompt.uid, sampleId: sampleIdOf(group.groupId, index), rolloutIndex: index, time };
       const rewardRecord: StoreRecord = { kind: 'reward', ...ids, data: { reward: result.rewards[index] ?? null, advantage: result.advantages[index] ?? null, detail: reward } };
-      return sample ? [{ kind: 'trajectory', ...ids, data: sample.episode.trajectory } satisfies StoreRecord, rewardRecord] : [rewardRecord];
+      if (!sample) return [rewardRecord];
+      // The unified log (docs/method.md#unified-log): each turn's plan, search and bbox, the generator's answer and the reward detail.
+      const events = episodeEvents(sample.episode.trajectory, runId, step).map((event): StoreRecord => ({ kind: 'event', ...ids, data: event }));
+      return [{ kind: 'trajectory', ...ids, data: sample.episode.trajectory } satisfies StoreRecord, rewardRecord, ...events];
     });
   };
 

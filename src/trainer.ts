@@ -8,6 +8,7 @@ import { checkRunId } from './core/store/records';
 import type { PromptRecord } from './core/types';
 import type { PolicyCheckpoint } from './ports/policy-backend';
 import type { Store } from './ports/store';
+import { runEvent } from './core/curation/events';
 import type { ScoredBatch, Searcher } from './searcher';
 import { parseSettings } from './provider-utils/settings';
 
@@ -346,10 +347,13 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
           await store.doAppend([{ kind: 'event', runId: settings.runId, step, time: Date.now(), data: { type: 'resume', from: result.resumedFrom.key, nextStep: step + 1 } }], options.signal ? { signal: options.signal } : {});
         }
       }
+      const signalOption = options.signal ? { signal: options.signal } : {};
+      await store.doAppend([{ kind: 'event', runId: settings.runId, step, time: Date.now(), data: runEvent('run.start', settings.runId, step, { steps: settings.steps, batchSize: settings.batchSize, prompts: prompts.length, seed: settings.seed }) }], signalOption);
       while (step < settings.steps) {
         const stepNumber = step + 1;
         failedMidStep = true;
         const { batch: stepPrompts, next } = take(cursor);
+        await store.doAppend([{ kind: 'event', runId: settings.runId, step: stepNumber, time: Date.now(), data: runEvent('step.start', settings.runId, stepNumber, { prompts: stepPrompts.map((p) => p.uid) }) }], signalOption);
         const epoch = cursor.index >= prompts.length ? cursor.epoch + 1 : cursor.epoch;
         const startedAt = performance.now();
         const scored = await searcher.collect(stepPrompts, { step: stepNumber, runId: settings.runId, ...(options.signal && { signal: options.signal }) });
@@ -368,7 +372,7 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
         const metrics = stepMetrics(stepNumber, epoch, stepPrompts.length, scored, update, rolloutMs, updateMs);
         step = stepNumber;
         cursor = next;
-        await store.doAppend([{ kind: 'metric', runId: settings.runId, step, time: Date.now(), data: metrics }], options.signal ? { signal: options.signal } : {});
+        await store.doAppend([{ kind: 'metric', runId: settings.runId, step, time: Date.now(), data: metrics }, { kind: 'event', runId: settings.runId, step, time: Date.now(), data: runEvent('step.end', settings.runId, step, { rolloutMs, updateMs, rewardMean: metrics.rewardMean, successRate: metrics.successRate }) }], signalOption);
         result.steps.push(metrics);
         failedMidStep = false;
         await options.onStep?.(metrics, scored);

@@ -112,7 +112,7 @@ describe('the trainer with missing rewards', () => {
     expect((error as Error).message).toMatch(/fetch failed/);
     expect(store.records.filter((r) => r.kind === 'trajectory')).toHaveLength(2);
     expect(store.records.filter((r) => r.kind === 'metric')).toHaveLength(0);
-    expect(store.records.find((r) => r.kind === 'event')?.data).toMatchObject({ type: 'halt' });
+    expect(store.records.find((r) => r.kind === 'event' && (r.data as { type?: string }).type === 'halt')?.data).toMatchObject({ type: 'halt' });
   });
 
   it('reports a step with some rewards missing without counting them as 0, and halts at a configured share', async () => {

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { InvalidArgumentError, SearcherError } from '../core/errors';
 import { describeConfigFields } from './config-help';
-import { loadRunConfig, parseRunConfig, runConfigSchema } from './run-config';
+import { dataRunConfigSchema } from './data-config';
+import { parseRunConfig, readConfigFile, runConfigSchema } from './run-config';
 
 // The commands' own modules (TensorFlow.js, sharp, SQLite) load only when a command runs them, so
 // `--help` and `--version` work without those packages.
@@ -12,6 +13,8 @@ const commands = {
   report: () => import('./report'),
   trainRun: () => import('./train-run'),
   icd: () => import('./icd'),
+  dataRun: () => import('./data-run'),
+  curate: () => import('./curate'),
 };
 
 const USAGE = `searcher-rl <command> [options]
@@ -20,9 +23,12 @@ Commands:
   demo                      the main job on the offline slide environment with the default
                             settings (no API keys): SFT warm start, RL, test-split judge success
                             before and after RL, a run folder under runs/ with report.html
-  train [--config FILE]     the offline slide environment with your settings (FILE: YAML or JSON)
+  train [--config FILE]     the offline slide environment with your settings, or your own
+                            questions and pages when FILE has a \`dataset\` (FILE: YAML or JSON)
   eval --run DIR            evaluate a run's latest checkpoint on a split
   report --run DIR          (re)write a run folder's report.html
+  curate <command>          data-centric RL over a run folder: buckets, verify, rounds, distill,
+                            funnel, import, loop (searcher-rl curate --help)
   icd <command>             in-context demonstration selection: normalise, eval, mine, inject,
                             control, train (searcher-rl icd --help)
   help                      this text; \`searcher-rl <command> --help\` for a command's options
@@ -46,6 +52,12 @@ const HELP: Record<string, () => string> = {
 
   FILE is YAML (.yaml, .yml) or JSON (.json); every field is optional. Fields and defaults:
 ${describeConfigFields(runConfigSchema).join('\n')}
+
+  With a \`dataset\`, FILE is a run on your own questions and pages (examples/own-data/): the
+  adapters come from \`searcher.adapters\` (searchEngine: sqlite-fts with pagesDir, search-r1,
+  vrag, brave, mock; generator: openai, gemini, mock, slide-reader; judge: openai, gemini, rule),
+  through the composition root. Fields and defaults:
+${describeConfigFields(dataRunConfigSchema).join('\n')}
 `,
   eval: () => `searcher-rl eval --run DIR [--split test|validation|train] [--limit N]
 
@@ -82,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'icd') return (await commands.icd()).icdCommand(rest);
+  if (command === 'curate') return (await commands.curate()).curateCommand(rest);
   const help = HELP[command];
   if (!help) {
     process.stderr.write(`Unknown command '${command}'.\n\n${USAGE}`);
@@ -99,7 +112,15 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'train') {
     const values = args(command, rest, { config: { type: 'string' } });
     if (values.help) return print(help());
-    const config = values.config ? await loadRunConfig(values.config as string) : parseRunConfig({});
+    const raw = values.config ? await readConfigFile(values.config as string) : {};
+    if ('dataset' in raw) {
+      const dataRun = await commands.dataRun();
+      const result = await dataRun.trainDataRun(dataRun.parseDataRunConfig(raw, values.config as string), { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
+      const report = await (await commands.report()).writeReport(result.runDir);
+      process.stdout.write(`run folder: ${result.runDir}\nreport: ${report}\n`);
+      return 0;
+    }
+    const config = parseRunConfig(raw, values.config as string | undefined);
     const result = await (await commands.trainRun()).trainRun(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     const report = await (await commands.report()).writeReport(result.runDir);
     const rise = result.after.judgeSuccess - result.before.judgeSuccess;
@@ -114,6 +135,11 @@ async function main(argv: string[]): Promise<number> {
     if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError('--split', `must be train, validation or test, got '${split}'`);
     const limit = values.limit === undefined ? undefined : Number(values.limit);
     if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new InvalidArgumentError('--limit', `must be a positive integer, got '${String(values.limit)}'`);
+    const kind = await (await commands.dataRun()).readRunKind(values.run as string);
+    if (kind.kind === 'data') {
+      await (await commands.dataRun()).evalDataRun(values.run as string, kind.config, limit ?? null, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
+      return 0;
+    }
     await (await commands.trainRun()).evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
     return 0;
   }

@@ -105,7 +105,9 @@ export async function writeReport(runDir: string, options: { episodes?: number }
       turns,
     });
   }
-  const data = { runId: summary.runId, before: summary.before, after: summary.after, curves, buckets: difficultyBuckets(trajectories), evalSplit: evalDir, episodes };
+  // The curation funnel and analyses, when `searcher-rl curate funnel` has written them.
+  const curation = await readFile(join(runDir, 'curation', 'funnel.json'), 'utf8').then((text) => JSON.parse(text) as unknown, () => null);
+  const data = { runId: summary.runId, before: summary.before, after: summary.after, curves, buckets: difficultyBuckets(trajectories), evalSplit: evalDir, episodes, curation };
   // Replacer functions: a string replacement would expand `$'` and friends found in model output.
   const html = REPORT_TEMPLATE.replace('__TITLE__', () => escapeHtml(summary.runId)).replace('__DATA__', () => JSON.stringify(data).replace(/</g, '\\u003c'));
   const path = join(runDir, 'report.html');
@@ -128,6 +130,7 @@ figure{display:inline-block;margin:4px}figcaption{font-size:12px;color:#57606a}
 <div class="cards" id="summary"></div>
 <h2>Training curves</h2><div class="charts" id="charts"></div>
 <h2>Difficulty distribution (<span id="eval-split"></span>, NDCG per question)</h2><div class="chart" id="buckets"></div>
+<div id="curation"></div>
 <h2>Episodes</h2><label>Episode <select id="episode-select"></select></label><div id="episode"></div>
 <script type="application/json" id="data">__DATA__</script>
 <script>
@@ -166,6 +169,17 @@ document.getElementById('eval-split').textContent = data.evalSplit;
   });
   document.getElementById('buckets').append(svg);
 })();
+if (data.curation) {
+  const c = data.curation, box = document.getElementById('curation');
+  box.append(el('h2', {}, 'Curation funnel (' + c.phases.phase1 + ' buckets, ' + c.phases.phase2 + ' scores)'));
+  const table = el('table');
+  for (const s of c.stages) { const tr = el('tr'); tr.append(el('td', {}, s.stage), el('td', {}, String(s.count)), el('td', {}, s.note || '')); table.append(tr); }
+  box.append(table, el('h2', {}, 'NDCG vs judge'),
+    el('p', {}, 'judge success with NDCG 0: ' + c.disagreements.judgeSuccessNdcgZero + ' (same document, other page: ' + c.disagreements.sameDocumentOtherPage + '; ungrounded: ' + c.disagreements.ungrounded + '); NDCG >= 0.5 with judge 0: ' + c.disagreements.ndcgHighJudgeZero),
+    el('p', {}, 'hallucination share of judge successes: ' + (c.hallucination.share * 100).toFixed(1) + '% (' + c.hallucination.ungrounded + ' of ' + c.hallucination.judgeSuccesses + ')'),
+    el('h2', {}, 'Failure causes'),
+    el('p', {}, 'search failure ' + c.failureCauses.searchFailure + ', generator failure ' + c.failureCauses.generatorFailure + ', ground-truth error ' + c.failureCauses.groundTruthError + ' of ' + c.failureCauses.failures + ' failed rollouts; verification removed ' + c.verification.removed + ' of ' + c.verification.candidates + ' candidates'));
+}
 const select = document.getElementById('episode-select');
 data.episodes.forEach((e, i) => select.append(el('option', { value: String(i) }, (i + 1) + '. ' + e.question)));
 function show(i) {

@@ -115,6 +115,11 @@ export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
 
 /** Reads a run configuration from YAML (`.yaml`, `.yml`) or JSON (`.json`); fields are validated by name. */
 export async function loadRunConfig(path: string): Promise<RunConfig> {
+  return parseRunConfig(await readConfigFile(path), path);
+}
+
+/** A YAML or JSON configuration file as data (a mapping), not yet validated. */
+export async function readConfigFile(path: string): Promise<Record<string, unknown>> {
   const ext = extname(path).toLowerCase();
   if (!['.yaml', '.yml', '.json'].includes(ext)) throw new InvalidArgumentError('--config', `'${path}' must be a YAML (.yaml, .yml) or JSON (.json) file`);
   let text: string;
@@ -135,5 +140,5 @@ export async function loadRunConfig(path: string): Promise<RunConfig> {
     throw new ConfigValidationError([{ field: path, message: `not valid ${ext === '.json' ? 'JSON' : 'YAML'}: ${error instanceof Error ? error.message : String(error)}` }]);
   }
   if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new ConfigValidationError([{ field: `${path}: (root)`, message: 'expected a mapping of settings (key: value)' }]);
-  return parseRunConfig(data, path);
+  return data as Record<string, unknown>;
 }

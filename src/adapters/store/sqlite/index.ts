@@ -1,0 +1,2 @@
+export { createSqliteStore, type SqliteStore, type SqliteStoreSettings, type PromptSuccessRow, type NdcgJudgeRow } from './sqlite-store';
+export { importJsonlRuns } from './import-jsonl';

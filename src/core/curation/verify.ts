@@ -1,0 +1,46 @@
+import type { PortGateway } from '../calls/gateway';
+import type { Evidence } from '../../ports/types';
+import { labelCandidate, type Verdict, type VerificationCandidate } from './verification';
+
+export interface VerifyOptions {
+  /** The golden page(s) of a prompt as evidence; `[]` when they cannot be found (the label is then UNCERTAIN). */
+  goldenEvidence: (candidate: VerificationCandidate) => Promise<readonly Evidence[]>;
+  signal?: AbortSignal;
+  /** Calls in flight at once (the gateway's caps still hold). */
+  concurrency?: number;
+}
+
+/**
+ * Ground-truth verification through the ports (docs/method.md#ground-truth-verification): the
+ * Generator answers the question from the golden page alone, the Judge scores that answer against
+ * the reference and the rollout's answer against it, and `labelCandidate` names the case. A failed
+ * call labels the candidate UNCERTAIN with the failure kept in `detail`.
+ */
+export async function verifyCandidates(gateway: PortGateway, candidates: readonly VerificationCandidate[], options: VerifyOptions): Promise<Verdict[]> {
+  const verdicts: Verdict[] = new Array(candidates.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < candidates.length) {
+      const index = next++;
+      const candidate = candidates[index]!;
+      const { episode } = candidate;
+      const base = { promptUid: episode.promptUid, sampleId: episode.sampleId, reason: candidate.reason };
+      try {
+        const evidence = await options.goldenEvidence(candidate);
+        if (evidence.length === 0 || episode.reference === null) {
+          verdicts[index] = { ...base, label: 'UNCERTAIN', detail: { why: evidence.length === 0 ? 'golden page not found' : 'no reference' } };
+          continue;
+        }
+        const golden = await gateway.answer(episode.query, evidence, options.signal);
+        const goldenVerdict = await gateway.score(episode.query, golden.answer, episode.reference, options.signal);
+        const agreement = await gateway.score(episode.query, episode.answer, golden.answer, options.signal);
+        const label = labelCandidate({ goldenScore: goldenVerdict.score, rolloutVsGolden: agreement.score, rolloutJudge: episode.judgeScore ?? 0 });
+        verdicts[index] = { ...base, label, detail: { goldenAnswer: golden.answer, goldenScore: goldenVerdict.score, rolloutAnswer: episode.answer, rolloutVsGolden: agreement.score, reference: episode.reference, judgeRaw: goldenVerdict.raw ?? null } };
+      } catch (error) {
+        verdicts[index] = { ...base, label: 'UNCERTAIN', detail: { failure: error instanceof Error ? error.message : String(error) } };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 8, candidates.length)) }, worker));
+  return verdicts;
+}
