@@ -92,7 +92,7 @@ describe('createTrainer', () => {
     const straight = await run(createJsonlStore({ dir: join(dir, 'a') }), 1, {});
     expect(straight.steps.map((m) => m.step)).toEqual([1, 2, 3, 4, 5]);
     expect(straight.steps.map((m) => m.epoch)).toEqual([0, 0, 1, 2, 2]);
-    expect(straight.checkpoints).toEqual(['checkpoints/step-00000002', 'checkpoints/step-00000004', 'checkpoints/step-00000005']);
+    expect(straight.checkpoints).toEqual(['checkpoints/step-00000000', 'checkpoints/step-00000002', 'checkpoints/step-00000004', 'checkpoints/step-00000005']);
 
     const storeB = createJsonlStore({ dir: join(dir, 'b') });
     const first = await run(storeB, 1, { steps: 3 });

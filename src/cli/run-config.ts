@@ -43,9 +43,13 @@ export const runConfigSchema = z
         contextLength: positiveInt().default(256),
         backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
         tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe('`vocabulary`: the corpus\'s words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer.'),
+        coalesceSessions: z
+          .boolean()
+          .default(true)
+          .describe('Decode concurrent groups in shared forwards (faster). The last bits of a log-prob then depend on which groups shared a forward, which follows the ports\' timing: a resumed run equals the uninterrupted one exactly only with `false` (each group alone).'),
       })
       .strict()
-      .default({ layers: 2, width: 64, heads: 4, contextLength: 256, backend: 'auto', tokenizer: 'vocabulary' }),
+      .default({ layers: 2, width: 64, heads: 4, contextLength: 256, backend: 'auto', tokenizer: 'vocabulary', coalesceSessions: true }),
     sft: z
       .object({
         demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),

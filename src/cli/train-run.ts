@@ -65,8 +65,8 @@ export async function prepareEnvironment(config: RunConfig, context: RunContext)
 
 export async function createRunPolicy(config: RunConfig, env: SlideEnvironment): Promise<TfjsPolicy> {
   const tokenizer = config.policy.tokenizer === 'vocabulary' ? createVocabularyTokenizer(corpusVocabulary(env.corpus)) : createProtocolTokenizer();
-  const { layers, width, heads, contextLength, backend } = config.policy;
-  return createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
+  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+  return createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
 }
 
 function summarise(split: string, questions: readonly CorpusQuestion[], trajectories: readonly Trajectory[]): EvalSummary {
@@ -133,8 +133,10 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
   const configPath = join(runDir, 'config.json');
   const previous = await readFile(configPath, 'utf8').then((text) => JSON.parse(text) as RunConfig, () => null);
   if (previous) {
+    // How sessions share forwards changes no weight, so a folder may continue with the other setting.
+    const same = (key: 'corpus' | 'policy' | 'sft' | 'seed', a: RunConfig, b: RunConfig) => JSON.stringify(key === 'policy' ? { ...a.policy, coalesceSessions: null } : a[key]) === JSON.stringify(key === 'policy' ? { ...b.policy, coalesceSessions: null } : b[key]);
     for (const key of ['corpus', 'policy', 'sft', 'seed'] as const) {
-      if (JSON.stringify(previous[key]) !== JSON.stringify(config[key])) {
+      if (!same(key, previous, config)) {
         throw new InvalidArgumentError(`config.${key}`, `the run folder '${runDir}' was started with other '${key}' settings; use another runId to start afresh`);
       }
     }
@@ -218,8 +220,8 @@ export async function loadRunPolicy(runDir: string, config: RunConfig): Promise<
   for (const runId of [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN)) {
     const found = await readCheckpoint(store, runId);
     if (!found) continue;
-    const { layers, width, heads, contextLength, backend } = config.policy;
-    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+    const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
     await policy.load(found.checkpoint);
     return { policy, from: `${runId}/${found.key}` };
   }
