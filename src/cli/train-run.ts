@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createScriptedPolicy } from '../adapters/scripted-policy/scripted-policy';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
@@ -118,6 +118,12 @@ export async function evaluate(config: RunConfig, env: SlideEnvironment, contain
   return summary;
 }
 
+/** Temp file then rename: a process killed mid-write leaves the previous file or none, never half of one. */
+async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
+  await writeFile(`${path}.tmp`, `${JSON.stringify(value, null, 2)}\n`);
+  await rename(`${path}.tmp`, path);
+}
+
 const pct = (x: number | null) => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
 
 /**
@@ -141,7 +147,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       }
     }
   }
-  await writeFile(configPath, `${JSON.stringify(config, null, 2)}\n`);
+  await writeJsonAtomic(configPath, config);
   const env = await prepareEnvironment(config, context);
   const store = createJsonlStore({ dir: runDir });
   const policy = await createRunPolicy(config, env);
@@ -171,7 +177,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
     let before = await readFile(beforePath, 'utf8').then((text) => JSON.parse(text) as EvalSummary, () => null);
     if (!before) {
       before = await evaluate(config, env, container, runDir, 'eval-before-rl', context);
-      await writeFile(beforePath, `${JSON.stringify(before, null, 2)}\n`);
+      await writeJsonAtomic(beforePath, before);
     }
     context.log(`before RL (after SFT) on ${before.split}: judge success ${pct(before.judgeSuccess)}, NDCG ${before.ndcg.toFixed(3)}, small print ${pct(before.smallPrintSuccess)}, crops ${pct(before.cropRate)}`);
     const steps: TrainRunResult['steps'] = [];
@@ -191,10 +197,10 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
     }
     const after = await evaluate(config, env, container, runDir, 'eval-after-rl', context);
-    await writeFile(join(runDir, 'eval-after-rl.json'), `${JSON.stringify(after, null, 2)}\n`);
+    await writeJsonAtomic(join(runDir, 'eval-after-rl.json'), after);
     context.log(`after RL on ${after.split}: judge success ${pct(after.judgeSuccess)}, NDCG ${after.ndcg.toFixed(3)}, small print ${pct(after.smallPrintSuccess)}, crops ${pct(after.cropRate)}`);
     const result: TrainRunResult = { runId, runDir, before, after, steps };
-    await writeFile(join(runDir, 'summary.json'), `${JSON.stringify({ runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } }, null, 2)}\n`);
+    await writeJsonAtomic(join(runDir, 'summary.json'), { runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } });
     return result;
   } finally {
     if (container) await closeSearcherContainer(container);
