@@ -103,7 +103,7 @@ export function remotePorts(url: string, apiKey: string) {
 export const FAULT_CALLS = { timeoutMs: 400, maxRetries: 3 };
 
 /** Episodes of a scripted Searcher (search the question, then finish) through the fault server. */
-export async function faultRun(storeDir: string, episodes: number, rate: number, seed = 7): Promise<Record<string, unknown>> {
+export async function faultRun(storeDir: string, episodes: number, rate: number, seed = 7, apiKey = 'sk-fault-run'): Promise<Record<string, unknown>> {
   const server = await startFaultServer(rate, seed);
   try {
     const nAgent = 4;
@@ -112,7 +112,7 @@ export async function faultRun(storeDir: string, episodes: number, rate: number,
     const policy = createScriptedPolicy({ script: ({ turn, context }) => (turn === 0 ? `<search>${/topic\d+/.exec(context)?.[0] ?? 'none'}</search>` : '<search_complete>true</search_complete>') });
     const store = createJsonlStore({ dir: storeDir });
     const calls = { searchEngine: FAULT_CALLS, generator: FAULT_CALLS, judge: FAULT_CALLS };
-    const searcher = createSearcher({ policy, store, ...remotePorts(server.url, 'sk-fault-run') }, { episode: { maxTurns: 2, maxTurnTokens: 16, maxContextTokens: 512, observationMaxChars: 60, instructions: '' }, rl: { nAgent }, calls } as Parameters<typeof createSearcher>[1]);
+    const searcher = createSearcher({ policy, store, ...remotePorts(server.url, apiKey) }, { episode: { maxTurns: 2, maxTurnTokens: 16, maxContextTokens: 512, observationMaxChars: 60, instructions: '' }, rl: { nAgent }, calls } as Parameters<typeof createSearcher>[1]);
     let produced = 0;
     let lost = 0;
     let unmasked = 0;

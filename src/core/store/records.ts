@@ -17,8 +17,9 @@ export function matchesQuery(record: StoreRecord, query: StoreQuery): boolean {
 }
 
 export function checkRunId(runId: unknown, argument = 'runId'): asserts runId is string {
-  if (typeof runId !== 'string' || !RUN_ID_PATTERN.test(runId) || runId === '.' || runId === '..') {
-    throw new InvalidArgumentError(argument, `must be letters, digits, dot, dash or underscore, got ${JSON.stringify(runId)}`);
+  // A folder name: at most 200 characters, under the file systems' 255-byte limit.
+  if (typeof runId !== 'string' || !RUN_ID_PATTERN.test(runId) || runId === '.' || runId === '..' || runId.length > 200) {
+    throw new InvalidArgumentError(argument, `must be 1 to 200 letters, digits, dots, dashes or underscores, got ${JSON.stringify(typeof runId === 'string' && runId.length > 60 ? `${runId.slice(0, 60)}...` : runId)}`);
   }
 }
 
