@@ -18,7 +18,7 @@ export const trainerSettingsSchema = z
     steps: z.number().int().positive(),
     /** Prompts per step (B); each gets `rl.nAgent` rollouts. */
     batchSize: z.number().int().positive(),
-    /** Checkpoint every this many steps (and always after the last). */
+    /** Checkpoint every this many steps (and always after the last, and before the first when the run has no checkpoint of its own). */
     saveFreq: z.number().int().positive().default(10),
     /** `auto`: continue from this run's latest checkpoint if any; `disable`: start fresh; else a checkpoint path (`checkpoints/step-00000010` or `otherRun/checkpoints/step-00000010`). */
     resumeMode: z.string().min(1).default('auto'),

@@ -10,13 +10,13 @@ import { TIMING_METRICS } from '../../src/trainer';
 
 const PHASES = ['phase1', 'phase2'];
 
-/** Seconds per run: a tiny corpus and model, two phases with a checkpoint every 2 steps. */
+/** Seconds per run: a tiny corpus and model, two phases with a checkpoint every 2 steps; RELIABILITY_COALESCE=1 decodes groups in shared forwards. */
 function tinyConfig(root: string, runId: string) {
   return {
     runsDir: join(root, 'runs'),
     runId,
     corpus: { decks: 4, minSlides: 5, maxSlides: 5, smallPrintRate: 0.5, cacheDir: join(root, 'corpus') },
-    policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm', coalesceSessions: false },
+    policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm', coalesceSessions: process.env.RELIABILITY_COALESCE === '1' },
     sft: { demonstrations: 16, epochs: 3, batchSize: 4 },
     phases: [
       { name: 'phase1', steps: 6, weights: 'phase1' },
@@ -149,6 +149,7 @@ export async function crashResume(root: string, kills: number, seed = 13): Promi
   }
   return {
     figure: 'crash-resume',
+    coalesceSessions: process.env.RELIABILITY_COALESCE === '1',
     killsAsked: kills,
     killed,
     killedAt: stages,
