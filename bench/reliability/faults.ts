@@ -25,9 +25,7 @@ export async function startFaultServer(rate: number, seed: number, options: { on
   const random = createRandom(seed);
   const injected: Record<Fault, number> = { 'rate-limited': 0, 'server-error': 0, hang: 0, reset: 0, malformed: 0, truncated: 0 };
   const requests = { searchEngine: 0, generator: 0, judge: 0 };
-  // A request repeating the body of one that drew a fault is counted as its retry.
-  const faulted = new Map<string, number>();
-  let retried = 0;
+
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -43,15 +41,7 @@ export async function startFaultServer(rate: number, seed: number, options: { on
         success = { result: [[{ document: { id: `${query}.png`, contents: `"${query}"\n${query} facts` }, score: 1 }]] };
       } else success = port === 'judge' ? gemini.judge : openai.generator;
       const fault: Fault | null = random.nextFloat() < rate ? FAULTS[random.nextInt(FAULTS.length)]! : null;
-      const earlier = faulted.get(body) ?? 0;
-      if (earlier > 0) {
-        retried++;
-        faulted.set(body, earlier - 1);
-      }
-      if (fault) {
-        injected[fault]++;
-        faulted.set(body, (faulted.get(body) ?? 0) + 1);
-      }
+      if (fault) injected[fault]++;
       const json = (status: number, value: unknown, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(value));
       switch (fault) {
         case 'rate-limited':
@@ -81,9 +71,6 @@ export async function startFaultServer(rate: number, seed: number, options: { on
     url,
     injected,
     requests,
-    get retried() {
-      return retried;
-    },
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -111,8 +98,8 @@ export async function faultRun(storeDir: string, episodes: number, rate: number,
     const prompts = Array.from({ length: Math.ceil(episodes / nAgent) }, (_, i) => ({ uid: `q${i}`, question: `topic${i}`, goldenBasenames: [`topic${i}.png`], reference: '4.5 billion dollars' }));
     const policy = createScriptedPolicy({ script: ({ turn, context }) => (turn === 0 ? `<search>${/topic\d+/.exec(context)?.[0] ?? 'none'}</search>` : '<search_complete>true</search_complete>') });
     const store = createJsonlStore({ dir: storeDir });
-    const calls = { searchEngine: FAULT_CALLS, generator: FAULT_CALLS, judge: FAULT_CALLS };
-    const searcher = createSearcher({ policy, store, ...remotePorts(server.url, apiKey) }, { episode: { maxTurns: 2, maxTurnTokens: 16, maxContextTokens: 512, observationMaxChars: 60, instructions: '' }, rl: { nAgent }, calls } as Parameters<typeof createSearcher>[1]);
+    const callPolicies = { searchEngine: FAULT_CALLS, generator: FAULT_CALLS, judge: FAULT_CALLS };
+    const searcher = createSearcher({ policy, store, ...remotePorts(server.url, apiKey) }, { episode: { maxTurns: 2, maxTurnTokens: 16, maxContextTokens: 512, observationMaxChars: 60, instructions: '' }, rl: { nAgent }, calls: callPolicies } as Parameters<typeof createSearcher>[1]);
     let produced = 0;
     let lost = 0;
     let unmasked = 0;
@@ -132,6 +119,13 @@ export async function faultRun(storeDir: string, episodes: number, rate: number,
     const stored = currentRecords(await store.doQuery({ kind: 'trajectory', runId: 'faults' }), []).length;
     const missing = Object.values(missingByCause).reduce((a, b) => a + b, 0);
     const faultsInjected = Object.values(server.injected).reduce((a, b) => a + b, 0);
+    // Calls the episodes made (the scripted Searcher searches once, then each episode whose search
+    // worked asks the generator once, and each answer is judged once); requests beyond them are retries.
+    const searchFailed = Object.entries(missingByCause).filter(([k]) => k.startsWith('episode:')).reduce((n, [, v]) => n + v, 0);
+    const generatorFailed = Object.entries(missingByCause).filter(([k]) => k.startsWith('generator:')).reduce((n, [, v]) => n + v, 0);
+    const episodesTotal = prompts.length * nAgent;
+    const calls = { searchEngine: episodesTotal, generator: episodesTotal - searchFailed, judge: episodesTotal - searchFailed - generatorFailed };
+    const retries = { searchEngine: server.requests.searchEngine - calls.searchEngine, generator: server.requests.generator - calls.generator, judge: server.requests.judge - calls.judge };
     return {
       figure: 'fault-run',
       episodes: prompts.length * nAgent,
@@ -139,7 +133,9 @@ export async function faultRun(storeDir: string, episodes: number, rate: number,
       requests: server.requests,
       faultsInjected: server.injected,
       faultsInjectedTotal: faultsInjected,
-      retriedRequests: server.retried,
+      calls,
+      retries,
+      retriesTotal: retries.searchEngine + retries.generator + retries.judge,
       completed: produced - missing,
       missing,
       missingByCause,
