@@ -107,9 +107,10 @@ export async function crashResume(root: string, kills: number, seed = 13): Promi
   const straightRun = await trainChild(await configFor('straight'), null);
   const straight = await runOutcome(join(root, 'runs', 'straight'));
   const reproducible = JSON.stringify((await runOutcome(join(root, 'runs', 'warmup'))).outcome) === JSON.stringify(straight.outcome);
-  // Kill moments spread over an uninterrupted run's work (after its policy line), seeded.
+  // Kill moments: seeded delays after each attempt's policy line.
   // A folder whose run ends before its kill is checked and a new folder started.
   const random = createRandom(seed);
+  const work = straightRun.ms - (straightRun.readyMs ?? 0);
   const stages: Record<string, number> = {};
   const failures: string[] = [];
   const folders: Array<{ runId: string; kills: number; equal: boolean; stepsComplete: boolean }> = [];
@@ -127,7 +128,9 @@ export async function crashResume(root: string, kills: number, seed = 13): Promi
     });
   };
   for (let attempt = 0; killed < kills && attempt < 3 * kills; attempt++) {
-    const at = Math.round(random.nextFloat() * Math.max(1, straightRun.ms - (straightRun.readyMs ?? 0)));
+    // Short delays, so that the kills fall one after another through one folder's run (each resume
+    // goes on from where the last one was killed), at least long enough to get past any one stage.
+    const at = Math.round(random.nextFloat() * Math.max(800, (3 * work) / kills));
     const run = await trainChild(config, at);
     if (run.signal === 'SIGKILL') {
       killed++;
