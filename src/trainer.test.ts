@@ -8,6 +8,7 @@ import { createJsonlStore } from './adapters/store/jsonl/index';
 import { createTfjsPolicy, type TfjsPolicy } from './adapters/tfjs/policy';
 import { runEpisodes } from './core/episode/run-episodes';
 import { createRandom } from './core/random';
+import { currentRecords } from './core/store/records';
 import { expandGroups } from './core/rl/groups';
 import { runSft, sftExamples } from './core/rl/policy-update';
 import type { Store } from './ports/store';
@@ -92,7 +93,7 @@ describe('createTrainer', () => {
     const straight = await run(createJsonlStore({ dir: join(dir, 'a') }), 1, {});
     expect(straight.steps.map((m) => m.step)).toEqual([1, 2, 3, 4, 5]);
     expect(straight.steps.map((m) => m.epoch)).toEqual([0, 0, 1, 2, 2]);
-    expect(straight.checkpoints).toEqual(['checkpoints/step-00000002', 'checkpoints/step-00000004', 'checkpoints/step-00000005']);
+    expect(straight.checkpoints).toEqual(['checkpoints/step-00000000', 'checkpoints/step-00000002', 'checkpoints/step-00000004', 'checkpoints/step-00000005']);
 
     const storeB = createJsonlStore({ dir: join(dir, 'b') });
     const first = await run(storeB, 1, { steps: 3 });
@@ -115,6 +116,10 @@ describe('createTrainer', () => {
     const fresh = await run(storeB, 1, { resumeMode: 'disable', steps: 1 });
     expect(fresh.resumedFrom).toBeNull();
     expect(withoutTiming(fresh.steps[0]!)).toEqual(withoutTiming(straight.steps[0]!));
+    // Its restart event counts the records it supersedes; readers keep the latest attempt's.
+    const events = await storeB.doQuery({ kind: 'event', runId: 'toy' });
+    expect(events.at(-1)?.data).toMatchObject({ type: 'restart', nextStep: 1, superseded: { metric: { 1: 1, 2: 1, 3: 1, 4: 1, 5: 1 } } });
+    expect(currentRecords(await storeB.doQuery({ kind: 'metric', runId: 'toy' }), events).map((r) => withoutTiming(r.data as StepMetrics))).toEqual([withoutTiming(straight.steps[0]!)]);
   }, 120_000);
 
   it('refuses a resume that cannot be exact, naming the setting', async () => {

@@ -4,7 +4,7 @@ import { checkPromptRecords } from './core/prompt-records';
 import { resolveRewardWeights } from './searcher';
 import { createRandom, hashString, permutation, RANDOM_STREAMS, type Random, type RandomState } from './core/random';
 import type { PolicyUpdateSummary } from './core/rl/policy-update';
-import { checkRunId } from './core/store/records';
+import { checkRunId, SUPERSEDABLE_KINDS, type SupersededCounts } from './core/store/records';
 import type { PromptRecord } from './core/types';
 import type { PolicyCheckpoint } from './ports/policy-backend';
 import type { Store } from './ports/store';
@@ -19,7 +19,7 @@ export const trainerSettingsSchema = z
     steps: z.number().int().positive(),
     /** Prompts per step (B); each gets `rl.nAgent` rollouts. */
     batchSize: z.number().int().positive(),
-    /** Checkpoint every this many steps (and always after the last). */
+    /** Checkpoint every this many steps (and always after the last, and before the first when the run has no checkpoint of its own). */
     saveFreq: z.number().int().positive().default(10),
     /** `auto`: continue from this run's latest checkpoint if any; `disable`: start fresh; else a checkpoint path (`checkpoints/step-00000010` or `otherRun/checkpoints/step-00000010`). */
     resumeMode: z.string().min(1).default('auto'),
@@ -137,10 +137,21 @@ export async function writePolicyCheckpoint(store: Store, runId: string, step: n
   const key = checkpointKey(step);
   const options = signal ? { signal } : {};
   const blobNames = Object.keys(checkpoint.blobs);
-  for (const name of blobNames) await store.doPutBlob(runId, `${key}/policy/${name}`, checkpoint.blobs[name]!, options);
-  await store.doPutBlob(runId, `${key}/state.json`, encoder.encode(JSON.stringify({ ...state, policy: { format: checkpoint.format, metadata: checkpoint.metadata, blobs: blobNames } })), options);
-  await store.doAppend([{ kind: 'checkpoint', runId, step, time: Date.now(), data: { key, policyFormat: checkpoint.format } }], options);
+  const checksums: Record<string, string> = {};
+  for (const name of blobNames) {
+    checksums[name] = await sha256(checkpoint.blobs[name]!);
+    await store.doPutBlob(runId, `${key}/policy/${name}`, checkpoint.blobs[name]!, options);
+  }
+  const stateBytes = encoder.encode(JSON.stringify({ ...state, policy: { format: checkpoint.format, metadata: checkpoint.metadata, blobs: blobNames, sha256: checksums } }));
+  await store.doPutBlob(runId, `${key}/state.json`, stateBytes, options);
+  await store.doAppend([{ kind: 'checkpoint', runId, step, time: Date.now(), data: { key, policyFormat: checkpoint.format, stateSha256: await sha256(stateBytes) } }], options);
   return key;
+}
+
+/** Hex SHA-256 through Web Crypto (global in Node 20 and browsers): checkpoints are verified on load. */
+async function sha256(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await globalThis.crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** The key of a Store run's latest committed checkpoint, or null. */
@@ -157,7 +168,12 @@ export async function latestCheckpointKey(store: Store, runId: string): Promise<
 export async function readPolicyCheckpoint(store: Store, runId: string, key: string): Promise<{ state: Record<string, unknown>; checkpoint: PolicyCheckpoint }> {
   const raw = await store.doGetBlob(runId, `${key}/state.json`);
   if (!raw) throw new InvalidArgumentError('settings.resumeMode', `no checkpoint at '${runId}/${key}' (no state.json)`);
-  let state: Record<string, unknown> & { policy?: { format?: unknown; metadata?: unknown; blobs?: unknown } };
+  const committed = (await store.doQuery({ kind: 'checkpoint', runId })).filter((r) => (r.data as { key?: unknown }).key === key).pop();
+  const expectedState = (committed?.data as { stateSha256?: unknown } | undefined)?.stateSha256;
+  const corrupt = (what: string) => new PortOutputError({ port: 'store', provider: store.provider, field: `${runId}/${key}/${what}`, message: 'does not match the checksum written with the checkpoint (a torn or altered file); resume from an earlier checkpoint' });
+  // Checkpoints written before checksums existed carry none, and load unchecked.
+  if (typeof expectedState === 'string' && (await sha256(raw)) !== expectedState) throw corrupt('state.json');
+  let state: Record<string, unknown> & { policy?: { format?: unknown; metadata?: unknown; blobs?: unknown; sha256?: Record<string, unknown> } };
   try {
     state = JSON.parse(decoder.decode(raw)) as typeof state;
   } catch (error) {
@@ -171,9 +187,27 @@ export async function readPolicyCheckpoint(store: Store, runId: string, key: str
   for (const name of policy.blobs as string[]) {
     const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
     if (!bytes) throw new InvalidArgumentError('settings.resumeMode', `checkpoint '${runId}/${key}' lacks the policy blob '${name}'`);
+    const expected = policy.sha256?.[name];
+    if (typeof expected === 'string' && (await sha256(bytes)) !== expected) throw corrupt(`policy/${name}`);
     blobs[name] = bytes;
   }
   return { state, checkpoint: { format: policy.format, metadata: (policy.metadata ?? {}) as Record<string, unknown>, blobs } };
+}
+
+/**
+ * Per record kind and step, how many records a run already holds for the steps after `step`:
+ * those an interrupted attempt left, which the steps run again supersede. `null` when none.
+ */
+async function staleRecordCounts(store: Store, runId: string, step: number): Promise<SupersededCounts | null> {
+  const counts: SupersededCounts = {};
+  for (const kind of SUPERSEDABLE_KINDS) {
+    for (const record of await store.doQuery({ kind, runId })) {
+      if (record.step <= step) continue;
+      const perStep = (counts[kind] ??= {});
+      perStep[record.step] = (perStep[record.step] ?? 0) + 1;
+    }
+  }
+  return Object.keys(counts).length === 0 ? null : counts;
 }
 
 function mean(values: readonly number[]): number {
@@ -338,14 +372,23 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
       const result: TrainerRunResult = { steps: [], resumedFrom: null, checkpoints: [] };
       if (!resumed) {
         resumed = true;
+        const signalOption = options.signal ? { signal: options.signal } : {};
         const from = await resolveResume();
         if (from) {
           await loadCheckpoint(from.runId, from.key);
           result.resumedFrom = { key: `${from.runId}/${from.key}`, step };
-          // Steps after the checkpoint may already be in the store from the interrupted run; they
-          // are run again, and this event marks where the new records start.
-          await store.doAppend([{ kind: 'event', runId: settings.runId, step, time: Date.now(), data: { type: 'resume', from: result.resumedFrom.key, nextStep: step + 1 } }], options.signal ? { signal: options.signal } : {});
         }
+        // Records of steps after the starting point are left by an interrupted attempt: the event
+        // counts them per step, so readers (supersededRecords) can drop them; they are run again.
+        const superseded = await staleRecordCounts(store, settings.runId, step);
+        if (result.resumedFrom || superseded) {
+          const data = result.resumedFrom ? { type: 'resume', from: result.resumedFrom.key, nextStep: step + 1 } : { type: 'restart', nextStep: step + 1 };
+          await store.doAppend([{ kind: 'event', runId: settings.runId, step, time: Date.now(), data: { ...data, ...(superseded && { superseded }) } }], signalOption);
+        }
+        // A run starting without a checkpoint of its own saves one first: the policy's state here
+        // (its sampling-session counter above all, advanced by whatever ran before, such as an
+        // evaluation) is what a restart before the first periodic checkpoint must continue from.
+        if (!from || from.runId !== settings.runId) result.checkpoints.push(await saveCheckpoint(options.signal));
       }
       const signalOption = options.signal ? { signal: options.signal } : {};
       await store.doAppend([{ kind: 'event', runId: settings.runId, step, time: Date.now(), data: runEvent('run.start', settings.runId, step, { steps: settings.steps, batchSize: settings.batchSize, prompts: prompts.length, seed: settings.seed }) }], signalOption);

@@ -48,7 +48,8 @@ describe('searcher-rl train (small config) and report.html', () => {
     const trajectories = (await readFile(join(runDir, 'phase1', 'trajectory.jsonl'), 'utf8')).trim().split('\n');
     expect(trajectories).toHaveLength(2 * 2 * 2);
     expect(JSON.parse(trajectories[0]!).data).toMatchObject({ turns: expect.any(Array), retrievedBasenames: expect.any(Array), terminated: expect.any(String) });
-    expect(await readdir(join(runDir, 'phase2', 'blobs', 'checkpoints'))).toEqual(['step-00000001', 'step-00000002']);
+    // Step 0: each phase first saves the policy it starts from (a restart before step 1's checkpoint continues from it).
+    expect(await readdir(join(runDir, 'phase2', 'blobs', 'checkpoints'))).toEqual(['step-00000000', 'step-00000001', 'step-00000002']);
 
     // Run again in the same folder: the warm start and the "before" figures are reused, the phases
     // are complete (resumed from their last checkpoints), the "after" evaluation replaces the old one.

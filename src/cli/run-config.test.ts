@@ -60,6 +60,21 @@ searcher:
   });
 });
 
+describe('run configuration: input that must be refused', () => {
+  it('refuses a file that is not UTF-8, an over-long runId, and takes policy.coalesceSessions', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-config-'));
+    try {
+      await writeFile(join(dir, 'latin1.yaml'), new Uint8Array([0x73, 0x65, 0x65, 0x64, 0x3a, 0x20, 0xe9, 0x0a]));
+      await expect(loadRunConfig(join(dir, 'latin1.yaml'))).rejects.toThrow(/latin1\.yaml.*not UTF-8/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(() => parseRunConfig({ runId: 'x'.repeat(129) })).toThrow(/runId/);
+    expect(parseRunConfig({}).policy.coalesceSessions).toBe(true);
+    expect(parseRunConfig({ policy: { coalesceSessions: false } }).policy.coalesceSessions).toBe(false);
+  });
+});
+
 describe('progress', () => {
   it('draws a bar with ETA on a terminal and plain lines elsewhere', () => {
     let t = 0;

@@ -20,7 +20,7 @@ const unit = () => z.number().min(0).max(1);
 export const runConfigSchema = z
   .object({
     runsDir: z.string().min(1).default('runs').describe('Where run folders go.'),
-    runId: z.string().regex(/^[A-Za-z0-9._-]+$/).refine((id) => id !== '.' && id !== '..', 'must not be . or ..').optional().describe('Default: a timestamped id.'),
+    runId: z.string().max(128).regex(/^[A-Za-z0-9._-]+$/).refine((id) => id !== '.' && id !== '..', 'must not be . or ..').optional().describe('Default: a timestamped id.'),
     seed: z.number().int().default(1),
     corpus: z
       .object({
@@ -43,9 +43,13 @@ export const runConfigSchema = z
         contextLength: positiveInt().default(256),
         backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
         tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe('`vocabulary`: the corpus\'s words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer.'),
+        coalesceSessions: z
+          .boolean()
+          .default(true)
+          .describe('Decode concurrent groups in shared forwards (faster). The last bits of a log-prob then depend on which groups shared a forward, which follows the ports\' timing: a resumed run equals the uninterrupted one exactly only with `false` (each group alone).'),
       })
       .strict()
-      .default({ layers: 2, width: 64, heads: 4, contextLength: 256, backend: 'auto', tokenizer: 'vocabulary' }),
+      .default({ layers: 2, width: 64, heads: 4, contextLength: 256, backend: 'auto', tokenizer: 'vocabulary', coalesceSessions: true }),
     sft: z
       .object({
         demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
@@ -71,7 +75,7 @@ export const runConfigSchema = z
           .strict(),
       )
       .refine((phases) => new Set(phases.map((p) => p.name)).size === phases.length, 'phase names must be distinct (each is its own run in the run folder)')
-      .refine((phases) => phases.every((p) => /^[A-Za-z0-9_-]+$/.test(p.name) && p.name !== 'sft' && !p.name.startsWith('eval-')), "phase names are letters, digits, '-' and '_', and not 'sft' or 'eval-*' (reserved)")
+      .refine((phases) => phases.every((p) => /^[A-Za-z0-9_-]{1,64}$/.test(p.name) && p.name !== 'sft' && !p.name.startsWith('eval-')), "phase names are up to 64 letters, digits, '-' and '_', and not 'sft' or 'eval-*' (reserved)")
       .default([
         { name: 'phase1', steps: 20, weights: 'phase1', learningRate: 3e-4, warmupSteps: 5 },
         { name: 'phase2', steps: 20, weights: 'default', learningRate: 3e-4, warmupSteps: 0 },
@@ -122,12 +126,18 @@ export async function loadRunConfig(path: string): Promise<RunConfig> {
 export async function readConfigFile(path: string): Promise<Record<string, unknown>> {
   const ext = extname(path).toLowerCase();
   if (!['.yaml', '.yml', '.json'].includes(ext)) throw new InvalidArgumentError('--config', `'${path}' must be a YAML (.yaml, .yml) or JSON (.json) file`);
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = await readFile(path, 'utf8');
+    bytes = await readFile(path);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     throw new InvalidArgumentError('--config', code === 'ENOENT' ? `no such file '${path}'` : `cannot read '${path}': ${(error as Error).message}`, { cause: error });
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch (error) {
+    throw new ConfigValidationError([{ field: path, message: 'is not UTF-8 text (save it as UTF-8)' }]);
   }
   // An empty file is a mistake, not a request for the whole default job.
   if (text.trim() === '' || text.split('\n').every((line) => line.trim() === '' || line.trim().startsWith('#'))) {

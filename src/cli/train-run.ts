@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createScriptedPolicy } from '../adapters/scripted-policy/scripted-policy';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
@@ -65,8 +65,8 @@ export async function prepareEnvironment(config: RunConfig, context: RunContext)
 
 export async function createRunPolicy(config: RunConfig, env: SlideEnvironment): Promise<TfjsPolicy> {
   const tokenizer = config.policy.tokenizer === 'vocabulary' ? createVocabularyTokenizer(corpusVocabulary(env.corpus)) : createProtocolTokenizer();
-  const { layers, width, heads, contextLength, backend } = config.policy;
-  return createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
+  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+  return createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
 }
 
 function summarise(split: string, questions: readonly CorpusQuestion[], trajectories: readonly Trajectory[]): EvalSummary {
@@ -118,6 +118,12 @@ export async function evaluate(config: RunConfig, env: SlideEnvironment, contain
   return summary;
 }
 
+/** Temp file then rename: a process killed mid-write leaves the previous file or none, never half of one. */
+async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
+  await writeFile(`${path}.tmp`, `${JSON.stringify(value, null, 2)}\n`);
+  await rename(`${path}.tmp`, path);
+}
+
 const pct = (x: number | null) => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
 
 /**
@@ -133,13 +139,15 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
   const configPath = join(runDir, 'config.json');
   const previous = await readFile(configPath, 'utf8').then((text) => JSON.parse(text) as RunConfig, () => null);
   if (previous) {
+    // How sessions share forwards changes no weight, so a folder may continue with the other setting.
+    const same = (key: 'corpus' | 'policy' | 'sft' | 'seed', a: RunConfig, b: RunConfig) => JSON.stringify(key === 'policy' ? { ...a.policy, coalesceSessions: null } : a[key]) === JSON.stringify(key === 'policy' ? { ...b.policy, coalesceSessions: null } : b[key]);
     for (const key of ['corpus', 'policy', 'sft', 'seed'] as const) {
-      if (JSON.stringify(previous[key]) !== JSON.stringify(config[key])) {
+      if (!same(key, previous, config)) {
         throw new InvalidArgumentError(`config.${key}`, `the run folder '${runDir}' was started with other '${key}' settings; use another runId to start afresh`);
       }
     }
   }
-  await writeFile(configPath, `${JSON.stringify(config, null, 2)}\n`);
+  await writeJsonAtomic(configPath, config);
   const env = await prepareEnvironment(config, context);
   const store = createJsonlStore({ dir: runDir });
   const policy = await createRunPolicy(config, env);
@@ -169,7 +177,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
     let before = await readFile(beforePath, 'utf8').then((text) => JSON.parse(text) as EvalSummary, () => null);
     if (!before) {
       before = await evaluate(config, env, container, runDir, 'eval-before-rl', context);
-      await writeFile(beforePath, `${JSON.stringify(before, null, 2)}\n`);
+      await writeJsonAtomic(beforePath, before);
     }
     context.log(`before RL (after SFT) on ${before.split}: judge success ${pct(before.judgeSuccess)}, NDCG ${before.ndcg.toFixed(3)}, small print ${pct(before.smallPrintSuccess)}, crops ${pct(before.cropRate)}`);
     const steps: TrainRunResult['steps'] = [];
@@ -189,10 +197,10 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
     }
     const after = await evaluate(config, env, container, runDir, 'eval-after-rl', context);
-    await writeFile(join(runDir, 'eval-after-rl.json'), `${JSON.stringify(after, null, 2)}\n`);
+    await writeJsonAtomic(join(runDir, 'eval-after-rl.json'), after);
     context.log(`after RL on ${after.split}: judge success ${pct(after.judgeSuccess)}, NDCG ${after.ndcg.toFixed(3)}, small print ${pct(after.smallPrintSuccess)}, crops ${pct(after.cropRate)}`);
     const result: TrainRunResult = { runId, runDir, before, after, steps };
-    await writeFile(join(runDir, 'summary.json'), `${JSON.stringify({ runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } }, null, 2)}\n`);
+    await writeJsonAtomic(join(runDir, 'summary.json'), { runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } });
     return result;
   } finally {
     if (container) await closeSearcherContainer(container);
@@ -218,8 +226,8 @@ export async function loadRunPolicy(runDir: string, config: RunConfig): Promise<
   for (const runId of [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN)) {
     const found = await readCheckpoint(store, runId);
     if (!found) continue;
-    const { layers, width, heads, contextLength, backend } = config.policy;
-    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+    const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
     await policy.load(found.checkpoint);
     return { policy, from: `${runId}/${found.key}` };
   }

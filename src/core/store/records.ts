@@ -17,8 +17,9 @@ export function matchesQuery(record: StoreRecord, query: StoreQuery): boolean {
 }
 
 export function checkRunId(runId: unknown, argument = 'runId'): asserts runId is string {
-  if (typeof runId !== 'string' || !RUN_ID_PATTERN.test(runId) || runId === '.' || runId === '..') {
-    throw new InvalidArgumentError(argument, `must be letters, digits, dot, dash or underscore, got ${JSON.stringify(runId)}`);
+  // A folder name: at most 200 characters, under the file systems' 255-byte limit.
+  if (typeof runId !== 'string' || !RUN_ID_PATTERN.test(runId) || runId === '.' || runId === '..' || runId.length > 200) {
+    throw new InvalidArgumentError(argument, `must be 1 to 200 letters, digits, dots, dashes or underscores, got ${JSON.stringify(typeof runId === 'string' && runId.length > 60 ? `${runId.slice(0, 60)}...` : runId)}`);
   }
 }
 
@@ -47,4 +48,37 @@ export function checkStoreQuery(query: StoreQuery): void {
   checkRunId(query.runId, 'query.runId');
   if (query.step !== undefined && !(Number.isInteger(query.step) && query.step >= 0)) throw new InvalidArgumentError('query.step', `must be an integer >= 0, got ${String(query.step)}`);
   if (query.limit !== undefined && !(Number.isInteger(query.limit) && query.limit >= 0)) throw new InvalidArgumentError('query.limit', `must be an integer >= 0, got ${String(query.limit)}`);
+}
+
+/** The kinds of records a step writes, which a resumed run writes again for the steps it repeats. */
+export const SUPERSEDABLE_KINDS = ['trajectory', 'reward', 'metric'] as const satisfies readonly StoreRecordKind[];
+
+/** Per kind, per step: how many of the step's first records (in append order) an attempt left and a later one replaced. */
+export type SupersededCounts = Partial<Record<(typeof SUPERSEDABLE_KINDS)[number], Record<string, number>>>;
+
+/**
+ * The records of the latest attempt: a trainer that resumes or restarts writes an event whose
+ * `superseded` counts, per kind and step, the records an interrupted attempt left for the steps it
+ * runs again; those come first in append order and are dropped here. Counts are totals at the time
+ * of each event, so the largest over all events is the number superseded.
+ */
+export function currentRecords(records: readonly StoreRecord[], events: readonly StoreRecord[]): StoreRecord[] {
+  const drop = new Map<string, number>();
+  for (const event of events) {
+    const superseded = (event.data as { superseded?: SupersededCounts } | null)?.superseded;
+    if (!superseded) continue;
+    for (const [kind, perStep] of Object.entries(superseded)) {
+      for (const [step, count] of Object.entries(perStep ?? {})) {
+        const key = `${kind}|${step}`;
+        drop.set(key, Math.max(drop.get(key) ?? 0, count));
+      }
+    }
+  }
+  const seen = new Map<string, number>();
+  return records.filter((record) => {
+    const key = `${record.kind}|${record.step}`;
+    const index = seen.get(key) ?? 0;
+    seen.set(key, index + 1);
+    return index >= (drop.get(key) ?? 0);
+  });
 }

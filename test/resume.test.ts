@@ -1,0 +1,97 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createJsonlStore } from '../src/adapters/store/jsonl/index';
+import { parseRunConfig, type RunConfigInput } from '../src/cli/run-config';
+import { trainRun } from '../src/cli/train-run';
+import { currentRecords } from '../src/core/store/records';
+import { TIMING_METRICS } from '../src/trainer';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+/** A run small enough for seconds: two phases, a checkpoint every 2 steps (phase1 has 4). */
+export function tinyRunConfig(root: string, runId: string, over: Partial<RunConfigInput> = {}) {
+  return parseRunConfig({
+    runsDir: join(root, 'runs'),
+    runId,
+    corpus: { decks: 4, minSlides: 5, maxSlides: 5, smallPrintRate: 0.5, cacheDir: join(root, 'corpus') },
+    policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm', coalesceSessions: false },
+    sft: { demonstrations: 8, epochs: 1, batchSize: 8 },
+    phases: [
+      { name: 'phase1', steps: 4, weights: 'phase1' },
+      { name: 'phase2', steps: 2, weights: 'default' },
+    ],
+    trainer: { batchSize: 2, saveFreq: 2 },
+    searcher: { episode: { instructions: '', maxTurns: 2, maxTurnTokens: 12, maxContextTokens: 192, observationMaxChars: 30, temperature: 1 }, rl: { nAgent: 2 } },
+    evaluation: { limit: 3 },
+    ...over,
+  });
+}
+
+/** Every phase's metrics (timing left out) and trajectories of the latest attempt, and the after-RL evaluation. */
+export async function runOutcome(runDir: string, phases: readonly string[]) {
+  const store = createJsonlStore({ dir: runDir });
+  const out: Record<string, unknown> = {};
+  for (const runId of phases) {
+    const events = await store.doQuery({ kind: 'event', runId });
+    const metrics = currentRecords(await store.doQuery({ kind: 'metric', runId }), events).map((r) => {
+      const data: Record<string, unknown> = { ...(r.data as Record<string, unknown>) };
+      for (const key of TIMING_METRICS) delete data[key];
+      return data;
+    });
+    const trajectories = currentRecords(await store.doQuery({ kind: 'trajectory', runId }), events).map((r) => ({ step: r.step, sampleId: r.sampleId, data: r.data }));
+    const rewards = currentRecords(await store.doQuery({ kind: 'reward', runId }), events).map((r) => ({ step: r.step, sampleId: r.sampleId, data: r.data }));
+    out[runId] = { metrics, trajectories, rewards };
+  }
+  out.after = JSON.parse(await readFile(join(runDir, 'eval-after-rl.json'), 'utf8'));
+  return out;
+}
+
+const quiet = () => ({ log: () => undefined, stream: { isTTY: false, write: () => true } });
+
+/** Runs `trainRun`, aborting once the progress line `{phase} {step}/` is printed (after that step's metrics). */
+async function runUntil(config: ReturnType<typeof tinyRunConfig>, stopAt: string | null) {
+  const controller = new AbortController();
+  const stream = {
+    isTTY: false,
+    write: (text: string) => {
+      if (stopAt !== null && text.startsWith(stopAt)) controller.abort(new Error(`interrupted at ${stopAt}`));
+      return true;
+    },
+  };
+  return trainRun(config, { log: () => undefined, stream, signal: controller.signal });
+}
+
+describe('an interrupted and resumed CLI run equals the uninterrupted one', () => {
+  it('before the first phase checkpoint, after a periodic one, and at the start of a later phase', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-resume-'));
+    dirs.push(root);
+    await trainRun(tinyRunConfig(root, 'straight'), quiet());
+    const straight = await runOutcome(join(root, 'runs', 'straight'), ['phase1', 'phase2']);
+
+    const config = tinyRunConfig(root, 'interrupted');
+    // Step 1 of phase 1: no periodic checkpoint yet (the SFT one and the reused "before" evaluation
+    // are behind it). Step 3: after the checkpoint at step 2. Step 1 of phase 2: again before one.
+    for (const stopAt of ['phase1 1/', 'phase1 3/', 'phase2 1/']) await expect(runUntil(config, stopAt)).rejects.toThrow();
+    await runUntil(config, null);
+    const runDir = join(root, 'runs', 'interrupted');
+    const resumed = await runOutcome(runDir, ['phase1', 'phase2']);
+    expect(resumed).toEqual(straight);
+
+    // The restarts are recorded, with the records they supersede.
+    const store = createJsonlStore({ dir: runDir });
+    const events = (await store.doQuery({ kind: 'event', runId: 'phase1' })).map((r) => r.data as { type: string; nextStep: number; superseded?: { metric?: Record<string, number> } });
+    expect(events.map((e) => [e.type, e.nextStep, e.superseded?.metric])).toEqual([
+      ['resume', 1, { 1: 1 }],
+      ['resume', 3, { 3: 1 }],
+      ['resume', 5, undefined],
+    ]);
+    const phase2 = (await store.doQuery({ kind: 'event', runId: 'phase2' })).map((r) => r.data as { type: string; nextStep: number; superseded?: { metric?: Record<string, number> } });
+    expect(phase2.map((e) => [e.type, e.nextStep, e.superseded?.metric])).toEqual([['resume', 1, { 1: 1 }]]);
+    expect((await store.doQuery({ kind: 'metric', runId: 'phase1' })).map((r) => r.step)).toEqual([1, 1, 2, 3, 3, 4]);
+  }, 600_000);
+});
