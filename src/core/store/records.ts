@@ -51,7 +51,8 @@ export function checkStoreQuery(query: StoreQuery): void {
 }
 
 /** The kinds of records a step writes, which a resumed run writes again for the steps it repeats. */
-export const SUPERSEDABLE_KINDS = ['trajectory', 'reward', 'metric'] as const satisfies readonly StoreRecordKind[];
+// Events too: the unified log's step events of an interrupted attempt are superseded with its records.
+export const SUPERSEDABLE_KINDS = ['trajectory', 'reward', 'metric', 'event'] as const satisfies readonly StoreRecordKind[];
 
 /** Per kind, per step: how many of the step's first records (in append order) an attempt left and a later one replaced. */
 export type SupersededCounts = Partial<Record<(typeof SUPERSEDABLE_KINDS)[number], Record<string, number>>>;
