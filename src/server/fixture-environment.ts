@@ -28,7 +28,7 @@ export function mockServedEnvironment(options: { judge?: Judge; searchDelayMs?: 
       { uid: 'acme-revenue', question: 'What was Acme revenue in 2019?', reference: '4.5 billion dollars', goldenBasenames: ['acme_2.png'] },
       { uid: 'acme-report', question: 'Which year does the Acme annual report cover?', reference: '2019', goldenBasenames: ['acme_1.png'] },
     ],
-    episode: { maxTurns: 4 },
+    episode: { maxTurns: 4, cropMinOutputSide: 16 },
     reward: { scheme: 'searcher' },
   };
 }
