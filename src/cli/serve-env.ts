@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
+import { parse as parseYaml } from 'yaml';
 import { buildSlideEnvironment } from '../env/slides/build';
 import { cluster, createClusterSlots, runSlotPrimary } from '../server/cluster';
 import { createEnvServer } from '../server/env-server';
@@ -20,10 +22,12 @@ export interface ServeEnvOptions {
 }
 
 async function settingsOf(options: ServeEnvOptions): Promise<ServedEnvironmentSettings> {
-  // Without a config file the Searcher's own defaults (full instructions, 7 turns), not the tiny
-  // in-process policy's run defaults: a served environment is for a trainer's real model.
-  const run = options.config ? await loadRunConfig(options.config) : parseRunConfig({ searcher: {} });
-  return { searcher: run.searcher, slides: { ...run.corpus, split: options.split }, ...(options.tasks && { tasksFile: options.tasks }) };
+  // Without a `searcher` section, the Searcher's own defaults (full instructions, 7 turns), not the
+  // tiny in-process policy's run defaults: a served environment is for a trainer's real model.
+  const raw = options.config ? (parseYaml(await readFile(options.config, 'utf8')) as { searcher?: unknown } | null) : null;
+  const run = options.config ? await loadRunConfig(options.config) : parseRunConfig({});
+  const searcher = raw?.searcher === undefined ? {} : run.searcher;
+  return { searcher, slides: { ...run.corpus, split: options.split }, ...(options.tasks && { tasksFile: options.tasks }) };
 }
 
 /**

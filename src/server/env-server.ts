@@ -105,6 +105,20 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
   }
 
   async function session(ws: WebSocket) {
+    // Frames that arrive while the slot is asked for (a round trip to the cluster primary) wait here.
+    const early: string[] = [];
+    let deliver: ((raw: string) => void) | null = null;
+    let cleanup: (() => void) | null = null;
+    let closed = false;
+    ws.on('message', (raw, isBinary) => {
+      const text = isBinary ? '' : raw.toString();
+      if (deliver) deliver(text);
+      else early.push(text);
+    });
+    ws.once('close', () => {
+      closed = true;
+      cleanup?.();
+    });
     // As OpenEnv's `/ws`: the connection is accepted, then refused with a frame when full.
     const slot = await slots.acquire();
     if (!slot.ok) {
@@ -112,17 +126,17 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
       ws.close(1000);
       return;
     }
-    sockets.add(ws);
+    if (closed) return slots.release();
     let environment: SessionEnvironment;
     try {
       environment = new SessionEnvironment(served, taskIndex);
     } catch (error) {
-      sockets.delete(ws);
       slots.release();
       send(ws, errorFrame('FACTORY_ERROR', (error as Error).message, { factory_name: 'SessionEnvironment' }));
       ws.close(1011);
       return;
     }
+    sockets.add(ws);
     const abort = new AbortController();
     let timer: NodeJS.Timeout | null = null;
     const touch = () => {
@@ -133,20 +147,21 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
         ws.close(1000);
       }, idleTimeoutMs);
     };
-    touch();
-    // Messages are handled one at a time, in order, as the Python server's receive loop does.
-    let queue = Promise.resolve();
-    ws.on('message', (raw, isBinary) => {
-      queue = queue.then(() => handle(isBinary ? '' : raw.toString()));
-    });
-    ws.on('close', () => {
+    cleanup = () => {
       if (timer) clearTimeout(timer);
       abort.abort();
       sockets.delete(ws);
       busy.delete(ws);
       slots.release();
       if (drained && sockets.size === 0) drained();
-    });
+    };
+    touch();
+    // Messages are handled one at a time, in order, as the Python server's receive loop does.
+    let queue = Promise.resolve();
+    deliver = (text) => {
+      queue = queue.then(() => handle(text));
+    };
+    early.splice(0).forEach(deliver);
 
     async function handle(raw: string) {
       touch();
