@@ -15,6 +15,7 @@ const commands = {
   icd: () => import('./icd'),
   dataRun: () => import('./data-run'),
   curate: () => import('./curate'),
+  serveEnv: () => import('./serve-env'),
 };
 
 const USAGE = `searcher-rl <command> [options]
@@ -29,6 +30,8 @@ Commands:
   report --run DIR          (re)write a run folder's report.html
   curate <command>          data-centric RL over a run folder: buckets, verify, rounds, distill,
                             funnel, import, loop (searcher-rl curate --help)
+  serve-env [options]       serve the environment and its rewards to distributed trainers
+                            (OpenEnv WebSocket protocol; searcher-rl serve-env --help)
   icd <command>             in-context demonstration selection: normalise, eval, mine, inject,
                             control, train (searcher-rl icd --help)
   help                      this text; \`searcher-rl <command> --help\` for a command's options
@@ -63,6 +66,24 @@ ${describeConfigFields(dataRunConfigSchema).join('\n')}
 
   Evaluates the latest checkpoint of the run folder DIR (one rollout per question at the run's
   evaluation temperature) and writes DIR/eval-<split>.json.
+`,
+  'serve-env': () => `searcher-rl serve-env [--config FILE] [--tasks FILE] [--split S] [--host H] [--port N]
+                     [--workers N] [--max-sessions N] [--idle-timeout-ms N] [--token T] [--drain-ms N]
+
+  An OpenEnv environment server (docs/scale-out.md): a WebSocket session per episode at /ws
+  (reset, step with the raw assistant turn, state, close), the reward at done, and GET /health,
+  /metadata, /schema, /tasks. Default: the offline slide environment (FILE's corpus and searcher
+  sections as for \`train\`); with --tasks (PromptRecord JSONL) the adapters of FILE's
+  searcher.adapters instead.
+
+  --split S            the slide questions served: train (default), validation or test
+  --host H             default 127.0.0.1 (0.0.0.0 to serve other machines)
+  --port N             default 8000
+  --workers N          worker processes behind the one port (node:cluster), default 1
+  --max-sessions N     concurrent sessions across all workers (CAPACITY_REACHED beyond), default 64
+  --idle-timeout-ms N  end a session silent this long, default 600000 (0: never)
+  --token T            require Authorization: Bearer T (or SEARCHER_RL_TOKEN)
+  --drain-ms N         on SIGTERM, how long running episodes may take to finish, default 30000
 `,
   report: () => `searcher-rl report --run DIR
 
@@ -141,6 +162,36 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     await (await commands.trainRun()).evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
+    return 0;
+  }
+  if (command === 'serve-env') {
+    const values = args(command, rest, Object.fromEntries(['config', 'tasks', 'split', 'host', 'port', 'workers', 'max-sessions', 'idle-timeout-ms', 'token', 'drain-ms'].map((k) => [k, { type: 'string' as const }])));
+    if (values.help) return print(help());
+    const int = (name: string, fallback: number, min: number) => {
+      const raw = values[name];
+      const n = raw === undefined ? fallback : Number(raw);
+      if (!(Number.isInteger(n) && n >= min)) throw new InvalidArgumentError(`--${name}`, `must be an integer >= ${min}, got '${String(raw)}'`);
+      return n;
+    };
+    const split = (values.split as string | undefined) ?? 'train';
+    if (!['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError('--split', `must be train, validation or test, got '${split}'`);
+    const idle = int('idle-timeout-ms', 600_000, 0);
+    await (await commands.serveEnv()).serveEnv(
+      {
+        ...(values.config !== undefined && { config: values.config as string }),
+        ...(values.tasks !== undefined && { tasks: values.tasks as string }),
+        split: split as 'train' | 'validation' | 'test',
+        host: (values.host as string | undefined) ?? '127.0.0.1',
+        port: int('port', 8000, 0),
+        workers: int('workers', 1, 1),
+        maxSessions: int('max-sessions', 64, 1),
+        idleTimeoutMs: idle === 0 ? null : idle,
+        token: (values.token as string | undefined) ?? process.env.SEARCHER_RL_TOKEN ?? null,
+        drainMs: int('drain-ms', 30_000, 0),
+        version: version(),
+      },
+      (line) => process.stderr.write(`${line}\n`),
+    );
     return 0;
   }
   const values = args(command, rest, { run: { type: 'string' } });

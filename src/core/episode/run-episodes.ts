@@ -1,29 +1,22 @@
 import { createPortGateway, singleAttemptPolicies, type PortGateway } from '../calls/gateway';
 import { AbortedError } from '../errors';
-import { renderAction } from '../protocol/actions';
 import { TURN_STOP_TAGS } from '../protocol/tags';
-import { TrajectoryTokens } from '../trajectory/builder';
-import type { EvidenceRef, Trajectory } from '../trajectory/trajectory';
 import type { ImageOps } from '../../ports/image-ops';
 import type { PolicyBackend } from '../../ports/policy-backend';
 import type { SearchEngine } from '../../ports/search-engine';
-import type { Evidence } from '../../ports/types';
 import { episodeContextTokens, resolveEpisodeConfig, type EpisodeConfig } from './config';
-import { checkInstances, sampleIdOf, type EpisodeInstance } from './instances';
+import { checkInstances, type EpisodeInstance } from './instances';
 import { buildPrompt } from './prompt';
+import { closeOutOfTurns, newRolloutState, toEpisode, type Episode } from './rollout-state';
 import { executeTurn, finish, type RolloutState } from './turn-executor';
+
+export type { Episode } from './rollout-state';
 
 export interface EpisodePorts {
   policy: PolicyBackend;
   searchEngine: SearchEngine;
   /** Needed for `<bbox>`; without it a bbox is an invalid action. */
   imageOps?: ImageOps;
-}
-
-/** A finished rollout: the serialisable trajectory plus the evidence (with images) it collected. */
-export interface Episode {
-  trajectory: Trajectory;
-  evidence: Evidence[];
 }
 
 export interface RunEpisodesOptions {
@@ -58,21 +51,7 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
   if (signal?.aborted) throw new AbortedError('runEpisodes', { cause: signal.reason });
 
   const promptIds = instances.map((instance) => policy.tokenizer.encode(buildPrompt(instance.prompt.question, config.mode, config.instructions)));
-  const states: RolloutState[] = instances.map((instance, i) => ({
-    instance,
-    tokens: new TrajectoryTokens(promptIds[i]!, policy.provider),
-    turns: [],
-    evidence: [],
-    retrieved: [],
-    retrievedSet: new Set(),
-    lastImage: null,
-    observationImages: [],
-    invalidActions: 0,
-    done: false,
-    terminated: null,
-    finalAnswer: '',
-    error: null,
-  }));
+  const states: RolloutState[] = instances.map((instance, i) => newRolloutState(instance, promptIds[i]!, policy.provider));
 
   // An ended episode is built once: the object emitted early is the one returned at the end.
   const ended = new Map<number, Episode>();
@@ -169,15 +148,7 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
     }
     if (aborted === null) {
       // Out of turns: close the episode with a forced completion. It is not policy output (mask 0).
-      for (const state of states) {
-        if (state.done) continue;
-        if (config.mode === 'searcher') {
-          const forced = renderAction({ type: 'search_complete' });
-          state.tokens.appendContext(policy.tokenizer.encode(forced), forced);
-          state.turns.push({ index: state.turns.length, text: forced, forced: true, think: null, action: { type: 'search_complete' }, invalid: null, ignoredActions: [], observation: '' });
-        }
-        finish(state, 'budget');
-      }
+      for (const state of states) closeOutOfTurns(state, config.mode, policy.tokenizer);
       states.forEach((_state, id) => emit(id));
     }
   } finally {
@@ -185,42 +156,4 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
   }
   if (aborted !== null) throw aborted;
   return states.map((_state, id) => ended.get(id)!);
-}
-
-function toEpisode(state: RolloutState): Episode {
-  const { instance, tokens } = state;
-  const evidence: EvidenceRef[] = state.evidence.map((e) => ({
-    kind: e.kind,
-    basename: e.basename,
-    ...(e.sourceRegion && { sourceRegion: e.sourceRegion }),
-    ...(e.image && { width: e.image.width, height: e.image.height }),
-  }));
-  const trajectory: Trajectory = {
-    formatVersion: 1,
-    sampleId: sampleIdOf(instance.groupId, instance.rolloutIndex),
-    groupId: instance.groupId,
-    promptUid: instance.prompt.uid,
-    rolloutIndex: instance.rolloutIndex,
-    query: instance.prompt.question,
-    reference: instance.prompt.reference ?? null,
-    goldenBasenames: [...(instance.prompt.goldenBasenames ?? [])],
-    promptLength: tokens.promptLength,
-    tokenSteps: [...tokens.tokenSteps],
-    generatedText: tokens.generatedText,
-    finalAnswer: state.finalAnswer,
-    fullInputIds: [...tokens.fullInputIds],
-    generatedPositions: [...tokens.generatedPositions],
-    lossMask: [...tokens.lossMask],
-    turns: state.turns,
-    retrievedBasenames: [...state.retrieved],
-    evidence,
-    terminated: state.terminated ?? 'budget',
-    error: state.error,
-    invalidActions: state.invalidActions,
-    generatorUsage: null,
-    reward: null,
-    rewardDetail: null,
-    advantage: null,
-  };
-  return { trajectory, evidence: state.evidence };
 }
