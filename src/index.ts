@@ -98,6 +98,7 @@ export {
   type TrajectoryQualityOptions,
   type SelectorGrpoInput,
   type SelectorGrpoResult,
+  demonstrationsFromDistilled,
 } from './core/icd/index';
 export {
   DEFAULT_CURATION_SETTINGS,

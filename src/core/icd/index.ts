@@ -10,3 +10,4 @@ export { GlobalPositiveMiner, type GlobalPositiveMinerOptions, type MinedPositiv
 export { CandidatePoolInjector, oracleAtK, queryOracle, type InjectionResult, type InjectionReplacement } from './injector';
 export { TrajectoryQualityController, type TrajectoryQualityOptions } from './controller';
 export { selectorGrpoLoss, type SelectorGrpoInput, type SelectorGrpoResult } from './selector-grpo';
+export { demonstrationsFromDistilled } from './from-distillation';
