@@ -156,7 +156,7 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
     episode: resolved.episode,
     maxEvidence: resolved.episode.maxEvidence,
     reward: { scheme: resolved.reward.scheme, weights, ndcgK: resolved.reward.ndcgK, ndcgIdeal: resolved.reward.ndcgIdeal },
-  });
+  }, ...(clock ? [clock] : []));
   const advantageOptions = {
     std: resolved.rl.advantage.std,
     normalize: resolved.rl.advantage.normalize,
@@ -175,7 +175,7 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
       const rewardRecord: StoreRecord = { kind: 'reward', ...ids, data: { reward: result.rewards[index] ?? null, advantage: result.advantages[index] ?? null, detail: reward } };
       if (!sample) return [rewardRecord];
       // The unified log (docs/method.md#unified-log): each turn's plan, search and bbox, the generator's answer and the reward detail.
-      const events = episodeEvents(sample.episode.trajectory, runId, step).map((event): StoreRecord => ({ kind: 'event', ...ids, data: event }));
+      const events = episodeEvents(sample.episode.trajectory, runId, step, Object.keys(sample.latency).length > 0 ? sample.latency : undefined).map((event): StoreRecord => ({ kind: 'event', ...ids, data: event }));
       return [{ kind: 'trajectory', ...ids, data: sample.episode.trajectory } satisfies StoreRecord, rewardRecord, ...events];
     });
   };

@@ -1,4 +1,6 @@
 import type { PortGateway } from '../calls/gateway';
+import { createSystemClock } from '../concurrency/clock';
+import type { Clock } from '../../ports/clock';
 import type { EpisodeConfig } from '../episode/config';
 import type { EpisodeInstance } from '../episode/instances';
 import { runEpisodesThrough, type Episode } from '../episode/run-episodes';
@@ -17,6 +19,8 @@ export interface EpisodeGroup {
 export interface EpisodeSample {
   episode: Episode;
   terminal: TerminalAnswer;
+  /** How long its remote calls took, retries included (the unified log's `api.latency`). */
+  latency: { generatorMs?: number; judgeMs?: number };
 }
 
 /**
@@ -27,15 +31,23 @@ export interface EpisodeSample {
 export function createEpisodeStages(
   gateway: PortGateway,
   settings: { episode: Partial<EpisodeConfig> & { mode: EpisodeConfig['mode'] }; maxEvidence: number; reward: RewardSettings },
+  clock: Pick<Clock, 'now'> = createSystemClock(),
 ): PipelineStages<EpisodeGroup, EpisodeSample> {
   const policy = gateway.ports.policy;
   if (!policy) throw new Error('createEpisodeStages: the gateway has no policy');
   const stages: PipelineStages<EpisodeGroup, EpisodeSample> = {
     groupSize: (group) => group.instances.length,
     async rollout(group, { signal, emit }) {
-      await runEpisodesThrough(gateway, group.instances, { config: settings.episode, signal, onEpisode: (episode, index) => emit(index, { episode, terminal: { status: 'skipped' } }) });
+      await runEpisodesThrough(gateway, group.instances, { config: settings.episode, signal, onEpisode: (episode, index) => emit(index, { episode, terminal: { status: 'skipped' }, latency: {} }) });
     },
-    score: (sample, { signal }) => scoreEpisode(sample.episode.trajectory, sample.terminal, settings.reward, { gateway, signal }),
+    async score(sample, { signal }) {
+      const started = clock.now();
+      try {
+        return await scoreEpisode(sample.episode.trajectory, sample.terminal, settings.reward, { gateway, signal });
+      } finally {
+        sample.latency.judgeMs = clock.now() - started;
+      }
+    },
     complete: (sample, reward, advantage) => ({
       ...sample,
       episode: { ...sample.episode, trajectory: completeTrajectory(sample.episode.trajectory, { terminal: sample.terminal, reward, advantage }) },
@@ -46,7 +58,12 @@ export function createEpisodeStages(
       // The expensive call is skipped where the format gate already fixes the reward at 0
       // (budget, context, invalid actions): the answer could not change it (docs/method.md#terminal-answer).
       if (settings.reward.scheme === 'searcher' && !formatPassed(sample.episode.trajectory)) return;
-      sample.terminal = await generateTerminalAnswer(sample.episode, gateway, { policy, maxEvidence: settings.maxEvidence, mode: settings.episode.mode, signal });
+      const started = clock.now();
+      try {
+        sample.terminal = await generateTerminalAnswer(sample.episode, gateway, { policy, maxEvidence: settings.maxEvidence, mode: settings.episode.mode, signal });
+      } finally {
+        sample.latency.generatorMs = clock.now() - started;
+      }
     };
   }
   return stages;
