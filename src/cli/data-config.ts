@@ -5,7 +5,7 @@ import { searcherConfigSchema } from '../config';
 import { DatasetValidationError, InvalidArgumentError } from '../core/errors';
 import { checkPromptRecords } from '../core/prompt-records';
 import type { PromptRecord } from '../core/types';
-import { runConfigSchema } from './run-config';
+import { runConfigSchema, runPolicySchema } from './run-config';
 
 const positiveInt = () => z.number().int().positive();
 
@@ -26,17 +26,10 @@ export const dataRunConfigSchema = z
         evalPath: z.string().min(1).nullable().default(null).describe('Questions to evaluate on (same formats); `null`: the training questions.'),
       })
       .strict(),
-    policy: z
-      .object({
-        layers: positiveInt().default(2),
-        width: positiveInt().default(64),
-        heads: positiveInt().default(4),
-        contextLength: positiveInt().default(256),
-        backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
-        tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe("`vocabulary`: the dataset's words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer."),
+    policy: runPolicySchema
+      .extend({
         initFrom: z.string().min(1).nullable().default(null).describe('Start from a checkpoint: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint.'),
       })
-      .strict()
       .prefault({}),
     phases: runConfigSchema.shape.phases,
     trainer: runConfigSchema.shape.trainer,

@@ -39,16 +39,16 @@ export async function readNamedCheckpoint(reference: string) {
 }
 
 async function createDataPolicy(config: DataRunConfig, prompts: readonly PromptRecord[]): Promise<TfjsPolicy> {
-  const { layers, width, heads, contextLength, backend } = config.policy;
+  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
   const model = { layers, width, heads, contextLength };
   if (config.policy.initFrom !== null) {
     const { checkpoint } = await readNamedCheckpoint(config.policy.initFrom);
-    const policy = await createTfjsPolicy({ model, seed: config.seed, backend }, { tokenizer: tokenizerFromCheckpoint(checkpoint) });
+    const policy = await createTfjsPolicy({ model, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(checkpoint) });
     await policy.load(checkpoint);
     return policy;
   }
   const tokenizer = config.policy.tokenizer === 'vocabulary' ? createVocabularyTokenizer(datasetVocabulary(prompts)) : createProtocolTokenizer();
-  return createTfjsPolicy({ model, seed: config.seed, backend }, { tokenizer });
+  return createTfjsPolicy({ model, seed: config.seed, backend, coalesceSessions }, { tokenizer });
 }
 
 export function summariseEval(split: string, trajectories: readonly Trajectory[]): EvalSummary {
@@ -148,8 +148,8 @@ export async function evalDataRun(runDir: string, config: DataRunConfig, limit: 
     if (found) break;
   }
   if (!found) throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
-  const { layers, width, heads, contextLength, backend } = config.policy;
-  const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+  const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
   await policy.load(found.checkpoint);
   const container = createSearcherContainer(config.searcher, { ports: { policy, store: createJsonlStore({ dir: runDir }) } });
   try {

@@ -9,6 +9,22 @@ import { issueFields } from '../provider-utils/settings';
 const positiveInt = () => z.number().int().positive();
 const unit = () => z.number().min(0).max(1);
 
+/** The run's policy, a small TensorFlow.js transformer: the same settings for slide runs and runs on your own data. */
+export const runPolicySchema = z
+  .object({
+    layers: positiveInt().default(2),
+    width: positiveInt().default(64),
+    heads: positiveInt().default(4),
+    contextLength: positiveInt().default(256),
+    backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
+    tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe("`vocabulary`: the corpus's (or dataset's) words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer."),
+    coalesceSessions: z
+      .boolean()
+      .default(true)
+      .describe("Decode concurrent groups in shared forwards (faster). The last bits of a log-prob then depend on which groups shared a forward, which follows the ports' timing: a resumed run equals the uninterrupted one exactly only with `false` (each group alone)."),
+  })
+  .strict();
+
 /**
  * A training run of the offline slide environment, as a YAML or JSON file. Every hyperparameter of
  * the method's settings table (docs/method.md#settings-table) has a place: B (`trainer.batchSize`), n_agent (`searcher.rl.nAgent`),
@@ -35,21 +51,7 @@ export const runConfigSchema = z
       })
       .strict()
       .default({ seed: 1, decks: 200, minSlides: 5, maxSlides: 15, smallPrintRate: 0.25, validationShare: 0.1, testShare: 0.1, cacheDir: '.cache/searcher-rl/slides' }),
-    policy: z
-      .object({
-        layers: positiveInt().default(2),
-        width: positiveInt().default(64),
-        heads: positiveInt().default(4),
-        contextLength: positiveInt().default(256),
-        backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
-        tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe('`vocabulary`: the corpus\'s words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer.'),
-        coalesceSessions: z
-          .boolean()
-          .default(true)
-          .describe('Decode concurrent groups in shared forwards (faster). The last bits of a log-prob then depend on which groups shared a forward, which follows the ports\' timing: a resumed run equals the uninterrupted one exactly only with `false` (each group alone).'),
-      })
-      .strict()
-      .default({ layers: 2, width: 64, heads: 4, contextLength: 256, backend: 'auto', tokenizer: 'vocabulary', coalesceSessions: true }),
+    policy: runPolicySchema.prefault({}),
     sft: z
       .object({
         demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
