@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRlDataset, readSftDataset, writeRlDataset, writeSftDataset } from './datasets';
 import { readParquetFile, topLevelColumns, writeParquetFile } from './parquet-files';
 
-const SEARCH_R1 = new URL('../../../../../shared/peer-data/search-r1/nq_search_test.parquet', import.meta.url).pathname;
+// A copy of ../shared/peer-data/search-r1/nq_search_test.parquet (see __fixtures__/README.md).
+const SEARCH_R1 = new URL('./__fixtures__/nq_search_test.parquet', import.meta.url).pathname;
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'parquet-'));
