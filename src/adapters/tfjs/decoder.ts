@@ -199,9 +199,13 @@ export function createDecoder(context: PolicyContext): Decoder {
   let pumping = false;
 
   /** Appends one sampled token to each row of `group` and marks the rows that are done. */
-  const decodeStep = async (group: Array<{ job: TurnJob; entry: JobRow }>) => {
-    const temperature = group[0]!.job.options.temperature;
+  const decodeStep = async (grouped: Array<{ job: TurnJob; entry: JobRow }>) => {
     await activateBackend(context);
+    // A session that ended (or a turn aborted) while this forward waited has had its turns settled
+    // and its caches freed: its rows leave the forward instead of failing the other sessions' turns.
+    const group = grouped.filter((e) => jobs.includes(e.job));
+    if (group.length === 0) return;
+    const temperature = group[0]!.job.options.temperature;
     const logps = feedAll(model, shape, group.map((e) => e.entry.row), temperature, settings.maxAttentionElements);
     group.forEach(({ job, entry }, index) => {
       const logp = logps[index]!;
