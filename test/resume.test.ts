@@ -1,12 +1,11 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
+import { runOutcome } from './support/run-outcome';
 import { parseRunConfig, type RunConfigInput } from '../src/cli/run-config';
 import { trainRun } from '../src/cli/train-run';
-import { currentRecords } from '../src/core/store/records';
-import { TIMING_METRICS } from '../src/trainer';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -32,25 +31,6 @@ export function tinyRunConfig(root: string, runId: string, over: Partial<RunConf
   });
 }
 
-/** Every phase's metrics (timing left out) and trajectories of the latest attempt, and the after-RL evaluation. */
-export async function runOutcome(runDir: string, phases: readonly string[]) {
-  const store = createJsonlStore({ dir: runDir });
-  const out: Record<string, unknown> = {};
-  for (const runId of phases) {
-    const events = await store.doQuery({ kind: 'event', runId });
-    const metrics = currentRecords(await store.doQuery({ kind: 'metric', runId }), events).map((r) => {
-      const data: Record<string, unknown> = { ...(r.data as Record<string, unknown>) };
-      for (const key of TIMING_METRICS) delete data[key];
-      return data;
-    });
-    const trajectories = currentRecords(await store.doQuery({ kind: 'trajectory', runId }), events).map((r) => ({ step: r.step, sampleId: r.sampleId, data: r.data }));
-    const rewards = currentRecords(await store.doQuery({ kind: 'reward', runId }), events).map((r) => ({ step: r.step, sampleId: r.sampleId, data: r.data }));
-    out[runId] = { metrics, trajectories, rewards };
-  }
-  out.after = JSON.parse(await readFile(join(runDir, 'eval-after-rl.json'), 'utf8'));
-  return out;
-}
-
 const quiet = () => ({ log: () => undefined, stream: { isTTY: false, write: () => true } });
 
 /** Runs `trainRun`, aborting once the progress line `{phase} {step}/` is printed (after that step's metrics). */
@@ -71,7 +51,7 @@ describe('an interrupted and resumed CLI run equals the uninterrupted one', () =
     const root = await mkdtemp(join(tmpdir(), 'searcher-rl-resume-'));
     dirs.push(root);
     await trainRun(tinyRunConfig(root, 'straight'), quiet());
-    const straight = await runOutcome(join(root, 'runs', 'straight'), ['phase1', 'phase2']);
+    const straight = (await runOutcome(join(root, 'runs', 'straight'), ['phase1', 'phase2'])).outcome;
 
     const config = tinyRunConfig(root, 'interrupted');
     // Step 1 of phase 1: no periodic checkpoint yet (the SFT one and the reused "before" evaluation
@@ -79,7 +59,7 @@ describe('an interrupted and resumed CLI run equals the uninterrupted one', () =
     for (const stopAt of ['phase1 1/', 'phase1 3/', 'phase2 1/']) await expect(runUntil(config, stopAt)).rejects.toThrow();
     await runUntil(config, null);
     const runDir = join(root, 'runs', 'interrupted');
-    const resumed = await runOutcome(runDir, ['phase1', 'phase2']);
+    const resumed = (await runOutcome(runDir, ['phase1', 'phase2'])).outcome;
     expect(resumed).toEqual(straight);
 
     // The restarts are recorded, with the records they supersede.

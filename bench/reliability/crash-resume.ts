@@ -1,12 +1,10 @@
 // Crash/resume: the CLI trainer (a child process) is killed with SIGKILL at random moments across
 // one run folder, then run to the end; the result must equal an uninterrupted run with the same seed.
 import { spawn } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createJsonlStore } from '../../src/adapters/store/jsonl/index';
-import { currentRecords } from '../../src/core/store/records';
 import { createRandom } from '../../src/core/random';
-import { TIMING_METRICS } from '../../src/trainer';
+import { runOutcome } from '../../test/support/run-outcome';
 
 const PHASES = ['phase1', 'phase2'];
 
@@ -26,27 +24,6 @@ function tinyConfig(root: string, runId: string) {
     searcher: { episode: { instructions: '', maxTurns: 2, maxTurnTokens: 12, maxContextTokens: 192, observationMaxChars: 30, temperature: 1 }, rl: { nAgent: 2 } },
     evaluation: { limit: 3 },
   };
-}
-
-/** Every phase's metrics (timing left out), trajectories and rewards of the latest attempt, and the evaluation after RL. */
-async function runOutcome(runDir: string): Promise<{ outcome: Record<string, unknown>; steps: Record<string, number[]> }> {
-  const store = createJsonlStore({ dir: runDir });
-  const outcome: Record<string, unknown> = {};
-  const steps: Record<string, number[]> = {};
-  for (const runId of PHASES) {
-    const events = await store.doQuery({ kind: 'event', runId });
-    const current = async (kind: 'metric' | 'trajectory' | 'reward') => currentRecords(await store.doQuery({ kind, runId }), events);
-    const metrics = (await current('metric')).map((r) => {
-      const data: Record<string, unknown> = { ...(r.data as Record<string, unknown>) };
-      for (const key of TIMING_METRICS) delete data[key];
-      return data;
-    });
-    steps[runId] = metrics.map((m) => m.step as number);
-    const samples = async (kind: 'trajectory' | 'reward') => (await current(kind)).map((r) => ({ step: r.step, sampleId: r.sampleId, data: r.data }));
-    outcome[runId] = { metrics, trajectories: await samples('trajectory'), rewards: await samples('reward') };
-  }
-  outcome.after = JSON.parse(await readFile(join(runDir, 'eval-after-rl.json'), 'utf8'));
-  return { outcome, steps };
 }
 
 interface ChildRun {
@@ -105,8 +82,8 @@ export async function crashResume(root: string, kills: number, seed = 13): Promi
   const warmup = await trainChild(await configFor('warmup'), null);
   if (warmup.code !== 0) throw new Error(`the uninterrupted run failed (exit ${warmup.code}): ${warmup.lastLine}`);
   const straightRun = await trainChild(await configFor('straight'), null);
-  const straight = await runOutcome(join(root, 'runs', 'straight'));
-  const reproducible = JSON.stringify((await runOutcome(join(root, 'runs', 'warmup'))).outcome) === JSON.stringify(straight.outcome);
+  const straight = await runOutcome(join(root, 'runs', 'straight'), PHASES);
+  const reproducible = JSON.stringify((await runOutcome(join(root, 'runs', 'warmup'), PHASES)).outcome) === JSON.stringify(straight.outcome);
   // Kill moments: seeded delays after each attempt's policy line.
   // A folder whose run ends before its kill is checked and a new folder started.
   const random = createRandom(seed);
@@ -119,7 +96,7 @@ export async function crashResume(root: string, kills: number, seed = 13): Promi
   let runId = 'crashed-1';
   let config = await configFor(runId);
   const finishFolder = async () => {
-    const resumed = await runOutcome(join(root, 'runs', runId));
+    const resumed = await runOutcome(join(root, 'runs', runId), PHASES);
     folders.push({
       runId,
       kills: folderKills,
