@@ -89,6 +89,7 @@ export const rlConfigSchema = z
     ppoEpochs: positiveInt().default(RL.ppoEpochs).describe('Passes over each step\'s batch (verl ppo_epochs).'),
     miniBatchSize: positiveInt().nullable().default(RL.miniBatchSize).describe('Sequences per optimizer step (`null`: the whole batch in one step).'),
     entropyCoef: z.number().min(0).default(RL.entropyCoef),
+    stateMasking: z.boolean().default(RL.stateMasking).describe('Train only the policy\'s own tokens (`false`: the observation tokens between them too, an ablation).'),
   })
   .strict();
 

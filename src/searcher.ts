@@ -267,7 +267,7 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
       return updatePolicy(
         ports.policy,
         batch.episodes.map((e) => e.trajectory),
-        { loss: resolved.rl.loss, ppoEpochs: resolved.rl.ppoEpochs, miniBatchSize: resolved.rl.miniBatchSize, entropyCoef: resolved.rl.entropyCoef, temperature: resolved.episode.temperature },
+        { loss: resolved.rl.loss, ppoEpochs: resolved.rl.ppoEpochs, miniBatchSize: resolved.rl.miniBatchSize, entropyCoef: resolved.rl.entropyCoef, temperature: resolved.episode.temperature, stateMasking: resolved.rl.stateMasking },
         { random: options.random ?? updateRandom, ...(options.signal && { signal: options.signal }), ...(referencePolicy && { reference: referencePolicy }) },
       );
     },

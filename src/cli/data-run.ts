@@ -60,6 +60,7 @@ export function summariseEval(split: string, trajectories: readonly Trajectory[]
     ndcg: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
     completion: mean(trajectories.map((t) => (t.terminated === 'complete' ? 1 : 0))),
     smallPrintSuccess: null,
+    smallPrintCropRate: null,
     cropRate: mean(trajectories.map((t) => (t.turns.some((turn) => turn.crop) ? 1 : 0))),
   };
 }

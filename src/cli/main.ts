@@ -16,6 +16,7 @@ const commands = {
   dataRun: () => import('./data-run'),
   curate: () => import('./curate'),
   serveEnv: () => import('./serve-env'),
+  ablate: () => import('./ablate'),
 };
 
 const USAGE = `searcher-rl <command> [options]
@@ -28,6 +29,8 @@ Commands:
                             questions and pages when FILE has a \`dataset\` (FILE: YAML or JSON)
   eval --run DIR            evaluate a run's latest checkpoint on a split
   report --run DIR          (re)write a run folder's report.html
+  ablate [--config FILE]    the RL ablations from one warm start, a table of test-split success
+                            before and after RL per row (npm run bench:learning)
   curate <command>          data-centric RL over a run folder: buckets, verify, rounds, distill,
                             funnel, import, loop (searcher-rl curate --help)
   serve-env [options]       serve the environment and its rewards to distributed trainers
@@ -84,6 +87,15 @@ ${describeConfigFields(dataRunConfigSchema).join('\n')}
   --idle-timeout-ms N  end a session silent this long, default 600000 (0: never)
   --token T            require Authorization: Bearer T (or SEARCHER_RL_TOKEN)
   --drain-ms N         on SIGTERM, how long running episodes may take to finish, default 30000
+`,
+  ablate: () => `searcher-rl ablate [--config FILE] [--only NAME,NAME]
+
+  Trains the run of FILE (default: the demo's settings) once as the baseline, then each ablation's
+  RL phases from the baseline's SFT checkpoint with the same seed, and prints a table of judge
+  success on the test split before and after RL: baseline, ppo-clip, no-state-masking, judge-only, n-agent-4. Each row is a run folder
+  under <runsDir>/<runId>/ (ablations.json, ablations.md). Rerunning continues the folders.
+
+  --only NAME,NAME     run only these ablations (the baseline always runs first)
 `,
   report: () => `searcher-rl report --run DIR
 
@@ -146,6 +158,15 @@ async function main(argv: string[]): Promise<number> {
     const report = await (await commands.report()).writeReport(result.runDir);
     const rise = result.after.judgeSuccess - result.before.judgeSuccess;
     process.stdout.write(`judge success on the ${result.after.split} split: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`);
+    return 0;
+  }
+  if (command === 'ablate') {
+    const values = args(command, rest, { config: { type: 'string' }, only: { type: 'string' } });
+    if (values.help) return print(help());
+    const raw = values.config ? await readConfigFile(values.config as string) : {};
+    const config = parseRunConfig(raw, values.config as string | undefined);
+    const only = values.only === undefined ? [] : (values.only as string).split(',').map((n) => n.trim()).filter((n) => n.length > 0);
+    await (await commands.ablate()).runAblations(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr }, { only });
     return 0;
   }
   if (command === 'eval') {

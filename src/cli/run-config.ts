@@ -94,7 +94,7 @@ export const runConfigSchema = z
     // Rollouts at temperature 0.5: from a warm start that is unsure of names, temperature 1 almost
     // never samples the right one and RL gets no signal.
     searcher: searcherConfigSchema.prefault({
-      episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 60, temperature: 0.5 },
+      episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 170, temperature: 0.5 },
       rl: { nAgent: 8 },
     }),
     evaluation: z

@@ -30,7 +30,10 @@ export interface EvalSummary {
   completion: number;
   /** Judge success on questions whose answer is in small print (crops needed). */
   smallPrintSuccess: number | null;
+  /** Share of episodes with a crop. */
   cropRate: number;
+  /** Share of small-print questions whose episode cropped. */
+  smallPrintCropRate: number | null;
 }
 
 export interface TrainRunResult {
@@ -74,6 +77,7 @@ function summarise(split: string, questions: readonly CorpusQuestion[], trajecto
   const success = (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
   const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
   const small = trajectories.filter((t) => byUid.get(t.promptUid)?.metadata.small);
+  const cropped = (t: Trajectory) => (t.turns.some((turn) => turn.crop) ? 1 : 0);
   return {
     split,
     questions: trajectories.length,
@@ -81,7 +85,8 @@ function summarise(split: string, questions: readonly CorpusQuestion[], trajecto
     ndcg: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
     completion: mean(trajectories.map((t) => (t.terminated === 'complete' ? 1 : 0))),
     smallPrintSuccess: small.length === 0 ? null : mean(small.map(success)),
-    cropRate: mean(trajectories.map((t) => (t.turns.some((turn) => turn.crop) ? 1 : 0))),
+    cropRate: mean(trajectories.map(cropped)),
+    smallPrintCropRate: small.length === 0 ? null : mean(small.map(cropped)),
   };
 }
 
@@ -179,7 +184,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       before = await evaluate(config, env, container, runDir, 'eval-before-rl', context);
       await writeJsonAtomic(beforePath, before);
     }
-    context.log(`before RL (after SFT) on ${before.split}: judge success ${pct(before.judgeSuccess)}, NDCG ${before.ndcg.toFixed(3)}, small print ${pct(before.smallPrintSuccess)}, crops ${pct(before.cropRate)}`);
+    context.log(`before RL (after SFT) on ${before.split}: judge success ${pct(before.judgeSuccess)}, NDCG ${before.ndcg.toFixed(3)}, small print ${pct(before.smallPrintSuccess)} (cropped ${pct(before.smallPrintCropRate ?? null)}), crops ${pct(before.cropRate)}`);
     const steps: TrainRunResult['steps'] = [];
     for (const phase of config.phases) {
       if (phase.steps === 0) continue;
@@ -198,7 +203,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
     }
     const after = await evaluate(config, env, container, runDir, 'eval-after-rl', context);
     await writeJsonAtomic(join(runDir, 'eval-after-rl.json'), after);
-    context.log(`after RL on ${after.split}: judge success ${pct(after.judgeSuccess)}, NDCG ${after.ndcg.toFixed(3)}, small print ${pct(after.smallPrintSuccess)}, crops ${pct(after.cropRate)}`);
+    context.log(`after RL on ${after.split}: judge success ${pct(after.judgeSuccess)}, NDCG ${after.ndcg.toFixed(3)}, small print ${pct(after.smallPrintSuccess)} (cropped ${pct(after.smallPrintCropRate)}), crops ${pct(after.cropRate)}`);
     const result: TrainRunResult = { runId, runDir, before, after, steps };
     await writeJsonAtomic(join(runDir, 'summary.json'), { runId, before, after, corpus: { cacheDir: config.corpus.cacheDir, slidesDir: env.slidesDir } });
     return result;

@@ -54,6 +54,38 @@ describe('SQLite FTS5 search', () => {
     engine.close();
   });
 
+  it('searches the whole text but shows the shown text where a page has one, and rebuilds when it changes', async () => {
+    const db = join(dir, 'shown.sqlite');
+    const pages = [
+      { basename: 'a.png', text: 'Acme people\nEmployees 2017: 12,000\nFounded: 1901', shownText: 'Acme people\nEmployees 2017: 12,000\n[small print at 36, 326, 300, 350]' },
+      { basename: 'b.png', text: 'Globex history' },
+    ];
+    expect(await indexPages(db, pages)).toEqual({ pages: 2, rebuilt: true });
+    const engine = createSqliteSearchEngine({ dbPath: db });
+    // Found by its small print, shown without it.
+    expect(await engine.doSearch('founded 1901', { topK: 1 })).toMatchObject([{ basename: 'a.png', text: pages[0]!.shownText }]);
+    expect(await engine.doSearch('globex', { topK: 1 })).toMatchObject([{ basename: 'b.png', text: 'Globex history' }]);
+    engine.close();
+    expect(await indexPages(db, pages)).toEqual({ pages: 2, rebuilt: false });
+    expect(await indexPages(db, [{ ...pages[0]!, shownText: 'Acme people' }, pages[1]!])).toEqual({ pages: 2, rebuilt: true });
+    await expect(indexPages(db, [{ basename: 'c.png', text: 'x', shownText: 3 as unknown as string }])).rejects.toMatchObject({ row: 0, field: 'shownText' });
+
+    const folder = join(dir, 'shown');
+    await mkdir(folder, { recursive: true });
+    for (const name of ['p1', 'p2']) {
+      await sharp({ create: { width: 8, height: 8, channels: 3, background: '#ffffff' } }).png().toFile(join(folder, `${name}.png`));
+      await writeFile(join(folder, `${name}.txt`), `${name} revenue and small print`);
+    }
+    await writeFile(join(folder, 'p1.shown.txt'), 'p1 revenue [small print]');
+    const folderDb = join(dir, 'shown-folder.sqlite');
+    await indexPageFolder(folderDb, folder, { shownTextExtension: '.shown.txt' });
+    const folderEngine = createSqliteSearchEngine({ dbPath: folderDb });
+    const hits = await folderEngine.doSearch('small print', { topK: 2 });
+    expect(Object.fromEntries(hits.map((h) => [h.basename, h.text]))).toEqual({ 'p1.png': 'p1 revenue [small print]', 'p2.png': 'p2 revenue and small print' });
+    folderEngine.close();
+    await expect(indexPageFolder(folderDb, folder, { shownTextExtension: '.txt' })).rejects.toThrow(InvalidArgumentError);
+  });
+
   it('treats query text as words, never as FTS5 syntax', async () => {
     expect(ftsQuery('acme" OR NEAR(x y) *')).toBe('"acme" OR "or" OR "near" OR "x" OR "y"');
     expect(ftsQuery('  ?! ')).toBeNull();

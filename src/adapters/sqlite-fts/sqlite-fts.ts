@@ -13,13 +13,14 @@ import { sqliteSearchSettingsSchema } from './settings';
 const IMAGE_MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp' };
 
 /** Part of the index fingerprint: a schema change rebuilds old indexes. */
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS pages (
   id INTEGER PRIMARY KEY,
   basename TEXT NOT NULL UNIQUE,
   text TEXT NOT NULL,
+  shown_text TEXT,
   image_path TEXT,
   mime TEXT,
   width INTEGER,
@@ -32,7 +33,13 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 /** One page to index: its basename (what NDCG compares), its text, and optionally its image file. */
 export interface PageRecord {
   basename: string;
+  /** What the index searches (all of the page's text, small print included). */
   text: string;
+  /**
+   * What a hit shows a text-only policy, when that differs from `text`: what a vision model would
+   * perceive of the page image (docs/method.md#what-a-text-policy-perceives). Default: `text`.
+   */
+  shownText?: string;
   imagePath?: string;
 }
 
@@ -60,6 +67,7 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
     if (/[/\\\u0000]/.test(page.basename) || page.basename === '.' || page.basename === '..') throw new DatasetValidationError(i, 'basename', `'${page.basename}' is a path; give the file name only`);
     if (typeof page.text !== 'string') throw new DatasetValidationError(i, 'text', 'must be a string');
     if (/[\uD800-\uDFFF]/u.test(page.text)) throw new DatasetValidationError(i, 'text', 'has a lone UTF-16 surrogate (not valid Unicode)');
+    if (page.shownText !== undefined && (typeof page.shownText !== 'string' || /[\uD800-\uDFFF]/u.test(page.shownText))) throw new DatasetValidationError(i, 'shownText', 'must be a string of valid Unicode');
     if (seen.has(page.basename)) throw new DatasetValidationError(i, 'basename', `'${page.basename}' appears twice`);
     seen.add(page.basename);
     let mime: string | null = null;
@@ -84,7 +92,7 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
       height = meta.height ?? null;
       hash.update(`${resolve(page.imagePath)}\u0000${info.size}\u0000${info.mtimeMs}\u0000`);
     }
-    hash.update(`${page.basename}\u0000${page.text}\u0001`);
+    hash.update(`${page.basename}\u0000${page.text}\u0000${page.shownText ?? '\u0002'}\u0001`);
     rows.push({ ...page, mime, width, height });
   }
   hash.update(`schema ${SCHEMA_VERSION}`);
@@ -98,15 +106,18 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
   try {
     try {
       db.exec(SCHEMA);
+      // An index made before `shown_text` existed gains the column (its fingerprint differs, so it is rebuilt below).
+      const columns = db.prepare('PRAGMA table_info(pages)').all() as Array<{ name: string }>;
+      if (!columns.some((c) => c.name === 'shown_text')) db.exec('ALTER TABLE pages ADD COLUMN shown_text TEXT');
     } catch (error) {
       throw new InvalidArgumentError('dbPath', `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); remove it or choose another path`, { cause: error });
     }
     const stored = db.prepare('SELECT value FROM meta WHERE key = ?').get('fingerprint') as { value: string } | undefined;
     if (stored?.value === fingerprint) return { pages: rows.length, rebuilt: false };
-    const insert = db.prepare('INSERT INTO pages (basename, text, image_path, mime, width, height) VALUES (?, ?, ?, ?, ?, ?)');
+    const insert = db.prepare('INSERT INTO pages (basename, text, shown_text, image_path, mime, width, height) VALUES (?, ?, ?, ?, ?, ?, ?)');
     db.transaction(() => {
       db.exec("DELETE FROM pages; INSERT INTO pages_fts(pages_fts) VALUES('delete-all');");
-      for (const r of rows) insert.run(r.basename, r.text, r.imagePath === undefined ? null : resolve(r.imagePath), r.mime, r.width, r.height);
+      for (const r of rows) insert.run(r.basename, r.text, r.shownText ?? null, r.imagePath === undefined ? null : resolve(r.imagePath), r.mime, r.width, r.height);
       db.exec("INSERT INTO pages_fts(pages_fts) VALUES('rebuild');");
       db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('fingerprint', fingerprint);
     })();
@@ -119,9 +130,12 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
 /**
  * Indexes a folder of page images with a text file beside each (`deck1_3.png` + `deck1_3.txt`):
  * the basename is the image's file name. A page image without its text file is an error naming it.
+ * With `shownTextExtension` (e.g. `.shown.txt`), a file with that ending beside a page, where
+ * there is one, is what hits show instead of the indexed text (`PageRecord.shownText`).
  */
-export async function indexPageFolder(dbPath: string, folder: string, options: { textExtension?: string } = {}): Promise<IndexResult> {
+export async function indexPageFolder(dbPath: string, folder: string, options: { textExtension?: string; shownTextExtension?: string } = {}): Promise<IndexResult> {
   const textExtension = options.textExtension ?? '.txt';
+  if (options.shownTextExtension !== undefined && (options.shownTextExtension === textExtension || options.shownTextExtension === '')) throw new InvalidArgumentError('shownTextExtension', `must differ from textExtension ('${textExtension}') and not be empty`);
   let names: string[];
   try {
     names = (await readdir(folder)).sort();
@@ -148,13 +162,25 @@ export async function indexPageFolder(dbPath: string, folder: string, options: {
       if (DatasetValidationError.isInstance(error)) throw error;
       throw new DatasetValidationError(i, 'text', `page '${name}' has no text file '${pathBasename(textPath)}' beside it`, { cause: error });
     }
-    let text: string;
-    try {
-      text = utf8.decode(bytes);
-    } catch (error) {
-      throw new DatasetValidationError(i, 'text', `'${pathBasename(textPath)}' is not UTF-8 text; convert it (e.g. iconv -t UTF-8)`, { cause: error });
+    const decode = (data: Buffer, path: string, field: string) => {
+      try {
+        return utf8.decode(data);
+      } catch (error) {
+        throw new DatasetValidationError(i, field, `'${pathBasename(path)}' is not UTF-8 text; convert it (e.g. iconv -t UTF-8)`, { cause: error });
+      }
+    };
+    const text = decode(bytes, textPath, 'text');
+    let shownText: string | undefined;
+    if (options.shownTextExtension !== undefined) {
+      const shownPath = join(folder, `${stem}${options.shownTextExtension}`);
+      if (!(await inside(shownPath))) throw new DatasetValidationError(i, 'shownText', `the shown-text file of page '${name}' is a link to a file outside '${folder}'`);
+      const shown = await readFile(shownPath).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return null;
+        throw new DatasetValidationError(i, 'shownText', `cannot read '${pathBasename(shownPath)}'`, { cause: error });
+      });
+      if (shown) shownText = decode(shown, shownPath, 'shownText');
     }
-    pages.push({ basename: name, text, imagePath });
+    pages.push({ basename: name, text, ...(shownText !== undefined && { shownText }), imagePath });
   }
   return indexPages(dbPath, pages);
 }
@@ -192,7 +218,7 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
   let search: Database.Statement;
   try {
     search = db.prepare(
-    'SELECT p.id AS id, p.basename AS basename, p.text AS text, p.image_path AS imagePath, p.mime AS mime, p.width AS width, p.height AS height, bm25(pages_fts) AS rank FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts MATCH ? ORDER BY rank, p.id LIMIT ?',
+    'SELECT p.id AS id, p.basename AS basename, COALESCE(p.shown_text, p.text) AS text, p.image_path AS imagePath, p.mime AS mime, p.width AS width, p.height AS height, bm25(pages_fts) AS rank FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts MATCH ? ORDER BY rank, p.id LIMIT ?',
     );
   } catch (error) {
     db.close();

@@ -85,6 +85,27 @@ describe('updatePolicy', () => {
     await expect(updatePolicy(policy, five(), initial, { random: createRandom(4) })).rejects.toThrow(/reference/);
   });
 
+  it('with stateMasking false, also trains the observation tokens between policy tokens, their old log-probs scored by the policy before the update', async () => {
+    const { policy, calls } = fakePolicy(() => 0);
+    const scoredBy: LogProbBatch[] = [];
+    // The policy before the update gives each observation token a log-prob of its own (-5).
+    (policy as { logProbs: PolicyBackend['logProbs'] }).logProbs = async (batch) => {
+      scoredBy.push(batch);
+      return batch.positions.map((row, i) => row.map((p) => (p === 2 || p === 6 || p === 7 ? recorded(batch.inputIds[i]![p]!) : -5)));
+    };
+    const t = trajectoryWith('g#0', 10, [2, 6, 7], 1);
+    await updatePolicy(policy, [t, trajectoryWith('g#1', 10, [2, 6, 7], -1)], settings({ stateMasking: false }), { random: createRandom(1) });
+    expect(scoredBy).toHaveLength(1);
+    expect(calls[0]!.batch.positions[0]).toEqual([2, 3, 4, 5, 6, 7]);
+    expect(calls[0]!.result.gradNewLogProbs[0]).toHaveLength(6);
+    // The fake update scores observation tokens at their recorded-style values, not -5: the old log-probs
+    // it compared with were the recomputed -5, so those tokens' ratios moved away from 1 (KL > 0).
+    expect(calls[0]!.result.metrics!.kl).toBeGreaterThan(0);
+    const { policy: masked, calls: maskedCalls } = fakePolicy(() => 0);
+    await updatePolicy(masked, [t], settings(), { random: createRandom(1) });
+    expect(maskedCalls[0]!.batch.positions[0]).toEqual([2, 6, 7]);
+  });
+
   it('stops at an abort between minibatches', async () => {
     const controller = new AbortController();
     const { policy } = fakePolicy(() => {

@@ -14,6 +14,8 @@ export interface PolicyUpdateSettings {
   entropyCoef: number;
   /** The sampling temperature, so that new log-probs compare with the recorded ones. */
   temperature: number;
+  /** Default true: only policy tokens are trained (docs/method.md#state-masking). */
+  stateMasking?: boolean;
 }
 
 /** What a step's updates did, averaged over the optimizer steps that ran. */
@@ -63,8 +65,9 @@ export function checkPolicyUpdateSettings(settings: PolicyUpdateSettings): void 
 /**
  * The update half of a GRPO/GSPO step: `ppoEpochs` passes over the trajectories that have an
  * advantage, each split into shuffled minibatches of `miniBatchSize` sequences, one optimizer step
- * per minibatch with the core's loss (state masking: only policy tokens are scored). The old
- * log-probs are the ones recorded at generation, token ids exactly as generated.
+ * per minibatch with the core's loss (state masking: only policy tokens are scored, unless
+ * `stateMasking` is false). The old log-probs are the ones recorded at generation, token ids
+ * exactly as generated.
  */
 export async function updatePolicy(
   policy: PolicyBackend,
@@ -75,8 +78,14 @@ export async function updatePolicy(
   checkPolicyUpdateSettings(settings);
   const initialReference = settings.loss.klReference === 'initial';
   if (initialReference && !options.reference) throw new InvalidArgumentError('reference', "klReference 'initial' needs the frozen initial policy to score the tokens (its logProbs)");
-  const batch = buildUpdateBatch(trajectories);
+  const { recomputed, ...batch } = buildUpdateBatch(trajectories, { stateMasking: settings.stateMasking ?? true });
   const n = batch.inputIds.length;
+  if (recomputed.length > 0) {
+    // Observation tokens were never sampled: their old log-probs are the policy's before this
+    // step's update (as verl recomputes old_log_prob), scored once for all epochs.
+    const scored = await policy.logProbs({ inputIds: batch.inputIds, positions: batch.positions, temperature: settings.temperature }, options.signal ? { signal: options.signal } : {});
+    for (const { row, index } of recomputed) batch.oldLogProbs[row]![index] = scored[row]![index]!;
+  }
   const summary: PolicyUpdateSummary = { updates: 0, applied: 0, skipped: [], loss: 0, clipFraction: 0, kl: 0, entropy: 0, gradNorm: 0, gradNormMax: 0, tokens: 0, sequences: n, results: [] };
   if (n === 0) return summary;
   if (initialReference) {
@@ -152,7 +161,23 @@ export interface SftSummary {
   skipped: number;
 }
 
-/** Supervised fine-tuning on demonstrations: shuffled minibatches, `epochs` passes. */
+/**
+ * One epoch's minibatches: the examples shuffled, then sorted by length within pools of 16
+ * batches so that a batch pads little (a batch costs its longest sequence), and the batches
+ * shuffled again so that lengths do not follow a schedule. Every example once per epoch.
+ */
+export function lengthBucketedBatches(examples: readonly { inputIds: readonly number[] }[], batchSize: number, random: Random): number[][] {
+  const order = permutation(examples.length, random);
+  const pool = batchSize * 16;
+  const batches: number[][] = [];
+  for (let start = 0; start < order.length; start += pool) {
+    const sorted = order.slice(start, start + pool).sort((a, b) => examples[a]!.inputIds.length - examples[b]!.inputIds.length || a - b);
+    for (let k = 0; k < sorted.length; k += batchSize) batches.push(sorted.slice(k, k + batchSize));
+  }
+  return permutation(batches.length, random).map((i) => batches[i]!);
+}
+
+/** Supervised fine-tuning on demonstrations: length-bucketed shuffled minibatches, `epochs` passes. */
 export async function runSft(
   policy: PolicyBackend,
   examples: readonly SftExample[],
@@ -164,12 +189,12 @@ export async function runSft(
   if (examples.length === 0) throw new InvalidArgumentError('examples', 'needs at least one demonstration');
   const summary: SftSummary = { epochLoss: [], updates: 0, skipped: 0 };
   for (let epoch = 0; epoch < settings.epochs; epoch++) {
-    const order = permutation(examples.length, options.random);
+    const batches = lengthBucketedBatches(examples, settings.batchSize, options.random);
     let weighted = 0;
     let tokens = 0;
-    for (let start = 0; start < order.length; start += settings.batchSize) {
+    for (const indices of batches) {
       if (options.signal?.aborted) throw new AbortedError('runSft', { cause: options.signal.reason });
-      const mini = order.slice(start, start + settings.batchSize).map((i) => examples[i]!);
+      const mini = indices.map((i) => examples[i]!);
       const batch = { inputIds: mini.map((e) => e.inputIds), positions: mini.map((e) => e.positions) };
       const result = await policy.update(batch, sftLossFunction(batch), options.signal ? { signal: options.signal } : {});
       const count = batch.positions.reduce((n, row) => n + row.length, 0);

@@ -13,6 +13,12 @@ export interface RlSettings {
   miniBatchSize: number | null;
   /** Entropy bonus (the seed's runs: 0). */
   entropyCoef: number;
+  /**
+   * State masking (docs/method.md#state-masking): only the policy's own tokens are trained. `false`
+   * trains the observation tokens between them too (the ablation Search-R1 reports), their old
+   * log-probs recomputed by the policy before the step's update.
+   */
+  stateMasking: boolean;
 }
 
 /** The seed's focused-round settings (docs/method.md#hyperparameters): GSPO, clip 3e-4 / 4e-4, no KL, no entropy. */
@@ -23,4 +29,5 @@ export const DEFAULT_RL_SETTINGS: Readonly<RlSettings> = Object.freeze({
   ppoEpochs: 1,
   miniBatchSize: null,
   entropyCoef: 0,
+  stateMasking: true,
 } as const);

@@ -20,9 +20,14 @@ export interface UpdateBatch extends LogProbBatch {
  * Tokens after the last policy token (a forced completion, the generator's answer) cannot change
  * a causal model's log-probs of earlier tokens, so the sequence is cut there. Trajectories with a
  * missing advantage are left out.
+ *
+ * With `stateMasking: false` (an ablation, docs/method.md#state-masking) the observation tokens
+ * between the first and the last policy token are scored too; their old log-probs are NaN here
+ * (nothing sampled them) and `recomputed` lists where they are, for the caller to fill in.
  */
-export function buildUpdateBatch(trajectories: readonly Trajectory[]): UpdateBatch {
-  const batch: UpdateBatch = { inputIds: [], positions: [], oldLogProbs: [], advantages: [], sampleIds: [] };
+export function buildUpdateBatch(trajectories: readonly Trajectory[], options: { stateMasking?: boolean } = {}): UpdateBatch & { recomputed: Array<{ row: number; index: number }> } {
+  const stateMasking = options.stateMasking ?? true;
+  const batch: UpdateBatch & { recomputed: Array<{ row: number; index: number }> } = { inputIds: [], positions: [], oldLogProbs: [], advantages: [], sampleIds: [], recomputed: [] };
   trajectories.forEach((t, i) => {
     if (t.advantage === null || Number.isNaN(t.advantage)) return;
     if (t.tokenSteps.length === 0) return;
@@ -33,8 +38,22 @@ export function buildUpdateBatch(trajectories: readonly Trajectory[]): UpdateBat
     });
     const last = t.tokenSteps[t.tokenSteps.length - 1]!.position;
     batch.inputIds.push(t.fullInputIds.slice(0, last + 1));
-    batch.positions.push(t.tokenSteps.map((s) => s.position));
-    batch.oldLogProbs.push(t.tokenSteps.map((s) => s.logProb));
+    if (stateMasking) {
+      batch.positions.push(t.tokenSteps.map((s) => s.position));
+      batch.oldLogProbs.push(t.tokenSteps.map((s) => s.logProb));
+    } else {
+      const recorded = new Map(t.tokenSteps.map((s) => [s.position, s.logProb]));
+      const positions: number[] = [];
+      const old: number[] = [];
+      for (let p = t.tokenSteps[0]!.position; p <= last; p++) {
+        const logProb = recorded.get(p);
+        if (logProb === undefined) batch.recomputed.push({ row: batch.positions.length, index: positions.length });
+        positions.push(p);
+        old.push(logProb ?? Number.NaN);
+      }
+      batch.positions.push(positions);
+      batch.oldLogProbs.push(old);
+    }
     batch.advantages.push(t.advantage);
     batch.sampleIds.push(t.sampleId);
   });

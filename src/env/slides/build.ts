@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { indexPageFolder } from '../../adapters/sqlite-fts/sqlite-fts';
-import { generateSlideCorpus, slideText, SLIDE_HEIGHT, SLIDE_WIDTH, TITLE_FONT_PX, type Slide, type SlideCorpus, type SlideCorpusSettings } from './corpus';
+import { generateSlideCorpus, perceivedSlideText, slideText, SLIDE_HEIGHT, SLIDE_WIDTH, TITLE_FONT_PX, type Slide, type SlideCorpus, type SlideCorpusSettings } from './corpus';
 
 const escapeXml = (text: string) => text.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
 
@@ -26,7 +26,10 @@ export async function renderSlide(slide: Slide): Promise<Buffer> {
 }
 
 /** Bumped when the rendering changes, so that cached slides are rendered again. */
-const RENDERER_VERSION = 1;
+const RENDERER_VERSION = 2;
+
+/** Beside each slide's `.txt` (what the index searches): what a hit shows a text-only policy. */
+const SHOWN_TEXT = '.shown.txt';
 
 export interface SlideEnvironment {
   corpus: SlideCorpus;
@@ -64,9 +67,9 @@ export async function buildSlideEnvironment(cacheDir: string, settings: Partial<
   }
   if (complete) {
     const present = new Set(await readdir(slidesDir));
-    const missing = slides.filter((slide) => !present.has(slide.basename) || !present.has(slide.basename.replace(/\.png$/, '.txt')));
+    const missing = slides.filter((slide) => [slide.basename, slide.basename.replace(/\.png$/, '.txt'), slide.basename.replace(/\.png$/, SHOWN_TEXT)].some((name) => !present.has(name)));
     if (missing.length === 0) {
-      await indexPageFolder(dbPath, slidesDir);
+      await indexPageFolder(dbPath, slidesDir, { shownTextExtension: SHOWN_TEXT });
       return { corpus, slidesDir, dbPath, corpusPath, rebuilt: false };
     }
   }
@@ -80,12 +83,13 @@ export async function buildSlideEnvironment(cacheDir: string, settings: Partial<
       for (let slide = queue.shift(); slide; slide = queue.shift()) {
         await writeFile(join(slidesDir, slide.basename), await renderSlide(slide));
         await writeFile(join(slidesDir, slide.basename.replace(/\.png$/, '.txt')), slideText(slide));
+        await writeFile(join(slidesDir, slide.basename.replace(/\.png$/, SHOWN_TEXT)), perceivedSlideText(slide));
         options.onProgress?.(++done, slides.length);
       }
     }),
   );
   await writeFile(corpusPath, JSON.stringify(corpus));
-  await indexPageFolder(dbPath, slidesDir);
+  await indexPageFolder(dbPath, slidesDir, { shownTextExtension: SHOWN_TEXT });
   // Written last: an interrupted build is redone next time.
   await writeFile(marker, JSON.stringify({ digest, settings: corpus.settings }));
   return { corpus, slidesDir, dbPath, corpusPath, rebuilt: true };
