@@ -76,9 +76,37 @@ describe('searcher-rl train (small config) and report.html', () => {
       page.on('pageerror', (error) => errors.push(error.message));
       await page.goto(`file://${report}`);
       expect(errors).toEqual([]);
-      expect(await page.locator('[data-chart]').count()).toBe(4);
-      expect(await page.locator('path.series').count()).toBe(4);
-      expect(await page.locator('rect.bucket').count()).toBe(3);
+      // Six uPlot charts on one step axis: a canvas each, a band per phase with phase 2's boundary.
+      const charts = ['reward', 'success', 'ndcg', 'turns', 'cropRate', 'smallPrintSuccess'];
+      expect(await page.locator('[data-chart]').evaluateAll((boxes) => boxes.map((b) => b.getAttribute('data-chart')))).toEqual(charts);
+      for (const key of charts.filter((k) => k !== 'success' && k !== 'smallPrintSuccess')) {
+        expect(await page.locator(`[data-chart="${key}"] canvas`).count()).toBe(1);
+        expect(await page.locator(`[data-chart="${key}"] .phase-band`).evaluateAll((bands) => bands.map((b) => b.getAttribute('data-phase')))).toEqual(['phase1', 'phase2']);
+        expect(await page.locator(`[data-chart="${key}"] .phase-band.boundary`).count()).toBe(1);
+      }
+      // The reward is a series per phase (raw dots and EMA), each labelled with the phase's weights.
+      const rewardLegend = page.locator('[data-chart="reward"] .u-legend .u-series');
+      expect(await rewardLegend.allInnerTexts()).toEqual([
+        expect.stringMatching(/^step/),
+        expect.stringMatching(/phase1: 0\.1 format \+ 0\.9 NDCG/),
+        expect.stringMatching(/phase1 EMA/),
+        expect.stringMatching(/phase2: 0\.8 judge \+ 0\.2 NDCG/),
+        expect.stringMatching(/phase2 EMA/),
+      ]);
+      expect(await page.locator('#curves-caption').textContent()).toMatch(/phase1 = 0\.1 format \+ 0\.9 NDCG.*phase2 = 0\.8 judge \+ 0\.2 NDCG/);
+      // Hovering the last step shows its values (the cursor is synced: every chart's legend follows).
+      const over = page.locator('[data-chart="ndcg"] .u-over');
+      await over.scrollIntoViewIfNeeded();
+      const plot = (await over.boundingBox())!;
+      await page.mouse.move(plot.x + plot.width - 2, plot.y + plot.height / 2);
+      await expect.poll(() => rewardLegend.nth(0).locator('.u-value').textContent()).toBe('4 (phase2 step 2)');
+      expect(await rewardLegend.nth(3).locator('.u-value').textContent()).toMatch(/^\d\.\d{3}$/);
+      expect(await page.locator('[data-chart="cropRate"] .u-legend .u-series').nth(3).locator('.u-value').textContent()).toMatch(/^\d+\.\d%$/);
+      // Buckets per training phase from (step, prompt) groups of n_agent rollouts, then the evaluations.
+      expect(await page.locator('[data-buckets]').evaluateAll((boxes) => boxes.map((b) => b.getAttribute('data-buckets')))).toEqual(['phase1', 'phase2', 'eval-before-rl', 'eval-after-rl']);
+      expect(await page.locator('[data-buckets="phase1"] .bucket').count()).toBe(3);
+      const phase1Groups = (await page.locator('[data-buckets="phase1"] .bucket-count').allTextContents()).reduce((n, text) => n + Number.parseInt(text, 10), 0);
+      expect(phase1Groups).toBe(2 * 2);
       expect(await page.locator('#episode .turn').count()).toBeGreaterThan(0);
       expect(await page.locator('#episode-select option').count()).toBe(6);
       await page.selectOption('#episode-select', '1');
