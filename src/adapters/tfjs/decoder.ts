@@ -1,41 +1,15 @@
 import * as tf from '@tensorflow/tfjs';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
+import { emptyKvCache, gatherKvCache, scatterKvCache, type KvCacheRow, type KvCacheShape } from '../../provider-utils/kv-cache';
 import { createRolloutScheduler, type RolloutScheduler, type ScheduledRow } from '../../provider-utils/rollout-scheduler';
 import { activateBackend, ensureReady, type PolicyContext } from './state';
 import type { Transformer } from './transformer';
 
-/** One rollout: its tokens and, per layer, its keys and values laid out [heads, capacity, headWidth]. */
-interface RowState extends ScheduledRow {
-  keys: Float32Array[];
-  values: Float32Array[];
-  capacity: number;
-}
+/** One rollout: its tokens and its key/value cache. */
+interface RowState extends ScheduledRow, KvCacheRow {}
 
-/** The sizes the cache layout depends on. */
-interface CacheShape {
-  contextLength: number;
-  layers: number;
-  heads: number;
-  headWidth: number;
+interface CacheShape extends KvCacheShape {
   vocabSize: number;
-}
-
-/** Makes room for `needed` cached tokens; doubling keeps the copying amortised, the context bounds it. */
-function growRow(row: RowState, needed: number, shape: CacheShape): void {
-  if (needed <= row.capacity) return;
-  const { contextLength, layers, heads, headWidth } = shape;
-  const capacity = Math.min(contextLength, Math.max(needed, row.capacity * 2, 16));
-  for (let layer = 0; layer < layers; layer++) {
-    for (const cache of [row.keys, row.values]) {
-      const grown = new Float32Array(heads * capacity * headWidth);
-      const old = cache[layer]!;
-      for (let head = 0; head < heads; head++) {
-        grown.set(old.subarray(head * row.capacity * headWidth, (head * row.capacity + row.cached) * headWidth), head * capacity * headWidth);
-      }
-      cache[layer] = grown;
-    }
-  }
-  row.capacity = capacity;
 }
 
 /** One forward over `rows` feeding their uncached tokens; returns log-probs [rows, vocabulary] at their last token. */
@@ -56,20 +30,7 @@ function feed(model: Transformer, shape: CacheShape, rows: RowState[], temperatu
       positionData[index * chunkLength + offset] = position;
     }
   });
-  const pastSize = rowCount * heads * pastLength * headWidth;
-  const pastData = pastLength > 0 ? Array.from({ length: layers }, () => [new Float32Array(pastSize), new Float32Array(pastSize)] as const) : null;
-  if (pastData) {
-    rows.forEach((r, index) => {
-      for (let layer = 0; layer < layers; layer++) {
-        for (let head = 0; head < heads; head++) {
-          const from = head * r.capacity * headWidth;
-          const to = (index * heads + head) * pastLength * headWidth;
-          pastData[layer]![0].set(r.keys[layer]!.subarray(from, from + r.cached * headWidth), to);
-          pastData[layer]![1].set(r.values[layer]!.subarray(from, from + r.cached * headWidth), to);
-        }
-      }
-    });
-  }
+  const pastData = pastLength > 0 ? Array.from({ length: layers }, (_, layer) => [gatherKvCache(rows, layer, 'keys', pastLength, shape), gatherKvCache(rows, layer, 'values', pastLength, shape)] as const) : null;
   // Tensors out of tidy, arrays read outside it (tidy walks every element of a returned array).
   const outputs = tf.tidy(() => {
     const past = pastData && {
@@ -91,15 +52,8 @@ function feed(model: Transformer, shape: CacheShape, rows: RowState[], temperatu
     for (let layer = 0; layer < layers; layer++) {
       const keys = outputs.keys[layer]!.dataSync() as Float32Array;
       const values = outputs.values[layer]!.dataSync() as Float32Array;
-      rows.forEach((r, index) => {
-        growRow(r, r.cached + pending[index]!, shape);
-        for (let head = 0; head < heads; head++) {
-          const from = (index * heads + head) * chunkLength * headWidth;
-          const to = (head * r.capacity + r.cached) * headWidth;
-          r.keys[layer]!.set(keys.subarray(from, from + pending[index]! * headWidth), to);
-          r.values[layer]!.set(values.subarray(from, from + pending[index]! * headWidth), to);
-        }
-      });
+      scatterKvCache(rows, layer, 'keys', keys, { length: chunkLength, offset: 0 }, pending, shape);
+      scatterKvCache(rows, layer, 'values', values, { length: chunkLength, offset: 0 }, pending, shape);
     }
     rows.forEach((r, index) => {
       r.cached += pending[index]!;
@@ -157,9 +111,7 @@ export function createDecoder(context: PolicyContext): RolloutScheduler {
     createRow: (ids, sessionIndex, r) => ({
       sequence: [...ids],
       cached: 0,
-      keys: Array.from({ length: shape.layers }, () => new Float32Array(0)),
-      values: Array.from({ length: shape.layers }, () => new Float32Array(0)),
-      capacity: 0,
+      ...emptyKvCache(shape),
       random: createRandom(state.samplingSeed, RANDOM_STREAMS.sampling, sessionIndex, r),
       busy: false,
     }),
