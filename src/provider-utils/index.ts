@@ -14,3 +14,4 @@ export { loadWithOptionalPackages, type OptionalPackage } from './optional-packa
 export { sampleToken, type SamplingOptions } from './sampling';
 export { createTurnStop, type TurnStop } from './turn-stop';
 export { createRolloutScheduler, type RolloutScheduler, type RolloutBackend, type ScheduledRow } from './rollout-scheduler';
+export { emptyKvCache, growKvCache, gatherKvCache, scatterKvCache, type KvCacheRow, type KvCacheShape } from './kv-cache';
