@@ -116,6 +116,6 @@ describe('the composition root', () => {
     expect(() => parseDataRunConfig(dataRun)).toThrow(/searcher\.adapters\.policy\.type.*'onnx' policy runs rollouts only and cannot be trained; set the steps of phases 'phase1', 'phase2' to 0/);
     expect(parseDataRunConfig({ ...dataRun, phases: [{ name: 'eval', steps: 0, weights: 'default' }] }).searcher.adapters.policy?.type).toBe('onnx');
     expect(() => parseRunConfig({ searcher: { adapters: { policy: { type: 'onnx', modelDir } } } })).toThrow(/'onnx' policy runs rollouts only/);
-    expect(() => createSearcherContainer({ adapters: { policy: { type: 'onnx', modelDir, executionProvider: 'tpu' } } })).toThrow(/adapters\.policy\.executionProvider/);
+    expect(() => createSearcherContainer({ adapters: { policy: { type: 'onnx', modelDir, executionProvider: 'tpu' as never } } })).toThrow(/adapters\.policy\.executionProvider/);
   });
 });
