@@ -16,6 +16,7 @@ export default defineConfig({
     'adapters/search-http/index': 'src/adapters/search-http/index.ts',
     'adapters/openai-compatible/index': 'src/adapters/openai-compatible/index.ts',
     'adapters/tfjs/index': 'src/adapters/tfjs/index.ts',
+    'adapters/onnx/index': 'src/adapters/onnx/index.ts',
     'adapters/image/index': 'src/adapters/image/index.ts',
     'adapters/sqlite-fts/index': 'src/adapters/sqlite-fts/index.ts',
     'adapters/icd/index': 'src/adapters/icd/index.ts',
@@ -32,5 +33,5 @@ export default defineConfig({
   splitting: true,
   treeshake: true,
   // Vendor SDKs are optional peer dependencies, loaded only by their adapter's subpath.
-  external: ['openai', '@google/genai', 'undici', 'zod', 'inversify', 'sharp', 'better-sqlite3', /^@tensorflow\//],
+  external: ['openai', '@google/genai', 'undici', 'zod', 'inversify', 'sharp', 'better-sqlite3', 'onnxruntime-node', '@huggingface/tokenizers', /^@tensorflow\//],
 });

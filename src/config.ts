@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { geminiSettingsSchema } from './adapters/gemini/settings';
 import { sharpImageOpsSettingsSchema } from './adapters/image/settings';
 import { mockGeneratorConfigSchema, mockSearchEngineConfigSchema } from './adapters/mock/settings';
+import { onnxPolicySettingsSchema } from './adapters/onnx/settings';
 import { openaiSettingsSchema } from './adapters/openai/settings';
 import { ruleJudgeSettingsSchema } from './adapters/rule-judge/settings';
 import { scriptedPolicyConfigSchema } from './adapters/scripted-policy/settings';
@@ -161,8 +162,10 @@ export const adaptersConfigSchema = z
             tokenizer: z.discriminatedUnion('kind', [z.object({ kind: z.literal('protocol') }).strict(), z.object({ kind: z.literal('vocabulary'), words: z.array(z.string()).min(1) }).strict()]).prefault({ kind: 'protocol' }).describe('The byte-level protocol tokenizer, or words of a corpus as single tokens (bytes for the rest).'),
           }),
         ),
+        adapter('onnx', onnxPolicySettingsSchema),
       ])
-      .optional(),
+      .optional()
+      .describe("`scripted`, `tfjs` (trainable), or `onnx` (a pretrained Optimum export run by ONNX Runtime: evaluation and rollout collection only, a training run refuses it)."),
     generator: z
       .discriminatedUnion('type', [
         adapter('mock', mockGeneratorConfigSchema),

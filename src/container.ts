@@ -116,6 +116,10 @@ function buildStore(config: AdaptersConfig['store']): Store | Promise<Store> {
 function buildPolicy(config: AdaptersConfig['policy']): PolicyBackend | Promise<PolicyBackend> {
   if (!config) throw new ConfigValidationError([{ field: 'adapters.policy', message: 'no policy configured: set adapters.policy, give ports.policy, or rebind TOKENS.PolicyBackend' }]);
   if (config.type === 'scripted') return createScriptedPolicy({ script: config.script, logProb: config.logProb });
+  if (config.type === 'onnx') {
+    const { type: _type, ...settings } = config;
+    return import('./adapters/onnx/index').then((m) => m.createOnnxPolicy(settings));
+  }
   const { type: _type, tokenizer, ...settings } = config;
   return Promise.all([import('./adapters/tfjs/index'), import('./core/protocol/tokenizer')]).then(([tfjs, tokenizers]) =>
     tfjs.createTfjsPolicy(settings, { tokenizer: tokenizer.kind === 'vocabulary' ? tokenizers.createVocabularyTokenizer(tokenizer.words) : tokenizers.createProtocolTokenizer() }),

@@ -10,7 +10,7 @@ export { createTrainer, trainerSettingsSchema, writePolicyCheckpoint, readPolicy
 export { currentRecords, type SupersededCounts } from './core/store/records';
 
 // Errors
-export { SearcherError, InvalidArgumentError, DatasetValidationError, ConfigValidationError, ProviderCallError, PortOutputError, AdapterError, RewardsMissingError, MissingDependencyError, AbortedError, BackendUnavailableError, type ErrorCode, type PortName } from './core/errors';
+export { SearcherError, InvalidArgumentError, DatasetValidationError, ConfigValidationError, ProviderCallError, PortOutputError, AdapterError, RewardsMissingError, MissingDependencyError, AbortedError, BackendUnavailableError, ModelLayoutError, NotTrainableError, type ErrorCode, type PortName } from './core/errors';
 
 // Calling ports: timeouts, retries, caps, rate limits, typed failures, checked outputs
 export { createPortGateway, type PortGateway, type GatewayPorts } from './core/calls/gateway';

@@ -6,7 +6,9 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { createRuleJudge, type RuleJudge } from '../src/adapters/rule-judge/index';
 import { closeSearcherContainer, createSearcherContainer, resolvePorts, resolveSearcher, TOKENS } from '../src/container';
-import { ConfigValidationError, type Judge, type Searcher } from '../src/index';
+import { parseDataRunConfig } from '../src/cli/data-run';
+import { parseRunConfig } from '../src/cli/run-config';
+import { ConfigValidationError, type Judge, type PolicyBackend, type Searcher } from '../src/index';
 
 const config = {
   rl: { nAgent: 2 },
@@ -90,5 +92,30 @@ describe('the composition root', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it("builds an ONNX policy (kind 'onnx') from a model folder, collects with it, and refuses to train it", async () => {
+    const modelDir = join(import.meta.dirname, '..', 'src', 'adapters', 'onnx', '__fixtures__', 'tiny-gpt');
+    // The fixture model was trained on questions like this one (scripts/make-onnx-fixture.py).
+    const pages = [{ basename: 'apple_1.png', text: 'the apple size is 7' }];
+    const onnxConfig = { episode: { instructions: '', maxTurns: 2, maxTurnTokens: 32, temperature: 0 }, adapters: { searchEngine: { type: 'mock' as const, pages }, generator: { type: 'mock' as const, facts: { 'apple_1.png': '7' } }, policy: { type: 'onnx' as const, modelDir, intraOpThreads: 1 } } };
+    const apple = { uid: 'apple', question: 'what is the size of the apple?', reference: '7', goldenBasenames: ['apple_1.png'] };
+    const container = createSearcherContainer(onnxConfig);
+    try {
+      const policy = await container.getAsync<PolicyBackend>(TOKENS.PolicyBackend);
+      expect([policy.provider, policy.trainable, policy.contextLength]).toEqual(['onnx', false, 256]);
+      const batch = await container.get<Searcher>(TOKENS.Searcher).collect([apple], { nAgent: 1 });
+      expect(batch.episodes).toHaveLength(1);
+      const trajectory = batch.episodes[0]!.trajectory;
+      expect(trajectory.turns[0]!.text).toBe('<think>find the size of the apple</think>\n<search>apple size</search>');
+      expect(trajectory.retrievedBasenames).toEqual(['apple_1.png']);
+    } finally {
+      await closeSearcherContainer(container);
+    }
+    const dataRun = { dataset: { path: 'questions.jsonl' }, searcher: { adapters: { policy: { type: 'onnx', modelDir } } } };
+    expect(() => parseDataRunConfig(dataRun)).toThrow(/searcher\.adapters\.policy\.type.*'onnx' policy runs rollouts only and cannot be trained; set the steps of phases 'phase1', 'phase2' to 0/);
+    expect(parseDataRunConfig({ ...dataRun, phases: [{ name: 'eval', steps: 0, weights: 'default' }] }).searcher.adapters.policy?.type).toBe('onnx');
+    expect(() => parseRunConfig({ searcher: { adapters: { policy: { type: 'onnx', modelDir } } } })).toThrow(/'onnx' policy runs rollouts only/);
+    expect(() => createSearcherContainer({ adapters: { policy: { type: 'onnx', modelDir, executionProvider: 'tpu' as never } } })).toThrow(/adapters\.policy\.executionProvider/);
   });
 });

@@ -28,6 +28,16 @@ describe('examples', () => {
     expect(steps).toHaveLength(2);
     for (const line of steps) expect(line).toMatch(/^step \d: reward \d\.\d{3}, success (\d\.\d{2}|-), completion \d\.\d{2}, updates applied 1$/);
   }, 120_000);
+
+  it('onnx-policy runs episodes with the ONNX fixture model and prints one line per episode', async () => {
+    const { stdout } = await run(tsx, ['examples/onnx-policy.ts'], { cwd: root });
+    const lines = stdout.trim().split('\n');
+    expect(lines[0]).toBe('policy: onnx on cpu, 2 layers, vocabulary 297, context 256');
+    const episodes = lines.filter((line) => line.startsWith('s0-'));
+    expect(episodes).toHaveLength(6);
+    for (const line of episodes) expect(line).toMatch(/^s0-b\d-\w+_\d\.png#\d: \d turns, retrieved \[[\w., ]*\], answer ".*", reward \d\.\d{3}, \d+ policy tokens, log-prob -?\d+\.\d{2}$/);
+    expect(lines.at(-1)).toMatch(/^episodes 6, mean reward \d\.\d{3}$/);
+  });
 });
 
 describe('README', () => {

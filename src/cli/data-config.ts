@@ -42,7 +42,15 @@ export const dataRunConfigSchema = z
       .strict()
       .prefault({}),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    // A rollouts-only policy (ONNX Runtime runs the graph forward only) can be evaluated, not trained.
+    const policy = config.searcher.adapters.policy;
+    const training = config.phases.filter((p) => p.steps > 0);
+    if (policy?.type === 'onnx' && training.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['searcher', 'adapters', 'policy', 'type'], message: `the 'onnx' policy runs rollouts only and cannot be trained; set the steps of phase${training.length > 1 ? 's' : ''} ${training.map((p) => `'${p.name}'`).join(', ')} to 0 to evaluate it, or train a 'tfjs' policy` });
+    }
+  });
 
 export type DataRunConfig = z.output<typeof dataRunConfigSchema>;
 

@@ -142,27 +142,32 @@ async function evaluateData(config: DataRunConfig, container: SearcherContainer,
 
 /** `searcher-rl eval` on a run of your own data: the latest checkpoint of its last phase that saved one. */
 export async function evalDataRun(runDir: string, config: DataRunConfig, limit: number | null, context: RunContext): Promise<EvalSummary> {
-  const checkpointFrom = [...config.phases].reverse().map((p) => join(runDir, p.name));
+  // A policy named in `searcher.adapters.policy` (a pretrained ONNX export, a scripted one) is evaluated as configured; otherwise the run's latest checkpoint.
+  const named = parseSearcherConfig(config.searcher).adapters.policy !== undefined;
   let found: Awaited<ReturnType<typeof readNamedCheckpoint>> | null = null;
-  for (const reference of checkpointFrom) {
+  for (const reference of named ? [] : [...config.phases].reverse().map((p) => join(runDir, p.name))) {
     found = await readNamedCheckpoint(reference).catch(() => null);
     if (found) break;
   }
-  if (!found) throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
-  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
-  const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
-  await policy.load(found.checkpoint);
-  const container = createSearcherContainer(config.searcher, { ports: { policy, store: createJsonlStore({ dir: runDir }) } });
+  if (!named && !found) throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
+  let policy: TfjsPolicy | null = null;
+  if (found) {
+    const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+    policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+    await policy.load(found.checkpoint);
+  }
+  const container = createSearcherContainer(config.searcher, { ports: { ...(policy && { policy }), store: createJsonlStore({ dir: runDir }) } });
+  const from = found?.key ?? `searcher.adapters.policy (${parseSearcherConfig(config.searcher).adapters.policy?.type})`;
   try {
     const evalConfig = { ...config, evaluation: { ...config.evaluation, limit: limit ?? config.evaluation.limit } };
     const prompts = await readPromptDataset(config.dataset.evalPath ?? config.dataset.path, config.dataset.format);
     const summary = await evaluateData(evalConfig, container, prompts, runDir, 'eval-dataset', context);
-    await writeFile(join(runDir, 'eval-dataset.json'), `${JSON.stringify({ checkpoint: found.key, ...summary }, null, 2)}\n`);
-    context.log(`evaluated ${found.key}: judge success ${(summary.judgeSuccess * 100).toFixed(1)}%, NDCG ${summary.ndcg.toFixed(3)}`);
+    await writeFile(join(runDir, 'eval-dataset.json'), `${JSON.stringify({ checkpoint: from, ...summary }, null, 2)}\n`);
+    context.log(`evaluated ${from}: judge success ${(summary.judgeSuccess * 100).toFixed(1)}%, NDCG ${summary.ndcg.toFixed(3)}`);
     return summary;
   } finally {
     await closeSearcherContainer(container);
-    policy.dispose();
+    policy?.dispose();
   }
 }
 

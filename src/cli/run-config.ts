@@ -106,7 +106,13 @@ export const runConfigSchema = z
       .strict()
       .default({ split: 'test', limit: null, temperature: 0 }),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    // A slide run trains its own tfjs policy (`policy`); a rollouts-only ONNX policy cannot be trained.
+    if (config.searcher.adapters.policy?.type === 'onnx') {
+      ctx.addIssue({ code: 'custom', path: ['searcher', 'adapters', 'policy', 'type'], message: "the 'onnx' policy runs rollouts only and cannot be trained; a slide run trains its own tfjs policy (`policy`). Evaluate an ONNX export with a run on your own data whose phases have 0 steps, or with createSearcher" });
+    }
+  });
 
 export type RunConfig = z.output<typeof runConfigSchema>;
 export type RunConfigInput = z.input<typeof runConfigSchema>;

@@ -17,6 +17,8 @@ export type ErrorCode =
   | 'adapter_error'
   | 'missing_dependency'
   | 'rewards_missing'
+  | 'model_layout'
+  | 'not_trainable'
   | 'aborted';
 
 export class SearcherError extends Error {
@@ -256,6 +258,44 @@ export class BackendUnavailableError extends SearcherError {
 
   static override isInstance(error: unknown): error is BackendUnavailableError {
     return SearcherError.isInstance(error) && error.code === 'backend_unavailable';
+  }
+}
+
+/**
+ * A model file whose graph does not have the layout an adapter reads (an ONNX export whose inputs
+ * or outputs differ from Hugging Face Optimum's causal-LM layout): `mismatches` lists each
+ * difference (a missing or unexpected input, a wrong rank or element type).
+ */
+export class ModelLayoutError extends SearcherError {
+  readonly model: string;
+  readonly mismatches: readonly string[];
+
+  constructor(model: string, mismatches: readonly string[], hint: string, options?: { cause?: unknown }) {
+    super('model_layout', `'${model}' does not have the expected layout (${mismatches.length} mismatch${mismatches.length === 1 ? '' : 'es'}):\n${mismatches.map((m) => `  - ${m}`).join('\n')}\n${hint}`, options);
+    this.name = 'ModelLayoutError';
+    this.model = model;
+    this.mismatches = mismatches;
+  }
+
+  static override isInstance(error: unknown): error is ModelLayoutError {
+    return SearcherError.isInstance(error) && error.code === 'model_layout';
+  }
+}
+
+/** A rollouts-only policy backend (ONNX Runtime, a remote server) was asked to train: `operation` names the call. */
+export class NotTrainableError extends SearcherError {
+  readonly provider: string;
+  readonly operation: string;
+
+  constructor(provider: string, operation: string, message: string) {
+    super('not_trainable', `The '${provider}' policy does not train (${operation}): ${message}`);
+    this.name = 'NotTrainableError';
+    this.provider = provider;
+    this.operation = operation;
+  }
+
+  static override isInstance(error: unknown): error is NotTrainableError {
+    return SearcherError.isInstance(error) && error.code === 'not_trainable';
   }
 }
 

@@ -11,3 +11,7 @@ export { DEFAULT_CALL_POLICY, type CallPolicy } from '../core/calls/call-policy'
 export { createReliableCaller, type ReliableCaller, type ReliableCallOptions, type ReliabilityDeps } from '../core/calls/reliable-call';
 export { maxTokensAt } from '../core/episode/token-budget';
 export { loadWithOptionalPackages, type OptionalPackage } from './optional-package';
+export { sampleToken, type SamplingOptions } from './sampling';
+export { createTurnStop, type TurnStop } from './turn-stop';
+export { createRolloutScheduler, type RolloutScheduler, type RolloutBackend, type ScheduledRow } from './rollout-scheduler';
+export { emptyKvCache, growKvCache, gatherKvCache, scatterKvCache, type KvCacheRow, type KvCacheShape } from './kv-cache';

@@ -3,3 +3,4 @@
 export { createVirtualClock, type VirtualClock } from './virtual-clock';
 export { interceptSessions } from './sessions';
 export { relativeError, maxMatrixError } from './closeness';
+export { rollTwoTurns, incrementalLogProbError, type TwoTurnRollout } from './policy-contract';

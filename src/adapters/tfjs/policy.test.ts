@@ -8,6 +8,7 @@ import type { LogProbBatch, LossFunction, RolloutSession, TurnOutput } from '../
 import { selectTfjsBackend } from './backends';
 import { createTfjsPolicy, tokenizerFromCheckpoint, type TfjsPolicy, type TfjsPolicySettings } from './policy';
 import { createVocabularyTokenizer } from '../../core/protocol/tokenizer';
+import { incrementalLogProbError, rollTwoTurns } from '../../testing/policy-contract';
 
 const TINY: TfjsPolicySettings = { model: { layers: 2, width: 16, heads: 2, contextLength: 96 }, seed: 5, backend: 'wasm' };
 const created: TfjsPolicy[] = [];
@@ -20,27 +21,6 @@ afterAll(async () => {
   for (const p of created) p.dispose();
   await tf.setBackend('wasm');
 });
-
-/** Runs a two-turn session (with an observation in between) and returns the full sequences and every step. */
-async function rollTwoTurns(policy: TfjsPolicy, options: { temperature: number; topP: number }) {
-  const tok = policy.tokenizer;
-  const prompts = ['Question: apple\n', 'Q: river delta?\n', 'Q: x\n'].map((t) => tok.encode(t));
-  const session = await policy.begin(prompts);
-  const first = await session.generateTurn([0, 1, 2], { stopAfter: ['</search>'], maxTokens: [5, 9, 3], ...options });
-  const observation = tok.encode('<information>[page a.png] some text</information>');
-  await session.append(1, observation);
-  await session.append(2, tok.encode('<information>x</information>'));
-  const second = await session.generateTurn([1, 2], { stopAfter: ['</search>'], maxTokens: 6, ...options });
-  await session.end();
-  const sequences = prompts.map((p) => [...p]);
-  const steps = prompts.map(() => [] as TurnOutput['steps']);
-  const add = (outputs: TurnOutput[]) => outputs.forEach((o) => o.steps.forEach((s) => (sequences[o.rolloutId]!.push(s.tokenId), steps[o.rolloutId]!.push(s))));
-  add(first);
-  sequences[1]!.push(...observation);
-  sequences[2]!.push(...tok.encode('<information>x</information>'));
-  add(second);
-  return { first, second, sequences, steps };
-}
 
 describe('backend selection', () => {
   it('picks the highest-priority backend that initialises and reports what it passed over', async () => {
@@ -87,14 +67,13 @@ describe('numeric contract (every backend)', () => {
       const policy = await tiny({ backend });
       expect(policy.backend.name).toBe(backend);
       for (const options of [{ temperature: 1, topP: 1 }, { temperature: 0.7, topP: 0.9 }]) {
-        const { sequences, steps } = await rollTwoTurns(policy, options);
-        const positions = steps.map((row) => row.map((s) => s.position));
-        steps.forEach((row, i) => row.forEach((s) => expect(sequences[i]![s.position]).toBe(s.tokenId)));
-        const full = await policy.logProbs({ inputIds: sequences, positions, temperature: options.temperature });
-        steps.forEach((row, i) => row.forEach((s, k) => expect(Math.abs(s.logProb - full[i]![k]!)).toBeLessThan(1e-5)));
+        const { maxError, positionsHold, rollout } = await incrementalLogProbError(policy, options);
+        expect(positionsHold).toBe(true);
+        expect(maxError).toBeLessThan(1e-5);
+        const { sequences, steps } = rollout;
         if (options.temperature === 1) {
           // The same seed gives the same weights on every backend: their log-probs agree.
-          const batch = reference.batch ?? { inputIds: sequences, positions };
+          const batch = reference.batch ?? { inputIds: sequences, positions: steps.map((row) => row.map((s) => s.position)) };
           const lp = await policy.logProbs(batch);
           if (!reference.logProbs) Object.assign(reference, { batch, logProbs: lp });
           else lp.forEach((row, i) => row.forEach((v, k) => expect(v).toBeCloseTo(reference.logProbs![i]![k]!, 4)));

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createRandom, type Random } from '../../core/random';
+import { createRandom, type Random } from '../core/random';
 import { sampleToken } from './sampling';
 
 /** Log softmax in float64, stored as float32 like the decoder's; `null` logits get probability 0. */

@@ -1,4 +1,4 @@
-import type { Random } from '../../core/random';
+import type { Random } from '../core/random';
 
 export interface SamplingOptions {
   /** 0: greedy. Otherwise the log-probs are assumed to be taken at this temperature already. */
