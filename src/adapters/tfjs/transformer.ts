@@ -111,7 +111,7 @@ export class Transformer {
     let x = tf.add(tf.reshape(tokens, [B, T, d]), tf.slice(this.positionEmbedding, [0, 0], [T, d])) as tf.Tensor3D;
     const mask = causalMask(T);
     for (const block of this.blocks) {
-      x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }), false);
+      x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }));
     }
     return this.logits(x);
   }
@@ -135,12 +135,12 @@ export class Transformer {
         cache.values.push(v);
         if (!past || P === 0) return { keys: k, values: v, mask };
         return { keys: tf.concat([past.keys[l]!, k], 2), values: tf.concat([past.values[l]!, v], 2), mask };
-      }, m === 1);
+      });
     });
     return { logits: this.logits(x), cache };
   }
 
-  private block(b: Block, x: tf.Tensor3D, attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor }, singleQuery: boolean): tf.Tensor3D {
+  private block(b: Block, x: tf.Tensor3D, attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor }): tf.Tensor3D {
     const [B, T, d] = x.shape;
     const H = this.config.heads;
     const dh = this.headWidth;
@@ -148,17 +148,8 @@ export class Transformer {
     const qkv = linear(tf.reshape(h, [B * T, d]), b.qkv, b.qkvBias);
     const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]) as tf.Tensor4D) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
     const { keys, values, mask } = attendTo(k, v);
-    let attended: tf.Tensor4D;
-    if (singleQuery) {
-      // One query per row (decoding, mask [B, 1, 1, keys]): broadcast multiply and sum. tfjs-wasm runs many tiny batched
-      // matmuls (rows x heads of them) far slower than these elementwise ops.
-      const scores = tf.add(tf.mul(tf.sum(tf.mul(q, keys), 3), 1 / Math.sqrt(dh)), tf.reshape(mask, [B, 1, -1]));
-      const weights = tf.expandDims(tf.softmax(scores), 3);
-      attended = tf.sum(tf.mul(weights, values), 2, true) as tf.Tensor4D;
-    } else {
-      const scores = tf.add(tf.mul(tf.matMul(q, keys, false, true), 1 / Math.sqrt(dh)), mask);
-      attended = tf.matMul(tf.softmax(scores), values);
-    }
+    const scores = tf.add(tf.mul(tf.matMul(q, keys, false, true), 1 / Math.sqrt(dh)), mask);
+    const attended = tf.matMul(tf.softmax(scores), values);
     const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [B * T, d]);
     const attnOut = linear(merged, b.attnOut, b.attnOutBias);
     const x1 = tf.add(x, tf.reshape(attnOut, [B, T, d])) as tf.Tensor3D;

@@ -26,6 +26,9 @@ interface MatMulAttrs {
 type KernelArgs = { inputs: { a: tf.TensorInfo; b: tf.TensorInfo }; backend: WasmBackend; attrs: MatMulAttrs };
 type KernelFunc = (args: KernelArgs) => tf.TensorInfo;
 
+/** Multiply-adds per product under which a batch stays with the original loop (measured crossover ~8-16k). */
+const MIN_BATCHED_PRODUCT = 16384;
+
 const INSTALLED = Symbol.for('searcher-rl.tfjs.wasmBatchMatMul');
 
 const sizeOf = (shape: readonly number[]) => shape.reduce((n, d) => n * d, 1);
@@ -65,9 +68,12 @@ function batchMatMul(args: KernelArgs, xnnpack: KernelFunc): tf.TensorInfo {
   const kB = transposeB ? b.shape[rankB - 1]! : b.shape[rankB - 2]!;
   const sameOuter = outerA.length === outerB.length && outerA.every((d, i) => d === outerB[i]);
   const plainXnnpack = !transposeA && !transposeB && batchA === 1 && batchB === 1;
+  // Below a few thousand multiply-adds per product (decoding's one-query attention: 1 x 32 x keys) the
+  // per-product copies and XNNPACK operator set-up cost more than the scalar loop.
+  const tinyBatched = Math.max(batchA, batchB) > 1 && m * n * k < MIN_BATCHED_PRODUCT;
   // Broadcasting across several outer dimensions, other dtypes, empty products and shape errors stay with the original.
   const supported = a.dtype === 'float32' && b.dtype === 'float32' && k === kB && (sameOuter || batchA === 1 || batchB === 1) && m * n * k > 0;
-  if (plainXnnpack || !supported) return xnnpack(args);
+  if (plainXnnpack || tinyBatched || !supported) return xnnpack(args);
   const outOuter = batchA >= batchB ? outerA : outerB;
   const outShape = [...outOuter, m, n];
   const temporaries: tf.TensorInfo[] = [];
