@@ -1,22 +1,86 @@
-"""The tfjs policy's model and training step written in PyTorch, for `npm run bench` to compare.
+"""The tfjs policy's model and training step written in PyTorch, for `npm run bench:training` to compare.
 
 Same architecture as src/adapters/tfjs/transformer.ts (pre-norm GPT blocks, learned positions,
 tied embedding, GELU tanh, layer norm eps 1e-5), the same loss shape (back-propagate
 sum_t g_t * logp_t over scored positions), AdamW with global-norm clipping, and KV-cached sampling.
 Reads a JSON config from argv[1]; prints one JSON line per figure. Run only by bench/training.ts
 when python3 with torch is present; nothing in the tests depends on it.
+
+Threads: torch's intra-op pool and the BLAS / OpenMP pools are all set to cfg["threads"] before
+torch is imported, so a 1-thread figure is one thread and two pools never oversubscribe the cores.
+The BLAS torch calls is read from the libraries mapped into this process: Debian's torch links the
+generic libblas.so.3, which update-alternatives may point at the reference (netlib) BLAS, several
+times slower than OpenBLAS; a comparison against that is refused rather than printed.
 """
 import json
 import math
+import os
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
-
 cfg = json.loads(sys.argv[1])
-torch.set_num_threads(int(cfg["threads"]))
+THREADS = str(int(cfg["threads"]))
+for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+    os.environ[name] = THREADS
+
+import torch  # noqa: E402 (after the thread variables, which the BLAS reads when it loads)
+import torch.nn.functional as F  # noqa: E402
+
+torch.set_num_threads(int(THREADS))
 torch.manual_seed(0)
+MIN_SECONDS = float(cfg.get("minSeconds", 3))
+MIN_REPEATS = int(cfg.get("minRepeats", 5))
+
+
+def emit(figure, value, **extra):
+    print(json.dumps({"figure": figure, "value": value, "threads": int(THREADS), "torch": torch.__version__, **extra}), flush=True)
+
+
+def classify_blas(paths):
+    """(kind, path) of the BLAS among the shared libraries a process has mapped."""
+    blas = [p for p in paths if any(k in os.path.basename(p) for k in ("blas", "mkl_rt", "libmkl", "blis"))]
+    for kind in ("openblas", "mkl", "blis"):
+        found = [p for p in blas if kind in p]
+        if found:
+            return kind, found[0]
+    # Debian's netlib package installs /usr/lib/<triplet>/blas/libblas.so.3.
+    reference = [p for p in blas if os.path.basename(p).startswith("libblas.so")]
+    if reference:
+        return "reference", reference[0]
+    # No BLAS library mapped: this torch carries its own (e.g. a pip wheel with MKL linked in).
+    return "builtin", torch.__config__.show().split("BLAS_INFO=")[-1].split(",")[0]
+
+
+def blas_in_use():
+    """Which BLAS this torch calls, read after a product has gone through it."""
+    a = torch.randn(64, 64)
+    (a @ a).sum().item()
+    with open("/proc/self/maps") as maps:
+        return classify_blas(sorted({line.split()[-1] for line in maps if ".so" in line and "/" in line}))
+
+
+kind, path = blas_in_use()
+emit("torch_blas", 0, blas=kind, library=path, threadsInUse=torch.get_num_threads())
+if kind == "reference":
+    emit("torch_refused", 0, reason=f"torch runs on the reference BLAS ({path}), several times slower than OpenBLAS; "
+         "switch with: sudo update-alternatives --set libblas.so.3-x86_64-linux-gnu "
+         "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 (Debian: apt-get install libopenblas0-pthread)")
+    sys.exit(0)
+
+
+def timed(step):
+    """Median seconds of `step` over at least MIN_REPEATS calls and MIN_SECONDS, after two warm-ups."""
+    for _ in range(2):
+        step()
+    times = []
+    started = time.perf_counter()
+    while len(times) < MIN_REPEATS or time.perf_counter() - started < MIN_SECONDS:
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2], len(times)
+
+
 V, C, L, D, H = cfg["vocab"], cfg["context"], cfg["layers"], cfg["width"], cfg["heads"]
 M = 4 * D
 DH = D // H
@@ -86,15 +150,8 @@ def train_step():
     opt.step()
 
 
-for _ in range(2):
-    train_step()
-times = []
-for _ in range(cfg["trainSteps"]):
-    t0 = time.perf_counter()
-    train_step()
-    times.append(time.perf_counter() - t0)
-dt = sorted(times)[len(times) // 2]
-print(json.dumps({"figure": "torch_train_tokens_per_second", "value": B * T / dt, "threads": cfg["threads"], "torch": torch.__version__}))
+dt, repeats = timed(train_step)
+emit("torch_train_tokens_per_second", B * T / dt, repeats=repeats)
 
 R, P, G = cfg["rollouts"], cfg["promptLength"], cfg["generate"]
 prompt = torch.randint(0, 256, (R, P), generator=g)
@@ -110,11 +167,5 @@ def rollout():
         nxt = torch.multinomial(logp.exp(), 1, generator=g)
 
 
-rollout()
-times = []
-for _ in range(3):
-    t0 = time.perf_counter()
-    rollout()
-    times.append(time.perf_counter() - t0)
-dt = sorted(times)[1]
-print(json.dumps({"figure": "torch_rollout_tokens_per_second", "value": R * G / dt, "threads": cfg["threads"], "torch": torch.__version__}))
+dt, repeats = timed(rollout)
+emit("torch_rollout_tokens_per_second", R * G / dt, repeats=repeats)

@@ -1,58 +1,104 @@
 // Training and rollout throughput of the TensorFlow.js policy for one fixed model size, and the
 // same model's training step and KV-cached sampling in PyTorch (bench/torch_reference.py) run side
-// by side when python3 with torch is present. Prints one JSON line per figure, ratios included.
+// by side in the same run when a python3 with torch is present, at 1 and 2 threads. Ratios are
+// against the best PyTorch setting. Prints one JSON line per figure.
+//
+// Sections: tfjs training, rollout engines (each a `RolloutEngine`; another engine's figure slots
+// into `rolloutEngines`), the PyTorch reference, ratios. BENCH_MIN_SECONDS sets how long each figure
+// repeats its step (default 10 s for tfjs, 5 s per torch setting); BENCH_PYTHON names the interpreter.
 import { execFileSync } from 'node:child_process';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { createTfjsPolicy } from '../src/adapters/tfjs/policy';
-import { createRandom } from '../src/core/random';
+import { createTfjsPolicy, type TfjsPolicy } from '../src/adapters/tfjs/policy';
+import { createRandom, type Random } from '../src/core/random';
 
 const MODEL = { layers: 4, width: 128, heads: 4, contextLength: 256 };
-const TRAIN = { batch: 8, length: 256, scoredFrom: 64, steps: Number(process.env.BENCH_TRAIN_STEPS ?? 5) };
+const TRAIN = { batch: 8, length: 256, scoredFrom: 64 };
 const ROLLOUT = { rollouts: 16, promptLength: 64, generate: 64 };
+const MIN_SECONDS = Number(process.env.BENCH_MIN_SECONDS ?? 10);
+const MIN_REPEATS = 5;
+/** Thread counts PyTorch runs at (capped at the cores there are). */
+const TORCH_THREADS = [...new Set([1, 2].map((n) => Math.min(n, cpus().length)))];
 
 const print = (figure: string, value: number, extra: Record<string, unknown> = {}) => console.log(JSON.stringify({ bench: 'training', figure, value: Number(value.toPrecision(4)), ...extra }));
 
-const policy = await createTfjsPolicy({ model: MODEL, seed: 0, optimizer: { learningRate: 1e-4 } });
-const backend = policy.backend.name;
-const random = createRandom(1);
-const inputIds = Array.from({ length: TRAIN.batch }, () => Array.from({ length: TRAIN.length }, () => random.nextInt(256)));
-const positions = inputIds.map(() => Array.from({ length: TRAIN.length - TRAIN.scoredFrom }, (_, k) => TRAIN.scoredFrom + k));
-const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
-for (let i = 0; i < 2; i++) await policy.update({ inputIds, positions }, lossFn);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const stepSeconds: number[] = [];
-for (let i = 0; i < TRAIN.steps; i++) {
+/** Median seconds of `step` over at least MIN_REPEATS calls and `minSeconds`, after one warm-up. */
+async function timed(step: () => Promise<void>, minSeconds = MIN_SECONDS): Promise<{ seconds: number; repeats: number }> {
+  await step();
+  const times: number[] = [];
   const started = performance.now();
+  while (times.length < MIN_REPEATS || performance.now() - started < minSeconds * 1000) {
+    const t0 = performance.now();
+    await step();
+    times.push((performance.now() - t0) / 1000);
+  }
+  return { seconds: [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)]!, repeats: times.length };
+}
+
+// --- tfjs training ---------------------------------------------------------------------------
+
+async function measureTfjsTraining(policy: TfjsPolicy, random: Random): Promise<number> {
+  const inputIds = Array.from({ length: TRAIN.batch }, () => Array.from({ length: TRAIN.length }, () => random.nextInt(256)));
+  const positions = inputIds.map(() => Array.from({ length: TRAIN.length - TRAIN.scoredFrom }, (_, k) => TRAIN.scoredFrom + k));
+  const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
   await policy.update({ inputIds, positions }, lossFn);
-  stepSeconds.push((performance.now() - started) / 1000);
+  const { seconds, repeats } = await timed(async () => {
+    await policy.update({ inputIds, positions }, lossFn);
+  });
+  const tokensPerSecond = (TRAIN.batch * TRAIN.length) / seconds;
+  print('tfjs_train_tokens_per_second', tokensPerSecond, { backend: policy.backend.name, model: MODEL, parameters: policy.parameterCount, ...TRAIN, repeats, note: 'sequence tokens through one forward + backward + AdamW step per second, median step' });
+  return tokensPerSecond;
 }
-const trainSeconds = median(stepSeconds);
-const tfjsTrain = (TRAIN.batch * TRAIN.length) / trainSeconds;
-const common = { backend, model: MODEL, parameters: policy.parameterCount };
-print('tfjs_train_tokens_per_second', tfjsTrain, { ...common, batch: TRAIN.batch, length: TRAIN.length, steps: TRAIN.steps, note: 'sequence tokens through one forward + backward + AdamW step per second, median step' });
 
-const prompts = Array.from({ length: ROLLOUT.rollouts }, () => Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)));
-const rollout = async () => {
-  const session = await policy.begin(prompts);
-  await session.generateTurn(
-    prompts.map((_, i) => i),
-    { stopAfter: [], maxTokens: ROLLOUT.generate, temperature: 1, topP: 1 },
-  );
-  await session.end();
-};
-await rollout();
-const rolloutSeconds: number[] = [];
-for (let i = 0; i < 3; i++) {
-  const started = performance.now();
-  await rollout();
-  rolloutSeconds.push((performance.now() - started) / 1000);
+// --- rollout engines -------------------------------------------------------------------------
+
+/** Something that samples ROLLOUT.generate tokens after each prompt, all rollouts decoding together. */
+interface RolloutEngine {
+  figure: string;
+  /** Printed with the figure. */
+  describe: Record<string, unknown>;
+  rollout(prompts: number[][]): Promise<void>;
 }
-const tfjsRollout = (ROLLOUT.rollouts * ROLLOUT.generate) / median(rolloutSeconds);
-print('tfjs_rollout_tokens_per_second', tfjsRollout, { ...common, ...ROLLOUT, note: 'sampled tokens per second (prompt prefill included), KV cache, all rollouts decoding together, median of 3' });
 
+function tfjsRolloutEngine(policy: TfjsPolicy): RolloutEngine {
+  return {
+    figure: 'tfjs_rollout_tokens_per_second',
+    describe: { backend: policy.backend.name, note: 'sampled tokens per second (prompt prefill included), KV cache, all rollouts decoding together, median' },
+    async rollout(prompts) {
+      const session = await policy.begin(prompts);
+      await session.generateTurn(
+        prompts.map((_, i) => i),
+        { stopAfter: [], maxTokens: ROLLOUT.generate, temperature: 1, topP: 1 },
+      );
+      await session.end();
+    },
+  };
+}
+
+async function measureRollouts(engines: RolloutEngine[], random: Random): Promise<Map<string, number>> {
+  const prompts = Array.from({ length: ROLLOUT.rollouts }, () => Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)));
+  const figures = new Map<string, number>();
+  for (const engine of engines) {
+    const { seconds, repeats } = await timed(() => engine.rollout(prompts));
+    const tokensPerSecond = (ROLLOUT.rollouts * ROLLOUT.generate) / seconds;
+    print(engine.figure, tokensPerSecond, { ...engine.describe, model: MODEL, ...ROLLOUT, repeats });
+    figures.set(engine.figure, tokensPerSecond);
+  }
+  return figures;
+}
+
+// --- PyTorch reference -----------------------------------------------------------------------
+
+interface TorchFigures {
+  threads: number;
+  train: number;
+  rollout: number;
+}
+
+/** The first of BENCH_PYTHON, Debian's /usr/bin/python3 and the python3 on PATH that imports torch. */
 function findTorchPython(): string | null {
-  for (const python of ['python3', '/usr/bin/python3']) {
+  const candidates = [process.env.BENCH_PYTHON, '/usr/bin/python3', 'python3'].filter((p): p is string => Boolean(p));
+  for (const python of candidates) {
     try {
       execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore' });
       return python;
@@ -63,21 +109,52 @@ function findTorchPython(): string | null {
   return null;
 }
 
-const python = findTorchPython();
-if (!python) {
-  print('torch_reference_skipped', 0, { reason: 'no python3 with torch (Debian: apt-get install python3-torch libopenblas0-pthread)' });
-} else {
+/** PyTorch at each thread count, or null where the comparison is skipped or refused (reported). */
+function measureTorch(vocabSize: number): TorchFigures[] | null {
+  const python = findTorchPython();
+  if (!python) {
+    print('torch_reference_skipped', 0, { reason: 'no python3 with torch (Debian: apt-get install python3-torch libopenblas0-pthread; or set BENCH_PYTHON)' });
+    return null;
+  }
   const script = fileURLToPath(new URL('./torch_reference.py', import.meta.url));
-  for (const threads of [...new Set([1, cpus().length])]) {
-    const config = { vocab: policy.tokenizer.vocabSize, context: MODEL.contextLength, layers: MODEL.layers, width: MODEL.width, heads: MODEL.heads, threads, trainBatch: TRAIN.batch, trainLength: TRAIN.length, scoredFrom: TRAIN.scoredFrom, trainSteps: TRAIN.steps, ...ROLLOUT };
-    const lines = execFileSync(python, [script, JSON.stringify(config)], { encoding: 'utf8' }).trim().split('\n');
-    const figures = Object.fromEntries(lines.map((line) => JSON.parse(line) as { figure: string; value: number; torch: string }).map((f) => [f.figure, f]));
-    const torchTrain = figures.torch_train_tokens_per_second!;
-    const torchRollout = figures.torch_rollout_tokens_per_second!;
-    print('torch_train_tokens_per_second', torchTrain.value, { threads, torch: torchTrain.torch, python });
-    print('torch_rollout_tokens_per_second', torchRollout.value, { threads, torch: torchRollout.torch, python });
-    print('train_ratio_tfjs_over_torch', tfjsTrain / torchTrain.value, { backend, torchThreads: threads, note: 'tfjs-wasm runs one thread' });
-    print('rollout_ratio_tfjs_over_torch', tfjsRollout / torchRollout.value, { backend, torchThreads: threads });
+  const results: TorchFigures[] = [];
+  for (const threads of TORCH_THREADS) {
+    const config = { vocab: vocabSize, context: MODEL.contextLength, layers: MODEL.layers, width: MODEL.width, heads: MODEL.heads, threads, trainBatch: TRAIN.batch, trainLength: TRAIN.length, scoredFrom: TRAIN.scoredFrom, minSeconds: Number(process.env.BENCH_MIN_SECONDS ?? 5), minRepeats: MIN_REPEATS, ...ROLLOUT };
+    const threadEnv = Object.fromEntries(['OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'BLIS_NUM_THREADS'].map((name) => [name, String(threads)]));
+    const lines = execFileSync(python, [script, JSON.stringify(config)], { encoding: 'utf8', env: { ...process.env, ...threadEnv } }).trim().split('\n');
+    const figures = Object.fromEntries(lines.map((line) => JSON.parse(line) as Record<string, unknown> & { figure: string; value: number }).map((f) => [f.figure, f]));
+    const blas = figures.torch_blas!;
+    if (figures.torch_refused) {
+      print('torch_reference_refused', 0, { threads, blas: blas.blas, library: blas.library, reason: figures.torch_refused.reason, python });
+      return null;
+    }
+    const train = figures.torch_train_tokens_per_second!;
+    const rollout = figures.torch_rollout_tokens_per_second!;
+    const about = { threads, torch: train.torch, blas: blas.blas, library: blas.library, python };
+    print('torch_train_tokens_per_second', train.value, { ...about, repeats: train.repeats });
+    print('torch_rollout_tokens_per_second', rollout.value, { ...about, repeats: rollout.repeats });
+    results.push({ threads, train: train.value, rollout: rollout.value });
+  }
+  return results;
+}
+
+// --- run ---------------------------------------------------------------------------------------
+
+print('conditions', cpus().length, { cores: cpus().length, loadAverage1m: Number(loadavg()[0]!.toFixed(2)), node: process.version, note: 'value: cores; figures from one run, compare ratios' });
+const policy = await createTfjsPolicy({ model: MODEL, seed: 0, optimizer: { learningRate: 1e-4 } });
+const random = createRandom(1);
+const tfjsTrain = await measureTfjsTraining(policy, random);
+// Another rollout engine (e.g. the same weights on another runtime) is one more entry here.
+const rolloutEngines: RolloutEngine[] = [tfjsRolloutEngine(policy)];
+const rolloutFigures = await measureRollouts(rolloutEngines, random);
+const torch = measureTorch(policy.tokenizer.vocabSize);
+if (torch && torch.length > 0) {
+  const bestTrain = torch.reduce((a, b) => (b.train > a.train ? b : a));
+  const bestRollout = torch.reduce((a, b) => (b.rollout > a.rollout ? b : a));
+  print('train_ratio_tfjs_over_best_torch', tfjsTrain / bestTrain.train, { backend: policy.backend.name, torchThreads: bestTrain.threads, torchTokensPerSecond: Number(bestTrain.train.toPrecision(4)), note: 'tfjs-wasm runs one thread' });
+  for (const [figure, tokensPerSecond] of rolloutFigures) {
+    print('rollout_ratio_over_best_torch', tokensPerSecond / bestRollout.rollout, { engine: figure, torchThreads: bestRollout.threads, torchTokensPerSecond: Number(bestRollout.rollout.toPrecision(4)) });
   }
 }
+print('conditions_after', loadavg()[0]!, { loadAverage1m: Number(loadavg()[0]!.toFixed(2)) });
 policy.dispose();

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { BackendUnavailableError } from '../../core/errors';
 import { TFJS_BACKENDS, type TfjsBackendName } from './settings';
+import { installWasmBatchMatMul } from './wasm-matmul';
 
 export { TFJS_BACKENDS, type TfjsBackendName };
 
@@ -46,6 +47,7 @@ async function tryBackend(entry: BackendEntry, load: BackendModuleLoader): Promi
   if (!tf.findBackendFactory(entry.tfName)) {
     return `${entry.packageName} loaded but registered no '${entry.tfName}' backend with this @tensorflow/tfjs (${tf.version_core}); install versions that match`;
   }
+  if (entry.name === 'wasm') installWasmBatchMatMul();
   try {
     const ok = await tf.setBackend(entry.tfName);
     if (!ok) return `tfjs could not initialise the '${entry.tfName}' backend`;

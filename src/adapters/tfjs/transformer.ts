@@ -111,7 +111,7 @@ export class Transformer {
     let x = tf.add(tf.reshape(tokens, [B, T, d]), tf.slice(this.positionEmbedding, [0, 0], [T, d])) as tf.Tensor3D;
     const mask = causalMask(T);
     for (const block of this.blocks) {
-      x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }), false);
+      x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }));
     }
     return this.logits(x);
   }
@@ -135,58 +135,60 @@ export class Transformer {
         cache.values.push(v);
         if (!past || P === 0) return { keys: k, values: v, mask };
         return { keys: tf.concat([past.keys[l]!, k], 2), values: tf.concat([past.values[l]!, v], 2), mask };
-      }, m === 1);
+      });
     });
     return { logits: this.logits(x), cache };
   }
 
-  private block(b: Block, x: tf.Tensor3D, attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor }, singleQuery: boolean): tf.Tensor3D {
+  private block(b: Block, x: tf.Tensor3D, attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor }): tf.Tensor3D {
     const [B, T, d] = x.shape;
     const H = this.config.heads;
     const dh = this.headWidth;
     const h = layerNorm(x, b.norm1Gain, b.norm1Bias);
-    const qkv = tf.add(matMul2d(tf.reshape(h, [B * T, d]), b.qkv), b.qkvBias);
+    const qkv = linear(tf.reshape(h, [B * T, d]), b.qkv, b.qkvBias);
     const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]) as tf.Tensor4D) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
     const { keys, values, mask } = attendTo(k, v);
-    let attended: tf.Tensor4D;
-    if (singleQuery) {
-      // One query per row (decoding, mask [B, 1, 1, keys]): broadcast multiply and sum. tfjs-wasm runs many tiny batched
-      // matmuls (rows x heads of them) far slower than these elementwise ops.
-      const scores = tf.add(tf.mul(tf.sum(tf.mul(q, keys), 3), 1 / Math.sqrt(dh)), tf.reshape(mask, [B, 1, -1]));
-      const weights = tf.expandDims(tf.softmax(scores), 3);
-      attended = tf.sum(tf.mul(weights, values), 2, true) as tf.Tensor4D;
-    } else {
-      const scores = tf.add(tf.mul(tf.matMul(q, keys, false, true), 1 / Math.sqrt(dh)), mask);
-      attended = tf.matMul(tf.softmax(scores), values);
-    }
+    const scores = tf.add(tf.mul(tf.matMul(q, keys, false, true), 1 / Math.sqrt(dh)), mask);
+    const attended = tf.matMul(tf.softmax(scores), values);
     const merged = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [B * T, d]);
-    const attnOut = tf.add(matMul2d(merged, b.attnOut), b.attnOutBias);
+    const attnOut = linear(merged, b.attnOut, b.attnOutBias);
     const x1 = tf.add(x, tf.reshape(attnOut, [B, T, d])) as tf.Tensor3D;
     const h2 = tf.reshape(layerNorm(x1, b.norm2Gain, b.norm2Bias), [B * T, d]);
-    const up = gelu(tf.add(matMul2d(h2, b.mlpUp), b.mlpUpBias));
-    const down = tf.add(matMul2d(up, b.mlpDown), b.mlpDownBias);
+    const up = gelu(linear(h2, b.mlpUp, b.mlpUpBias));
+    const down = linear(up, b.mlpDown, b.mlpDownBias);
     return tf.add(x1, tf.reshape(down, [B, T, d])) as tf.Tensor3D;
   }
 
   private logits(x: tf.Tensor3D): tf.Tensor2D {
     const [B, T, d] = x.shape;
     const normed = tf.reshape(layerNorm(x, this.finalGain, this.finalBias), [B * T, d]);
-    return matMul2d(normed, tf.transpose(this.tokenEmbedding));
+    return tf.matMul(normed, this.tokenEmbedding, false, true);
   }
 }
 
 /**
- * A 2-D matmul whose gradient uses explicit transposes: tfjs's own gradient multiplies with the
- * transpose flags, which the wasm backend runs about ten times slower than transpose + matmul.
+ * x [rows, in] W [in, out] + b with a hand-written gradient. Every product is a 2-D matMul (the
+ * transpose flags are left to the backend; on wasm, see wasm-matmul.ts), and the bias gradient is
+ * ones [1, rows] x dy: tfjs sums over a leading axis by transposing first, which on wasm costs
+ * tens of times more than the product.
  */
-const matMul2d = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
-  const [a, b, save] = args as [tf.Tensor, tf.Tensor, tf.GradSaveFunc];
-  save([a, b]);
+const linear = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+  const [x, weight, bias, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
+  save([x, weight]);
   return {
-    value: tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D),
-    gradFunc: (dy, saved) => [tf.matMul(dy as tf.Tensor2D, tf.transpose(saved[1]!)), tf.matMul(tf.transpose(saved[0]!), dy as tf.Tensor2D)],
+    value: tf.add(tf.matMul(x, weight), bias),
+    gradFunc: (dy, saved) => {
+      const [input, w] = saved as [tf.Tensor2D, tf.Tensor2D];
+      const upstream = dy as tf.Tensor2D;
+      return [tf.matMul(upstream, w, false, true), tf.matMul(input, upstream, true, false), columnSums(upstream)];
+    },
   };
-}) as (a: tf.Tensor, b: tf.Tensor) => tf.Tensor2D;
+}) as (x: tf.Tensor, weight: tf.Tensor, bias: tf.Tensor) => tf.Tensor2D;
+
+/** Sums over the rows of a 2-D tensor, as a product with a row of ones. */
+function columnSums(x: tf.Tensor2D): tf.Tensor1D {
+  return tf.reshape(tf.matMul(tf.ones([1, x.shape[0]]), x), [x.shape[1]]);
+}
 
 /**
  * Embedding lookup whose gradient is a scatter-add done on the host: the wasm backend has no
@@ -219,16 +221,57 @@ function uniqueSuffix(): number {
   return ++suffixCounter;
 }
 
+/**
+ * Layer norm over the last axis, with the usual closed-form gradient (tfjs's gradient of moments
+ * takes several more passes, and sums the gain and bias gradients over leading axes by transposing).
+ */
 function layerNorm(x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor): tf.Tensor {
-  const { mean, variance } = tf.moments(x, -1, true);
-  return tf.add(tf.mul(tf.div(tf.sub(x, mean), tf.sqrt(tf.add(variance, LN_EPS))), gain), bias);
+  const width = x.shape[x.shape.length - 1]!;
+  const rows = x.size / width;
+  const norm = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const [input, g, b, save] = args as [tf.Tensor, tf.Tensor, tf.Tensor, tf.GradSaveFunc];
+    const { mean, variance } = tf.moments(input, -1, true);
+    const std = tf.sqrt(tf.add(variance, LN_EPS));
+    const normalized = tf.div(tf.sub(input, mean), std);
+    save([normalized, std, g]);
+    return {
+      value: tf.add(tf.mul(normalized, g), b),
+      gradFunc: (dy, saved) => {
+        const [xHat, stdSaved, gainSaved] = saved as [tf.Tensor, tf.Tensor, tf.Tensor];
+        const upstream = dy as tf.Tensor;
+        const dxHat = tf.mul(upstream, gainSaved);
+        // dx = (dxHat - mean(dxHat) - xHat * mean(dxHat * xHat)) / std, means over the normalised axis.
+        const dx = tf.div(tf.sub(tf.sub(dxHat, tf.mean(dxHat, -1, true)), tf.mul(xHat, tf.mean(tf.mul(dxHat, xHat), -1, true))), stdSaved);
+        const dy2d = tf.reshape(upstream, [rows, width]) as tf.Tensor2D;
+        return [dx, columnSums(tf.reshape(tf.mul(upstream, xHat), [rows, width]) as tf.Tensor2D), columnSums(dy2d)];
+      },
+    };
+  }) as (input: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => tf.Tensor;
+  return norm(x, gain, bias);
 }
 
-/** GELU, tanh approximation (GPT-2). */
-function gelu(x: tf.Tensor): tf.Tensor {
-  const inner = tf.mul(tf.add(x, tf.mul(tf.mul(x, tf.mul(x, x)), 0.044715)), Math.sqrt(2 / Math.PI));
-  return tf.mul(tf.mul(x, 0.5), tf.add(tf.tanh(inner), 1));
-}
+const GELU_SCALE = Math.sqrt(2 / Math.PI);
+
+/**
+ * GELU, tanh approximation (GPT-2), written as x * sigmoid(2u) (= 0.5 x (1 + tanh u),
+ * u = sqrt(2/pi) (x + 0.044715 x^3)): tfjs-wasm's tanh is scalar and many times slower than its
+ * sigmoid. The gradient is written out: sigma + x sigma (1 - sigma) 2 du/dx.
+ */
+const gelu = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+  const [x, save] = args as [tf.Tensor, tf.GradSaveFunc];
+  const squared = tf.mul(x, x);
+  const sigma = tf.sigmoid(tf.mul(tf.mul(x, tf.add(tf.mul(squared, 0.044715), 1)), 2 * GELU_SCALE));
+  save([x, squared, sigma]);
+  return {
+    value: tf.mul(x, sigma),
+    gradFunc: (dy, saved) => {
+      const [input, xSquared, s] = saved as [tf.Tensor, tf.Tensor, tf.Tensor];
+      const twoDuDx = tf.add(tf.mul(xSquared, 2 * GELU_SCALE * 3 * 0.044715), 2 * GELU_SCALE);
+      const derivative = tf.mul(s, tf.add(tf.mul(tf.mul(input, tf.sub(1, s)), twoDuDx), 1));
+      return [tf.mul(dy as tf.Tensor, derivative)];
+    },
+  };
+}) as (x: tf.Tensor) => tf.Tensor;
 
 function causalMask(T: number): tf.Tensor2D {
   const data = new Float32Array(T * T);
