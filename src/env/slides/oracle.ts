@@ -7,20 +7,25 @@ export { SMALL_PRINT_BOX };
 export interface OracleOptions {
   /** Share of episodes that search with the entity name only (a vague query). */
   vagueRate?: number;
-  /** Share of small-print questions where the crop is skipped. */
+  /** Share of hidden small print where the crop is skipped. */
   skipCropRate?: number;
+  /** Share of pages without the asked fact after which the search is not repeated (the next result). */
+  skipResearchRate?: number;
+  /** Searches at most (default 3). */
+  maxSearches?: number;
   /** Seeded choice of behaviour per (question, rollout). */
   seed?: number;
 }
 
-
 /**
- * A scripted Searcher for demonstrations: a search for the entity, attribute and year named in
- * the question; then, when the page shown marks small print and the asked fact is not among its
- * legible lines, a crop of the small print; then search_complete. It decides from what the
- * policy itself is shown (the last observation in the context), so that every crop it
- * demonstrates is predictable from the context. With `vagueRate`/`skipCropRate` it makes the
- * mistakes a warm-started policy makes, so that RL has something to improve.
+ * A scripted Searcher for demonstrations. It decides from what the policy itself is shown (the
+ * last observation in the context), so that every action it demonstrates is predictable from the
+ * context: first a search for the entity, attribute and year named in the question; then, when
+ * the asked fact is legible on the page shown, search_complete; when the page marks small print
+ * and the fact is not among its legible lines, a crop of the small print, then search_complete;
+ * otherwise the same search again (the next result), up to `maxSearches`. With `vagueRate`,
+ * `skipCropRate` and `skipResearchRate` it makes the mistakes a warm-started policy makes (a vague
+ * query, no crop, giving up after one page), so that RL has something to improve.
  */
 export function createOracleScript(corpus: SlideCorpus, options: OracleOptions = {}): (context: ScriptContext) => string {
   const byQuestion = new Map<string, CorpusQuestion>();
@@ -29,6 +34,8 @@ export function createOracleScript(corpus: SlideCorpus, options: OracleOptions =
   for (const deck of corpus.decks) for (const slide of deck.slides) for (const fact of slide.facts) lines.set(fact.id, fact.line);
   const vagueRate = options.vagueRate ?? 0;
   const skipCropRate = options.skipCropRate ?? 0;
+  const skipResearchRate = options.skipResearchRate ?? 0;
+  const maxSearches = options.maxSearches ?? 3;
   const seed = options.seed ?? 0;
   const complete = '<search_complete>true</search_complete>';
   return ({ turn, context, rolloutId }) => {
@@ -36,12 +43,16 @@ export function createOracleScript(corpus: SlideCorpus, options: OracleOptions =
     const asked = byQuestion.get(question);
     if (!asked) return complete;
     const roll = (salt: string) => (hashString(`${seed}|${question}|${rolloutId}|${salt}`) % 1000) / 1000;
-    if (turn === 0) return `<search>${roll('vague') < vagueRate ? asked.metadata.entity : asked.metadata.query}</search>`;
+    const vague = roll('vague') < vagueRate;
+    if (turn === 0) return `<search>${vague ? asked.metadata.entity : asked.metadata.query}</search>`;
     const observations = [...context.matchAll(/<information>([\s\S]*?)<\/information>/g)].map((m) => m[1]!);
     const last = observations[observations.length - 1] ?? '';
-    const cropped = observations.some((o) => o.startsWith('[crop of'));
-    const hidden = last.includes('[small print at') && !last.includes(lines.get(asked.metadata.factId) ?? '\u0000');
-    if (!cropped && hidden && roll('crop') >= skipCropRate) return `<bbox>[${SMALL_PRINT_BOX.join(', ')}]</bbox>`;
+    const searches = [...context.matchAll(/<search>/g)].length;
+    if (last.startsWith('[crop of')) return complete;
+    if (last.includes(lines.get(asked.metadata.factId) ?? '\u0000')) return complete;
+    if (last.includes('[small print at') && roll(`crop${turn}`) >= skipCropRate) return `<bbox>[${SMALL_PRINT_BOX.join(', ')}]</bbox>`;
+    // A vague query is followed by the precise one; a precise one is repeated for the next result.
+    if (searches < maxSearches && roll(`research${turn}`) >= skipResearchRate) return `<search>${asked.metadata.query}</search>`;
     return complete;
   };
 }
