@@ -55,14 +55,15 @@ export const runConfigSchema = z
     sft: z
       .object({
         demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
-        epochs: positiveInt().default(4),
-        batchSize: positiveInt().default(32),
+        epochs: positiveInt().default(3),
+        batchSize: positiveInt().default(8).describe('Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).'),
         learningRate: z.number().positive().default(3e-3),
-        vagueRate: unit().default(0.4).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops.'),
-        skipCropRate: unit().default(0.5),
+        vagueRate: unit().default(0.3).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.'),
+        skipCropRate: unit().default(0.6),
+        skipResearchRate: unit().default(0.6).describe('Share of pages without the asked fact after which the demonstration does not search again.'),
       })
       .strict()
-      .default({ demonstrations: 2000, epochs: 4, batchSize: 32, learningRate: 3e-3, vagueRate: 0.4, skipCropRate: 0.5 }),
+      .default({ demonstrations: 2000, epochs: 3, batchSize: 8, learningRate: 3e-3, vagueRate: 0.3, skipCropRate: 0.6, skipResearchRate: 0.6 }),
     /** RL phases in order, e.g. phase 1 (format + NDCG) then phase 2 (judge). */
     phases: z
       .array(

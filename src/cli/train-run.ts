@@ -169,12 +169,20 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       context.log(`SFT warm start: loaded ${SFT_RUN}/${sft.key}`);
     } else if (config.sft.demonstrations > 0) {
       const questions = env.corpus.questions.train.slice(0, config.sft.demonstrations);
-      const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { vagueRate: config.sft.vagueRate, skipCropRate: config.sft.skipCropRate, seed: config.seed }) });
+      const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { vagueRate: config.sft.vagueRate, skipCropRate: config.sft.skipCropRate, skipResearchRate: config.sft.skipResearchRate, seed: config.seed }) });
+      const collectStarted = performance.now();
       const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: config.searcher.episode });
+      const collectSeconds = (performance.now() - collectStarted) / 1000;
       const examples = sftExamples(demos.map((d) => d.trajectory));
+      const sftStarted = performance.now();
       const progress = createProgress('SFT warm start', config.sft.epochs, context.stream, { every: 1 });
       const result = await runSft(policy, examples, { epochs: config.sft.epochs, batchSize: config.sft.batchSize }, { random: createRandom(config.seed, RANDOM_STREAMS.sftOrder), ...(context.signal && { signal: context.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
       progress.done(`${examples.length} demonstrations`);
+      // Where the warm start's time goes (docs/method.md#slide-environment): collecting the oracle's episodes, then training.
+      const tokens = examples.reduce((n, e) => n + e.inputIds.length, 0);
+      const scored = examples.reduce((n, e) => n + e.positions.length, 0);
+      const trainSeconds = (performance.now() - sftStarted) / 1000;
+      context.log(`SFT: demonstrations collected in ${collectSeconds.toFixed(1)} s; ${config.sft.epochs} epochs x ${tokens} tokens (${scored} trained) in ${trainSeconds.toFixed(1)} s, ${((tokens * config.sft.epochs) / trainSeconds).toFixed(0)} tokens/s, ${result.updates} optimizer steps`);
       await store.doAppend(result.epochLoss.map((loss, epoch) => ({ kind: 'event' as const, runId: SFT_RUN, step: epoch + 1, time: Date.now(), data: { type: 'sft-epoch', loss } })));
       await writePolicyCheckpoint(store, SFT_RUN, 0, await policy.save());
     }
