@@ -10,7 +10,7 @@ import { activateBackend, ensureReady, type PolicyContext } from './state';
 import type { Transformer } from './transformer';
 
 /** One rollout: its tokens and, per layer, its keys and values laid out [heads, capacity, headWidth]. */
-interface RowState {
+export interface RowState {
   sequence: number[];
   /** Tokens whose keys/values are in the cache; the rest are fed on the next forward. */
   cached: number;
@@ -23,7 +23,7 @@ interface RowState {
 }
 
 /** The sizes the cache layout depends on. */
-interface CacheShape {
+export interface CacheShape {
   contextLength: number;
   layers: number;
   heads: number;
@@ -143,8 +143,15 @@ function feed(model: Transformer, shape: CacheShape, rows: RowState[], temperatu
   }
 }
 
+/**
+ * One forward over `rows` feeding their uncached tokens: log-probs [rows, vocabulary] at each row's
+ * last token (at `temperature`, as `feed` computes them); the rows' caches then hold every token.
+ * The tfjs forward is `feed`; onnx-rollouts.ts runs the same model through ONNX Runtime.
+ */
+export type RowsForward = (rows: RowState[], temperature: number) => Float32Array[] | Promise<Float32Array[]>;
+
 /** Splits rows into forwards that keep the attention scores under the memory bound. */
-function feedAll(model: Transformer, shape: CacheShape, rows: RowState[], temperature: number, maxAttentionElements: number): Float32Array[] {
+async function feedAll(forward: RowsForward, shape: CacheShape, rows: RowState[], temperature: number, maxAttentionElements: number): Promise<Float32Array[]> {
   const out: Float32Array[] = [];
   const cost = (start: number, end: number) => {
     const slice = rows.slice(start, end);
@@ -157,7 +164,7 @@ function feedAll(model: Transformer, shape: CacheShape, rows: RowState[], temper
     // At least one row per forward, however long.
     let end = start + 1;
     while (end < rows.length && cost(start, end + 1) <= maxAttentionElements) end++;
-    out.push(...feed(model, shape, rows.slice(start, end), temperature));
+    out.push(...(await forward(rows.slice(start, end), temperature)));
     start = end;
   }
   return out;
@@ -175,6 +182,11 @@ function stopSets(tokenizer: Tokenizer, stopAfter: readonly string[]): { stopIds
   return { stopIds, stopStrings };
 }
 
+export function cacheShapeOf(context: PolicyContext): CacheShape {
+  const { modelConfig } = context;
+  return { contextLength: modelConfig.contextLength, layers: modelConfig.layers, heads: modelConfig.heads, headWidth: modelConfig.width / modelConfig.heads, vocabSize: modelConfig.vocabSize };
+}
+
 export interface Decoder {
   begin(promptTokenIds: readonly (readonly number[])[], callOptions?: CallOptions): Promise<RolloutSession>;
 }
@@ -184,16 +196,11 @@ export interface Decoder {
  * sessions wait in one queue, and one pump decodes them together: one forward per token step for
  * every row that is generating.
  */
-export function createDecoder(context: PolicyContext): Decoder {
+export function createDecoder(context: PolicyContext, forward?: RowsForward): Decoder {
   const { tokenizer, modelConfig, settings, state } = context;
   const model = state.model;
-  const shape: CacheShape = {
-    contextLength: modelConfig.contextLength,
-    layers: modelConfig.layers,
-    heads: modelConfig.heads,
-    headWidth: model.headWidth,
-    vocabSize: modelConfig.vocabSize,
-  };
+  const shape = cacheShapeOf(context);
+  const rowsForward: RowsForward = forward ?? ((rows, temperature) => feed(model, shape, rows, temperature));
   const { contextLength } = shape;
   const jobs: TurnJob[] = [];
   let pumping = false;
@@ -206,8 +213,10 @@ export function createDecoder(context: PolicyContext): Decoder {
     const group = grouped.filter((e) => jobs.includes(e.job));
     if (group.length === 0) return;
     const temperature = group[0]!.job.options.temperature;
-    const logps = feedAll(model, shape, group.map((e) => e.entry.row), temperature, settings.maxAttentionElements);
+    const logps = await feedAll(rowsForward, shape, group.map((e) => e.entry.row), temperature, settings.maxAttentionElements);
     group.forEach(({ job, entry }, index) => {
+      // The ONNX Runtime forward is asynchronous: a session may have ended while it ran.
+      if (!jobs.includes(job)) return;
       const logp = logps[index]!;
       const row = entry.row;
       const tokenId = sampleToken(logp, { temperature, topP: job.options.topP }, row.random);
