@@ -97,8 +97,7 @@ export function buildTransformerGraph(config: TransformerConfig): OnnxGraph {
   const dh = d / H;
   const g = new GraphBuilder();
   const N = ONNX_NAMES;
-  const headShape = g.ints('shape.heads', [0, 0, H, dh]);
-  const mergedShape = g.ints('shape.merged', [0, 0, d]);
+  const headDims = g.ints('shape.headDims', [H, dh]);
   const flatShape = g.ints('shape.flat', [-1, d]);
   const scale = g.floatScalar('attention.scale', 1 / Math.sqrt(dh));
   const zero = g.ints('index.zero', [0]);
@@ -116,33 +115,37 @@ export function buildTransformerGraph(config: TransformerConfig): OnnxGraph {
     const inner = g.op('Mul', [g.op('Add', [x, g.op('Mul', [cube, geluCubic])]), geluScale]);
     return g.op('Mul', [g.op('Mul', [x, half]), g.op('Add', [g.op('Tanh', [inner]), one])]);
   };
-  const toHeads = (t: string) => g.op('Transpose', [g.op('Reshape', [t, headShape])], { perm: [0, 2, 1, 3] });
+  // The residual stream is [rows * chunk, width], as tfjs's 2-D matmuls: ONNX Runtime runs a 3-D
+  // activation times a 2-D weight as one matrix-vector product per row when the chunk is one token.
+  const headShape = g.op('Concat', [g.op('Shape', [N.tokens]), headDims], { axis: 0 });
+  const toHeads = (t: string, output?: string) => g.op('Transpose', [g.op('Reshape', [t, headShape])], { perm: [0, 2, 1, 3] }, output);
 
-  let x = g.op('Add', [g.op('Gather', ['tokenEmbedding', N.tokens], { axis: 0 }), g.op('Gather', ['positionEmbedding', N.positions], { axis: 0 })]);
+  const embedded = g.op('Add', [g.op('Gather', ['tokenEmbedding', N.tokens], { axis: 0 }), g.op('Gather', ['positionEmbedding', N.positions], { axis: 0 })]);
+  let x = g.op('Reshape', [embedded, flatShape]);
   const pastLength = g.op('Shape', [N.pastKeys(0)], { start: 2, end: 3 });
+  const keyCount = g.op('Shape', [N.mask], { start: 3, end: 4 });
   for (let l = 0; l < layers; l++) {
     const p = `blocks.${l}`;
     const h = layerNorm(x, `${p}.norm1.gain`, `${p}.norm1.bias`);
-    const [q, k, v] = g.ops('Split', [linear(h, `${p}.attention.qkv`, `${p}.attention.qkvBias`)], 3, { axis: 2 }) as [string, string, string];
+    const [q, k, v] = g.ops('Split', [linear(h, `${p}.attention.qkv`, `${p}.attention.qkvBias`)], 3, { axis: 1 }) as [string, string, string];
     const queries = toHeads(q);
-    const keys = g.op('Transpose', [g.op('Reshape', [k, headShape])], { perm: [0, 2, 1, 3] }, N.presentKeys(l));
-    const values = g.op('Transpose', [g.op('Reshape', [v, headShape])], { perm: [0, 2, 1, 3] }, N.presentValues(l));
+    const keys = toHeads(k, N.presentKeys(l));
+    const values = toHeads(v, N.presentValues(l));
     // Scores against the past and against the chunk, joined before one softmax (as tfjs's concatenated
     // keys); the past is never copied into a concatenation, only read.
     const pastScores = g.op('MatMul', [queries, g.op('Transpose', [N.pastKeys(l)], { perm: [0, 1, 3, 2] })]);
     const chunkScores = g.op('MatMul', [queries, g.op('Transpose', [keys], { perm: [0, 1, 3, 2] })]);
     const scores = g.op('Add', [g.op('Mul', [g.op('Concat', [pastScores, chunkScores], { axis: 3 }), scale]), N.mask]);
     const weights = g.op('Softmax', [scores], { axis: -1 });
-    const keyCount = g.op('Shape', [weights], { start: 3, end: 4 });
     const pastWeights = g.op('Slice', [weights, zero, pastLength, keyAxis]);
     const chunkWeights = g.op('Slice', [weights, pastLength, keyCount, keyAxis]);
     const attended = g.op('Add', [g.op('MatMul', [pastWeights, N.pastValues(l)]), g.op('MatMul', [chunkWeights, values])]);
-    const merged = g.op('Reshape', [g.op('Transpose', [attended], { perm: [0, 2, 1, 3] }), mergedShape]);
+    const merged = g.op('Reshape', [g.op('Transpose', [attended], { perm: [0, 2, 1, 3] }), flatShape]);
     const x1 = g.op('Add', [x, linear(merged, `${p}.attention.out`, `${p}.attention.outBias`)]);
     const h2 = layerNorm(x1, `${p}.norm2.gain`, `${p}.norm2.bias`);
     x = g.op('Add', [x1, linear(gelu(linear(h2, `${p}.mlp.up`, `${p}.mlp.upBias`)), `${p}.mlp.down`, `${p}.mlp.downBias`)]);
   }
-  const last = g.op('Gather', [g.op('Reshape', [x, flatShape]), N.lastIndex], { axis: 0 });
+  const last = g.op('Gather', [x, N.lastIndex], { axis: 0 });
   const normed = layerNorm(last, 'finalNorm.gain', 'finalNorm.bias');
   const logits = g.op('Gemm', [normed, 'tokenEmbedding'], { transB: 1 });
   g.op('LogSoftmax', [g.op('Div', [logits, N.temperature])], { axis: -1 }, N.logProbs);

@@ -37,11 +37,13 @@ export interface OnnxRolloutForward {
   dispose(): Promise<void>;
 }
 
-/** Cache capacity for `needed` tokens: powers of two from 16, at most the context. */
+/**
+ * Cache capacity for `needed` tokens, at most the context. Every slot is attended to (masked past
+ * the row's own cache), so the capacity grows in small steps; each step copies the caches once.
+ */
+const CAPACITY_STEP = 32;
 function capacityFor(needed: number, contextLength: number): number {
-  let capacity = 16;
-  while (capacity < needed) capacity *= 2;
-  return Math.min(capacity, contextLength);
+  return Math.min(Math.ceil(needed / CAPACITY_STEP) * CAPACITY_STEP, contextLength);
 }
 
 export async function createOnnxRolloutForward(ort: OnnxRuntime, model: Transformer, shape: CacheShape, settings: OnnxRolloutSettings): Promise<OnnxRolloutForward> {
