@@ -50,6 +50,7 @@ for (let i = 0; i < 3; i++) {
 }
 const tfjsRollout = (ROLLOUT.rollouts * ROLLOUT.generate) / median(rolloutSeconds);
 print('tfjs_rollout_tokens_per_second', tfjsRollout, { ...common, ...ROLLOUT, note: 'sampled tokens per second (prompt prefill included), KV cache, all rollouts decoding together, median of 3' });
+const onnxRollout = await measureOnnxRollouts();
 
 function findTorchPython(): string | null {
   for (const python of ['python3', '/usr/bin/python3']) {
@@ -78,6 +79,43 @@ if (!python) {
     print('torch_rollout_tokens_per_second', torchRollout.value, { threads, torch: torchRollout.torch, python });
     print('train_ratio_tfjs_over_torch', tfjsTrain / torchTrain.value, { backend, torchThreads: threads, note: 'tfjs-wasm runs one thread' });
     print('rollout_ratio_tfjs_over_torch', tfjsRollout / torchRollout.value, { backend, torchThreads: threads });
+    if (onnxRollout) print('rollout_ratio_onnx_over_torch', onnxRollout.value / torchRollout.value, { onnxThreads: onnxRollout.threads, torchThreads: threads });
   }
 }
 policy.dispose();
+
+// ONNX Runtime rollouts (`rollouts: 'onnx'`): the same ROLLOUT shape and the same weights, at 1
+// and 2 intra-op threads; prints the best. Skipped when onnxruntime-node is not installed.
+async function measureOnnxRollouts(): Promise<{ value: number; threads: number } | null> {
+  const checkpoint = await policy.save();
+  let best: { value: number; threads: number } | null = null;
+  for (const threads of [1, 2]) {
+    let onnx;
+    try {
+      onnx = await createTfjsPolicy({ model: MODEL, seed: 0, backend, rollouts: 'onnx', onnx: { intraOpThreads: threads } });
+    } catch (error) {
+      print('onnx_rollout_skipped', 0, { reason: error instanceof Error ? error.message : String(error) });
+      return null;
+    }
+    await onnx.load(checkpoint);
+    const once = async () => {
+      const session = await onnx.begin(prompts);
+      await session.generateTurn(prompts.map((_, i) => i), { stopAfter: [], maxTokens: ROLLOUT.generate, temperature: 1, topP: 1 });
+      await session.end();
+    };
+    await once();
+    const seconds: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      await once();
+      seconds.push((performance.now() - started) / 1000);
+    }
+    onnx.dispose();
+    const value = (ROLLOUT.rollouts * ROLLOUT.generate) / median(seconds);
+    print('onnx_rollout_tokens_per_second_at_threads', value, { threads, ...ROLLOUT });
+    if (!best || value > best.value) best = { value, threads };
+  }
+  print('onnx_rollout_tokens_per_second', best!.value, { threads: best!.threads, ...common, ...ROLLOUT, note: 'the same rollouts through ONNX Runtime (rollouts: onnx), best of 1 and 2 intra-op threads, median of 3' });
+  print('rollout_ratio_onnx_over_tfjs', best!.value / tfjsRollout, { backend });
+  return best;
+}

@@ -61,7 +61,8 @@ async function loadOnnxRollouts(load: () => Promise<unknown> = () => import('onn
  * caches live across turns; concurrent sessions (one per group in the streaming pipeline) decode
  * together, one forward per token step for all of them. Sampling is temperature + top-p from a
  * seeded stream per rollout, and each TokenStep's log-prob is log softmax(logits / T), the same
- * number `logProbs` computes with a full forward.
+ * number `logProbs` computes with a full forward. `rollouts: 'onnx'` runs the rollout forwards
+ * through ONNX Runtime (onnx-rollouts.ts), fed the live weights; training stays on tfjs.
  */
 export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, options: CreateTfjsPolicyOptions = {}): Promise<TfjsPolicy> {
   const parsed = parseTfjsPolicySettings(settings);
