@@ -158,9 +158,12 @@ export async function createOnnxRolloutForward(ort: OnnxRuntime, model: Transfor
       for (const [name, block] of [[ONNX_NAMES.presentKeys(layer), slab.keys[layer]!], [ONNX_NAMES.presentValues(layer), slab.values[layer]!]] as const) {
         const present = results[name]!.data as Float32Array;
         rows.forEach((r, index) => {
+          const count = pending[index]! * headWidth;
           for (let head = 0; head < heads; head++) {
+            // A plain loop: most writes are one token (headWidth floats), shorter than a subarray costs to make.
             const from = (index * heads + head) * chunkLength * headWidth;
-            block.set(present.subarray(from, from + pending[index]! * headWidth), index * size + (head * capacity + r.cached) * headWidth);
+            const to = index * size + (head * capacity + r.cached) * headWidth;
+            for (let i = 0; i < count; i++) block[to + i] = present[from + i]!;
           }
         });
       }
