@@ -6,10 +6,22 @@ import { activateBackend, ensureReady, type PolicyContext } from './state';
 import type { Transformer } from './transformer';
 
 /** One rollout: its tokens and its key/value cache. */
-interface RowState extends ScheduledRow, KvCacheRow {}
+export interface RowState extends ScheduledRow, KvCacheRow {}
 
-interface CacheShape extends KvCacheShape {
+export interface CacheShape extends KvCacheShape {
   vocabSize: number;
+}
+
+/**
+ * One forward over `rows` feeding their uncached tokens: log-probs [rows, vocabulary] at each row's
+ * last token (at `temperature`, as `feed` computes them); the rows' caches then hold every token.
+ * The tfjs forward is `feed`; onnx-rollouts.ts runs the same model through ONNX Runtime.
+ */
+export type RowsForward = (rows: RowState[], temperature: number) => Float32Array[] | Promise<Float32Array[]>;
+
+export function cacheShapeOf(context: PolicyContext): CacheShape {
+  const { modelConfig } = context;
+  return { contextLength: modelConfig.contextLength, layers: modelConfig.layers, heads: modelConfig.heads, headWidth: modelConfig.width / modelConfig.heads, vocabSize: modelConfig.vocabSize };
 }
 
 /** One forward over `rows` feeding their uncached tokens; returns log-probs [rows, vocabulary] at their last token. */
@@ -65,7 +77,7 @@ function feed(model: Transformer, shape: CacheShape, rows: RowState[], temperatu
 }
 
 /** Splits rows into forwards that keep the attention scores under the memory bound. */
-function feedAll(model: Transformer, shape: CacheShape, rows: RowState[], temperature: number, maxAttentionElements: number): Float32Array[] {
+async function feedAll(forward: RowsForward, shape: CacheShape, rows: RowState[], temperature: number, maxAttentionElements: number): Promise<Float32Array[]> {
   const out: Float32Array[] = [];
   const cost = (start: number, end: number) => {
     const slice = rows.slice(start, end);
@@ -78,7 +90,7 @@ function feedAll(model: Transformer, shape: CacheShape, rows: RowState[], temper
     // At least one row per forward, however long.
     let end = start + 1;
     while (end < rows.length && cost(start, end + 1) <= maxAttentionElements) end++;
-    out.push(...feed(model, shape, rows.slice(start, end), temperature));
+    out.push(...(await forward(rows.slice(start, end), temperature)));
     start = end;
   }
   return out;
@@ -87,18 +99,15 @@ function feedAll(model: Transformer, shape: CacheShape, rows: RowState[], temper
 /**
  * Rollout sessions whose key/value caches live across turns, scheduled by the shared rollout
  * scheduler (provider-utils): turns asked for by concurrent sessions decode together, one forward
- * per token step for every row that is generating.
+ * per token step for every row that is generating. `forward` replaces the tfjs forward (`feed`):
+ * with `rollouts: 'onnx'` it is onnx-rollouts.ts; sessions that end while an asynchronous forward
+ * runs are left out of its results by the scheduler.
  */
-export function createDecoder(context: PolicyContext): RolloutScheduler {
+export function createDecoder(context: PolicyContext, forward?: RowsForward): RolloutScheduler {
   const { tokenizer, modelConfig, settings, state } = context;
   const model = state.model;
-  const shape: CacheShape = {
-    contextLength: modelConfig.contextLength,
-    layers: modelConfig.layers,
-    heads: modelConfig.heads,
-    headWidth: model.headWidth,
-    vocabSize: modelConfig.vocabSize,
-  };
+  const shape = cacheShapeOf(context);
+  const rowsForward: RowsForward = forward ?? ((rows, temperature) => feed(model, shape, rows, temperature));
   return createRolloutScheduler<RowState>({
     provider: 'tfjs',
     tokenizer,
@@ -107,7 +116,7 @@ export function createDecoder(context: PolicyContext): RolloutScheduler {
     coalesceSessions: settings.coalesceSessions,
     ensureReady: () => ensureReady(context),
     beforeForward: () => activateBackend(context),
-    forward: async (rows, temperature) => feedAll(model, shape, rows, temperature, settings.maxAttentionElements),
+    forward: (rows, temperature) => feedAll(rowsForward, shape, rows, temperature, settings.maxAttentionElements),
     createRow: (ids, sessionIndex, r) => ({
       sequence: [...ids],
       cached: 0,

@@ -49,6 +49,20 @@ export const tfjsPolicySettingsSchema = z
      * so with ports whose latency varies, seeded runs can drift apart. `false`: each session alone.
      */
     coalesceSessions: z.boolean().default(true),
+    /**
+     * Where rollouts (`begin` / `generateTurn`) run their forwards. `tfjs`: the training backend.
+     * `onnx`: the same model as an ONNX graph in ONNX Runtime (`onnxruntime-node`, an optional
+     * peer), fed the live weights, with the same sampling; training and `logProbs` stay on tfjs.
+     */
+    rollouts: z.enum(['tfjs', 'onnx']).default('tfjs'),
+    /** ONNX Runtime's settings, for `rollouts: 'onnx'`. */
+    onnx: z
+      .object({
+        /** Intra-op threads of the ONNX Runtime session. */
+        intraOpThreads: positiveInt().default(1),
+      })
+      .strict()
+      .default({ intraOpThreads: 1 }),
     /** Bound on rows x tokens x keys x heads per forward (attention scores), to cap memory. */
     maxAttentionElements: positiveInt().default(16_000_000),
   })

@@ -42,8 +42,9 @@ export interface ChunkCache {
   values: tf.Tensor4D[];
 }
 
-const LN_EPS = 1e-5;
-const MASKED = -1e9;
+/** Layer-norm epsilon and the additive mask of a hidden key; the ONNX graph (onnx-graph.ts) uses the same. */
+export const LN_EPS = 1e-5;
+export const MASKED = -1e9;
 
 export class Transformer {
   readonly config: TransformerConfig;

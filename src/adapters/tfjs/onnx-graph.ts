@@ -1,0 +1,172 @@
+import { ONNX_FLOAT, ONNX_INT64, type OnnxAttribute, type OnnxGraph, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from './onnx-proto';
+import { LN_EPS, type TransformerConfig } from './transformer';
+
+// The tfjs Transformer's chunk forward (transformer.ts, forwardChunk) as an ONNX graph of standard
+// ops at opset 17, op for op where the rounding matters. The weights are graph inputs named as the
+// Transformer's parameters, so that one session serves every update: rollouts feed the live weights.
+
+export const ONNX_OPSET = 17;
+
+/** Graph input and output names besides the weights (`model.parameters[i].name`). */
+export const ONNX_NAMES = {
+  /** int64 [rows, chunk]: the new tokens, right-padded. */
+  tokens: 'tokens',
+  /** int64 [rows, chunk]: their positions. */
+  positions: 'positions',
+  /** float [rows, 1, chunk, past + chunk]: 0 where a query sees a key, -1e9 elsewhere. */
+  mask: 'attention_mask',
+  /** int64 [rows]: row * chunk + the index of the row's last real token in the chunk. */
+  lastIndex: 'last_index',
+  /** float scalar: logits are divided by it before the log-softmax (1 leaves them as they are). */
+  temperature: 'temperature',
+  /** float [rows, heads, past, headWidth] per layer (past may hold masked slots). */
+  pastKeys: (layer: number) => `past_keys.${layer}`,
+  pastValues: (layer: number) => `past_values.${layer}`,
+  /** float [rows, vocabulary]: log-softmax(logits / temperature) at each row's last token. */
+  logProbs: 'log_probs',
+  /** float [rows, heads, chunk, headWidth] per layer: the chunk's own keys and values. */
+  presentKeys: (layer: number) => `present_keys.${layer}`,
+  presentValues: (layer: number) => `present_values.${layer}`,
+} as const;
+
+/** The weights' names and shapes, in the Transformer's parameter order. */
+export function transformerWeightShapes(config: TransformerConfig): Array<{ name: string; shape: number[] }> {
+  const { vocabSize: V, contextLength: C, width: d, mlpWidth: m, layers } = config;
+  const shapes = [
+    { name: 'tokenEmbedding', shape: [V, d] },
+    { name: 'positionEmbedding', shape: [C, d] },
+  ];
+  for (let l = 0; l < layers; l++) {
+    const p = `blocks.${l}`;
+    shapes.push(
+      { name: `${p}.norm1.gain`, shape: [d] },
+      { name: `${p}.norm1.bias`, shape: [d] },
+      { name: `${p}.attention.qkv`, shape: [d, 3 * d] },
+      { name: `${p}.attention.qkvBias`, shape: [3 * d] },
+      { name: `${p}.attention.out`, shape: [d, d] },
+      { name: `${p}.attention.outBias`, shape: [d] },
+      { name: `${p}.norm2.gain`, shape: [d] },
+      { name: `${p}.norm2.bias`, shape: [d] },
+      { name: `${p}.mlp.up`, shape: [d, m] },
+      { name: `${p}.mlp.upBias`, shape: [m] },
+      { name: `${p}.mlp.down`, shape: [m, d] },
+      { name: `${p}.mlp.downBias`, shape: [d] },
+    );
+  }
+  shapes.push({ name: 'finalNorm.gain', shape: [d] }, { name: 'finalNorm.bias', shape: [d] });
+  return shapes;
+}
+
+/** Collects nodes and constants, naming every intermediate value. */
+class GraphBuilder {
+  readonly nodes: OnnxNode[] = [];
+  readonly initializers: OnnxTensor[] = [];
+  private counter = 0;
+
+  op(opType: string, inputs: readonly string[], attributes?: Record<string, OnnxAttribute>, output?: string): string {
+    const name = output ?? `${opType.toLowerCase()}_${this.counter++}`;
+    this.nodes.push({ opType, inputs, outputs: [name], attributes });
+    return name;
+  }
+
+  /** An op with several outputs. */
+  ops(opType: string, inputs: readonly string[], outputCount: number, attributes?: Record<string, OnnxAttribute>): string[] {
+    const outputs = Array.from({ length: outputCount }, () => `${opType.toLowerCase()}_${this.counter++}`);
+    this.nodes.push({ opType, inputs, outputs, attributes });
+    return outputs;
+  }
+
+  floatScalar(name: string, value: number): string {
+    this.initializers.push({ name, type: ONNX_FLOAT, dims: [], values: [value] });
+    return name;
+  }
+
+  ints(name: string, values: readonly number[]): string {
+    this.initializers.push({ name, type: ONNX_INT64, dims: [values.length], values });
+    return name;
+  }
+}
+
+/**
+ * The chunk forward: token + position embeddings, `layers` pre-norm blocks attending to the past
+ * keys/values (masked) and to the chunk causally, then the final norm and the tied output
+ * projection at each row's last real token, log-softmax at a temperature.
+ */
+export function buildTransformerGraph(config: TransformerConfig): OnnxGraph {
+  const { vocabSize: V, width: d, heads: H, layers } = config;
+  const dh = d / H;
+  const g = new GraphBuilder();
+  const N = ONNX_NAMES;
+  const headDims = g.ints('shape.headDims', [H, dh]);
+  const flatShape = g.ints('shape.flat', [-1, d]);
+  const scale = g.floatScalar('attention.scale', 1 / Math.sqrt(dh));
+  const zero = g.ints('index.zero', [0]);
+  const keyAxis = g.ints('axis.keys', [3]);
+  // tfjs's GELU (tanh approximation) as transformer.ts writes it, op for op:
+  // x * sigmoid(2 sqrt(2 / pi) * x * (0.044715 * x^2 + 1)), which is x * 0.5 * (tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)) + 1).
+  const geluCubic = g.floatScalar('gelu.cubic', 0.044715);
+  const geluScale = g.floatScalar('gelu.scale', 2 * Math.sqrt(2 / Math.PI));
+  const one = g.floatScalar('gelu.one', 1);
+
+  const layerNorm = (x: string, gain: string, bias: string) => g.op('LayerNormalization', [x, gain, bias], { axis: -1, epsilon: { float: LN_EPS } });
+  const linear = (x: string, weight: string, bias: string) => g.op('Add', [g.op('MatMul', [x, weight]), bias]);
+  const gelu = (x: string) => {
+    const squared = g.op('Mul', [x, x]);
+    const inner = g.op('Mul', [g.op('Mul', [x, g.op('Add', [g.op('Mul', [squared, geluCubic]), one])]), geluScale]);
+    return g.op('Mul', [x, g.op('Sigmoid', [inner])]);
+  };
+  // The residual stream is [rows * chunk, width], as tfjs's 2-D matmuls: ONNX Runtime runs a 3-D
+  // activation times a 2-D weight as one matrix-vector product per row when the chunk is one token.
+  const headShape = g.op('Concat', [g.op('Shape', [N.tokens]), headDims], { axis: 0 });
+  const toHeads = (t: string, output?: string) => g.op('Transpose', [g.op('Reshape', [t, headShape])], { perm: [0, 2, 1, 3] }, output);
+
+  const embedded = g.op('Add', [g.op('Gather', ['tokenEmbedding', N.tokens], { axis: 0 }), g.op('Gather', ['positionEmbedding', N.positions], { axis: 0 })]);
+  let x = g.op('Reshape', [embedded, flatShape]);
+  const pastLength = g.op('Shape', [N.pastKeys(0)], { start: 2, end: 3 });
+  const keyCount = g.op('Shape', [N.mask], { start: 3, end: 4 });
+  for (let l = 0; l < layers; l++) {
+    const p = `blocks.${l}`;
+    const h = layerNorm(x, `${p}.norm1.gain`, `${p}.norm1.bias`);
+    const [q, k, v] = g.ops('Split', [linear(h, `${p}.attention.qkv`, `${p}.attention.qkvBias`)], 3, { axis: 1 }) as [string, string, string];
+    const queries = toHeads(q);
+    const keys = toHeads(k, N.presentKeys(l));
+    const values = toHeads(v, N.presentValues(l));
+    // Scores against the past and against the chunk, joined before one softmax (as tfjs's concatenated
+    // keys); the past is never copied into a concatenation, only read.
+    const pastScores = g.op('MatMul', [queries, g.op('Transpose', [N.pastKeys(l)], { perm: [0, 1, 3, 2] })]);
+    const chunkScores = g.op('MatMul', [queries, g.op('Transpose', [keys], { perm: [0, 1, 3, 2] })]);
+    const scores = g.op('Add', [g.op('Mul', [g.op('Concat', [pastScores, chunkScores], { axis: 3 }), scale]), N.mask]);
+    const weights = g.op('Softmax', [scores], { axis: -1 });
+    const pastWeights = g.op('Slice', [weights, zero, pastLength, keyAxis]);
+    const chunkWeights = g.op('Slice', [weights, pastLength, keyCount, keyAxis]);
+    const attended = g.op('Add', [g.op('MatMul', [pastWeights, N.pastValues(l)]), g.op('MatMul', [chunkWeights, values])]);
+    const merged = g.op('Reshape', [g.op('Transpose', [attended], { perm: [0, 2, 1, 3] }), flatShape]);
+    const x1 = g.op('Add', [x, linear(merged, `${p}.attention.out`, `${p}.attention.outBias`)]);
+    const h2 = layerNorm(x1, `${p}.norm2.gain`, `${p}.norm2.bias`);
+    x = g.op('Add', [x1, linear(gelu(linear(h2, `${p}.mlp.up`, `${p}.mlp.upBias`)), `${p}.mlp.down`, `${p}.mlp.downBias`)]);
+  }
+  const last = g.op('Gather', [x, N.lastIndex], { axis: 0 });
+  const normed = layerNorm(last, 'finalNorm.gain', 'finalNorm.bias');
+  const logits = g.op('Gemm', [normed, 'tokenEmbedding'], { transB: 1 });
+  g.op('LogSoftmax', [g.op('Div', [logits, N.temperature])], { axis: -1 }, N.logProbs);
+
+  const float = (name: string, dims: Array<number | string>): OnnxValueInfo => ({ name, type: ONNX_FLOAT, dims });
+  const int64 = (name: string, dims: Array<number | string>): OnnxValueInfo => ({ name, type: ONNX_INT64, dims });
+  const perLayer = (name: (l: number) => string, dims: Array<number | string>) => Array.from({ length: layers }, (_, l) => float(name(l), dims));
+  return {
+    name: 'searcher-rl.tfjs-transformer.chunk',
+    nodes: g.nodes,
+    initializers: g.initializers,
+    inputs: [
+      ...transformerWeightShapes(config).map((w) => float(w.name, w.shape)),
+      int64(N.tokens, ['rows', 'chunk']),
+      int64(N.positions, ['rows', 'chunk']),
+      float(N.mask, ['rows', 1, 'chunk', 'keys']),
+      int64(N.lastIndex, ['rows']),
+      float(N.temperature, []),
+      ...perLayer(N.pastKeys, ['rows', H, 'past', dh]),
+      ...perLayer(N.pastValues, ['rows', H, 'past', dh]),
+    ],
+    outputs: [float(N.logProbs, ['rows', V]), ...perLayer(N.presentKeys, ['rows', H, 'chunk', dh]), ...perLayer(N.presentValues, ['rows', H, 'chunk', dh])],
+  };
+}

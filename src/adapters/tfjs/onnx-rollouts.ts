@@ -1,0 +1,179 @@
+import type * as Ort from 'onnxruntime-node';
+import { ProviderCallError } from '../../core/errors';
+import type { CacheShape, RowState, RowsForward } from './decoder';
+import { buildTransformerGraph, ONNX_NAMES, ONNX_OPSET, transformerWeightShapes } from './onnx-graph';
+import { encodeOnnxModel } from './onnx-proto';
+import { MASKED, type Transformer } from './transformer';
+
+// Rollouts of the tfjs Transformer through ONNX Runtime: the same chunk forward as an ONNX graph
+// (onnx-graph.ts) whose weights are inputs, fed from the tfjs variables whenever an update or a
+// load has replaced them, so that one session serves the whole run and every rollout samples from
+// the weights `logProbs` scores with.
+
+export type OnnxRuntime = typeof Ort;
+
+export interface OnnxRolloutSettings {
+  /** ONNX Runtime's intra-op threads. */
+  intraOpThreads: number;
+}
+
+/**
+ * The key/value caches of rows decoding together, in one block per layer laid out [rows, heads,
+ * capacity, headWidth]: each row's slice is its RowState cache ([heads, capacity, headWidth]), and
+ * the block is fed to the session as the past as it is, without gathering rows every step.
+ */
+interface Slab {
+  rows: RowState[];
+  capacity: number;
+  keys: Float32Array[];
+  values: Float32Array[];
+  keyTensors: Ort.Tensor[];
+  valueTensors: Ort.Tensor[];
+}
+
+export interface OnnxRolloutForward {
+  forward: RowsForward;
+  /** Releases the session. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Cache capacity for `needed` tokens, at most the context. Every slot is attended to (masked past
+ * the row's own cache), so the capacity grows in small steps; each step copies the caches once.
+ */
+const CAPACITY_STEP = 32;
+function capacityFor(needed: number, contextLength: number): number {
+  return Math.min(Math.ceil(needed / CAPACITY_STEP) * CAPACITY_STEP, contextLength);
+}
+
+export async function createOnnxRolloutForward(ort: OnnxRuntime, model: Transformer, shape: CacheShape, settings: OnnxRolloutSettings): Promise<OnnxRolloutForward> {
+  const { layers, heads, headWidth, vocabSize, contextLength } = shape;
+  const expected = transformerWeightShapes(model.config);
+  const mismatch = model.parameters.findIndex((p, i) => p.name !== expected[i]?.name || p.variable.shape.join() !== expected[i]!.shape.join());
+  if (mismatch >= 0 || expected.length !== model.parameters.length) {
+    // A Transformer changed without onnx-graph.ts: an error in this package, not in the caller's use.
+    throw new Error(`onnx rollouts: the ONNX graph's weights do not match the Transformer's parameters (first difference at ${model.parameters[mismatch]?.name ?? 'the count'})`);
+  }
+  const session = await ort.InferenceSession.create(encodeOnnxModel(buildTransformerGraph(model.config), ONNX_OPSET), {
+    intraOpNumThreads: settings.intraOpThreads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+  });
+
+  // The weights' tensors, rebuilt when a variable's data changes (tfjs's assign gives it a new data id).
+  let weightIds: unknown[] = [];
+  let weightFeeds: Record<string, Ort.Tensor> = {};
+  const currentWeights = () => {
+    const ids = model.parameters.map((p) => p.variable.dataId);
+    if (ids.length === weightIds.length && ids.every((id, i) => id === weightIds[i])) return weightFeeds;
+    weightFeeds = Object.fromEntries(model.parameters.map((p) => [p.name, new ort.Tensor('float32', (p.variable.dataSync() as Float32Array).slice(), p.variable.shape)]));
+    weightIds = ids;
+    return weightFeeds;
+  };
+
+  const slabOf = new WeakMap<RowState, { slab: Slab; slot: number }>();
+  const rowSize = (capacity: number) => heads * capacity * headWidth;
+  /** The slab holding exactly `rows` in this order with room for `needed` tokens, made (copying the rows' caches) if there is none. */
+  const slabFor = (rows: RowState[], needed: number): Slab => {
+    const first = slabOf.get(rows[0]!);
+    const reuse =
+      first &&
+      first.slab.rows.length === rows.length &&
+      first.slab.capacity >= needed &&
+      rows.every((r, i) => {
+        const at = slabOf.get(r);
+        return at?.slab === first.slab && at.slot === i && r.keys[0]?.buffer === first.slab.keys[0]!.buffer;
+      });
+    if (reuse) return first.slab;
+    const capacity = capacityFor(needed, contextLength);
+    const size = rowSize(capacity);
+    const block = () => Array.from({ length: layers }, () => new Float32Array(rows.length * size));
+    const slab: Slab = { rows, capacity, keys: block(), values: block(), keyTensors: [], valueTensors: [] };
+    rows.forEach((r, slot) => {
+      for (let layer = 0; layer < layers; layer++) {
+        for (const [from, to] of [[r.keys, slab.keys], [r.values, slab.values]] as const) {
+          const old = from[layer]!;
+          for (let head = 0; head < heads; head++) {
+            to[layer]!.set(old.subarray(head * r.capacity * headWidth, (head * r.capacity + r.cached) * headWidth), slot * size + head * capacity * headWidth);
+          }
+          from[layer] = to[layer]!.subarray(slot * size, (slot + 1) * size);
+        }
+      }
+      r.capacity = capacity;
+      slabOf.set(r, { slab, slot });
+    });
+    const dims = [rows.length, heads, capacity, headWidth];
+    slab.keyTensors = slab.keys.map((k) => new ort.Tensor('float32', k, dims));
+    slab.valueTensors = slab.values.map((v) => new ort.Tensor('float32', v, dims));
+    return slab;
+  };
+
+  const forward: RowsForward = async (rows, temperature) => {
+    const pending = rows.map((r) => r.sequence.length - r.cached);
+    const chunkLength = Math.max(...pending);
+    const slab = slabFor(rows, Math.max(...rows.map((r, index) => r.cached + pending[index]!)));
+    const { capacity } = slab;
+    const rowCount = rows.length;
+    // As the tfjs forward: rows with fewer new tokens are right-padded with their last one, and
+    // each row's log-probs are read at its own last token; padding keys are never cached.
+    const tokens = new BigInt64Array(rowCount * chunkLength);
+    const positions = new BigInt64Array(rowCount * chunkLength);
+    const lastIndex = new BigInt64Array(rowCount);
+    const keyCount = capacity + chunkLength;
+    const mask = new Float32Array(rowCount * chunkLength * keyCount);
+    rows.forEach((r, index) => {
+      lastIndex[index] = BigInt(index * chunkLength + pending[index]! - 1);
+      for (let offset = 0; offset < chunkLength; offset++) {
+        const position = Math.min(r.cached + offset, r.sequence.length - 1);
+        tokens[index * chunkLength + offset] = BigInt(r.sequence[position]!);
+        positions[index * chunkLength + offset] = BigInt(position);
+        // The past slots past the row's own cache, and the chunk's later tokens, are hidden.
+        const base = (index * chunkLength + offset) * keyCount;
+        mask.fill(MASKED, base + r.cached, base + capacity);
+        mask.fill(MASKED, base + capacity + offset + 1, base + keyCount);
+      }
+    });
+    const feeds: Record<string, Ort.Tensor> = {
+      ...currentWeights(),
+      [ONNX_NAMES.tokens]: new ort.Tensor('int64', tokens, [rowCount, chunkLength]),
+      [ONNX_NAMES.positions]: new ort.Tensor('int64', positions, [rowCount, chunkLength]),
+      [ONNX_NAMES.mask]: new ort.Tensor('float32', mask, [rowCount, 1, chunkLength, keyCount]),
+      [ONNX_NAMES.lastIndex]: new ort.Tensor('int64', lastIndex, [rowCount]),
+      // tfjs divides by the temperature only when it is neither 0 (greedy) nor 1; dividing by 1 is exact.
+      [ONNX_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature > 0 ? temperature : 1), []),
+    };
+    for (let layer = 0; layer < layers; layer++) {
+      feeds[ONNX_NAMES.pastKeys(layer)] = slab.keyTensors[layer]!;
+      feeds[ONNX_NAMES.pastValues(layer)] = slab.valueTensors[layer]!;
+    }
+    let results: Ort.InferenceSession.ReturnType;
+    try {
+      results = await session.run(feeds);
+    } catch (error) {
+      throw new ProviderCallError({ port: 'policy', provider: 'tfjs', message: `ONNX Runtime rollout forward failed: ${error instanceof Error ? error.message : String(error)}`, isRetryable: false, cause: error });
+    }
+    const size = rowSize(capacity);
+    for (let layer = 0; layer < layers; layer++) {
+      for (const [name, block] of [[ONNX_NAMES.presentKeys(layer), slab.keys[layer]!], [ONNX_NAMES.presentValues(layer), slab.values[layer]!]] as const) {
+        const present = results[name]!.data as Float32Array;
+        rows.forEach((r, index) => {
+          const count = pending[index]! * headWidth;
+          for (let head = 0; head < heads; head++) {
+            // A plain loop: most writes are one token (headWidth floats), shorter than a subarray costs to make.
+            const from = (index * heads + head) * chunkLength * headWidth;
+            const to = index * size + (head * capacity + r.cached) * headWidth;
+            for (let i = 0; i < count; i++) block[to + i] = present[from + i]!;
+          }
+        });
+      }
+    }
+    rows.forEach((r, index) => {
+      r.cached += pending[index]!;
+    });
+    const logProbs = results[ONNX_NAMES.logProbs]!.data as Float32Array;
+    return rows.map((_, index) => logProbs.slice(index * vocabSize, (index + 1) * vocabSize));
+  };
+
+  return { forward, dispose: () => session.release() };
+}
