@@ -7,7 +7,7 @@ import { closeSearcherContainer, createSearcherContainer, resolvePorts, resolveS
 import { InvalidArgumentError } from '../core/errors';
 import { runEpisodes } from '../core/episode/run-episodes';
 import { createProtocolTokenizer, createVocabularyTokenizer } from '../core/protocol/tokenizer';
-import { createRandom, RANDOM_STREAMS } from '../core/random';
+import { createRandom, permutation, RANDOM_STREAMS } from '../core/random';
 import { expandGroups } from '../core/rl/groups';
 import { runSft, sftExamples } from '../core/rl/policy-update';
 import type { Trajectory } from '../core/trajectory/trajectory';
@@ -168,7 +168,10 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       await policy.load(sft.checkpoint);
       context.log(`SFT warm start: loaded ${SFT_RUN}/${sft.key}`);
     } else if (config.sft.demonstrations > 0) {
-      const questions = env.corpus.questions.train.slice(0, config.sft.demonstrations);
+      // A seeded sample of the split, not its first rows: the split is sorted by id (deck by deck),
+      // and the first 2000 questions would leave the policy never having seen half of the names.
+      const train = env.corpus.questions.train;
+      const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions)).slice(0, config.sft.demonstrations).map((i) => train[i]!);
       const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { vagueRate: config.sft.vagueRate, skipCropRate: config.sft.skipCropRate, skipResearchRate: config.sft.skipResearchRate, seed: config.seed }) });
       const collectStarted = performance.now();
       const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: config.searcher.episode });

@@ -116,4 +116,6 @@ export const RANDOM_STREAMS = Object.freeze({
   icdSelectorWeights: 19,
   /** The pointer selector's shot sampling and minibatch order. */
   icdSelectorSampling: 23,
+  /** Which training questions the SFT warm start demonstrates. */
+  sftQuestions: 29,
 } as const);

@@ -33,8 +33,11 @@ describe('the offline slide environment', () => {
     const batch = await searcher.collect(questions);
     const judged = batch.episodes.map((e) => e.trajectory.rewardDetail?.components.judgeScore);
     expect(judged.filter((s) => s === 1).length).toBeGreaterThanOrEqual(11);
+    // Every small-print question is cropped; so is any page that shows small print (here half of them).
+    const small = new Set(questions.slice(0, 6).map((q) => q.uid));
     const crops = batch.episodes.filter((e) => e.trajectory.turns.some((t) => t.crop));
-    expect(crops.length).toBe(6);
+    expect(crops.filter((e) => small.has(e.trajectory.promptUid))).toHaveLength(6);
+    expect(crops.every((e) => e.trajectory.turns.some((t) => t.observation.includes('[small print at')))).toBe(true);
     expect(batch.episodes.every((e) => e.trajectory.terminated === 'complete')).toBe(true);
     await closeSearcherContainer(container);
   }, 60_000);
@@ -45,10 +48,16 @@ describe('the offline slide environment', () => {
     const batch = await (await resolveSearcher(noCropContainer)).collect(small);
     await closeSearcherContainer(noCropContainer);
     expect(batch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length).toBeLessThanOrEqual(1);
-    const vagueContainer = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1 }) }));
+    // A vague query and no second search: mostly the wrong slide. With the second search (the precise query), mostly the right one.
+    const vagueContainer = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1, skipResearchRate: 1 }) }));
     const large = env.corpus.questions.train.filter((q) => !q.metadata.small).slice(0, 12);
     const vagueBatch = await (await resolveSearcher(vagueContainer)).collect(large);
     expect(vagueBatch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length).toBeLessThan(6);
     await closeSearcherContainer(vagueContainer);
+    const researchContainer = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1 }) }));
+    const researchBatch = await (await resolveSearcher(researchContainer)).collect(large);
+    expect(researchBatch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length).toBeGreaterThanOrEqual(9);
+    expect(researchBatch.episodes.every((e) => e.trajectory.turns.filter((t) => t.search).length >= 2)).toBe(true);
+    await closeSearcherContainer(researchContainer);
   }, 60_000);
 });

@@ -21,8 +21,8 @@ export interface OracleOptions {
  * A scripted Searcher for demonstrations. It decides from what the policy itself is shown (the
  * last observation in the context), so that every action it demonstrates is predictable from the
  * context: first a search for the entity, attribute and year named in the question; then, when
- * the asked fact is legible on the page shown, search_complete; when the page marks small print
- * and the fact is not among its legible lines, a crop of the small print, then search_complete;
+ * the page marks small print, a crop of it (what it says is unknown until the reader has it
+ * enlarged), then search_complete; when the asked fact is legible on the page, search_complete;
  * otherwise the same search again (the next result), up to `maxSearches`. With `vagueRate`,
  * `skipCropRate` and `skipResearchRate` it makes the mistakes a warm-started policy makes (a vague
  * query, no crop, giving up after one page), so that RL has something to improve.
@@ -49,8 +49,9 @@ export function createOracleScript(corpus: SlideCorpus, options: OracleOptions =
     const last = observations[observations.length - 1] ?? '';
     const searches = [...context.matchAll(/<search>/g)].length;
     if (last.startsWith('[crop of')) return complete;
-    if (last.includes(lines.get(asked.metadata.factId) ?? '\u0000')) return complete;
+    // Small print is cropped wherever it is shown: the policy cannot know what it says until the reader has it enlarged.
     if (last.includes('[small print at') && roll(`crop${turn}`) >= skipCropRate) return `<bbox>[${SMALL_PRINT_BOX.join(', ')}]</bbox>`;
+    if (last.includes(lines.get(asked.metadata.factId) ?? '\u0000')) return complete;
     // A vague query is followed by the precise one; a precise one is repeated for the next result.
     if (searches < maxSearches && roll(`research${turn}`) >= skipResearchRate) return `<search>${asked.metadata.query}</search>`;
     return complete;
