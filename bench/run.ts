@@ -1,4 +1,5 @@
 // `npm run bench`: every benchmark, one JSON line per figure.
 await import('./pipeline');
 await import('./training');
+await import('./sft');
 export {};

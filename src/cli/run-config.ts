@@ -59,11 +59,11 @@ export const runConfigSchema = z
         batchSize: positiveInt().default(8).describe('Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).'),
         learningRate: z.number().positive().default(3e-3),
         vagueRate: unit().default(0.3).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.'),
-        skipCropRate: unit().default(0.6),
+        skipCropRate: unit().default(0.3),
         skipResearchRate: unit().default(0.6).describe('Share of pages without the asked fact after which the demonstration does not search again.'),
       })
       .strict()
-      .default({ demonstrations: 2000, epochs: 3, batchSize: 8, learningRate: 3e-3, vagueRate: 0.3, skipCropRate: 0.6, skipResearchRate: 0.6 }),
+      .default({ demonstrations: 2000, epochs: 3, batchSize: 8, learningRate: 3e-3, vagueRate: 0.3, skipCropRate: 0.3, skipResearchRate: 0.6 }),
     /** RL phases in order, e.g. phase 1 (format + NDCG) then phase 2 (judge). */
     phases: z
       .array(
@@ -95,7 +95,7 @@ export const runConfigSchema = z
     // Rollouts at temperature 0.5: from a warm start that is unsure of names, temperature 1 almost
     // never samples the right one and RL gets no signal.
     searcher: searcherConfigSchema.prefault({
-      episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 170, temperature: 0.5 },
+      episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 170, temperature: 0.7 },
       rl: { nAgent: 8 },
     }),
     evaluation: z

@@ -28,25 +28,27 @@ function checkBatch(batch: LogProbBatch, modelConfig: TransformerConfig): number
 }
 
 /**
- * Right-padded ids, a [rows * length, vocabulary] one-hot of the token each scored position
- * predicts (placed at the position before it), and a 0/1 weight marking those places.
+ * Right-padded ids, the places (row-major index into rows * length) whose logits predict a scored
+ * token (the position before it), in the order of `positions`, and a one-hot [places, vocabulary]
+ * of those tokens. Only these places get logits (`forwardFull`'s `scoredRows`).
  */
 function denseBatch(rows: number[][], positions: number[][], vocabSize: number) {
   const rowCount = rows.length;
   const length = Math.max(...rows.map((r) => r.length));
   const ids = new Int32Array(rowCount * length);
   rows.forEach((r, i) => ids.set(r, i * length));
-  // -1 elsewhere gives an all-zero one-hot row; the one-hot is made on the device, not shipped.
-  const targets = new Int32Array(rowCount * length).fill(-1);
-  const weight = new Float32Array(rowCount * length);
+  const count = positions.reduce((n, row) => n + row.length, 0);
+  const places = new Int32Array(count);
+  const targets = new Int32Array(count);
+  let k = 0;
   positions.forEach((row, i) =>
     row.forEach((p) => {
-      const at = i * length + p - 1;
-      targets[at] = rows[i]![p]!;
-      weight[at] = 1;
+      places[k] = i * length + p - 1;
+      targets[k++] = rows[i]![p]!;
     }),
   );
-  return { ids: tf.tensor2d(ids, [rowCount, length], 'int32'), idValues: ids, pick: tf.oneHot(tf.tensor1d(targets, 'int32'), vocabSize) as tf.Tensor2D, weight: tf.tensor1d(weight), length };
+  // The one-hot is made on the device, not shipped.
+  return { ids: tf.tensor2d(ids, [rowCount, length], 'int32'), idValues: ids, places, pick: tf.oneHot(tf.tensor1d(targets, 'int32'), vocabSize) as tf.Tensor2D, length };
 }
 
 /** Log-probs at a temperature and, per place, the one of the picked token (0 where nothing is picked). */
@@ -95,16 +97,14 @@ export async function logProbs(context: PolicyContext, batch: LogProbBatch, call
     if (callOptions?.signal?.aborted) throw new AbortedError('logProbs', { cause: callOptions.signal.reason });
     const rows = chunk.map((i) => batch.inputIds[i]!);
     const positions = chunk.map((i) => batch.positions[i]!);
-    const length = Math.max(...rows.map((r) => r.length));
     const token = tf.tidy(() => {
       const dense = denseBatch(rows, positions, modelConfig.vocabSize);
-      return scoredLogProbs(state.model.forwardFull(dense.ids, dense.idValues), dense.pick, temperature).token;
+      return scoredLogProbs(state.model.forwardFull(dense.ids, dense.idValues, dense.places), dense.pick, temperature).token;
     });
     const data = token.dataSync() as Float32Array;
     token.dispose();
-    chunk.forEach((i, k) => {
-      out[i] = batch.positions[i]!.map((p) => data[k * length + p - 1]!);
-    });
+    let k = 0;
+    for (const i of chunk) out[i] = batch.positions[i]!.map(() => data[k++]!);
   }
   return out;
 }
@@ -153,23 +153,25 @@ async function computeGradients(context: PolicyContext, batch: LogProbBatch, los
         const dense = denseBatch(rows, positions, modelConfig.vocabSize);
         let chunkEntropy = 0;
         const { grads: named } = tf.variableGrads(() => {
-          const { logp, token } = scoredLogProbs(model.forwardFull(dense.ids, dense.idValues), dense.pick, temperature);
+          const { logp, token } = scoredLogProbs(model.forwardFull(dense.ids, dense.idValues, dense.places), dense.pick, temperature);
           let weights = gradNew && chunk.map((i) => gradNew![i]!);
           if (!weights) {
             // One chunk: the loss reads this forward's log-probs, saving the extra forward.
             const values = token.dataSync() as Float32Array;
-            const newLogProbs = positions.map((row, k) => row.map((p) => values[k * dense.length + p - 1]!));
+            let at = 0;
+            const newLogProbs = positions.map((row) => row.map(() => values[at++]!));
             const result = checkLoss(lossFn(newLogProbs), batch);
             lossValue = result.value;
             metrics = result.metrics ?? {};
             weights = result.gradNewLogProbs;
           }
-          const g = new Float32Array(rows.length * dense.length);
-          positions.forEach((row, k) => row.forEach((p, t) => (g[k * dense.length + p - 1] = weights![k]![t]!)));
+          const g = new Float32Array(dense.places.length);
+          let at = 0;
+          positions.forEach((row, k) => row.forEach((_, t) => (g[at++] = weights![k]![t]!)));
           // d/dtheta of sum_t g_t * logp_t is the policy gradient of the core's loss.
           let objective = tf.sum(tf.mul(token, tf.tensor1d(g)));
-          const perToken = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp), 1));
-          const entropySumTensor = tf.sum(tf.mul(perToken, dense.weight));
+          // Every place is a scored one, so the entropy sums over all of them.
+          const entropySumTensor = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp)));
           chunkEntropy = entropySumTensor.dataSync()[0]!;
           if (entropyCoef > 0) objective = tf.sub(objective, tf.mul(entropySumTensor, entropyCoef / scored));
           return objective as tf.Scalar;

@@ -103,9 +103,11 @@ export class Transformer {
 
   /**
    * Full causal forward over right-padded rows [B, T] (`idValues`: the same ids, row-major):
-   * logits [B * T, V].
+   * logits [B * T, V], or with `scoredRows` (indices into the B * T places, distinct) only those
+   * places' logits [N, V]. Training scores a small share of the places (the policy's tokens, not
+   * the prompt or observations), and the output layer is the widest product of the model.
    */
-  forwardFull(ids: tf.Tensor2D, idValues: Int32Array): tf.Tensor2D {
+  forwardFull(ids: tf.Tensor2D, idValues: Int32Array, scoredRows?: Int32Array): tf.Tensor2D {
     const [B, T] = ids.shape;
     const { width: d } = this.config;
     const tokens = embeddingLookup(this.tokenEmbedding, ids, idValues);
@@ -114,7 +116,7 @@ export class Transformer {
     for (const block of this.blocks) {
       x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }));
     }
-    return this.logits(x);
+    return this.logits(x, scoredRows);
   }
 
   /**
@@ -160,11 +162,30 @@ export class Transformer {
     return tf.add(x1, tf.reshape(down, [B, T, d])) as tf.Tensor3D;
   }
 
-  private logits(x: tf.Tensor3D): tf.Tensor2D {
+  private logits(x: tf.Tensor3D, rows?: Int32Array): tf.Tensor2D {
     const [B, T, d] = x.shape;
-    const normed = tf.reshape(layerNorm(x, this.finalGain, this.finalBias), [B * T, d]);
-    return tf.matMul(normed, this.tokenEmbedding, false, true);
+    const normed = tf.reshape(layerNorm(x, this.finalGain, this.finalBias), [B * T, d]) as tf.Tensor2D;
+    return tf.matMul(rows ? gatherRows(normed, rows) : normed, this.tokenEmbedding, false, true);
   }
+}
+
+/**
+ * The listed rows of x [R, d] (distinct indices), with the gradient scattered back: tfjs's own
+ * gather gradient needs UnsortedSegmentSum, which the wasm backend lacks; ScatterNd it has.
+ */
+function gatherRows(x: tf.Tensor2D, rows: Int32Array): tf.Tensor2D {
+  const gather = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const input = args[0] as tf.Tensor2D;
+    const save = args[1] as tf.GradSaveFunc;
+    const index = tf.tensor2d(rows, [rows.length, 1], 'int32');
+    // Saved, so that the engine keeps the index alive for the backward pass.
+    save([index]);
+    return {
+      value: tf.gatherND(input, index),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.scatterND(saved[0]!, dy, input.shape),
+    };
+  });
+  return gather(x) as tf.Tensor2D;
 }
 
 /**
