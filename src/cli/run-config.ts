@@ -55,15 +55,15 @@ export const runConfigSchema = z
     sft: z
       .object({
         demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
-        epochs: positiveInt().default(3),
+        epochs: positiveInt().default(6),
         batchSize: positiveInt().default(8).describe('Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).'),
         learningRate: z.number().positive().default(3e-3),
-        vagueRate: unit().default(0.3).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.'),
-        skipCropRate: unit().default(0.3),
+        vagueRate: unit().default(0.55).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.'),
+        skipCropRate: unit().default(0.6),
         skipResearchRate: unit().default(0.6).describe('Share of pages without the asked fact after which the demonstration does not search again.'),
       })
       .strict()
-      .default({ demonstrations: 2000, epochs: 3, batchSize: 8, learningRate: 3e-3, vagueRate: 0.3, skipCropRate: 0.3, skipResearchRate: 0.6 }),
+      .default({ demonstrations: 2000, epochs: 6, batchSize: 8, learningRate: 3e-3, vagueRate: 0.55, skipCropRate: 0.6, skipResearchRate: 0.6 }),
     /** RL phases in order, e.g. phase 1 (format + NDCG) then phase 2 (judge). */
     phases: z
       .array(
@@ -92,8 +92,8 @@ export const runConfigSchema = z
       .strict()
       .default({ batchSize: 8, saveFreq: 10, resumeMode: 'auto' }),
     /** The Searcher: episode, reward scheme, RL (n_agent, loss, epochs, minibatches), pipeline, port policies. */
-    // Rollouts at temperature 0.5: from a warm start that is unsure of names, temperature 1 almost
-    // never samples the right one and RL gets no signal.
+    // Rollouts at temperature 0.7: the warm start copies names well, and the crops and second
+    // searches it makes rarely need sampling to be found (docs/method.md#slide-environment).
     searcher: searcherConfigSchema.prefault({
       episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 170, temperature: 0.7 },
       rl: { nAgent: 8 },

@@ -3,7 +3,7 @@ import { AbortedError } from '../errors';
 import { createRandom } from '../random';
 import type { LogProbBatch, LossFunction, PolicyBackend, UpdateResult } from '../../ports/policy-backend';
 import { trajectoryWith } from './__fixtures__/trajectories';
-import { sftExamples, updatePolicy, type PolicyUpdateSettings } from './policy-update';
+import { lengthBucketedBatches, sftExamples, updatePolicy, type PolicyUpdateSettings } from './policy-update';
 
 /** The log-prob `trajectoryWith` records for a token id. */
 const recorded = (tokenId: number) => -0.1 * (tokenId - 100);
@@ -130,5 +130,20 @@ describe('sftExamples', () => {
     const t = trajectoryWith('g#0', 6, [2], 1);
     t.lossMask.pop();
     expect(() => sftExamples([trajectoryWith('g#1', 4, [1], 1), t])).toThrow(/trajectories\[1\]\.lossMask/);
+  });
+
+  it('SFT batches: every example once, similar lengths together, equal lengths in shuffled order', () => {
+    const random = createRandom(3);
+    const examples = Array.from({ length: 200 }, (_, i) => ({ inputIds: Array.from({ length: 10 + (i % 40) }, () => 1) }));
+    const batches = lengthBucketedBatches(examples, 8, random);
+    expect(batches.flat().sort((a, b) => a - b)).toEqual(examples.map((_, i) => i));
+    expect(batches.filter((b) => b.length !== 8)).toHaveLength(0);
+    const padding = (list: number[][]) => list.reduce((n, b) => n + b.length * Math.max(...b.map((i) => examples[i]!.inputIds.length)) - b.reduce((m, i) => m + examples[i]!.inputIds.length, 0), 0);
+    const unsorted = Array.from({ length: 25 }, (_, k) => Array.from({ length: 8 }, (_, j) => (k * 8 + j * 37) % 200));
+    expect(padding(batches)).toBeLessThan(padding(unsorted) / 4);
+    // Ten demonstrations per prompt, all of one length: a batch mixes prompts.
+    const same = Array.from({ length: 80 }, () => ({ inputIds: [1, 2, 3] }));
+    const mixed = lengthBucketedBatches(same, 8, createRandom(4));
+    expect(mixed.every((b) => new Set(b.map((i) => Math.floor(i / 10))).size > 1)).toBe(true);
   });
 });

@@ -171,7 +171,9 @@ export function lengthBucketedBatches(examples: readonly { inputIds: readonly nu
   const pool = batchSize * 16;
   const batches: number[][] = [];
   for (let start = 0; start < order.length; start += pool) {
-    const sorted = order.slice(start, start + pool).sort((a, b) => examples[a]!.inputIds.length - examples[b]!.inputIds.length || a - b);
+    // A stable sort by length alone: examples of the same length keep their shuffled order (by
+    // index, the demonstrations of one prompt, which sit together, would share a batch).
+    const sorted = order.slice(start, start + pool).sort((a, b) => examples[a]!.inputIds.length - examples[b]!.inputIds.length);
     for (let k = 0; k < sorted.length; k += batchSize) batches.push(sorted.slice(k, k + batchSize));
   }
   return permutation(batches.length, random).map((i) => batches[i]!);
