@@ -39,16 +39,16 @@ export async function readNamedCheckpoint(reference: string) {
 }
 
 async function createDataPolicy(config: DataRunConfig, prompts: readonly PromptRecord[]): Promise<TfjsPolicy> {
-  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+  const { layers, width, heads, contextLength, backend, coalesceSessions, rollouts } = config.policy;
   const model = { layers, width, heads, contextLength };
   if (config.policy.initFrom !== null) {
     const { checkpoint } = await readNamedCheckpoint(config.policy.initFrom);
-    const policy = await createTfjsPolicy({ model, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(checkpoint) });
+    const policy = await createTfjsPolicy({ model, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer: tokenizerFromCheckpoint(checkpoint) });
     await policy.load(checkpoint);
     return policy;
   }
   const tokenizer = config.policy.tokenizer === 'vocabulary' ? createVocabularyTokenizer(datasetVocabulary(prompts)) : createProtocolTokenizer();
-  return createTfjsPolicy({ model, seed: config.seed, backend, coalesceSessions }, { tokenizer });
+  return createTfjsPolicy({ model, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer });
 }
 
 export function summariseEval(split: string, trajectories: readonly Trajectory[]): EvalSummary {
@@ -152,8 +152,8 @@ export async function evalDataRun(runDir: string, config: DataRunConfig, limit: 
   if (!named && !found) throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
   let policy: TfjsPolicy | null = null;
   if (found) {
-    const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
-    policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+    const { layers, width, heads, contextLength, backend, coalesceSessions, rollouts } = config.policy;
+    policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
     await policy.load(found.checkpoint);
   }
   const container = createSearcherContainer(config.searcher, { ports: { ...(policy && { policy }), store: createJsonlStore({ dir: runDir }) } });

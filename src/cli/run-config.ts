@@ -18,6 +18,10 @@ export const runPolicySchema = z
     contextLength: positiveInt().default(256),
     backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
     tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe("`vocabulary`: the corpus's (or dataset's) words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer."),
+    rollouts: z
+      .enum(['tfjs', 'onnx'])
+      .default('tfjs')
+      .describe('Where rollouts run: `tfjs` (the training backend) or `onnx` (the same weights in ONNX Runtime, needs onnxruntime-node; log-probs equal within 1e-5).'),
     coalesceSessions: z
       .boolean()
       .default(true)

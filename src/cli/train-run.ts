@@ -68,8 +68,8 @@ export async function prepareEnvironment(config: RunConfig, context: RunContext)
 
 export async function createRunPolicy(config: RunConfig, env: SlideEnvironment): Promise<TfjsPolicy> {
   const tokenizer = config.policy.tokenizer === 'vocabulary' ? createVocabularyTokenizer(corpusVocabulary(env.corpus)) : createProtocolTokenizer();
-  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
-  return createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
+  const { layers, width, heads, contextLength, backend, coalesceSessions, rollouts } = config.policy;
+  return createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, rollouts, optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
 }
 
 function summarise(split: string, questions: readonly CorpusQuestion[], trajectories: readonly Trajectory[]): EvalSummary {
@@ -242,8 +242,8 @@ export async function loadRunPolicy(runDir: string, config: RunConfig): Promise<
   for (const runId of [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN)) {
     const found = await readCheckpoint(store, runId);
     if (!found) continue;
-    const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
-    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+    const { layers, width, heads, contextLength, backend, coalesceSessions, rollouts } = config.policy;
+    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
     await policy.load(found.checkpoint);
     return { policy, from: `${runId}/${found.key}` };
   }
