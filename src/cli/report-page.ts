@@ -118,7 +118,7 @@ function chart(key, title, kind) {
   new uPlot({
     width: Math.max(300, box.clientWidth - 16), height: 220,
     scales: { x: { time: false, range: (u, min, max) => [min - 0.5, max + 0.5] }, y: { range: () => [0, ceiling] } },
-    axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], size: 36, labelSize: 18 }, { values: (u, splits) => splits.map((v) => values(u, v)), size: 56 }],
+    axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], size: 36, labelSize: 18 }, { values: (u, splits) => splits.map((v) => values(u, v)), size: 64 }],
     cursor: { sync: { key: 'curves' }, points: { size: 8 } },
     legend: { live: true },
     hooks: { draw: [drawPhases] },
