@@ -1,23 +1,13 @@
-import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MissingDependencyError } from '../../core/errors';
 import { createLossFunction } from '../../core/rl/update-batch';
 import { rollTwoTurns, type TwoTurnRollout } from '../../testing/policy-contract';
 import { encodeOnnxModel, ONNX_FLOAT, ONNX_INT64 } from './onnx-proto';
-import { createTfjsPolicy, type TfjsPolicy, type TfjsPolicySettings } from './policy';
+import { createTfjsPolicy, type TfjsPolicy } from './policy';
+import { TINY, useTinyPolicies } from './__fixtures__/tiny-policy';
 
-const TINY: TfjsPolicySettings = { model: { layers: 2, width: 16, heads: 2, contextLength: 96 }, seed: 5, backend: 'wasm' };
-const created: TfjsPolicy[] = [];
-async function tiny(overrides: TfjsPolicySettings = {}): Promise<TfjsPolicy> {
-  const policy = await createTfjsPolicy({ ...TINY, ...overrides });
-  created.push(policy);
-  return policy;
-}
-afterAll(async () => {
-  for (const p of created) p.dispose();
-  await tf.setBackend('wasm');
-});
+const tiny = useTinyPolicies();
 
 /** Each rollout's sampled positions, as `logProbs` takes them. */
 const positionsOf = (rolled: TwoTurnRollout) => rolled.steps.map((row) => row.map((s) => s.position));

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BackendUnavailableError, InvalidArgumentError } from '../../core/errors';
 import { createRandom } from '../../core/random';
 import { runSft } from '../../core/rl/policy-update';
@@ -9,18 +9,9 @@ import { selectTfjsBackend } from './backends';
 import { createTfjsPolicy, tokenizerFromCheckpoint, type TfjsPolicy, type TfjsPolicySettings } from './policy';
 import { createVocabularyTokenizer } from '../../core/protocol/tokenizer';
 import { incrementalLogProbError, rollTwoTurns } from '../../testing/policy-contract';
+import { TINY, useTinyPolicies } from './__fixtures__/tiny-policy';
 
-const TINY: TfjsPolicySettings = { model: { layers: 2, width: 16, heads: 2, contextLength: 96 }, seed: 5, backend: 'wasm' };
-const created: TfjsPolicy[] = [];
-async function tiny(overrides: TfjsPolicySettings = {}): Promise<TfjsPolicy> {
-  const policy = await createTfjsPolicy({ ...TINY, ...overrides });
-  created.push(policy);
-  return policy;
-}
-afterAll(async () => {
-  for (const p of created) p.dispose();
-  await tf.setBackend('wasm');
-});
+const tiny = useTinyPolicies();
 
 describe('backend selection', () => {
   it('picks the highest-priority backend that initialises and reports what it passed over', async () => {
@@ -350,8 +341,7 @@ describe('TfjsPolicy', () => {
     // A tokenizer with the same vocabulary size but other token texts is refused too.
     const base = b.tokenizer;
     const other = await tiny({ seed: 2 });
-    const renamed = await createTfjsPolicy({ ...TINY, seed: 2 }, { tokenizer: { ...base, tokenText: (id: number) => (id === 65 ? 'a' : base.tokenText(id)) } });
-    created.push(renamed);
+    const renamed = await tiny({ seed: 2 }, { tokenizer: { ...base, tokenText: (id: number) => (id === 65 ? 'a' : base.tokenText(id)) } });
     await expect(renamed.load(checkpoint)).rejects.toThrow(/checkpoint.metadata.tokenizer/);
     await other.load(checkpoint);
     expect(await other.logProbs(batch)).toEqual(await a.logProbs(batch));
@@ -359,14 +349,12 @@ describe('TfjsPolicy', () => {
 
   it('saves a corpus vocabulary with the checkpoint and rebuilds the tokenizer from it', async () => {
     const tokenizer = createVocabularyTokenizer(['Corcor', 'revenue', '2019']);
-    const a = await createTfjsPolicy({ ...TINY, seed: 3 }, { tokenizer });
-    created.push(a);
+    const a = await tiny({ seed: 3 }, { tokenizer });
     expect(a.modelConfig.vocabSize).toBe(tokenizer.vocabSize);
     const checkpoint = await a.save();
     const rebuilt = tokenizerFromCheckpoint(checkpoint);
     expect(rebuilt.vocabulary).toEqual(['Corcor', 'revenue', '2019']);
-    const b = await createTfjsPolicy({ ...TINY, seed: 4 }, { tokenizer: rebuilt });
-    created.push(b);
+    const b = await tiny({ seed: 4 }, { tokenizer: rebuilt });
     await b.load(checkpoint);
     const batch = { inputIds: [tokenizer.encode('<search>Corcor revenue 2019</search>')], positions: [[1, 2, 3]] };
     expect(await b.logProbs(batch)).toEqual(await a.logProbs(batch));
