@@ -11,6 +11,7 @@ import type { Trajectory } from '../core/trajectory/trajectory';
 import { issueFields } from '../provider-utils/settings';
 import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, type StepMetrics } from '../trainer';
 import { dataRunConfigSchema, readPromptDataset, type DataRunConfig } from './data-config';
+import { resolveRollouts } from './run-config';
 import { createProgress } from './progress';
 import type { EvalSummary, RunContext } from './train-run';
 
@@ -39,7 +40,8 @@ export async function readNamedCheckpoint(reference: string) {
 }
 
 async function createDataPolicy(config: DataRunConfig, prompts: readonly PromptRecord[]): Promise<TfjsPolicy> {
-  const { layers, width, heads, contextLength, backend, coalesceSessions, rollouts } = config.policy;
+  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+  const rollouts = await resolveRollouts(config.policy.rollouts);
   const model = { layers, width, heads, contextLength };
   if (config.policy.initFrom !== null) {
     const { checkpoint } = await readNamedCheckpoint(config.policy.initFrom);
@@ -152,7 +154,8 @@ export async function evalDataRun(runDir: string, config: DataRunConfig, limit: 
   if (!named && !found) throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
   let policy: TfjsPolicy | null = null;
   if (found) {
-    const { layers, width, heads, contextLength, backend, coalesceSessions, rollouts } = config.policy;
+    const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
+  const rollouts = await resolveRollouts(config.policy.rollouts);
     policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
     await policy.load(found.checkpoint);
   }

@@ -19,9 +19,9 @@ export const runPolicySchema = z
     backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
     tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe("`vocabulary`: the corpus's (or dataset's) words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer."),
     rollouts: z
-      .enum(['tfjs', 'onnx'])
-      .default('tfjs')
-      .describe('Where rollouts run: `tfjs` (the training backend) or `onnx` (the same weights in ONNX Runtime, needs onnxruntime-node; log-probs equal within 1e-5).'),
+      .enum(['auto', 'tfjs', 'onnx'])
+      .default('auto')
+      .describe('Where rollouts run: `tfjs` (the training backend), `onnx` (the same weights in ONNX Runtime, needs onnxruntime-node; log-probs equal within 1e-5; the demo gives the same figures), `auto`: onnx when onnxruntime-node is installed, else tfjs.'),
     coalesceSessions: z
       .boolean()
       .default(true)
@@ -120,6 +120,15 @@ export const runConfigSchema = z
   });
 
 export type RunConfig = z.output<typeof runConfigSchema>;
+
+/** `policy.rollouts: auto`: ONNX Runtime where onnxruntime-node is installed (the same figures, faster rollouts), else tfjs. */
+export async function resolveRollouts(choice: 'auto' | 'tfjs' | 'onnx'): Promise<'tfjs' | 'onnx'> {
+  if (choice !== 'auto') return choice;
+  return import('onnxruntime-node').then(
+    () => 'onnx' as const,
+    () => 'tfjs' as const,
+  );
+}
 export type RunConfigInput = z.input<typeof runConfigSchema>;
 
 export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
