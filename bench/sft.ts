@@ -2,16 +2,12 @@
 // then training) and training tokens/s, on the demo's corpus, policy and demonstrations (a slice of
 // them, BENCH_SFT_DEMOS, default 400, one epoch). One JSON line per figure.
 import { join } from 'node:path';
-import { createScriptedPolicy } from '../src/adapters/scripted-policy/scripted-policy';
 import { closeSearcherContainer, resolvePorts } from '../src/container';
-import { runEpisodes } from '../src/core/episode/run-episodes';
-import { createRandom, permutation, RANDOM_STREAMS } from '../src/core/random';
-import { expandGroups } from '../src/core/rl/groups';
-import { runSft, sftExamples } from '../src/core/rl/policy-update';
+import { createRandom, RANDOM_STREAMS } from '../src/core/random';
+import { runSft } from '../src/core/rl/policy-update';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
 import { parseRunConfig } from '../src/cli/run-config';
-import { createRunPolicy, prepareEnvironment, runContainer } from '../src/cli/train-run';
-import { createOracleScript } from '../src/env/slides/oracle';
+import { collectDemonstrations, createRunPolicy, prepareEnvironment, runContainer } from '../src/cli/train-run';
 
 const demos = Number(process.env.BENCH_SFT_DEMOS ?? 400);
 const print = (figure: string, value: number, extra: Record<string, unknown> = {}) => console.log(JSON.stringify({ bench: 'sft', figure, value: Number(value.toPrecision(4)), ...extra }));
@@ -21,13 +17,9 @@ const policy = await createRunPolicy(config, env);
 const container = runContainer(config, env, policy, createJsonlStore({ dir: join('.cache', 'bench-sft') }));
 try {
   const ports = await resolvePorts(container);
-  const train = env.corpus.questions.train;
-  const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions)).slice(0, demos).map((i) => train[i]!);
-  const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { vagueRate: config.sft.vagueRate, skipCropRate: config.sft.skipCropRate, skipResearchRate: config.sft.skipResearchRate, seed: config.seed }) });
   let started = performance.now();
-  const episodes = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: config.searcher.episode });
+  const examples = await collectDemonstrations(config, env, policy, ports, demos);
   const collectSeconds = (performance.now() - started) / 1000;
-  const examples = sftExamples(episodes.map((e) => e.trajectory));
   const tokens = examples.reduce((n, e) => n + e.inputIds.length, 0);
   const scored = examples.reduce((n, e) => n + e.positions.length, 0);
   started = performance.now();

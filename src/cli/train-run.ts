@@ -9,7 +9,7 @@ import { runEpisodes } from '../core/episode/run-episodes';
 import { createProtocolTokenizer, createVocabularyTokenizer } from '../core/protocol/tokenizer';
 import { createRandom, permutation, RANDOM_STREAMS } from '../core/random';
 import { expandGroups } from '../core/rl/groups';
-import { runSft, sftExamples } from '../core/rl/policy-update';
+import { runSft, sftExamples, type SftExample } from '../core/rl/policy-update';
 import type { Trajectory } from '../core/trajectory/trajectory';
 import { buildSlideEnvironment, type SlideEnvironment } from '../env/slides/build';
 import { corpusVocabulary, type CorpusQuestion } from '../env/slides/corpus';
@@ -170,15 +170,9 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
       await policy.load(sft.checkpoint);
       context.log(`SFT warm start: loaded ${SFT_RUN}/${sft.key}`);
     } else if (config.sft.demonstrations > 0) {
-      // A seeded sample of the split, not its first rows: the split is sorted by id (deck by deck),
-      // and the first 2000 questions would leave the policy never having seen half of the names.
-      const train = env.corpus.questions.train;
-      const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions)).slice(0, config.sft.demonstrations).map((i) => train[i]!);
-      const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { vagueRate: config.sft.vagueRate, skipCropRate: config.sft.skipCropRate, skipResearchRate: config.sft.skipResearchRate, seed: config.seed }) });
       const collectStarted = performance.now();
-      const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: config.searcher.episode });
+      const examples = await collectDemonstrations(config, env, policy, ports, config.sft.demonstrations);
       const collectSeconds = (performance.now() - collectStarted) / 1000;
-      const examples = sftExamples(demos.map((d) => d.trajectory));
       const sftStarted = performance.now();
       const progress = createProgress('SFT warm start', config.sft.epochs, context.stream, { every: 1 });
       const result = await runSft(policy, examples, { epochs: config.sft.epochs, batchSize: config.sft.batchSize }, { random: createRandom(config.seed, RANDOM_STREAMS.sftOrder), ...(context.signal && { signal: context.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
@@ -224,6 +218,19 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
     if (container) await closeSearcherContainer(container);
     policy.dispose();
   }
+}
+
+/**
+ * The warm start's SFT examples: the oracle's episodes on `count` training questions, a seeded
+ * sample of the split, not its first rows (the split is sorted by id, deck by deck, and its first
+ * 2000 questions would leave the policy never having seen half of the names).
+ */
+export async function collectDemonstrations(config: RunConfig, env: SlideEnvironment, policy: TfjsPolicy, ports: Pick<Awaited<ReturnType<typeof resolvePorts>>, 'searchEngine' | 'imageOps'>, count: number): Promise<SftExample[]> {
+  const train = env.corpus.questions.train;
+  const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions)).slice(0, count).map((i) => train[i]!);
+  const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { vagueRate: config.sft.vagueRate, skipCropRate: config.sft.skipCropRate, skipResearchRate: config.sft.skipResearchRate, seed: config.seed }) });
+  const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: config.searcher.episode });
+  return sftExamples(demos.map((d) => d.trajectory));
 }
 
 /** The store run that holds the SFT warm start's checkpoint. */
