@@ -50,13 +50,14 @@ describe('learning to crop (seeded, small)', () => {
     const container = createSearcherContainer({ episode: { ...episode, temperature: 0.7 }, rl: { nAgent: 8, loss: { kind: 'ppo_clip', clipLow: 0.2, clipHigh: 0.28 } }, reward: { weights: 'default' }, adapters: slideEnvironmentAdapters(env) }, { ports: { policy } });
     try {
       // Demonstrations that mostly skip the crop of the golden page (searching on instead): the
-      // warm-started policy's greedy choice is not to crop there.
+      // warm-started policy's greedy choice is not to crop there. With the region one token
+      // (corpusVocabulary), a few crops among 16 demonstrations are already copied well.
       const ports = await resolvePorts(container);
-      const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { skipCropRate: 0.6, seed: 1 }) });
+      const oracle = createScriptedPolicy({ tokenizer: policy.tokenizer, script: createOracleScript(env.corpus, { skipCropRate: 0.75, seed: 1 }) });
       const demos = await runEpisodes(expandGroups([question], 16), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: episode });
       const cropsOfGolden = demos.filter((d) => d.trajectory.turns.some((t) => t.crop?.basename === question.goldenBasenames[0])).length;
       expect(cropsOfGolden).toBeGreaterThan(0);
-      expect(cropsOfGolden).toBeLessThan(8);
+      expect(cropsOfGolden).toBeLessThan(6);
       await runSft(policy, sftExamples(demos.map((d) => d.trajectory)), { epochs: 30, batchSize: 8 }, { random: createRandom(1) });
       const start = await greedy(container, question);
       expect(start).toMatchObject({ cropped: false, judge: 0 });

@@ -54,6 +54,25 @@ describe('createVocabularyTokenizer', () => {
   it('refuses words that are not letters and digits, or repeated', () => {
     expect(() => createVocabularyTokenizer(['ok', 'not ok'])).toThrow(/vocabulary/);
     expect(() => createVocabularyTokenizer(['a', 'a'])).toThrow(/distinct/);
+    expect(() => createVocabularyTokenizer(['36,326'])).toThrow(/lists of numbers/);
+    expect(() => createVocabularyTokenizer(['36, x'])).toThrow(/lists of numbers/);
+  });
+
+  it('makes a list of numbers in the vocabulary one token where it stands alone, and round-trips', () => {
+    const boxes = createVocabularyTokenizer(['36', '326', '36, 326, 300, 350', '36, 326']);
+    const id = (w: string) => boxes.vocabSize - 4 + boxes.vocabulary!.indexOf(w);
+    expect(boxes.encode('<bbox>[36, 326, 300, 350]</bbox>')).toEqual([boxes.specialTokenId('<bbox>'), 91, id('36, 326, 300, 350'), 93, boxes.specialTokenId('</bbox>')]);
+    // The longest list wins; inside a longer number the list is not a token.
+    expect(boxes.encode('at 36, 326.')).toEqual([97, 116, 32, id('36, 326'), 46]);
+    expect(boxes.encode('136, 326')).not.toContain(id('36, 326'));
+    expect(boxes.encode('36, 3260')).not.toContain(id('36, 326'));
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), fc.constantFrom('36, 326, 300, 350', '36, 326', '1', ', '), (text, inject) => {
+        const s = `${text}${inject}${text}${inject}`;
+        expect(boxes.decode(boxes.encode(s))).toBe(s);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 

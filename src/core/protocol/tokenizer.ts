@@ -59,20 +59,32 @@ export function createProtocolTokenizer(): Tokenizer {
 /** Ids 256.. of the protocol tags then `<eos>`, shared by the byte and the vocabulary tokenizer. */
 const SPECIALS = [...PROTOCOL_TAG_STRINGS, '<eos>'];
 
+/** A vocabulary entry that is a list of numbers (`36, 326, 300, 350`): one token for the whole list. */
+const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
+
 /**
  * Words (letters and digits) as single tokens after the bytes, tags and `<eos>`; anything else, or
  * a word not in `vocabulary`, falls back to its UTF-8 bytes. Any text round-trips. A vocabulary
  * built from a corpus makes sequences several times shorter than bytes, and copying a name from
  * the question into a query a one-token choice; it is saved with a policy's checkpoint.
+ *
+ * An entry may also be a list of numbers joined by ", " (a region's coordinates): it is one token
+ * wherever it stands alone (not inside a longer number), as vision-language models write a box in
+ * location tokens. Written number by number, a small policy miscounts the repeated separators and
+ * writes `[36, 300, 350]` for `[36, 326, 300, 350]` (docs/method.md#why-the-demos-policy-did-not-learn-to-crop).
  */
 export function createVocabularyTokenizer(vocabulary: readonly string[]): Tokenizer {
-  const words = [...new Set(vocabulary.filter((w) => /^[\p{L}\p{N}]+$/u.test(w)))];
-  if (words.length !== vocabulary.length) throw new InvalidArgumentError('vocabulary', 'must be distinct words of letters and digits only');
+  const words = [...new Set(vocabulary.filter((w) => /^[\p{L}\p{N}]+$/u.test(w) || NUMBER_LIST.test(w)))];
+  if (words.length !== vocabulary.length) throw new InvalidArgumentError('vocabulary', 'must be distinct words of letters and digits, or lists of numbers joined by ", "');
   const base = 256 + SPECIALS.length;
   const wordIds = new Map(words.map((w, i) => [w, base + i] as const));
   const specialIds = new Map(SPECIALS.map((text, i) => [text, 256 + i] as const));
   const bytes = createProtocolTokenizer();
-  const pattern = new RegExp(`${SPECIALS.map((s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')}|[\\p{L}\\p{N}]+|[^\\p{L}\\p{N}<]+|<`, 'gu');
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  // Number lists first (longest first), standing alone, so that a list is never read as its numbers.
+  const lists = words.filter((w) => NUMBER_LIST.test(w)).sort((a, b) => b.length - a.length);
+  const listPattern = lists.length > 0 ? `(?<![\\p{L}\\p{N}])(?:${lists.map(escape).join('|')})(?![\\p{L}\\p{N}])|` : '';
+  const pattern = new RegExp(`${SPECIALS.map(escape).join('|')}|${listPattern}[\\p{L}\\p{N}]+|[^\\p{L}\\p{N}<]+|<`, 'gu');
   return {
     vocabSize: base + words.length,
     eosTokenId: specialIds.get('<eos>')!,

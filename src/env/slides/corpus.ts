@@ -275,11 +275,17 @@ export function perceivedSlideText(slide: Slide, readableFontPx = READABLE_FONT_
   return [slide.title, ...legible, `[small print at ${box.join(', ')}]`].join('\n');
 }
 
-/** Every word of the corpus's slides and questions (letters and digits), sorted: a tokenizer vocabulary. */
+/**
+ * Every word of the corpus's slides and questions (letters and digits), and every list of numbers
+ * the policy is shown (a small-print region's coordinates), sorted: a tokenizer vocabulary. A
+ * coordinate list is one token, so that a crop copies the region in one choice
+ * (createVocabularyTokenizer).
+ */
 export function corpusVocabulary(corpus: SlideCorpus): string[] {
   const words = new Set<string>();
   const add = (text: string) => {
     for (const w of text.match(/[\p{L}\p{N}]+/gu) ?? []) words.add(w);
+    for (const list of text.match(/(?<![\p{L}\p{N}])\p{N}+(?:, \p{N}+)+(?![\p{L}\p{N}])/gu) ?? []) words.add(list);
   };
   for (const deck of corpus.decks) for (const slide of deck.slides) add(slideText(slide)), add(perceivedSlideText(slide)), add(slide.basename);
   for (const list of Object.values(corpus.questions)) for (const q of list) add(q.question);
