@@ -1,13 +1,12 @@
 import { GraphBuilder, transformerWeightShapes } from './onnx-graph';
-import { ONNX_FLOAT, ONNX_INT64, type OnnxElementType, type OnnxGraph, type OnnxNode, type OnnxValueInfo } from './onnx-proto';
+import { ONNX_FLOAT, ONNX_INT64, type OnnxGraph, type OnnxNode, type OnnxValueInfo } from './onnx-proto';
 import { LN_EPS, type TransformerConfig } from './transformer';
 
 // The training step of the tfjs Transformer (training.ts, computeGradients) as ONNX graphs:
 // ONNX Runtime has no training API in onnxruntime-node, so the backward pass is written out here
 // op by op, the same closed forms as transformer.ts's hand-written gradients (linear, layer norm,
-// GELU, the tied embedding). The graph is built whole (forward, then backward) and split in two
-// (`splitTrainingGraph`): the forward gives the log-probs the core's loss needs before the
-// backward can start, and hands its activations to the backward instead of recomputing them.
+// GELU, the tied embedding). The graph computes forward and backward in one run; its forward part
+// alone (`forwardOnlyGraph`) gives the log-probs the core's loss needs before the gradients can be.
 
 /** Graph input and output names besides the weights (`model.parameters[i].name`). */
 export const TRAINING_NAMES = {
@@ -188,62 +187,31 @@ export function buildTrainingGraph(config: TransformerConfig): OnnxGraph {
   };
 }
 
-export interface SplitTrainingGraph {
-  /** The nodes the log-probs and the entropy need; outputs them and every value the backward reads. */
-  forward: OnnxGraph;
-  /** The rest: reads the forward's values as inputs, outputs the gradients. */
-  backward: OnnxGraph;
-  /** The values the forward hands to the backward. */
-  handedOver: string[];
-}
-
-/** Ops whose output is int64 when their first input is (the shape arithmetic); every other value here is float. */
-const SHAPE_OPS = new Set(['Concat', 'Sub', 'Add', 'Reshape', 'Slice']);
-
-/** Splits `buildTrainingGraph`'s graph where the log-probs and the entropy are known. */
-export function splitTrainingGraph(graph: OnnxGraph): SplitTrainingGraph {
+/**
+ * The nodes the scored log-probs and the entropy sum need, alone: the loss reads them before
+ * the training graph can run. (Handing this forward's activations to a backward-only graph
+ * instead measured slower: copying them out of and back into ONNX Runtime costs more than
+ * recomputing them.)
+ */
+export function forwardOnlyGraph(graph: OnnxGraph): OnnxGraph {
   const producer = new Map<string, OnnxNode>();
   for (const node of graph.nodes) for (const output of node.outputs) producer.set(output, node);
-  const forwardNodes = new Set<OnnxNode>();
+  const needed = new Set<OnnxNode>();
   const visit = (value: string) => {
     const node = producer.get(value);
-    if (!node || forwardNodes.has(node)) return;
-    forwardNodes.add(node);
+    if (!node || needed.has(node)) return;
+    needed.add(node);
     node.inputs.forEach(visit);
   };
-  visit(TRAINING_NAMES.tokenLogProbs);
-  visit(TRAINING_NAMES.entropySum);
-
-  const types = new Map<string, OnnxElementType>([...graph.inputs, ...graph.initializers].map((v) => [v.name, v.type]));
-  for (const node of graph.nodes) {
-    const type = node.opType === 'Shape' || (SHAPE_OPS.has(node.opType) && types.get(node.inputs[0]!) === ONNX_INT64) ? ONNX_INT64 : ONNX_FLOAT;
-    for (const output of node.outputs) types.set(output, type);
-  }
-  const part = (nodes: OnnxNode[], extraInputs: OnnxValueInfo[], outputs: OnnxValueInfo[], name: string): OnnxGraph => {
-    const read = new Set(nodes.flatMap((n) => n.inputs));
-    return {
-      name,
-      nodes,
-      initializers: graph.initializers.filter((t) => read.has(t.name)),
-      inputs: [...graph.inputs.filter((v) => read.has(v.name)), ...extraInputs],
-      outputs,
-    };
-  };
-  const backwardNodes = graph.nodes.filter((n) => !forwardNodes.has(n));
-  const handedOver = [...new Set(backwardNodes.flatMap((n) => n.inputs))].filter((v) => {
-    const from = producer.get(v);
-    return from !== undefined && forwardNodes.has(from);
-  });
-  const handed = handedOver.map((name): OnnxValueInfo => ({ name, type: types.get(name)!, dims: null }));
-  const isGradient = (v: OnnxValueInfo) => v.name.startsWith('grad.');
+  const outputs = graph.outputs.filter((v) => v.name === TRAINING_NAMES.tokenLogProbs || v.name === TRAINING_NAMES.entropySum);
+  for (const output of outputs) visit(output.name);
+  const nodes = graph.nodes.filter((n) => needed.has(n));
+  const read = new Set(nodes.flatMap((n) => n.inputs));
   return {
-    forward: part(
-      graph.nodes.filter((n) => forwardNodes.has(n)),
-      [],
-      [...graph.outputs.filter((v) => !isGradient(v)), ...handed],
-      `${graph.name}.forward`,
-    ),
-    backward: part(backwardNodes, handed, graph.outputs.filter(isGradient), `${graph.name}.backward`),
-    handedOver,
+    name: `${graph.name}.forward`,
+    nodes,
+    initializers: graph.initializers.filter((t) => read.has(t.name)),
+    inputs: graph.inputs.filter((v) => read.has(v.name)),
+    outputs,
   };
 }

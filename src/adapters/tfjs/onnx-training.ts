@@ -3,12 +3,12 @@ import { ProviderCallError } from '../../core/errors';
 import { ONNX_OPSET, transformerWeightShapes } from './onnx-graph';
 import { encodeOnnxModel } from './onnx-proto';
 import type { OnnxRuntime } from './onnx-rollouts';
-import { buildTrainingGraph, splitTrainingGraph, TRAINING_NAMES } from './onnx-training-graph';
+import { buildTrainingGraph, forwardOnlyGraph, TRAINING_NAMES } from './onnx-training-graph';
 import { MASKED, type Transformer } from './transformer';
 
-// Gradients of the tfjs Transformer computed by ONNX Runtime (`training: 'onnx'`): two sessions
-// over the split training graph (onnx-training-graph.ts), the forward handing its activations to
-// the backward. The weights are fed from the tfjs variables, rebuilt when an update or a load has
+// Gradients of the tfjs Transformer computed by ONNX Runtime (`training: 'onnx'`): one session
+// of the forward alone (the log-probs for the loss) and one of forward + backward (the gradients
+// given the loss's g), both built in onnx-training-graph.ts. The weights are fed from the tfjs variables, rebuilt when an update or a load has
 // replaced them; AdamW stays on tfjs (training.ts), so the optimizer state is the same either way.
 
 export interface OnnxTrainingSettings {
@@ -16,7 +16,7 @@ export interface OnnxTrainingSettings {
   intraOpThreads: number;
 }
 
-/** One row chunk's forward: its scored log-probs and entropy sum, and what its backward needs. */
+/** One row chunk's forward: its scored log-probs and entropy sum, and the feeds its gradients need. */
 export interface OnnxTrainingForward {
   /** In the order of the chunk's positions, row by row. */
   tokenLogProbs: Float32Array;
@@ -27,10 +27,10 @@ export interface OnnxTrainingForward {
 export interface OnnxTrainer {
   forward(rows: number[][], positions: number[][], temperature: number): Promise<OnnxTrainingForward>;
   /**
-   * The gradient of sum_t upstream_t * logp_t - entropyWeight * (entropy sum) by each weight,
-   * in `model.parameters` order.
+   * The gradient of sum_t upstream_t * logp_t - entropyWeight * (entropy sum) by each weight, in
+   * `model.parameters` order, at the weights `forward` saw (one run of forward + backward).
    */
-  backward(forward: OnnxTrainingForward, upstream: Float32Array, entropyWeight: number): Promise<Float32Array[]>;
+  gradients(forward: OnnxTrainingForward, upstream: Float32Array, entropyWeight: number): Promise<Float32Array[]>;
   dispose(): Promise<void>;
 }
 
@@ -45,12 +45,13 @@ export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, se
   if (expected.length !== model.parameters.length || model.parameters.some((p, i) => p.name !== expected[i]!.name)) {
     throw new Error('onnx training: the ONNX graph\'s weights do not match the Transformer\'s parameters');
   }
-  const split = splitTrainingGraph(buildTrainingGraph(model.config));
+  const graph = buildTrainingGraph(model.config);
   const options: Ort.InferenceSession.SessionOptions = { intraOpNumThreads: settings.intraOpThreads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' };
-  const forwardSession = await ort.InferenceSession.create(encodeOnnxModel(split.forward, ONNX_OPSET), options);
-  const backwardSession = await ort.InferenceSession.create(encodeOnnxModel(split.backward, ONNX_OPSET), options);
+  const forwardSession = await ort.InferenceSession.create(encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET), options);
+  const trainingSession = await ort.InferenceSession.create(encodeOnnxModel(graph, ONNX_OPSET), options);
+  const gradientNames = model.parameters.map((p) => TRAINING_NAMES.gradient(p.name));
   const forwardInputs = new Set(forwardSession.inputNames);
-  const backwardInputs = new Set(backwardSession.inputNames);
+  const trainingInputs = new Set(trainingSession.inputNames);
   const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) => Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
 
   // tfjs's assign gives a variable a new data id: the feeds are rebuilt only then.
@@ -69,9 +70,9 @@ export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, se
     if (!mask) masks.set(length, (mask = new ort.Tensor('float32', causalMask(length), [length, length])));
     return mask;
   };
-  const run = async (session: Ort.InferenceSession, feeds: Record<string, Ort.Tensor>, what: string) => {
+  const run = async (session: Ort.InferenceSession, feeds: Record<string, Ort.Tensor>, what: string, fetches?: string[]) => {
     try {
-      return await session.run(feeds);
+      return await (fetches ? session.run(feeds, fetches) : session.run(feeds));
     } catch (error) {
       throw new ProviderCallError({ port: 'policy', provider: 'tfjs', message: `ONNX Runtime training ${what} failed: ${error instanceof Error ? error.message : String(error)}`, isRetryable: false, cause: error });
     }
@@ -102,29 +103,29 @@ export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, se
         [TRAINING_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature), []),
       };
       const results = await run(forwardSession, only(forwardInputs, inputs), 'forward');
-      const feeds = only(backwardInputs, inputs);
-      for (const name of split.handedOver) feeds[name] = results[name]!;
+      const feeds = only(trainingInputs, inputs);
       return {
         tokenLogProbs: results[TRAINING_NAMES.tokenLogProbs]!.data as Float32Array,
         entropySum: (results[TRAINING_NAMES.entropySum]!.data as Float32Array)[0]!,
         feeds,
       };
     },
-    async backward(forward, upstream, entropyWeight) {
+    async gradients(forward, upstream, entropyWeight) {
       const results = await run(
-        backwardSession,
+        trainingSession,
         {
           ...forward.feeds,
           [TRAINING_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
           [TRAINING_NAMES.entropyWeight]: new ort.Tensor('float32', Float32Array.of(entropyWeight), []),
         },
-        'backward',
+        'forward and backward',
+        gradientNames,
       );
-      return model.parameters.map((p) => results[TRAINING_NAMES.gradient(p.name)]!.data as Float32Array);
+      return gradientNames.map((name) => results[name]!.data as Float32Array);
     },
     async dispose() {
       await forwardSession.release();
-      await backwardSession.release();
+      await trainingSession.release();
     },
   };
 }

@@ -195,10 +195,9 @@ async function computeGradients(context: PolicyContext, batch: LogProbBatch, los
 }
 
 /**
- * `computeGradients` through ONNX Runtime (`training: 'onnx'`): per chunk one forward (log-probs,
- * entropy, activations) and one backward fed the loss's g. Several chunks: every chunk's forward
- * runs first for the loss, and again before its backward (activations are not kept across chunks,
- * as the memory bound asks).
+ * `computeGradients` through ONNX Runtime (`training: 'onnx'`): every chunk's forward gives the
+ * loss its log-probs, then per chunk one forward + backward run fed the loss's g. The training
+ * run recomputes its forward, so nothing but the (small) feeds is kept between the two.
  */
 async function computeOnnxGradients(
   trainer: OnnxTrainer,
@@ -209,26 +208,26 @@ async function computeOnnxGradients(
 ): Promise<ComputedGradients> {
   const { chunks, temperature, entropyWeight, scored, signal } = plan;
   const parameters = context.state.model.parameters;
-  const forwardOf = (chunk: number[]) => {
+  const checkAbort = () => {
     if (signal?.aborted) throw new AbortedError('update', { cause: signal.reason });
-    return trainer.forward(chunk.map((i) => batch.inputIds[i]!), chunk.map((i) => batch.positions[i]!), temperature);
   };
   const newLogProbs: number[][] = batch.positions.map(() => []);
-  let kept: OnnxTrainingForward | null = null;
+  const forwards: OnnxTrainingForward[] = [];
+  let entropySum = 0;
   for (const chunk of chunks) {
-    const forward = await forwardOf(chunk);
+    checkAbort();
+    const forward = await trainer.forward(chunk.map((i) => batch.inputIds[i]!), chunk.map((i) => batch.positions[i]!), temperature);
     let at = 0;
     for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
-    if (chunks.length === 1) kept = forward;
+    entropySum += forward.entropySum;
+    forwards.push(forward);
   }
   const loss = checkLoss(lossFn(newLogProbs), batch);
   const accumulated = parameters.map((p) => new Float32Array(p.variable.size));
-  let entropySum = 0;
-  for (const chunk of chunks) {
-    const forward = kept ?? (await forwardOf(chunk));
+  for (const [c, chunk] of chunks.entries()) {
+    checkAbort();
     const upstream = Float32Array.from(chunk.flatMap((i) => loss.gradNewLogProbs[i]!));
-    const grads = await trainer.backward(forward, upstream, entropyWeight);
-    entropySum += forward.entropySum;
+    const grads = await trainer.gradients(forwards[c]!, upstream, entropyWeight);
     grads.forEach((grad, k) => {
       const sum = accumulated[k]!;
       for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
