@@ -3,10 +3,11 @@
 // by side in the same run when a python3 with torch is present, at 1 and 2 threads. Ratios are
 // against the best PyTorch setting. Prints one JSON line per figure.
 //
-// Sections: tfjs training, rollout engines (each a `RolloutEngine`; another engine's figure slots
+// Sections: training engines (tfjs, and ONNX Runtime (`training: 'onnx'`) at 1 and 2 intra-op
+// threads when onnxruntime-node is installed), rollout engines (each a `RolloutEngine`; another engine's figure slots
 // into `rolloutEngines`: tfjs, and ONNX Runtime (`rollouts: 'onnx'`) at 1 and 2 intra-op threads
 // when onnxruntime-node is installed), the PyTorch reference, ratios. BENCH_MIN_SECONDS sets how long each figure
-// repeats its step (default 10 s for tfjs, 5 s per torch setting); BENCH_PYTHON names the interpreter.
+// repeats its step after its warm-up (default 10 s here, 5 s per torch setting); BENCH_PYTHON names the interpreter.
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -18,38 +19,103 @@ const TRAIN = { batch: 8, length: 256, scoredFrom: 64 };
 const ROLLOUT = { rollouts: 16, promptLength: 64, generate: 64 };
 const MIN_SECONDS = Number(process.env.BENCH_MIN_SECONDS ?? 10);
 const MIN_REPEATS = 5;
+/** A training step takes about a second: more repeats than a rollout's for a steadier median. */
+const TRAIN_MIN_REPEATS = 9;
 /** Thread counts PyTorch runs at (capped at the cores there are); ONNX Runtime rollouts run at the same intra-op counts. */
 const TORCH_THREADS = [...new Set([1, 2].map((n) => Math.min(n, cpus().length)))];
 const ONNX_THREADS = TORCH_THREADS;
 
 const print = (figure: string, value: number, extra: Record<string, unknown> = {}) => console.log(JSON.stringify({ bench: 'training', figure, value: Number(value.toPrecision(4)), ...extra }));
 
-/** Median seconds of `step` over at least MIN_REPEATS calls and `minSeconds`, after one warm-up. */
-async function timed(step: () => Promise<void>, minSeconds = MIN_SECONDS): Promise<{ seconds: number; repeats: number }> {
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function secondsOf(step: () => Promise<void>): Promise<number> {
+  const t0 = performance.now();
   await step();
-  const times: number[] = [];
-  const started = performance.now();
-  while (times.length < MIN_REPEATS || performance.now() - started < minSeconds * 1000) {
-    const t0 = performance.now();
-    await step();
-    times.push((performance.now() - t0) / 1000);
-  }
-  return { seconds: [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)]!, repeats: times.length };
+  return (performance.now() - t0) / 1000;
 }
 
-// --- tfjs training ---------------------------------------------------------------------------
+/**
+ * Steps until the step stops getting faster: at least WARMUP_MIN_SECONDS, then until the median of
+ * the last WARMUP_WINDOW steps is no longer 5% below that of the WARMUP_WINDOW before them (at most
+ * WARMUP_MAX_STEPS). tfjs-wasm's training step takes 10-15 steps to settle (3.6 s, then 2.2-2.5 s,
+ * then 1.3-1.5 s from about step 9 in one run), so a single warm-up step left the median of a few
+ * repeats on the slope and two runs 20% apart; ONNX Runtime's settles in about 5.
+ */
+const WARMUP_WINDOW = 3;
+const WARMUP_MIN_SECONDS = 5;
+const WARMUP_MAX_STEPS = 40;
+async function warmUp(step: () => Promise<void>): Promise<number> {
+  const times: number[] = [];
+  const started = performance.now();
+  while (times.length < WARMUP_MAX_STEPS) {
+    times.push(await secondsOf(step));
+    const settled = times.length >= 2 * WARMUP_WINDOW && median(times.slice(-WARMUP_WINDOW)) > 0.95 * median(times.slice(-2 * WARMUP_WINDOW, -WARMUP_WINDOW));
+    if (settled && performance.now() - started >= WARMUP_MIN_SECONDS * 1000) break;
+  }
+  return times.length;
+}
 
-async function measureTfjsTraining(policy: TfjsPolicy, random: Random): Promise<number> {
-  const inputIds = Array.from({ length: TRAIN.batch }, () => Array.from({ length: TRAIN.length }, () => random.nextInt(256)));
-  const positions = inputIds.map(() => Array.from({ length: TRAIN.length - TRAIN.scoredFrom }, (_, k) => TRAIN.scoredFrom + k));
+/** Median seconds of `step` over at least `minRepeats` calls and `minSeconds`, after `warmUp`. */
+async function timed(step: () => Promise<void>, { minSeconds = MIN_SECONDS, minRepeats = MIN_REPEATS } = {}): Promise<{ seconds: number; repeats: number; warmupSteps: number }> {
+  const warmupSteps = await warmUp(step);
+  const times: number[] = [];
+  const started = performance.now();
+  while (times.length < minRepeats || performance.now() - started < minSeconds * 1000) times.push(await secondsOf(step));
+  return { seconds: median(times), repeats: times.length, warmupSteps };
+}
+
+// --- training engines ------------------------------------------------------------------------
+
+interface TrainingFigure {
+  figure: string;
+  tokensPerSecond: number;
+  setting?: Record<string, unknown>;
+}
+
+/** Training tokens per second of `policy.update` on one fixed batch (a forward + backward + AdamW step). */
+async function measureTraining(policy: TfjsPolicy, batch: { inputIds: number[][]; positions: number[][] }) {
   const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
-  await policy.update({ inputIds, positions }, lossFn);
-  const { seconds, repeats } = await timed(async () => {
-    await policy.update({ inputIds, positions }, lossFn);
-  });
-  const tokensPerSecond = (TRAIN.batch * TRAIN.length) / seconds;
-  print('tfjs_train_tokens_per_second', tokensPerSecond, { backend: policy.backend.name, model: MODEL, parameters: policy.parameterCount, ...TRAIN, repeats, note: 'sequence tokens through one forward + backward + AdamW step per second, median step' });
-  return tokensPerSecond;
+  const { seconds, repeats, warmupSteps } = await timed(
+    async () => {
+      await policy.update(batch, lossFn);
+    },
+    { minRepeats: TRAIN_MIN_REPEATS },
+  );
+  return { tokensPerSecond: (TRAIN.batch * TRAIN.length) / seconds, repeats, warmupSteps };
+}
+
+/** tfjs training, then the same weights trained through ONNX Runtime at each thread count (none without onnxruntime-node). */
+async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promise<TrainingFigure[]> {
+  const inputIds = Array.from({ length: TRAIN.batch }, () => Array.from({ length: TRAIN.length }, () => random.nextInt(256)));
+  const batch = { inputIds, positions: inputIds.map(() => Array.from({ length: TRAIN.length - TRAIN.scoredFrom }, (_, k) => TRAIN.scoredFrom + k)) };
+  const about = { model: MODEL, parameters: policy.parameterCount, ...TRAIN };
+  const note = 'sequence tokens through one forward + backward + AdamW step per second, median step after the warm-up';
+  const checkpoint = await policy.save();
+  const tfjs = await measureTraining(policy, batch);
+  print('tfjs_train_tokens_per_second', tfjs.tokensPerSecond, { backend: policy.backend.name, ...about, repeats: tfjs.repeats, warmupSteps: tfjs.warmupSteps, note });
+  const figures: TrainingFigure[] = [{ figure: 'tfjs_train_tokens_per_second', tokensPerSecond: tfjs.tokensPerSecond }];
+  let best: TrainingFigure | null = null;
+  for (const intraOpThreads of ONNX_THREADS) {
+    let onnx: TfjsPolicy;
+    try {
+      onnx = await createTfjsPolicy({ model: MODEL, seed: 0, backend: policy.backend.name, training: 'onnx', onnx: { intraOpThreads } });
+    } catch (error) {
+      print('onnx_train_skipped', 0, { reason: error instanceof Error ? error.message : String(error) });
+      return figures;
+    }
+    // The weights tfjs started from, so that both engines train the same model.
+    await onnx.load(checkpoint);
+    const measured = await measureTraining(onnx, batch);
+    onnx.dispose();
+    print('onnx_train_tokens_per_second_at_setting', measured.tokensPerSecond, { intraOpThreads, ...about, repeats: measured.repeats, warmupSteps: measured.warmupSteps, note: `training: onnx (gradients in ONNX Runtime, AdamW on ${policy.backend.name}); ${note}` });
+    if (!best || measured.tokensPerSecond > best.tokensPerSecond) best = { figure: 'onnx_train_tokens_per_second', tokensPerSecond: measured.tokensPerSecond, setting: { intraOpThreads } };
+  }
+  if (best) {
+    print(best.figure, best.tokensPerSecond, { ...best.setting, ...about, note: 'best setting' });
+    figures.push(best);
+  }
+  return figures;
 }
 
 // --- rollout engines -------------------------------------------------------------------------
@@ -197,7 +263,7 @@ function measureTorch(vocabSize: number): TorchFigures[] | null {
 print('conditions', cpus().length, { cores: cpus().length, loadAverage1m: Number(loadavg()[0]!.toFixed(2)), node: process.version, note: 'value: cores; figures from one run, compare ratios' });
 const policy = await createTfjsPolicy({ model: MODEL, seed: 0, optimizer: { learningRate: 1e-4 } });
 const random = createRandom(1);
-const tfjsTrain = await measureTfjsTraining(policy, random);
+const trainingFigures = await measureTrainingEngines(policy, random);
 // Another rollout engine (e.g. the same weights on another runtime) is one more entry here.
 const rolloutEngines: RolloutEngine[] = [tfjsRolloutEngine(policy), ...(await onnxRolloutEngines(policy))];
 const rolloutFigures = await measureRollouts(rolloutEngines, random);
@@ -205,7 +271,13 @@ const torch = measureTorch(policy.tokenizer.vocabSize);
 if (torch && torch.length > 0) {
   const bestTrain = torch.reduce((a, b) => (b.train > a.train ? b : a));
   const bestRollout = torch.reduce((a, b) => (b.rollout > a.rollout ? b : a));
-  print('train_ratio_tfjs_over_best_torch', tfjsTrain / bestTrain.train, { backend: policy.backend.name, torchThreads: bestTrain.threads, torchTokensPerSecond: Number(bestTrain.train.toPrecision(4)), note: 'tfjs-wasm runs one thread' });
+  const torchAbout = { torchThreads: bestTrain.threads, torchTokensPerSecond: Number(bestTrain.train.toPrecision(4)) };
+  for (const { figure, tokensPerSecond, setting } of trainingFigures) {
+    const name = figure === 'tfjs_train_tokens_per_second' ? 'train_ratio_tfjs_over_best_torch' : 'train_ratio_onnx_over_best_torch';
+    print(name, tokensPerSecond / bestTrain.train, { ...setting, ...torchAbout, ...(!setting && { backend: policy.backend.name, note: 'tfjs-wasm runs one thread' }) });
+  }
+  const bestEngine = trainingFigures.reduce((a, b) => (b.tokensPerSecond > a.tokensPerSecond ? b : a));
+  print('train_ratio_best_over_best_torch', bestEngine.tokensPerSecond / bestTrain.train, { engine: bestEngine.figure, ...bestEngine.setting, ...torchAbout, note: 'the fastest in-process training engine' });
   for (const [figure, { tokensPerSecond, setting }] of rolloutFigures) {
     print('rollout_ratio_over_best_torch', tokensPerSecond / bestRollout.rollout, { engine: figure, ...setting, torchThreads: bestRollout.threads, torchTokensPerSecond: Number(bestRollout.rollout.toPrecision(4)) });
   }

@@ -57,8 +57,8 @@ export function transformerWeightShapes(config: TransformerConfig): Array<{ name
   return shapes;
 }
 
-/** Collects nodes and constants, naming every intermediate value. */
-class GraphBuilder {
+/** Collects nodes and constants, naming every intermediate value (the forward here, the training graph in onnx-training-graph.ts). */
+export class GraphBuilder {
   readonly nodes: OnnxNode[] = [];
   readonly initializers: OnnxTensor[] = [];
   private counter = 0;
@@ -78,6 +78,11 @@ class GraphBuilder {
 
   floatScalar(name: string, value: number): string {
     this.initializers.push({ name, type: ONNX_FLOAT, dims: [], values: [value] });
+    return name;
+  }
+
+  floats(name: string, values: readonly number[]): string {
+    this.initializers.push({ name, type: ONNX_FLOAT, dims: [values.length], values });
     return name;
   }
 

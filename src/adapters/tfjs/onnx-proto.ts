@@ -15,7 +15,7 @@ export interface OnnxTensor {
   values: readonly number[];
 }
 
-export type OnnxAttribute = number | readonly number[] | { float: number };
+export type OnnxAttribute = number | readonly number[] | { float: number } | { string: string };
 
 export interface OnnxNode {
   opType: string;
@@ -24,11 +24,11 @@ export interface OnnxNode {
   attributes?: Record<string, OnnxAttribute>;
 }
 
-/** A graph input or output; a string dimension is symbolic (free per run). */
+/** A graph input or output; a string dimension is symbolic (free per run); `null` dims: shape unstated. */
 export interface OnnxValueInfo {
   name: string;
   type: OnnxElementType;
-  dims: ReadonlyArray<number | string>;
+  dims: ReadonlyArray<number | string> | null;
 }
 
 export interface OnnxGraph {
@@ -111,11 +111,12 @@ function writeTensor(w: ProtoWriter, tensor: OnnxTensor): void {
   w.bytesField(9, raw);
 }
 
-// AttributeProto: name = 1, f = 2, i = 3, t = 5, ints = 8, type = 20 (FLOAT 1, INT 2, INTS 7).
+// AttributeProto: name = 1, f = 2, i = 3, s = 4, t = 5, ints = 8, type = 20 (FLOAT 1, INT 2, STRING 3, INTS 7).
 function writeAttribute(w: ProtoWriter, name: string, value: OnnxAttribute): void {
   w.string(1, name);
   if (typeof value === 'number') w.int(3, value).int(20, 2);
   else if (Array.isArray(value)) w.packedInts(8, value).int(20, 7);
+  else if ('string' in (value as object)) w.string(4, (value as { string: string }).string).int(20, 3);
   else w.float(2, (value as { float: number }).float).int(20, 1);
 }
 
@@ -130,11 +131,15 @@ function writeNode(w: ProtoWriter, node: OnnxNode, index: number): void {
 // ValueInfoProto: name = 1, type = 2; TypeProto.tensor_type = 1 {elem_type = 1, shape = 2 {dim = 1 {dim_value = 1, dim_param = 2}}}.
 function writeValueInfo(w: ProtoWriter, info: OnnxValueInfo): void {
   w.string(1, info.name).message(2, (type) =>
-    type.message(1, (tensor) =>
-      tensor.int(1, info.type).message(2, (shape) => {
-        for (const dim of info.dims) shape.message(1, (d) => (typeof dim === 'number' ? d.int(1, dim) : d.string(2, dim)));
-      }),
-    ),
+    type.message(1, (tensor) => {
+      tensor.int(1, info.type);
+      const dims = info.dims;
+      if (dims) {
+        tensor.message(2, (shape) => {
+          for (const dim of dims) shape.message(1, (d) => (typeof dim === 'number' ? d.int(1, dim) : d.string(2, dim)));
+        });
+      }
+    }),
   );
 }
 

@@ -8,6 +8,7 @@ import { createCheckpoints } from './checkpoint';
 import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
 import { cacheShapeOf, createDecoder } from './decoder';
 import type { OnnxRolloutForward, OnnxRuntime } from './onnx-rollouts';
+import type { OnnxTrainer } from './onnx-training';
 import { parseTfjsPolicySettings, transformerConfigOf, type TfjsPolicySettings } from './settings';
 import type { PolicyContext, PolicyState } from './state';
 import { gradients, logProbs, resetOptimizer, update } from './training';
@@ -41,19 +42,22 @@ export interface CreateTfjsPolicyOptions {
   tokenizer?: Tokenizer;
   /** Loads backend packages; for tests. */
   loadBackendModule?: BackendModuleLoader;
-  /** Loads `onnxruntime-node` for `rollouts: 'onnx'`; for tests. */
+  /** Loads `onnxruntime-node` for `rollouts: 'onnx'` and `training: 'onnx'`; for tests. */
   loadOnnxRuntime?: () => Promise<unknown>;
 }
 
 const ONNX_RUNTIME = { name: 'onnxruntime-node', install: 'npm install onnxruntime-node@^1.30.0' };
 
-/** ONNX Runtime and the rollout engine, loaded only when asked for: onnxruntime-node stays optional. */
-async function loadOnnxRollouts(load: () => Promise<unknown> = () => import('onnxruntime-node')) {
+/** ONNX Runtime, loaded only when asked for: onnxruntime-node stays optional. */
+async function loadOnnxRuntime(load: () => Promise<unknown> = () => import('onnxruntime-node')): Promise<OnnxRuntime> {
   const loaded = (await loadWithOptionalPackages('searcher-rl/tfjs', [ONNX_RUNTIME], load)) as OnnxRuntime & { default?: OnnxRuntime };
-  const { createOnnxRolloutForward } = await import('./onnx-rollouts');
   // onnxruntime-node is CommonJS: its exports may arrive under `default`.
-  const ort = loaded.InferenceSession ? loaded : loaded.default!;
-  return (context: PolicyContext): Promise<OnnxRolloutForward> => createOnnxRolloutForward(ort, context.state.model, cacheShapeOf(context), context.settings.onnx);
+  return loaded.InferenceSession ? loaded : loaded.default!;
+}
+
+async function createOnnxRollouts(ort: OnnxRuntime, context: PolicyContext): Promise<OnnxRolloutForward> {
+  const { createOnnxRolloutForward } = await import('./onnx-rollouts');
+  return createOnnxRolloutForward(ort, context.state.model, cacheShapeOf(context), context.settings.onnx);
 }
 
 /**
@@ -62,28 +66,33 @@ async function loadOnnxRollouts(load: () => Promise<unknown> = () => import('onn
  * together, one forward per token step for all of them. Sampling is temperature + top-p from a
  * seeded stream per rollout, and each TokenStep's log-prob is log softmax(logits / T), the same
  * number `logProbs` computes with a full forward. `rollouts: 'onnx'` runs the rollout forwards
- * through ONNX Runtime (onnx-rollouts.ts), fed the live weights; training stays on tfjs.
+ * through ONNX Runtime (onnx-rollouts.ts), fed the live weights; `training: 'onnx'` computes the
+ * gradients there too (onnx-training.ts), AdamW staying on tfjs.
  */
 export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, options: CreateTfjsPolicyOptions = {}): Promise<TfjsPolicy> {
   const parsed = parseTfjsPolicySettings(settings);
   const tokenizer = options.tokenizer ?? createProtocolTokenizer();
   const selected = await selectTfjsBackend(parsed.backend, options.loadBackendModule);
   // Before any weights exist: a missing onnxruntime-node fails creation with nothing to free.
-  const createOnnx = parsed.rollouts === 'onnx' ? await loadOnnxRollouts(options.loadOnnxRuntime) : null;
+  const ort = parsed.rollouts === 'onnx' || parsed.training === 'onnx' ? await loadOnnxRuntime(options.loadOnnxRuntime) : null;
   const modelConfig = transformerConfigOf(parsed.model, tokenizer.vocabSize);
   // Stream 1 of the seed draws the weights; sessions sample from stream 2 (see the decoder).
   const model = new Transformer(modelConfig, createRandom(parsed.seed, RANDOM_STREAMS.modelWeights));
   const state: PolicyState = { model, optimizer: new AdamW(model.parameters, parsed.optimizer), sessionCounter: 0, samplingSeed: parsed.seed, disposed: false };
-  const context: PolicyContext = { settings: parsed, tokenizer, modelConfig, backendTfName: selected.tfName, state };
-  const checkpoints = createCheckpoints(context);
+  let onnxTrainer: OnnxTrainer | undefined;
   let onnx: OnnxRolloutForward | null = null;
+  let context: PolicyContext;
   try {
-    onnx = createOnnx && (await createOnnx(context));
+    if (ort && parsed.training === 'onnx') onnxTrainer = await (await import('./onnx-training')).createOnnxTrainer(ort, model, parsed.onnx);
+    context = { settings: parsed, tokenizer, modelConfig, backendTfName: selected.tfName, state, ...(onnxTrainer && { onnxTrainer }) };
+    if (ort && parsed.rollouts === 'onnx') onnx = await createOnnxRollouts(ort, context);
   } catch (error) {
     model.dispose();
     state.optimizer.dispose();
+    void onnxTrainer?.dispose();
     throw error;
   }
+  const checkpoints = createCheckpoints(context);
   const decoder = createDecoder(context, onnx?.forward);
   return {
     specificationVersion: 'v1',
@@ -113,6 +122,7 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
       model.dispose();
       state.optimizer.dispose();
       void onnx?.dispose();
+      void onnxTrainer?.dispose();
     },
   };
 }

@@ -55,10 +55,16 @@ export const tfjsPolicySettingsSchema = z
      * peer), fed the live weights, with the same sampling; training and `logProbs` stay on tfjs.
      */
     rollouts: z.enum(['tfjs', 'onnx']).default('tfjs'),
-    /** ONNX Runtime's settings, for `rollouts: 'onnx'`. */
+    /**
+     * Where `update` and `gradients` compute the gradients. `tfjs`: the training backend. `onnx`:
+     * a hand-built forward + backward ONNX graph in ONNX Runtime (`onnxruntime-node`), fed the live
+     * weights; AdamW and `logProbs` stay on tfjs, so checkpoints are the same either way.
+     */
+    training: z.enum(['tfjs', 'onnx']).default('tfjs'),
+    /** ONNX Runtime's settings, for `rollouts: 'onnx'` and `training: 'onnx'`. */
     onnx: z
       .object({
-        /** Intra-op threads of the ONNX Runtime session. */
+        /** Intra-op threads of each ONNX Runtime session. */
         intraOpThreads: positiveInt().default(1),
       })
       .strict()

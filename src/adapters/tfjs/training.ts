@@ -3,6 +3,7 @@ import { AbortedError, InvalidArgumentError, PortOutputError } from '../../core/
 import type { CallOptions } from '../../ports/common';
 import type { LogProbBatch, LossFunction, UpdateOptions, UpdateResult } from '../../ports/policy-backend';
 import { AdamW, type AdamWSettings } from './adamw';
+import type { OnnxTrainer, OnnxTrainingForward } from './onnx-training';
 import { parseOptimizerSettings } from './settings';
 import { ensureReady, type PolicyContext } from './state';
 import type { TransformerConfig } from './transformer';
@@ -134,6 +135,7 @@ async function computeGradients(context: PolicyContext, batch: LogProbBatch, los
   const scored = batch.positions.reduce((n, row) => n + row.length, 0);
   if (scored === 0) return null;
   const chunks = rowChunks(batch, modelConfig.heads, settings.maxAttentionElements);
+  if (context.onnxTrainer) return computeOnnxGradients(context.onnxTrainer, context, batch, lossFn, { chunks, temperature, entropyWeight: entropyCoef / scored, scored, signal: updateOptions.signal });
   let lossValue = 0;
   let metrics: Record<string, number> = {};
   let entropySum = 0;
@@ -190,6 +192,53 @@ async function computeGradients(context: PolicyContext, batch: LogProbBatch, los
     throw error;
   }
   return { grads: accumulated, value: lossValue, metrics, entropy: entropySum / scored };
+}
+
+/**
+ * `computeGradients` through ONNX Runtime (`training: 'onnx'`): every chunk's forward gives the
+ * loss its log-probs, then per chunk one forward + backward run fed the loss's g. The training
+ * run recomputes its forward, so nothing but the (small) feeds is kept between the two.
+ */
+async function computeOnnxGradients(
+  trainer: OnnxTrainer,
+  context: PolicyContext,
+  batch: LogProbBatch,
+  lossFn: LossFunction,
+  plan: { chunks: number[][]; temperature: number; entropyWeight: number; scored: number; signal?: AbortSignal },
+): Promise<ComputedGradients> {
+  const { chunks, temperature, entropyWeight, scored, signal } = plan;
+  const parameters = context.state.model.parameters;
+  const checkAbort = () => {
+    if (signal?.aborted) throw new AbortedError('update', { cause: signal.reason });
+  };
+  const newLogProbs: number[][] = batch.positions.map(() => []);
+  const forwards: OnnxTrainingForward[] = [];
+  let entropySum = 0;
+  for (const chunk of chunks) {
+    checkAbort();
+    const forward = await trainer.forward(chunk.map((i) => batch.inputIds[i]!), chunk.map((i) => batch.positions[i]!), temperature);
+    let at = 0;
+    for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
+    entropySum += forward.entropySum;
+    forwards.push(forward);
+  }
+  const loss = checkLoss(lossFn(newLogProbs), batch);
+  const accumulated = parameters.map((p) => new Float32Array(p.variable.size));
+  for (const [c, chunk] of chunks.entries()) {
+    checkAbort();
+    const upstream = Float32Array.from(chunk.flatMap((i) => loss.gradNewLogProbs[i]!));
+    const grads = await trainer.gradients(forwards[c]!, upstream, entropyWeight);
+    grads.forEach((grad, k) => {
+      const sum = accumulated[k]!;
+      for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
+    });
+  }
+  return {
+    grads: accumulated.map((sum, k) => tf.tensor(sum, parameters[k]!.variable.shape)),
+    value: loss.value,
+    metrics: loss.metrics ?? {},
+    entropy: entropySum / scored,
+  };
 }
 
 export async function update(context: PolicyContext, batch: LogProbBatch, lossFn: LossFunction, updateOptions: UpdateOptions = {}): Promise<UpdateResult> {

@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { MissingDependencyError } from '../../core/errors';
+import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
+import { createTfjsPolicy } from './policy';
+import { TINY, useTinyPolicies } from './__fixtures__/tiny-policy';
+
+const tiny = useTinyPolicies();
+
+/** Rows of different lengths (right padding), repeated tokens (the embedding scatter adds), scored places spread out. */
+const BATCH: LogProbBatch = {
+  inputIds: [
+    [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5],
+    [2, 7, 1, 8],
+    [1, 1, 2, 3, 5, 8, 13, 21],
+    [9, 9, 9, 4, 4, 1],
+  ],
+  positions: [[1, 4, 7, 10], [2, 3], [1, 2, 3, 6, 7], [5]],
+  temperature: 0.7,
+};
+
+/** A loss whose g differs per token and depends on the new log-probs (as PPO/GSPO do). */
+const lossFn: LossFunction = (newLogProbs) => ({
+  value: newLogProbs.flat().reduce((a, b) => a + b, 0),
+  gradNewLogProbs: newLogProbs.map((row, i) => row.map((lp, t) => ((i + 1) * (t % 2 === 0 ? 1 : -0.5)) / 10 + 0.01 * lp)),
+  metrics: { probe: newLogProbs.length },
+});
+
+/** max over tensors of max|a - b| / max|b|. */
+function worstRelativeGap(a: Record<string, Float32Array>, b: Record<string, Float32Array>): { name: string; gap: number } {
+  let worst = { name: '', gap: 0 };
+  for (const [name, expected] of Object.entries(b)) {
+    const actual = a[name]!;
+    expect(actual.length).toBe(expected.length);
+    const scale = Math.max(...expected.map(Math.abs), 1e-12);
+    let gap = 0;
+    for (let i = 0; i < expected.length; i++) gap = Math.max(gap, Math.abs(actual[i]! - expected[i]!));
+    if (gap / scale > worst.gap) worst = { name, gap: gap / scale };
+  }
+  return worst;
+}
+
+describe('training through ONNX Runtime', () => {
+  for (const maxAttentionElements of [16_000_000, 2 * 11 * 11]) {
+    const chunks = maxAttentionElements > 1000 ? 'one chunk' : 'a chunk per row';
+    it(`gradients equal the tfjs ones (temperature 0.7, entropy bonus, ${chunks})`, async () => {
+      const viaTfjs = await tiny({ seed: 9, maxAttentionElements });
+      const viaOnnx = await tiny({ seed: 9, maxAttentionElements, training: 'onnx' });
+      for (const entropyCoef of [0, 0.05]) {
+        const expected = await viaTfjs.gradients(BATCH, lossFn, { entropyCoef });
+        const actual = await viaOnnx.gradients(BATCH, lossFn, { entropyCoef });
+        expect(actual.value).toBeCloseTo(expected.value, 4);
+        expect(Object.keys(actual.gradients)).toEqual(Object.keys(expected.gradients));
+        expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-4);
+      }
+    });
+  }
+
+  it('an update moves the weights as the tfjs one does and reports the same fields', async () => {
+    const settings = { seed: 2, optimizer: { learningRate: 1e-2 } };
+    const viaTfjs = await tiny(settings);
+    const viaOnnx = await tiny({ ...settings, training: 'onnx', onnx: { intraOpThreads: 2 } });
+    for (let step = 0; step < 3; step++) {
+      const expected = await viaTfjs.update(BATCH, lossFn, { entropyCoef: 0.01 });
+      const actual = await viaOnnx.update(BATCH, lossFn, { entropyCoef: 0.01 });
+      expect(Object.keys(actual).sort()).toEqual(Object.keys(expected).sort());
+      expect(Object.keys(actual.metrics!).sort()).toEqual(Object.keys(expected.metrics!).sort());
+      expect(actual.applied).toBe(true);
+      expect(actual.gradNorm).toBeCloseTo(expected.gradNorm, 4);
+      expect(actual.value).toBeCloseTo(expected.value, 4);
+      expect(actual.metrics!.entropy).toBeCloseTo(expected.metrics!.entropy!, 4);
+    }
+    expect(viaOnnx.optimizerStep).toBe(3);
+    // The same weights after three steps: the next scores agree closely.
+    const [a, b] = [await viaOnnx.logProbs(BATCH), await viaTfjs.logProbs(BATCH)];
+    a.forEach((row, i) => row.forEach((lp, t) => expect(Math.abs(lp - b[i]![t]!)).toBeLessThan(1e-4)));
+  });
+
+  it('nothing scored: no step, zero gradients', async () => {
+    const policy = await tiny({ training: 'onnx' });
+    const empty = { inputIds: [[1, 2, 3]], positions: [[]] };
+    expect((await policy.update(empty, lossFn)).applied).toBe(false);
+    const { gradients } = await policy.gradients(empty, lossFn);
+    expect(Object.values(gradients).every((g) => g.every((v) => v === 0))).toBe(true);
+  });
+
+  it('a missing onnxruntime-node is a MissingDependencyError that says what to install', async () => {
+    const missing = async () => {
+      throw Object.assign(new Error("Cannot find package 'onnxruntime-node' imported from /app/policy.js"), { code: 'ERR_MODULE_NOT_FOUND' });
+    };
+    const error = await createTfjsPolicy({ ...TINY, training: 'onnx' }, { loadOnnxRuntime: missing }).catch((e: unknown) => e);
+    expect(MissingDependencyError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(/npm install onnxruntime-node/);
+  });
+});
