@@ -11,7 +11,7 @@ import type { Trajectory } from '../core/trajectory/trajectory';
 import { issueFields } from '../provider-utils/settings';
 import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, type StepMetrics } from '../trainer';
 import { dataRunConfigSchema, readPromptDataset, type DataRunConfig } from './data-config';
-import { resolveRollouts } from './run-config';
+import { runPolicySettings } from './run-config';
 import { createProgress } from './progress';
 import type { EvalSummary, RunContext } from './train-run';
 
@@ -40,17 +40,15 @@ export async function readNamedCheckpoint(reference: string) {
 }
 
 async function createDataPolicy(config: DataRunConfig, prompts: readonly PromptRecord[]): Promise<TfjsPolicy> {
-  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
-  const rollouts = await resolveRollouts(config.policy.rollouts);
-  const model = { layers, width, heads, contextLength };
+  const settings = await runPolicySettings(config.policy, config.seed);
   if (config.policy.initFrom !== null) {
     const { checkpoint } = await readNamedCheckpoint(config.policy.initFrom);
-    const policy = await createTfjsPolicy({ model, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer: tokenizerFromCheckpoint(checkpoint) });
+    const policy = await createTfjsPolicy(settings, { tokenizer: tokenizerFromCheckpoint(checkpoint) });
     await policy.load(checkpoint);
     return policy;
   }
   const tokenizer = config.policy.tokenizer === 'vocabulary' ? createVocabularyTokenizer(datasetVocabulary(prompts)) : createProtocolTokenizer();
-  return createTfjsPolicy({ model, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer });
+  return createTfjsPolicy(settings, { tokenizer });
 }
 
 export function summariseEval(split: string, trajectories: readonly Trajectory[]): EvalSummary {
@@ -154,9 +152,7 @@ export async function evalDataRun(runDir: string, config: DataRunConfig, limit: 
   if (!named && !found) throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
   let policy: TfjsPolicy | null = null;
   if (found) {
-    const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
-  const rollouts = await resolveRollouts(config.policy.rollouts);
-    policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+    policy = await createTfjsPolicy(await runPolicySettings(config.policy, config.seed), { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
     await policy.load(found.checkpoint);
   }
   const container = createSearcherContainer(config.searcher, { ports: { ...(policy && { policy }), store: createJsonlStore({ dir: runDir }) } });

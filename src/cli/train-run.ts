@@ -19,7 +19,7 @@ import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
 import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint, type StepMetrics } from '../trainer';
 import { createProgress, type ProgressStream } from './progress';
-import { parseRunConfig, resolveRollouts, type RunConfig } from './run-config';
+import { parseRunConfig, resolveRollouts, runPolicySettings, type RunConfig } from './run-config';
 
 export interface EvalSummary {
   split: string;
@@ -68,9 +68,7 @@ export async function prepareEnvironment(config: RunConfig, context: RunContext)
 
 export async function createRunPolicy(config: RunConfig, env: SlideEnvironment): Promise<TfjsPolicy> {
   const tokenizer = config.policy.tokenizer === 'vocabulary' ? createVocabularyTokenizer(corpusVocabulary(env.corpus)) : createProtocolTokenizer();
-  const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
-  const rollouts = await resolveRollouts(config.policy.rollouts);
-  return createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, rollouts, optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
+  return createTfjsPolicy({ ...(await runPolicySettings(config.policy, config.seed)), optimizer: { learningRate: config.sft.learningRate, weightDecay: 0 } }, { tokenizer });
 }
 
 function summarise(split: string, questions: readonly CorpusQuestion[], trajectories: readonly Trajectory[]): EvalSummary {
@@ -145,8 +143,8 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
   const configPath = join(runDir, 'config.json');
   const previous = await readFile(configPath, 'utf8').then((text) => JSON.parse(text) as RunConfig, () => null);
   if (previous) {
-    // How sessions share forwards, and which engine runs rollouts, change no weight, so a folder may continue with the other setting.
-    const policyPart = (c: RunConfig) => ({ ...c.policy, coalesceSessions: null, rollouts: null });
+    // How sessions share forwards, and which engines run rollouts and compute gradients, change no weight shape, so a folder may continue with the other setting.
+    const policyPart = (c: RunConfig) => ({ ...c.policy, coalesceSessions: null, rollouts: null, training: null });
     const same = (key: 'corpus' | 'policy' | 'sft' | 'seed', a: RunConfig, b: RunConfig) => JSON.stringify(key === 'policy' ? policyPart(a) : a[key]) === JSON.stringify(key === 'policy' ? policyPart(b) : b[key]);
     for (const key of ['corpus', 'policy', 'sft', 'seed'] as const) {
       if (!same(key, previous, config)) {
@@ -162,7 +160,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
   try {
     container = runContainer(config, env, policy, store);
     const ports = await resolvePorts(container);
-    context.log(`policy: ${policy.parameterCount} parameters on ${policy.backend.name} (rollouts: ${await resolveRollouts(config.policy.rollouts)}), vocabulary ${policy.tokenizer.vocabSize} tokens`);
+    context.log(`policy: ${policy.parameterCount} parameters on ${policy.backend.name} (rollouts: ${await resolveRollouts(config.policy.rollouts)}, training: ${config.policy.training}), vocabulary ${policy.tokenizer.vocabSize} tokens`);
     // The warm start runs once per run folder and is kept as a checkpoint, so that a continued run
     // evaluates and trains from the same weights.
     const sft = await readCheckpoint(store, SFT_RUN);
@@ -251,9 +249,7 @@ export async function loadRunPolicy(runDir: string, config: RunConfig): Promise<
   for (const runId of [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN)) {
     const found = await readCheckpoint(store, runId);
     if (!found) continue;
-    const { layers, width, heads, contextLength, backend, coalesceSessions } = config.policy;
-    const rollouts = await resolveRollouts(config.policy.rollouts);
-    const policy = await createTfjsPolicy({ model: { layers, width, heads, contextLength }, seed: config.seed, backend, coalesceSessions, rollouts }, { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
+    const policy = await createTfjsPolicy(await runPolicySettings(config.policy, config.seed), { tokenizer: tokenizerFromCheckpoint(found.checkpoint) });
     await policy.load(found.checkpoint);
     return { policy, from: `${runId}/${found.key}` };
   }
