@@ -64,11 +64,12 @@ export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, se
     weightIds = ids;
     return weightFeeds;
   };
-  const masks = new Map<number, Ort.Tensor>();
+  // The last length's mask only: batches vary in length, and a mask per length up to the context
+  // would keep context^3 / 3 floats.
+  let mask: { length: number; tensor: Ort.Tensor } | null = null;
   const maskOf = (length: number) => {
-    let mask = masks.get(length);
-    if (!mask) masks.set(length, (mask = new ort.Tensor('float32', causalMask(length), [length, length])));
-    return mask;
+    if (mask?.length !== length) mask = { length, tensor: new ort.Tensor('float32', causalMask(length), [length, length]) };
+    return mask.tensor;
   };
   const run = async (session: Ort.InferenceSession, feeds: Record<string, Ort.Tensor>, what: string, fetches?: string[]) => {
     try {
