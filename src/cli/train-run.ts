@@ -143,7 +143,7 @@ export async function trainRun(config: RunConfig, context: RunContext): Promise<
   const configPath = join(runDir, 'config.json');
   const previous = await readFile(configPath, 'utf8').then((text) => JSON.parse(text) as RunConfig, () => null);
   if (previous) {
-    // How sessions share forwards, and which engines run rollouts and compute gradients, change no weight shape, so a folder may continue with the other setting.
+    // How sessions share forwards, and which engines run rollouts and compute gradients, change the model's numbers in their last bits only, so a folder may continue with another setting.
     const policyPart = (c: RunConfig) => ({ ...c.policy, coalesceSessions: null, rollouts: null, training: null });
     const same = (key: 'corpus' | 'policy' | 'sft' | 'seed', a: RunConfig, b: RunConfig) => JSON.stringify(key === 'policy' ? policyPart(a) : a[key]) === JSON.stringify(key === 'policy' ? policyPart(b) : b[key]);
     for (const key of ['corpus', 'policy', 'sft', 'seed'] as const) {

@@ -4,6 +4,7 @@ import { PROTOCOL_TAG_STRINGS } from './tags';
 
 
 const encoder = new TextEncoder();
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 const decoder = new TextDecoder('utf-8', { fatal: false });
 
 /**
@@ -13,7 +14,7 @@ const decoder = new TextDecoder('utf-8', { fatal: false });
 export function createProtocolTokenizer(): Tokenizer {
   const specials = [...PROTOCOL_TAG_STRINGS, '<eos>'];
   const specialIds = new Map(specials.map((text, i) => [text, 256 + i] as const));
-  const pattern = new RegExp(specials.map((s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|'), 'g');
+  const pattern = new RegExp(specials.map(escapeRegExp).join('|'), 'g');
   const vocabSize = 256 + specials.length;
   return {
     vocabSize,
@@ -80,11 +81,10 @@ export function createVocabularyTokenizer(vocabulary: readonly string[]): Tokeni
   const wordIds = new Map(words.map((w, i) => [w, base + i] as const));
   const specialIds = new Map(SPECIALS.map((text, i) => [text, 256 + i] as const));
   const bytes = createProtocolTokenizer();
-  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
   // Number lists first (longest first), standing alone, so that a list is never read as its numbers.
   const lists = words.filter((w) => NUMBER_LIST.test(w)).sort((a, b) => b.length - a.length);
-  const listPattern = lists.length > 0 ? `(?<![\\p{L}\\p{N}])(?:${lists.map(escape).join('|')})(?![\\p{L}\\p{N}])|` : '';
-  const pattern = new RegExp(`${SPECIALS.map(escape).join('|')}|${listPattern}[\\p{L}\\p{N}]+|[^\\p{L}\\p{N}<]+|<`, 'gu');
+  const listPattern = lists.length > 0 ? `(?<![\\p{L}\\p{N}])(?:${lists.map(escapeRegExp).join('|')})(?![\\p{L}\\p{N}])|` : '';
+  const pattern = new RegExp(`${SPECIALS.map(escapeRegExp).join('|')}|${listPattern}[\\p{L}\\p{N}]+|[^\\p{L}\\p{N}<]+|<`, 'gu');
   return {
     vocabSize: base + words.length,
     eosTokenId: specialIds.get('<eos>')!,

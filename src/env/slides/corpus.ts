@@ -277,7 +277,7 @@ export function perceivedSlideText(slide: Slide, readableFontPx = READABLE_FONT_
 
 /**
  * Every word of the corpus's slides and questions (letters and digits), and every list of numbers
- * the policy is shown (a small-print region's coordinates), sorted: a tokenizer vocabulary. A
+ * in them (a small-print region's coordinates, as the policy is shown them), sorted: a tokenizer vocabulary. A
  * coordinate list is one token, so that a crop copies the region in one choice
  * (createVocabularyTokenizer).
  */
