@@ -7,7 +7,9 @@
 // threads when onnxruntime-node is installed), rollout engines (each a `RolloutEngine`; another engine's figure slots
 // into `rolloutEngines`: tfjs, and ONNX Runtime (`rollouts: 'onnx'`) at 1 and 2 intra-op threads
 // when onnxruntime-node is installed), the PyTorch reference, ratios. BENCH_MIN_SECONDS sets how long each figure
-// repeats its step after its warm-up (default 10 s here, 5 s per torch setting); BENCH_PYTHON names the interpreter.
+// repeats its step after its warm-up (default 25 s, in process and per torch setting: this 2-core
+// machine's speed wanders by 20% over tens of seconds, and 10 s windows left two quiet runs' rollout
+// figures 15% apart, 25 s ones within 9%); BENCH_PYTHON names the interpreter.
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +19,7 @@ import { createRandom, type Random } from '../src/core/random';
 const MODEL = { layers: 4, width: 128, heads: 4, contextLength: 256 };
 const TRAIN = { batch: 8, length: 256, scoredFrom: 64 };
 const ROLLOUT = { rollouts: 16, promptLength: 64, generate: 64 };
-const MIN_SECONDS = Number(process.env.BENCH_MIN_SECONDS ?? 10);
+const MIN_SECONDS = Number(process.env.BENCH_MIN_SECONDS ?? 25);
 const MIN_REPEATS = 5;
 /** A training step takes about a second: more repeats than a rollout's for a steadier median. */
 const TRAIN_MIN_REPEATS = 9;
@@ -239,7 +241,7 @@ function measureTorch(vocabSize: number): TorchFigures[] | null {
   const script = fileURLToPath(new URL('./torch_reference.py', import.meta.url));
   const results: TorchFigures[] = [];
   for (const threads of TORCH_THREADS) {
-    const config = { vocab: vocabSize, context: MODEL.contextLength, layers: MODEL.layers, width: MODEL.width, heads: MODEL.heads, threads, trainBatch: TRAIN.batch, trainLength: TRAIN.length, scoredFrom: TRAIN.scoredFrom, minSeconds: Number(process.env.BENCH_MIN_SECONDS ?? 5), minRepeats: MIN_REPEATS, ...ROLLOUT };
+    const config = { vocab: vocabSize, context: MODEL.contextLength, layers: MODEL.layers, width: MODEL.width, heads: MODEL.heads, threads, trainBatch: TRAIN.batch, trainLength: TRAIN.length, scoredFrom: TRAIN.scoredFrom, minSeconds: MIN_SECONDS, minRepeats: MIN_REPEATS, ...ROLLOUT };
     const threadEnv = Object.fromEntries(['OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'BLIS_NUM_THREADS'].map((name) => [name, String(threads)]));
     const lines = execFileSync(python, [script, JSON.stringify(config)], { encoding: 'utf8', env: { ...process.env, ...threadEnv } }).trim().split('\n');
     const figures = Object.fromEntries(lines.map((line) => JSON.parse(line) as Record<string, unknown> & { figure: string; value: number }).map((f) => [f.figure, f]));
