@@ -1,8 +1,9 @@
 import type * as Ort from 'onnxruntime-node';
 import { ProviderCallError } from '../../core/errors';
 import type { CacheShape, RowState, RowsForward } from './decoder';
-import { buildTransformerGraph, ONNX_NAMES, ONNX_OPSET, transformerWeightShapes } from './onnx-graph';
+import { buildTransformerGraph, ONNX_NAMES, ONNX_OPSET } from './onnx-graph';
 import { encodeOnnxModel } from './onnx-proto';
+import { checkGraphWeights, liveWeightFeeds } from './onnx-weights';
 import { MASKED, type Transformer } from './transformer';
 
 // Rollouts of the tfjs Transformer through ONNX Runtime: the same chunk forward as an ONNX graph
@@ -48,12 +49,7 @@ function capacityFor(needed: number, contextLength: number): number {
 
 export async function createOnnxRolloutForward(ort: OnnxRuntime, model: Transformer, shape: CacheShape, settings: OnnxRolloutSettings): Promise<OnnxRolloutForward> {
   const { layers, heads, headWidth, vocabSize, contextLength } = shape;
-  const expected = transformerWeightShapes(model.config);
-  const mismatch = model.parameters.findIndex((p, i) => p.name !== expected[i]?.name || p.variable.shape.join() !== expected[i]!.shape.join());
-  if (mismatch >= 0 || expected.length !== model.parameters.length) {
-    // A Transformer changed without onnx-graph.ts: an error in this package, not in the caller's use.
-    throw new Error(`onnx rollouts: the ONNX graph's weights do not match the Transformer's parameters (first difference at ${model.parameters[mismatch]?.name ?? 'the count'})`);
-  }
+  checkGraphWeights(model, 'onnx rollouts');
   const session = await ort.InferenceSession.create(encodeOnnxModel(buildTransformerGraph(model.config), ONNX_OPSET), {
     intraOpNumThreads: settings.intraOpThreads,
     interOpNumThreads: 1,
@@ -61,16 +57,7 @@ export async function createOnnxRolloutForward(ort: OnnxRuntime, model: Transfor
     graphOptimizationLevel: 'all',
   });
 
-  // The weights' tensors, rebuilt when a variable's data changes (tfjs's assign gives it a new data id).
-  let weightIds: unknown[] = [];
-  let weightFeeds: Record<string, Ort.Tensor> = {};
-  const currentWeights = () => {
-    const ids = model.parameters.map((p) => p.variable.dataId);
-    if (ids.length === weightIds.length && ids.every((id, i) => id === weightIds[i])) return weightFeeds;
-    weightFeeds = Object.fromEntries(model.parameters.map((p) => [p.name, new ort.Tensor('float32', (p.variable.dataSync() as Float32Array).slice(), p.variable.shape)]));
-    weightIds = ids;
-    return weightFeeds;
-  };
+  const currentWeights = liveWeightFeeds(ort, model);
 
   const slabOf = new WeakMap<RowState, { slab: Slab; slot: number }>();
   const rowSize = (capacity: number) => heads * capacity * headWidth;

@@ -1,7 +1,9 @@
 import type * as Ort from 'onnxruntime-node';
 import { ProviderCallError } from '../../core/errors';
-import { ONNX_OPSET, transformerWeightShapes } from './onnx-graph';
+import { ONNX_OPSET } from './onnx-graph';
 import { encodeOnnxModel } from './onnx-proto';
+import { checkGraphWeights, liveWeightFeeds } from './onnx-weights';
+import { scoredPlaces } from './scored-places';
 import type { OnnxRuntime } from './onnx-rollouts';
 import { buildTrainingGraph, forwardOnlyGraph, TRAINING_NAMES } from './onnx-training-graph';
 import { MASKED, type Transformer } from './transformer';
@@ -41,10 +43,7 @@ function causalMask(length: number): Float32Array {
 }
 
 export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, settings: OnnxTrainingSettings): Promise<OnnxTrainer> {
-  const expected = transformerWeightShapes(model.config);
-  if (expected.length !== model.parameters.length || model.parameters.some((p, i) => p.name !== expected[i]!.name)) {
-    throw new Error('onnx training: the ONNX graph\'s weights do not match the Transformer\'s parameters');
-  }
+  checkGraphWeights(model, 'onnx training');
   const graph = buildTrainingGraph(model.config);
   const options: Ort.InferenceSession.SessionOptions = { intraOpNumThreads: settings.intraOpThreads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' };
   const forwardSession = await ort.InferenceSession.create(encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET), options);
@@ -54,16 +53,7 @@ export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, se
   const trainingInputs = new Set(trainingSession.inputNames);
   const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) => Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
 
-  // tfjs's assign gives a variable a new data id: the feeds are rebuilt only then.
-  let weightIds: unknown[] = [];
-  let weightFeeds: Record<string, Ort.Tensor> = {};
-  const currentWeights = () => {
-    const ids = model.parameters.map((p) => p.variable.dataId);
-    if (ids.length === weightIds.length && ids.every((id, i) => id === weightIds[i])) return weightFeeds;
-    weightFeeds = Object.fromEntries(model.parameters.map((p) => [p.name, new ort.Tensor('float32', (p.variable.dataSync() as Float32Array).slice(), p.variable.shape)]));
-    weightIds = ids;
-    return weightFeeds;
-  };
+  const currentWeights = liveWeightFeeds(ort, model);
   // The last length's mask only: batches vary in length, and a mask per length up to the context
   // would keep context^3 / 3 floats.
   let mask: { length: number; tensor: Ort.Tensor } | null = null;
@@ -81,26 +71,16 @@ export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, se
 
   return {
     async forward(rows, positions, temperature) {
-      // As training.ts's denseBatch: right-padded ids, places = row * length + position - 1.
-      const length = Math.max(...rows.map((r) => r.length));
+      // Right-padded ids and the scored places, as training.ts's denseBatch.
+      const { length, places, targets } = scoredPlaces(rows, positions);
       const ids = new BigInt64Array(rows.length * length);
       rows.forEach((r, i) => r.forEach((id, t) => (ids[i * length + t] = BigInt(id))));
-      const count = positions.reduce((n, row) => n + row.length, 0);
-      const places = new BigInt64Array(count);
-      const targets = new BigInt64Array(count);
-      let k = 0;
-      positions.forEach((row, i) =>
-        row.forEach((p) => {
-          places[k] = BigInt(i * length + p - 1);
-          targets[k++] = BigInt(rows[i]![p]!);
-        }),
-      );
       const inputs: Record<string, Ort.Tensor> = {
         ...currentWeights(),
         [TRAINING_NAMES.ids]: new ort.Tensor('int64', ids, [rows.length, length]),
         [TRAINING_NAMES.mask]: maskOf(length),
-        [TRAINING_NAMES.places]: new ort.Tensor('int64', places, [count]),
-        [TRAINING_NAMES.targets]: new ort.Tensor('int64', targets, [count]),
+        [TRAINING_NAMES.places]: new ort.Tensor('int64', BigInt64Array.from(places, BigInt), [places.length]),
+        [TRAINING_NAMES.targets]: new ort.Tensor('int64', BigInt64Array.from(targets, BigInt), [targets.length]),
         [TRAINING_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature), []),
       };
       const results = await run(forwardSession, only(forwardInputs, inputs), 'forward');

@@ -4,6 +4,7 @@ import type { CallOptions } from '../../ports/common';
 import type { LogProbBatch, LossFunction, UpdateOptions, UpdateResult } from '../../ports/policy-backend';
 import { AdamW, type AdamWSettings } from './adamw';
 import type { OnnxTrainer, OnnxTrainingForward } from './onnx-training';
+import { scoredPlaces } from './scored-places';
 import { parseOptimizerSettings } from './settings';
 import { ensureReady, type PolicyContext } from './state';
 import type { TransformerConfig } from './transformer';
@@ -29,25 +30,14 @@ function checkBatch(batch: LogProbBatch, modelConfig: TransformerConfig): number
 }
 
 /**
- * Right-padded ids, the places (row-major index into rows * length) whose logits predict a scored
- * token (the position before it), in the order of `positions`, and a one-hot [places, vocabulary]
- * of those tokens. Only these places get logits (`forwardFull`'s `scoredRows`).
+ * Right-padded ids, the scored places (`scoredPlaces`) and a one-hot [places, vocabulary] of their
+ * tokens. Only these places get logits (`forwardFull`'s `scoredRows`).
  */
 function denseBatch(rows: number[][], positions: number[][], vocabSize: number) {
   const rowCount = rows.length;
-  const length = Math.max(...rows.map((r) => r.length));
+  const { length, places, targets } = scoredPlaces(rows, positions);
   const ids = new Int32Array(rowCount * length);
   rows.forEach((r, i) => ids.set(r, i * length));
-  const count = positions.reduce((n, row) => n + row.length, 0);
-  const places = new Int32Array(count);
-  const targets = new Int32Array(count);
-  let k = 0;
-  positions.forEach((row, i) =>
-    row.forEach((p) => {
-      places[k] = i * length + p - 1;
-      targets[k++] = rows[i]![p]!;
-    }),
-  );
   // The one-hot is made on the device, not shipped.
   return { ids: tf.tensor2d(ids, [rowCount, length], 'int32'), idValues: ids, places, pick: tf.oneHot(tf.tensor1d(targets, 'int32'), vocabSize) as tf.Tensor2D, length };
 }
