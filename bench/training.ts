@@ -87,6 +87,22 @@ async function measureTraining(policy: TfjsPolicy, batch: { inputIds: number[][]
   return { tokensPerSecond: (TRAIN.batch * TRAIN.length) / seconds, repeats, warmupSteps };
 }
 
+/**
+ * A copy of `policy` (its checkpoint's weights) that runs `engine` through ONNX Runtime at
+ * `intraOpThreads`, or `null` after printing `skippedFigure` when onnxruntime-node cannot be loaded.
+ */
+async function onnxCopy(policy: TfjsPolicy, checkpoint: Awaited<ReturnType<TfjsPolicy['save']>>, engine: 'rollouts' | 'training', intraOpThreads: number, skippedFigure: string): Promise<TfjsPolicy | null> {
+  let onnx: TfjsPolicy;
+  try {
+    onnx = await createTfjsPolicy({ model: MODEL, seed: 0, backend: policy.backend.name, [engine]: 'onnx', onnx: { intraOpThreads } });
+  } catch (error) {
+    print(skippedFigure, 0, { reason: error instanceof Error ? error.message : String(error) });
+    return null;
+  }
+  await onnx.load(checkpoint);
+  return onnx;
+}
+
 /** tfjs training, then the same weights trained through ONNX Runtime at each thread count (none without onnxruntime-node). */
 async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promise<TrainingFigure[]> {
   const inputIds = Array.from({ length: TRAIN.batch }, () => Array.from({ length: TRAIN.length }, () => random.nextInt(256)));
@@ -99,15 +115,9 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
   const figures: TrainingFigure[] = [{ figure: 'tfjs_train_tokens_per_second', tokensPerSecond: tfjs.tokensPerSecond }];
   let best: TrainingFigure | null = null;
   for (const intraOpThreads of ONNX_THREADS) {
-    let onnx: TfjsPolicy;
-    try {
-      onnx = await createTfjsPolicy({ model: MODEL, seed: 0, backend: policy.backend.name, training: 'onnx', onnx: { intraOpThreads } });
-    } catch (error) {
-      print('onnx_train_skipped', 0, { reason: error instanceof Error ? error.message : String(error) });
-      return figures;
-    }
     // The weights tfjs started from, so that both engines train the same model.
-    await onnx.load(checkpoint);
+    const onnx = await onnxCopy(policy, checkpoint, 'training', intraOpThreads, 'onnx_train_skipped');
+    if (!onnx) return figures;
     const measured = await measureTraining(onnx, batch);
     onnx.dispose();
     print('onnx_train_tokens_per_second_at_setting', measured.tokensPerSecond, { intraOpThreads, ...about, repeats: measured.repeats, warmupSteps: measured.warmupSteps, note: `training: onnx (gradients in ONNX Runtime, AdamW on ${policy.backend.name}); ${note}` });
@@ -161,15 +171,11 @@ async function onnxRolloutEngines(policy: TfjsPolicy): Promise<RolloutEngine[]> 
   const checkpoint = await policy.save();
   const engines: RolloutEngine[] = [];
   for (const intraOpThreads of ONNX_THREADS) {
-    let onnx: TfjsPolicy;
-    try {
-      onnx = await createTfjsPolicy({ model: MODEL, seed: 0, backend: policy.backend.name, rollouts: 'onnx', onnx: { intraOpThreads } });
-    } catch (error) {
-      print('onnx_rollout_skipped', 0, { reason: error instanceof Error ? error.message : String(error) });
+    const onnx = await onnxCopy(policy, checkpoint, 'rollouts', intraOpThreads, 'onnx_rollout_skipped');
+    if (!onnx) {
       for (const engine of engines) engine.dispose?.();
       return [];
     }
-    await onnx.load(checkpoint);
     engines.push({
       figure: 'onnx_rollout_tokens_per_second',
       describe: { note: 'the tfjs rollouts through ONNX Runtime (rollouts: onnx), the same weights; the figure is the best intra-op thread count' },

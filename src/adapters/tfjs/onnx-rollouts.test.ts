@@ -68,14 +68,16 @@ describe('rollouts through ONNX Runtime', () => {
     }
   });
 
-  it('a missing onnxruntime-node is a MissingDependencyError that says what to install', async () => {
+  it('a missing onnxruntime-node is a MissingDependencyError that says what to install (rollouts or training through it)', async () => {
     const missing = async () => {
       throw Object.assign(new Error("Cannot find package 'onnxruntime-node' imported from /app/policy.js"), { code: 'ERR_MODULE_NOT_FOUND' });
     };
-    const error = await createTfjsPolicy({ ...TINY, rollouts: 'onnx' }, { loadOnnxRuntime: missing }).catch((e: unknown) => e);
-    expect(MissingDependencyError.isInstance(error)).toBe(true);
-    expect((error as Error).message).toMatch(/npm install onnxruntime-node/);
-    // The tfjs rollouts never load it.
+    for (const engine of [{ rollouts: 'onnx' }, { training: 'onnx' }] as const) {
+      const error = await createTfjsPolicy({ ...TINY, ...engine }, { loadOnnxRuntime: missing }).catch((e: unknown) => e);
+      expect(MissingDependencyError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toMatch(/npm install onnxruntime-node/);
+    }
+    // The tfjs rollouts and training never load it.
     await expect(createTfjsPolicy({ ...TINY }, { loadOnnxRuntime: missing }).then((p) => p.dispose())).resolves.toBeUndefined();
   });
 
