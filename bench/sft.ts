@@ -6,8 +6,8 @@ import { closeSearcherContainer, resolvePorts } from '../src/container';
 import { createRandom, RANDOM_STREAMS } from '../src/core/random';
 import { runSft } from '../src/core/rl/policy-update';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
-import { parseRunConfig } from '../src/cli/run-config';
-import { collectDemonstrations, createRunPolicy, prepareEnvironment, runContainer } from '../src/cli/train-run';
+import { parseRunConfig } from '../src/run/config';
+import { collectDemonstrations, createRunPolicy, prepareEnvironment, runContainer } from '../src/run/train';
 
 const demos = Number(process.env.BENCH_SFT_DEMOS ?? 400);
 const print = (figure: string, value: number, extra: Record<string, unknown> = {}) => console.log(JSON.stringify({ bench: 'sft', figure, value: Number(value.toPrecision(4)), ...extra }));

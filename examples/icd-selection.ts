@@ -5,7 +5,7 @@
 // Prints oracle@K before/after injection and the held-out mean accuracy of random choice, the beam
 // labels, the warm-up and GRPO. test/icd-example.test.ts runs a smaller copy of this flow.
 // Run: npx tsx examples/icd-selection.ts   (about a minute on 2 cores with the wasm backend)
-import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from '../src/cli/icd-flow';
+import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from '../src/run/icd/flow';
 
 const started = Date.now();
 const result = await runIcdFlow({ ...DEFAULT_ICD_FLOW_OPTIONS, log: (line) => console.log(`[${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`) });

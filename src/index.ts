@@ -6,7 +6,7 @@
 // Entry points
 export { createSearcher, type Searcher, type SearcherPorts, type ScoredBatch, type CollectOptions, type LostSample } from './searcher';
 export { parseSearcherConfig, searcherConfigSchema, type SearcherConfig, type SearcherConfigInput, type AdaptersConfig, type AdaptersConfigInput } from './config';
-export { createTrainer, trainerSettingsSchema, writePolicyCheckpoint, readPolicyCheckpoint, latestCheckpointKey, TIMING_METRICS, type Trainer, type TrainerSettings, type TrainerRunResult, type StepMetrics, type DataCursor } from './trainer';
+export { createTrainer, trainerSettingsSchema, writePolicyCheckpoint, readPolicyCheckpoint, latestCheckpointKey, TIMING_METRICS, type Trainer, type TrainerSettings, type TrainerRunResult, type StepMetrics, type DataCursor } from './run/trainer';
 export { currentRecords, type SupersededCounts } from './core/store/records';
 
 // Errors

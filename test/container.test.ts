@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createRuleJudge, type RuleJudge } from '../src/adapters/rule-judge/index';
 import { closeSearcherContainer, createSearcherContainer, resolvePorts, resolveSearcher, TOKENS } from '../src/container';
 import { parseDataRunConfig } from '../src/cli/data-run';
-import { parseRunConfig } from '../src/cli/run-config';
+import { parseRunConfig } from '../src/run/config';
 import { ConfigValidationError, type Judge, type PolicyBackend, type Searcher } from '../src/index';
 
 const config = {

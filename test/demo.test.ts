@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runDemo } from '../src/cli/demo';
+import { runDemo } from '../src/run/scripted-demo';
 
 describe('npm run demo', () => {
   it('scores 3 x 4 rollouts, prints rewards and advantages, and records the run', async () => {

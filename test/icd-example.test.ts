@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../src/adapters/mock/index';
-import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from '../src/cli/icd-flow';
+import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from '../src/run/icd/flow';
 
 describe('the ICD flow on the embedded demo (a small run of examples/icd-selection.ts)', () => {
   it('raises oracle@K by injection, and the GRPO selector beats the beam labels on held-out queries; a resumed run continues from its checkpoint', async () => {

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
 import { runOutcome } from './support/run-outcome';
-import { parseRunConfig, type RunConfigInput } from '../src/cli/run-config';
-import { trainRun } from '../src/cli/train-run';
+import { parseRunConfig, type RunConfigInput } from '../src/run/config';
+import { trainRun } from '../src/run/train';
 
 const dirs: string[] = [];
 afterAll(async () => {

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeReport } from '../src/cli/report';
-import { parseRunConfig } from '../src/cli/run-config';
-import { evalRun, trainRun } from '../src/cli/train-run';
+import { writeReport } from '../src/run/report/report';
+import { parseRunConfig } from '../src/run/config';
+import { evalRun, trainRun } from '../src/run/train';
 import { findChromium } from './support/chromium';
 
 const dirs: string[] = [];

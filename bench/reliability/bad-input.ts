@@ -4,8 +4,8 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createJsonlStore } from '../../src/adapters/store/jsonl/index';
-import { loadRunConfig, parseRunConfig } from '../../src/cli/run-config';
-import { trainRun } from '../../src/cli/train-run';
+import { loadRunConfig, parseRunConfig } from '../../src/run/config';
+import { trainRun } from '../../src/run/train';
 import { SearcherError } from '../../src/core/errors';
 import { parseIcdText } from '../../src/core/icd/parse';
 import { checkPromptRecords } from '../../src/core/prompt-records';

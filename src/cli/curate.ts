@@ -13,8 +13,8 @@ import { verificationCandidates, VERIFICATION_LABELS, type Verdict } from '../co
 import { verifyCandidates } from '../core/curation/verify';
 import { InvalidArgumentError } from '../core/errors';
 import { SEARCHER_INSTRUCTIONS } from '../core/episode/prompt';
-import { curationGateway, goldenEvidenceFrom, loadEpisodes, runSetting, trajectoryOf, type RunSetting } from './curate-data';
-import type { RunContext } from './train-run';
+import { curationGateway, goldenEvidenceFrom, loadEpisodes, runSetting, trajectoryOf, type RunSetting } from '../run/curate/data';
+import type { RunContext } from '../run/train';
 
 const D = DEFAULT_CURATION_SETTINGS;
 export const CURATE_HELP = `searcher-rl curate <command> --run DIR [options]
@@ -141,7 +141,7 @@ export async function curateCommand(argv: string[], context: RunContext = { log:
       return 0;
     }
     case 'loop': {
-      const { closedLoop } = await import('./curate-loop');
+      const { closedLoop } = await import('../run/curate/loop');
       await closedLoop(runDir, phase2, values, context);
       return 0;
     }

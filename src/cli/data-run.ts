@@ -9,11 +9,11 @@ import { createProtocolTokenizer, createVocabularyTokenizer } from '../core/prot
 import type { PromptRecord } from '../core/types';
 import type { Trajectory } from '../core/trajectory/trajectory';
 import { issueFields } from '../provider-utils/settings';
-import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, type StepMetrics } from '../trainer';
-import { dataRunConfigSchema, readPromptDataset, type DataRunConfig } from './data-config';
-import { runPolicySettings } from './run-config';
+import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, type StepMetrics } from '../run/trainer';
+import { dataRunConfigSchema, readPromptDataset, type DataRunConfig } from '../run/dataset';
+import { runPolicySettings } from '../run/config';
 import { createProgress } from './progress';
-import type { EvalSummary, RunContext } from './train-run';
+import type { EvalSummary, RunContext } from '../run/train';
 
 export function parseDataRunConfig(input: unknown, source = 'config'): DataRunConfig {
   const parsed = dataRunConfigSchema.safeParse(input);

@@ -9,8 +9,8 @@ import { normaliseIcdPools } from '../core/icd/normalise';
 import { formatIcdJsonl, parseIcdText } from '../core/icd/parse';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from '../core/icd/types';
 import { InvalidArgumentError } from '../core/errors';
-import { buildIcdDemoData, DEFAULT_ICD_DATA_OPTIONS } from './icd-data';
-import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from './icd-flow';
+import { buildIcdDemoData, DEFAULT_ICD_DATA_OPTIONS } from '../run/icd/data';
+import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from '../run/icd/flow';
 import { readIcdParquet } from '../adapters/icd/parquet';
 
 const HELP: Record<string, string> = {

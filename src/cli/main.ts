@@ -3,20 +3,20 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { InvalidArgumentError, SearcherError } from '../core/errors';
 import { describeConfigFields } from './config-help';
-import { dataRunConfigSchema } from './data-config';
-import { parseRunConfig, readConfigFile, runConfigSchema } from './run-config';
+import { dataRunConfigSchema } from '../run/dataset';
+import { parseRunConfig, readConfigFile, runConfigSchema } from '../run/config';
 
 // The commands' own modules (TensorFlow.js, sharp, SQLite) load only when a command runs them, so
 // `--help` and `--version` work without those packages.
 const commands = {
-  demo: () => import('./demo'),
-  report: () => import('./report'),
-  trainRun: () => import('./train-run'),
+  demo: () => import('../run/scripted-demo'),
+  report: () => import('../run/report/report'),
+  trainRun: () => import('../run/train'),
   icd: () => import('./icd'),
   dataRun: () => import('./data-run'),
   curate: () => import('./curate'),
   serveEnv: () => import('./serve-env'),
-  ablate: () => import('./ablate'),
+  ablate: () => import('../run/ablate'),
 };
 
 const USAGE = `searcher-rl <command> [options]

@@ -5,7 +5,7 @@ import { buildSlideEnvironment } from '../env/slides/build';
 import { cluster, createClusterSlots, runSlotPrimary } from '../server/cluster';
 import { createEnvServer } from '../server/env-server';
 import { buildServedEnvironment, type ServedEnvironmentSettings } from '../server/served-environment';
-import { loadRunConfig, parseRunConfig } from './run-config';
+import { loadRunConfig, parseRunConfig } from '../run/config';
 
 export interface ServeEnvOptions {
   config?: string;

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createJsonlStore } from '../../src/adapters/store/jsonl/index';
 import { currentRecords } from '../../src/core/store/records';
-import { TIMING_METRICS } from '../../src/trainer';
+import { TIMING_METRICS } from '../../src/run/trainer';
 
 /**
  * What a CLI run folder ended with, for comparing an interrupted run with an uninterrupted one:

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigValidationError } from '../core/errors';
-import { createProgress } from './progress';
-import { loadRunConfig, parseRunConfig } from './run-config';
+import { createProgress } from '../cli/progress';
+import { loadRunConfig, parseRunConfig } from './config';
 
 const dirs: string[] = [];
 afterAll(async () => {

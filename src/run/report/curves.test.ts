@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Trajectory } from '../core/trajectory/trajectory';
-import { difficultyBuckets, emaSmooth, reportCurves, rewardDefinition, type StepRollout } from './report-curves';
+import type { Trajectory } from '../../core/trajectory/trajectory';
+import { difficultyBuckets, emaSmooth, reportCurves, rewardDefinition, type StepRollout } from './curves';
 
 function rollout(step: number, promptUid: string, ndcg: number, extra: { judge?: number | null; crop?: boolean } = {}): StepRollout {
   const turn = { index: 0, text: '', forced: false, think: null, action: null, invalid: null, ignoredActions: [], observation: '', ...(extra.crop ? { crop: { bbox: [0, 0, 1, 1], basename: 'a.png', sourceRegion: [0, 0, 1, 1], shownWidth: 1, shownHeight: 1 } } : {}) };

@@ -1,21 +1,21 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createJsonlStore } from '../adapters/store/jsonl/index';
-import { assignBuckets } from '../core/curation/buckets';
-import { promptStats } from '../core/curation/episodes';
-import { buildRound1 } from '../core/curation/rounds';
-import { InvalidArgumentError } from '../core/errors';
-import { createRandom, RANDOM_STREAMS } from '../core/random';
-import { runSft, sftExamples } from '../core/rl/policy-update';
+import { createJsonlStore } from '../../adapters/store/jsonl/index';
+import { assignBuckets } from '../../core/curation/buckets';
+import { promptStats } from '../../core/curation/episodes';
+import { buildRound1 } from '../../core/curation/rounds';
+import { InvalidArgumentError } from '../../core/errors';
+import { createRandom, RANDOM_STREAMS } from '../../core/random';
+import { runSft, sftExamples } from '../../core/rl/policy-update';
 import { createTrainer, writePolicyCheckpoint } from '../trainer';
-import { distillRun } from './curate';
-import { loadEpisodes, trajectoryOf } from './curate-data';
-import { parseRunConfig } from './run-config';
-import { loadRunPolicy, prepareEnvironment, runContainer, type RunContext } from './train-run';
-import { resolveSearcher } from '../container';
-import { closeSearcherContainer } from '../container';
+import { distillRun } from '../../cli/curate';
+import { loadEpisodes, trajectoryOf } from './data';
+import { parseRunConfig } from '../config';
+import { loadRunPolicy, prepareEnvironment, runContainer, type RunContext } from '../train';
+import { resolveSearcher } from '../../container';
+import { closeSearcherContainer } from '../../container';
 import { readFile } from 'node:fs/promises';
-import type { Verdict } from '../core/curation/verification';
+import type { Verdict } from '../../core/curation/verification';
 
 /**
  * The closed loop on the offline environment (docs/method.md#rare-success-distillation): distill

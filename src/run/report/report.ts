@@ -1,15 +1,15 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import sharp from 'sharp';
-import { InvalidArgumentError } from '../core/errors';
-import { currentRecords } from '../core/store/records';
-import { trajectoryFromJSON } from '../core/trajectory/serialize';
-import type { RewardWeights } from '../core/reward/combine';
-import type { StoreRecord } from '../ports/store';
-import { difficultyBuckets, reportCurves, type BucketGroups, type PhaseInput, type StepRollout } from './report-curves';
-import { renderReportPage } from './report-page';
+import { InvalidArgumentError } from '../../core/errors';
+import { currentRecords } from '../../core/store/records';
+import { trajectoryFromJSON } from '../../core/trajectory/serialize';
+import type { RewardWeights } from '../../core/reward/combine';
+import type { StoreRecord } from '../../ports/store';
+import { difficultyBuckets, reportCurves, type BucketGroups, type PhaseInput, type StepRollout } from './curves';
+import { renderReportPage } from './page';
 
-export { difficultyBuckets, reportCurves, rewardDefinition, emaSmooth, type ReportCurves } from './report-curves';
+export { difficultyBuckets, reportCurves, rewardDefinition, emaSmooth, type ReportCurves } from './curves';
 
 interface ReportEpisode {
   question: string;

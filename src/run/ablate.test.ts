@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ABLATIONS, ablationTable, runAblations, type AblationRow } from './ablate';
-import { parseRunConfig } from './run-config';
-import type { EvalSummary } from './train-run';
+import { parseRunConfig } from './config';
+import type { EvalSummary } from './train';
 
 const summary = (judgeSuccess: number): EvalSummary => ({ split: 'test', questions: 10, judgeSuccess, ndcg: 0.5, completion: 1, smallPrintSuccess: 0.25, cropRate: 0.1, smallPrintCropRate: 0.5 });
 

@@ -1,17 +1,17 @@
-import { withReliability } from '../core/calls/with-reliability';
-import { CandidatePoolInjector, oracleAtK } from '../core/icd/injector';
-import { TrajectoryQualityController } from '../core/icd/controller';
-import { createEmbeddingTable, embeddingRow, similarities, topK, type EmbeddingTable } from '../core/icd/embeddings';
-import { pointerToGlobal } from '../core/icd/index-maps';
-import { GlobalPositiveMiner, type MinedPositive } from '../core/icd/miner';
-import { normaliseIcdPools } from '../core/icd/normalise';
-import { createIcdScoreCall, type IcdScoreCall } from '../core/icd/scoring';
-import { isVqaCorrect } from '../core/icd/vqa-accuracy';
-import { DEFAULT_ICD_SETTINGS, type IcdGenMethod, type IcdQueryRecord, type IcdTrajectory } from '../core/icd/types';
-import { createRandom, permutation, RANDOM_STREAMS, type Random } from '../core/random';
-import { createHashedEmbedder } from '../adapters/icd/hashed-embedder';
-import { createIcdDemo, createOfflineIcdScorer, demonstrationText, type IcdDemo } from '../adapters/icd/demo';
-import type { Embedder } from '../ports/embedder';
+import { withReliability } from '../../core/calls/with-reliability';
+import { CandidatePoolInjector, oracleAtK } from '../../core/icd/injector';
+import { TrajectoryQualityController } from '../../core/icd/controller';
+import { createEmbeddingTable, embeddingRow, similarities, topK, type EmbeddingTable } from '../../core/icd/embeddings';
+import { pointerToGlobal } from '../../core/icd/index-maps';
+import { GlobalPositiveMiner, type MinedPositive } from '../../core/icd/miner';
+import { normaliseIcdPools } from '../../core/icd/normalise';
+import { createIcdScoreCall, type IcdScoreCall } from '../../core/icd/scoring';
+import { isVqaCorrect } from '../../core/icd/vqa-accuracy';
+import { DEFAULT_ICD_SETTINGS, type IcdGenMethod, type IcdQueryRecord, type IcdTrajectory } from '../../core/icd/types';
+import { createRandom, permutation, RANDOM_STREAMS, type Random } from '../../core/random';
+import { createHashedEmbedder } from '../../adapters/icd/hashed-embedder';
+import { createIcdDemo, createOfflineIcdScorer, demonstrationText, type IcdDemo } from '../../adapters/icd/demo';
+import type { Embedder } from '../../ports/embedder';
 
 export interface IcdDataOptions {
   seed: number;

@@ -1,8 +1,8 @@
-import { countBuckets, assignBuckets } from '../core/curation/buckets';
-import { promptStats, summariseTrajectory } from '../core/curation/episodes';
-import type { DifficultyBucket } from '../core/curation/buckets';
-import { REWARD_PRESETS, type RewardWeights } from '../core/reward/combine';
-import type { Trajectory } from '../core/trajectory/trajectory';
+import { countBuckets, assignBuckets } from '../../core/curation/buckets';
+import { promptStats, summariseTrajectory } from '../../core/curation/episodes';
+import type { DifficultyBucket } from '../../core/curation/buckets';
+import { REWARD_PRESETS, type RewardWeights } from '../../core/reward/combine';
+import type { Trajectory } from '../../core/trajectory/trajectory';
 
 /** One rollout of a step as the report reads it from a phase's `trajectory.jsonl`. */
 export interface StepRollout {

@@ -5,7 +5,7 @@ import { searcherConfigSchema } from '../config';
 import { DatasetValidationError, InvalidArgumentError } from '../core/errors';
 import { checkPromptRecords } from '../core/prompt-records';
 import type { PromptRecord } from '../core/types';
-import { runConfigSchema, runPolicySchema } from './run-config';
+import { runConfigSchema, runPolicySchema } from './config';
 
 const positiveInt = () => z.number().int().positive();
 

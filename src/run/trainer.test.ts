@@ -2,17 +2,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createMemoryStore, createMockGenerator, createMockSearchEngine } from './adapters/mock/index';
-import { createScriptedPolicy } from './adapters/scripted-policy/index';
-import { createJsonlStore } from './adapters/store/jsonl/index';
-import { createTfjsPolicy, type TfjsPolicy } from './adapters/tfjs/policy';
-import { runEpisodes } from './core/episode/run-episodes';
-import { createRandom } from './core/random';
-import { currentRecords } from './core/store/records';
-import { expandGroups } from './core/rl/groups';
-import { runSft, sftExamples } from './core/rl/policy-update';
-import type { Store } from './ports/store';
-import { createSearcher } from './searcher';
+import { createMemoryStore, createMockGenerator, createMockSearchEngine } from '../adapters/mock/index';
+import { createScriptedPolicy } from '../adapters/scripted-policy/index';
+import { createJsonlStore } from '../adapters/store/jsonl/index';
+import { createTfjsPolicy, type TfjsPolicy } from '../adapters/tfjs/policy';
+import { runEpisodes } from '../core/episode/run-episodes';
+import { createRandom } from '../core/random';
+import { currentRecords } from '../core/store/records';
+import { expandGroups } from '../core/rl/groups';
+import { runSft, sftExamples } from '../core/rl/policy-update';
+import type { Store } from '../ports/store';
+import { createSearcher } from '../searcher';
 import { createTrainer, TIMING_METRICS, type StepMetrics, type TrainerSettings } from './trainer';
 
 /**

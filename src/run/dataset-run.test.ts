@@ -7,10 +7,10 @@ import geminiFixtures from '../adapters/gemini/__fixtures__/responses.json';
 import openaiFixtures from '../adapters/openai/__fixtures__/responses.json';
 import { RecordedServer } from '../../test/support/recorded-server';
 import { readSftDataset } from '../adapters/store/parquet/index';
-import { curateCommand } from './curate';
-import { parseDataRunConfig, trainDataRun } from './data-run';
-import { readPromptDataset } from './data-config';
-import { writeReport } from './report';
+import { curateCommand } from '../cli/curate';
+import { parseDataRunConfig, trainDataRun } from '../cli/data-run';
+import { readPromptDataset } from './dataset';
+import { writeReport } from './report/report';
 
 // End to end on your own data: examples/own-data (a page folder and a JSONL of questions), a tiny
 // policy, one step per phase; once offline (mock generator, rule judge) and once with local

@@ -17,9 +17,9 @@ import { createOracleScript } from '../env/slides/oracle';
 import { slideEnvironmentAdapters } from '../env/slides/adapters-config';
 import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
-import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint, type StepMetrics } from '../trainer';
-import { createProgress, type ProgressStream } from './progress';
-import { parseRunConfig, resolveRollouts, runPolicySettings, type RunConfig } from './run-config';
+import { createTrainer, latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint, type StepMetrics } from './trainer';
+import { createProgress, type ProgressStream } from '../cli/progress';
+import { parseRunConfig, resolveRollouts, runPolicySettings, type RunConfig } from './config';
 
 export interface EvalSummary {
   split: string;

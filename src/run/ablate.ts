@@ -1,8 +1,8 @@
 import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '../core/errors';
-import { parseRunConfig, type RunConfig } from './run-config';
-import { trainRun, type EvalSummary, type RunContext } from './train-run';
+import { parseRunConfig, type RunConfig } from './config';
+import { trainRun, type EvalSummary, type RunContext } from './train';
 
 /** One row of the ablation table: a change to the run's RL settings, everything else equal. */
 export interface Ablation {

@@ -1,21 +1,21 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createJsonlStore } from '../adapters/store/jsonl/index';
-import { closeSearcherContainer, createSearcherContainer, TOKENS } from '../container';
-import { parseSearcherConfig, type SearcherConfigInput } from '../config';
-import { createPortGateway, type PortGateway } from '../core/calls/gateway';
-import { summariseTrajectory, type EpisodeSummary } from '../core/curation/episodes';
-import type { VerificationCandidate } from '../core/curation/verification';
-import type { Trajectory } from '../core/trajectory/trajectory';
-import type { PromptRecord } from '../core/types';
-import { slideEnvironmentAdapters } from '../env/slides/adapters-config';
-import type { Evidence } from '../ports/types';
-import type { Generator } from '../ports/generator';
-import type { Judge } from '../ports/judge';
-import { readPromptDataset } from './data-config';
-import { readRunKind } from './data-run';
-import { parseRunConfig } from './run-config';
-import { prepareEnvironment, type RunContext } from './train-run';
+import { createJsonlStore } from '../../adapters/store/jsonl/index';
+import { closeSearcherContainer, createSearcherContainer, TOKENS } from '../../container';
+import { parseSearcherConfig, type SearcherConfigInput } from '../../config';
+import { createPortGateway, type PortGateway } from '../../core/calls/gateway';
+import { summariseTrajectory, type EpisodeSummary } from '../../core/curation/episodes';
+import type { VerificationCandidate } from '../../core/curation/verification';
+import type { Trajectory } from '../../core/trajectory/trajectory';
+import type { PromptRecord } from '../../core/types';
+import { slideEnvironmentAdapters } from '../../env/slides/adapters-config';
+import type { Evidence } from '../../ports/types';
+import type { Generator } from '../../ports/generator';
+import type { Judge } from '../../ports/judge';
+import { readPromptDataset } from '../dataset';
+import { readRunKind } from '../../cli/data-run';
+import { parseRunConfig } from '../config';
+import { prepareEnvironment, type RunContext } from '../train';
 
 export interface RunEpisodes {
   episodes: EpisodeSummary[];
