@@ -182,29 +182,34 @@ export const adaptersConfigSchema = z
   })
   .strict();
 
+/** The Searcher's sections other than its adapters: shared by `createSearcher` and the run's configuration. */
+export const searcherSectionsShape = {
+  episode: episodeConfigSchema.prefault({}),
+  reward: rewardConfigSchema.prefault({}),
+  rl: rlConfigSchema.prefault({}),
+  pipeline: pipelineConfigSchema.prefault({}),
+  calls: callsConfigSchema.prefault({}),
+};
+
+/** The checks across the Searcher's sections (of `searcherConfigSchema` and the run's `searcher`). */
+export function refineSearcherSections(config: Pick<SearcherConfig, 'episode' | 'reward' | 'rl'>, ctx: z.RefinementCtx): void {
+  // The Search-R1 reward scores the policy's own <answer> (docs/method.md#search-r1-mode); in
+  // searcher mode it would score the Generator's appended answer instead.
+  if (config.reward.scheme === 'search-r1' && config.episode.mode !== 'answer') {
+    ctx.addIssue({ code: 'custom', path: ['reward', 'scheme'], message: `'search-r1' scores the policy's own answer: set episode.mode to 'answer' (it is '${config.episode.mode}')` });
+  }
+  const loss = config.rl.loss;
+  for (const field of ['dualClip', 'logRatioClamp'] as const) {
+    if (loss.kind === 'gspo' && loss[field] !== undefined && loss[field] !== null && loss[field] !== false) {
+      ctx.addIssue({ code: 'custom', path: ['rl', 'loss', field], message: "applies to kind 'ppo_clip' only (GSPO clamps its sequence log-ratio itself)" });
+    }
+  }
+}
+
 export const searcherConfigSchema = z
-  .object({
-    episode: episodeConfigSchema.prefault({}),
-    reward: rewardConfigSchema.prefault({}),
-    rl: rlConfigSchema.prefault({}),
-    pipeline: pipelineConfigSchema.prefault({}),
-    calls: callsConfigSchema.prefault({}),
-    adapters: adaptersConfigSchema.prefault({}),
-  })
+  .object({ ...searcherSectionsShape, adapters: adaptersConfigSchema.prefault({}) })
   .strict()
-  .superRefine((config, ctx) => {
-    // The Search-R1 reward scores the policy's own <answer> (docs/method.md#search-r1-mode); in
-    // searcher mode it would score the Generator's appended answer instead.
-    if (config.reward.scheme === 'search-r1' && config.episode.mode !== 'answer') {
-      ctx.addIssue({ code: 'custom', path: ['reward', 'scheme'], message: `'search-r1' scores the policy's own answer: set episode.mode to 'answer' (it is '${config.episode.mode}')` });
-    }
-    const loss = config.rl.loss;
-    for (const field of ['dualClip', 'logRatioClamp'] as const) {
-      if (loss.kind === 'gspo' && loss[field] !== undefined && loss[field] !== null && loss[field] !== false) {
-        ctx.addIssue({ code: 'custom', path: ['rl', 'loss', field], message: "applies to kind 'ppo_clip' only (GSPO clamps its sequence log-ratio itself)" });
-      }
-    }
-  });
+  .superRefine(refineSearcherSections);
 
 export type SearcherConfigInput = z.input<typeof searcherConfigSchema>;
 export type SearcherConfig = z.output<typeof searcherConfigSchema>;

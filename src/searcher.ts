@@ -19,7 +19,7 @@ import type { Judge } from './ports/judge';
 import type { PolicyBackend } from './ports/policy-backend';
 import type { SearchEngine } from './ports/search-engine';
 import type { Store, StoreRecord } from './ports/store';
-import { episodeEvents } from './core/curation/events';
+import { episodeEvents } from './core/events';
 
 export interface SearcherPorts {
   policy: PolicyBackend;

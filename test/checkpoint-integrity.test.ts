@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
 import { currentRecords } from '../src/core/store/records';
-import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from '../src/run/trainer';
+import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from '../src/run/checkpoints';
 
 const dirs: string[] = [];
 afterAll(async () => {

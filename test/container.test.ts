@@ -6,7 +6,6 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { createRuleJudge, type RuleJudge } from '../src/adapters/rule-judge/index';
 import { closeSearcherContainer, createSearcherContainer, resolvePorts, resolveSearcher, TOKENS } from '../src/container';
-import { parseDataRunConfig } from '../src/cli/data-run';
 import { parseRunConfig } from '../src/run/config';
 import { ConfigValidationError, type Judge, type PolicyBackend, type Searcher } from '../src/index';
 
@@ -113,8 +112,8 @@ describe('the composition root', () => {
       await closeSearcherContainer(container);
     }
     const dataRun = { dataset: { path: 'questions.jsonl' }, searcher: { adapters: { policy: { type: 'onnx', modelDir } } } };
-    expect(() => parseDataRunConfig(dataRun)).toThrow(/searcher\.adapters\.policy\.type.*'onnx' policy runs rollouts only and cannot be trained; set the steps of phases 'phase1', 'phase2' to 0/);
-    expect(parseDataRunConfig({ ...dataRun, phases: [{ name: 'eval', steps: 0, weights: 'default' }] }).searcher.adapters.policy?.type).toBe('onnx');
+    expect(() => parseRunConfig(dataRun)).toThrow(/searcher\.adapters\.policy\.type.*'onnx' policy runs rollouts only and cannot be trained; set the steps of phases 'phase1', 'phase2' to 0/);
+    expect(parseRunConfig({ ...dataRun, phases: [{ name: 'eval', steps: 0, weights: 'default' }] }).searcher.adapters.policy?.type).toBe('onnx');
     expect(() => parseRunConfig({ searcher: { adapters: { policy: { type: 'onnx', modelDir } } } })).toThrow(/'onnx' policy runs rollouts only/);
     expect(() => createSearcherContainer({ adapters: { policy: { type: 'onnx', modelDir, executionProvider: 'tpu' as never } } })).toThrow(/adapters\.policy\.executionProvider/);
   });

@@ -5,7 +5,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
 import { runOutcome } from './support/run-outcome';
 import { parseRunConfig, type RunConfigInput } from '../src/run/config';
-import { trainRun } from '../src/run/train';
+import { trainRun } from '../src/run/run';
+import { cliRunOptions } from '../src/cli/progress';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -31,7 +32,7 @@ export function tinyRunConfig(root: string, runId: string, over: Partial<RunConf
   });
 }
 
-const quiet = () => ({ log: () => undefined, stream: { isTTY: false, write: () => true } });
+const quiet = () => cliRunOptions(() => undefined, { isTTY: false, write: () => true });
 
 /** Runs `trainRun`, aborting once the progress line `{phase} {step}/` is printed (after that step's metrics). */
 async function runUntil(config: ReturnType<typeof tinyRunConfig>, stopAt: string | null) {
@@ -43,7 +44,7 @@ async function runUntil(config: ReturnType<typeof tinyRunConfig>, stopAt: string
       return true;
     },
   };
-  return trainRun(config, { log: () => undefined, stream, signal: controller.signal });
+  return trainRun(config, { ...cliRunOptions(() => undefined, stream), signal: controller.signal });
 }
 
 describe('an interrupted and resumed CLI run equals the uninterrupted one', () => {

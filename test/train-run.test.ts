@@ -5,7 +5,8 @@ import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeReport } from '../src/run/report/report';
 import { parseRunConfig } from '../src/run/config';
-import { evalRun, trainRun } from '../src/run/train';
+import { evalRun, trainRun } from '../src/run/run';
+import { cliRunOptions } from '../src/cli/progress';
 import { findChromium } from './support/chromium';
 
 const dirs: string[] = [];
@@ -33,7 +34,7 @@ describe('searcher-rl train (small config) and report.html', () => {
     });
     const lines: string[] = [];
     const stream = { isTTY: false, write: (text: string) => lines.push(text) };
-    const result = await trainRun(config, { log: (line) => lines.push(line), stream });
+    const result = await trainRun(config, cliRunOptions((line) => lines.push(line), stream));
     expect(result.steps.map((s) => `${s.phase}:${s.step}`)).toEqual(['phase1:1', 'phase1:2', 'phase2:1', 'phase2:2']);
     expect(result.before.questions).toBe(6);
     expect(result.after.questions).toBe(6);
@@ -53,15 +54,15 @@ describe('searcher-rl train (small config) and report.html', () => {
 
     // Run again in the same folder: the warm start and the "before" figures are reused, the phases
     // are complete (resumed from their last checkpoints), the "after" evaluation replaces the old one.
-    const again = await trainRun(config, { log: (line) => lines.push(line), stream });
+    const again = await trainRun(config, cliRunOptions((line) => lines.push(line), stream));
     expect(lines.join('')).toMatch(/SFT warm start: loaded sft\/checkpoints\/step-00000000/);
     expect(again.before).toEqual(result.before);
     expect(again.steps).toEqual([]);
     expect((await readFile(join(runDir, 'eval-after-rl', 'trajectory.jsonl'), 'utf8')).trim().split('\n')).toHaveLength(6);
-    await expect(trainRun({ ...config, policy: { ...config.policy, width: 16 } }, { log: () => undefined, stream })).rejects.toThrow(/config.policy/);
+    await expect(trainRun({ ...config, policy: { ...config.policy!, width: 16 } }, cliRunOptions(() => undefined, stream))).rejects.toThrow(/config.policy/);
 
     // eval: the latest checkpoint (rebuilt with its saved vocabulary) on another split.
-    const evaluated = await evalRun(runDir, { split: 'validation', limit: 4 }, { log: (line) => lines.push(line), stream });
+    const evaluated = await evalRun(runDir, { split: 'validation', limit: 4 }, cliRunOptions((line) => lines.push(line), stream));
     expect(evaluated).toMatchObject({ split: 'validation', questions: 4 });
     expect(JSON.parse(await readFile(join(runDir, 'eval-validation.json'), 'utf8'))).toMatchObject({ checkpoint: 'phase2/checkpoints/step-00000002', questions: 4 });
 

@@ -5,7 +5,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createJsonlStore } from '../../src/adapters/store/jsonl/index';
 import { loadRunConfig, parseRunConfig } from '../../src/run/config';
-import { trainRun } from '../../src/run/train';
+import { trainRun } from '../../src/run/run';
 import { SearcherError } from '../../src/core/errors';
 import { parseIcdText } from '../../src/core/icd/parse';
 import { checkPromptRecords } from '../../src/core/prompt-records';
@@ -64,7 +64,7 @@ export async function badInput(root: string): Promise<Record<string, unknown>> {
     { name: 'store: traversal in a run id', names: /runId/, run: () => store.doAppend([{ kind: 'event', runId: '..', step: 0, time: 0, data: {} }]) },
     { name: 'store: traversal in a blob key', names: /key/, run: () => store.doPutBlob('run', '../../outside.bin', new Uint8Array([1])) },
     { name: 'store: absolute blob key', names: /key/, run: () => store.doPutBlob('run', '/tmp/outside.bin', new Uint8Array([1])) },
-    { name: 'train: traversal in runId (CLI job)', names: /runId/, run: () => trainRun(parseRunConfig({ runsDir, runId: '../outside' }), { log: () => undefined, stream: { isTTY: false, write: () => true } }) },
+    { name: 'train: traversal in runId (CLI job)', names: /runId/, run: () => trainRun(parseRunConfig({ runsDir, runId: '../outside' })) },
   ];
   const before = new Set(await listAll(root));
   const failures: string[] = [];

@@ -1,17 +1,9 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { InvalidArgumentError } from '../index';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
-import { createEmbeddingTable } from '../core/icd/embeddings';
-import { validateIcdRecords } from '../core/icd/index-maps';
-import { oracleAtK } from '../core/icd/injector';
-import { normaliseIcdPools } from '../core/icd/normalise';
-import { formatIcdJsonl, parseIcdText } from '../core/icd/parse';
-import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from '../core/icd/types';
-import { InvalidArgumentError } from '../core/errors';
-import { buildIcdDemoData, DEFAULT_ICD_DATA_OPTIONS } from '../run/icd/data';
-import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from '../run/icd/flow';
-import { readIcdParquet } from '../adapters/icd/parquet';
+import { buildIcdDemoData, createEmbeddingTable, DEFAULT_ICD_DATA_OPTIONS, DEFAULT_ICD_FLOW_OPTIONS, DEFAULT_ICD_SETTINGS, formatIcdJsonl, normaliseIcdPools, oracleAtK, parseIcdText, readIcdParquet, runIcdFlow, validateIcdRecords, type IcdQueryRecord } from '../icd/index';
 
 const HELP: Record<string, string> = {
   icd: `searcher-rl icd <command> [options]   in-context demonstration selection (docs/method.md#icd-selection)

@@ -1,23 +1,21 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { InvalidArgumentError, SearcherError } from '../core/errors';
+import { evalRun, InvalidArgumentError, loadRunConfig, parseRunConfig, runConfigSchema, SearcherError, trainRun } from '../index';
 import { describeConfigFields } from './config-help';
-import { dataRunConfigSchema } from '../run/dataset';
-import { parseRunConfig, readConfigFile, runConfigSchema } from '../run/config';
+import { cliRunOptions } from './progress';
 
 // The commands' own modules (TensorFlow.js, sharp, SQLite) load only when a command runs them, so
 // `--help` and `--version` work without those packages.
 const commands = {
-  demo: () => import('../run/scripted-demo'),
-  report: () => import('../run/report/report'),
-  trainRun: () => import('../run/train'),
+  run: () => import('../run/index'),
   icd: () => import('./icd'),
-  dataRun: () => import('./data-run'),
   curate: () => import('./curate'),
-  serveEnv: () => import('./serve-env'),
-  ablate: () => import('../run/ablate'),
+  serveEnv: () => import('../server/index'),
 };
+
+/** Log lines to stdout, progress to stderr. */
+const cli = () => cliRunOptions((line) => process.stdout.write(`${line}\n`), process.stderr);
 
 const USAGE = `searcher-rl <command> [options]
 
@@ -56,14 +54,14 @@ const HELP: Record<string, () => string> = {
   demonstrations, runs the RL phases, evaluates before and after RL, and writes a run folder
   with report.html. Running it again on the same runId continues the run.
 
-  FILE is YAML (.yaml, .yml) or JSON (.json); every field is optional. Fields and defaults:
-${describeConfigFields(runConfigSchema).join('\n')}
+  With a \`dataset\`, FILE is a run on your own questions and pages (examples/own-data/): no
+  corpus and no warm start; the ports \`searcher.adapters\` leaves unset are the Searcher's
+  defaults (searchEngine: sqlite-fts with pagesDir, search-r1, vrag, brave, mock; generator: openai,
+  gemini, mock, slide-reader; judge: openai, gemini, rule). Without one, the unset ports are the
+  slide environment's. Settings the run would ignore are refused, by name.
 
-  With a \`dataset\`, FILE is a run on your own questions and pages (examples/own-data/): the
-  adapters come from \`searcher.adapters\` (searchEngine: sqlite-fts with pagesDir, search-r1,
-  vrag, brave, mock; generator: openai, gemini, mock, slide-reader; judge: openai, gemini, rule),
-  through the composition root. Fields and defaults:
-${describeConfigFields(dataRunConfigSchema).join('\n')}
+  FILE is YAML (.yaml, .yml) or JSON (.json); every field is optional. Fields and defaults:
+${describeConfigFields(runConfigSchema.out).join('\n')}
 `,
   eval: () => `searcher-rl eval --run DIR [--split test|validation|train] [--limit N]
 
@@ -137,7 +135,7 @@ async function main(argv: string[]): Promise<number> {
     const values = args(command, rest, { out: { type: 'string', default: 'runs' }, scripted: { type: 'boolean', default: false } });
     if (values.help) return print(help());
     if (values.scripted) {
-      await (await commands.demo()).runDemo({ out: values.out as string });
+      await (await commands.run()).runDemo({ out: values.out as string });
       return 0;
     }
     return main(['train']);
@@ -145,28 +143,21 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'train') {
     const values = args(command, rest, { config: { type: 'string' } });
     if (values.help) return print(help());
-    const raw = values.config ? await readConfigFile(values.config as string) : {};
-    if ('dataset' in raw) {
-      const dataRun = await commands.dataRun();
-      const result = await dataRun.trainDataRun(dataRun.parseDataRunConfig(raw, values.config as string), { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
-      const report = await (await commands.report()).writeReport(result.runDir);
-      process.stdout.write(`run folder: ${result.runDir}\nreport: ${report}\n`);
-      return 0;
-    }
-    const config = parseRunConfig(raw, values.config as string | undefined);
-    const result = await (await commands.trainRun()).trainRun(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
-    const report = await (await commands.report()).writeReport(result.runDir);
+    const run = await commands.run();
+    const config = values.config ? await loadRunConfig(values.config as string) : parseRunConfig({});
+    const result = await trainRun(config, cli());
+    const report = await run.writeReport(result.runDir);
     const rise = result.after.judgeSuccess - result.before.judgeSuccess;
-    process.stdout.write(`judge success on the ${result.after.split} split: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`);
+    process.stdout.write(`judge success on the ${result.after.split} ${config.dataset ? 'questions' : 'split'}: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`);
     return 0;
   }
   if (command === 'ablate') {
     const values = args(command, rest, { config: { type: 'string' }, only: { type: 'string' } });
     if (values.help) return print(help());
-    const raw = values.config ? await readConfigFile(values.config as string) : {};
-    const config = parseRunConfig(raw, values.config as string | undefined);
+    const run = await commands.run();
+    const config = values.config ? await loadRunConfig(values.config as string) : parseRunConfig({});
     const only = values.only === undefined ? [] : (values.only as string).split(',').map((n) => n.trim()).filter((n) => n.length > 0);
-    await (await commands.ablate()).runAblations(config, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr }, { only });
+    await run.runAblations(config, cli(), { only });
     return 0;
   }
   if (command === 'eval') {
@@ -177,12 +168,7 @@ async function main(argv: string[]): Promise<number> {
     if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError('--split', `must be train, validation or test, got '${split}'`);
     const limit = values.limit === undefined ? undefined : Number(values.limit);
     if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new InvalidArgumentError('--limit', `must be a positive integer, got '${String(values.limit)}'`);
-    const kind = await (await commands.dataRun()).readRunKind(values.run as string);
-    if (kind.kind === 'data') {
-      await (await commands.dataRun()).evalDataRun(values.run as string, kind.config, limit ?? null, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
-      return 0;
-    }
-    await (await commands.trainRun()).evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, { log: (line) => process.stdout.write(`${line}\n`), stream: process.stderr });
+    await evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, cli());
     return 0;
   }
   if (command === 'serve-env') {
@@ -218,7 +204,7 @@ async function main(argv: string[]): Promise<number> {
   const values = args(command, rest, { run: { type: 'string' } });
   if (values.help) return print(help());
   if (!values.run) throw new InvalidArgumentError('--run', 'report needs --run DIR (a run folder)');
-  process.stdout.write(`${await (await commands.report()).writeReport(values.run as string)}\n`);
+  process.stdout.write(`${await (await commands.run()).writeReport(values.run as string)}\n`);
   return 0;
 }
 

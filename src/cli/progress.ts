@@ -1,3 +1,5 @@
+import type { RunOptions, RunProgress } from '../index';
+
 /** A progress line: a bar with step, figures and ETA on a terminal; plain lines otherwise. */
 export interface Progress {
   update(done: number, detail?: string): void;
@@ -47,6 +49,25 @@ export function createProgress(label: string, total: number, stream: ProgressStr
       const elapsed = (now() - started) / 1000;
       const text = `${label} done in ${formatSeconds(elapsed)}${(detail ?? last) ? ` ${detail ?? last}` : ''}`;
       stream.write(tty ? `\r${text}\n` : `${text}\n`);
+    },
+  };
+}
+
+/**
+ * How the CLI follows a run (`RunOptions`): log lines to `log`, each task's progress as a bar (a
+ * TTY) or plain lines on `stream`.
+ */
+export function cliRunOptions(log: (line: string) => void, stream: ProgressStream = process.stderr): Pick<RunOptions, 'onLog' | 'onProgress'> {
+  const bars = new Map<string, Progress>();
+  return {
+    onLog: log,
+    onProgress(event: RunProgress) {
+      let bar = bars.get(event.task);
+      if (!bar) bars.set(event.task, (bar = createProgress(event.task, event.total, stream)));
+      if (event.finished) {
+        bar.done(event.detail);
+        bars.delete(event.task);
+      } else bar.update(event.done, event.detail);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ABLATIONS, ablationTable, runAblations, type AblationRow } from './ablate';
 import { parseRunConfig } from './config';
-import type { EvalSummary } from './train';
+import type { EvalSummary } from './run';
 
 const summary = (judgeSuccess: number): EvalSummary => ({ split: 'test', questions: 10, judgeSuccess, ndcg: 0.5, completion: 1, smallPrintSuccess: 0.25, cropRate: 0.1, smallPrintCropRate: 0.5 });
 
@@ -27,6 +27,6 @@ describe('searcher-rl ablate', () => {
   });
 
   it('names an unknown ablation before training anything', async () => {
-    await expect(runAblations(parseRunConfig({ runsDir: '/nonexistent/never-written' }), { log: () => undefined, stream: { isTTY: false, write: () => true } }, { only: ['ppo', 'judge-only'] })).rejects.toThrow(/unknown ablation 'ppo'/);
+    await expect(runAblations(parseRunConfig({ runsDir: '/nonexistent/never-written' }), { onLog: () => undefined }, { only: ['ppo', 'judge-only'] })).rejects.toThrow(/unknown ablation 'ppo'/);
   });
 });

@@ -1,8 +1,10 @@
-import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '../core/errors';
 import { parseRunConfig, type RunConfig } from './config';
-import { trainRun, type EvalSummary, type RunContext } from './train';
+import { writeJsonAtomic } from './folder';
+import type { RunOptions } from './progress';
+import { trainRun, type EvalSummary } from './run';
 
 /** One row of the ablation table: a change to the run's RL settings, everything else equal. */
 export interface Ablation {
@@ -54,7 +56,7 @@ export function ablationTable(rows: readonly AblationRow[]): string {
  * `<runsDir>/<id>/baseline`), then each ablation's RL phases from that same checkpoint, with the
  * same seed, each in its own run folder. Writes `ablations.json` and `ablations.md` beside them.
  */
-export async function runAblations(base: RunConfig, context: RunContext, options: { only?: readonly string[] } = {}): Promise<AblationRow[]> {
+export async function runAblations(base: RunConfig, runOptions: RunOptions = {}, options: { only?: readonly string[] } = {}): Promise<AblationRow[]> {
   const selected = options.only && options.only.length > 0 ? ABLATIONS.filter((a) => options.only!.includes(a.name)) : ABLATIONS;
   for (const name of options.only ?? []) if (!ABLATIONS.some((a) => a.name === name)) throw new InvalidArgumentError('--only', `unknown ablation '${name}'; one of ${ABLATIONS.map((a) => a.name).join(', ')}`);
   const id = base.runId ?? `ablate-${new Date().toISOString().replace(/[:.]/g, '-')}`;
@@ -72,20 +74,15 @@ export async function runAblations(base: RunConfig, context: RunContext, options
       await cp(join(baselineDir, 'eval-before-rl.json'), join(runDir, 'eval-before-rl.json'), { force: false, errorOnExist: false });
     }
     const config = parseRunConfig(ablation.apply({ ...base, runsDir: root, runId: ablation.name }));
-    context.log(`\n== ablation ${ablation.name}: ${ablation.change}`);
+    runOptions.onLog?.(`\n== ablation ${ablation.name}: ${ablation.change}`);
     const started = performance.now();
-    const result = await trainRun(config, context);
+    const result = await trainRun(config, runOptions);
     const row: AblationRow = { name: ablation.name, change: ablation.change, before: result.before, after: result.after, seconds: (performance.now() - started) / 1000 };
     if (selected.includes(ablation)) rows.push(row);
     // Written after each row: an interrupted run keeps what it measured (a rerun continues each folder).
-    await writeFile(join(root, 'ablations.json'), `${JSON.stringify(rows, null, 2)}\n`);
+    await writeJsonAtomic(join(root, 'ablations.json'), rows);
     await writeFile(join(root, 'ablations.md'), `${ablationTable(rows)}\n`);
   }
-  context.log(`\n${ablationTable(rows)}\n\nablation runs in ${root}`);
+  runOptions.onLog?.(`\n${ablationTable(rows)}\n\nablation runs in ${root}`);
   return rows;
-}
-
-/** Reads a finished ablation folder's rows (for the README and the report). */
-export async function readAblations(root: string): Promise<AblationRow[]> {
-  return JSON.parse(await readFile(join(root, 'ablations.json'), 'utf8')) as AblationRow[];
 }

@@ -70,8 +70,8 @@ describe('run configuration: input that must be refused', () => {
       await rm(dir, { recursive: true, force: true });
     }
     expect(() => parseRunConfig({ runId: 'x'.repeat(129) })).toThrow(/runId/);
-    expect(parseRunConfig({}).policy.coalesceSessions).toBe(true);
-    expect(parseRunConfig({ policy: { coalesceSessions: false } }).policy.coalesceSessions).toBe(false);
+    expect(parseRunConfig({}).policy?.coalesceSessions).toBe(true);
+    expect(parseRunConfig({ policy: { coalesceSessions: false } }).policy?.coalesceSessions).toBe(false);
   });
 });
 
@@ -90,4 +90,30 @@ describe('progress', () => {
     for (let i = 1; i <= 10; i++) lines.update(i);
     expect(plain).toEqual(['eval 5/10 ETA 0s\n', 'eval 10/10 ETA 0s\n']);
   });
+
+  it("keeps a slide run's configured ports over the environment's, and refuses settings the run would ignore, by name", async () => {
+    const { runAdapters } = await import('./run');
+    const environment = { searchEngine: { type: 'sqlite-fts' as const, dbPath: 'slides.sqlite' }, imageOps: { type: 'sharp' as const }, generator: { type: 'slide-reader' as const, corpusPath: 'c.json' }, judge: { type: 'rule' as const } };
+    const config = parseRunConfig({ searcher: { adapters: { judge: { type: 'openai', model: 'gpt-5-mini-2025-08-07' } } } });
+    const adapters = runAdapters(config, environment, { type: 'scripted', script: [] });
+    expect(adapters.judge).toMatchObject({ type: 'openai', model: 'gpt-5-mini-2025-08-07' });
+    expect(adapters.searchEngine).toEqual(environment.searchEngine);
+    expect(adapters.generator).toEqual(environment.generator);
+    expect(adapters.policy).toEqual({ type: 'scripted', script: [] });
+    const dataset = { dataset: { path: 'q.jsonl' } };
+    expect(() => parseRunConfig({ ...dataset, corpus: { decks: 3 } })).toThrow(/config: corpus.*offline slide environment/);
+    expect(() => parseRunConfig({ ...dataset, sft: { epochs: 1 } })).toThrow(/config: sft.*offline slide environment/);
+    expect(() => parseRunConfig({ ...dataset, evaluation: { split: 'test' } })).toThrow(/config: evaluation\.split/);
+    expect(() => parseRunConfig({ searcher: { adapters: { store: { type: 'memory' } } } })).toThrow(/config: searcher\.adapters\.store.*run folder/);
+    expect(() => parseRunConfig({ searcher: { adapters: { policy: { type: 'tfjs' } } } })).toThrow(/searcher\.adapters\.policy\.type.*configured in `policy`/);
+    expect(() => parseRunConfig({ policy: { initFrom: 'runs/x/sft' }, sft: { epochs: 2 } })).toThrow(/config: sft.*initFrom/);
+    // A run folder's config.json parses again to the same run (the defaults of each kind are filled in, not refused).
+    for (const input of [{}, dataset, { policy: { initFrom: 'runs/x/sft' } }]) {
+      const parsed = parseRunConfig(input);
+      expect(parseRunConfig(JSON.parse(JSON.stringify(parsed)))).toEqual(parsed);
+    }
+    expect(parseRunConfig(dataset).searcher.episode.observationMaxChars).toBe(60);
+    expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(170);
+  });
 });
+

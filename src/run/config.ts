@@ -3,7 +3,9 @@ import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
-import { searcherConfigSchema } from '../config';
+import { adaptersConfigSchema, refineSearcherSections, searcherConfigSchema, searcherSectionsShape } from '../config';
+import { SFT_RUN } from './checkpoints';
+import { trainerSettingsSchema } from './trainer';
 import { issueFields } from '../provider-utils/settings';
 import type { TfjsPolicySettings } from '../adapters/tfjs/settings';
 
@@ -34,45 +36,93 @@ export const runPolicySchema = z
   })
   .strict();
 
+const A = adaptersConfigSchema.shape;
+
 /**
- * A training run of the offline slide environment, as a YAML or JSON file. Every hyperparameter of
- * the method's settings table (docs/method.md#settings-table) has a place: B (`trainer.batchSize`), n_agent (`searcher.rl.nAgent`),
- * max_turns (`searcher.episode.maxTurns`), reward weights (`phases[].weights`), clip low/high and
- * KL (`searcher.rl.loss`), entropy (`searcher.rl.entropyCoef`), minibatches
- * (`searcher.rl.miniBatchSize`, `ppoEpochs`), learning rate (`phases[].learningRate`), save
- * frequency and resume mode (`trainer`).
+ * The run's ports, each optional: an unset one is the environment's (the slide environment's
+ * SQLite FTS5, sharp, slide reader and rule judge; for your own data, the Searcher's defaults).
+ * The policy is the run's own tfjs transformer (`policy`) unless `policy` names another here; the
+ * store is the run folder.
  */
-export const runConfigSchema = z
+const runAdaptersSchema = z
+  .object({
+    searchEngine: A.searchEngine.unwrap().optional(),
+    policy: A.policy,
+    generator: A.generator.unwrap().optional(),
+    judge: A.judge.unwrap().optional(),
+    imageOps: A.imageOps.unwrap().optional(),
+  })
+  .strict();
+
+const corpusSchema = z
+  .object({
+    seed: z.number().int().default(1),
+    decks: positiveInt().default(200),
+    minSlides: positiveInt().default(5),
+    maxSlides: positiveInt().default(15),
+    smallPrintRate: unit().default(0.25),
+    validationShare: unit().default(0.1),
+    testShare: unit().default(0.1),
+    cacheDir: z.string().min(1).default('.cache/searcher-rl/slides').describe('The generated corpus is cached here and reused while its settings are the same.'),
+  })
+  .strict()
+  .describe('The offline slide environment (runs without a `dataset`).');
+
+const sftSchema = z
+  .object({
+    demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
+    epochs: positiveInt().default(6),
+    batchSize: positiveInt().default(8).describe('Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).'),
+    learningRate: z.number().positive().default(3e-3),
+    vagueRate: unit().default(0.55).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.'),
+    skipCropRate: unit().default(0.6),
+    skipResearchRate: unit().default(0.6).describe('Share of pages without the asked fact after which the demonstration does not search again.'),
+  })
+  .strict()
+  .describe('The warm start of a slide run: SFT on the oracle\'s demonstrations.');
+
+const datasetSchema = z
+  .object({
+    path: z.string().min(1).describe('Questions: JSONL ({uid|id, question, reference|answer, golden|goldenBasenames: page basenames}) or Parquet in the verl/Search-R1 layout.'),
+    format: z.enum(['auto', 'jsonl', 'parquet']).default('auto').describe('`auto`: by the file extension.'),
+    evalPath: z.string().min(1).nullable().default(null).describe('Questions to evaluate on (same formats); `null`: the training questions.'),
+  })
+  .strict()
+  .describe('Your own questions (then the pages come from `searcher.adapters.searchEngine`); without it, the offline slide environment.');
+
+/**
+ * The Searcher of a run. Rollouts of slide runs at temperature 0.7: the warm start copies names
+ * well, and the crops and second searches it makes rarely need sampling to be found
+ * (docs/method.md#slide-environment).
+ */
+const SEARCHER_DEFAULTS = {
+  slides: { episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 170, temperature: 0.7 }, rl: { nAgent: 8 } },
+  dataset: { episode: { maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 60, temperature: 0.5 }, rl: { nAgent: 4 } },
+} as const;
+
+/**
+ * A training run, as a YAML or JSON file: the offline slide environment, or your own questions
+ * (`dataset`) with the adapters of `searcher.adapters`. Every hyperparameter of the method's
+ * settings table (docs/method.md#settings-table) has a place: B (`trainer.batchSize`), n_agent
+ * (`searcher.rl.nAgent`), max_turns (`searcher.episode.maxTurns`), reward weights
+ * (`phases[].weights`), clip low/high and KL (`searcher.rl.loss`), entropy
+ * (`searcher.rl.entropyCoef`), minibatches (`searcher.rl.miniBatchSize`, `ppoEpochs`), learning
+ * rate (`phases[].learningRate`), save frequency and resume mode (`trainer`).
+ */
+export const runConfigObjectSchema = z
   .object({
     runsDir: z.string().min(1).default('runs').describe('Where run folders go.'),
     runId: z.string().max(128).regex(/^[A-Za-z0-9._-]+$/).refine((id) => id !== '.' && id !== '..', 'must not be . or ..').optional().describe('Default: a timestamped id.'),
     seed: z.number().int().default(1),
-    corpus: z
-      .object({
-        seed: z.number().int().default(1),
-        decks: positiveInt().default(200),
-        minSlides: positiveInt().default(5),
-        maxSlides: positiveInt().default(15),
-        smallPrintRate: unit().default(0.25),
-        validationShare: unit().default(0.1),
-        testShare: unit().default(0.1),
-        cacheDir: z.string().min(1).default('.cache/searcher-rl/slides').describe('The generated corpus is cached here and reused while its settings are the same.'),
+    dataset: datasetSchema.optional(),
+    corpus: corpusSchema.optional(),
+    policy: runPolicySchema
+      .extend({
+        initFrom: z.string().min(1).nullable().default(null).describe('Start from a checkpoint instead of the warm start: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint.'),
       })
-      .strict()
-      .default({ seed: 1, decks: 200, minSlides: 5, maxSlides: 15, smallPrintRate: 0.25, validationShare: 0.1, testShare: 0.1, cacheDir: '.cache/searcher-rl/slides' }),
-    policy: runPolicySchema.prefault({}),
-    sft: z
-      .object({
-        demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
-        epochs: positiveInt().default(6),
-        batchSize: positiveInt().default(8).describe('Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).'),
-        learningRate: z.number().positive().default(3e-3),
-        vagueRate: unit().default(0.55).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.'),
-        skipCropRate: unit().default(0.6),
-        skipResearchRate: unit().default(0.6).describe('Share of pages without the asked fact after which the demonstration does not search again.'),
-      })
-      .strict()
-      .default({ demonstrations: 2000, epochs: 6, batchSize: 8, learningRate: 3e-3, vagueRate: 0.55, skipCropRate: 0.6, skipResearchRate: 0.6 }),
+      .optional()
+      .describe('The run\'s trainable tfjs transformer (absent when `searcher.adapters.policy` names the policy).'),
+    sft: sftSchema.optional(),
     /** RL phases in order, e.g. phase 1 (format + NDCG) then phase 2 (judge). */
     phases: z
       .array(
@@ -87,44 +137,79 @@ export const runConfigSchema = z
           .strict(),
       )
       .refine((phases) => new Set(phases.map((p) => p.name)).size === phases.length, 'phase names must be distinct (each is its own run in the run folder)')
-      .refine((phases) => phases.every((p) => /^[A-Za-z0-9_-]{1,64}$/.test(p.name) && p.name !== 'sft' && !p.name.startsWith('eval-')), "phase names are up to 64 letters, digits, '-' and '_', and not 'sft' or 'eval-*' (reserved)")
+      .refine((phases) => phases.every((p) => /^[A-Za-z0-9_-]{1,64}$/.test(p.name) && p.name !== SFT_RUN && !p.name.startsWith('eval-')), "phase names are up to 64 letters, digits, '-' and '_', and not 'sft' or 'eval-*' (reserved)")
       .default([
         { name: 'phase1', steps: 20, weights: 'phase1', learningRate: 3e-4, warmupSteps: 5 },
         { name: 'phase2', steps: 20, weights: 'default', learningRate: 3e-4, warmupSteps: 0 },
       ]),
-    trainer: z
-      .object({
-        batchSize: positiveInt().default(8),
-        saveFreq: positiveInt().default(10),
-        resumeMode: z.string().min(1).default('auto'),
-      })
+    trainer: trainerSettingsSchema.pick({ batchSize: true, saveFreq: true, resumeMode: true }).extend({ batchSize: positiveInt().default(8) }).strict().prefault({}),
+    /** The Searcher: episode, reward scheme, RL (n_agent, loss, epochs, minibatches), pipeline, port policies, adapters. */
+    searcher: z
+      .object({ ...searcherSectionsShape, adapters: runAdaptersSchema.prefault({}) })
       .strict()
-      .default({ batchSize: 8, saveFreq: 10, resumeMode: 'auto' }),
-    /** The Searcher: episode, reward scheme, RL (n_agent, loss, epochs, minibatches), pipeline, port policies. */
-    // Rollouts at temperature 0.7: the warm start copies names well, and the crops and second
-    // searches it makes rarely need sampling to be found (docs/method.md#slide-environment).
-    searcher: searcherConfigSchema.prefault({
-      episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 170, temperature: 0.7 },
-      rl: { nAgent: 8 },
-    }),
+      .superRefine(refineSearcherSections),
     evaluation: z
       .object({
-        split: z.enum(['train', 'validation', 'test']).default('test'),
-        limit: positiveInt().nullable().default(null).describe('Questions evaluated (`null`: the whole split).'),
+        split: z.enum(['train', 'validation', 'test']).optional().describe('Slide runs: the split evaluated (default `test`).'),
+        limit: positiveInt().nullable().default(null).describe('Questions evaluated (`null`: all).'),
         temperature: z.number().min(0).default(0),
       })
       .strict()
-      .default({ split: 'test', limit: null, temperature: 0 }),
+      .prefault({}),
   })
-  .strict()
-  .superRefine((config, ctx) => {
-    // A slide run trains its own tfjs policy (`policy`); a rollouts-only ONNX policy cannot be trained.
-    if (config.searcher.adapters.policy?.type === 'onnx') {
-      ctx.addIssue({ code: 'custom', path: ['searcher', 'adapters', 'policy', 'type'], message: "the 'onnx' policy runs rollouts only and cannot be trained; a slide run trains its own tfjs policy (`policy`). Evaluate an ONNX export with a run on your own data whose phases have 0 steps, or with createSearcher" });
-    }
-  });
+  .strict();
+
+type RunConfigObject = z.output<typeof runConfigObjectSchema>;
+
+const isMapping = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Each kind's defaults, and the refusal of settings the run would ignore (naming the field): a run
+ * on your own data has no corpus, warm start or split; a run from a checkpoint no warm start; a
+ * named policy no `policy` block; the run folder is the store.
+ */
+function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
+  if (input === undefined) input = {};
+  if (!isMapping(input)) return input;
+  const out: Record<string, unknown> = { ...input };
+  const dataset = input.dataset !== undefined;
+  const refuse = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message, input });
+  const searcher = isMapping(input.searcher) ? input.searcher : undefined;
+  const adapters = isMapping(searcher?.adapters) ? searcher.adapters : undefined;
+  const namedPolicy = adapters?.policy !== undefined;
+  const policy = isMapping(input.policy) ? input.policy : undefined;
+  const initFrom = policy?.initFrom !== undefined && policy.initFrom !== null;
+  if (adapters && 'store' in adapters) refuse(['searcher', 'adapters', 'store'], 'a run stores everything in its run folder (runsDir/runId); remove it');
+  if (namedPolicy && isMapping(adapters.policy) && adapters.policy.type === 'tfjs') refuse(['searcher', 'adapters', 'policy', 'type'], "the run's own tfjs policy is configured in `policy`; remove searcher.adapters.policy");
+  else if (namedPolicy && input.policy !== undefined) refuse(['policy'], 'searcher.adapters.policy names the policy, so the run has no tfjs policy of its own to configure; remove `policy`');
+  if (dataset) {
+    for (const field of ['corpus', 'sft'] as const) if (input[field] !== undefined) refuse([field], `belongs to the offline slide environment; a run on your own data (dataset) does not use it`);
+    if (isMapping(input.evaluation) && input.evaluation.split !== undefined) refuse(['evaluation', 'split'], 'a run on your own data evaluates dataset.evalPath (or dataset.path); remove it');
+  } else {
+    out.corpus ??= {};
+    if (initFrom && input.sft !== undefined) refuse(['sft'], 'the warm start is skipped when policy.initFrom names a checkpoint; remove `sft`');
+    if (!initFrom && !namedPolicy) out.sft ??= {};
+    out.evaluation = { split: 'test', ...(isMapping(input.evaluation) ? input.evaluation : {}) };
+  }
+  if (!namedPolicy) out.policy ??= {};
+  out.searcher ??= SEARCHER_DEFAULTS[dataset ? 'dataset' : 'slides'];
+  return out;
+}
+
+function refineRun(config: RunConfigObject, ctx: z.RefinementCtx): void {
+  // A rollouts-only policy (ONNX Runtime runs the graph forward only) can be evaluated, not trained.
+  const policy = config.searcher.adapters.policy;
+  const training = config.phases.filter((p) => p.steps > 0);
+  if (policy?.type === 'onnx' && training.length > 0) {
+    ctx.addIssue({ code: 'custom', path: ['searcher', 'adapters', 'policy', 'type'], message: `the 'onnx' policy runs rollouts only and cannot be trained; set the steps of phase${training.length > 1 ? 's' : ''} ${training.map((p) => `'${p.name}'`).join(', ')} to 0 to evaluate it, or train the run's own tfjs policy (\`policy\`)` });
+  }
+}
+
+export const runConfigSchema = z.preprocess(withKindDefaults, runConfigObjectSchema.superRefine(refineRun));
 
 export type RunConfig = z.output<typeof runConfigSchema>;
+export type RunConfigInput = z.input<typeof runConfigObjectSchema>;
+export type RunPolicyConfig = NonNullable<RunConfig['policy']>;
 
 /** `policy.rollouts: auto`: ONNX Runtime where onnxruntime-node is installed (the same figures, faster rollouts), else tfjs. */
 export async function resolveRollouts(choice: 'auto' | 'tfjs' | 'onnx'): Promise<'tfjs' | 'onnx'> {
@@ -140,7 +225,6 @@ export async function runPolicySettings(policy: z.output<typeof runPolicySchema>
   return { model: { layers, width, heads, contextLength }, seed, backend, coalesceSessions, rollouts: await resolveRollouts(policy.rollouts), training };
 }
 
-export type RunConfigInput = z.input<typeof runConfigSchema>;
 
 export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
   const parsed = runConfigSchema.safeParse(input === undefined ? {} : input);

@@ -8,7 +8,9 @@ import openaiFixtures from '../adapters/openai/__fixtures__/responses.json';
 import { RecordedServer } from '../../test/support/recorded-server';
 import { readSftDataset } from '../adapters/store/parquet/index';
 import { curateCommand } from '../cli/curate';
-import { parseDataRunConfig, trainDataRun } from '../cli/data-run';
+import { cliRunOptions } from '../cli/progress';
+import { parseRunConfig } from './config';
+import { trainRun } from './run';
 import { readPromptDataset } from './dataset';
 import { writeReport } from './report/report';
 
@@ -17,7 +19,7 @@ import { writeReport } from './report/report';
 // servers standing in for OpenAI (generator) and Gemini (judge).
 let dir: string;
 const lines: string[] = [];
-const context = { log: (line: string) => lines.push(line), stream: { write: () => true, isTTY: false } as unknown as NodeJS.WriteStream };
+const context = cliRunOptions((line: string) => lines.push(line), { write: () => true, isTTY: false });
 const exampleConfig = async (name: string) => parseYaml(await readFile(new URL(`../../examples/own-data/${name}`, import.meta.url), 'utf8')) as Record<string, any>;
 const tiny = (raw: Record<string, any>, runId: string) => ({
   ...raw,
@@ -42,8 +44,8 @@ describe('train on your own questions and pages', () => {
   });
 
   it('offline: the example config end to end, then report and the curation commands on the run', async () => {
-    const config = parseDataRunConfig(tiny(await exampleConfig('config.yaml'), 'offline'));
-    const result = await trainDataRun(config, context);
+    const config = parseRunConfig(tiny(await exampleConfig('config.yaml'), 'offline'));
+    const result = await trainRun(config, context);
     expect(result.steps.map((s) => s.phase)).toEqual(['phase1', 'phase2']);
     expect(result.after.questions).toBe(6);
     const trajectories = (await readFile(join(result.runDir, 'phase2', 'trajectory.jsonl'), 'utf8')).trim().split('\n');
@@ -67,7 +69,10 @@ describe('train on your own questions and pages', () => {
       raw.searcher.adapters.judge = { ...raw.searcher.adapters.judge, apiKey: 'test-key', baseUrl: judge.url };
       // A scripted policy that passes the format gate, so every episode reaches the Generator and the judge.
       raw.searcher.adapters.policy = { type: 'scripted', script: ['<think>a</think><search>Acme</search>', '<think>b</think><search_complete>true</search_complete>'] };
-      const result = await trainDataRun(parseDataRunConfig(raw), context);
+      // A named policy replaces the run's own tfjs one, whose settings the run would then ignore (refused).
+      expect(() => parseRunConfig(raw)).toThrow(/config: policy.*searcher\.adapters\.policy names the policy/);
+      delete raw.policy;
+      const result = await trainRun(parseRunConfig(raw), context);
       expect(generator.requests.length).toBeGreaterThan(0);
       expect(judge.requests.length).toBe(generator.requests.length);
       expect(generator.requests[0]!.path).toBe('/v1/responses');

@@ -1,58 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { z } from 'zod';
-import { searcherConfigSchema } from '../config';
 import { DatasetValidationError, InvalidArgumentError } from '../core/errors';
 import { checkPromptRecords } from '../core/prompt-records';
 import type { PromptRecord } from '../core/types';
-import { runConfigSchema, runPolicySchema } from './config';
-
-const positiveInt = () => z.number().int().positive();
-
-/**
- * A training run on your own questions and pages (`searcher-rl train --config FILE` with a
- * `dataset`): the dataset, the Searcher with its `adapters` (search engine, generator, judge),
- * the policy, the RL phases and the evaluation. Everything goes through the composition root.
- */
-export const dataRunConfigSchema = z
-  .object({
-    runsDir: runConfigSchema.shape.runsDir,
-    runId: runConfigSchema.shape.runId,
-    seed: z.number().int().default(1),
-    dataset: z
-      .object({
-        path: z.string().min(1).describe('Questions: JSONL ({uid|id, question, reference|answer, golden|goldenBasenames: page basenames}) or Parquet in the verl/Search-R1 layout.'),
-        format: z.enum(['auto', 'jsonl', 'parquet']).default('auto').describe('`auto`: by the file extension.'),
-        evalPath: z.string().min(1).nullable().default(null).describe('Questions to evaluate on (same formats); `null`: the training questions.'),
-      })
-      .strict(),
-    policy: runPolicySchema
-      .extend({
-        initFrom: z.string().min(1).nullable().default(null).describe('Start from a checkpoint: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint.'),
-      })
-      .prefault({}),
-    phases: runConfigSchema.shape.phases,
-    trainer: runConfigSchema.shape.trainer,
-    searcher: searcherConfigSchema.prefault({ episode: { maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 60, temperature: 0.5 }, rl: { nAgent: 4 } }),
-    evaluation: z
-      .object({
-        limit: positiveInt().nullable().default(null).describe('Questions evaluated (`null`: all).'),
-        temperature: z.number().min(0).default(0),
-      })
-      .strict()
-      .prefault({}),
-  })
-  .strict()
-  .superRefine((config, ctx) => {
-    // A rollouts-only policy (ONNX Runtime runs the graph forward only) can be evaluated, not trained.
-    const policy = config.searcher.adapters.policy;
-    const training = config.phases.filter((p) => p.steps > 0);
-    if (policy?.type === 'onnx' && training.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['searcher', 'adapters', 'policy', 'type'], message: `the 'onnx' policy runs rollouts only and cannot be trained; set the steps of phase${training.length > 1 ? 's' : ''} ${training.map((p) => `'${p.name}'`).join(', ')} to 0 to evaluate it, or train a 'tfjs' policy` });
-    }
-  });
-
-export type DataRunConfig = z.output<typeof dataRunConfigSchema>;
 
 const str = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : undefined);
 

@@ -8,7 +8,8 @@ import { checkRunId, SUPERSEDABLE_KINDS, type SupersededCounts } from '../core/s
 import type { PromptRecord } from '../core/types';
 import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
-import { runEvent } from '../core/curation/events';
+import { eventRecord, runEvent, type LifecycleEvent } from '../core/events';
+import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from './checkpoints';
 import type { ScoredBatch, Searcher } from '../searcher';
 import { parseSettings } from '../provider-utils/settings';
 
@@ -116,82 +117,10 @@ interface TrainerCheckpointState {
   policy: { format: string; metadata: Record<string, unknown>; blobs: string[] };
 }
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /** FNV-1a over the prompt uids: a resumed run must see the same data in the same order. */
 function fingerprint(prompts: readonly PromptRecord[]): string {
   return hashString(prompts.map((p) => p.uid).join('\u0000')).toString(16).padStart(8, '0');
-}
-
-export function checkpointKey(step: number): string {
-  return `checkpoints/step-${String(step).padStart(8, '0')}`;
-}
-
-/**
- * Writes a policy checkpoint into a Store run: the policy's blobs under `{key}/policy/`, then
- * `{key}/state.json` (the caller's state plus the policy's format and metadata), then the
- * `checkpoint` record that commits it (a crash before the record leaves the previous one latest).
- */
-export async function writePolicyCheckpoint(store: Store, runId: string, step: number, checkpoint: PolicyCheckpoint, state: Record<string, unknown> = {}, signal?: AbortSignal): Promise<string> {
-  const key = checkpointKey(step);
-  const options = signal ? { signal } : {};
-  const blobNames = Object.keys(checkpoint.blobs);
-  const checksums: Record<string, string> = {};
-  for (const name of blobNames) {
-    checksums[name] = await sha256(checkpoint.blobs[name]!);
-    await store.doPutBlob(runId, `${key}/policy/${name}`, checkpoint.blobs[name]!, options);
-  }
-  const stateBytes = encoder.encode(JSON.stringify({ ...state, policy: { format: checkpoint.format, metadata: checkpoint.metadata, blobs: blobNames, sha256: checksums } }));
-  await store.doPutBlob(runId, `${key}/state.json`, stateBytes, options);
-  await store.doAppend([{ kind: 'checkpoint', runId, step, time: Date.now(), data: { key, policyFormat: checkpoint.format, stateSha256: await sha256(stateBytes) } }], options);
-  return key;
-}
-
-/** Hex SHA-256 through Web Crypto (global in Node 20 and browsers): checkpoints are verified on load. */
-async function sha256(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await globalThis.crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-/** The key of a Store run's latest committed checkpoint, or null. */
-export async function latestCheckpointKey(store: Store, runId: string): Promise<string | null> {
-  const records = await store.doQuery({ kind: 'checkpoint', runId });
-  const last = records[records.length - 1];
-  if (!last) return null;
-  const key = (last.data as { key?: unknown }).key;
-  if (typeof key !== 'string') throw new PortOutputError({ port: 'store', provider: store.provider, field: 'checkpoint.data.key', message: 'the latest checkpoint record has no key' });
-  return key;
-}
-
-/** Reads what `writePolicyCheckpoint` wrote: the saved state and the policy checkpoint. */
-export async function readPolicyCheckpoint(store: Store, runId: string, key: string): Promise<{ state: Record<string, unknown>; checkpoint: PolicyCheckpoint }> {
-  const raw = await store.doGetBlob(runId, `${key}/state.json`);
-  if (!raw) throw new InvalidArgumentError('settings.resumeMode', `no checkpoint at '${runId}/${key}' (no state.json)`);
-  const committed = (await store.doQuery({ kind: 'checkpoint', runId })).filter((r) => (r.data as { key?: unknown }).key === key).pop();
-  const expectedState = (committed?.data as { stateSha256?: unknown } | undefined)?.stateSha256;
-  const corrupt = (what: string) => new PortOutputError({ port: 'store', provider: store.provider, field: `${runId}/${key}/${what}`, message: 'does not match the checksum written with the checkpoint (a torn or altered file); resume from an earlier checkpoint' });
-  // Checkpoints written before checksums existed carry none, and load unchecked.
-  if (typeof expectedState === 'string' && (await sha256(raw)) !== expectedState) throw corrupt('state.json');
-  let state: Record<string, unknown> & { policy?: { format?: unknown; metadata?: unknown; blobs?: unknown; sha256?: Record<string, unknown> } };
-  try {
-    state = JSON.parse(decoder.decode(raw)) as typeof state;
-  } catch (error) {
-    throw new PortOutputError({ port: 'store', provider: store.provider, field: `${key}/state.json`, message: 'is not valid JSON', cause: error });
-  }
-  const policy = state.policy;
-  if (!policy || typeof policy.format !== 'string' || !Array.isArray(policy.blobs)) {
-    throw new PortOutputError({ port: 'store', provider: store.provider, field: `${key}/state.json`, message: 'has no policy checkpoint (format, metadata, blobs)' });
-  }
-  const blobs: PolicyCheckpoint['blobs'] = {};
-  for (const name of policy.blobs as string[]) {
-    const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
-    if (!bytes) throw new InvalidArgumentError('settings.resumeMode', `checkpoint '${runId}/${key}' lacks the policy blob '${name}'`);
-    const expected = policy.sha256?.[name];
-    if (typeof expected === 'string' && (await sha256(bytes)) !== expected) throw corrupt(`policy/${name}`);
-    blobs[name] = bytes;
-  }
-  return { state, checkpoint: { format: policy.format, metadata: (policy.metadata ?? {}) as Record<string, unknown>, blobs } };
 }
 
 /**
@@ -382,8 +311,8 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
         // counts them per step, so readers (supersededRecords) can drop them; they are run again.
         const superseded = await staleRecordCounts(store, settings.runId, step);
         if (result.resumedFrom || superseded) {
-          const data = result.resumedFrom ? { type: 'resume', from: result.resumedFrom.key, nextStep: step + 1 } : { type: 'restart', nextStep: step + 1 };
-          await store.doAppend([{ kind: 'event', runId: settings.runId, step, time: Date.now(), data: { ...data, ...(superseded && { superseded }) } }], signalOption);
+          const data: LifecycleEvent = result.resumedFrom ? { type: 'resume', from: result.resumedFrom.key, nextStep: step + 1 } : { type: 'restart', nextStep: step + 1 };
+          await store.doAppend([eventRecord(settings.runId, step, { ...data, ...(superseded && { superseded }) })], signalOption);
         }
         // A run starting without a checkpoint of its own saves one first: the policy's state here
         // (its sampling-session counter above all, advanced by whatever ran before, such as an
@@ -391,12 +320,12 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
         if (!from || from.runId !== settings.runId) result.checkpoints.push(await saveCheckpoint(options.signal));
       }
       const signalOption = options.signal ? { signal: options.signal } : {};
-      await store.doAppend([{ kind: 'event', runId: settings.runId, step, time: Date.now(), data: runEvent('run.start', settings.runId, step, { steps: settings.steps, batchSize: settings.batchSize, prompts: prompts.length, seed: settings.seed }) }], signalOption);
+      await store.doAppend([eventRecord(settings.runId, step, runEvent('run.start', settings.runId, step, { steps: settings.steps, batchSize: settings.batchSize, prompts: prompts.length, seed: settings.seed }))], signalOption);
       while (step < settings.steps) {
         const stepNumber = step + 1;
         failedMidStep = true;
         const { batch: stepPrompts, next } = take(cursor);
-        await store.doAppend([{ kind: 'event', runId: settings.runId, step: stepNumber, time: Date.now(), data: runEvent('step.start', settings.runId, stepNumber, { prompts: stepPrompts.map((p) => p.uid) }) }], signalOption);
+        await store.doAppend([eventRecord(settings.runId, stepNumber, runEvent('step.start', settings.runId, stepNumber, { prompts: stepPrompts.map((p) => p.uid) }))], signalOption);
         const epoch = cursor.index >= prompts.length ? cursor.epoch + 1 : cursor.epoch;
         const startedAt = performance.now();
         const scored = await searcher.collect(stepPrompts, { step: stepNumber, runId: settings.runId, ...(options.signal && { signal: options.signal }) });
@@ -406,7 +335,7 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
           const examples = scored.episodes.flatMap((e) => (e.trajectory.rewardDetail?.status === 'missing' ? [e.trajectory.rewardDetail.cause.message] : [])).concat(scored.lostSamples.map((s) => s.cause.message));
           const halt = new RewardsMissingError({ step: stepNumber, missing: scored.missingRewards, total, causes: scored.pipeline.failures, examples: [...new Set(examples)].slice(0, 2) });
           // The step's trajectories and rewards are already stored; this event says why it stops there.
-          await store.doAppend([{ kind: 'event', runId: settings.runId, step: stepNumber, time: Date.now(), data: { type: 'halt', reason: halt.message, causes: halt.causes } }], options.signal ? { signal: options.signal } : {});
+          await store.doAppend([eventRecord(settings.runId, stepNumber, { type: 'halt', reason: halt.message, causes: halt.causes })], options.signal ? { signal: options.signal } : {});
           throw halt;
         }
         const updateStartedAt = performance.now();
@@ -415,7 +344,7 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
         const metrics = stepMetrics(stepNumber, epoch, stepPrompts.length, scored, update, rolloutMs, updateMs);
         step = stepNumber;
         cursor = next;
-        await store.doAppend([{ kind: 'metric', runId: settings.runId, step, time: Date.now(), data: metrics }, { kind: 'event', runId: settings.runId, step, time: Date.now(), data: runEvent('step.end', settings.runId, step, { rolloutMs, updateMs, rewardMean: metrics.rewardMean, successRate: metrics.successRate }) }], signalOption);
+        await store.doAppend([{ kind: 'metric', runId: settings.runId, step, time: Date.now(), data: metrics }, eventRecord(settings.runId, step, runEvent('step.end', settings.runId, step, { rolloutMs, updateMs, rewardMean: metrics.rewardMean, successRate: metrics.successRate }))], signalOption);
         result.steps.push(metrics);
         failedMidStep = false;
         await options.onStep?.(metrics, scored);

@@ -5,7 +5,6 @@ export { VERIFICATION_LABELS, EXCLUDING_LABELS, verificationCandidates, labelCan
 export { verifyCandidates, type VerifyOptions } from './verify';
 export { buildRound1, buildRound2, type FocusedRound } from './rounds';
 export { selectRareSuccesses, compareForDistillation, sftRowFromTrajectory, SFT_FORMAT_VERSION, type DistillOptions, type DistillSelection, type SftRow, type SftMessage } from './distill';
-export { ACTION_TAG_PATTERN, OBSERVATION_CLAIM_PATTERNS, checkThinkRewrite, hasObservationClaim, thinkSpans, outsideThinks, THINK_REWRITE_INSTRUCTIONS, type RewriteCheck, type RewriteRejection } from './think-rewrite';
+export { OBSERVATION_CLAIM_PATTERNS, checkThinkRewrite, hasObservationClaim, thinkSpans, outsideThinks, THINK_REWRITE_INSTRUCTIONS, type RewriteCheck, type RewriteRejection } from './think-rewrite';
 export { rewriteThinks, type RewriteReport } from './rewrite';
 export { ndcgJudgeDisagreements, failureCauses, hallucinationShare, funnelStages, type DisagreementAnalysis, type FailureCauses, type FunnelStage } from './analyses';
-export { episodeEvents, runEvent, type UnifiedEvent, type UnifiedEventType } from './events';

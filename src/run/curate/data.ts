@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { createJsonlStore } from '../../adapters/store/jsonl/index';
 import { closeSearcherContainer, createSearcherContainer, TOKENS } from '../../container';
 import { parseSearcherConfig, type SearcherConfigInput } from '../../config';
@@ -8,14 +7,12 @@ import { summariseTrajectory, type EpisodeSummary } from '../../core/curation/ep
 import type { VerificationCandidate } from '../../core/curation/verification';
 import type { Trajectory } from '../../core/trajectory/trajectory';
 import type { PromptRecord } from '../../core/types';
-import { slideEnvironmentAdapters } from '../../env/slides/adapters-config';
 import type { Evidence } from '../../ports/types';
 import type { Generator } from '../../ports/generator';
 import type { Judge } from '../../ports/judge';
-import { readPromptDataset } from '../dataset';
-import { readRunKind } from '../../cli/data-run';
-import { parseRunConfig } from '../config';
-import { prepareEnvironment, type RunContext } from '../train';
+import { prepareEnvironment } from '../environment';
+import { readRunFolderConfig } from '../folder';
+import type { RunOptions } from '../progress';
 
 export interface RunEpisodes {
   episodes: EpisodeSummary[];
@@ -49,18 +46,12 @@ export interface RunSetting {
 }
 
 /** What a run folder was run with: its Searcher configuration (adapters included) and its questions. */
-export async function runSetting(runDir: string, context: RunContext): Promise<RunSetting> {
-  const kind = await readRunKind(runDir);
-  if (kind.kind === 'data') {
-    const searcher = kind.config.searcher;
-    const engine = parseSearcherConfig(searcher).adapters.searchEngine;
-    const prompts = await readPromptDataset(kind.config.dataset.path, kind.config.dataset.format);
-    return { kind: 'data', searcher, prompts: new Map(prompts.map((p) => [p.uid, p])), dbPath: engine.type === 'sqlite-fts' ? engine.dbPath : null, raw: kind.config };
-  }
-  const config = parseRunConfig(kind.raw, join(runDir, 'config.json'));
-  const env = await prepareEnvironment(config, context);
-  const prompts = [...env.corpus.questions.train, ...env.corpus.questions.validation, ...env.corpus.questions.test];
-  return { kind: 'slides', searcher: { ...config.searcher, adapters: slideEnvironmentAdapters(env) }, prompts: new Map(prompts.map((p) => [p.uid, p])), dbPath: env.dbPath, raw: config };
+export async function runSetting(runDir: string, options: RunOptions = {}): Promise<RunSetting> {
+  const config = await readRunFolderConfig(runDir);
+  const env = await prepareEnvironment(config, options);
+  // The run's Generator and Judge (the policy is not needed to curate).
+  const { policy: _policy, ...adapters } = { ...env.adapters, ...config.searcher.adapters };
+  return { kind: env.kind === 'slides' ? 'slides' : 'data', searcher: { ...config.searcher, adapters }, prompts: new Map(env.all.map((p) => [p.uid, p])), dbPath: env.dbPath, raw: config };
 }
 
 /** The Generator and Judge of a run, through the gateway (the run's call policies), and a closer. */

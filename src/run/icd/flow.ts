@@ -4,7 +4,7 @@ import { createRandom, permutation, RANDOM_STREAMS } from '../../core/random';
 import { createPointerSelector, type PointerSelector } from '../../adapters/tfjs/pointer-selector';
 import { evaluateSelections, greedyChoice, trainSelectorGrpo, warmUpOnBeamLabels, type SelectionReward } from '../../adapters/tfjs/pointer-training';
 import type { Store } from '../../ports/store';
-import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from '../trainer';
+import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from '../checkpoints';
 import { buildIcdDemoData, bySimilarity, DEFAULT_ICD_DATA_OPTIONS, type IcdDataOptions, type IcdDemoData } from './data';
 
 export interface IcdFlowOptions extends IcdDataOptions {

@@ -2,10 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import { buildSlideEnvironment } from '../env/slides/build';
-import { cluster, createClusterSlots, runSlotPrimary } from '../server/cluster';
-import { createEnvServer } from '../server/env-server';
-import { buildServedEnvironment, type ServedEnvironmentSettings } from '../server/served-environment';
 import { loadRunConfig, parseRunConfig } from '../run/config';
+import { cluster, createClusterSlots, runSlotPrimary } from './cluster';
+import { createEnvServer } from './env-server';
+import { buildServedEnvironment, type ServedEnvironmentSettings } from './served-environment';
 
 export interface ServeEnvOptions {
   config?: string;
@@ -27,7 +27,7 @@ async function settingsOf(options: ServeEnvOptions): Promise<ServedEnvironmentSe
   const raw = options.config ? (parseYaml(await readFile(options.config, 'utf8')) as { searcher?: unknown } | null) : null;
   const run = options.config ? await loadRunConfig(options.config) : parseRunConfig({});
   const searcher = raw?.searcher === undefined ? {} : run.searcher;
-  return { searcher, slides: { ...run.corpus, split: options.split }, ...(options.tasks && { tasksFile: options.tasks }) };
+  return { searcher, slides: { ...(run.corpus ?? parseRunConfig({}).corpus!), split: options.split }, ...(options.tasks && { tasksFile: options.tasks }) };
 }
 
 /**

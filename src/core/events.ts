@@ -1,4 +1,6 @@
-import type { Trajectory } from '../trajectory/trajectory';
+import type { Trajectory } from './trajectory/trajectory';
+import type { StoreRecord } from '../ports/store';
+import type { SupersededCounts } from './store/records';
 
 /** The unified log's event types (docs/method.md#unified-log). */
 export type UnifiedEventType = 'run.start' | 'step.start' | 'step.end' | 'model.plan' | 'search.request' | 'search.response' | 'bbox.result' | 'generator.response' | 'reward.detail' | 'api.latency';
@@ -48,4 +50,23 @@ export function episodeEvents(trajectory: Trajectory, runId: string, step: numbe
 
 export function runEvent(type: 'run.start' | 'step.start' | 'step.end', runId: string, step: number, data: Record<string, unknown>): UnifiedEvent {
   return { type, runId, step, promptUid: null, rolloutIndex: null, sampleId: null, data };
+}
+
+/**
+ * The trainer's and the warm start's own events, stored beside the unified log's: a run resumed
+ * from a checkpoint or restarted (with the records of an interrupted attempt it supersedes), a run
+ * halted by missing rewards, an SFT epoch's loss.
+ */
+export type LifecycleEvent =
+  | { type: 'resume'; from: string; nextStep: number; superseded?: SupersededCounts }
+  | { type: 'restart'; nextStep: number; superseded?: SupersededCounts }
+  | { type: 'halt'; reason: string; causes: Readonly<Record<string, number>> }
+  | { type: 'sft-epoch'; loss: number };
+
+/** Every event type a run folder's `event` records carry. */
+export type RunEventType = UnifiedEventType | LifecycleEvent['type'];
+
+/** The store record of an event (`kind: 'event'`) of a run's step. */
+export function eventRecord(runId: string, step: number, data: UnifiedEvent | LifecycleEvent): StoreRecord {
+  return { kind: 'event', runId, step, time: Date.now(), data };
 }

@@ -1,0 +1,8 @@
+// searcher-rl/curation: data-centric RL over run folders (docs/method.md#data-centric-rl): the
+// unified log, difficulty buckets, ground-truth verification, focused rounds, rare-success
+// distillation with think-only rewriting, the funnel; and the commands of `searcher-rl curate`.
+export * from '../core/curation/index';
+export { episodeEvents, type UnifiedEvent, type UnifiedEventType, type LifecycleEvent, type RunEventType } from '../core/events';
+export { runCurationCommand, CURATION_COMMANDS, verifyRun, distillRun, funnelReport, summariseVerdicts, type CurationValues, type CurationCommand } from '../run/curate/commands';
+export { closedLoop } from '../run/curate/loop';
+export { loadEpisodes, runSetting, type RunEpisodes, type RunSetting } from '../run/curate/data';

@@ -1,0 +1,21 @@
+import type { RunConfig } from './config';
+import type { RunOptions } from './progress';
+import type { EvalSummary, TrainRunResult } from './run';
+
+// The run's entry points for the root export. They load the run's modules (the slide environment,
+// TensorFlow.js, sharp, SQLite) when called, so importing `searcher-rl` loads no vendor SDK.
+
+/**
+ * The main job: the offline slide environment, or your own questions (`config.dataset`); the warm
+ * start, evaluation before RL, the RL phases, evaluation after RL, all in `runsDir/runId/`. Follow
+ * it with `options.onLog` / `options.onProgress`, stop it with `options.signal`; running it again
+ * on the same `runId` continues it. `searcher-rl train` calls exactly this.
+ */
+export async function trainRun(config: RunConfig, options: RunOptions = {}): Promise<TrainRunResult> {
+  return (await import('./run')).trainRun(config, options);
+}
+
+/** Evaluates a run folder's latest checkpoint on a split (slide runs) or its evaluation questions; `searcher-rl eval` calls exactly this. */
+export async function evalRun(runDir: string, overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null } = {}, options: RunOptions = {}): Promise<EvalSummary & { checkpoint: string }> {
+  return (await import('./run')).evalRun(runDir, overrides, options);
+}

@@ -1,0 +1,90 @@
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createJsonlStore } from '../adapters/store/jsonl/index';
+import { InvalidArgumentError } from '../core/errors';
+import type { Store } from '../ports/store';
+import { parseRunConfig, type RunConfig } from './config';
+
+/**
+ * A run folder, `runsDir/runId/` (docs/architecture.md#the-run-folder):
+ *
+ * - `config.json`: the run's configuration, defaults filled in;
+ * - one store run per folder: `sft/` (the warm start), each phase (`phase1/`, ...), each evaluation
+ *   (`eval-before-rl/`, `eval-after-rl/`, `eval-<split>/` or `eval-dataset/`), curation's
+ *   (`sft-distilled/`, `focused-round1/`); each holds `trajectory.jsonl`, `reward.jsonl`,
+ *   `metric.jsonl`, `event.jsonl`, `checkpoint.jsonl` and `checkpoints/` (src/run/checkpoints.ts);
+ * - `eval-before-rl.json`, `eval-after-rl.json`, `eval-<split>.json`: evaluation summaries;
+ * - `summary.json`, `report.html`, `curation/`.
+ */
+export const RUN_FILES = {
+  config: 'config.json',
+  summary: 'summary.json',
+  report: 'report.html',
+  curation: 'curation',
+} as const;
+
+/** The store runs of the evaluations before and after the RL phases. */
+export const EVAL_BEFORE = 'eval-before-rl';
+export const EVAL_AFTER = 'eval-after-rl';
+
+/** Temp file then rename: a process killed mid-write leaves the previous file or none, never half of one. */
+export async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
+  await writeFile(`${path}.tmp`, `${JSON.stringify(value, null, 2)}\n`);
+  await rename(`${path}.tmp`, path);
+}
+
+/** A JSON file of the run folder, or null when absent. */
+export async function readJsonFile<T>(path: string): Promise<T | null> {
+  return readFile(path, 'utf8').then(
+    (text) => JSON.parse(text) as T,
+    () => null,
+  );
+}
+
+/** The run folder's store: the JSONL records and blobs of its store runs. */
+export function runStore(runDir: string): Store {
+  return createJsonlStore({ dir: runDir });
+}
+
+/** Deletes a store run's folder (an evaluation replaces the previous one of the same name: the store is append-only). */
+export async function clearStoreRun(runDir: string, storeRun: string): Promise<void> {
+  await rm(join(runDir, storeRun), { recursive: true, force: true });
+}
+
+/** The configuration a run folder was run with (its `config.json`). */
+export async function readRunFolderConfig(runDir: string): Promise<RunConfig> {
+  const path = join(runDir, RUN_FILES.config);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    throw new InvalidArgumentError('run', `'${runDir}' has no readable ${RUN_FILES.config} (is it a run folder?)`, { cause: error });
+  }
+  return parseRunConfig(raw, path);
+}
+
+/**
+ * Creates (or continues) the run folder of `config` and writes its `config.json`. Continuing a
+ * folder needs the same environment, policy, warm start and seed as before; how sessions share
+ * forwards and which engines run rollouts and gradients change the model's numbers in their last
+ * bits only, so a folder may continue with another setting of those.
+ */
+export async function openRunFolder(config: RunConfig): Promise<{ runId: string; runDir: string }> {
+  const runId = config.runId ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  const runDir = join(config.runsDir, runId);
+  await mkdir(runDir, { recursive: true });
+  const configPath = join(runDir, RUN_FILES.config);
+  const previous = await readJsonFile<RunConfig>(configPath);
+  if (previous) {
+    const part = (c: RunConfig, key: (typeof KEPT)[number]) => JSON.stringify(key === 'policy' && c.policy ? { ...c.policy, coalesceSessions: null, rollouts: null, training: null } : c[key]);
+    for (const key of KEPT) {
+      if (part(previous, key) !== part(config, key)) {
+        throw new InvalidArgumentError(`config.${key}`, `the run folder '${runDir}' was started with other '${key}' settings; use another runId to start afresh`);
+      }
+    }
+  }
+  await writeJsonAtomic(configPath, config);
+  return { runId, runDir };
+}
+
+const KEPT = ['dataset', 'corpus', 'policy', 'sft', 'seed'] as const;
