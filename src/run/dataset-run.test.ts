@@ -71,7 +71,7 @@ describe('train on your own questions and pages', () => {
       raw.searcher.adapters.policy = { type: 'scripted', script: ['<think>a</think><search>Acme</search>', '<think>b</think><search_complete>true</search_complete>'] };
       // A named policy replaces the run's own tfjs one, whose settings the run would then ignore (refused).
       expect(() => parseRunConfig(raw)).toThrow(/config: policy.*searcher\.adapters\.policy names the policy/);
-      delete raw.policy;
+      delete (raw as Record<string, unknown>).policy;
       const result = await trainRun(parseRunConfig(raw), context);
       expect(generator.requests.length).toBeGreaterThan(0);
       expect(judge.requests.length).toBe(generator.requests.length);
