@@ -81,7 +81,7 @@ async function slideDemonstrations(config: RunConfig, env: SlideEnvironment, cou
   const train = env.corpus.questions.train;
   const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions)).slice(0, count).map((i) => train[i]!);
   const oracle = createScriptedPolicy({ tokenizer, script: createOracleScript(env.corpus, { vagueRate: sft.vagueRate, skipCropRate: sft.skipCropRate, skipResearchRate: sft.skipResearchRate, seed: config.seed }) });
-  const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, ...ports }, { config: episode });
+  const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: episode });
   return demos.map((d) => d.trajectory);
 }
 

@@ -1,0 +1,38 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolvePorts } from '../container';
+import { parseRunConfig } from './config';
+import { openRun } from './run';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('the slide environment of a run', () => {
+  it("demonstrates with the oracle over the run's ports, not with the run's own (untrained) policy", async () => {
+    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
+    dirs.push(root);
+    const config = parseRunConfig({
+      runsDir: join(root, 'runs'),
+      runId: 'demos',
+      corpus: { decks: 3, minSlides: 5, maxSlides: 5, cacheDir: join(root, 'corpus') },
+      policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm' },
+    });
+    const session = await openRun(config, { kind: 'fresh' });
+    try {
+      const ports = await resolvePorts(session.container);
+      const demos = await session.env.demonstrations!(6, session.policy.tokenizer, ports, config.searcher.episode);
+      expect(demos).toHaveLength(6);
+      // The oracle searches first, with the question's entity, and ends with search_complete.
+      for (const t of demos) {
+        expect(t.turns[0]!.action?.type).toBe('search');
+        expect(t.terminated).toBe('complete');
+      }
+    } finally {
+      await session.close();
+    }
+  }, 120_000);
+});
