@@ -1,11 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database from 'better-sqlite3';
 import { InvalidArgumentError, PortOutputError, ProviderCallError } from '../../../core/errors';
 import { checkBlobKey, checkRunId, checkStoreQuery, checkStoreRecords } from '../../../core/store/records';
 import { encodeSpecialNumbers, reviveSpecialNumbers } from '../../../core/trajectory/serialize';
 import type { Trajectory } from '../../../core/trajectory/trajectory';
 import type { Store, StoreRecord } from '../../../ports/store';
+import { openSqlite } from '../../../provider-utils/sqlite';
 import { SQLITE_STORE_SCHEMA } from './schema';
 
 export interface SqliteStoreSettings {
@@ -42,7 +42,7 @@ export interface SqliteStore extends Store {
 }
 
 /**
- * SQLite store (better-sqlite3). Each `doAppend` is one transaction: every record of the batch and
+ * SQLite store (libsql). Each `doAppend` is one transaction: every record of the batch and
  * the rows derived from it are written, or none. The database is in WAL mode with synchronous
  * NORMAL, so a run that is killed keeps every batch it had committed.
  */
@@ -50,7 +50,7 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
   if (typeof settings?.path !== 'string' || settings.path.length === 0) throw new InvalidArgumentError('path', 'must be a database file path');
   const path = settings.path === ':memory:' ? ':memory:' : resolve(settings.path);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  const db = openSqlite({ file: path });
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.exec(SQLITE_STORE_SCHEMA);
