@@ -75,6 +75,8 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> => {
  * parameters (`:a`, `@a`, `$a`, and `?NNN` as `NNN`) take the properties of one plain object.
  */
 function bindValues(text: SqlText, args: readonly unknown[]): unknown[] {
+  // The common case: only bare `?`, one plain value each.
+  if (args.length === text.names.length && text.names.every((name) => name === null) && !args.some((arg) => Array.isArray(arg) || isPlainObject(arg))) return args.map(bindable);
   const values: unknown[] = new Array(text.names.length).fill(null);
   let anonymous = 0;
   let count = 0;
@@ -109,6 +111,7 @@ function bindValues(text: SqlText, args: readonly unknown[]): unknown[] {
 
 /** A row as better-sqlite3 gives it: without libsql's `_metadata`, its BLOBs as Buffers. */
 function rowOf(row: Record<string, unknown>, dropMetadata: boolean): SqliteRow {
+  if (!dropMetadata && !Object.values(row).some((value) => value instanceof ArrayBuffer)) return row;
   const out: SqliteRow = {};
   for (const [key, value] of Object.entries(row)) {
     if (dropMetadata && key === '_metadata') continue;
