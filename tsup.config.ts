@@ -33,5 +33,5 @@ export default defineConfig({
   splitting: true,
   treeshake: true,
   // Vendor SDKs are optional peer dependencies, loaded only by their adapter's subpath.
-  external: ['openai', '@google/genai', 'undici', 'zod', 'inversify', 'sharp', 'better-sqlite3', 'onnxruntime-node', '@huggingface/tokenizers', /^@tensorflow\//],
+  external: ['openai', '@google/genai', 'undici', 'zod', 'inversify', 'sharp', 'libsql', 'onnxruntime-node', '@huggingface/tokenizers', /^@tensorflow\//],
 });

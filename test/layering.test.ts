@@ -29,7 +29,7 @@ function coreOffences(spec: string): string | null {
   return null;
 }
 
-const VENDOR = /^(openai|@google\/genai|undici|sharp|onnxruntime|@tensorflow|better-sqlite3|inversify|reflect-metadata|zod|parquet|hyparquet)/;
+const VENDOR = /^(openai|@google\/genai|undici|sharp|onnxruntime|@tensorflow|libsql|inversify|reflect-metadata|zod|parquet|hyparquet)/;
 
 describe('layering', () => {
   it('keeps src/core pure: only core and ports, no node:*, no vendor SDKs, no inversify', () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// Apart from the adapter so that a configuration can name it without loading better-sqlite3.
+// Apart from the adapter so that a configuration can name it without loading libsql.
 export const sqliteSearchSettingsSchema = z
   .object({
     /** The index file made by `indexPages` or `indexPageFolder`. */

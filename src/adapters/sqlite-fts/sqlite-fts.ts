@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename as pathBasename, extname, join, resolve, sep } from 'node:path';
-import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { z } from 'zod';
 import { AbortedError, DatasetValidationError, InvalidArgumentError, ProviderCallError } from '../../core/errors';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import type { PageImage, SearchHit } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
+import { openSqlite, type SqliteDatabase, type SqliteStatement } from '../../provider-utils/sqlite';
 import { sqliteSearchSettingsSchema } from './settings';
 
 const IMAGE_MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp' };
@@ -97,9 +97,9 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
   }
   hash.update(`schema ${SCHEMA_VERSION}`);
   const fingerprint = hash.digest('hex');
-  let db: Database.Database;
+  let db: SqliteDatabase;
   try {
-    db = new Database(dbPath);
+    db = openSqlite({ file: dbPath });
   } catch (error) {
     throw new InvalidArgumentError('dbPath', `cannot create the index '${dbPath}' (does its folder exist?)`, { cause: error });
   }
@@ -209,13 +209,13 @@ export function ftsQuery(query: string): string | null {
  */
 export function createSqliteSearchEngine(settings: SqliteSearchSettings): SqliteSearchEngine {
   const { dbPath, includeImages, maxTextChars } = parseSettings('createSqliteSearchEngine', sqliteSearchSettingsSchema, settings);
-  let db: Database.Database;
+  let db: SqliteDatabase;
   try {
-    db = new Database(dbPath, { readonly: true, fileMustExist: true });
+    db = openSqlite({ file: dbPath }, { readonly: true });
   } catch (error) {
     throw new InvalidArgumentError('dbPath', `cannot open the index '${dbPath}' (build it with indexPages or indexPageFolder)`, { cause: error });
   }
-  let search: Database.Statement;
+  let search: SqliteStatement;
   try {
     search = db.prepare(
     'SELECT p.id AS id, p.basename AS basename, COALESCE(p.shown_text, p.text) AS text, p.image_path AS imagePath, p.mime AS mime, p.width AS width, p.height AS height, bm25(pages_fts) AS rank FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts MATCH ? ORDER BY rank, p.id LIMIT ?',

@@ -66,8 +66,8 @@ export async function curationGateway(setting: RunSetting): Promise<{ gateway: P
 /** Golden pages as evidence, read from the page index (text and image), for the verifier. */
 export async function goldenEvidenceFrom(dbPath: string | null): Promise<{ lookup: (candidate: VerificationCandidate) => Promise<Evidence[]>; close: () => void }> {
   if (dbPath === null) return { lookup: async () => [], close: () => undefined };
-  const { default: Database } = await import('better-sqlite3');
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const { openSqlite } = await import('../../provider-utils/sqlite');
+  const db = openSqlite({ file: dbPath }, { readonly: true });
   const byBasename = db.prepare('SELECT basename, text, image_path AS imagePath, mime, width, height FROM pages WHERE basename = ?');
   return {
     async lookup(candidate) {

@@ -1,7 +1,9 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../../../core/errors';
 import type { Trajectory } from '../../../core/trajectory/trajectory';
 import type { StoreRecord } from '../../../ports/store';
 import { createJsonlStore } from '../jsonl/index';
@@ -71,6 +73,92 @@ describe('SQLite store', () => {
     await expect(store.doAppend([...records('run-c').slice(0, 2), bad as unknown as StoreRecord])).rejects.toThrow(/could not append/);
     expect(await store.doQuery({ kind: 'trajectory', runId: 'run-c' })).toEqual([]);
     expect(store.sql("SELECT count(*) AS n FROM episodes WHERE run_id = 'run-c'")).toEqual([{ n: 0 }]);
+    await store.close();
+  });
+
+  it('sql() cannot write: every write attempt is an InvalidArgumentError naming the query, and nothing stored is lost', async () => {
+    const path = join(dir, 'e.db');
+    for (const store of [createSqliteStore({ path }), createSqliteStore({ path: ':memory:' })]) {
+      await store.doAppend(records('run-e'));
+      await store.doPutBlob('run-e', 'ckpt', new Uint8Array([1, 2, 3]));
+      const before = await store.doQuery({ kind: 'trajectory', runId: 'run-e' });
+      const counts = () => store.sql<{ n: number }>("SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM episodes) + (SELECT count(*) FROM runs) + (SELECT count(*) FROM blobs) AS n")[0]!.n;
+      const total = counts();
+      const writes = [
+        "INSERT INTO runs (run_id, started, last_step) VALUES ('x', 0, 0)",
+        "INSERT INTO runs (run_id, started, last_step) VALUES ('x', 0, 0) RETURNING run_id",
+        'UPDATE episodes SET ndcg = 0',
+        'UPDATE episodes SET ndcg = 0 RETURNING ndcg',
+        'DELETE FROM records',
+        'DELETE FROM records RETURNING id',
+        'DROP TABLE episodes',
+        'CREATE TABLE x (a)',
+        'CREATE TEMP TABLE x (a)',
+        `ATTACH '${join(dir, 'attached.db')}' AS other`,
+        "ATTACH ':memory:' AS other",
+        'PRAGMA user_version = 7',
+        'PRAGMA journal_mode = DELETE',
+        'PRAGMA main.journal_mode = DELETE',
+        'PRAGMA query_only = OFF',
+        "PRAGMA 'query_only' = 0",
+        '/* x */ PRAGMA [query_only](0)',
+        'EXPLAIN PRAGMA query_only = OFF',
+        'EXPLAIN QUERY PLAN PRAGMA query_only = OFF',
+        'PRAGMA locking_mode = EXCLUSIVE',
+        'PRAGMA case_sensitive_like = 1',
+        'PRAGMA wal_checkpoint',
+        'PRAGMA wal_checkpoint(TRUNCATE)',
+        'VACUUM',
+        `VACUUM INTO '${join(dir, 'copy.db')}'`,
+        'REINDEX',
+        'BEGIN',
+        'SELECT 1; DELETE FROM records',
+        'SELECT count(*) FROM records; DROP TABLE records',
+        "SELECT ';'; DELETE FROM records -- a comment",
+        'SELECT 1 /* ; */; DELETE FROM records',
+        "CREATE TRIGGER t AFTER INSERT ON runs BEGIN DELETE FROM records; END",
+        '',
+      ];
+      for (const query of writes) {
+        let thrown: unknown;
+        try {
+          store.sql(query);
+        } catch (error) {
+          thrown = error;
+        }
+        expect(InvalidArgumentError.isInstance(thrown) && thrown.argument === 'query', `${query}: ${String(thrown)}`).toBe(true);
+      }
+      expect(counts()).toBe(total);
+      // The read-only connection is as it was: still query_only, not locked, LIKE still case-blind.
+      expect(store.sql('PRAGMA query_only')).toEqual([{ query_only: 1 }]);
+      expect(store.sql("SELECT count(*) AS n FROM runs WHERE run_id LIKE 'RUN-%'")).toEqual([{ n: 1 }]);
+      expect(store.sql('PRAGMA table_info(runs)').map((c) => c.name)).toEqual(['run_id', 'started', 'last_step']);
+      expect(store.sql("SELECT name FROM pragma_database_list WHERE name <> 'main' AND name <> 'temp'")).toEqual([]);
+      expect(store.sql('SELECT user_version FROM pragma_user_version')).toEqual([{ user_version: 0 }]);
+      expect(await store.doQuery({ kind: 'trajectory', runId: 'run-e' })).toEqual(before);
+      expect(await store.doGetBlob('run-e', 'ckpt')).toEqual(new Uint8Array([1, 2, 3]));
+      // The store still writes, and sql() sees what it wrote.
+      await store.doAppend([{ kind: 'metric', runId: 'run-e', step: 2, time: 2, data: { rewardMean: 1 } }]);
+      expect(store.sql('SELECT step FROM steps WHERE run_id = ?', 'run-e')).toEqual([{ step: 2 }]);
+      expect(store.sql('SELECT bytes FROM blobs')).toEqual([{ bytes: Buffer.from([1, 2, 3]) }]);
+      await store.close();
+    }
+    expect(existsSync(join(dir, 'attached.db'))).toBe(false);
+    expect(existsSync(join(dir, 'copy.db'))).toBe(false);
+  });
+
+  it('sql() binds values as better-sqlite3 did, and refuses the ones SQLite cannot hold instead of crashing', async () => {
+    const store = createSqliteStore({ path: ':memory:' });
+    await store.doAppend(records('run-f'));
+    expect(store.sql('SELECT count(*) AS n FROM episodes WHERE run_id = ? AND judge_score >= ?', 'run-f', 1)).toEqual([{ n: 1 }]);
+    expect(store.sql('SELECT count(*) AS n FROM episodes WHERE run_id = ? AND judge_score >= ?', ['run-f', 0])).toEqual([{ n: 3 }]);
+    expect(store.sql('SELECT count(*) AS n FROM episodes WHERE run_id = :run AND prompt_uid = @prompt', { run: 'run-f', prompt: 'p1' })).toEqual([{ n: 2 }]);
+    expect(store.sql('SELECT ? AS a, ? AS b, ? AS c', null, undefined, 2n)).toEqual([{ a: null, b: null, c: 2 }]);
+    expect(store.sql('SELECT ? AS b', Buffer.from([7]))).toEqual([{ b: Buffer.from([7]) }]);
+    for (const value of [true, new Date(0), new Map(), [[1]], Symbol('s')]) expect(() => store.sql('SELECT ? AS v', value), String(value)).toThrow(TypeError);
+    expect(() => store.sql('SELECT ? AS a, ? AS b', 1)).toThrow(/Too few parameter values/);
+    expect(() => store.sql('SELECT ? AS a', 1, 2)).toThrow(/Too many parameter values/);
+    expect(() => store.sql('SELECT :a AS a', {})).toThrow(/Missing named parameter "a"/);
     await store.close();
   });
 

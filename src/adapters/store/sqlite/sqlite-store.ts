@@ -1,11 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database from 'better-sqlite3';
 import { InvalidArgumentError, PortOutputError, ProviderCallError } from '../../../core/errors';
 import { checkBlobKey, checkRunId, checkStoreQuery, checkStoreRecords } from '../../../core/store/records';
 import { encodeSpecialNumbers, reviveSpecialNumbers } from '../../../core/trajectory/serialize';
 import type { Trajectory } from '../../../core/trajectory/trajectory';
 import type { Store, StoreRecord } from '../../../ports/store';
+import { scanSql } from '../../../provider-utils/sql-text';
+import { openSqlite, type SqliteLocation } from '../../../provider-utils/sqlite';
 import { SQLITE_STORE_SCHEMA } from './schema';
 
 export interface SqliteStoreSettings {
@@ -36,24 +38,50 @@ export interface SqliteStore extends Store {
   successRatePerPrompt(runId: string, successAt?: number): PromptSuccessRow[];
   /** NDCG and judge score of every episode of a run. */
   ndcgVsJudge(runId: string): NdcgJudgeRow[];
-  /** Any read-only SQL over the tables (see schema.ts). */
+  /**
+   * Any read-only SQL over the tables (see schema.ts): one statement that returns rows, run on a
+   * read-only connection, so that a statement that would write is an InvalidArgumentError.
+   */
   sql<T = Record<string, unknown>>(query: string, ...params: unknown[]): T[];
   close(): Promise<void>;
 }
 
+/** PRAGMAs that read with an argument (a table, an index, an error count); any other given a value sets it. */
+const READING_PRAGMAS = new Set(['table_info', 'table_xinfo', 'table_list', 'index_info', 'index_xinfo', 'index_list', 'foreign_key_list', 'foreign_key_check', 'integrity_check', 'quick_check']);
+
 /**
- * SQLite store (better-sqlite3). Each `doAppend` is one transaction: every record of the batch and
+ * Whether `query` is a PRAGMA that changes its connection or writes. A PRAGMA takes effect as it
+ * is prepared (`query_only = OFF`, `locking_mode = EXCLUSIVE`), before the statement could be
+ * refused; EXPLAIN prepares it too.
+ */
+function isSettingPragma(query: string): boolean {
+  let head = scanSql(query).head;
+  if (head[0] === 'explain') head = head[1] === 'query' && head[2] === 'plan' ? head.slice(3) : head.slice(1);
+  if (head[0] !== 'pragma') return false;
+  const [name, next] = head[2] === '.' ? [head[3], head[4]] : [head[1], head[2]];
+  if (next === '=' || next === '(') return !READING_PRAGMAS.has(name ?? '');
+  return name === 'wal_checkpoint';
+}
+
+/**
+ * SQLite store (libsql). Each `doAppend` is one transaction: every record of the batch and
  * the rows derived from it are written, or none. The database is in WAL mode with synchronous
- * NORMAL, so a run that is killed keeps every batch it had committed.
+ * NORMAL, so a run that is killed keeps every batch it had committed. `sql()` runs on a second
+ * connection, opened read-only and with `query_only` on: it cannot write, whatever it is given.
  */
 export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
   if (typeof settings?.path !== 'string' || settings.path.length === 0) throw new InvalidArgumentError('path', 'must be a database file path');
   const path = settings.path === ':memory:' ? ':memory:' : resolve(settings.path);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  // ':memory:' is one database per store, which the read-only connection must share.
+  const location: SqliteLocation = path === ':memory:' ? { sharedMemory: randomUUID() } : { file: path };
+  const db = openSqlite(location);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.exec(SQLITE_STORE_SCHEMA);
+  const reader = openSqlite(location, { readonly: true });
+  reader.exec('PRAGMA query_only = ON');
+  const readOnlyOnly = (cause?: unknown) => new InvalidArgumentError('query', 'only read-only SQL (SELECT) is allowed', { cause });
   const fail = (message: string, cause: unknown) => new ProviderCallError({ port: 'store', provider: 'sqlite', message, isRetryable: false, cause });
 
   const insertRecord = db.prepare('INSERT INTO records (kind, run_id, step, prompt_uid, sample_id, rollout_index, time, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
@@ -163,11 +191,28 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
       return db.prepare('SELECT step, sample_id AS sampleId, prompt_uid AS promptUid, ndcg, judge_score AS judgeScore FROM episodes WHERE run_id = ? ORDER BY step, sample_id').all(runId) as NdcgJudgeRow[];
     },
     sql(query, ...params) {
-      const statement = db.prepare(query);
-      if (!statement.reader) throw new InvalidArgumentError('query', 'only read-only SQL (SELECT) is allowed');
-      return statement.all(...params) as never;
+      if (typeof query === 'string' && isSettingPragma(query)) throw readOnlyOnly();
+      reader.exec('PRAGMA query_only = ON');
+      let statement;
+      try {
+        statement = reader.prepare(query);
+      } catch (error) {
+        // More than one statement (a write hidden after a SELECT) or none.
+        if (error instanceof RangeError) throw new InvalidArgumentError('query', `must be one SQL statement: ${error.message}`, { cause: error });
+        throw error;
+      }
+      // A statement that returns no rows (ATTACH, DELETE, BEGIN) is refused before it runs;
+      // one that does and would write (INSERT ... RETURNING) fails on the read-only connection.
+      if (!statement.reader) throw readOnlyOnly();
+      try {
+        return statement.all(...params) as never;
+      } catch (error) {
+        if (/^SQLITE_READONLY/.test(String((error as { code?: unknown })?.code))) throw readOnlyOnly(error);
+        throw error;
+      }
     },
     async close() {
+      reader.close();
       if (db.open) db.close();
     },
   };
