@@ -4,7 +4,7 @@ import { loadApiKey } from './api-key';
 import { retryDelayFromBody } from './retry-after';
 import { parseSettings } from './settings';
 import { toProviderError } from './vendor-error';
-import { parseJudgeScore } from './judge';
+import { parseJudgeScore } from '../core/reward/judge-prompt';
 import { redactAndCut } from './redact';
 import { z } from 'zod';
 

@@ -1,17 +1,8 @@
 import { ApiError, GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse, type Part } from '@google/genai';
 import { z } from 'zod';
 import { PortOutputError, type PortName } from '../../core/errors';
-import {
-  evidenceParts as neutralEvidenceParts,
-  GENERATOR_INSTRUCTIONS,
-  JUDGE_INSTRUCTIONS,
-  judgePrompt,
-  loadApiKey,
-  parseJudgeScore,
-  parseSettings,
-  retryDelayFromBody,
-  toProviderError,
-} from '../../provider-utils/index';
+import { evidenceParts as neutralEvidenceParts, loadApiKey, parseSettings, retryDelayFromBody, toProviderError } from '../../provider-utils/index';
+import { GENERATOR_INSTRUCTIONS, JUDGE_INSTRUCTIONS, judgePrompt, parseJudgeScore } from '../../core/reward/judge-prompt';
 import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';

@@ -1,5 +1,5 @@
-import type { ScheduledRow } from '../../provider-utils/rollout-scheduler';
-import { emptyKvCache, gatherKvCache, scatterKvCache, type KvCacheRow, type KvCacheShape } from '../../provider-utils/kv-cache';
+import type { ScheduledRow } from '../../rollout-engine/rollout-scheduler';
+import { emptyKvCache, gatherKvCache, scatterKvCache, type KvCacheRow, type KvCacheShape } from '../../rollout-engine/kv-cache';
 import type { CausalLmLayout } from './layout';
 import { ort } from './runtime';
 

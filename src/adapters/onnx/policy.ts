@@ -4,8 +4,8 @@ import { InvalidArgumentError, NotTrainableError, throwIfAborted } from '../../c
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import type { CallOptions } from '../../ports/common';
 import type { LogProbBatch, PolicyBackend, PolicyCheckpoint, UpdateResult } from '../../ports/policy-backend';
-import { emptyKvCache } from '../../provider-utils/kv-cache';
-import { createRolloutScheduler } from '../../provider-utils/rollout-scheduler';
+import { emptyKvCache } from '../../rollout-engine/kv-cache';
+import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
 import { forwardLast, scoreSequences, type OnnxModel, type OnnxRow } from './forward';
 import { checkCausalLmLayout, readCausalLmConfig, type GraphValue } from './layout';
 import { createInferenceSession } from './runtime';

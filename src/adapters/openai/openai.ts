@@ -4,7 +4,8 @@ import { PortOutputError, type PortName } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
-import { evidenceParts, GENERATOR_INSTRUCTIONS, JUDGE_INSTRUCTIONS, judgePrompt, loadApiKey, parseJudgeScore, parseSettings, toProviderError } from '../../provider-utils/index';
+import { evidenceParts, loadApiKey, parseSettings, toProviderError } from '../../provider-utils/index';
+import { GENERATOR_INSTRUCTIONS, JUDGE_INSTRUCTIONS, judgePrompt, parseJudgeScore } from '../../core/reward/judge-prompt';
 import type { Evidence } from '../../ports/types';
 import { openaiSettingsSchema } from './settings';
 

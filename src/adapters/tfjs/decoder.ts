@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
-import { emptyKvCache, gatherKvCache, scatterKvCache, type KvCacheRow, type KvCacheShape } from '../../provider-utils/kv-cache';
-import { createRolloutScheduler, type RolloutScheduler, type ScheduledRow } from '../../provider-utils/rollout-scheduler';
+import { emptyKvCache, gatherKvCache, scatterKvCache, type KvCacheRow, type KvCacheShape } from '../../rollout-engine/kv-cache';
+import { createRolloutScheduler, type RolloutScheduler, type ScheduledRow } from '../../rollout-engine/rollout-scheduler';
 import { activateBackend, ensureReady, type PolicyContext } from './state';
 import type { Transformer } from './transformer';
 

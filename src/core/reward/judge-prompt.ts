@@ -1,4 +1,4 @@
-import { PortOutputError, type PortName } from '../core/errors';
+import { PortOutputError, type PortName } from '../errors';
 
 /** Instructions for the frozen Generator: answer only from the evidence (docs/method.md#terminal-answer). */
 export const GENERATOR_INSTRUCTIONS = [
