@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEnvServer } from '../src/server/env-server';
 import { buildServedEnvironment } from '../src/server/served-environment';
-import { openSession, type TestSession } from '../src/server/ws-test-client';
+import { openSession, type TestSession } from '../test/support/ws-test-client';
 
 const SECONDS = Number(process.env.BENCH_SERVE_SECONDS ?? 10);
 const SESSIONS = Number(process.env.BENCH_SERVE_SESSIONS ?? 64);

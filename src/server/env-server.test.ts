@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from './env-server';
-import { mockServedEnvironment } from './fixture-environment';
+import { mockServedEnvironment } from '../../test/support/fixture-environment';
 import { clientMessageSchema, serverMessageSchema } from './protocol';
-import { openSession } from './ws-test-client';
+import { openSession } from '../../test/support/ws-test-client';
 
 let server: EnvServer | null = null;
 afterEach(async () => {

@@ -46,7 +46,6 @@ export const clientMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('state') }).strict(),
   z.object({ type: z.literal('close') }).strict(),
 ]);
-export type ClientMessage = z.infer<typeof clientMessageSchema>;
 
 const rewardCauseSchema = z.object({ stage: z.enum(['episode', 'generator', 'judge']), kind: z.string(), message: z.string() });
 

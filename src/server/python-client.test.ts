@@ -2,7 +2,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createEnvServer } from './env-server';
-import { mockServedEnvironment } from './fixture-environment';
+import { mockServedEnvironment } from '../../test/support/fixture-environment';
 
 // A real Python client (the `websockets` package, e.g. Debian's python3-websockets) through whole
 // episodes; skipped where no such Python is installed.

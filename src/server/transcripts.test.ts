@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from './env-server';
-import { mockServedEnvironment } from './fixture-environment';
+import { mockServedEnvironment } from '../../test/support/fixture-environment';
 import { clientMessageSchema, serverMessageSchema } from './protocol';
-import { openSession } from './ws-test-client';
+import { openSession } from '../../test/support/ws-test-client';
 
 type Transcript = Array<{ from: 'client' | 'server'; frame: unknown }>;
 const load = (name: string): Transcript => JSON.parse(readFileSync(new URL(`./__fixtures__/${name}.transcript.json`, import.meta.url), 'utf8'));

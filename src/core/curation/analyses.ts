@@ -95,7 +95,3 @@ export function funnelStages(input: { questions: number; buckets: Record<'B' | '
   if (input.round2) stages.push({ stage: 'focused round 2', count: input.round2.total, note: `score <= 0.3: ${input.round2.lowScore}, minus ${input.round2.excluded} excluded` });
   return stages;
 }
-
-export function describePromptStats(stats: readonly PromptStats[]): { prompts: number; meanSuccessRate: number } {
-  return { prompts: stats.length, meanSuccessRate: stats.length === 0 ? 0 : stats.reduce((n, s) => n + s.successRate, 0) / stats.length };
-}

@@ -1,8 +1,8 @@
-import { createMockGenerator, createMockSearchEngine, createRawImage, createRawImageOps } from '../adapters/mock/index';
-import { createRuleJudge } from '../adapters/rule-judge/index';
-import { createPortGateway, singleAttemptPolicies } from '../core/calls/gateway';
-import type { Judge } from '../ports/judge';
-import type { ServedEnvironment } from './environment';
+import { createMockGenerator, createMockSearchEngine, createRawImage, createRawImageOps } from '../../src/adapters/mock/index';
+import { createRuleJudge } from '../../src/adapters/rule-judge/index';
+import { createPortGateway, singleAttemptPolicies } from '../../src/core/calls/gateway';
+import type { Judge } from '../../src/ports/judge';
+import type { ServedEnvironment } from '../../src/server/environment';
 
 /**
  * A small served environment over the mock adapters (two pages, two tasks), for the server's
