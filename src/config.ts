@@ -18,12 +18,11 @@ import { DEFAULT_REWARD_CONFIG } from './core/reward/score';
 import { LOSS_AGGREGATIONS } from './core/rl/aggregation';
 import { KL_ESTIMATORS, type KlEstimator } from './core/rl/kl';
 import { DEFAULT_RL_SETTINGS } from './core/rl/settings';
-import { issueFields } from './provider-utils/settings';
+import { issueFields, positiveInt } from './provider-utils/settings';
 
 // Every default below is a core constant (DEFAULT_EPISODE_CONFIG, DEFAULT_RL_SETTINGS, ...): the
 // configuration restates none of them. `test/defaults.test.ts` checks that `{}` parses to them.
 
-const positiveInt = () => z.number().int().positive();
 const E = DEFAULT_EPISODE_CONFIG;
 
 export const episodeConfigSchema = z

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ConfigValidationError } from '../core/errors';
 
 type Issue = { path: ReadonlyArray<PropertyKey>; message: string; code?: string; keys?: readonly string[] };
@@ -22,3 +22,6 @@ export function parseSettings<S extends z.ZodType>(factory: string, schema: S, s
   if (result.success) return result.data;
   throw new ConfigValidationError(issueFields(result.error.issues as Issue[], factory).map((f) => (f.field === factory ? { ...f, field: `${factory}.(settings)` } : f)));
 }
+
+/** A positive integer setting: the one definition every settings schema uses. */
+export const positiveInt = () => z.number().int().positive();

@@ -6,10 +6,9 @@ import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
 import { adaptersConfigSchema, refineSearcherSections, searcherConfigSchema, searcherSectionsShape } from '../config';
 import { SFT_RUN } from './checkpoints';
 import { trainerSettingsSchema } from './trainer';
-import { issueFields } from '../provider-utils/settings';
+import { issueFields, positiveInt } from '../provider-utils/settings';
 import type { TfjsPolicySettings } from '../adapters/tfjs/settings';
 
-const positiveInt = () => z.number().int().positive();
 const unit = () => z.number().min(0).max(1);
 
 /** The run's policy, a small TensorFlow.js transformer: the same settings for slide runs and runs on your own data. */

@@ -16,6 +16,7 @@ import { prepareEnvironment, type RunEnvironment } from './environment';
 import { clearStoreRun, EVAL_AFTER, EVAL_BEFORE, openRunFolder, readJsonFile, readRunFolderConfig, RUN_FILES, runStore, writeJsonAtomic } from './folder';
 import { progressOf, type RunOptions } from './progress';
 import { createTrainer, type StepMetrics } from './trainer';
+import { mean } from '../core/stats';
 
 export interface EvalSummary {
   /** The split (slide runs) or the dataset file evaluated. */
@@ -148,7 +149,6 @@ export async function openRun(config: RunConfig, start: RunPolicyStart, options:
 function summarise(label: string, questions: readonly PromptRecord[], trajectories: readonly Trajectory[]): EvalSummary {
   const small = new Set(questions.filter((q) => (q.metadata as { small?: unknown } | undefined)?.small === true).map((q) => q.uid));
   const success = (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
-  const mean = (xs: number[]) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
   const smallOnes = trajectories.filter((t) => small.has(t.promptUid));
   const cropped = (t: Trajectory) => (t.turns.some((turn) => turn.crop) ? 1 : 0);
   return {

@@ -2,6 +2,7 @@ import { createScriptedPolicy } from '../adapters/scripted-policy/index';
 import { closeSearcherContainer, createSearcherContainer, resolveSearcher } from '../container';
 import type { PromptRecord } from '../core/types';
 import type { ScoredBatch } from '../searcher';
+import { mean } from '../core/stats';
 
 const PAGES = [
   { basename: 'acme_1.png', text: 'Acme Corp annual report 2019: overview of the year' },
@@ -112,9 +113,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 
   const update = await searcher.update(batch);
   const rewards = batch.episodes.map((e) => e.trajectory.reward).filter((r): r is number => r !== null);
-  const mean = rewards.reduce((s, r) => s + r, 0) / Math.max(1, rewards.length);
+  const meanReward = mean(rewards);
   const success = batch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length / batch.episodes.length;
-  log(`mean reward ${mean.toFixed(3)}; judge success rate ${(success * 100).toFixed(0)}%; missing rewards ${batch.missingRewards}`);
+  log(`mean reward ${meanReward.toFixed(3)}; judge success rate ${(success * 100).toFixed(0)}%; missing rewards ${batch.missingRewards}`);
   const p = batch.pipeline;
   log(`pipeline (${p.mode}): ${p.samplesScored}/${p.samplesTotal} samples and ${p.promptsUsable}/${p.promptsTotal} prompts scored in ${p.stepTimeMs.toFixed(0)} ms`);
   // At ratio 1 the loss is -mean(advantage), zero up to rounding since each group's advantages sum to zero.

@@ -11,17 +11,18 @@ import type { Store } from '../ports/store';
 import { eventRecord, runEvent, type LifecycleEvent } from '../core/events';
 import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from './checkpoints';
 import type { ScoredBatch, Searcher } from '../searcher';
-import { parseSettings } from '../provider-utils/settings';
+import { parseSettings, positiveInt } from '../provider-utils/settings';
+import { mean } from '../core/stats';
 
 export const trainerSettingsSchema = z
   .object({
     runId: z.string().min(1),
     /** Train until this many steps are done (a resumed run counts the steps before it). */
-    steps: z.number().int().positive(),
+    steps: positiveInt(),
     /** Prompts per step (B); each gets `rl.nAgent` rollouts. */
-    batchSize: z.number().int().positive(),
+    batchSize: positiveInt(),
     /** Checkpoint every this many steps (and always after the last, and before the first when the run has no checkpoint of its own). */
-    saveFreq: z.number().int().positive().default(10),
+    saveFreq: positiveInt().default(10),
     /** `auto`: continue from this run's latest checkpoint if any; `disable`: start fresh; else a checkpoint path (`checkpoints/step-00000010` or `otherRun/checkpoints/step-00000010`). */
     resumeMode: z.string().min(1).default('auto'),
     seed: z.number().int().default(0),
@@ -137,10 +138,6 @@ async function staleRecordCounts(store: Store, runId: string, step: number): Pro
     }
   }
   return Object.keys(counts).length === 0 ? null : counts;
-}
-
-function mean(values: readonly number[]): number {
-  return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
 function stepMetrics(step: number, epoch: number, prompts: number, batch: ScoredBatch, update: PolicyUpdateSummary, rolloutMs: number, updateMs: number): StepMetrics {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { positiveInt } from '../../provider-utils/settings';
 
 // Apart from the adapter so that a configuration can name it without loading @google/genai.
 export const geminiSettingsSchema = z
@@ -8,7 +9,7 @@ export const geminiSettingsSchema = z
     apiKey: z.string().min(1).optional(),
     /** Another endpoint (a proxy, a local server). */
     baseUrl: z.string().url().optional(),
-    maxOutputTokens: z.number().int().positive().optional(),
+    maxOutputTokens: positiveInt().optional(),
     /** Thinking budget in tokens (0 turns thinking off where the model allows). */
     thinkingBudget: z.number().int().min(0).optional(),
     instructions: z.string().optional(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { positiveInt } from '../../provider-utils/settings';
 
 // Apart from the adapter so that a configuration can name it without loading sharp.
 export const sharpImageOpsSettingsSchema = z
@@ -8,6 +9,6 @@ export const sharpImageOpsSettingsSchema = z
     /** Resampling kernel for the enlargement (lanczos3 keeps small print sharp). */
     kernel: z.enum(['nearest', 'linear', 'cubic', 'mitchell', 'lanczos2', 'lanczos3']).default('lanczos3'),
     /** Largest output side; an enlargement never goes past it. */
-    maxOutputSide: z.number().int().positive().default(4096),
+    maxOutputSide: positiveInt().default(4096),
   })
   .strict();

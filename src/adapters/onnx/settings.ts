@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseSettings } from '../../provider-utils/settings';
+import { parseSettings, positiveInt } from '../../provider-utils/settings';
 
 // No ONNX Runtime import here: a configuration names these settings without loading it.
 
@@ -7,7 +7,6 @@ import { parseSettings } from '../../provider-utils/settings';
 export const ONNX_EXECUTION_PROVIDERS = ['cpu', 'cuda'] as const;
 export type OnnxExecutionProvider = (typeof ONNX_EXECUTION_PROVIDERS)[number];
 
-const positiveInt = () => z.number().int().positive();
 
 export const onnxPolicySettingsSchema = z
   .object({

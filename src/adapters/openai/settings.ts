@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { positiveInt } from '../../provider-utils/settings';
 
 // Apart from the adapter so that a configuration can name it without loading the openai SDK.
 export const openaiSettingsSchema = z
@@ -10,7 +11,7 @@ export const openaiSettingsSchema = z
     baseURL: z.string().url().optional(),
     organization: z.string().optional(),
     reasoningEffort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
-    maxOutputTokens: z.number().int().positive().optional(),
+    maxOutputTokens: positiveInt().optional(),
     instructions: z.string().optional(),
   })
   .strict();
@@ -20,7 +21,7 @@ export const openaiEmbedderSettingsSchema = z
   .object({
     model: z.string().min(1),
     /** The vector length; sent as `dimensions` when `sendDimensions` (text-embedding-3-*), checked on every answer. */
-    dimensions: z.number().int().positive(),
+    dimensions: positiveInt(),
     sendDimensions: z.boolean().default(true),
     apiKey: z.string().min(1).optional(),
     baseURL: z.string().url().optional(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { positiveInt } from '../../provider-utils/settings';
 
 // Apart from the adapter so that a configuration can name it without loading libsql.
 export const sqliteSearchSettingsSchema = z
@@ -8,6 +9,6 @@ export const sqliteSearchSettingsSchema = z
     /** Return page images with the hits (read from disk per hit). */
     includeImages: z.boolean().default(true),
     /** Characters of page text returned per hit (`null`: all). */
-    maxTextChars: z.number().int().positive().nullable().default(null),
+    maxTextChars: positiveInt().nullable().default(null),
   })
   .strict();

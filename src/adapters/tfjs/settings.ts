@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InvalidArgumentError } from '../../core/errors';
-import { parseSettings } from '../../provider-utils/settings';
+import { parseSettings, positiveInt } from '../../provider-utils/settings';
 import type { AdamWSettings } from './adamw';
 import type { TransformerConfig } from './transformer';
 
@@ -12,7 +12,6 @@ export type TfjsBackendName = (typeof TFJS_BACKENDS)[number];
 
 export const CHECKPOINT_FORMAT = 'searcher-rl.tfjs-transformer.v1';
 
-const positiveInt = () => z.number().int().positive();
 
 export const tfjsPolicySettingsSchema = z
   .object({
@@ -26,7 +25,7 @@ export const tfjsPolicySettingsSchema = z
         mlpWidth: positiveInt().optional(),
       })
       .strict()
-      .default({ layers: 2, width: 64, heads: 4, contextLength: 512 }),
+      .prefault({}),
     optimizer: z
       .object({
         learningRate: z.number().positive().default(1e-3),
@@ -38,7 +37,7 @@ export const tfjsPolicySettingsSchema = z
         warmupSteps: z.number().int().min(0).default(0),
       })
       .strict()
-      .default({ learningRate: 1e-3, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01, maxGradNorm: 1, warmupSteps: 0 }),
+      .prefault({}),
     /** Seeds the initial weights and the sampling streams. */
     seed: z.number().int().default(0),
     /** `auto`: tfjs-node-gpu, tfjs-node, wasm, cpu, the first that initialises. */
@@ -68,7 +67,7 @@ export const tfjsPolicySettingsSchema = z
         intraOpThreads: positiveInt().default(1),
       })
       .strict()
-      .default({ intraOpThreads: 1 }),
+      .prefault({}),
     /** Bound on rows x tokens x keys x heads per forward (attention scores), to cap memory. */
     maxAttentionElements: positiveInt().default(16_000_000),
   })

@@ -1,4 +1,5 @@
 import type { Trajectory } from '../trajectory/trajectory';
+import { mean } from '../stats';
 
 /**
  * One rollout as curation sees it (docs/method.md#unified-log): the per-episode record derived
@@ -69,7 +70,6 @@ export interface PromptStats {
   successes: number;
 }
 
-const mean = (xs: readonly number[]) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
 
 /** Per-prompt statistics, in first-seen order. A rollout succeeds when its judge score is >= `successAt` (1 by default: docs/method.md#rare-success-distillation counts score == 1). */
 export function promptStats(episodes: readonly EpisodeSummary[], successAt = 1): PromptStats[] {

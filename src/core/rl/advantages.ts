@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors';
+import { mean } from '../stats';
 
 export interface GroupAdvantageOptions {
   /** `population` divides by sqrt(mean((r-mu)^2)) (docs/method.md#advantages); `unbiased` uses the n-1 estimate. */
@@ -43,12 +44,12 @@ export function groupAdvantages(rewards: readonly MaybeReward[], options: GroupA
   // A tied group carries no signal; computing it would leave rounding noise of order 1/eps.
   if (valid.every((r) => r === valid[0])) return rewards.map(() => 0);
 
-  const mean = valid.reduce((sum, r) => sum + r, 0) / valid.length;
+  const average = mean(valid);
   let scale = 1;
   if (normalize) {
-    const squared = valid.reduce((sum, r) => sum + (r - mean) * (r - mean), 0);
+    const squared = valid.reduce((sum, r) => sum + (r - average) * (r - average), 0);
     const variance = squared / (std === 'population' ? valid.length : valid.length - 1);
     scale = Math.sqrt(variance) + eps;
   }
-  return rewards.map((r) => (isMissingReward(r) ? 0 : ((r as number) - mean) / scale));
+  return rewards.map((r) => (isMissingReward(r) ? 0 : ((r as number) - average) / scale));
 }

@@ -3,6 +3,7 @@ import { permutation, type Random } from '../random';
 import type { Trajectory } from '../trajectory/trajectory';
 import type { LogProbBatch, LossFunction, PolicyBackend, UpdateResult } from '../../ports/policy-backend';
 import { buildUpdateBatch, createLossFunction, type LossSettings, type UpdateBatch } from './update-batch';
+import { mean } from '../stats';
 
 export interface PolicyUpdateSettings {
   loss: LossSettings;
@@ -49,10 +50,8 @@ function slice(batch: UpdateBatch, indices: readonly number[]): UpdateBatch {
   };
 }
 
-function mean(values: readonly number[]): number {
-  const finite = values.filter((v) => Number.isFinite(v));
-  return finite.length === 0 ? 0 : finite.reduce((a, b) => a + b, 0) / finite.length;
-}
+/** The mean of the finite values (a skipped minibatch reports NaN). */
+const finiteMean = (values: readonly number[]) => mean(values.filter((v) => Number.isFinite(v)));
 
 export function checkPolicyUpdateSettings(settings: PolicyUpdateSettings): void {
   if (!(Number.isInteger(settings.ppoEpochs) && settings.ppoEpochs > 0)) throw new InvalidArgumentError('ppoEpochs', `must be a positive integer, got ${String(settings.ppoEpochs)}`);
@@ -113,11 +112,11 @@ export async function updatePolicy(
     }
   }
   const results = summary.results;
-  summary.loss = mean(results.map((r) => r.value));
-  summary.clipFraction = mean(results.map((r) => r.metrics?.clipFraction ?? NaN));
-  summary.kl = mean(results.map((r) => r.metrics?.kl ?? NaN));
-  summary.entropy = mean(results.map((r) => r.metrics?.entropy ?? NaN));
-  summary.gradNorm = mean(results.map((r) => r.gradNorm));
+  summary.loss = finiteMean(results.map((r) => r.value));
+  summary.clipFraction = finiteMean(results.map((r) => r.metrics?.clipFraction ?? NaN));
+  summary.kl = finiteMean(results.map((r) => r.metrics?.kl ?? NaN));
+  summary.entropy = finiteMean(results.map((r) => r.metrics?.entropy ?? NaN));
+  summary.gradNorm = finiteMean(results.map((r) => r.gradNorm));
   summary.gradNormMax = Math.max(0, ...results.map((r) => r.gradNorm).filter((v) => Number.isFinite(v)));
   return summary;
 }

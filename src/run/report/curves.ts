@@ -3,6 +3,7 @@ import { promptStats, summariseTrajectory } from '../../core/curation/episodes';
 import type { DifficultyBucket } from '../../core/curation/buckets';
 import { REWARD_PRESETS, type RewardWeights } from '../../core/reward/combine';
 import type { Trajectory } from '../../core/trajectory/trajectory';
+import { mean } from '../../core/stats';
 
 /** One rollout of a step as the report reads it from a phase's `trajectory.jsonl`. */
 export interface StepRollout {
@@ -85,7 +86,8 @@ export function emaSmooth(values: ReadonlyArray<number | null>, smoothing: numbe
   });
 }
 
-const mean = (xs: readonly number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
+/** The mean, null for no values (a step without such rollouts draws no point). */
+const meanOrNull = (xs: readonly number[]) => (xs.length === 0 ? null : mean(xs));
 
 /** Crop rate (share of rollouts with a crop turn) and small-print success (judge >= 0.5 among judged rollouts of small-print questions) per step. */
 export function rolloutRates(rollouts: readonly StepRollout[], smallPrint: ReadonlySet<string>): Map<number, { cropRate: number | null; smallPrintSuccess: number | null }> {
@@ -97,7 +99,7 @@ export function rolloutRates(rollouts: readonly StepRollout[], smallPrint: Reado
       const score = t.rewardDetail?.components.judgeScore;
       return score === null || score === undefined ? [] : [score >= 0.5 ? 1 : 0];
     });
-    rates.set(step, { cropRate: mean(trajectories.map((t) => (t.turns.some((turn) => turn.crop) ? 1 : 0))), smallPrintSuccess: mean(judgedSmall) });
+    rates.set(step, { cropRate: meanOrNull(trajectories.map((t) => (t.turns.some((turn) => turn.crop) ? 1 : 0))), smallPrintSuccess: meanOrNull(judgedSmall) });
   }
   return rates;
 }
