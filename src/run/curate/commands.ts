@@ -4,29 +4,19 @@ import { parseArgs } from 'node:util';
 import { createJsonlStore } from '../../adapters/store/jsonl/index';
 import { failureCauses, funnelStages, hallucinationShare, ndcgJudgeDisagreements } from '../../core/curation/analyses';
 import { assignBuckets, countBuckets } from '../../core/curation/buckets';
-import { selectRareSuccesses, sftRowFromTrajectory, type SftRow } from '../../core/curation/distill';
 import { promptStats } from '../../core/curation/episodes';
-import { rewriteThinks } from '../../core/curation/rewrite';
 import { buildRound1, buildRound2, type FocusedRound } from '../../core/curation/rounds';
 import { DEFAULT_CURATION_SETTINGS } from '../../core/curation/settings';
 import { verificationCandidates, VERIFICATION_LABELS, type Verdict } from '../../core/curation/verification';
 import { verifyCandidates } from '../../core/curation/verify';
 import { InvalidArgumentError } from '../../core/errors';
-import { SEARCHER_INSTRUCTIONS } from '../../core/episode/prompt';
 import { curationGateway, goldenEvidenceFrom, loadEpisodes, runSetting, trajectoryOf, type RunSetting } from './data';
 import type { RunOptions } from '../progress';
+import { distillRun, numberOf, type CurationValues } from './distill';
+
+export type { CurationValues } from './distill';
 
 const D = DEFAULT_CURATION_SETTINGS;
-
-/** The options of the curation commands, by their CLI names (`searcher-rl curate --help`); numbers may be given as strings. */
-export type CurationValues = Record<string, string | boolean | undefined>;
-const numberOf = (values: CurationValues, name: string, fallback: number) => {
-  const raw = values[name];
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n)) throw new InvalidArgumentError(`--${name}`, `must be a number, got '${String(raw)}'`);
-  return n;
-};
 
 /** The curation commands (docs/method.md#data-centric-rl). */
 export const CURATION_COMMANDS = ['buckets', 'verify', 'rounds', 'distill', 'funnel', 'import', 'loop'] as const;
@@ -147,34 +137,6 @@ async function writeRound(out: string, round: FocusedRound, setting: RunSetting)
   await writeRlDataset(join(out, `${round.name}.parquet`), prompts, { split: 'train' });
   await writeFile(join(out, `${round.name}.jsonl`), prompts.map((p) => JSON.stringify({ uid: p.uid, question: p.question, reference: p.reference, golden: p.goldenBasenames })).join('\n') + (prompts.length ? '\n' : ''));
   await writeFile(join(out, `${round.name}.json`), `${JSON.stringify(round, null, 2)}\n`);
-}
-
-export async function distillRun(runDir: string, phase: string, values: CurationValues, options: RunOptions): Promise<{ rows: SftRow[]; selected: ReturnType<typeof selectRareSuccesses>['selected']; run: Awaited<ReturnType<typeof loadEpisodes>>; counts: Record<string, unknown> }> {
-  const run = await loadEpisodes(runDir, phase);
-  if (run.episodes.length === 0) throw new InvalidArgumentError('--phase', `the run folder has no trajectories under '${phase}'`);
-  const stats = promptStats(run.episodes);
-  const selection = selectRareSuccesses(run.episodes, stats, { topK: numberOf(values, 'top-k', D.distillTopK), maxSuccessRate: numberOf(values, 'max-success-rate', D.distillMaxSuccessRate), keepZeroSearch: values['keep-zero-search'] === true, keepZeroNdcg: values['keep-zero-ndcg'] === true });
-  // The system message is the instructions the run's prompts began with (null: the protocol's own).
-  const runConfig = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8')) as { searcher?: { episode?: { instructions?: string | null } } };
-  const system = runConfig.searcher?.episode?.instructions ?? SEARCHER_INSTRUCTIONS;
-  let rows = selection.selected.map((e) => sftRowFromTrajectory(trajectoryOf(run, e), system));
-  let rewrite: Record<string, unknown> | null = null;
-  if (values.rewrite) {
-    const setting = await runSetting(runDir, options);
-    const { gateway, close } = await curationGateway(setting);
-    try {
-      const report = await rewriteThinks(gateway, rows);
-      rows = report.rows;
-      rewrite = report.counts;
-    } finally {
-      await close();
-    }
-  }
-  const out = join(runDir, 'curation');
-  const { writeSftDataset } = await import('../../adapters/store/parquet/index');
-  await writeSftDataset(join(out, 'sft.parquet'), rows);
-  await writeFile(join(out, 'sft.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''));
-  return { rows, selected: selection.selected, run, counts: { ...selection.counts, rows: rows.length, ...(rewrite && { rewrite }) } };
 }
 
 export async function funnelReport(runDir: string, phase1: string, phase2: string, thresholds: { bucketLow: number; bucketHigh: number }, verdicts: readonly Verdict[]) {

@@ -13,7 +13,7 @@ import { readRunFolderConfig } from '../folder';
 import type { RunOptions } from '../progress';
 import { openRun } from '../run';
 import { createTrainer } from '../trainer';
-import { distillRun, type CurationValues } from './commands';
+import { distillRun, type CurationValues } from './distill';
 import { loadEpisodes, trajectoryOf } from './data';
 
 const resetOptimizer = (policy: PolicyBackend, settings: { learningRate: number; warmupSteps: number }) => (policy as { resetOptimizer?: (s: typeof settings) => void }).resetOptimizer?.(settings);
