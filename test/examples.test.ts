@@ -45,9 +45,9 @@ describe('README', () => {
     const { readFile } = await import('node:fs/promises');
     const readme = await readFile(join(root, 'README.md'), 'utf8');
     const example = await readFile(join(root, 'examples/quickstart.ts'), 'utf8');
-    expect(readme).toContain('```ts\n' + example + '```');
+    expect(readme).toContain(`\`\`\`ts\n${example}\`\`\``);
     expect(example.trim().split('\n').length).toBeLessThanOrEqual(20);
-    expect(readme).toContain('```ts\n' + (await readFile(join(root, 'examples/train-tfjs.ts'), 'utf8')) + '```');
+    expect(readme).toContain(`\`\`\`ts\n${await readFile(join(root, 'examples/train-tfjs.ts'), 'utf8')}\`\`\``);
     expect(readme).toContain('npm ci && npm run demo');
     expect(readme).toContain('npm test');
   });

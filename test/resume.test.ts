@@ -14,7 +14,7 @@ afterAll(async () => {
 });
 
 /** A run small enough for seconds: two phases, a checkpoint every 2 steps (phase1 has 4). */
-export function tinyRunConfig(root: string, runId: string, over: Partial<RunConfigInput> = {}) {
+function tinyRunConfig(root: string, runId: string, over: Partial<RunConfigInput> = {}) {
   return parseRunConfig({
     runsDir: join(root, 'runs'),
     runId,

@@ -110,7 +110,7 @@ export async function icdCommand(argv: string[]): Promise<number> {
     const data = await buildIcdDemoData({ ...DEFAULT_ICD_DATA_OPTIONS, seed: integer(values.seed, '--seed', DEFAULT_ICD_DATA_OPTIONS.seed), queries: integer(values.queries, '--queries', DEFAULT_ICD_DATA_OPTIONS.queries), log: write }, command);
     await mkdir(values.out!, { recursive: true });
     const file = join(values.out!, `${command}.jsonl`);
-    if (command === 'mine') await writeFile(file, [...data.positives].map(([queryId, positives]) => JSON.stringify({ query_id: queryId, positives })).join('\n') + '\n');
+    if (command === 'mine') await writeFile(file, `${[...data.positives].map(([queryId, positives]) => JSON.stringify({ query_id: queryId, positives })).join('\n')}\n`);
     else await writeFile(file, formatIcdJsonl(command === 'inject' ? data.injected : data.final));
     write(`wrote ${file}`);
     return 0;

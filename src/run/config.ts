@@ -252,7 +252,7 @@ export async function readConfigFile(path: string): Promise<Record<string, unkno
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch (error) {
+  } catch (_error) {
     throw new ConfigValidationError([{ field: path, message: 'is not UTF-8 text (save it as UTF-8)' }]);
   }
   // An empty file is a mistake, not a request for the whole default job.

@@ -20,7 +20,9 @@ import { writeReport } from './report/report';
 let dir: string;
 const lines: string[] = [];
 const context = cliRunOptions((line: string) => lines.push(line), { write: () => true, isTTY: false });
+// biome-ignore lint/suspicious/noExplicitAny: the example YAML is edited field by field below.
 const exampleConfig = async (name: string) => parseYaml(await readFile(new URL(`../../examples/own-data/${name}`, import.meta.url), 'utf8')) as Record<string, any>;
+// biome-ignore lint/suspicious/noExplicitAny: as above.
 const tiny = (raw: Record<string, any>, runId: string) => ({
   ...raw,
   runsDir: dir,

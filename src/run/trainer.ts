@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import { InvalidArgumentError, PortOutputError, RewardsMissingError } from '../core/errors';
+import { InvalidArgumentError, RewardsMissingError } from '../core/errors';
 import { checkPromptRecords } from '../core/prompt-records';
 import { resolveRewardWeights } from '../searcher';
 import { createRandom, hashString, permutation, RANDOM_STREAMS, type Random, type RandomState } from '../core/random';
 import type { PolicyUpdateSummary } from '../core/rl/policy-update';
 import { checkRunId, SUPERSEDABLE_KINDS, type SupersededCounts } from '../core/store/records';
 import type { PromptRecord } from '../core/types';
-import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
 import { eventRecord, runEvent, type LifecycleEvent } from '../core/events';
 import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from './checkpoints';

@@ -63,7 +63,7 @@ export class RecordedServer {
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-        let json: unknown = undefined;
+        let json: unknown ;
         try {
           json = body ? JSON.parse(body) : undefined;
         } catch {

@@ -1,5 +1,5 @@
 import { ApiError, GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse, type Part } from '@google/genai';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { PortOutputError, type PortName } from '../../core/errors';
 import { evidenceParts as neutralEvidenceParts, loadApiKey, parseSettings, retryDelayFromBody, toProviderError } from '../../provider-utils/index';
 import { GENERATOR_INSTRUCTIONS, JUDGE_INSTRUCTIONS, judgePrompt, parseJudgeScore } from '../../core/reward/judge-prompt';

@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { AbortedError, InvalidArgumentError, ProviderCallError } from '../../core/errors';
 import { alignToPixels, insideImage } from '../../core/episode/image-frame';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';

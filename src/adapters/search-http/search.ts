@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ProviderCallError } from '../../core/errors';
 import { headerSecrets, loadApiKey, parseSettings } from '../../provider-utils/index';
 import { basename } from '../../core/reward/ndcg';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename as pathBasename, extname, join, resolve, sep } from 'node:path';
 import sharp from 'sharp';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { AbortedError, DatasetValidationError, InvalidArgumentError, ProviderCallError } from '../../core/errors';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import type { PageImage, SearchHit } from '../../ports/types';
@@ -64,6 +64,7 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
   for (const [i, page] of pages.entries()) {
     if (!page || typeof page.basename !== 'string' || page.basename.length === 0) throw new DatasetValidationError(i, 'basename', 'must be a non-empty string');
     // A basename names a page, never a path: NDCG compares it, and readers may join it to a folder.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: a NUL in a file name is refused on purpose.
     if (/[/\\\u0000]/.test(page.basename) || page.basename === '.' || page.basename === '..') throw new DatasetValidationError(i, 'basename', `'${page.basename}' is a path; give the file name only`);
     if (typeof page.text !== 'string') throw new DatasetValidationError(i, 'text', 'must be a string');
     if (/[\uD800-\uDFFF]/u.test(page.text)) throw new DatasetValidationError(i, 'text', 'has a lone UTF-16 surrogate (not valid Unicode)');

@@ -1,4 +1,4 @@
-import type { EpisodeSummary, PromptStats } from './episodes';
+import type { EpisodeSummary, } from './episodes';
 import type { Verdict } from './verification';
 
 const deckOf = (basename: string) => basename.replace(/_\d+\.[A-Za-z0-9]+$/, '').replace(/\.[A-Za-z0-9]+$/, '');

@@ -261,7 +261,7 @@ describe('runEpisodes: robustness', () => {
   ];
 
   it("gives each rollout its own token budget: a neighbour near its context limit does not cut it short", async () => {
-    const long = '<think>' + 'x'.repeat(150) + '</think><search>acme revenue 2019</search>';
+    const long = `<think>${'x'.repeat(150)}</think><search>acme revenue 2019</search>`;
     const policy = createScriptedPolicy({ script: [[long, '<search_complete>true</search_complete>'], ['<search>acme</search>', '<search_complete>true</search_complete>']] });
     await runEpisodes(two(), { policy, searchEngine: createMockSearchEngine({ pages }) }, { config: { maxContextTokens: 900, maxTurnTokens: 256 } });
     const budgets = policy.calls.generateTurn[1]!.options.maxTokens as number[];

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors';
-import { type EmbeddingTable } from './embeddings';
+import type { EmbeddingTable } from './embeddings';
 import { validateIcdRecords } from './index-maps';
 import { gatherPoolEmbeddings } from './normalise';
 import { DEFAULT_ICD_SETTINGS, type IcdGenMethod, type IcdQueryRecord } from './types';

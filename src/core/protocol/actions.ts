@@ -121,7 +121,7 @@ export function parseAction(text: string): ParsedTurn {
     afterRest = afterRest.slice(0, extraMatch.index) + afterRest.slice(stop);
     extra.lastIndex = extraMatch.index;
   }
-  const strayText = (before + ' ' + afterRest).replace(/\s+/g, ' ').trim();
+  const strayText = (`${before} ${afterRest}`).replace(/\s+/g, ' ').trim();
 
   const valid = (action: Action): ValidTurn => ({ kind: 'valid', think, action, ignoredActions, strayText });
   switch (tag) {

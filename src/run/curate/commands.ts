@@ -1,6 +1,5 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { createJsonlStore } from '../../adapters/store/jsonl/index';
 import { failureCauses, funnelStages, hallucinationShare, ndcgJudgeDisagreements } from '../../core/curation/analyses';
 import { assignBuckets, countBuckets } from '../../core/curation/buckets';
@@ -10,7 +9,7 @@ import { DEFAULT_CURATION_SETTINGS } from '../../core/curation/settings';
 import { verificationCandidates, VERIFICATION_LABELS, type Verdict } from '../../core/curation/verification';
 import { verifyCandidates } from '../../core/curation/verify';
 import { InvalidArgumentError } from '../../core/errors';
-import { curationGateway, goldenEvidenceFrom, loadEpisodes, runSetting, trajectoryOf, type RunSetting } from './data';
+import { curationGateway, goldenEvidenceFrom, loadEpisodes, runSetting, type RunSetting } from './data';
 import type { RunOptions } from '../progress';
 import { distillRun, numberOf, type CurationValues } from './distill';
 
