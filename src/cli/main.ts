@@ -60,7 +60,9 @@ const HELP: Record<string, () => string> = {
   gemini, mock, slide-reader; judge: openai, gemini, rule). Without one, the unset ports are the
   slide environment's. Settings the run would ignore are refused, by name.
 
-  FILE is YAML (.yaml, .yml) or JSON (.json); every field is optional. Fields and defaults:
+  FILE is YAML (.yaml, .yml) or JSON (.json); every field is optional. Fields and defaults (a
+  slide run's; without a \`searcher\` section, a run on your own data uses observationMaxChars 60,
+  temperature 0.5 and nAgent 4):
 ${describeConfigFields(runConfigSchema.out).join('\n')}
 `,
   eval: () => `searcher-rl eval --run DIR [--split test|validation|train] [--limit N]

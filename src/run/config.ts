@@ -146,7 +146,11 @@ export const runConfigObjectSchema = z
     searcher: z
       .object({ ...searcherSectionsShape, adapters: runAdaptersSchema.prefault({}) })
       .strict()
-      .superRefine(refineSearcherSections),
+      .superRefine(refineSearcherSections)
+      // The defaults shown are a slide run's; a run on your own data without a `searcher` section
+      // gets SEARCHER_DEFAULTS.dataset (withKindDefaults fills the section before this applies).
+      .prefault(SEARCHER_DEFAULTS.slides)
+      .describe('Without this section, a slide run uses the defaults shown; a run on your own data uses maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4.'),
     evaluation: z
       .object({
         split: z.enum(['train', 'validation', 'test']).optional().describe('Slide runs: the split evaluated (default `test`).'),
