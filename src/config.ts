@@ -210,6 +210,16 @@ export const searcherConfigSchema = z
   .strict()
   .superRefine(refineSearcherSections);
 
+/**
+ * The ports a configuration sets (`adapters.judge: {type: 'openai'}`) over an environment's (the
+ * slide environment's SQLite FTS5, sharp, slide reader and rule judge): a configured port is never
+ * dropped for the environment's.
+ */
+export function withEnvironmentAdapters(environment: AdaptersConfigInput, configured: Partial<Record<keyof AdaptersConfigInput, unknown>> | undefined): AdaptersConfigInput {
+  const set = Object.fromEntries(Object.entries(configured ?? {}).filter(([, value]) => value !== undefined)) as AdaptersConfigInput;
+  return { ...environment, ...set };
+}
+
 export type SearcherConfigInput = z.input<typeof searcherConfigSchema>;
 export type SearcherConfig = z.output<typeof searcherConfigSchema>;
 export type AdaptersConfig = z.output<typeof adaptersConfigSchema>;

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { AdaptersConfigInput, SearcherConfigInput } from '../config';
+import { withEnvironmentAdapters, type AdaptersConfigInput, type SearcherConfigInput } from '../config';
 import { closeSearcherContainer, createSearcherContainer, resolvePorts, resolveSearcher, type SearcherContainer } from '../container';
 import { InvalidArgumentError } from '../core/errors';
 import { eventRecord } from '../core/events';
@@ -97,8 +97,7 @@ async function runPolicyAdapter(config: RunConfig, env: RunEnvironment, checkpoi
  * policy unless `searcher.adapters.policy` names one.
  */
 export function runAdapters(config: RunConfig, environment: AdaptersConfigInput, ownPolicy: AdaptersConfigInput['policy'] | null): AdaptersConfigInput {
-  const set = Object.fromEntries(Object.entries(config.searcher.adapters).filter(([, value]) => value !== undefined));
-  return { ...environment, ...set, ...(ownPolicy && { policy: ownPolicy }) };
+  return { ...withEnvironmentAdapters(environment, config.searcher.adapters), ...(ownPolicy && { policy: ownPolicy }) };
 }
 
 /**

@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { parse as parseYaml } from 'yaml';
 import { buildSlideEnvironment } from '../env/slides/build';
-import { loadRunConfig, parseRunConfig } from '../run/config';
+import { ConfigValidationError } from '../core/errors';
+import { loadRunConfig, parseRunConfig, readConfigFile } from '../run/config';
 import { cluster, createClusterSlots, runSlotPrimary } from './cluster';
 import { createEnvServer } from './env-server';
 import { buildServedEnvironment, type ServedEnvironmentSettings } from './served-environment';
@@ -21,10 +20,17 @@ export interface ServeEnvOptions {
   version: string;
 }
 
+/** The sections of a configuration file that serve-env uses. */
+const SERVED_SECTIONS = ['corpus', 'searcher'];
+
 async function settingsOf(options: ServeEnvOptions): Promise<ServedEnvironmentSettings> {
   // Without a `searcher` section, the Searcher's own defaults (full instructions, 7 turns), not the
   // tiny in-process policy's run defaults: a served environment is for a trainer's real model.
-  const raw = options.config ? (parseYaml(await readFile(options.config, 'utf8')) as { searcher?: unknown } | null) : null;
+  const raw = options.config ? ((await readConfigFile(options.config)) as { searcher?: { adapters?: Record<string, unknown> } }) : null;
+  // The server serves the environment and its rewards; what only a training run uses would be ignored.
+  const ignored = Object.keys(raw ?? {}).filter((key) => !SERVED_SECTIONS.includes(key)).map((key) => ({ field: `${options.config}: ${key}`, message: `serve-env uses only ${SERVED_SECTIONS.join(' and ')}; the trainer that connects does the rest` }));
+  if (raw?.searcher?.adapters?.policy !== undefined) ignored.push({ field: `${options.config}: searcher.adapters.policy`, message: "the trainer's model is the policy; serve-env has none" });
+  if (ignored.length > 0) throw new ConfigValidationError(ignored);
   const run = options.config ? await loadRunConfig(options.config) : parseRunConfig({});
   const searcher = raw?.searcher === undefined ? {} : run.searcher;
   return { searcher, slides: { ...(run.corpus ?? parseRunConfig({}).corpus!), split: options.split }, ...(options.tasks && { tasksFile: options.tasks }) };

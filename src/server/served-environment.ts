@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createPortGateway } from '../core/calls/gateway';
 import type { PromptRecord } from '../core/types';
-import { parseSearcherConfig, type SearcherConfigInput } from '../config';
+import { parseSearcherConfig, withEnvironmentAdapters, type SearcherConfigInput } from '../config';
 import { createSearcherContainer, TOKENS, closeSearcherContainer } from '../container';
 import { slideEnvironmentAdapters } from '../env/slides/adapters-config';
 import { buildSlideEnvironment } from '../env/slides/build';
@@ -35,7 +35,8 @@ export async function buildServedEnvironment(settings: ServedEnvironmentSettings
   } else {
     const { cacheDir, split = 'train', ...corpus } = settings.slides ?? { cacheDir: '.cache/searcher-rl/slides' };
     const env = await buildSlideEnvironment(cacheDir, corpus);
-    adapters = slideEnvironmentAdapters(env);
+    // The ports the configuration sets (a judge of your own) over the slide environment's.
+    adapters = withEnvironmentAdapters(slideEnvironmentAdapters(env), adapters);
     tasks = env.corpus.questions[split];
   }
   const config = parseSearcherConfig({ ...settings.searcher, adapters });
