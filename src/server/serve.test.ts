@@ -18,7 +18,7 @@ describe('serve-env configuration', () => {
     dirs.push(dir);
     const path = join(dir, 'config.yaml');
     await writeFile(path, 'phases: [{ name: p, steps: 1, weights: default }]\nsearcher: { adapters: { policy: { type: scripted, script: [] } } }\n');
-    const error = await serveEnv({ ...options, config: path }, () => undefined).catch((e: unknown) => e as Error);
+    const error = (await serveEnv({ ...options, config: path }, () => undefined).catch((e: unknown) => e)) as Error;
     expect(error).toBeInstanceOf(Error);
     expect(error.message).toMatch(/config\.yaml: phases.*serve-env uses only corpus and searcher/s);
     expect(error.message).toMatch(/config\.yaml: searcher\.adapters\.policy/);
