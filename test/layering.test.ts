@@ -31,6 +31,19 @@ function coreOffences(spec: string): string | null {
 
 const VENDOR = /^(openai|@google\/genai|undici|sharp|onnxruntime|@tensorflow|better-sqlite3|inversify|reflect-metadata|zod|parquet|hyparquet)/;
 
+/**
+ * The only imports allowed from one adapter family into another, each exactly: importer (a folder
+ * or a file under src/) -> the one file it may import (under src/, without `.ts`).
+ * - tfjs's ONNX engines build their graphs and sessions with the onnx family's graph toolchain,
+ *   through its entry file only (the toolchain imports no tfjs: its own test below).
+ */
+const CROSS_FAMILY: ReadonlyArray<{ from: string; to: string }> = [{ from: 'src/adapters/tfjs/', to: 'adapters/onnx/graph/index' }];
+
+function crossFamilyEdge(importer: string, target: string): boolean {
+  const file = target.replace(/\.ts$/, '');
+  return CROSS_FAMILY.some((edge) => (edge.from.endsWith('/') ? importer.startsWith(edge.from) : importer === edge.from) && file === edge.to);
+}
+
 describe('layering', () => {
   it('keeps src/core pure: only core and ports, no node:*, no vendor SDKs, no inversify', () => {
     const offences: string[] = [];
@@ -58,16 +71,31 @@ describe('layering', () => {
     }
   });
 
-  it('keeps adapters from importing each other or the composition root', () => {
+  it('keeps adapters from importing each other or the composition root (but for the edges named in CROSS_FAMILY)', () => {
     const adapters = join(root, 'src/adapters');
     for (const file of sourceFiles(adapters)) {
       const family = relative(adapters, file).split('/')[0]!;
       for (const spec of imports(file)) {
         if (!spec.startsWith('.')) continue;
         const target = relative(join(root, 'src'), join(file, '..', spec));
-        const ok = target.startsWith('core') || target.startsWith('ports') || target.startsWith('provider-utils') || target.startsWith(`adapters/${family}`);
+        const ok = target.startsWith('core') || target.startsWith('ports') || target.startsWith('provider-utils') || target.startsWith(`adapters/${family}/`) || crossFamilyEdge(relative(root, file), target);
         expect(ok, `${relative(root, file)} imports ${spec}`).toBe(true);
       }
+    }
+  });
+
+  it('keeps the ONNX graph toolchain free of tfjs and of the rest of the onnx family but its settings (the tfjs policy loads it)', () => {
+    for (const file of sourceFiles(join(root, 'src/adapters/onnx/graph'))) {
+      for (const spec of imports(file)) {
+        if (!spec.startsWith('.')) {
+          expect(spec.startsWith('node:') || spec === 'onnxruntime-node', `${relative(root, file)} imports ${spec}`).toBe(true);
+          continue;
+        }
+        const target = relative(join(root, 'src'), join(file, '..', spec)).replace(/\.ts$/, '');
+        expect(target.startsWith('core/') || target.startsWith('adapters/onnx/graph/') || target === 'adapters/onnx/settings', `${relative(root, file)} imports ${spec}`).toBe(true);
+      }
+      // onnxruntime-node stays optional for the tfjs policy: the toolchain gets it as an argument.
+      expect(readFileSync(file, 'utf8'), file).not.toMatch(/^import (?!type)[^;]*from 'onnxruntime-node'/m);
     }
   });
 
@@ -120,5 +148,10 @@ describe('layering', () => {
     const specs = importsOf(fake);
     expect(specs).toEqual(['node:fs', 'openai', 'reflect-metadata', 'inversify', 'sharp', '../protocol/tokenizer']);
     expect(specs.filter((s) => coreOffences(s) !== null)).toEqual(['node:fs', 'openai', 'reflect-metadata', 'inversify', 'sharp']);
+    // The cross-family edges are exact: the entry file only, from the named importer only.
+    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/index.ts')).toBe(true);
+    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/session.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/runtime.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/onnx/policy.ts', 'adapters/tfjs/transformer.ts')).toBe(false);
   });
 });

@@ -1,16 +1,13 @@
 import type * as Ort from 'onnxruntime-node';
 import { ProviderCallError } from '../../core/errors';
-import { ONNX_OPSET } from './onnx-graph';
-import { encodeOnnxModel } from './onnx-proto';
-import { checkGraphWeights, liveWeightFeeds } from './onnx-weights';
+import { buildTrainingGraph, createOnnxSession, encodeOnnxModel, forwardOnlyGraph, ONNX_OPSET, TRAINING_NAMES, type OnnxRuntime, type OnnxSessionOptions } from '../onnx/graph/index';
+import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { scoredPlaces } from './scored-places';
-import type { OnnxRuntime } from './onnx-rollouts';
-import { buildTrainingGraph, forwardOnlyGraph, TRAINING_NAMES } from './onnx-training-graph';
 import { MASKED, type Transformer } from './transformer';
 
 // Gradients of the tfjs Transformer computed by ONNX Runtime (`training: 'onnx'`): one session
 // of the forward alone (the log-probs for the loss) and one of forward + backward (the gradients
-// given the loss's g), both built in onnx-training-graph.ts. The weights are fed from the tfjs variables, rebuilt when an update or a load has
+// given the loss's g), both built in src/adapters/onnx/graph/training-graph.ts. The weights are fed from the tfjs variables, rebuilt when an update or a load has
 // replaced them; AdamW stays on tfjs (training.ts), so the optimizer state is the same either way.
 
 export interface OnnxTrainingSettings {
@@ -44,10 +41,10 @@ function causalMask(length: number): Float32Array {
 
 export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, settings: OnnxTrainingSettings): Promise<OnnxTrainer> {
   checkGraphWeights(model, 'onnx training');
-  const graph = buildTrainingGraph(model.config);
-  const options: Ort.InferenceSession.SessionOptions = { intraOpNumThreads: settings.intraOpThreads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' };
-  const forwardSession = await ort.InferenceSession.create(encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET), options);
-  const trainingSession = await ort.InferenceSession.create(encodeOnnxModel(graph, ONNX_OPSET), options);
+  const graph = buildTrainingGraph(graphConfigOf(model));
+  const options: OnnxSessionOptions = { intraOpThreads: settings.intraOpThreads, sequential: true };
+  const forwardSession = await createOnnxSession(ort, encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET), options);
+  const trainingSession = await createOnnxSession(ort, encodeOnnxModel(graph, ONNX_OPSET), options);
   const gradientNames = model.parameters.map((p) => TRAINING_NAMES.gradient(p.name));
   const forwardInputs = new Set(forwardSession.inputNames);
   const trainingInputs = new Set(trainingSession.inputNames);

@@ -7,7 +7,8 @@ import { selectTfjsBackend, type BackendModuleLoader, type TfjsBackendName } fro
 import { createCheckpoints } from './checkpoint';
 import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
 import { cacheShapeOf, createDecoder } from './decoder';
-import type { OnnxRolloutForward, OnnxRuntime } from './onnx-rollouts';
+import type { OnnxRuntime } from '../onnx/graph/index';
+import type { OnnxRolloutForward } from './onnx-rollouts';
 import type { OnnxTrainer } from './onnx-training';
 import { parseTfjsPolicySettings, transformerConfigOf, type TfjsPolicySettings } from './settings';
 import type { PolicyContext, PolicyState } from './state';

@@ -42,7 +42,7 @@ export interface ChunkCache {
   values: tf.Tensor4D[];
 }
 
-/** Layer-norm epsilon and the additive mask of a hidden key; the ONNX graph (onnx-graph.ts) uses the same. */
+/** Layer-norm epsilon (the ONNX graphs get it through onnx-weights.ts, graphConfigOf) and the additive mask of a hidden key (the ONNX engines use the same). */
 export const LN_EPS = 1e-5;
 export const MASKED = -1e9;
 
