@@ -1,7 +1,7 @@
 import type * as Ort from 'onnxruntime-node';
 import { ProviderCallError } from '../../core/errors';
 import { buildTransformerGraph, createOnnxSession, encodeOnnxModel, ONNX_NAMES, ONNX_OPSET, type OnnxRuntime } from '../onnx/graph/index';
-import type { CacheShape, RowState, RowsForward } from './decoder';
+import type { CacheShape, RolloutEngine, RowState, RowsForward } from './engines';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { MASKED, type Transformer } from './transformer';
 
@@ -29,12 +29,6 @@ interface Slab {
   valueTensors: Ort.Tensor[];
 }
 
-export interface OnnxRolloutForward {
-  forward: RowsForward;
-  /** Releases the session. */
-  dispose(): Promise<void>;
-}
-
 /**
  * Cache capacity for `needed` tokens, at most the context. Every slot is attended to (masked past
  * the row's own cache), so the capacity grows in small steps; each step copies the caches once.
@@ -44,7 +38,8 @@ function capacityFor(needed: number, contextLength: number): number {
   return Math.min(Math.ceil(needed / CAPACITY_STEP) * CAPACITY_STEP, contextLength);
 }
 
-export async function createOnnxRolloutForward(ort: OnnxRuntime, model: Transformer, shape: CacheShape, settings: OnnxRolloutSettings): Promise<OnnxRolloutForward> {
+/** The ONNX Runtime rollout engine (`rollouts: 'onnx'`): one session for the whole run, fed the live weights. */
+export async function createOnnxRolloutEngine(ort: OnnxRuntime, model: Transformer, shape: CacheShape, settings: OnnxRolloutSettings): Promise<RolloutEngine> {
   const { layers, heads, headWidth, vocabSize, contextLength } = shape;
   checkGraphWeights(model, 'onnx rollouts');
   const session = await createOnnxSession(ort, encodeOnnxModel(buildTransformerGraph(graphConfigOf(model)), ONNX_OPSET), { intraOpThreads: settings.intraOpThreads, sequential: true });
