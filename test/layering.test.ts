@@ -132,6 +132,11 @@ describe('layering', () => {
     expect(users.map((f) => relative(root, f))).toEqual(['src/container.ts']);
   });
 
+  it('registers no tfjs kernel at import ("sideEffects": false): registerKernel is called inside functions only', () => {
+    const offences = sourceFiles(join(root, 'src')).filter((file) => /^(?:await\s+)?[\w.]*registerKernel\(/m.test(readFileSync(file, 'utf8')));
+    expect(offences.map((f) => relative(root, f))).toEqual([]);
+  });
+
   it('uses no decorators', () => {
     for (const file of sourceFiles(join(root, 'src'))) expect(readFileSync(file, 'utf8'), file).not.toMatch(/^\s*@\w+\(/m);
   });

@@ -8,6 +8,7 @@ const implementation: typeof Implementation = await loadWithOptionalPackages('se
 export const createTfjsPolicy = implementation.createTfjsPolicy;
 export const tokenizerFromCheckpoint = implementation.tokenizerFromCheckpoint;
 export const selectTfjsBackend = implementation.selectTfjsBackend;
+export const registerWasmMatmul = implementation.registerWasmMatmul;
 export const createPointerSelector = implementation.createPointerSelector;
 export const pointerSelectorSettingsSchema = implementation.pointerSelectorSettingsSchema;
 export const POINTER_SELECTOR_FORMAT = implementation.POINTER_SELECTOR_FORMAT;
