@@ -36,8 +36,14 @@ const VENDOR = /^(openai|@google\/genai|undici|sharp|onnxruntime|@tensorflow|bet
  * or a file under src/) -> the one file it may import (under src/, without `.ts`).
  * - tfjs's ONNX engines build their graphs and sessions with the onnx family's graph toolchain,
  *   through its entry file only (the toolchain imports no tfjs: its own test below).
+ * - The ICD pointer selector, a small tfjs model, trains with the tfjs family's AdamW on a backend
+ *   chosen by its backend selection (one optimizer rule and one backend order, not copies).
  */
-const CROSS_FAMILY: ReadonlyArray<{ from: string; to: string }> = [{ from: 'src/adapters/tfjs/', to: 'adapters/onnx/graph/index' }];
+const CROSS_FAMILY: ReadonlyArray<{ from: string; to: string }> = [
+  { from: 'src/adapters/tfjs/', to: 'adapters/onnx/graph/index' },
+  { from: 'src/adapters/icd/pointer-selector.ts', to: 'adapters/tfjs/adamw' },
+  { from: 'src/adapters/icd/pointer-selector.ts', to: 'adapters/tfjs/backends' },
+];
 
 function crossFamilyEdge(importer: string, target: string): boolean {
   const file = target.replace(/\.ts$/, '');
@@ -158,5 +164,8 @@ describe('layering', () => {
     expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/session.ts')).toBe(false);
     expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/runtime.ts')).toBe(false);
     expect(crossFamilyEdge('src/adapters/onnx/policy.ts', 'adapters/tfjs/transformer.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/icd/pointer-selector.ts', 'adapters/tfjs/adamw.ts')).toBe(true);
+    expect(crossFamilyEdge('src/adapters/icd/pointer-training.ts', 'adapters/tfjs/adamw.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/icd/pointer-selector.ts', 'adapters/tfjs/policy.ts')).toBe(false);
   });
 });

@@ -4,5 +4,3 @@ export { selectTfjsBackend, TFJS_BACKENDS, type TfjsBackendName, type SelectedBa
 export { registerWasmMatmul } from './wasm-matmul';
 export type { TransformerConfig } from './transformer';
 export type { AdamWSettings } from './adamw';
-export { createPointerSelector, pointerSelectorSettingsSchema, POINTER_SELECTOR_FORMAT, type PointerSelector, type PointerSelectorSettings, type SelectorBatch } from './pointer-selector';
-export { warmUpOnBeamLabels, trainSelectorGrpo, evaluateSelections, greedyChoice, selectorBatch, type SelectionReward, type GrpoStepReport } from './pointer-training';

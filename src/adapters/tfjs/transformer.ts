@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Random } from '../../core/random';
+import type { NamedParameter } from './adamw';
 
 /** A GPT-style decoder: pre-norm blocks, learned positions, tied input/output embedding. */
 export interface TransformerConfig {
@@ -27,13 +28,6 @@ interface Block {
   mlpUpBias: tf.Variable;
   mlpDown: tf.Variable;
   mlpDownBias: tf.Variable;
-}
-
-export interface NamedParameter {
-  name: string;
-  variable: tf.Variable;
-  /** AdamW's decoupled weight decay applies to matrices only (not to norms, biases or embeddings). */
-  decay: boolean;
 }
 
 /** Key/value tensors of one chunk, per layer: [rows, heads, chunk, headWidth]. */
