@@ -31,6 +31,25 @@ function coreOffences(spec: string): string | null {
 
 const VENDOR = /^(openai|@google\/genai|undici|sharp|onnxruntime|@tensorflow|libsql|inversify|reflect-metadata|zod|parquet|hyparquet)/;
 
+/**
+ * The only imports allowed from one adapter family into another, each exactly: importer (a folder
+ * or a file under src/) -> the one file it may import (under src/, without `.ts`).
+ * - tfjs's ONNX engines build their graphs and sessions with the onnx family's graph toolchain,
+ *   through its entry file only (the toolchain imports no tfjs: its own test below).
+ * - The ICD pointer selector, a small tfjs model, trains with the tfjs family's AdamW on a backend
+ *   chosen by its backend selection (one optimizer rule and one backend order, not copies).
+ */
+const CROSS_FAMILY: ReadonlyArray<{ from: string; to: string }> = [
+  { from: 'src/adapters/tfjs/', to: 'adapters/onnx/graph/index' },
+  { from: 'src/adapters/icd/pointer-selector.ts', to: 'adapters/tfjs/adamw' },
+  { from: 'src/adapters/icd/pointer-selector.ts', to: 'adapters/tfjs/backends' },
+];
+
+function crossFamilyEdge(importer: string, target: string): boolean {
+  const file = target.replace(/\.ts$/, '');
+  return CROSS_FAMILY.some((edge) => (edge.from.endsWith('/') ? importer.startsWith(edge.from) : importer === edge.from) && file === edge.to);
+}
+
 describe('layering', () => {
   it('keeps src/core pure: only core and ports, no node:*, no vendor SDKs, no inversify', () => {
     const offences: string[] = [];
@@ -58,14 +77,14 @@ describe('layering', () => {
     }
   });
 
-  it('keeps adapters from importing each other or the composition root (they may use core, ports, provider-utils and the rollout engine)', () => {
+  it('keeps adapters from importing each other or the composition root (they may use core, ports, provider-utils and the rollout engine; and the edges named in CROSS_FAMILY)', () => {
     const adapters = join(root, 'src/adapters');
     for (const file of sourceFiles(adapters)) {
       const family = relative(adapters, file).split('/')[0]!;
       for (const spec of imports(file)) {
         if (!spec.startsWith('.')) continue;
         const target = relative(join(root, 'src'), join(file, '..', spec));
-        const ok = target.startsWith('core') || target.startsWith('ports') || target.startsWith('provider-utils') || target.startsWith('rollout-engine') || target.startsWith(`adapters/${family}`);
+        const ok = target.startsWith('core') || target.startsWith('ports') || target.startsWith('provider-utils') || target.startsWith('rollout-engine') || target.startsWith(`adapters/${family}/`) || crossFamilyEdge(relative(root, file), target);
         expect(ok, `${relative(root, file)} imports ${spec}`).toBe(true);
       }
     }
@@ -104,6 +123,11 @@ describe('layering', () => {
     expect(users.map((f) => relative(root, f))).toEqual(['src/container.ts']);
   });
 
+  it('registers no tfjs kernel at import ("sideEffects": false): registerKernel is called inside functions only', () => {
+    const offences = sourceFiles(join(root, 'src')).filter((file) => /^(?:await\s+)?[\w.]*registerKernel\(/m.test(readFileSync(file, 'utf8')));
+    expect(offences.map((f) => relative(root, f))).toEqual([]);
+  });
+
   it('uses no decorators', () => {
     for (const file of sourceFiles(join(root, 'src'))) expect(readFileSync(file, 'utf8'), file).not.toMatch(/^\s*@\w+\(/m);
   });
@@ -120,5 +144,13 @@ describe('layering', () => {
     const specs = importsOf(fake);
     expect(specs).toEqual(['node:fs', 'openai', 'reflect-metadata', 'inversify', 'sharp', '../protocol/tokenizer']);
     expect(specs.filter((s) => coreOffences(s) !== null)).toEqual(['node:fs', 'openai', 'reflect-metadata', 'inversify', 'sharp']);
+    // The cross-family edges are exact: the entry file only, from the named importer only.
+    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/index.ts')).toBe(true);
+    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/session.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/runtime.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/onnx/policy.ts', 'adapters/tfjs/transformer.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/icd/pointer-selector.ts', 'adapters/tfjs/adamw.ts')).toBe(true);
+    expect(crossFamilyEdge('src/adapters/icd/pointer-training.ts', 'adapters/tfjs/adamw.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/icd/pointer-selector.ts', 'adapters/tfjs/policy.ts')).toBe(false);
   });
 });

@@ -8,7 +8,8 @@ import { emptyKvCache } from '../../rollout-engine/kv-cache';
 import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
 import { forwardLast, scoreSequences, type OnnxModel, type OnnxRow } from './forward';
 import { checkCausalLmLayout, readCausalLmConfig, type GraphValue } from './layout';
-import { createInferenceSession } from './runtime';
+import { createOnnxSession } from './graph/session';
+import { ort } from './runtime';
 import { parseOnnxPolicySettings, type OnnxExecutionProvider, type OnnxPolicySettings } from './settings';
 import { createHfTokenizer } from './tokenizer';
 
@@ -62,7 +63,7 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     readJson(join(dir, 'tokenizer.json'), true),
     readJson(join(dir, 'tokenizer_config.json'), false),
   ]);
-  const session = await createInferenceSession(modelPath, { executionProvider: parsed.executionProvider, cudaDeviceId: parsed.cudaDeviceId, ...(parsed.intraOpThreads !== undefined && { intraOpThreads: parsed.intraOpThreads }) });
+  const session = await createOnnxSession(ort, modelPath, { executionProvider: parsed.executionProvider, cudaDeviceId: parsed.cudaDeviceId, ...(parsed.intraOpThreads !== undefined && { intraOpThreads: parsed.intraOpThreads }) });
   let model: OnnxModel;
   let facts: ReturnType<typeof readCausalLmConfig>;
   try {

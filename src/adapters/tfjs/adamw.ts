@@ -1,5 +1,12 @@
 import * as tf from '@tensorflow/tfjs';
-import type { NamedParameter } from './transformer';
+
+/** A trained variable by name: the Transformer's parameters, and any other tfjs model's (the ICD pointer selector's). */
+export interface NamedParameter {
+  name: string;
+  variable: tf.Variable;
+  /** AdamW's decoupled weight decay applies to matrices only (not to norms, biases or embeddings). */
+  decay: boolean;
+}
 
 export interface AdamWSettings {
   learningRate: number;

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { BackendUnavailableError } from '../../core/errors';
 import { TFJS_BACKENDS, type TfjsBackendName } from './settings';
-import { installWasmBatchMatMul } from './wasm-matmul';
+import { registerWasmMatmul } from './wasm-matmul';
 
 export { TFJS_BACKENDS, type TfjsBackendName };
 
@@ -47,7 +47,8 @@ async function tryBackend(entry: BackendEntry, load: BackendModuleLoader): Promi
   if (!tf.findBackendFactory(entry.tfName)) {
     return `${entry.packageName} loaded but registered no '${entry.tfName}' backend with this @tensorflow/tfjs (${tf.version_core}); install versions that match`;
   }
-  if (entry.name === 'wasm') installWasmBatchMatMul();
+  // The kernel that sends batched and transposed matMuls to XNNPACK (wasm-matmul.ts): registered here, where wasm is chosen, not at import.
+  if (entry.name === 'wasm') registerWasmMatmul();
   try {
     const ok = await tf.setBackend(entry.tfName);
     if (!ok) return `tfjs could not initialise the '${entry.tfName}' backend`;
@@ -62,7 +63,8 @@ async function tryBackend(entry: BackendEntry, load: BackendModuleLoader): Promi
  * Makes a TensorFlow.js backend the active one. `auto` tries tensorflow-gpu (tfjs-node-gpu),
  * tensorflow (tfjs-node), wasm, cpu in that order and keeps the first that initialises; a named
  * backend that cannot be used is a BackendUnavailableError saying what to install, and an unknown
- * name lists the known ones. tfjs has one active backend per process.
+ * name lists the known ones. tfjs has one active backend per process. Choosing `wasm` registers
+ * the BatchMatMul kernel of wasm-matmul.ts (`registerWasmMatmul`) before the backend initialises.
  */
 export async function selectTfjsBackend(requested: 'auto' | TfjsBackendName = 'auto', load: BackendModuleLoader = defaultLoader): Promise<SelectedBackend> {
   if (requested !== 'auto' && !TFJS_BACKENDS.includes(requested)) {

@@ -8,13 +8,6 @@ const implementation: typeof Implementation = await loadWithOptionalPackages('se
 export const createTfjsPolicy = implementation.createTfjsPolicy;
 export const tokenizerFromCheckpoint = implementation.tokenizerFromCheckpoint;
 export const selectTfjsBackend = implementation.selectTfjsBackend;
-export const createPointerSelector = implementation.createPointerSelector;
-export const pointerSelectorSettingsSchema = implementation.pointerSelectorSettingsSchema;
-export const POINTER_SELECTOR_FORMAT = implementation.POINTER_SELECTOR_FORMAT;
-export const warmUpOnBeamLabels = implementation.warmUpOnBeamLabels;
-export const trainSelectorGrpo = implementation.trainSelectorGrpo;
-export const evaluateSelections = implementation.evaluateSelections;
-export const greedyChoice = implementation.greedyChoice;
-export const selectorBatch = implementation.selectorBatch;
+export const registerWasmMatmul = implementation.registerWasmMatmul;
 export { tfjsPolicySettingsSchema, CHECKPOINT_FORMAT, TFJS_BACKENDS } from './settings';
-export type { TfjsPolicy, TfjsPolicySettings, CreateTfjsPolicyOptions, TfjsBackendName, SelectedBackend, BackendModuleLoader, TransformerConfig, AdamWSettings, PointerSelector, PointerSelectorSettings, SelectorBatch, SelectionReward, GrpoStepReport } from './implementation';
+export type { TfjsPolicy, TfjsPolicySettings, CreateTfjsPolicyOptions, TfjsBackendName, SelectedBackend, BackendModuleLoader, TransformerConfig, AdamWSettings } from './implementation';

@@ -1,17 +1,14 @@
 import type * as Ort from 'onnxruntime-node';
 import { ProviderCallError } from '../../core/errors';
-import type { CacheShape, RowState, RowsForward } from './decoder';
-import { buildTransformerGraph, ONNX_NAMES, ONNX_OPSET } from './onnx-graph';
-import { encodeOnnxModel } from './onnx-proto';
-import { checkGraphWeights, liveWeightFeeds } from './onnx-weights';
+import { buildTransformerGraph, createOnnxSession, encodeOnnxModel, ONNX_NAMES, ONNX_OPSET, type OnnxRuntime } from '../onnx/graph/index';
+import type { CacheShape, RolloutEngine, RowState, RowsForward } from './engines';
+import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { MASKED, type Transformer } from './transformer';
 
 // Rollouts of the tfjs Transformer through ONNX Runtime: the same chunk forward as an ONNX graph
-// (onnx-graph.ts) whose weights are inputs, fed from the tfjs variables whenever an update or a
+// (src/adapters/onnx/graph/transformer-graph.ts) whose weights are inputs, fed from the tfjs variables whenever an update or a
 // load has replaced them, so that one session serves the whole run and every rollout samples from
 // the weights `logProbs` scores with.
-
-export type OnnxRuntime = typeof Ort;
 
 export interface OnnxRolloutSettings {
   /** ONNX Runtime's intra-op threads. */
@@ -32,12 +29,6 @@ interface Slab {
   valueTensors: Ort.Tensor[];
 }
 
-export interface OnnxRolloutForward {
-  forward: RowsForward;
-  /** Releases the session. */
-  dispose(): Promise<void>;
-}
-
 /**
  * Cache capacity for `needed` tokens, at most the context. Every slot is attended to (masked past
  * the row's own cache), so the capacity grows in small steps; each step copies the caches once.
@@ -47,15 +38,11 @@ function capacityFor(needed: number, contextLength: number): number {
   return Math.min(Math.ceil(needed / CAPACITY_STEP) * CAPACITY_STEP, contextLength);
 }
 
-export async function createOnnxRolloutForward(ort: OnnxRuntime, model: Transformer, shape: CacheShape, settings: OnnxRolloutSettings): Promise<OnnxRolloutForward> {
+/** The ONNX Runtime rollout engine (`rollouts: 'onnx'`): one session for the whole run, fed the live weights. */
+export async function createOnnxRolloutEngine(ort: OnnxRuntime, model: Transformer, shape: CacheShape, settings: OnnxRolloutSettings): Promise<RolloutEngine> {
   const { layers, heads, headWidth, vocabSize, contextLength } = shape;
   checkGraphWeights(model, 'onnx rollouts');
-  const session = await ort.InferenceSession.create(encodeOnnxModel(buildTransformerGraph(model.config), ONNX_OPSET), {
-    intraOpNumThreads: settings.intraOpThreads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  });
+  const session = await createOnnxSession(ort, encodeOnnxModel(buildTransformerGraph(graphConfigOf(model)), ONNX_OPSET), { intraOpThreads: settings.intraOpThreads, sequential: true });
 
   const currentWeights = liveWeightFeeds(ort, model);
 

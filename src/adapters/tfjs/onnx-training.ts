@@ -1,17 +1,19 @@
+import * as tf from '@tensorflow/tfjs';
 import type * as Ort from 'onnxruntime-node';
-import { ProviderCallError } from '../../core/errors';
-import { ONNX_OPSET } from './onnx-graph';
-import { encodeOnnxModel } from './onnx-proto';
-import { checkGraphWeights, liveWeightFeeds } from './onnx-weights';
+import { AbortedError, ProviderCallError } from '../../core/errors';
+import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
+import { buildTrainingGraph, createOnnxSession, encodeOnnxModel, forwardOnlyGraph, ONNX_OPSET, TRAINING_NAMES, type OnnxRuntime, type OnnxSessionOptions } from '../onnx/graph/index';
+import type { ComputedGradients, GradientPlan, TrainingEngine } from './engines';
+import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { scoredPlaces } from './scored-places';
-import type { OnnxRuntime } from './onnx-rollouts';
-import { buildTrainingGraph, forwardOnlyGraph, TRAINING_NAMES } from './onnx-training-graph';
+import { checkLoss } from './training';
 import { MASKED, type Transformer } from './transformer';
 
 // Gradients of the tfjs Transformer computed by ONNX Runtime (`training: 'onnx'`): one session
 // of the forward alone (the log-probs for the loss) and one of forward + backward (the gradients
-// given the loss's g), both built in onnx-training-graph.ts. The weights are fed from the tfjs variables, rebuilt when an update or a load has
-// replaced them; AdamW stays on tfjs (training.ts), so the optimizer state is the same either way.
+// given the loss's g), both built in src/adapters/onnx/graph/training-graph.ts. The weights are fed
+// from the tfjs variables, rebuilt when an update or a load has replaced them; AdamW stays on tfjs
+// (training.ts), so the optimizer state is the same either way.
 
 export interface OnnxTrainingSettings {
   /** ONNX Runtime's intra-op threads. */
@@ -26,7 +28,7 @@ export interface OnnxTrainingForward {
   readonly feeds: Record<string, Ort.Tensor>;
 }
 
-export interface OnnxTrainer {
+interface OnnxTrainer {
   forward(rows: number[][], positions: number[][], temperature: number): Promise<OnnxTrainingForward>;
   /**
    * The gradient of sum_t upstream_t * logp_t - entropyWeight * (entropy sum) by each weight, in
@@ -42,12 +44,12 @@ function causalMask(length: number): Float32Array {
   return data;
 }
 
-export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, settings: OnnxTrainingSettings): Promise<OnnxTrainer> {
+async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, settings: OnnxTrainingSettings): Promise<OnnxTrainer> {
   checkGraphWeights(model, 'onnx training');
-  const graph = buildTrainingGraph(model.config);
-  const options: Ort.InferenceSession.SessionOptions = { intraOpNumThreads: settings.intraOpThreads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' };
-  const forwardSession = await ort.InferenceSession.create(encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET), options);
-  const trainingSession = await ort.InferenceSession.create(encodeOnnxModel(graph, ONNX_OPSET), options);
+  const graph = buildTrainingGraph(graphConfigOf(model));
+  const options: OnnxSessionOptions = { intraOpThreads: settings.intraOpThreads, sequential: true };
+  const forwardSession = await createOnnxSession(ort, encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET), options);
+  const trainingSession = await createOnnxSession(ort, encodeOnnxModel(graph, ONNX_OPSET), options);
   const gradientNames = model.parameters.map((p) => TRAINING_NAMES.gradient(p.name));
   const forwardInputs = new Set(forwardSession.inputNames);
   const trainingInputs = new Set(trainingSession.inputNames);
@@ -108,5 +110,56 @@ export async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, se
       await forwardSession.release();
       await trainingSession.release();
     },
+  };
+}
+
+/**
+ * The ONNX Runtime training engine (`training: 'onnx'`): the gradients from the two sessions of
+ * `createOnnxTrainer`, fed the live weights.
+ */
+export async function createOnnxTrainingEngine(ort: OnnxRuntime, model: Transformer, settings: OnnxTrainingSettings): Promise<TrainingEngine> {
+  const trainer = await createOnnxTrainer(ort, model, settings);
+  return { computeGradients: (batch, lossFn, plan) => computeOnnxGradients(trainer, model, batch, lossFn, plan), dispose: () => trainer.dispose() };
+}
+
+/**
+ * The gradients through ONNX Runtime: every chunk's forward gives the
+ * loss its log-probs, then per chunk one forward + backward run fed the loss's g. The training
+ * run recomputes its forward, so nothing but the (small) feeds is kept between the two.
+ */
+async function computeOnnxGradients(trainer: OnnxTrainer, model: Transformer, batch: LogProbBatch, lossFn: LossFunction, plan: GradientPlan): Promise<ComputedGradients> {
+  const { chunks, temperature, scored, signal } = plan;
+  const entropyWeight = plan.entropyCoef / scored;
+  const parameters = model.parameters;
+  const checkAbort = () => {
+    if (signal?.aborted) throw new AbortedError('update', { cause: signal.reason });
+  };
+  const newLogProbs: number[][] = batch.positions.map(() => []);
+  const forwards: OnnxTrainingForward[] = [];
+  let entropySum = 0;
+  for (const chunk of chunks) {
+    checkAbort();
+    const forward = await trainer.forward(chunk.map((i) => batch.inputIds[i]!), chunk.map((i) => batch.positions[i]!), temperature);
+    let at = 0;
+    for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
+    entropySum += forward.entropySum;
+    forwards.push(forward);
+  }
+  const loss = checkLoss(lossFn(newLogProbs), batch);
+  const accumulated = parameters.map((p) => new Float32Array(p.variable.size));
+  for (const [c, chunk] of chunks.entries()) {
+    checkAbort();
+    const upstream = Float32Array.from(chunk.flatMap((i) => loss.gradNewLogProbs[i]!));
+    const grads = await trainer.gradients(forwards[c]!, upstream, entropyWeight);
+    grads.forEach((grad, k) => {
+      const sum = accumulated[k]!;
+      for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
+    });
+  }
+  return {
+    grads: accumulated.map((sum, k) => tf.tensor(sum, parameters[k]!.variable.shape)),
+    value: loss.value,
+    metrics: loss.metrics ?? {},
+    entropy: entropySum / scored,
   };
 }

@@ -1,11 +1,16 @@
 import type * as Ort from 'onnxruntime-node';
-import { transformerWeightShapes } from './onnx-graph';
-import type { Transformer } from './transformer';
+import { transformerWeightShapes, type TransformerGraphConfig } from '../onnx/graph/index';
+import { LN_EPS, type Transformer } from './transformer';
 
 // What the ONNX Runtime rollouts (onnx-rollouts.ts) and training (onnx-training.ts) share: the
 // graph's weight inputs are the tfjs Transformer's parameters, fed from its live variables.
 
-/** Throws when the graphs' weight inputs (onnx-graph.ts) are not the Transformer's parameters: an error in this package, not in the caller's use. */
+/** The model's sizes and layer-norm epsilon, as the graph builders (src/adapters/onnx/graph) take them. */
+export function graphConfigOf(model: Transformer): TransformerGraphConfig {
+  return { ...model.config, layerNormEpsilon: LN_EPS };
+}
+
+/** Throws when the graphs' weight inputs (src/adapters/onnx/graph/transformer-graph.ts) are not the Transformer's parameters: an error in this package, not in the caller's use. */
 export function checkGraphWeights(model: Transformer, what: string): void {
   const expected = transformerWeightShapes(model.config);
   const mismatch = model.parameters.findIndex((p, i) => p.name !== expected[i]?.name || p.variable.shape.join() !== expected[i]!.shape.join());

@@ -5,10 +5,9 @@ import type { Tokenizer } from '../../ports/types';
 import { AdamW, type AdamWSettings } from './adamw';
 import { selectTfjsBackend, type BackendModuleLoader, type TfjsBackendName } from './backends';
 import { createCheckpoints } from './checkpoint';
-import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
 import { cacheShapeOf, createDecoder } from './decoder';
-import type { OnnxRolloutForward, OnnxRuntime } from './onnx-rollouts';
-import type { OnnxTrainer } from './onnx-training';
+import { selectEngines } from './engine-selection';
+import type { RolloutEngine, TrainingEngine } from './engines';
 import { parseTfjsPolicySettings, transformerConfigOf, type TfjsPolicySettings } from './settings';
 import type { PolicyContext, PolicyState } from './state';
 import { gradients, logProbs, resetOptimizer, update } from './training';
@@ -46,54 +45,41 @@ export interface CreateTfjsPolicyOptions {
   loadOnnxRuntime?: () => Promise<unknown>;
 }
 
-const ONNX_RUNTIME = { name: 'onnxruntime-node', install: 'npm install onnxruntime-node@^1.30.0' };
-
-/** ONNX Runtime, loaded only when asked for: onnxruntime-node stays optional. */
-async function loadOnnxRuntime(load: () => Promise<unknown> = () => import('onnxruntime-node')): Promise<OnnxRuntime> {
-  const loaded = (await loadWithOptionalPackages('searcher-rl/tfjs', [ONNX_RUNTIME], load)) as OnnxRuntime & { default?: OnnxRuntime };
-  // onnxruntime-node is CommonJS: its exports may arrive under `default`.
-  return loaded.InferenceSession ? loaded : loaded.default!;
-}
-
-async function createOnnxRollouts(ort: OnnxRuntime, context: PolicyContext): Promise<OnnxRolloutForward> {
-  const { createOnnxRolloutForward } = await import('./onnx-rollouts');
-  return createOnnxRolloutForward(ort, context.state.model, cacheShapeOf(context), context.settings.onnx);
-}
-
 /**
  * A trainable causal transformer Searcher on TensorFlow.js. Rollouts are sessions whose key/value
  * caches live across turns; concurrent sessions (one per group in the streaming pipeline) decode
  * together, one forward per token step for all of them. Sampling is temperature + top-p from a
  * seeded stream per rollout, and each TokenStep's log-prob is log softmax(logits / T), the same
- * number `logProbs` computes with a full forward. `rollouts: 'onnx'` runs the rollout forwards
- * through ONNX Runtime (onnx-rollouts.ts), fed the live weights; `training: 'onnx'` computes the
- * gradients there too (onnx-training.ts), AdamW staying on tfjs.
+ * number `logProbs` computes with a full forward. The forwards of rollouts and the gradients of
+ * `update` are two engines (engines.ts), tfjs by default: `rollouts: 'onnx'` runs the rollout
+ * forwards through ONNX Runtime, fed the live weights; `training: 'onnx'` computes the gradients
+ * there too, AdamW staying on tfjs.
  */
 export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, options: CreateTfjsPolicyOptions = {}): Promise<TfjsPolicy> {
   const parsed = parseTfjsPolicySettings(settings);
   const tokenizer = options.tokenizer ?? createProtocolTokenizer();
   const selected = await selectTfjsBackend(parsed.backend, options.loadBackendModule);
   // Before any weights exist: a missing onnxruntime-node fails creation with nothing to free.
-  const ort = parsed.rollouts === 'onnx' || parsed.training === 'onnx' ? await loadOnnxRuntime(options.loadOnnxRuntime) : null;
+  const engines = await selectEngines(parsed, options.loadOnnxRuntime);
   const modelConfig = transformerConfigOf(parsed.model, tokenizer.vocabSize);
   // Stream 1 of the seed draws the weights; sessions sample from stream 2 (see the decoder).
   const model = new Transformer(modelConfig, createRandom(parsed.seed, RANDOM_STREAMS.modelWeights));
   const state: PolicyState = { model, optimizer: new AdamW(model.parameters, parsed.optimizer), sessionCounter: 0, samplingSeed: parsed.seed, disposed: false };
-  let onnxTrainer: OnnxTrainer | undefined;
-  let onnx: OnnxRolloutForward | null = null;
-  let context: PolicyContext;
+  const context: PolicyContext = { settings: parsed, tokenizer, modelConfig, backendTfName: selected.tfName, state };
+  let training: TrainingEngine | undefined;
+  let rollouts: RolloutEngine;
   try {
-    if (ort && parsed.training === 'onnx') onnxTrainer = await (await import('./onnx-training')).createOnnxTrainer(ort, model, parsed.onnx);
-    context = { settings: parsed, tokenizer, modelConfig, backendTfName: selected.tfName, state, ...(onnxTrainer && { onnxTrainer }) };
-    if (ort && parsed.rollouts === 'onnx') onnx = await createOnnxRollouts(ort, context);
+    training = await engines.createTraining(context);
+    rollouts = await engines.createRollouts(context, cacheShapeOf(context));
   } catch (error) {
     model.dispose();
     state.optimizer.dispose();
-    void onnxTrainer?.dispose();
+    void training?.dispose();
     throw error;
   }
+  const trainingEngine = training;
   const checkpoints = createCheckpoints(context);
-  const decoder = createDecoder(context, onnx?.forward);
+  const decoder = createDecoder(context, rollouts);
   return {
     specificationVersion: 'v1',
     provider: 'tfjs',
@@ -111,8 +97,8 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
     },
     begin: (promptTokenIds, callOptions) => decoder.begin(promptTokenIds, callOptions),
     logProbs: (batch, callOptions) => logProbs(context, batch, callOptions),
-    update: (batch, lossFn, updateOptions) => update(context, batch, lossFn, updateOptions),
-    gradients: (batch, lossFn, updateOptions) => gradients(context, batch, lossFn, updateOptions),
+    update: (batch, lossFn, updateOptions) => update(context, trainingEngine, batch, lossFn, updateOptions),
+    gradients: (batch, lossFn, updateOptions) => gradients(context, trainingEngine, batch, lossFn, updateOptions),
     save: () => checkpoints.save(),
     load: (checkpoint) => checkpoints.load(checkpoint),
     resetOptimizer: (overrides) => resetOptimizer(context, overrides),
@@ -121,8 +107,8 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
       state.disposed = true;
       model.dispose();
       state.optimizer.dispose();
-      void onnx?.dispose();
-      void onnxTrainer?.dispose();
+      void rollouts.dispose();
+      void trainingEngine.dispose();
     },
   };
 }

@@ -1,7 +1,6 @@
 import { InvalidArgumentError } from '../../core/errors';
 import type { Tokenizer } from '../../ports/types';
 import type { AdamW } from './adamw';
-import type { OnnxTrainer } from './onnx-training';
 import { activateTfjsBackend } from './backends';
 import type { ParsedTfjsPolicySettings } from './settings';
 import type { Transformer, TransformerConfig } from './transformer';
@@ -29,8 +28,6 @@ export interface PolicyContext {
   /** tfjs's own name for the backend chosen at creation. */
   readonly backendTfName: string;
   readonly state: PolicyState;
-  /** Computes the gradients with `training: 'onnx'`; absent: tfjs does. */
-  readonly onnxTrainer?: OnnxTrainer;
 }
 
 /** tfjs has one active backend per process, and another policy may have switched it since. */

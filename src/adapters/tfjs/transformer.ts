@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Random } from '../../core/random';
+import type { NamedParameter } from './adamw';
 
 /** A GPT-style decoder: pre-norm blocks, learned positions, tied input/output embedding. */
 export interface TransformerConfig {
@@ -29,20 +30,13 @@ interface Block {
   mlpDownBias: tf.Variable;
 }
 
-export interface NamedParameter {
-  name: string;
-  variable: tf.Variable;
-  /** AdamW's decoupled weight decay applies to matrices only (not to norms, biases or embeddings). */
-  decay: boolean;
-}
-
 /** Key/value tensors of one chunk, per layer: [rows, heads, chunk, headWidth]. */
 export interface ChunkCache {
   keys: tf.Tensor4D[];
   values: tf.Tensor4D[];
 }
 
-/** Layer-norm epsilon and the additive mask of a hidden key; the ONNX graph (onnx-graph.ts) uses the same. */
+/** Layer-norm epsilon (the ONNX graphs get it through onnx-weights.ts, graphConfigOf) and the additive mask of a hidden key (the ONNX engines use the same). */
 export const LN_EPS = 1e-5;
 export const MASKED = -1e9;
 

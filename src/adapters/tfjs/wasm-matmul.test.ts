@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import { createRandom } from '../../core/random';
 import { selectTfjsBackend } from './backends';
+import { registerWasmMatmul } from './wasm-matmul';
 
 /** [shape of op(A), shape of op(B)] before the transpose flags are applied. */
 const SHAPES: Array<[number[], number[]]> = [
@@ -53,6 +54,14 @@ describe('wasm BatchMatMul through XNNPACK', () => {
       }
     }
     await tf.setBackend('wasm');
+  });
+
+  it('is registered by selecting wasm, once: registering again changes nothing', async () => {
+    await selectTfjsBackend('wasm');
+    const registered = tf.getKernel('BatchMatMul', 'wasm');
+    expect(registerWasmMatmul()).toBe(true);
+    expect(registerWasmMatmul()).toBe(true);
+    expect(tf.getKernel('BatchMatMul', 'wasm')).toBe(registered);
   });
 
   it('still rejects products whose inner sizes differ', async () => {

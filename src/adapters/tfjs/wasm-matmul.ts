@@ -34,12 +34,17 @@ const INSTALLED = Symbol.for('searcher-rl.tfjs.wasmBatchMatMul');
 const sizeOf = (shape: readonly number[]) => shape.reduce((n, d) => n * d, 1);
 
 /**
- * Replaces the wasm backend's BatchMatMul kernel (once per process; the original runs the
- * XNNPACK case). Call after '@tensorflow/tfjs-backend-wasm' is loaded.
+ * Registers this BatchMatMul kernel for tfjs's wasm backend in place of the backend's own (which
+ * it keeps for the XNNPACK case). An explicit step, never done at import: it changes tfjs's global
+ * kernel registry. `selectTfjsBackend` calls it when it picks `wasm`; call it yourself after
+ * loading '@tensorflow/tfjs-backend-wasm' when you choose the backend with `tf.setBackend`.
+ * Idempotent: once registered, later calls change nothing. Returns whether the kernel is in place
+ * (false: the wasm backend's kernels are not registered, i.e. its package is not loaded).
  */
-export function installWasmBatchMatMul(): void {
+export function registerWasmMatmul(): boolean {
   const original = tf.getKernel('BatchMatMul', 'wasm');
-  if (!original || (original as unknown as Record<symbol, boolean>)[INSTALLED]) return;
+  if (!original) return false;
+  if ((original as unknown as Record<symbol, boolean>)[INSTALLED]) return true;
   const xnnpack = original.kernelFunc as unknown as KernelFunc;
   const config = {
     kernelName: 'BatchMatMul',
@@ -50,6 +55,7 @@ export function installWasmBatchMatMul(): void {
   };
   tf.unregisterKernel('BatchMatMul', 'wasm');
   tf.registerKernel(config);
+  return true;
 }
 
 function batchMatMul(args: KernelArgs, xnnpack: KernelFunc): tf.TensorInfo {

@@ -1,8 +1,9 @@
 import { createIcdDatasetView, type IcdDatasetItem, type IcdDatasetView } from '../../core/icd/dataset-view';
 import { embeddingRow } from '../../core/icd/embeddings';
 import { createRandom, permutation, RANDOM_STREAMS } from '../../core/random';
-import { createPointerSelector, type PointerSelector } from '../../adapters/tfjs/pointer-selector';
-import { evaluateSelections, greedyChoice, trainSelectorGrpo, warmUpOnBeamLabels, type SelectionReward } from '../../adapters/tfjs/pointer-training';
+import { createPointerSelector } from '../../adapters/icd/pointer-selector';
+import type { PointerSelector } from '../../adapters/icd/pointer-selector-settings';
+import { evaluateSelections, greedyChoice, trainSelectorGrpo, warmUpOnBeamLabels, type SelectionReward } from '../../adapters/icd/pointer-training';
 import type { Store } from '../../ports/store';
 import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from '../checkpoints';
 import { buildIcdDemoData, bySimilarity, DEFAULT_ICD_DATA_OPTIONS, type IcdDataOptions, type IcdDemoData } from './data';

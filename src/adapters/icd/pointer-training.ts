@@ -2,7 +2,7 @@ import { InvalidArgumentError } from '../../core/errors';
 import type { IcdDatasetItem, IcdDatasetView } from '../../core/icd/dataset-view';
 import { selectorGrpoLoss } from '../../core/icd/selector-grpo';
 import { permutation, type Random } from '../../core/random';
-import type { PointerSelector, SelectorBatch } from './pointer-selector';
+import type { PointerSelector, SelectorBatch } from './pointer-selector-settings';
 
 /** The reward of a selection: the frozen model's accuracy with those demonstrations (`null`: scoring failed). */
 export type SelectionReward = (item: IcdDatasetItem, pointer: readonly number[]) => Promise<number | null>;

@@ -1,11 +1,26 @@
-import { ONNX_FLOAT, ONNX_INT64, type OnnxAttribute, type OnnxGraph, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from './onnx-proto';
-import { LN_EPS, type TransformerConfig } from './transformer';
+import { ONNX_FLOAT, ONNX_INT64, type OnnxAttribute, type OnnxGraph, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from './proto';
 
-// The tfjs Transformer's chunk forward (transformer.ts, forwardChunk) as an ONNX graph of standard
-// ops at opset 17, op for op where the rounding matters. The weights are graph inputs named as the
-// Transformer's parameters, so that one session serves every update: rollouts feed the live weights.
+// The tfjs Transformer's chunk forward (src/adapters/tfjs/transformer.ts, forwardChunk) as an ONNX
+// graph of standard ops at opset 17, op for op where the rounding matters. The weights are graph
+// inputs named as the Transformer's parameters, so that one session serves every update: rollouts
+// feed the live weights. Nothing here imports tfjs: the model's shape comes in as plain numbers.
 
 export const ONNX_OPSET = 17;
+
+/** The GPT-style decoder's sizes (the tfjs policy's TransformerConfig has these fields). */
+export interface TransformerGraphShape {
+  vocabSize: number;
+  contextLength: number;
+  layers: number;
+  width: number;
+  heads: number;
+  mlpWidth: number;
+}
+
+/** The sizes and the layer-norm epsilon the model was trained with (the graph's LayerNormalization uses the same). */
+export interface TransformerGraphConfig extends TransformerGraphShape {
+  layerNormEpsilon: number;
+}
 
 /** Graph input and output names besides the weights (`model.parameters[i].name`). */
 export const ONNX_NAMES = {
@@ -30,7 +45,7 @@ export const ONNX_NAMES = {
 } as const;
 
 /** The weights' names and shapes, in the Transformer's parameter order. */
-export function transformerWeightShapes(config: TransformerConfig): Array<{ name: string; shape: number[] }> {
+export function transformerWeightShapes(config: TransformerGraphShape): Array<{ name: string; shape: number[] }> {
   const { vocabSize: V, contextLength: C, width: d, mlpWidth: m, layers } = config;
   const shapes = [
     { name: 'tokenEmbedding', shape: [V, d] },
@@ -57,7 +72,7 @@ export function transformerWeightShapes(config: TransformerConfig): Array<{ name
   return shapes;
 }
 
-/** Collects nodes and constants, naming every intermediate value (the forward here, the training graph in onnx-training-graph.ts). */
+/** Collects nodes and constants, naming every intermediate value (the forward here, the training graph in training-graph.ts). */
 export class GraphBuilder {
   readonly nodes: OnnxNode[] = [];
   readonly initializers: OnnxTensor[] = [];
@@ -97,7 +112,7 @@ export class GraphBuilder {
  * keys/values (masked) and to the chunk causally, then the final norm and the tied output
  * projection at each row's last real token, log-softmax at a temperature.
  */
-export function buildTransformerGraph(config: TransformerConfig): OnnxGraph {
+export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph {
   const { vocabSize: V, width: d, heads: H, layers } = config;
   const dh = d / H;
   const g = new GraphBuilder();
@@ -113,7 +128,7 @@ export function buildTransformerGraph(config: TransformerConfig): OnnxGraph {
   const geluScale = g.floatScalar('gelu.scale', 2 * Math.sqrt(2 / Math.PI));
   const one = g.floatScalar('gelu.one', 1);
 
-  const layerNorm = (x: string, gain: string, bias: string) => g.op('LayerNormalization', [x, gain, bias], { axis: -1, epsilon: { float: LN_EPS } });
+  const layerNorm = (x: string, gain: string, bias: string) => g.op('LayerNormalization', [x, gain, bias], { axis: -1, epsilon: { float: config.layerNormEpsilon } });
   const linear = (x: string, weight: string, bias: string) => g.op('Add', [g.op('MatMul', [x, weight]), bias]);
   const gelu = (x: string) => {
     const squared = g.op('Mul', [x, x]);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { MissingDependencyError } from '../../core/errors';
 import { createRandom } from '../../core/random';
+import { loadPointerSelector } from './load-pointer-selector';
 import { createPointerSelector } from './pointer-selector';
 import { selectorBatch } from './pointer-training';
 
@@ -46,5 +48,19 @@ describe('createPointerSelector', () => {
     expect(() => selector.logProbs(batch, [[2, 2]])).toThrow(/distinct local indices/);
     selector.dispose();
     other.dispose();
+  });
+
+  it('searcher-rl/icd: without @tensorflow/tfjs, the selector is a MissingDependencyError that says what to install; with it, the subpath makes one', async () => {
+    const missing = async () => {
+      throw Object.assign(new Error("Cannot find package '@tensorflow/tfjs' imported from /app/pointer-selector.js"), { code: 'ERR_MODULE_NOT_FOUND' });
+    };
+    const error = await loadPointerSelector(missing).catch((e: unknown) => e);
+    expect(MissingDependencyError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(/searcher-rl\/icd/);
+    expect((error as Error).message).toMatch(/npm install @tensorflow\/tfjs/);
+    const icd = await import('./index');
+    const selector = await icd.createPointerSelector({ inputDimensions: D, hiddenDimensions: 4, backend: 'cpu' });
+    expect(selector.select(selectorBatch([item(5)])).actions[0]).toHaveLength(2);
+    selector.dispose();
   });
 });

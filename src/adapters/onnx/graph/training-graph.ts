@@ -1,8 +1,7 @@
-import { GraphBuilder, transformerWeightShapes } from './onnx-graph';
-import { ONNX_FLOAT, ONNX_INT64, type OnnxGraph, type OnnxNode, type OnnxValueInfo } from './onnx-proto';
-import { LN_EPS, type TransformerConfig } from './transformer';
+import { ONNX_FLOAT, ONNX_INT64, type OnnxGraph, type OnnxNode, type OnnxValueInfo } from './proto';
+import { GraphBuilder, transformerWeightShapes, type TransformerGraphConfig } from './transformer-graph';
 
-// The training step of the tfjs Transformer (training.ts, computeGradients) as ONNX graphs:
+// The training step of the tfjs Transformer (src/adapters/tfjs/training.ts) as ONNX graphs:
 // ONNX Runtime has no training API in onnxruntime-node, so the backward pass is written out here
 // op by op, the same closed forms as transformer.ts's hand-written gradients (linear, layer norm,
 // GELU, the tied embedding). The graph computes forward and backward in one run; its forward part
@@ -40,7 +39,7 @@ const GELU_K = Math.sqrt(2 / Math.PI);
  * full causal forward, logits only at the scored places (tied output projection), then each op's
  * gradient in reverse. Outputs: the scored log-probs, the entropy sum, one gradient per weight.
  */
-export function buildTrainingGraph(config: TransformerConfig): OnnxGraph {
+export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
   const { vocabSize: V, contextLength: C, width: d, heads: H, layers } = config;
   const dh = d / H;
   const g = new GraphBuilder();
@@ -76,7 +75,7 @@ export function buildTrainingGraph(config: TransformerConfig): OnnxGraph {
     bias: string;
   }
   const layerNorm = (input: string, gain: string, bias: string): Norm => {
-    const [output, mean, inverseStd] = g.ops('LayerNormalization', [input, gain, bias], 3, { axis: -1, epsilon: { float: LN_EPS } }) as [string, string, string];
+    const [output, mean, inverseStd] = g.ops('LayerNormalization', [input, gain, bias], 3, { axis: -1, epsilon: { float: config.layerNormEpsilon } }) as [string, string, string];
     return { input, output, mean, inverseStd, gain, bias };
   };
   /** dx = (dxHat - mean(dxHat) - xHat * mean(dxHat * xHat)) / std, as transformer.ts's layerNorm gradient; records the gain and bias gradients. */

@@ -1,57 +1,12 @@
 import * as tf from '@tensorflow/tfjs';
-import { z } from 'zod';
 import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS, type Random } from '../../core/random';
-import type { PolicyCheckpoint } from '../../ports/policy-backend';
 import { parseSettings } from '../../provider-utils/index';
-import { AdamW } from './adamw';
-import { selectTfjsBackend, type TfjsBackendName } from './backends';
-import type { NamedParameter } from './transformer';
-
-export const POINTER_SELECTOR_FORMAT = 'searcher-rl.pointer-selector.v1';
-
-export const pointerSelectorSettingsSchema = z
-  .object({
-    /** d: the embedding size. */
-    inputDimensions: z.number().int().positive(),
-    /** h: the projection size. */
-    hiddenDimensions: z.number().int().positive().default(32),
-    /** Shots chosen per query. */
-    shots: z.number().int().positive().default(2),
-    /** τ in q·c / τ (docs/method.md#pointer-selector: 0.5 or 0.1). */
-    temperature: z.number().positive().default(0.1),
-    seed: z.number().int().default(0),
-    learningRate: z.number().positive().default(0.01),
-    weightDecay: z.number().min(0).default(0),
-    maxGradNorm: z.number().positive().nullable().default(1),
-    backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
-  })
-  .strict();
-
-export type PointerSelectorSettings = z.input<typeof pointerSelectorSettingsSchema>;
-
-/** A batch of queries: B query vectors (B x d) and their pools (B x K x d), row-major. */
-export interface SelectorBatch {
-  queries: Float32Array;
-  candidates: Float32Array;
-  size: number;
-  poolSize: number;
-}
-
-export interface PointerSelector {
-  readonly settings: Readonly<z.output<typeof pointerSelectorSettingsSchema>>;
-  readonly backend: string;
-  readonly parameterCount: number;
-  /** Per query, the chosen local indices: sampled (`random`) or greedy (no `random`). */
-  select(batch: SelectorBatch, random?: Random): { actions: number[][]; logProbs: number[][] };
-  /** Per query, per shot: log p(action) with the earlier actions masked and fed back. */
-  logProbs(batch: SelectorBatch, actions: readonly (readonly number[])[]): number[][];
-  /** One AdamW step on `sum_i,s weights[i][s] * logp[i][s]` (weights = d loss / d logp). */
-  step(batch: SelectorBatch, actions: readonly (readonly number[])[], weights: readonly (readonly number[])[]): { gradNorm: number; applied: boolean };
-  save(): PolicyCheckpoint;
-  load(checkpoint: PolicyCheckpoint): void;
-  dispose(): void;
-}
+// The selector is a tfjs model: it trains with the tfjs family's AdamW on the backend that family
+// selects (the two edges between families test/layering.test.ts allows for this file).
+import { AdamW, type NamedParameter } from '../tfjs/adamw';
+import { selectTfjsBackend, type TfjsBackendName } from '../tfjs/backends';
+import { POINTER_SELECTOR_FORMAT, pointerSelectorSettingsSchema, type PointerSelector, type PointerSelectorSettings, type SelectorBatch } from './pointer-selector-settings';
 
 function seededMatrix(rows: number, cols: number, random: Random, scale: number): tf.Tensor2D {
   const data = new Float32Array(rows * cols);

@@ -1,0 +1,38 @@
+import * as ort from 'onnxruntime-node';
+import { describe, expect, it } from 'vitest';
+import { encodeOnnxModel, ONNX_FLOAT, ONNX_INT64 } from './proto';
+
+describe('the ONNX ModelProto encoder', () => {
+  it('writes a model ONNX Runtime runs: initializers, symbolic dimensions, negative and list attributes', async () => {
+    const bytes = encodeOnnxModel(
+      {
+        name: 'probe',
+        nodes: [
+          { opType: 'Add', inputs: ['x', 'bias'], outputs: ['sum'] },
+          { opType: 'Transpose', inputs: ['sum'], outputs: ['turned'], attributes: { perm: [1, 0] } },
+          { opType: 'Gather', inputs: ['turned', 'index'], outputs: ['y'], attributes: { axis: -1 } },
+          { opType: 'LayerNormalization', inputs: ['x', 'gain', 'bias'], outputs: ['normed'], attributes: { axis: -1, epsilon: { float: 0.5 } } },
+        ],
+        initializers: [
+          { name: 'bias', type: ONNX_FLOAT, dims: [3], values: [1, 2, 3] },
+          { name: 'gain', type: ONNX_FLOAT, dims: [3], values: [1, 1, 1] },
+          { name: 'index', type: ONNX_INT64, dims: [1], values: [-1] },
+        ],
+        inputs: [{ name: 'x', type: ONNX_FLOAT, dims: ['rows', 3] }],
+        outputs: [
+          { name: 'y', type: ONNX_FLOAT, dims: [3, 1] },
+          { name: 'normed', type: ONNX_FLOAT, dims: ['rows', 3] },
+        ],
+      },
+      17,
+    );
+    const session = await ort.InferenceSession.create(bytes);
+    const out = await session.run({ x: new ort.Tensor('float32', Float32Array.of(0, 0, 0, 10, 20, 30), [2, 3]) });
+    // sum = [[1, 2, 3], [11, 22, 33]]; transposed, the last column is the second row.
+    expect(Array.from(out.y!.data as Float32Array)).toEqual([11, 22, 33]);
+    // Row [10, 20, 30]: variance 200/3, so (x - 20) / sqrt(200/3 + 0.5) + bias.
+    const scale = Math.sqrt(200 / 3 + 0.5);
+    expect(Array.from((out.normed!.data as Float32Array).slice(3)).map((v, i) => v - [1, 2, 3][i]!)).toEqual([-10 / scale, 0, 10 / scale].map((v) => expect.closeTo(v, 5)));
+    await session.release();
+  });
+});

@@ -1,0 +1,85 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type * as Ort from 'onnxruntime-node';
+import { BackendUnavailableError, InvalidArgumentError } from '../../../core/errors';
+import { ONNX_EXECUTION_PROVIDERS, type OnnxExecutionProvider } from '../settings';
+
+// The one place ONNX Runtime sessions are made, for searcher-rl/onnx (an exported model file) and
+// for the tfjs policy's ONNX engines (graphs built in memory). onnxruntime-node comes in as an
+// argument: searcher-rl/onnx imports it, the tfjs policy loads it only when an engine asks for it.
+
+/** onnxruntime-node's module (its CommonJS exports). */
+export type OnnxRuntime = typeof Ort;
+
+export const CUDA_INSTALL =
+  "install onnxruntime-node's CUDA execution provider: on Linux x64, `npm install onnxruntime-node --onnxruntime-node-install=cuda12` with its install script allowed (it downloads the CUDA binaries from NuGet; an .npmrc with onnxruntime-node-install=skip or --ignore-scripts leaves them out), plus CUDA 12 and cuDNN 9 on the library path. Or use executionProvider 'cpu'.";
+
+/** Where onnxruntime-node keeps its native libraries (its CUDA provider is downloaded there). */
+function bindingFolder(): string | null {
+  try {
+    const entry = createRequire(import.meta.url).resolve('onnxruntime-node');
+    return join(dirname(entry), '..', 'bin', 'napi-v6', process.platform, process.arch);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether an execution provider can be asked for, and if not, why: `listSupportedBackends` names
+ * the providers this build of onnxruntime-node knows, and CUDA's library must have been installed.
+ */
+export function providerProblem(ort: OnnxRuntime, provider: OnnxExecutionProvider): string | null {
+  if (provider === 'cpu') return null;
+  const known = ort.listSupportedBackends?.() ?? [];
+  if (!known.some((b) => b.name === 'cuda')) return `this onnxruntime-node build (${process.platform}/${process.arch}) has no CUDA execution provider (it has ${known.map((b) => b.name).join(', ') || 'none listed'})`;
+  const folder = bindingFolder();
+  if (folder && !existsSync(join(folder, 'libonnxruntime_providers_cuda.so'))) return `onnxruntime-node's CUDA provider library is not installed (no libonnxruntime_providers_cuda.so in ${folder})`;
+  return null;
+}
+
+export interface OnnxSessionOptions {
+  /** Default `cpu`. */
+  executionProvider?: OnnxExecutionProvider;
+  /** The GPU, with executionProvider `cuda` (default 0). */
+  cudaDeviceId?: number;
+  /** ONNX Runtime's threads inside one operator (default: its own, one per core). */
+  intraOpThreads?: number;
+  /**
+   * Operators one after another on a single inter-op thread: the tfjs policy's graphs are chains of
+   * small ops, where a parallel executor only adds hand-offs.
+   */
+  sequential?: boolean;
+}
+
+/**
+ * An inference session on the chosen provider, from a model file or the bytes of a built graph
+ * (`encodeOnnxModel`). A provider that cannot run is a BackendUnavailableError saying what to
+ * install; a model file ONNX Runtime cannot load is an InvalidArgumentError on `modelDir`.
+ */
+export async function createOnnxSession(ort: OnnxRuntime, model: string | Uint8Array, options: OnnxSessionOptions = {}): Promise<Ort.InferenceSession> {
+  const provider = options.executionProvider ?? 'cpu';
+  if (!(ONNX_EXECUTION_PROVIDERS as readonly string[]).includes(provider)) {
+    throw new BackendUnavailableError(provider, ONNX_EXECUTION_PROVIDERS, `unknown execution provider; use one of ${ONNX_EXECUTION_PROVIDERS.join(', ')}`);
+  }
+  const problem = providerProblem(ort, provider);
+  if (problem) throw new BackendUnavailableError(provider, ONNX_EXECUTION_PROVIDERS, `${problem}. To use it, ${CUDA_INSTALL}`);
+  const executionProviders: Ort.InferenceSession.ExecutionProviderConfig[] = provider === 'cuda' ? [{ name: 'cuda', deviceId: options.cudaDeviceId ?? 0 }] : ['cpu'];
+  const sessionOptions: Ort.InferenceSession.SessionOptions = {
+    executionProviders,
+    graphOptimizationLevel: 'all',
+    ...(options.intraOpThreads !== undefined && { intraOpNumThreads: options.intraOpThreads }),
+    ...(options.sequential && { interOpNumThreads: 1, executionMode: 'sequential' }),
+  };
+  try {
+    return typeof model === 'string' ? await ort.InferenceSession.create(model, sessionOptions) : await ort.InferenceSession.create(model, sessionOptions);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (provider === 'cuda' && /cuda|provider|shared library|libcu/i.test(message)) {
+      throw new BackendUnavailableError('cuda', ONNX_EXECUTION_PROVIDERS, `ONNX Runtime could not start its CUDA provider (${message.split('\n')[0]}). To use it, ${CUDA_INSTALL}`, { cause: error });
+    }
+    // A graph built in memory that ONNX Runtime refuses is an error in this package, not in the caller's model.
+    if (typeof model !== 'string') throw error;
+    throw new InvalidArgumentError('modelDir', `ONNX Runtime cannot load '${model}': ${message}`, { cause: error });
+  }
+}

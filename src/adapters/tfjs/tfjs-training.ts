@@ -1,0 +1,77 @@
+import * as tf from '@tensorflow/tfjs';
+import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
+import type { ComputedGradients, GradientPlan, TrainingEngine } from './engines';
+import type { PolicyContext } from './state';
+import { checkLoss, denseBatch, logProbs, scoredLogProbs } from './training';
+
+/**
+ * The tfjs training engine (the default, `training: 'tfjs'`): one forward and one backward per row
+ * chunk, by tfjs's autodiff over the model's variables. The loss needs every sequence's new
+ * log-probs at once (GSPO, seq-mean aggregations), so a batch over the memory bound takes one extra
+ * forward to read them first.
+ */
+export function createTfjsTrainingEngine(context: PolicyContext): TrainingEngine {
+  return { computeGradients: (batch, lossFn, plan) => computeGradients(context, batch, lossFn, plan), dispose: async () => {} };
+}
+
+async function computeGradients(context: PolicyContext, batch: LogProbBatch, lossFn: LossFunction, plan: GradientPlan): Promise<ComputedGradients> {
+  const { modelConfig } = context;
+  const model = context.state.model;
+  const { chunks, temperature, entropyCoef, scored, signal } = plan;
+  let lossValue = 0;
+  let metrics: Record<string, number> = {};
+  let entropySum = 0;
+  let gradNew: number[][] | null = null;
+  if (chunks.length > 1) {
+    const result = checkLoss(lossFn(await logProbs(context, batch, { signal })), batch);
+    gradNew = result.gradNewLogProbs;
+    lossValue = result.value;
+    metrics = result.metrics ?? {};
+  }
+  const accumulated: tf.Tensor[] = model.parameters.map((p) => tf.zerosLike(p.variable) as tf.Tensor);
+  try {
+    for (const chunk of chunks) {
+      const rows = chunk.map((i) => batch.inputIds[i]!);
+      const positions = chunk.map((i) => batch.positions[i]!);
+      const { grads, entropy } = tf.tidy(() => {
+        const dense = denseBatch(rows, positions, modelConfig.vocabSize);
+        let chunkEntropy = 0;
+        const { grads: named } = tf.variableGrads(() => {
+          const { logp, token } = scoredLogProbs(model.forwardFull(dense.ids, dense.idValues, dense.places), dense.pick, temperature);
+          let weights = gradNew && chunk.map((i) => gradNew![i]!);
+          if (!weights) {
+            // One chunk: the loss reads this forward's log-probs, saving the extra forward.
+            const values = token.dataSync() as Float32Array;
+            let at = 0;
+            const newLogProbs = positions.map((row) => row.map(() => values[at++]!));
+            const result = checkLoss(lossFn(newLogProbs), batch);
+            lossValue = result.value;
+            metrics = result.metrics ?? {};
+            weights = result.gradNewLogProbs;
+          }
+          const g = new Float32Array(dense.places.length);
+          let at = 0;
+          positions.forEach((row, k) => row.forEach((_, t) => (g[at++] = weights![k]![t]!)));
+          // d/dtheta of sum_t g_t * logp_t is the policy gradient of the core's loss.
+          let objective = tf.sum(tf.mul(token, tf.tensor1d(g)));
+          // Every place is a scored one, so the entropy sums over all of them.
+          const entropySumTensor = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp)));
+          chunkEntropy = entropySumTensor.dataSync()[0]!;
+          if (entropyCoef > 0) objective = tf.sub(objective, tf.mul(entropySumTensor, entropyCoef / scored));
+          return objective as tf.Scalar;
+        }, model.parameters.map((p) => p.variable));
+        return { grads: model.parameters.map((p) => named[p.variable.name]!), entropy: chunkEntropy };
+      });
+      entropySum += entropy;
+      accumulated.forEach((acc, k) => {
+        accumulated[k] = tf.add(acc, grads[k]!);
+        acc.dispose();
+        grads[k]!.dispose();
+      });
+    }
+  } catch (error) {
+    for (const t of accumulated) t.dispose();
+    throw error;
+  }
+  return { grads: accumulated, value: lossValue, metrics, entropy: entropySum / scored };
+}
