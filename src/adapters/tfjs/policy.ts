@@ -13,9 +13,6 @@ import type { PolicyContext, PolicyState } from './state';
 import { gradients, logProbs, resetOptimizer, update } from './training';
 import { Transformer, type TransformerConfig } from './transformer';
 
-// This module's exports before it was split, kept for importers of './policy'.
-export { CHECKPOINT_FORMAT, tfjsPolicySettingsSchema, type TfjsPolicySettings } from './settings';
-export { tokenizerFromCheckpoint } from './checkpoint';
 
 export interface TfjsPolicy extends PolicyBackend {
   readonly provider: 'tfjs';

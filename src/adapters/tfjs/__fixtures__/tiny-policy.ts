@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll } from 'vitest';
-import { createTfjsPolicy, type TfjsPolicy, type TfjsPolicySettings } from '../policy';
+import { createTfjsPolicy, type TfjsPolicy } from '../policy';
+import type { TfjsPolicySettings } from '../settings';
 
 export const TINY: TfjsPolicySettings = { model: { layers: 2, width: 16, heads: 2, contextLength: 96 }, seed: 5, backend: 'wasm' };
 
