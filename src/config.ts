@@ -229,5 +229,5 @@ export type AdaptersConfigInput = z.input<typeof adaptersConfigSchema>;
 export function parseSearcherConfig(input: unknown): SearcherConfig {
   const result = searcherConfigSchema.safeParse(input ?? {});
   if (result.success) return result.data;
-  throw new ConfigValidationError(issueFields(result.error.issues));
+  throw new ConfigValidationError({ issues: issueFields(result.error.issues) });
 }

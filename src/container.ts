@@ -77,7 +77,7 @@ function buildGenerator(config: AdaptersConfig['generator']): Generator | Promis
         try {
           corpus = JSON.parse(await fs.readFile(config.corpusPath, 'utf8'));
         } catch (error) {
-          throw new ConfigValidationError([{ field: 'adapters.generator.corpusPath', message: `cannot read the slide corpus at '${config.corpusPath}': ${error instanceof Error ? error.message : String(error)}` }]);
+          throw new ConfigValidationError({ issues: [{ field: 'adapters.generator.corpusPath', message: `cannot read the slide corpus at '${config.corpusPath}': ${error instanceof Error ? error.message : String(error)}` }] });
         }
         return reader.createSlideReader(corpus as Parameters<typeof reader.createSlideReader>[0]);
       });
@@ -114,7 +114,7 @@ function buildStore(config: AdaptersConfig['store']): Store | Promise<Store> {
 }
 
 function buildPolicy(config: AdaptersConfig['policy']): PolicyBackend | Promise<PolicyBackend> {
-  if (!config) throw new ConfigValidationError([{ field: 'adapters.policy', message: 'no policy configured: set adapters.policy, give ports.policy, or rebind TOKENS.PolicyBackend' }]);
+  if (!config) throw new ConfigValidationError({ issues: [{ field: 'adapters.policy', message: 'no policy configured: set adapters.policy, give ports.policy, or rebind TOKENS.PolicyBackend' }] });
   if (config.type === 'scripted') return createScriptedPolicy({ script: config.script, logProb: config.logProb });
   if (config.type === 'onnx') {
     const { type: _type, ...settings } = config;

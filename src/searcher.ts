@@ -113,14 +113,14 @@ function checkPorts(ports: SearcherPorts): void {
   for (const [name, methods] of Object.entries(REQUIRED_METHODS) as Array<[keyof typeof REQUIRED_METHODS, readonly string[]]>) {
     const port = ports[name] as unknown as Record<string, unknown> | undefined;
     if (port === undefined) continue;
-    if (typeof port !== 'object' || port === null) throw new InvalidArgumentError(`ports.${name}`, `must be an adapter object, got ${port === null ? 'null' : typeof port}`);
+    if (typeof port !== 'object' || port === null) throw new InvalidArgumentError({ argument: `ports.${name}`, message: `must be an adapter object, got ${port === null ? 'null' : typeof port}` });
     for (const method of methods) {
-      if (typeof port[method] !== 'function') throw new InvalidArgumentError(`ports.${name}.${method}`, `must be a function (is the object a ${name} adapter?)`);
+      if (typeof port[method] !== 'function') throw new InvalidArgumentError({ argument: `ports.${name}.${method}`, message: `must be a function (is the object a ${name} adapter?)` });
     }
-    if (typeof port.provider !== 'string' || port.provider.length === 0) throw new InvalidArgumentError(`ports.${name}.provider`, 'must be a non-empty string naming the adapter');
+    if (typeof port.provider !== 'string' || port.provider.length === 0) throw new InvalidArgumentError({ argument: `ports.${name}.provider`, message: 'must be a non-empty string naming the adapter' });
   }
   const tokenizer = ports.policy.tokenizer as unknown as Record<string, unknown> | undefined;
-  if (typeof tokenizer?.encode !== 'function' || typeof tokenizer.decode !== 'function') throw new InvalidArgumentError('ports.policy.tokenizer', 'must be a Tokenizer with encode and decode');
+  if (typeof tokenizer?.encode !== 'function' || typeof tokenizer.decode !== 'function') throw new InvalidArgumentError({ argument: 'ports.policy.tokenizer', message: 'must be a Tokenizer with encode and decode' });
 }
 
 export function resolveRewardWeights(weights: SearcherConfig['reward']['weights']): RewardWeights {
@@ -132,8 +132,8 @@ export function resolveRewardWeights(weights: SearcherConfig['reward']['weights'
  * loop. Configuration is validated (an invalid field throws ConfigValidationError naming it).
  */
 export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput | SearcherConfig = {}): Searcher {
-  if (!ports?.policy) throw new InvalidArgumentError('ports.policy', 'a PolicyBackend is required');
-  if (!ports.searchEngine) throw new InvalidArgumentError('ports.searchEngine', 'a SearchEngine is required');
+  if (!ports?.policy) throw new InvalidArgumentError({ argument: 'ports.policy', message: 'a PolicyBackend is required' });
+  if (!ports.searchEngine) throw new InvalidArgumentError({ argument: 'ports.searchEngine', message: 'a SearchEngine is required' });
   checkPorts(ports);
   const resolved = parseSearcherConfig(config);
   const weights = resolveRewardWeights(resolved.reward.weights);
@@ -141,13 +141,13 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
   episodeContextTokens(resolved.episode, ports.policy);
   const needsReference = resolved.reward.scheme === 'search-r1' || weights.judge !== 0;
   if (resolved.episode.mode === 'searcher' && !ports.generator) {
-    throw new InvalidArgumentError('ports.generator', "searcher mode needs a frozen Generator to answer from the evidence (or set episode.mode to 'answer')");
+    throw new InvalidArgumentError({ argument: 'ports.generator', message: "searcher mode needs a frozen Generator to answer from the evidence (or set episode.mode to 'answer')" });
   }
   if (resolved.reward.scheme === 'searcher' && weights.judge !== 0 && !ports.judge) {
-    throw new InvalidArgumentError('ports.judge', `the judge weight is ${weights.judge}; give a Judge or set reward.weights.judge to 0`);
+    throw new InvalidArgumentError({ argument: 'ports.judge', message: `the judge weight is ${weights.judge}; give a Judge or set reward.weights.judge to 0` });
   }
   if (resolved.rl.loss.klReference === 'initial' && !ports.referencePolicy) {
-    throw new InvalidArgumentError('ports.referencePolicy', "rl.loss.klReference 'initial' needs a frozen copy of the initial policy (or set it to 'rollout')");
+    throw new InvalidArgumentError({ argument: 'ports.referencePolicy', message: "rl.loss.klReference 'initial' needs a frozen copy of the initial policy (or set it to 'rollout')" });
   }
   const { clock, referencePolicy, ...portObjects } = ports;
   // Every port is called through one gateway: timeouts, retries, caps and rate limits per `config.calls`.
@@ -184,7 +184,7 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
   const prepare = (signal?: AbortSignal) => {
     prepared ??= (async () => {
       for (const port of [ports.policy, ports.searchEngine, ports.generator, ports.judge, ports.imageOps, ports.store]) {
-        if (signal?.aborted) throw new AbortedError('prepare', { cause: signal.reason });
+        if (signal?.aborted) throw new AbortedError({ what: 'prepare', cause: signal.reason });
         await port?.doCheck?.(signal ? { signal } : {});
       }
     })();

@@ -73,7 +73,7 @@ describe('setup mistakes fail up front', () => {
       specificationVersion: 'v1',
       provider: 'keyed',
       async doCheck() {
-        if (!key) throw new InvalidArgumentError('apiKey', 'no key: pass { apiKey } or set KEYED_API_KEY');
+        if (!key) throw new InvalidArgumentError({ argument: 'apiKey', message: 'no key: pass { apiKey } or set KEYED_API_KEY' });
       },
       doScore: async () => ({ score: 1 }),
     };

@@ -45,12 +45,12 @@ export async function curateCommand(argv: string[], options: RunOptions = { onLo
   try {
     values = parseArgs({ args: rest, options: OPTIONS, strict: true }).values as CurationValues;
   } catch (error) {
-    throw new InvalidArgumentError('curate', `${(error as Error).message}; see searcher-rl curate --help`);
+    throw new InvalidArgumentError({ argument: 'curate', message: `${(error as Error).message}; see searcher-rl curate --help` });
   }
   if (values.help) return (process.stdout.write(CURATE_HELP), 0);
   const runDir = values.run as string | undefined;
-  if (!runDir) throw new InvalidArgumentError('--run', 'curate needs --run DIR (a run folder)');
-  if (!(CURATION_COMMANDS as readonly string[]).includes(command)) throw new InvalidArgumentError('curate', `unknown command '${command}'; see searcher-rl curate --help`);
+  if (!runDir) throw new InvalidArgumentError({ argument: '--run', message: 'curate needs --run DIR (a run folder)' });
+  if (!(CURATION_COMMANDS as readonly string[]).includes(command)) throw new InvalidArgumentError({ argument: 'curate', message: `unknown command '${command}'; see searcher-rl curate --help` });
   await runCurationCommand(command, runDir, values, options);
   return 0;
 }

@@ -65,7 +65,7 @@ async function readVectors(path: string): Promise<unknown> {
 const integer = (value: string | undefined, name: string, fallback: number) => {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new InvalidArgumentError(name, `must be a positive integer, got '${value}'`);
+  if (!(Number.isInteger(n) && n > 0)) throw new InvalidArgumentError({ argument: name, message: `must be a positive integer, got '${value}'` });
   return n;
 };
 
@@ -78,13 +78,13 @@ export async function icdCommand(argv: string[]): Promise<number> {
   if (command === 'normalise' || command === 'normalize') {
     if (help) return usage(HELP.normalise!);
     const { values } = parseArgs({ args: rest, options: { data: { type: 'string' }, embeddings: { type: 'string' }, 'query-embeddings': { type: 'string' }, out: { type: 'string' }, 'pool-size': { type: 'string' } }, strict: true });
-    if (!values.data || !values.embeddings || !values['query-embeddings'] || !values.out) throw new InvalidArgumentError('normalise', 'needs --data, --embeddings, --query-embeddings and --out (see --help)');
+    if (!values.data || !values.embeddings || !values['query-embeddings'] || !values.out) throw new InvalidArgumentError({ argument: 'normalise', message: 'needs --data, --embeddings, --query-embeddings and --out (see --help)' });
     const raw = await readRecords(values.data);
     const table = createEmbeddingTable((await readVectors(values.embeddings)) as number[][]);
     const queries = (await readVectors(values['query-embeddings'])) as Record<string, number[]> | number[][];
     const queryEmbedding = (id: number) => {
       const v = Array.isArray(queries) ? queries[id] : queries[String(id)];
-      if (!v) throw new InvalidArgumentError('--query-embeddings', `has no embedding for query ${id}`);
+      if (!v) throw new InvalidArgumentError({ argument: '--query-embeddings', message: `has no embedding for query ${id}` });
       return v;
     };
     const { records, changes } = normaliseIcdPools(raw, { poolSize: integer(values['pool-size'], '--pool-size', DEFAULT_ICD_SETTINGS.poolSize), table, queryEmbedding });
@@ -95,7 +95,7 @@ export async function icdCommand(argv: string[]): Promise<number> {
   if (command === 'eval') {
     if (help) return usage(HELP.eval!);
     const { values } = parseArgs({ args: rest, options: { data: { type: 'string' }, embeddings: { type: 'string' }, 'pool-size': { type: 'string' } }, strict: true });
-    if (!values.data) throw new InvalidArgumentError('eval', 'needs --data FILE (see --help)');
+    if (!values.data) throw new InvalidArgumentError({ argument: 'eval', message: 'needs --data FILE (see --help)' });
     const records = await readRecords(values.data);
     const poolSize = integer(values['pool-size'], '--pool-size', DEFAULT_ICD_SETTINGS.poolSize);
     const embeddingCount = values.embeddings ? ((await readVectors(values.embeddings)) as unknown[]).length : undefined;

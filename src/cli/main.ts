@@ -112,7 +112,7 @@ function args(command: string, rest: string[], options: Record<string, { type: '
   try {
     return parseArgs({ args: rest, options: { ...options, help: { type: 'boolean', default: false } }, strict: true }).values as Record<string, string | boolean | undefined> & { help: boolean };
   } catch (error) {
-    throw new InvalidArgumentError(command, `${(error as Error).message}; see searcher-rl ${command} --help`);
+    throw new InvalidArgumentError({ argument: command, message: `${(error as Error).message}; see searcher-rl ${command} --help` });
   }
 }
 
@@ -165,11 +165,11 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'eval') {
     const values = args(command, rest, { run: { type: 'string' }, split: { type: 'string' }, limit: { type: 'string' } });
     if (values.help) return print(help());
-    if (!values.run) throw new InvalidArgumentError('--run', 'eval needs --run DIR (a run folder)');
+    if (!values.run) throw new InvalidArgumentError({ argument: '--run', message: 'eval needs --run DIR (a run folder)' });
     const split = values.split as 'train' | 'validation' | 'test' | undefined;
-    if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError('--split', `must be train, validation or test, got '${split}'`);
+    if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError({ argument: '--split', message: `must be train, validation or test, got '${split}'` });
     const limit = values.limit === undefined ? undefined : Number(values.limit);
-    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new InvalidArgumentError('--limit', `must be a positive integer, got '${String(values.limit)}'`);
+    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new InvalidArgumentError({ argument: '--limit', message: `must be a positive integer, got '${String(values.limit)}'` });
     await evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, cli());
     return 0;
   }
@@ -179,11 +179,11 @@ async function main(argv: string[]): Promise<number> {
     const int = (name: string, fallback: number, min: number) => {
       const raw = values[name];
       const n = raw === undefined ? fallback : Number(raw);
-      if (!(Number.isInteger(n) && n >= min)) throw new InvalidArgumentError(`--${name}`, `must be an integer >= ${min}, got '${String(raw)}'`);
+      if (!(Number.isInteger(n) && n >= min)) throw new InvalidArgumentError({ argument: `--${name}`, message: `must be an integer >= ${min}, got '${String(raw)}'` });
       return n;
     };
     const split = (values.split as string | undefined) ?? 'train';
-    if (!['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError('--split', `must be train, validation or test, got '${split}'`);
+    if (!['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError({ argument: '--split', message: `must be train, validation or test, got '${split}'` });
     const idle = int('idle-timeout-ms', 600_000, 0);
     await (await commands.serveEnv()).serveEnv(
       {
@@ -205,7 +205,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const values = args(command, rest, { run: { type: 'string' } });
   if (values.help) return print(help());
-  if (!values.run) throw new InvalidArgumentError('--run', 'report needs --run DIR (a run folder)');
+  if (!values.run) throw new InvalidArgumentError({ argument: '--run', message: 'report needs --run DIR (a run folder)' });
   process.stdout.write(`${await (await commands.run()).writeReport(values.run as string)}\n`);
   return 0;
 }

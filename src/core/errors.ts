@@ -25,10 +25,10 @@ export class SearcherError extends Error {
   readonly [BRAND] = true;
   readonly code: ErrorCode;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+  constructor(args: { code: ErrorCode; message: string; cause?: unknown }) {
+    super(args.message, args.cause === undefined ? undefined : { cause: args.cause });
     this.name = 'SearcherError';
-    this.code = code;
+    this.code = args.code;
   }
 
   static isInstance(error: unknown): error is SearcherError {
@@ -40,10 +40,10 @@ export class SearcherError extends Error {
 export class InvalidArgumentError extends SearcherError {
   readonly argument: string;
 
-  constructor(argument: string, message: string, options?: { cause?: unknown }) {
-    super('invalid_argument', `Invalid argument '${argument}': ${message}`, options);
+  constructor(args: { argument: string; message: string; cause?: unknown }) {
+    super({ code: 'invalid_argument', message: `Invalid argument '${args.argument}': ${args.message}`, cause: args.cause });
     this.name = 'InvalidArgumentError';
-    this.argument = argument;
+    this.argument = args.argument;
   }
 
   static override isInstance(error: unknown): error is InvalidArgumentError {
@@ -58,12 +58,12 @@ export class DatasetValidationError extends SearcherError {
   /** Dotted path of the offending field, e.g. `tokenSteps.3.logProb`. */
   readonly field: string;
 
-  constructor(row: number, field: string, message: string, options?: { cause?: unknown }) {
-    const where = row >= 0 ? `row ${row}, field '${field}'` : `field '${field}'`;
-    super('dataset_validation', `Invalid record at ${where}: ${message}`, options);
+  constructor(args: { row: number; field: string; message: string; cause?: unknown }) {
+    const where = args.row >= 0 ? `row ${args.row}, field '${args.field}'` : `field '${args.field}'`;
+    super({ code: 'dataset_validation', message: `Invalid record at ${where}: ${args.message}`, cause: args.cause });
     this.name = 'DatasetValidationError';
-    this.row = row;
-    this.field = field;
+    this.row = args.row;
+    this.field = args.field;
   }
 
   static override isInstance(error: unknown): error is DatasetValidationError {
@@ -76,11 +76,11 @@ export class ConfigValidationError extends SearcherError {
   readonly field: string;
   readonly issues: ReadonlyArray<{ field: string; message: string }>;
 
-  constructor(issues: ReadonlyArray<{ field: string; message: string }>) {
+  constructor({ issues }: { issues: ReadonlyArray<{ field: string; message: string }> }) {
     const first = issues[0] ?? { field: '(root)', message: 'invalid configuration' };
     // Every problem is listed: a typo'd key must not hide behind "and 1 more".
     const rest = issues.length > 1 ? `; also:${issues.slice(1).map((i) => `\n  '${i.field}': ${i.message}`).join('')}` : '';
-    super('config_validation', `Invalid configuration at '${first.field}': ${first.message}${rest}`);
+    super({ code: 'config_validation', message: `Invalid configuration at '${first.field}': ${first.message}${rest}` });
     this.name = 'ConfigValidationError';
     this.field = first.field;
     this.issues = issues;
@@ -114,7 +114,7 @@ export class ProviderCallError extends SearcherError {
     cause?: unknown;
   }) {
     const status = args.status === undefined ? '' : ` (status ${args.status})`;
-    super('provider_call', `${args.port} '${args.provider}' failed${status}: ${args.message}`, { cause: args.cause });
+    super({ code: 'provider_call', message: `${args.port} '${args.provider}' failed${status}: ${args.message}`, cause: args.cause });
     this.name = 'ProviderCallError';
     this.port = args.port;
     this.provider = args.provider;
@@ -138,9 +138,7 @@ export class PortOutputError extends SearcherError {
   readonly field: string;
 
   constructor(args: { port: PortName; provider: string; field: string; message: string; cause?: unknown }) {
-    super('port_output', `${args.port} '${args.provider}' returned an unusable '${args.field}': ${args.message}`, {
-      cause: args.cause,
-    });
+    super({ code: 'port_output', message: `${args.port} '${args.provider}' returned an unusable '${args.field}': ${args.message}`, cause: args.cause });
     this.name = 'PortOutputError';
     this.port = args.port;
     this.provider = args.provider;
@@ -167,7 +165,7 @@ export class AdapterError extends SearcherError {
   constructor(args: { port: PortName; provider: string; error: unknown }) {
     const errorName = args.error instanceof Error ? args.error.name : typeof args.error;
     const message = args.error instanceof Error ? args.error.message : String(args.error);
-    super('adapter_error', `${args.port} '${args.provider}' threw ${errorName}: ${message} (an error in the adapter's own code, not a provider failure)`, { cause: args.error });
+    super({ code: 'adapter_error', message: `${args.port} '${args.provider}' threw ${errorName}: ${message} (an error in the adapter's own code, not a provider failure)`, cause: args.error });
     this.name = 'AdapterError';
     this.port = args.port;
     this.provider = args.provider;
@@ -195,7 +193,7 @@ export class RewardsMissingError extends SearcherError {
       .map(([cause, n]) => `${cause} x${n}`)
       .join(', ');
     const first = args.examples.length > 0 ? `; first: ${args.examples.join(' | ')}` : '';
-    super('rewards_missing', `step ${args.step}: ${args.missing} of ${args.total} rewards could not be computed (${causes})${first}. The step was not trained on; fix the cause and resume from the last checkpoint.`);
+    super({ code: 'rewards_missing', message: `step ${args.step}: ${args.missing} of ${args.total} rewards could not be computed (${causes})${first}. The step was not trained on; fix the cause and resume from the last checkpoint.` });
     this.name = 'RewardsMissingError';
     this.step = args.step;
     this.missing = args.missing;
@@ -217,7 +215,7 @@ export class MissingDependencyError extends SearcherError {
   readonly packageName: string;
 
   constructor(args: { subpath: string; packageName: string; install: string; cause?: unknown }) {
-    super('missing_dependency', `${args.subpath} needs the '${args.packageName}' package, which is not installed: ${args.install}`, { cause: args.cause });
+    super({ code: 'missing_dependency', message: `${args.subpath} needs the '${args.packageName}' package, which is not installed: ${args.install}`, cause: args.cause });
     this.name = 'MissingDependencyError';
     this.subpath = args.subpath;
     this.packageName = args.packageName;
@@ -230,8 +228,8 @@ export class MissingDependencyError extends SearcherError {
 
 /** The caller's AbortSignal fired. */
 export class AbortedError extends SearcherError {
-  constructor(what: string, options?: { cause?: unknown }) {
-    super('aborted', `${what} was aborted`, options);
+  constructor(args: { what: string; cause?: unknown }) {
+    super({ code: 'aborted', message: `${args.what} was aborted`, cause: args.cause });
     this.name = 'AbortedError';
   }
 
@@ -249,11 +247,11 @@ export class BackendUnavailableError extends SearcherError {
   readonly backend: string;
   readonly known: readonly string[];
 
-  constructor(backend: string, known: readonly string[], message: string, options?: { cause?: unknown }) {
-    super('backend_unavailable', `Backend '${backend}' is unavailable: ${message}`, options);
+  constructor(args: { backend: string; known: readonly string[]; message: string; cause?: unknown }) {
+    super({ code: 'backend_unavailable', message: `Backend '${args.backend}' is unavailable: ${args.message}`, cause: args.cause });
     this.name = 'BackendUnavailableError';
-    this.backend = backend;
-    this.known = known;
+    this.backend = args.backend;
+    this.known = args.known;
   }
 
   static override isInstance(error: unknown): error is BackendUnavailableError {
@@ -270,8 +268,9 @@ export class ModelLayoutError extends SearcherError {
   readonly model: string;
   readonly mismatches: readonly string[];
 
-  constructor(model: string, mismatches: readonly string[], hint: string, options?: { cause?: unknown }) {
-    super('model_layout', `'${model}' does not have the expected layout (${mismatches.length} mismatch${mismatches.length === 1 ? '' : 'es'}):\n${mismatches.map((m) => `  - ${m}`).join('\n')}\n${hint}`, options);
+  constructor(args: { model: string; mismatches: readonly string[]; hint: string; cause?: unknown }) {
+    const { model, mismatches, hint } = args;
+    super({ code: 'model_layout', message: `'${model}' does not have the expected layout (${mismatches.length} mismatch${mismatches.length === 1 ? '' : 'es'}):\n${mismatches.map((m) => `  - ${m}`).join('\n')}\n${hint}`, cause: args.cause });
     this.name = 'ModelLayoutError';
     this.model = model;
     this.mismatches = mismatches;
@@ -287,11 +286,11 @@ export class NotTrainableError extends SearcherError {
   readonly provider: string;
   readonly operation: string;
 
-  constructor(provider: string, operation: string, message: string) {
-    super('not_trainable', `The '${provider}' policy does not train (${operation}): ${message}`);
+  constructor(args: { provider: string; operation: string; message: string }) {
+    super({ code: 'not_trainable', message: `The '${args.provider}' policy does not train (${args.operation}): ${args.message}` });
     this.name = 'NotTrainableError';
-    this.provider = provider;
-    this.operation = operation;
+    this.provider = args.provider;
+    this.operation = args.operation;
   }
 
   static override isInstance(error: unknown): error is NotTrainableError {
@@ -306,5 +305,5 @@ export function isRetryableStatus(status: number | undefined): boolean {
 }
 
 export function throwIfAborted(signal: AbortSignal | undefined, what: string): void {
-  if (signal?.aborted) throw new AbortedError(what, { cause: signal.reason });
+  if (signal?.aborted) throw new AbortedError({ what, cause: signal.reason });
 }

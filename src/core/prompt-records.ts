@@ -8,9 +8,9 @@ import type { PromptRecord } from './types';
  * judge weight above 0, or the Search-R1 answer check).
  */
 export function checkPromptRecords(prompts: readonly PromptRecord[], options: { needsReference: boolean }): void {
-  if (!Array.isArray(prompts)) throw new DatasetValidationError(-1, 'prompts', `expected an array of prompt records ({uid, question, reference?, goldenBasenames?}), got ${prompts === null ? 'null' : typeof prompts}`);
+  if (!Array.isArray(prompts)) throw new DatasetValidationError({ row: -1, field: 'prompts', message: `expected an array of prompt records ({uid, question, reference?, goldenBasenames?}), got ${prompts === null ? 'null' : typeof prompts}` });
   prompts.forEach((prompt: PromptRecord | undefined, row) => {
-    const bad = (field: string, message: string) => new DatasetValidationError(row, field, message);
+    const bad = (field: string, message: string) => new DatasetValidationError({ row, field, message });
     if (typeof prompt !== 'object' || prompt === null || Array.isArray(prompt)) throw bad('(record)', 'expected an object {uid, question, reference?, goldenBasenames?}');
     if (typeof prompt.uid !== 'string' || prompt.uid.length === 0) throw bad('uid', 'must be a non-empty string (rewards and logs are keyed by it)');
     if (typeof prompt.question !== 'string' || prompt.question.trim().length === 0) throw bad('question', 'must be a non-empty string');

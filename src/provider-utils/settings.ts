@@ -20,7 +20,7 @@ export function issueFields(issues: readonly Issue[], prefix = ''): Array<{ fiel
 export function parseSettings<S extends z.ZodType>(factory: string, schema: S, settings: unknown): z.output<S> {
   const result = schema.safeParse(settings);
   if (result.success) return result.data;
-  throw new ConfigValidationError(issueFields(result.error.issues as Issue[], factory).map((f) => (f.field === factory ? { ...f, field: `${factory}.(settings)` } : f)));
+  throw new ConfigValidationError({ issues: issueFields(result.error.issues as Issue[], factory).map((f) => (f.field === factory ? { ...f, field: `${factory}.(settings)` } : f)) });
 }
 
 /** A positive integer setting: the one definition every settings schema uses. */

@@ -33,7 +33,7 @@ export interface VendorFailure {
  */
 export function toProviderError(failure: VendorFailure): SearcherError {
   const { port, provider, error, signal } = failure;
-  if (signal?.aborted || failure.aborted) return new AbortedError(`${port} '${provider}' call`, { cause: signal?.reason });
+  if (signal?.aborted || failure.aborted) return new AbortedError({ what: `${port} '${provider}' call`, cause: signal?.reason });
   const message = redactSecrets(error instanceof Error ? error.message : String(error), failure.secrets ?? []);
   const carried = error as { status?: unknown; headers?: unknown } | null;
   const status = failure.status ?? (typeof carried?.status === 'number' && carried.status >= 100 ? carried.status : undefined);

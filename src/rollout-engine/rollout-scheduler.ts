@@ -115,7 +115,7 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
           if (job.options.signal?.aborted) {
             jobs.splice(j, 1);
             job.settle();
-            job.reject(new AbortedError('generateTurn', { cause: job.options.signal.reason }));
+            job.reject(new AbortedError({ what: 'generateTurn', cause: job.options.signal.reason }));
           }
         }
         const active = jobs.flatMap((job) => job.rows.filter((entry) => entry.finish === null).map((entry) => ({ job, entry })));
@@ -158,19 +158,19 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
 
   const checkTokenIds = (ids: readonly number[], argument: (t: number) => string) => {
     ids.forEach((id, t) => {
-      if (!(Number.isInteger(id) && id >= 0 && id < backend.vocabSize)) throw new InvalidArgumentError(argument(t), `token id ${id} is outside the vocabulary`);
+      if (!(Number.isInteger(id) && id >= 0 && id < backend.vocabSize)) throw new InvalidArgumentError({ argument: argument(t), message: `token id ${id} is outside the vocabulary` });
     });
   };
 
   return {
     async begin(promptTokenIds, callOptions) {
       await backend.ensureReady();
-      if (callOptions?.signal?.aborted) throw new AbortedError('begin', { cause: callOptions.signal.reason });
-      if (!Array.isArray(promptTokenIds) || promptTokenIds.length === 0) throw new InvalidArgumentError('promptTokenIds', 'must be a non-empty array of token id arrays');
+      if (callOptions?.signal?.aborted) throw new AbortedError({ what: 'begin', cause: callOptions.signal.reason });
+      if (!Array.isArray(promptTokenIds) || promptTokenIds.length === 0) throw new InvalidArgumentError({ argument: 'promptTokenIds', message: 'must be a non-empty array of token id arrays' });
       promptTokenIds.forEach((ids, i) => {
-        if (ids.length === 0) throw new InvalidArgumentError(`promptTokenIds[${i}]`, 'a prompt needs at least one token');
+        if (ids.length === 0) throw new InvalidArgumentError({ argument: `promptTokenIds[${i}]`, message: 'a prompt needs at least one token' });
         if (ids.length >= contextLength) {
-          throw new InvalidArgumentError(`promptTokenIds[${i}]`, `has ${ids.length} tokens; the model's context is ${contextLength} and the policy must have room to answer`);
+          throw new InvalidArgumentError({ argument: `promptTokenIds[${i}]`, message: `has ${ids.length} tokens; the model's context is ${contextLength} and the policy must have room to answer` });
         }
         checkTokenIds(ids, (t) => `promptTokenIds[${i}][${t}]`);
       });
@@ -178,19 +178,19 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
       const rows = promptTokenIds.map((ids, r) => backend.createRow(ids, sessionIndex, r));
       let ended = false;
       const rowOf = (id: number, argument: string) => {
-        if (ended) throw new InvalidArgumentError('session', 'the session has ended');
+        if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'the session has ended' });
         const row = Number.isInteger(id) ? rows[id] : undefined;
-        if (!row) throw new InvalidArgumentError(argument, `no rollout ${id} in a session of ${rows.length}`);
+        if (!row) throw new InvalidArgumentError({ argument, message: `no rollout ${id} in a session of ${rows.length}` });
         return row;
       };
       return {
         size: rows.length,
         async generateTurn(rolloutIds, turnOptions) {
           await backend.ensureReady();
-          if (turnOptions.signal?.aborted) throw new AbortedError('generateTurn', { cause: turnOptions.signal.reason });
-          if (new Set(rolloutIds).size !== rolloutIds.length) throw new InvalidArgumentError('rolloutIds', 'lists a rollout twice');
-          if (!(Number.isFinite(turnOptions.temperature) && turnOptions.temperature >= 0)) throw new InvalidArgumentError('temperature', `must be >= 0, got ${turnOptions.temperature}`);
-          if (!(turnOptions.topP > 0 && turnOptions.topP <= 1)) throw new InvalidArgumentError('topP', `must be in (0, 1], got ${turnOptions.topP}`);
+          if (turnOptions.signal?.aborted) throw new AbortedError({ what: 'generateTurn', cause: turnOptions.signal.reason });
+          if (new Set(rolloutIds).size !== rolloutIds.length) throw new InvalidArgumentError({ argument: 'rolloutIds', message: 'lists a rollout twice' });
+          if (!(Number.isFinite(turnOptions.temperature) && turnOptions.temperature >= 0)) throw new InvalidArgumentError({ argument: 'temperature', message: `must be >= 0, got ${turnOptions.temperature}` });
+          if (!(turnOptions.topP > 0 && turnOptions.topP <= 1)) throw new InvalidArgumentError({ argument: 'topP', message: `must be in (0, 1], got ${turnOptions.topP}` });
           const jobRows = rolloutIds.map((rolloutId, k): JobRow<Row> => {
             const row = rowOf(rolloutId, 'rolloutIds');
             const maxTokens = Math.min(maxTokensAt(turnOptions, k), contextLength - row.sequence.length);
@@ -198,7 +198,7 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
             return { row, rolloutId, steps: [], finish: maxTokens <= 0 ? 'length' : null, stop };
           });
           const busy = jobRows.find((r) => r.row.busy);
-          if (busy) throw new InvalidArgumentError('rolloutIds', `rollout ${busy.rolloutId} is already generating a turn`);
+          if (busy) throw new InvalidArgumentError({ argument: 'rolloutIds', message: `rollout ${busy.rolloutId} is already generating a turn` });
           for (const r of jobRows) r.row.busy = true;
           const settle = () => {
             for (const r of jobRows) r.row.busy = false;
@@ -209,9 +209,9 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
         },
         async append(rolloutId, tokenIds) {
           const row = rowOf(rolloutId, 'rolloutId');
-          if (row.busy) throw new InvalidArgumentError('rolloutId', `rollout ${rolloutId} is generating a turn; append after it returns`);
+          if (row.busy) throw new InvalidArgumentError({ argument: 'rolloutId', message: `rollout ${rolloutId} is generating a turn; append after it returns` });
           if (row.sequence.length + tokenIds.length > contextLength) {
-            throw new InvalidArgumentError('tokenIds', `appending ${tokenIds.length} tokens to rollout ${rolloutId} (${row.sequence.length} tokens) exceeds the model's context of ${contextLength}`);
+            throw new InvalidArgumentError({ argument: 'tokenIds', message: `appending ${tokenIds.length} tokens to rollout ${rolloutId} (${row.sequence.length} tokens) exceeds the model's context of ${contextLength}` });
           }
           checkTokenIds(tokenIds, (t) => `tokenIds[${t}]`);
           // Absorbed lazily: the next generateTurn feeds these tokens in the same forward.
@@ -225,7 +225,7 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
             if (job.sessionIndex !== sessionIndex) continue;
             jobs.splice(j, 1);
             job.settle();
-            job.reject(new InvalidArgumentError('session', 'the session ended while a turn was generating'));
+            job.reject(new InvalidArgumentError({ argument: 'session', message: 'the session ended while a turn was generating' }));
           }
           for (const row of rows) backend.releaseRow(row);
         },

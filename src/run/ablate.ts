@@ -58,7 +58,7 @@ export function ablationTable(rows: readonly AblationRow[]): string {
  */
 export async function runAblations(base: RunConfig, runOptions: RunOptions = {}, options: { only?: readonly string[] } = {}): Promise<AblationRow[]> {
   const selected = options.only && options.only.length > 0 ? ABLATIONS.filter((a) => options.only!.includes(a.name)) : ABLATIONS;
-  for (const name of options.only ?? []) if (!ABLATIONS.some((a) => a.name === name)) throw new InvalidArgumentError('--only', `unknown ablation '${name}'; one of ${ABLATIONS.map((a) => a.name).join(', ')}`);
+  for (const name of options.only ?? []) if (!ABLATIONS.some((a) => a.name === name)) throw new InvalidArgumentError({ argument: '--only', message: `unknown ablation '${name}'; one of ${ABLATIONS.map((a) => a.name).join(', ')}` });
   const id = base.runId ?? `ablate-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const root = join(base.runsDir, id);
   await mkdir(root, { recursive: true });

@@ -54,7 +54,7 @@ export async function latestCheckpointKey(store: Store, runId: string): Promise<
 /** Reads what `writePolicyCheckpoint` wrote: the saved state and the policy checkpoint. */
 export async function readPolicyCheckpoint(store: Store, runId: string, key: string): Promise<{ state: Record<string, unknown>; checkpoint: PolicyCheckpoint }> {
   const raw = await store.doGetBlob(runId, `${key}/state.json`);
-  if (!raw) throw new InvalidArgumentError('settings.resumeMode', `no checkpoint at '${runId}/${key}' (no state.json)`);
+  if (!raw) throw new InvalidArgumentError({ argument: 'settings.resumeMode', message: `no checkpoint at '${runId}/${key}' (no state.json)` });
   const committed = (await store.doQuery({ kind: 'checkpoint', runId })).filter((r) => (r.data as { key?: unknown }).key === key).pop();
   const expectedState = (committed?.data as { stateSha256?: unknown } | undefined)?.stateSha256;
   const corrupt = (what: string) => new PortOutputError({ port: 'store', provider: store.provider, field: `${runId}/${key}/${what}`, message: 'does not match the checksum written with the checkpoint (a torn or altered file); resume from an earlier checkpoint' });
@@ -73,7 +73,7 @@ export async function readPolicyCheckpoint(store: Store, runId: string, key: str
   const blobs: PolicyCheckpoint['blobs'] = {};
   for (const name of policy.blobs as string[]) {
     const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
-    if (!bytes) throw new InvalidArgumentError('settings.resumeMode', `checkpoint '${runId}/${key}' lacks the policy blob '${name}'`);
+    if (!bytes) throw new InvalidArgumentError({ argument: 'settings.resumeMode', message: `checkpoint '${runId}/${key}' lacks the policy blob '${name}'` });
     const expected = policy.sha256?.[name];
     if (typeof expected === 'string' && (await sha256(bytes)) !== expected) throw corrupt(`policy/${name}`);
     blobs[name] = bytes;
@@ -103,6 +103,6 @@ export async function readFirstCheckpoint(store: Store, runIds: readonly string[
 export function checkpointVocabulary(checkpoint: PolicyCheckpoint): string[] | null {
   const vocabulary = (checkpoint.metadata as { tokenizer?: { vocabulary?: unknown } }).tokenizer?.vocabulary;
   if (vocabulary === undefined) return null;
-  if (!Array.isArray(vocabulary) || !vocabulary.every((w) => typeof w === 'string')) throw new InvalidArgumentError('checkpoint.metadata.tokenizer.vocabulary', 'must be an array of words');
+  if (!Array.isArray(vocabulary) || !vocabulary.every((w) => typeof w === 'string')) throw new InvalidArgumentError({ argument: 'checkpoint.metadata.tokenizer.vocabulary', message: 'must be an array of words' });
   return vocabulary as string[];
 }

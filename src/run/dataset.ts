@@ -9,7 +9,7 @@ const str = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : undefin
 /** One JSONL row as a prompt record; the field names of common layouts are accepted. */
 export function promptFromJsonRow(row: Record<string, unknown>, index: number): PromptRecord {
   const question = str(row.question) ?? str(row.query);
-  if (!question) throw new DatasetValidationError(index, 'question', 'every row needs a non-empty `question`');
+  if (!question) throw new DatasetValidationError({ row: index, field: 'question', message: 'every row needs a non-empty `question`' });
   const golden = row.golden ?? row.goldenBasenames ?? row.golden_pages ?? row.reference_page;
   const goldenList = Array.isArray(golden) ? golden.map(String) : str(golden) ? [String(golden)] : [];
   const reference = str(row.reference) ?? str(row.answer) ?? (Array.isArray(row.golden_answers) ? (row.golden_answers as string[]).join(' | ') : undefined);
@@ -28,7 +28,7 @@ export async function readPromptDataset(path: string, format: 'auto' | 'jsonl' |
     try {
       text = await readFile(path, 'utf8');
     } catch (error) {
-      throw new InvalidArgumentError('dataset.path', `cannot read '${path}': ${(error as Error).message}`, { cause: error });
+      throw new InvalidArgumentError({ argument: 'dataset.path', message: `cannot read '${path}': ${(error as Error).message}`, cause: error });
     }
     prompts = text.split('\n').flatMap((line, row) => {
       if (line.trim() === '') return [];
@@ -36,15 +36,15 @@ export async function readPromptDataset(path: string, format: 'auto' | 'jsonl' |
       try {
         value = JSON.parse(line);
       } catch (error) {
-        throw new DatasetValidationError(row, '(json)', `${path} line ${row + 1} is not valid JSON`, { cause: error });
+        throw new DatasetValidationError({ row, field: '(json)', message: `${path} line ${row + 1} is not valid JSON`, cause: error });
       }
       return [promptFromJsonRow(value as Record<string, unknown>, row)];
     });
   }
-  if (prompts.length === 0) throw new DatasetValidationError(-1, '(file)', `'${path}' has no questions`);
+  if (prompts.length === 0) throw new DatasetValidationError({ row: -1, field: '(file)', message: `'${path}' has no questions` });
   const seen = new Set<string>();
   prompts.forEach((p, row) => {
-    if (seen.has(p.uid)) throw new DatasetValidationError(row, 'uid', `'${p.uid}' appears twice (rewards and logs are keyed by it)`);
+    if (seen.has(p.uid)) throw new DatasetValidationError({ row, field: 'uid', message: `'${p.uid}' appears twice (rewards and logs are keyed by it)` });
     seen.add(p.uid);
   });
   checkPromptRecords(prompts, { needsReference: options.needsReference ?? false });

@@ -72,10 +72,10 @@ const hasResetOptimizer = (policy: PolicyBackend): policy is PolicyBackend & { r
 /** A store run named `RUN_DIR/STORE_RUN` (`policy.initFrom`): its latest checkpoint. */
 async function readNamedCheckpoint(reference: string): Promise<{ key: string; checkpoint: PolicyCheckpoint }> {
   const at = reference.lastIndexOf('/');
-  if (at <= 0) throw new InvalidArgumentError('policy.initFrom', `expected RUN_DIR/STORE_RUN, got '${reference}'`);
+  if (at <= 0) throw new InvalidArgumentError({ argument: 'policy.initFrom', message: `expected RUN_DIR/STORE_RUN, got '${reference}'` });
   const runId = reference.slice(at + 1);
   const found = await readLatestCheckpoint(runStore(reference.slice(0, at)), runId);
-  if (!found) throw new InvalidArgumentError('policy.initFrom', `'${reference}' has no checkpoint`);
+  if (!found) throw new InvalidArgumentError({ argument: 'policy.initFrom', message: `'${reference}' has no checkpoint` });
   return { key: `${runId}/${found.key}`, checkpoint: found.checkpoint };
 }
 
@@ -116,7 +116,7 @@ export async function openRun(config: RunConfig, start: RunPolicyStart, options:
     else if (config.policy?.initFrom) {
       const named = await readNamedCheckpoint(config.policy.initFrom);
       checkpoint = { from: named.key, checkpoint: named.checkpoint };
-    } else throw new InvalidArgumentError('run', `'${runDir}' has no checkpoint (train it first)`);
+    } else throw new InvalidArgumentError({ argument: 'run', message: `'${runDir}' has no checkpoint (train it first)` });
   }
   const adapters = runAdapters(config, env.adapters, config.searcher.adapters.policy ? null : await runPolicyAdapter(config, env, checkpoint?.checkpoint ?? null));
   const searcherConfig: SearcherConfigInput = { ...config.searcher, adapters };
@@ -280,7 +280,7 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
  */
 export async function evalRun(runDir: string, overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null } = {}, options: RunOptions = {}): Promise<EvalSummary & { checkpoint: string }> {
   const base = await readRunFolderConfig(runDir);
-  if (overrides.split !== undefined && base.dataset) throw new InvalidArgumentError('--split', `'${runDir}' is a run on your own data: it evaluates dataset.evalPath (or dataset.path), not a split`);
+  if (overrides.split !== undefined && base.dataset) throw new InvalidArgumentError({ argument: '--split', message: `'${runDir}' is a run on your own data: it evaluates dataset.evalPath (or dataset.path), not a split` });
   const config: RunConfig = { ...base, evaluation: { ...base.evaluation, ...(overrides.split && { split: overrides.split }), ...(overrides.limit !== undefined && { limit: overrides.limit }) } };
   const storeRuns = [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN);
   const session = await openRun(config, { kind: 'latest', storeRuns }, options, { runId: runDir, runDir });

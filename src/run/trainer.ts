@@ -190,7 +190,7 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
   checkRunId(settings.runId, 'settings.runId');
   const { searcher, store } = args;
   const prompts = [...args.prompts];
-  if (prompts.length === 0) throw new InvalidArgumentError('prompts', 'needs at least one prompt');
+  if (prompts.length === 0) throw new InvalidArgumentError({ argument: 'prompts', message: 'needs at least one prompt' });
   const rewardConfig = searcher.config.reward;
   checkPromptRecords(prompts, { needsReference: rewardConfig.scheme === 'search-r1' || resolveRewardWeights(rewardConfig.weights).judge !== 0 });
   const policy = searcher.ports.policy;
@@ -241,9 +241,9 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
   const loadCheckpoint = async (runId: string, key: string): Promise<void> => {
     const read = await readPolicyCheckpoint(store, runId, key);
     const state = read.state as unknown as TrainerCheckpointState;
-    if (state.format !== 'searcher-rl.trainer-checkpoint.v1') throw new InvalidArgumentError('checkpoint.format', `expected 'searcher-rl.trainer-checkpoint.v1', got '${String(state.format)}'`);
+    if (state.format !== 'searcher-rl.trainer-checkpoint.v1') throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected 'searcher-rl.trainer-checkpoint.v1', got '${String(state.format)}'` });
     const mismatch = (field: string, theirs: unknown, ours: unknown) => {
-      throw new InvalidArgumentError(`settings.${field}`, `the checkpoint at '${runId}/${key}' was made with ${JSON.stringify(theirs)}, this run has ${JSON.stringify(ours)}; an exact resume needs the same value (or use resumeMode 'disable')`);
+      throw new InvalidArgumentError({ argument: `settings.${field}`, message: `the checkpoint at '${runId}/${key}' was made with ${JSON.stringify(theirs)}, this run has ${JSON.stringify(ours)}; an exact resume needs the same value (or use resumeMode 'disable')` });
     };
     if (state.batchSize !== settings.batchSize) mismatch('batchSize', state.batchSize, settings.batchSize);
     if (state.seed !== settings.seed) mismatch('seed', state.seed, settings.seed);
@@ -251,10 +251,10 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     if (state.dataset.size !== prompts.length || state.dataset.fingerprint !== datasetFingerprint) mismatch('prompts', state.dataset, { size: prompts.length, fingerprint: datasetFingerprint });
     const randomState = state.random;
     if (!Array.isArray(randomState) || randomState.length !== 4 || !randomState.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32)) {
-      throw new InvalidArgumentError('checkpoint.random', `the checkpoint at '${runId}/${key}' has no valid RNG state`);
+      throw new InvalidArgumentError({ argument: 'checkpoint.random', message: `the checkpoint at '${runId}/${key}' has no valid RNG state` });
     }
     const validCursor = state.cursor && Number.isInteger(state.cursor.epoch) && state.cursor.epoch >= 0 && Number.isInteger(state.cursor.index) && state.cursor.index >= 0;
-    if (!validCursor || !(Number.isInteger(state.step) && state.step >= 0)) throw new InvalidArgumentError('checkpoint.cursor', `the checkpoint at '${runId}/${key}' has no valid step and data cursor`);
+    if (!validCursor || !(Number.isInteger(state.step) && state.step >= 0)) throw new InvalidArgumentError({ argument: 'checkpoint.cursor', message: `the checkpoint at '${runId}/${key}' has no valid step and data cursor` });
     await policy.load(read.checkpoint);
     step = state.step;
     cursor = state.cursor;
@@ -271,7 +271,7 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     const parts = mode.split('/').filter((p) => p.length > 0);
     const at = parts.indexOf('checkpoints');
     if (at < 0 || at > 1 || parts.length !== at + 2) {
-      throw new InvalidArgumentError('settings.resumeMode', `must be 'auto', 'disable' or a checkpoint path like 'checkpoints/step-00000010' or 'otherRun/checkpoints/step-00000010', got '${mode}'`);
+      throw new InvalidArgumentError({ argument: 'settings.resumeMode', message: `must be 'auto', 'disable' or a checkpoint path like 'checkpoints/step-00000010' or 'otherRun/checkpoints/step-00000010', got '${mode}'` });
     }
     const runId = at === 1 ? parts[0]! : settings.runId;
     checkRunId(runId, 'settings.resumeMode');
@@ -292,7 +292,7 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     peekBatch: () => take(cursor).batch,
     async run(options = {}) {
       if (failedMidStep) {
-        throw new InvalidArgumentError('trainer', `an earlier run() failed during step ${step + 1}, after the policy may have changed; create a new trainer (resumeMode 'auto') to continue from the last checkpoint`);
+        throw new InvalidArgumentError({ argument: 'trainer', message: `an earlier run() failed during step ${step + 1}, after the policy may have changed; create a new trainer (resumeMode 'auto') to continue from the last checkpoint` });
       }
       const result: TrainerRunResult = { steps: [], resumedFrom: null, checkpoints: [] };
       if (!resumed) {

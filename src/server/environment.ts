@@ -62,7 +62,7 @@ export class SessionEnvironment {
 
   async step(text: string, finishReason?: 'stop' | 'length' | 'eos', signal?: AbortSignal): Promise<StepReply> {
     const episode = this.episode;
-    if (!episode) throw new InvalidArgumentError('step', 'no episode yet; send reset first');
+    if (!episode) throw new InvalidArgumentError({ argument: 'step', message: 'no episode yet; send reset first' });
     const observation = await stepEpisode(episode, text, this.served.gateway, { ...(signal && { signal }), ...(finishReason && { finishReason }) });
     this.steps++;
     const turn = episode.state.turns.at(-1);
@@ -100,14 +100,14 @@ export class SessionEnvironment {
     const task = parameters.task;
     if (typeof task === 'string') {
       const found = this.taskIndex.get(task);
-      if (!found) throw new InvalidArgumentError('reset.task', `no task '${task}'; GET /tasks lists them`);
+      if (!found) throw new InvalidArgumentError({ argument: 'reset.task', message: `no task '${task}'; GET /tasks lists them` });
       return found;
     }
     if (task) {
       return { uid: task.uid ?? `inline-${randomUUID()}`, question: task.question, ...(task.reference !== undefined && { reference: task.reference }), ...(task.golden_basenames && { goldenBasenames: task.golden_basenames }) };
     }
     const tasks = this.served.tasks;
-    if (tasks.length === 0) throw new InvalidArgumentError('reset.task', 'this server has no task list; pass an inline task {question, reference, golden_basenames}');
+    if (tasks.length === 0) throw new InvalidArgumentError({ argument: 'reset.task', message: 'this server has no task list; pass an inline task {question, reference, golden_basenames}' });
     const seed = parameters.seed ?? Math.floor(Math.random() * tasks.length);
     return tasks[seed % tasks.length]!;
   }

@@ -30,7 +30,7 @@ async function settingsOf(options: ServeEnvOptions): Promise<ServedEnvironmentSe
   // The server serves the environment and its rewards; what only a training run uses would be ignored.
   const ignored = Object.keys(raw ?? {}).filter((key) => !SERVED_SECTIONS.includes(key)).map((key) => ({ field: `${options.config}: ${key}`, message: `serve-env uses only ${SERVED_SECTIONS.join(' and ')}; the trainer that connects does the rest` }));
   if (raw?.searcher?.adapters?.policy !== undefined) ignored.push({ field: `${options.config}: searcher.adapters.policy`, message: "the trainer's model is the policy; serve-env has none" });
-  if (ignored.length > 0) throw new ConfigValidationError(ignored);
+  if (ignored.length > 0) throw new ConfigValidationError({ issues: ignored });
   const run = options.config ? await loadRunConfig(options.config) : parseRunConfig({});
   const searcher = raw?.searcher === undefined ? {} : run.searcher;
   return { searcher, slides: { ...(run.corpus ?? parseRunConfig({}).corpus!), split: options.split }, ...(options.tasks && { tasksFile: options.tasks }) };

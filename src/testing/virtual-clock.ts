@@ -43,7 +43,7 @@ export function createVirtualClock(start = 0): VirtualClock {
       return timers.length;
     },
     sleep(ms, signal) {
-      if (!Number.isFinite(ms)) return Promise.reject(new InvalidArgumentError('ms', `must be finite, got ${ms}`));
+      if (!Number.isFinite(ms)) return Promise.reject(new InvalidArgumentError({ argument: 'ms', message: `must be finite, got ${ms}` }));
       return new Promise<void>((resolve, reject) => {
         if (signal?.aborted) {
           reject(abortReason(signal));

@@ -54,7 +54,7 @@ export interface IcdDemo {
 export function createIcdDemo(options: { seed?: number; queries?: number; demonstrationsPerCell?: number; tasks?: number } = {}): IcdDemo {
   const random = createRandom(options.seed ?? 0, RANDOM_STREAMS.icdDemo);
   const tasks = options.tasks ?? QUERY_CUES.length;
-  if (!(Number.isInteger(tasks) && tasks >= 2 && tasks <= QUERY_CUES.length)) throw new InvalidArgumentError('tasks', `must be an integer in [2, ${QUERY_CUES.length}]`);
+  if (!(Number.isInteger(tasks) && tasks >= 2 && tasks <= QUERY_CUES.length)) throw new InvalidArgumentError({ argument: 'tasks', message: `must be an integer in [2, ${QUERY_CUES.length}]` });
   const perCell = options.demonstrationsPerCell ?? 4;
   const demonstrations: IcdDemonstration[] = [];
   for (let t = 0; t < tasks; t++) {

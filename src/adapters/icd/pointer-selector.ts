@@ -36,9 +36,9 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
   const check = (batch: SelectorBatch) => {
     const d = s.inputDimensions;
     if (batch.queries.length !== batch.size * d || batch.candidates.length !== batch.size * batch.poolSize * d) {
-      throw new InvalidArgumentError('batch', `expected ${batch.size} x ${d} queries and ${batch.size} x ${batch.poolSize} x ${d} candidates`);
+      throw new InvalidArgumentError({ argument: 'batch', message: `expected ${batch.size} x ${d} queries and ${batch.size} x ${batch.poolSize} x ${d} candidates` });
     }
-    if (batch.poolSize < s.shots) throw new InvalidArgumentError('batch.poolSize', `a pool of ${batch.poolSize} cannot give ${s.shots} distinct shots`);
+    if (batch.poolSize < s.shots) throw new InvalidArgumentError({ argument: 'batch.poolSize', message: `a pool of ${batch.poolSize} cannot give ${s.shots} distinct shots` });
   };
   const normalise = (x: tf.Tensor) => tf.div(x, tf.add(tf.norm(x, 'euclidean', -1, true), 1e-6));
   /** Projected, normalised query [B,h] and candidates [B,K,h]. */
@@ -73,10 +73,10 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
     return tf.stack(perShot, 1) as tf.Tensor2D;
   };
   const checkActions = (batch: SelectorBatch, actions: readonly (readonly number[])[]) => {
-    if (actions.length !== batch.size) throw new InvalidArgumentError('actions', `expected ${batch.size} rows, got ${actions.length}`);
+    if (actions.length !== batch.size) throw new InvalidArgumentError({ argument: 'actions', message: `expected ${batch.size} rows, got ${actions.length}` });
     actions.forEach((a, i) => {
       if (a.length !== s.shots || a.some((x) => !Number.isInteger(x) || x < 0 || x >= batch.poolSize) || new Set(a).size !== a.length) {
-        throw new InvalidArgumentError(`actions[${i}]`, `expected ${s.shots} distinct local indices in [0, ${batch.poolSize - 1}], got [${a.join(', ')}]`);
+        throw new InvalidArgumentError({ argument: `actions[${i}]`, message: `expected ${s.shots} distinct local indices in [0, ${batch.poolSize - 1}], got [${a.join(', ')}]` });
       }
     });
   };
@@ -144,10 +144,10 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
       return { format: POINTER_SELECTOR_FORMAT, metadata: { settings: portable, optimizerStep: optimizer.step }, blobs };
     },
     load(checkpoint) {
-      if (checkpoint.format !== POINTER_SELECTOR_FORMAT) throw new InvalidArgumentError('checkpoint.format', `expected '${POINTER_SELECTOR_FORMAT}', got '${checkpoint.format}'`);
+      if (checkpoint.format !== POINTER_SELECTOR_FORMAT) throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected '${POINTER_SELECTOR_FORMAT}', got '${checkpoint.format}'` });
       const read = (name: string, size: number) => {
         const bytes = checkpoint.blobs[name];
-        if (!bytes || bytes.byteLength !== size * 4) throw new InvalidArgumentError(`checkpoint.blobs.${name}`, `expected ${size} float32 values (same inputDimensions and hiddenDimensions)`);
+        if (!bytes || bytes.byteLength !== size * 4) throw new InvalidArgumentError({ argument: `checkpoint.blobs.${name}`, message: `expected ${size} float32 values (same inputDimensions and hiddenDimensions)` });
         return new Float32Array(bytes.slice().buffer);
       };
       parameters.forEach((p, i) => {

@@ -10,7 +10,7 @@ export type SelectionReward = (item: IcdDatasetItem, pointer: readonly number[])
 /** B items as one selector batch, each repeated `repeat` times (a GRPO group). */
 export function selectorBatch(items: readonly IcdDatasetItem[], repeat = 1): SelectorBatch {
   const first = items[0];
-  if (!first) throw new InvalidArgumentError('items', 'a batch needs at least one query');
+  if (!first) throw new InvalidArgumentError({ argument: 'items', message: 'a batch needs at least one query' });
   const d = first.queryEmbedding.length;
   const k = first.poolIndices.length;
   const size = items.length * repeat;
@@ -18,7 +18,7 @@ export function selectorBatch(items: readonly IcdDatasetItem[], repeat = 1): Sel
   const candidates = new Float32Array(size * k * d);
   let row = 0;
   for (const item of items) {
-    if (item.poolIndices.length !== k) throw new InvalidArgumentError('items', `query ${item.queryId} has a pool of ${item.poolIndices.length}, the batch ${k}`);
+    if (item.poolIndices.length !== k) throw new InvalidArgumentError({ argument: 'items', message: `query ${item.queryId} has a pool of ${item.poolIndices.length}, the batch ${k}` });
     for (let r = 0; r < repeat; r++, row++) {
       queries.set(item.queryEmbedding, row * d);
       candidates.set(item.candidateEmbeddings, row * k * d);

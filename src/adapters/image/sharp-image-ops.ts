@@ -31,18 +31,18 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
     specificationVersion: 'v1',
     provider: 'sharp',
     async doCrop(image: PageImage, bbox: BoundingBox, options: CropOptions = {}): Promise<PageImage> {
-      if (options.signal?.aborted) throw new AbortedError('sharp crop', { cause: options.signal.reason });
+      if (options.signal?.aborted) throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
       if (!image || !(image.bytes instanceof Uint8Array) || !(Number.isInteger(image.width) && image.width > 0) || !(Number.isInteger(image.height) && image.height > 0)) {
-        throw new InvalidArgumentError('image', 'expected {mimeType, width, height, bytes: Uint8Array} with positive integer sizes');
+        throw new InvalidArgumentError({ argument: 'image', message: 'expected {mimeType, width, height, bytes: Uint8Array} with positive integer sizes' });
       }
-      if (!Array.isArray(bbox) || bbox.length !== 4 || !bbox.every((v) => Number.isFinite(v))) throw new InvalidArgumentError('bbox', 'must be four finite numbers [x1, y1, x2, y2]');
+      if (!Array.isArray(bbox) || bbox.length !== 4 || !bbox.every((v) => Number.isFinite(v))) throw new InvalidArgumentError({ argument: 'bbox', message: 'must be four finite numbers [x1, y1, x2, y2]' });
       const [x1, y1, x2, y2] = bbox;
       if (!insideImage(bbox, image.width, image.height)) {
-        throw new InvalidArgumentError('bbox', `[${bbox.join(', ')}] is outside the ${image.width}x${image.height} image`);
+        throw new InvalidArgumentError({ argument: 'bbox', message: `[${bbox.join(', ')}] is outside the ${image.width}x${image.height} image` });
       }
-      if (!(x2 > x1 && y2 > y1)) throw new InvalidArgumentError('bbox', `needs x2 > x1 and y2 > y1, got [${bbox.join(', ')}]`);
+      if (!(x2 > x1 && y2 > y1)) throw new InvalidArgumentError({ argument: 'bbox', message: `needs x2 > x1 and y2 > y1, got [${bbox.join(', ')}]` });
       const minOutputSide = options.minOutputSide ?? 0;
-      if (!(Number.isFinite(minOutputSide) && minOutputSide >= 0)) throw new InvalidArgumentError('minOutputSide', `must be >= 0, got ${minOutputSide}`);
+      if (!(Number.isFinite(minOutputSide) && minOutputSide >= 0)) throw new InvalidArgumentError({ argument: 'minOutputSide', message: `must be >= 0, got ${minOutputSide}` });
       const [left, top, right, bottom] = alignToPixels(bbox, image.width, image.height);
       const width = right - left;
       const height = bottom - top;
@@ -52,7 +52,7 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
         let pipeline = input.extract({ left, top, width, height });
         if (scale > 1) pipeline = pipeline.resize({ width: Math.round(width * scale), height: Math.round(height * scale), kernel, fit: 'fill' });
         const { data, info } = await pipeline.toFormat(format).toBuffer({ resolveWithObject: true });
-        if (options.signal?.aborted) throw new AbortedError('sharp crop', { cause: options.signal.reason });
+        if (options.signal?.aborted) throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
         return { mimeType: MIME[format], width: info.width, height: info.height, bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
       } catch (error) {
         if (AbortedError.isInstance(error)) throw error;

@@ -38,8 +38,8 @@ export function createMockSearchEngine(settings: MockSearchEngineSettings = {}):
   const pages: MockPage[] = [...(settings.pages ?? [])];
   const knowledge = Object.entries(settings.knowledgeBase ?? {}).map(([keyword, information]) => ({ keyword: keyword.toLowerCase(), page: { basename: `${keyword}.txt`, text: information } }));
   pages.forEach((page, i) => {
-    if (typeof page.basename !== 'string' || page.basename.length === 0) throw new InvalidArgumentError(`pages[${i}].basename`, 'must be a non-empty string');
-    if (typeof page.text !== 'string') throw new InvalidArgumentError(`pages[${i}].text`, 'must be a string');
+    if (typeof page.basename !== 'string' || page.basename.length === 0) throw new InvalidArgumentError({ argument: `pages[${i}].basename`, message: 'must be a non-empty string' });
+    if (typeof page.text !== 'string') throw new InvalidArgumentError({ argument: `pages[${i}].text`, message: 'must be a string' });
   });
   const index = pages.map((page) => ({
     page,

@@ -92,7 +92,7 @@ export function checkCausalLmLayout(model: string, inputs: readonly GraphValue[]
     const note = value.name === 'use_cache_branch' ? ' (a merged decoder: export model.onnx with past, not decoder_model_merged.onnx)' : '';
     mismatches.push(`unexpected input '${value.name}'${note}`);
   }
-  if (mismatches.length > 0) throw new ModelLayoutError(model, mismatches, LAYOUT_HINT);
+  if (mismatches.length > 0) throw new ModelLayoutError({ model, mismatches, hint: LAYOUT_HINT });
 
   const firstPast = past.get(0)?.get('key')?.shape;
   const logitsShape = output.get('logits')?.shape;
@@ -138,6 +138,6 @@ export function readCausalLmConfig(model: string, config: Record<string, unknown
   if (contextLength === undefined) mismatches.push('config.json names no max_position_embeddings / n_positions (the context length)');
   const eosTokenIds = ids(generation.eos_token_id).length > 0 ? ids(generation.eos_token_id) : ids(config.eos_token_id);
   if (eosTokenIds.length === 0) mismatches.push('neither generation_config.json nor config.json names an eos_token_id');
-  if (mismatches.length > 0) throw new ModelLayoutError(model, mismatches, 'config.json and generation_config.json come with the export (optimum-cli writes them beside model.onnx).');
+  if (mismatches.length > 0) throw new ModelLayoutError({ model, mismatches, hint: 'config.json and generation_config.json come with the export (optimum-cli writes them beside model.onnx).' });
   return { vocabSize: vocabSize!, contextLength: contextLength!, heads: heads!, headWidth: headWidth!, eosTokenIds };
 }

@@ -34,14 +34,14 @@ async function readJson(path: string, required: boolean): Promise<Record<string,
     text = await readFile(path, 'utf8');
   } catch (error) {
     if (!required && (error as { code?: unknown }).code === 'ENOENT') return {};
-    throw new InvalidArgumentError('modelDir', `cannot read '${path}': ${(error as Error).message}`, { cause: error });
+    throw new InvalidArgumentError({ argument: 'modelDir', message: `cannot read '${path}': ${(error as Error).message}`, cause: error });
   }
   try {
     const value: unknown = JSON.parse(text);
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not a JSON object');
     return value as Record<string, unknown>;
   } catch (error) {
-    throw new InvalidArgumentError('modelDir', `'${path}' is not a JSON object: ${(error as Error).message}`, { cause: error });
+    throw new InvalidArgumentError({ argument: 'modelDir', message: `'${path}' is not a JSON object: ${(error as Error).message}`, cause: error });
   }
 }
 
@@ -79,7 +79,7 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
   const tokenizer = createHfTokenizer(tokenizerJson, tokenizerConfig, { vocabSize: shape.vocabSize, eosTokenId: facts.eosTokenIds[0]! });
   const state = { sessionCounter: 0, disposed: false };
   const ensureReady = async () => {
-    if (state.disposed) throw new InvalidArgumentError('policy', 'this OnnxPolicy was disposed');
+    if (state.disposed) throw new InvalidArgumentError({ argument: 'policy', message: 'this OnnxPolicy was disposed' });
   };
   const scheduler = createRolloutScheduler<OnnxRow>({
     provider: 'onnx',
@@ -97,7 +97,7 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     },
     nextSessionIndex: () => state.sessionCounter++,
   });
-  const notTrainable = (operation: string) => new NotTrainableError('onnx', operation, NOT_TRAINABLE);
+  const notTrainable = (operation: string) => new NotTrainableError({ provider: 'onnx', operation, message: NOT_TRAINABLE });
 
   return {
     specificationVersion: 'v1',
@@ -113,14 +113,14 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     async logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]> {
       await ensureReady();
       throwIfAborted(options?.signal, 'logProbs');
-      if (batch.inputIds.length !== batch.positions.length) throw new InvalidArgumentError('batch.positions', `has ${batch.positions.length} rows for ${batch.inputIds.length} sequences`);
+      if (batch.inputIds.length !== batch.positions.length) throw new InvalidArgumentError({ argument: 'batch.positions', message: `has ${batch.positions.length} rows for ${batch.inputIds.length} sequences` });
       batch.inputIds.forEach((ids, i) => {
-        if (ids.length > shape.contextLength) throw new InvalidArgumentError(`batch.inputIds[${i}]`, `has ${ids.length} tokens; the model's context is ${shape.contextLength}`);
+        if (ids.length > shape.contextLength) throw new InvalidArgumentError({ argument: `batch.inputIds[${i}]`, message: `has ${ids.length} tokens; the model's context is ${shape.contextLength}` });
         ids.forEach((id, t) => {
-          if (!(Number.isInteger(id) && id >= 0 && id < shape.vocabSize)) throw new InvalidArgumentError(`batch.inputIds[${i}][${t}]`, `token id ${id} is outside the vocabulary`);
+          if (!(Number.isInteger(id) && id >= 0 && id < shape.vocabSize)) throw new InvalidArgumentError({ argument: `batch.inputIds[${i}][${t}]`, message: `token id ${id} is outside the vocabulary` });
         });
         for (const p of batch.positions[i]!) {
-          if (!(Number.isInteger(p) && p >= 1 && p < ids.length)) throw new InvalidArgumentError(`batch.positions[${i}]`, `position ${p} is not in 1..${ids.length - 1} (position 0 has no log-prob)`);
+          if (!(Number.isInteger(p) && p >= 1 && p < ids.length)) throw new InvalidArgumentError({ argument: `batch.positions[${i}]`, message: `position ${p} is not in 1..${ids.length - 1} (position 0 has no log-prob)` });
         }
       });
       const scored = batch.inputIds.map((_, i) => i).filter((i) => batch.positions[i]!.length > 0);
@@ -145,9 +145,9 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
       return { format: ONNX_CHECKPOINT_FORMAT, metadata: { modelDir: dir, modelFile: parsed.modelFile, seed: parsed.seed, sessionCounter: state.sessionCounter }, blobs: {} };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== ONNX_CHECKPOINT_FORMAT) throw new InvalidArgumentError('checkpoint.format', `expected '${ONNX_CHECKPOINT_FORMAT}', got '${checkpoint.format}' (an ONNX policy loads no weights: point modelDir at another export instead)`);
+      if (checkpoint.format !== ONNX_CHECKPOINT_FORMAT) throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected '${ONNX_CHECKPOINT_FORMAT}', got '${checkpoint.format}' (an ONNX policy loads no weights: point modelDir at another export instead)` });
       const counter = checkpoint.metadata.sessionCounter;
-      if (!(Number.isInteger(counter) && (counter as number) >= 0)) throw new InvalidArgumentError('checkpoint.metadata.sessionCounter', `must be a non-negative integer, got ${String(counter)}`);
+      if (!(Number.isInteger(counter) && (counter as number) >= 0)) throw new InvalidArgumentError({ argument: 'checkpoint.metadata.sessionCounter', message: `must be a non-negative integer, got ${String(counter)}` });
       state.sessionCounter = counter as number;
     },
     async dispose() {

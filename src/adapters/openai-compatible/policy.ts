@@ -106,7 +106,7 @@ function tokenIdOf(token: string, provider: string, field: string): number {
  */
 export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings): PolicyBackend {
   const { tokenizer, reliability, reliabilityDeps, contextLength: _contextLength, ...rest } = settings;
-  if (!tokenizer || typeof tokenizer.encode !== 'function') throw new InvalidArgumentError('tokenizer', "the served model's tokenizer is required (token ids must match the server's)");
+  if (!tokenizer || typeof tokenizer.encode !== 'function') throw new InvalidArgumentError({ argument: 'tokenizer', message: "the served model's tokenizer is required (token ids must match the server's)" });
   const client = createOpenAICompatibleCompletions(rest);
   const provider = client.provider;
   // Each HTTP call starts from the rollout's whole sequence, so it can be repeated: the remote-call defaults apply.
@@ -156,13 +156,13 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
     trainable: false,
     ...(settings.contextLength !== undefined && { contextLength: settings.contextLength }),
     async begin(promptTokenIds, options?: CallOptions): Promise<RolloutSession> {
-      if (options?.signal?.aborted) throw new AbortedError('begin', { cause: options.signal.reason });
+      if (options?.signal?.aborted) throw new AbortedError({ what: 'begin', cause: options.signal.reason });
       const sequences = promptTokenIds.map((ids) => [...ids]);
       let ended = false;
       const sequenceOf = (id: number) => {
         const sequence = sequences[id];
-        if (!sequence) throw new InvalidArgumentError('rolloutId', `no rollout ${id} in a session of ${sequences.length}`);
-        if (ended) throw new InvalidArgumentError('session', 'the session has ended');
+        if (!sequence) throw new InvalidArgumentError({ argument: 'rolloutId', message: `no rollout ${id} in a session of ${sequences.length}` });
+        if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'the session has ended' });
         return sequence;
       };
       return {
@@ -188,7 +188,7 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
     async logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]> {
       // vLLM's prompt_logprobs are taken at temperature 1, whatever the request's temperature.
       if (batch.temperature !== undefined && batch.temperature !== 1 && batch.temperature !== 0) {
-        throw new InvalidArgumentError('batch.temperature', `vLLM's prompt_logprobs are at temperature 1; got ${batch.temperature}`);
+        throw new InvalidArgumentError({ argument: 'batch.temperature', message: `vLLM's prompt_logprobs are at temperature 1; got ${batch.temperature}` });
       }
       return Promise.all(
         batch.inputIds.map(async (ids, i) => {
@@ -200,7 +200,7 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
           const table = choice.prompt_logprobs;
           if (!Array.isArray(table)) throw new PortOutputError({ port: 'policy', provider, field: 'choices[0].prompt_logprobs', message: 'expected per-position log-probs (vLLM prompt_logprobs)' });
           return positions.map((position) => {
-            if (position <= 0) throw new InvalidArgumentError(`batch.positions[${i}]`, 'position 0 has no log-prob (nothing precedes it)');
+            if (position <= 0) throw new InvalidArgumentError({ argument: `batch.positions[${i}]`, message: 'position 0 has no log-prob (nothing precedes it)' });
             const entry = table[position]?.[String(prompt[position])];
             if (typeof entry?.logprob !== 'number') throw new PortOutputError({ port: 'policy', provider, field: `choices[0].prompt_logprobs[${position}]`, message: `no log-prob for token ${prompt[position]}` });
             return entry.logprob;
@@ -209,13 +209,13 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
       );
     },
     async update(): Promise<UpdateResult> {
-      throw new InvalidArgumentError('policy', `'${provider}' runs rollouts only; train with an in-process policy backend (trainable: false)`);
+      throw new InvalidArgumentError({ argument: 'policy', message: `'${provider}' runs rollouts only; train with an in-process policy backend (trainable: false)` });
     },
     async save(): Promise<PolicyCheckpoint> {
       return { format: 'openai-compatible-v1', metadata: { baseURL: rest.baseURL, model: rest.model }, blobs: {} };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== 'openai-compatible-v1') throw new InvalidArgumentError('checkpoint.format', `expected 'openai-compatible-v1', got '${checkpoint.format}'`);
+      if (checkpoint.format !== 'openai-compatible-v1') throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected 'openai-compatible-v1', got '${checkpoint.format}'` });
     },
   };
 }

@@ -31,7 +31,7 @@ export function createOpenAIEmbedder(settings: OpenAIEmbedderSettings): Embedder
     dimensions: resolved.dimensions,
     async doEmbed(items: readonly EmbeddingInput[], options?: CallOptions): Promise<number[][]> {
       const input = items.map((item, i) => {
-        if (item.kind !== 'text') throw new InvalidArgumentError(`items[${i}]`, 'the OpenAI embeddings endpoint embeds text only');
+        if (item.kind !== 'text') throw new InvalidArgumentError({ argument: `items[${i}]`, message: 'the OpenAI embeddings endpoint embeds text only' });
         return item.text;
       });
       if (input.length === 0) return [];

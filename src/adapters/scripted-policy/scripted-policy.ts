@@ -64,10 +64,10 @@ export interface ScriptedPolicy extends PolicyBackend {
 export function createScriptedPolicy(settings: ScriptedPolicySettings): ScriptedPolicy {
   const tokenizer = settings.tokenizer ?? createProtocolTokenizer();
   const logProb = settings.logProb ?? SCRIPTED_LOG_PROB;
-  if (!(Number.isFinite(logProb) && logProb <= 0)) throw new InvalidArgumentError('logProb', `must be a finite number <= 0, got ${logProb}`);
+  if (!(Number.isFinite(logProb) && logProb <= 0)) throw new InvalidArgumentError({ argument: 'logProb', message: `must be a finite number <= 0, got ${logProb}` });
   const script = settings.script;
   if (typeof script !== 'function' && (!Array.isArray(script) || script.length === 0)) {
-    throw new InvalidArgumentError('script', 'must be a non-empty array of turns, an array of arrays (one per rollout), or a function');
+    throw new InvalidArgumentError({ argument: 'script', message: 'must be a non-empty array of turns, an array of arrays (one per rollout), or a function' });
   }
   const calls: ScriptedPolicyCalls = { begin: [], generateTurn: [], append: [], logProbs: [], update: [] };
 
@@ -97,13 +97,13 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
       return {
         size: promptTokenIds.length,
         async generateTurn(rolloutIds, options): Promise<TurnOutput[]> {
-          if (ended) throw new InvalidArgumentError('session', 'generateTurn after end()');
+          if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'generateTurn after end()' });
           options.signal?.throwIfAborted();
           const { signal: _signal, ...rest } = options;
           calls.generateTurn.push({ rolloutIds: [...rolloutIds], options: rest });
           return rolloutIds.map((rolloutId, k) => {
             const sequence = sequences[rolloutId];
-            if (!sequence) throw new InvalidArgumentError('rolloutIds', `no rollout ${rolloutId} in a session of ${sequences.length}`);
+            if (!sequence) throw new InvalidArgumentError({ argument: 'rolloutIds', message: `no rollout ${rolloutId} in a session of ${sequences.length}` });
             const text = turnText({ rolloutId, turn: turns[rolloutId]!, context: tokenizer.decode(sequence), lastObservation: lastObservation[rolloutId]! });
             turns[rolloutId]!++;
             const { ids, finishReason } = cutAtStop(tokenizer, tokenizer.encode(text), options.stopAfter, maxTokensAt(options, k));
@@ -117,8 +117,8 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
         },
         async append(rolloutId, tokenIds, appendOptions) {
           const sequence = sequences[rolloutId];
-          if (!sequence) throw new InvalidArgumentError('rolloutId', `no rollout ${rolloutId} in a session of ${sequences.length}`);
-          if (ended) throw new InvalidArgumentError('session', 'append after end()');
+          if (!sequence) throw new InvalidArgumentError({ argument: 'rolloutId', message: `no rollout ${rolloutId} in a session of ${sequences.length}` });
+          if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'append after end()' });
           calls.append.push({ rolloutId, tokens: tokenIds.length, images: appendOptions?.images?.length ?? 0 });
           sequence.push(...tokenIds);
           lastObservation[rolloutId] = tokenizer.decode(tokenIds);
@@ -144,7 +144,7 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
       return { format: 'scripted-v1', metadata: { logProb, scriptKind: typeof script === 'function' ? 'function' : 'list' }, blobs: {} };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== 'scripted-v1') throw new InvalidArgumentError('checkpoint.format', `expected 'scripted-v1', got '${checkpoint.format}'`);
+      if (checkpoint.format !== 'scripted-v1') throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected 'scripted-v1', got '${checkpoint.format}'` });
     },
   };
 }

@@ -39,7 +39,7 @@ export async function httpJson(options: HttpJsonOptions): Promise<unknown> {
   try {
     text = await response.body.text();
   } catch (error) {
-    if (signal?.aborted) throw new AbortedError(`searchEngine '${provider}' call`, { cause: signal.reason });
+    if (signal?.aborted) throw new AbortedError({ what: `searchEngine '${provider}' call`, cause: signal.reason });
     throw new ProviderCallError({ port: 'searchEngine', provider, message: `the response body was cut off: ${redactSecrets((error as Error).message, secrets)}`, isRetryable: true });
   }
   if (response.statusCode >= 400) {

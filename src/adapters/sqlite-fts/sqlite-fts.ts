@@ -56,38 +56,38 @@ export interface IndexResult {
  * reuses it, a changed one rebuilds it in one transaction.
  */
 export async function indexPages(dbPath: string, pages: readonly PageRecord[]): Promise<IndexResult> {
-  if (typeof dbPath !== 'string' || dbPath.length === 0) throw new InvalidArgumentError('dbPath', 'must be a file path');
-  if (!Array.isArray(pages)) throw new InvalidArgumentError('pages', `must be an array of {basename, text, imagePath?}, got ${pages === null ? 'null' : typeof pages}`);
+  if (typeof dbPath !== 'string' || dbPath.length === 0) throw new InvalidArgumentError({ argument: 'dbPath', message: 'must be a file path' });
+  if (!Array.isArray(pages)) throw new InvalidArgumentError({ argument: 'pages', message: `must be an array of {basename, text, imagePath?}, got ${pages === null ? 'null' : typeof pages}` });
   const seen = new Set<string>();
   const rows: Array<PageRecord & { mime: string | null; width: number | null; height: number | null }> = [];
   const hash = createHash('sha256');
   for (const [i, page] of pages.entries()) {
-    if (!page || typeof page.basename !== 'string' || page.basename.length === 0) throw new DatasetValidationError(i, 'basename', 'must be a non-empty string');
+    if (!page || typeof page.basename !== 'string' || page.basename.length === 0) throw new DatasetValidationError({ row: i, field: 'basename', message: 'must be a non-empty string' });
     // A basename names a page, never a path: NDCG compares it, and readers may join it to a folder.
     // biome-ignore lint/suspicious/noControlCharactersInRegex: a NUL in a file name is refused on purpose.
-    if (/[/\\\u0000]/.test(page.basename) || page.basename === '.' || page.basename === '..') throw new DatasetValidationError(i, 'basename', `'${page.basename}' is a path; give the file name only`);
-    if (typeof page.text !== 'string') throw new DatasetValidationError(i, 'text', 'must be a string');
-    if (/[\uD800-\uDFFF]/u.test(page.text)) throw new DatasetValidationError(i, 'text', 'has a lone UTF-16 surrogate (not valid Unicode)');
-    if (page.shownText !== undefined && (typeof page.shownText !== 'string' || /[\uD800-\uDFFF]/u.test(page.shownText))) throw new DatasetValidationError(i, 'shownText', 'must be a string of valid Unicode');
-    if (seen.has(page.basename)) throw new DatasetValidationError(i, 'basename', `'${page.basename}' appears twice`);
+    if (/[/\\\u0000]/.test(page.basename) || page.basename === '.' || page.basename === '..') throw new DatasetValidationError({ row: i, field: 'basename', message: `'${page.basename}' is a path; give the file name only` });
+    if (typeof page.text !== 'string') throw new DatasetValidationError({ row: i, field: 'text', message: 'must be a string' });
+    if (/[\uD800-\uDFFF]/u.test(page.text)) throw new DatasetValidationError({ row: i, field: 'text', message: 'has a lone UTF-16 surrogate (not valid Unicode)' });
+    if (page.shownText !== undefined && (typeof page.shownText !== 'string' || /[\uD800-\uDFFF]/u.test(page.shownText))) throw new DatasetValidationError({ row: i, field: 'shownText', message: 'must be a string of valid Unicode' });
+    if (seen.has(page.basename)) throw new DatasetValidationError({ row: i, field: 'basename', message: `'${page.basename}' appears twice` });
     seen.add(page.basename);
     let mime: string | null = null;
     let width: number | null = null;
     let height: number | null = null;
     if (page.imagePath !== undefined) {
       mime = IMAGE_MIME[extname(page.imagePath).toLowerCase()] ?? null;
-      if (!mime) throw new DatasetValidationError(i, 'imagePath', `'${page.imagePath}' is not a PNG, JPEG or WebP file`);
+      if (!mime) throw new DatasetValidationError({ row: i, field: 'imagePath', message: `'${page.imagePath}' is not a PNG, JPEG or WebP file` });
       let info;
       try {
         info = await stat(page.imagePath);
       } catch (error) {
-        throw new DatasetValidationError(i, 'imagePath', `cannot read '${page.imagePath}'`, { cause: error });
+        throw new DatasetValidationError({ row: i, field: 'imagePath', message: `cannot read '${page.imagePath}'`, cause: error });
       }
       let meta;
       try {
         meta = await sharp(page.imagePath).metadata();
       } catch (error) {
-        throw new DatasetValidationError(i, 'imagePath', `'${page.imagePath}' is not a readable image`, { cause: error });
+        throw new DatasetValidationError({ row: i, field: 'imagePath', message: `'${page.imagePath}' is not a readable image`, cause: error });
       }
       width = meta.width ?? null;
       height = meta.height ?? null;
@@ -102,7 +102,7 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
   try {
     db = openSqlite({ file: dbPath });
   } catch (error) {
-    throw new InvalidArgumentError('dbPath', `cannot create the index '${dbPath}' (does its folder exist?)`, { cause: error });
+    throw new InvalidArgumentError({ argument: 'dbPath', message: `cannot create the index '${dbPath}' (does its folder exist?)`, cause: error });
   }
   try {
     try {
@@ -111,7 +111,7 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
       const columns = db.prepare('PRAGMA table_info(pages)').all() as Array<{ name: string }>;
       if (!columns.some((c) => c.name === 'shown_text')) db.exec('ALTER TABLE pages ADD COLUMN shown_text TEXT');
     } catch (error) {
-      throw new InvalidArgumentError('dbPath', `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); remove it or choose another path`, { cause: error });
+      throw new InvalidArgumentError({ argument: 'dbPath', message: `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); remove it or choose another path`, cause: error });
     }
     const stored = db.prepare('SELECT value FROM meta WHERE key = ?').get('fingerprint') as { value: string } | undefined;
     if (stored?.value === fingerprint) return { pages: rows.length, rebuilt: false };
@@ -136,12 +136,12 @@ export async function indexPages(dbPath: string, pages: readonly PageRecord[]): 
  */
 export async function indexPageFolder(dbPath: string, folder: string, options: { textExtension?: string; shownTextExtension?: string } = {}): Promise<IndexResult> {
   const textExtension = options.textExtension ?? '.txt';
-  if (options.shownTextExtension !== undefined && (options.shownTextExtension === textExtension || options.shownTextExtension === '')) throw new InvalidArgumentError('shownTextExtension', `must differ from textExtension ('${textExtension}') and not be empty`);
+  if (options.shownTextExtension !== undefined && (options.shownTextExtension === textExtension || options.shownTextExtension === '')) throw new InvalidArgumentError({ argument: 'shownTextExtension', message: `must differ from textExtension ('${textExtension}') and not be empty` });
   let names: string[];
   try {
     names = (await readdir(folder)).sort();
   } catch (error) {
-    throw new InvalidArgumentError('folder', `cannot read '${folder}'`, { cause: error });
+    throw new InvalidArgumentError({ argument: 'folder', message: `cannot read '${folder}'`, cause: error });
   }
   const images = names.filter((name) => IMAGE_MIME[extname(name).toLowerCase()]);
   const root = await realpath(folder);
@@ -154,30 +154,30 @@ export async function indexPageFolder(dbPath: string, folder: string, options: {
     const stem = name.slice(0, name.length - extname(name).length);
     const textPath = join(folder, `${stem}${textExtension}`);
     const imagePath = join(folder, name);
-    if (!(await inside(imagePath))) throw new DatasetValidationError(i, 'imagePath', `page '${name}' is a link to a file outside '${folder}'`);
+    if (!(await inside(imagePath))) throw new DatasetValidationError({ row: i, field: 'imagePath', message: `page '${name}' is a link to a file outside '${folder}'` });
     let bytes: Buffer;
     try {
-      if (!(await inside(textPath))) throw new DatasetValidationError(i, 'text', `the text file of page '${name}' is a link to a file outside '${folder}'`);
+      if (!(await inside(textPath))) throw new DatasetValidationError({ row: i, field: 'text', message: `the text file of page '${name}' is a link to a file outside '${folder}'` });
       bytes = await readFile(textPath);
     } catch (error) {
       if (DatasetValidationError.isInstance(error)) throw error;
-      throw new DatasetValidationError(i, 'text', `page '${name}' has no text file '${pathBasename(textPath)}' beside it`, { cause: error });
+      throw new DatasetValidationError({ row: i, field: 'text', message: `page '${name}' has no text file '${pathBasename(textPath)}' beside it`, cause: error });
     }
     const decode = (data: Buffer, path: string, field: string) => {
       try {
         return utf8.decode(data);
       } catch (error) {
-        throw new DatasetValidationError(i, field, `'${pathBasename(path)}' is not UTF-8 text; convert it (e.g. iconv -t UTF-8)`, { cause: error });
+        throw new DatasetValidationError({ row: i, field, message: `'${pathBasename(path)}' is not UTF-8 text; convert it (e.g. iconv -t UTF-8)`, cause: error });
       }
     };
     const text = decode(bytes, textPath, 'text');
     let shownText: string | undefined;
     if (options.shownTextExtension !== undefined) {
       const shownPath = join(folder, `${stem}${options.shownTextExtension}`);
-      if (!(await inside(shownPath))) throw new DatasetValidationError(i, 'shownText', `the shown-text file of page '${name}' is a link to a file outside '${folder}'`);
+      if (!(await inside(shownPath))) throw new DatasetValidationError({ row: i, field: 'shownText', message: `the shown-text file of page '${name}' is a link to a file outside '${folder}'` });
       const shown = await readFile(shownPath).catch((error: NodeJS.ErrnoException) => {
         if (error.code === 'ENOENT') return null;
-        throw new DatasetValidationError(i, 'shownText', `cannot read '${pathBasename(shownPath)}'`, { cause: error });
+        throw new DatasetValidationError({ row: i, field: 'shownText', message: `cannot read '${pathBasename(shownPath)}'`, cause: error });
       });
       if (shown) shownText = decode(shown, shownPath, 'shownText');
     }
@@ -214,7 +214,7 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
   try {
     db = openSqlite({ file: dbPath }, { readonly: true });
   } catch (error) {
-    throw new InvalidArgumentError('dbPath', `cannot open the index '${dbPath}' (build it with indexPages or indexPageFolder)`, { cause: error });
+    throw new InvalidArgumentError({ argument: 'dbPath', message: `cannot open the index '${dbPath}' (build it with indexPages or indexPageFolder)`, cause: error });
   }
   let search: SqliteStatement;
   try {
@@ -223,7 +223,7 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
     );
   } catch (error) {
     db.close();
-    throw new InvalidArgumentError('dbPath', `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); build it with indexPages or indexPageFolder`, { cause: error });
+    throw new InvalidArgumentError({ argument: 'dbPath', message: `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); build it with indexPages or indexPageFolder`, cause: error });
   }
   const images = new Map<string, Promise<Uint8Array>>();
   const imageOf = (path: string) => {
@@ -241,8 +241,8 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
     specificationVersion: 'v1',
     provider: 'sqlite-fts',
     async doSearch(query: string, options: SearchOptions): Promise<SearchHit[]> {
-      if (options.signal?.aborted) throw new AbortedError('sqlite-fts search', { cause: options.signal.reason });
-      if (!(Number.isInteger(options.topK) && options.topK > 0)) throw new InvalidArgumentError('topK', `must be a positive integer, got ${String(options.topK)}`);
+      if (options.signal?.aborted) throw new AbortedError({ what: 'sqlite-fts search', cause: options.signal.reason });
+      if (!(Number.isInteger(options.topK) && options.topK > 0)) throw new InvalidArgumentError({ argument: 'topK', message: `must be a positive integer, got ${String(options.topK)}` });
       const match = ftsQuery(String(query));
       if (match === null) return [];
       let rows: Array<{ id: number; basename: string; text: string; imagePath: string | null; mime: string | null; width: number | null; height: number | null; rank: number }>;

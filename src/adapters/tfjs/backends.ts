@@ -68,21 +68,21 @@ async function tryBackend(entry: BackendEntry, load: BackendModuleLoader): Promi
  */
 export async function selectTfjsBackend(requested: 'auto' | TfjsBackendName = 'auto', load: BackendModuleLoader = defaultLoader): Promise<SelectedBackend> {
   if (requested !== 'auto' && !TFJS_BACKENDS.includes(requested)) {
-    throw new BackendUnavailableError(String(requested), TFJS_BACKENDS, `unknown backend; use 'auto' or one of ${TFJS_BACKENDS.join(', ')}`);
+    throw new BackendUnavailableError({ backend: String(requested), known: TFJS_BACKENDS, message: `unknown backend; use 'auto' or one of ${TFJS_BACKENDS.join(', ')}` });
   }
   const candidates = requested === 'auto' ? [...ENTRIES].sort((a, b) => b.priority - a.priority) : ENTRIES.filter((e) => e.name === requested);
   const skipped: SelectedBackend['skipped'] = [];
   for (const entry of candidates) {
     const reason = await tryBackend(entry, load);
     if (reason === null) return { name: entry.name, tfName: entry.tfName, skipped };
-    if (requested !== 'auto') throw new BackendUnavailableError(entry.name, TFJS_BACKENDS, reason);
+    if (requested !== 'auto') throw new BackendUnavailableError({ backend: entry.name, known: TFJS_BACKENDS, message: reason });
     skipped.push({ name: entry.name, reason });
   }
-  throw new BackendUnavailableError('auto', TFJS_BACKENDS, `no TensorFlow.js backend could be initialised: ${skipped.map((s) => `${s.name}: ${s.reason}`).join('; ')}`);
+  throw new BackendUnavailableError({ backend: 'auto', known: TFJS_BACKENDS, message: `no TensorFlow.js backend could be initialised: ${skipped.map((s) => `${s.name}: ${s.reason}`).join('; ')}` });
 }
 
 /** Switches back to a backend chosen earlier (another policy in the process may have switched away). */
 export async function activateTfjsBackend(tfName: string): Promise<void> {
   if (tf.getBackend() === tfName) return;
-  if (!(await tf.setBackend(tfName))) throw new BackendUnavailableError(tfName, TFJS_BACKENDS, 'tfjs could not switch back to it');
+  if (!(await tf.setBackend(tfName))) throw new BackendUnavailableError({ backend: tfName, known: TFJS_BACKENDS, message: 'tfjs could not switch back to it' });
 }

@@ -132,7 +132,7 @@ async function computeOnnxGradients(trainer: OnnxTrainer, model: Transformer, ba
   const entropyWeight = plan.entropyCoef / scored;
   const parameters = model.parameters;
   const checkAbort = () => {
-    if (signal?.aborted) throw new AbortedError('update', { cause: signal.reason });
+    if (signal?.aborted) throw new AbortedError({ what: 'update', cause: signal.reason });
   };
   const newLogProbs: number[][] = batch.positions.map(() => []);
   const forwards: OnnxTrainingForward[] = [];

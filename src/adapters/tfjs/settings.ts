@@ -82,7 +82,7 @@ export type ParsedTfjsPolicySettings = z.output<typeof tfjsPolicySettingsSchema>
 export function parseTfjsPolicySettings(settings: TfjsPolicySettings): ParsedTfjsPolicySettings {
   const parsed = parseSettings('createTfjsPolicy', tfjsPolicySettingsSchema, settings);
   const { width, heads } = parsed.model;
-  if (width % heads !== 0) throw new InvalidArgumentError('model.width', `must be divisible by model.heads (${heads}), got ${width}`);
+  if (width % heads !== 0) throw new InvalidArgumentError({ argument: 'model.width', message: `must be divisible by model.heads (${heads}), got ${width}` });
   return parsed;
 }
 

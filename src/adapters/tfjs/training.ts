@@ -13,19 +13,19 @@ import type { TransformerConfig } from './transformer';
 function checkBatch(batch: LogProbBatch, modelConfig: TransformerConfig): number {
   const { contextLength, vocabSize } = modelConfig;
   if (!batch || !Array.isArray(batch.inputIds) || !Array.isArray(batch.positions) || batch.inputIds.length !== batch.positions.length) {
-    throw new InvalidArgumentError('batch', 'needs inputIds and positions arrays of the same length');
+    throw new InvalidArgumentError({ argument: 'batch', message: 'needs inputIds and positions arrays of the same length' });
   }
   batch.inputIds.forEach((ids, i) => {
-    if (ids.length > contextLength) throw new InvalidArgumentError(`batch.inputIds[${i}]`, `has ${ids.length} tokens; the model's context is ${contextLength}`);
+    if (ids.length > contextLength) throw new InvalidArgumentError({ argument: `batch.inputIds[${i}]`, message: `has ${ids.length} tokens; the model's context is ${contextLength}` });
     ids.forEach((id, t) => {
-      if (!(Number.isInteger(id) && id >= 0 && id < vocabSize)) throw new InvalidArgumentError(`batch.inputIds[${i}][${t}]`, `token id ${id} is outside the vocabulary (0..${vocabSize - 1})`);
+      if (!(Number.isInteger(id) && id >= 0 && id < vocabSize)) throw new InvalidArgumentError({ argument: `batch.inputIds[${i}][${t}]`, message: `token id ${id} is outside the vocabulary (0..${vocabSize - 1})` });
     });
     batch.positions[i]!.forEach((p, k) => {
-      if (!(Number.isInteger(p) && p >= 1 && p < ids.length)) throw new InvalidArgumentError(`batch.positions[${i}][${k}]`, `must be in 1..${ids.length - 1}, got ${p}`);
+      if (!(Number.isInteger(p) && p >= 1 && p < ids.length)) throw new InvalidArgumentError({ argument: `batch.positions[${i}][${k}]`, message: `must be in 1..${ids.length - 1}, got ${p}` });
     });
   });
   const temperature = batch.temperature ?? 1;
-  if (!(Number.isFinite(temperature) && temperature >= 0)) throw new InvalidArgumentError('batch.temperature', `must be >= 0, got ${temperature}`);
+  if (!(Number.isFinite(temperature) && temperature >= 0)) throw new InvalidArgumentError({ argument: 'batch.temperature', message: `must be >= 0, got ${temperature}` });
   return temperature === 0 ? 1 : temperature;
 }
 
@@ -85,7 +85,7 @@ export async function logProbs(context: PolicyContext, batch: LogProbBatch, call
   const temperature = checkBatch(batch, modelConfig);
   const out: number[][] = batch.positions.map(() => []);
   for (const chunk of rowChunks(batch, modelConfig.heads, settings.maxAttentionElements)) {
-    if (callOptions?.signal?.aborted) throw new AbortedError('logProbs', { cause: callOptions.signal.reason });
+    if (callOptions?.signal?.aborted) throw new AbortedError({ what: 'logProbs', cause: callOptions.signal.reason });
     const rows = chunk.map((i) => batch.inputIds[i]!);
     const positions = chunk.map((i) => batch.positions[i]!);
     const token = tf.tidy(() => {
@@ -109,8 +109,8 @@ async function computeGradients(context: PolicyContext, engine: TrainingEngine, 
   const { modelConfig, settings } = context;
   const temperature = checkBatch(batch, modelConfig);
   const entropyCoef = updateOptions.entropyCoef ?? 0;
-  if (!(Number.isFinite(entropyCoef) && entropyCoef >= 0)) throw new InvalidArgumentError('entropyCoef', `must be >= 0, got ${entropyCoef}`);
-  if (updateOptions.signal?.aborted) throw new AbortedError('update', { cause: updateOptions.signal.reason });
+  if (!(Number.isFinite(entropyCoef) && entropyCoef >= 0)) throw new InvalidArgumentError({ argument: 'entropyCoef', message: `must be >= 0, got ${entropyCoef}` });
+  if (updateOptions.signal?.aborted) throw new AbortedError({ what: 'update', cause: updateOptions.signal.reason });
   const scored = batch.positions.reduce((n, row) => n + row.length, 0);
   if (scored === 0) return null;
   const chunks = rowChunks(batch, modelConfig.heads, settings.maxAttentionElements);

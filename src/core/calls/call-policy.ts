@@ -57,19 +57,19 @@ export function resolveCallPolicy(port: PortName, overrides: Partial<CallPolicy>
   const field = (name: keyof CallPolicy) => `calls.${port}.${name}`;
   const nullablePositive = (name: 'timeoutMs' | 'tokensPerMinute') => {
     const v = policy[name];
-    if (v !== null && !(typeof v === 'number' && v > 0)) throw new InvalidArgumentError(field(name), `must be a number > 0 or null, got ${String(v)}`);
+    if (v !== null && !(typeof v === 'number' && v > 0)) throw new InvalidArgumentError({ argument: field(name), message: `must be a number > 0 or null, got ${String(v)}` });
   };
   nullablePositive('timeoutMs');
   nullablePositive('tokensPerMinute');
-  if (!(Number.isInteger(policy.maxRetries) && policy.maxRetries >= 0)) throw new InvalidArgumentError(field('maxRetries'), `must be an integer >= 0, got ${String(policy.maxRetries)}`);
+  if (!(Number.isInteger(policy.maxRetries) && policy.maxRetries >= 0)) throw new InvalidArgumentError({ argument: field('maxRetries'), message: `must be an integer >= 0, got ${String(policy.maxRetries)}` });
   for (const name of ['initialRetryDelayMs', 'maxRetryDelayMs', 'maxRetryAfterMs'] as const) {
-    if (!(typeof policy[name] === 'number' && policy[name] >= 0)) throw new InvalidArgumentError(field(name), `must be a number of milliseconds >= 0, got ${String(policy[name])}`);
+    if (!(typeof policy[name] === 'number' && policy[name] >= 0)) throw new InvalidArgumentError({ argument: field(name), message: `must be a number of milliseconds >= 0, got ${String(policy[name])}` });
   }
   if (policy.maxConcurrent !== null && !(Number.isInteger(policy.maxConcurrent) && policy.maxConcurrent >= 1)) {
-    throw new InvalidArgumentError(field('maxConcurrent'), `must be an integer >= 1 or null, got ${String(policy.maxConcurrent)}`);
+    throw new InvalidArgumentError({ argument: field('maxConcurrent'), message: `must be an integer >= 1 or null, got ${String(policy.maxConcurrent)}` });
   }
   if (policy.requestsPerMinute !== null && !(Number.isFinite(policy.requestsPerMinute) && policy.requestsPerMinute >= 1)) {
-    throw new InvalidArgumentError(field('requestsPerMinute'), `must be a number >= 1 or null, got ${String(policy.requestsPerMinute)}`);
+    throw new InvalidArgumentError({ argument: field('requestsPerMinute'), message: `must be a number >= 1 or null, got ${String(policy.requestsPerMinute)}` });
   }
   return policy;
 }

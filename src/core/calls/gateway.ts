@@ -63,7 +63,7 @@ const NEEDS: Record<PortName, string> = {
  * port's defaults, DEFAULT_CALL_POLICIES). Pass `single attempt` policies to call ports plainly.
  */
 export function createPortGateway(ports: GatewayPorts, policies: CallPolicies = {}, deps: ReliabilityDeps = {}): PortGateway {
-  const missing = (name: PortName) => new InvalidArgumentError(`ports.${name}`, `this call needs ${NEEDS[name]}, and none was given`);
+  const missing = (name: PortName) => new InvalidArgumentError({ argument: `ports.${name}`, message: `this call needs ${NEEDS[name]}, and none was given` });
   // Each port is wrapped once, up front (a bad call policy fails here), so that its concurrency cap
   // and rate limits hold across every call made through the gateway.
   const searchEngine = ports.searchEngine && withReliability(ports.searchEngine, 'searchEngine', policies.searchEngine, deps);

@@ -61,7 +61,7 @@ export function createReliableCaller(port: PortName, provider: string, policy: P
   const random = deps.random ?? Math.random;
   const slots = settings.maxConcurrent === null ? null : new Semaphore(settings.maxConcurrent, `${port}.maxConcurrent`);
   const limiter = new RateLimiter(clock, settings.requestsPerMinute, settings.tokensPerMinute);
-  const aborted = (outer: AbortSignal | undefined, cause?: unknown) => new AbortedError(`${port} '${provider}' call`, { cause: cause ?? outer?.reason });
+  const aborted = (outer: AbortSignal | undefined, cause?: unknown) => new AbortedError({ what: `${port} '${provider}' call`, cause: cause ?? outer?.reason });
 
   const attempt = async <T>(run: (signal: AbortSignal) => Promise<T>, outer: AbortSignal | undefined): Promise<T> => {
     const timeout = new AbortScope(clock, [outer], { ms: settings.timeoutMs, label: 'timeout', reason: () => new Error(`timed out after ${settings.timeoutMs} ms`) });

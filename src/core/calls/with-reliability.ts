@@ -27,7 +27,7 @@ export function withReliability(
   policy: Partial<CallPolicy> = {},
   deps: ReliabilityDeps = {},
 ): SearchEngine | Generator | Judge | ImageOps | Embedder | Store {
-  if (typeof port !== 'object' || port === null) throw new InvalidArgumentError('port', 'expected an adapter object');
+  if (typeof port !== 'object' || port === null) throw new InvalidArgumentError({ argument: 'port', message: 'expected an adapter object' });
   const caller = createReliableCaller(name, port.provider, policy, deps);
   // The adapter stays the prototype: its other members (records of calls, settings) are still there.
   const wrapped = Object.create(port) as Record<string, unknown>;
@@ -75,7 +75,7 @@ export function withReliability(
       break;
     }
     default:
-      throw new InvalidArgumentError('name', `must be a port name (searchEngine, generator, judge, imageOps, embedder, store), got ${String(name)}`);
+      throw new InvalidArgumentError({ argument: 'name', message: `must be a port name (searchEngine, generator, judge, imageOps, embedder, store), got ${String(name)}` });
   }
   return wrapped as unknown as SearchEngine;
 }

@@ -25,7 +25,7 @@ export class AbortScope {
         () => {
           if (this.signal.aborted) return;
           this.firedDeadline = deadline.label;
-          this.own.abort(deadline.reason ? deadline.reason() : new AbortedError(deadline.label));
+          this.own.abort(deadline.reason ? deadline.reason() : new AbortedError({ what: deadline.label }));
         },
         () => undefined,
       );

@@ -3,7 +3,7 @@ import type { Clock } from '../../ports/clock';
 
 /** The reason a sleep rejects with when its signal fires. */
 export function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new AbortedError('sleep');
+  return signal.reason ?? new AbortedError({ what: 'sleep' });
 }
 
 /** setTimeout's largest delay; a longer one would fire at once. */

@@ -18,9 +18,9 @@ export class RateLimiter {
     readonly tokensPerMinute: number | null,
   ) {
     if (requestsPerMinute !== null && !(Number.isFinite(requestsPerMinute) && requestsPerMinute >= 1)) {
-      throw new InvalidArgumentError('requestsPerMinute', `must be a number >= 1 or null, got ${requestsPerMinute}`);
+      throw new InvalidArgumentError({ argument: 'requestsPerMinute', message: `must be a number >= 1 or null, got ${requestsPerMinute}` });
     }
-    if (tokensPerMinute !== null && !(tokensPerMinute > 0)) throw new InvalidArgumentError('tokensPerMinute', `must be > 0 or null, got ${tokensPerMinute}`);
+    if (tokensPerMinute !== null && !(tokensPerMinute > 0)) throw new InvalidArgumentError({ argument: 'tokensPerMinute', message: `must be > 0 or null, got ${tokensPerMinute}` });
   }
 
   /**
@@ -29,12 +29,12 @@ export class RateLimiter {
    */
   acquire(tokens: number, signal?: AbortSignal): Promise<void> {
     if (this.requestsPerMinute === null && this.tokensPerMinute === null) return Promise.resolve();
-    if (signal?.aborted) return Promise.reject(new AbortedError('waiting for the rate limit', { cause: signal.reason }));
+    if (signal?.aborted) return Promise.reject(new AbortedError({ what: 'waiting for the rate limit', cause: signal.reason }));
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         const index = this.waiters.indexOf(waiter);
         if (index >= 0) this.waiters.splice(index, 1);
-        reject(new AbortedError('waiting for the rate limit', { cause: signal!.reason }));
+        reject(new AbortedError({ what: 'waiting for the rate limit', cause: signal!.reason }));
         this.pump();
       };
       const waiter = { tokens, resolve, reject, detach: () => signal?.removeEventListener('abort', onAbort) };

@@ -10,7 +10,7 @@ export class Semaphore {
     readonly limit: number,
     readonly name = 'semaphore',
   ) {
-    if (!(Number.isInteger(limit) && limit >= 1)) throw new InvalidArgumentError(`${name}.maxConcurrent`, `must be an integer >= 1, got ${String(limit)}`);
+    if (!(Number.isInteger(limit) && limit >= 1)) throw new InvalidArgumentError({ argument: `${name}.maxConcurrent`, message: `must be an integer >= 1, got ${String(limit)}` });
   }
 
   get inFlight(): number {
@@ -26,7 +26,7 @@ export class Semaphore {
   }
 
   async acquire(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) throw new AbortedError(`waiting for ${this.name}`, { cause: signal.reason });
+    if (signal?.aborted) throw new AbortedError({ what: `waiting for ${this.name}`, cause: signal.reason });
     if (this.active < this.limit) {
       this.take();
       return;
@@ -43,7 +43,7 @@ export class Semaphore {
       const onAbort = () => {
         const index = this.waiters.indexOf(waiter);
         if (index >= 0) this.waiters.splice(index, 1);
-        reject(new AbortedError(`waiting for ${this.name}`, { cause: signal!.reason }));
+        reject(new AbortedError({ what: `waiting for ${this.name}`, cause: signal!.reason }));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.push(waiter);

@@ -48,7 +48,7 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
   if (!policy) throw new Error('runEpisodesThrough: the gateway has no policy');
   const contextTokens = episodeContextTokens(config, policy);
   if (instances.length === 0) return [];
-  if (signal?.aborted) throw new AbortedError('runEpisodes', { cause: signal.reason });
+  if (signal?.aborted) throw new AbortedError({ what: 'runEpisodes', cause: signal.reason });
 
   const promptIds = instances.map((instance) => policy.tokenizer.encode(buildPrompt(instance.prompt.question, config.mode, config.instructions)));
   const states: RolloutState[] = instances.map((instance, i) => newRolloutState(instance, promptIds[i]!, policy.provider));

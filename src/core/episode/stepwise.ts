@@ -60,8 +60,8 @@ export function beginStepwiseEpisode(instance: EpisodeInstance, options: Stepwis
 export async function stepEpisode(episode: StepwiseEpisode, text: string, gateway: PortGateway, options: { signal?: AbortSignal; finishReason?: TurnOutput['finishReason'] } = {}): Promise<StepObservation> {
   const signal = options.signal;
   const { state, config, tokenizer } = episode;
-  if (state.done) throw new InvalidArgumentError('step', 'the episode is done; reset to start another');
-  if (typeof text !== 'string') throw new InvalidArgumentError('step.text', 'must be a string (the assistant turn)');
+  if (state.done) throw new InvalidArgumentError({ argument: 'step', message: 'the episode is done; reset to start another' });
+  if (typeof text !== 'string') throw new InvalidArgumentError({ argument: 'step.text', message: 'must be a string (the assistant turn)' });
   const turn = state.turns.length;
   const ids = tokenizer.encode(text);
   const start = state.tokens.length;
@@ -102,7 +102,7 @@ export interface ScoreStepwiseOptions {
  * could not be computed is `missing` with its cause, never 0.
  */
 export async function scoreStepwiseEpisode(episode: StepwiseEpisode, gateway: PortGateway, options: ScoreStepwiseOptions): Promise<ScoredEpisode> {
-  if (!episode.state.done) throw new InvalidArgumentError('episode', 'is not done yet');
+  if (!episode.state.done) throw new InvalidArgumentError({ argument: 'episode', message: 'is not done yet' });
   const draft = toEpisode(episode.state);
   const { config } = episode;
   let terminal: TerminalAnswer = { status: 'skipped' };

@@ -29,11 +29,11 @@ export class TrajectoryQualityController {
       partialQuota: options.partialQuota ?? d.partialQuota,
     };
     for (const [name, v] of Object.entries(this.settings)) {
-      if (!(Number.isInteger(v) && v >= 0)) throw new InvalidArgumentError(name, `must be an integer >= 0, got ${String(v)}`);
+      if (!(Number.isInteger(v) && v >= 0)) throw new InvalidArgumentError({ argument: name, message: `must be an integer >= 0, got ${String(v)}` });
     }
-    if (this.settings.targetTrajectoryCount < 1) throw new InvalidArgumentError('targetTrajectoryCount', 'must be at least 1');
+    if (this.settings.targetTrajectoryCount < 1) throw new InvalidArgumentError({ argument: 'targetTrajectoryCount', message: 'must be at least 1' });
     if (this.settings.positiveMin > this.settings.positiveQuota || this.settings.partialMin > this.settings.partialQuota) {
-      throw new InvalidArgumentError('positiveMin', 'a minimum cannot exceed its quota');
+      throw new InvalidArgumentError({ argument: 'positiveMin', message: 'a minimum cannot exceed its quota' });
     }
   }
 
@@ -59,7 +59,7 @@ export class TrajectoryQualityController {
    */
   selectFinalTrajectories(all: readonly IcdTrajectory[]): IcdTrajectory[] {
     const { targetTrajectoryCount: m, positiveQuota, partialQuota } = this.settings;
-    if (all.length === 0) throw new InvalidArgumentError('all', 'a query has no trajectories to select from');
+    if (all.length === 0) throw new InvalidArgumentError({ argument: 'all', message: 'a query has no trajectories to select from' });
     const ordered = all.map((t, i) => ({ t, i })).sort((a, b) => b.t.vqa_acc_score - a.t.vqa_acc_score || a.i - b.i).map((x) => x.t);
     const positive = ordered.filter((t) => t.vqa_acc_score >= 1);
     const partial = ordered.filter((t) => t.vqa_acc_score > 0 && t.vqa_acc_score < 1);

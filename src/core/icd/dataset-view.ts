@@ -41,9 +41,9 @@ export function createIcdDatasetView(
     dimensions: options.table.dimensions,
     item(index) {
       const record = records[index];
-      if (!record) throw new InvalidArgumentError('index', `item ${index} is outside the dataset of ${records.length} queries`);
+      if (!record) throw new InvalidArgumentError({ argument: 'index', message: `item ${index} is outside the dataset of ${records.length} queries` });
       const query = options.queryEmbedding(record.query_id);
-      if (query.length !== options.table.dimensions) throw new InvalidArgumentError('queryEmbedding', `query ${record.query_id} has ${query.length} dimensions, the table ${options.table.dimensions}`);
+      if (query.length !== options.table.dimensions) throw new InvalidArgumentError({ argument: 'queryEmbedding', message: `query ${record.query_id} has ${query.length} dimensions, the table ${options.table.dimensions}` });
       return {
         queryId: record.query_id,
         queryEmbedding: Float32Array.from(query),

@@ -11,9 +11,9 @@ import type { IcdDemonstration } from '../../ports/icd-scorer';
  */
 export function demonstrationsFromDistilled(selected: readonly EpisodeSummary[], options: { firstIndex?: number } = {}): IcdDemonstration[] {
   const first = options.firstIndex ?? 0;
-  if (!(Number.isInteger(first) && first >= 0)) throw new InvalidArgumentError('firstIndex', `must be an integer >= 0, got ${String(first)}`);
+  if (!(Number.isInteger(first) && first >= 0)) throw new InvalidArgumentError({ argument: 'firstIndex', message: `must be an integer >= 0, got ${String(first)}` });
   return selected.map((episode, k) => {
-    if (episode.answer.trim().length === 0) throw new InvalidArgumentError(`selected[${k}].answer`, `sample '${episode.sampleId}' has no answer to demonstrate`);
+    if (episode.answer.trim().length === 0) throw new InvalidArgumentError({ argument: `selected[${k}].answer`, message: `sample '${episode.sampleId}' has no answer to demonstrate` });
     return {
       index: first + k,
       question: episode.query,

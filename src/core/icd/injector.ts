@@ -47,7 +47,7 @@ export class CandidatePoolInjector {
 
   constructor(options: { table: EmbeddingTable; maxInjectPerQuery?: number; warn?: (message: string) => void }) {
     const max = options.maxInjectPerQuery ?? DEFAULT_ICD_SETTINGS.maxInjectPerQuery;
-    if (!(Number.isInteger(max) && max >= 0)) throw new InvalidArgumentError('maxInjectPerQuery', `must be an integer >= 0, got ${String(max)}`);
+    if (!(Number.isInteger(max) && max >= 0)) throw new InvalidArgumentError({ argument: 'maxInjectPerQuery', message: `must be an integer >= 0, got ${String(max)}` });
     this.maxInjectPerQuery = max;
     this.table = options.table;
     this.warn = options.warn ?? (() => undefined);

@@ -37,7 +37,7 @@ export class GlobalPositiveMiner {
     const maxEvalPairs = options.maxEvalPairs ?? DEFAULT_ICD_SETTINGS.maxEvalPairs;
     const shots = options.shots ?? DEFAULT_ICD_SETTINGS.shots;
     for (const [name, v] of [['searchTopK', searchTopK], ['maxEvalPairs', maxEvalPairs], ['shots', shots]] as const) {
-      if (!(Number.isInteger(v) && v >= 1)) throw new InvalidArgumentError(name, `must be an integer >= 1, got ${String(v)}`);
+      if (!(Number.isInteger(v) && v >= 1)) throw new InvalidArgumentError({ argument: name, message: `must be an integer >= 1, got ${String(v)}` });
     }
     this.options = { ...options, searchTopK, maxEvalPairs, shots };
   }

@@ -31,7 +31,7 @@ export interface SelectorGrpoResult {
 export function selectorGrpoLoss(input: SelectorGrpoInput): SelectorGrpoResult {
   const { shotLogProbs, rewards, groupIds } = input;
   if (shotLogProbs.length !== rewards.length || rewards.length !== groupIds.length) {
-    throw new InvalidArgumentError('rewards', `shotLogProbs (${shotLogProbs.length}), rewards (${rewards.length}) and groupIds (${groupIds.length}) must have one entry per selection`);
+    throw new InvalidArgumentError({ argument: 'rewards', message: `shotLogProbs (${shotLogProbs.length}), rewards (${rewards.length}) and groupIds (${groupIds.length}) must have one entry per selection` });
   }
   const members = new Map<string, number[]>();
   groupIds.forEach((id, i) => members.set(id, [...(members.get(id) ?? []), i]));

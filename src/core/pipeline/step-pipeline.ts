@@ -141,12 +141,12 @@ function missing(failure: RewardFailure): RewardOutcome {
 }
 
 function positiveInteger(name: string, value: number): void {
-  if (!(Number.isInteger(value) && value >= 1)) throw new InvalidArgumentError(name, `must be an integer >= 1, got ${String(value)}`);
+  if (!(Number.isInteger(value) && value >= 1)) throw new InvalidArgumentError({ argument: name, message: `must be an integer >= 1, got ${String(value)}` });
 }
 
 function positiveMs(name: string, value: number | null, nullable: boolean): void {
   if (value === null && nullable) return;
-  if (!(typeof value === 'number' && value > 0)) throw new InvalidArgumentError(name, `must be a number of milliseconds > 0${nullable ? ' or null' : ''}, got ${String(value)}`);
+  if (!(typeof value === 'number' && value > 0)) throw new InvalidArgumentError({ argument: name, message: `must be a number of milliseconds > 0${nullable ? ' or null' : ''}, got ${String(value)}` });
 }
 
 /**
@@ -164,9 +164,9 @@ function positiveMs(name: string, value: number | null, nullable: boolean): void
  */
 export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>): Promise<StepResult<S>> {
   const { groups, stages } = options;
-  if (!Array.isArray(groups)) throw new InvalidArgumentError('groups', 'expected an array');
+  if (!Array.isArray(groups)) throw new InvalidArgumentError({ argument: 'groups', message: 'expected an array' });
   const mode = options.mode ?? DEFAULT_PIPELINE_MODE;
-  if (!PIPELINE_MODES.includes(mode)) throw new InvalidArgumentError('mode', `must be one of ${PIPELINE_MODES.join(', ')}, got ${String(mode)}`);
+  if (!PIPELINE_MODES.includes(mode)) throw new InvalidArgumentError({ argument: 'mode', message: `must be one of ${PIPELINE_MODES.join(', ')}, got ${String(mode)}` });
   const limits: PipelineLimits = { ...DEFAULT_PIPELINE_LIMITS, ...options.limits };
   for (const key of Object.keys(DEFAULT_PIPELINE_LIMITS) as Array<keyof PipelineLimits>) positiveInteger(`limits.${key}`, limits[key]);
   const deadlines: PipelineDeadlines = { ...DEFAULT_PIPELINE_DEADLINES, ...options.deadlines };
@@ -200,7 +200,7 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
   const callbackErrors: StepResult<S>['callbackErrors'] = [];
 
   const checkCancelled = () => {
-    if (cancel.signal.aborted) throw new AbortedError('step', { cause: cancel.signal.reason });
+    if (cancel.signal.aborted) throw new AbortedError({ what: 'step', cause: cancel.signal.reason });
   };
 
   const rollOut = async (groupIndex: number): Promise<RolledOutGroup<S>> => {
@@ -230,7 +230,7 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
       await stages.rollout(groups[groupIndex]!, {
         signal: rolloutScope.signal,
         emit: (index, sample) => {
-          if (!(Number.isInteger(index) && index >= 0 && index < size)) throw new InvalidArgumentError('emit index', `must be in [0, ${size}), got ${index}`);
+          if (!(Number.isInteger(index) && index >= 0 && index < size)) throw new InvalidArgumentError({ argument: 'emit index', message: `must be in [0, ${size}), got ${index}` });
           samples[index] = sample;
         },
       });

@@ -76,7 +76,7 @@ const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
  */
 export function createVocabularyTokenizer(vocabulary: readonly string[]): Tokenizer {
   const words = [...new Set(vocabulary.filter((w) => /^[\p{L}\p{N}]+$/u.test(w) || NUMBER_LIST.test(w)))];
-  if (words.length !== vocabulary.length) throw new InvalidArgumentError('vocabulary', 'must be distinct words of letters and digits, or lists of numbers joined by ", "');
+  if (words.length !== vocabulary.length) throw new InvalidArgumentError({ argument: 'vocabulary', message: 'must be distinct words of letters and digits, or lists of numbers joined by ", "' });
   const base = 256 + SPECIALS.length;
   const wordIds = new Map(words.map((w, i) => [w, base + i] as const));
   const specialIds = new Map(SPECIALS.map((text, i) => [text, 256 + i] as const));

@@ -45,7 +45,7 @@ export interface RewardFailure {
 export function assertWeights(weights: RewardWeights): void {
   for (const key of ['judge', 'ndcg', 'format'] as const) {
     const w = weights[key];
-    if (!Number.isFinite(w)) throw new InvalidArgumentError(`weights.${key}`, `must be a finite number, got ${String(w)}`);
+    if (!Number.isFinite(w)) throw new InvalidArgumentError({ argument: `weights.${key}`, message: `must be a finite number, got ${String(w)}` });
   }
 }
 
@@ -56,9 +56,9 @@ export function assertWeights(weights: RewardWeights): void {
 export function combineReward(components: RewardComponents, weights: RewardWeights = DEFAULT_REWARD_WEIGHTS): RewardOutcome {
   assertWeights(weights);
   const { formatPassed, judgeScore, ndcg } = components;
-  if (!(Number.isFinite(ndcg) && ndcg >= 0 && ndcg <= 1)) throw new InvalidArgumentError('components.ndcg', `must be in [0, 1], got ${ndcg}`);
+  if (!(Number.isFinite(ndcg) && ndcg >= 0 && ndcg <= 1)) throw new InvalidArgumentError({ argument: 'components.ndcg', message: `must be in [0, 1], got ${ndcg}` });
   if (judgeScore !== null && !(Number.isFinite(judgeScore) && judgeScore >= 0 && judgeScore <= 1)) {
-    throw new InvalidArgumentError('components.judgeScore', `must be in [0, 1] or null, got ${judgeScore}`);
+    throw new InvalidArgumentError({ argument: 'components.judgeScore', message: `must be in [0, 1] or null, got ${judgeScore}` });
   }
   if (!formatPassed) return { status: 'ok', value: 0, components, weights };
   if (weights.judge !== 0 && judgeScore === null) {

@@ -15,7 +15,7 @@ export const LOSS_AGGREGATIONS: readonly LossAggregation[] = ['token-mean', 'seq
 
 export function assertAggregation(aggregation: unknown): asserts aggregation is LossAggregation {
   if (!LOSS_AGGREGATIONS.includes(aggregation as LossAggregation)) {
-    throw new InvalidArgumentError('aggregation', `must be one of ${LOSS_AGGREGATIONS.join(', ')}, got ${String(aggregation)}`);
+    throw new InvalidArgumentError({ argument: 'aggregation', message: `must be one of ${LOSS_AGGREGATIONS.join(', ')}, got ${String(aggregation)}` });
   }
 }
 

@@ -51,11 +51,11 @@ export interface BatchAdvantages {
  */
 export function batchAdvantages(rewards: readonly MaybeReward[], groupIds: readonly string[], options: GroupRuleOptions = {}): BatchAdvantages {
   if (rewards.length !== groupIds.length) {
-    throw new InvalidArgumentError('groupIds', `has ${groupIds.length} entries but 'rewards' has ${rewards.length}`);
+    throw new InvalidArgumentError({ argument: 'groupIds', message: `has ${groupIds.length} entries but 'rewards' has ${rewards.length}` });
   }
   const members = new Map<string, number[]>();
   groupIds.forEach((id, i) => {
-    if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError(`groupIds[${i}]`, 'must be a non-empty string');
+    if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError({ argument: `groupIds[${i}]`, message: 'must be a non-empty string' });
     const list = members.get(id);
     if (list) list.push(i);
     else members.set(id, [i]);

@@ -8,11 +8,11 @@ import type { PromptRecord } from '../types';
  * (`s{step}-b{batchIndex}-{uid}`), stable even when one question appears twice in a batch.
  */
 export function expandGroups(prompts: readonly PromptRecord[], nAgent: number, options: { step?: number } = {}): EpisodeInstance[] {
-  if (!(Number.isInteger(nAgent) && nAgent >= 1)) throw new InvalidArgumentError('nAgent', `must be an integer >= 1, got ${String(nAgent)}`);
+  if (!(Number.isInteger(nAgent) && nAgent >= 1)) throw new InvalidArgumentError({ argument: 'nAgent', message: `must be an integer >= 1, got ${String(nAgent)}` });
   const step = options.step ?? 0;
   const instances: EpisodeInstance[] = [];
   prompts.forEach((prompt, batchIndex) => {
-    if (typeof prompt?.uid !== 'string' || prompt.uid.length === 0) throw new InvalidArgumentError(`prompts[${batchIndex}].uid`, 'must be a non-empty string');
+    if (typeof prompt?.uid !== 'string' || prompt.uid.length === 0) throw new InvalidArgumentError({ argument: `prompts[${batchIndex}].uid`, message: 'must be a non-empty string' });
     const groupId = `s${step}-b${batchIndex}-${prompt.uid}`;
     for (let rolloutIndex = 0; rolloutIndex < nAgent; rolloutIndex++) instances.push({ prompt, groupId, rolloutIndex });
   });

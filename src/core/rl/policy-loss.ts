@@ -55,7 +55,7 @@ export interface PolicyLossResult {
 export function policyLoss(input: PolicyLossInput): PolicyLossResult {
   const { kind, oldLogProbs, newLogProbs, mask, clipLow, clipHigh, aggregation } = input;
   if (kind !== 'ppo_clip' && kind !== 'gspo') {
-    throw new InvalidArgumentError('kind', `must be 'ppo_clip' or 'gspo', got ${String(kind)}`);
+    throw new InvalidArgumentError({ argument: 'kind', message: `must be 'ppo_clip' or 'gspo', got ${String(kind)}` });
   }
   assertMatrix('oldLogProbs', oldLogProbs);
   assertMatrix('newLogProbs', newLogProbs);
@@ -65,17 +65,17 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
   assertMask(mask);
   assertFiniteMasked('oldLogProbs', oldLogProbs, mask);
   assertFiniteMasked('newLogProbs', newLogProbs, mask);
-  if (!(Number.isFinite(clipLow) && clipLow >= 0)) throw new InvalidArgumentError('clipLow', `must be a finite number >= 0, got ${clipLow}`);
-  if (!(Number.isFinite(clipHigh) && clipHigh >= 0)) throw new InvalidArgumentError('clipHigh', `must be a finite number >= 0, got ${clipHigh}`);
+  if (!(Number.isFinite(clipLow) && clipLow >= 0)) throw new InvalidArgumentError({ argument: 'clipLow', message: `must be a finite number >= 0, got ${clipLow}` });
+  if (!(Number.isFinite(clipHigh) && clipHigh >= 0)) throw new InvalidArgumentError({ argument: 'clipHigh', message: `must be a finite number >= 0, got ${clipHigh}` });
   assertAggregation(aggregation);
   const maxLogRatio = input.maxLogRatio ?? 10;
-  if (!(maxLogRatio > 0)) throw new InvalidArgumentError('maxLogRatio', `must be > 0, got ${maxLogRatio}`);
+  if (!(maxLogRatio > 0)) throw new InvalidArgumentError({ argument: 'maxLogRatio', message: `must be > 0, got ${maxLogRatio}` });
   const clipRatioC = input.clipRatioC ?? null;
   const logRatioClamp = input.logRatioClamp ?? null;
-  if (clipRatioC !== null && !(Number.isFinite(clipRatioC) && clipRatioC > 1)) throw new InvalidArgumentError('clipRatioC', `must be a finite number > 1, got ${clipRatioC}`);
-  if (logRatioClamp !== null && !(logRatioClamp > 0)) throw new InvalidArgumentError('logRatioClamp', `must be > 0, got ${logRatioClamp}`);
+  if (clipRatioC !== null && !(Number.isFinite(clipRatioC) && clipRatioC > 1)) throw new InvalidArgumentError({ argument: 'clipRatioC', message: `must be a finite number > 1, got ${clipRatioC}` });
+  if (logRatioClamp !== null && !(logRatioClamp > 0)) throw new InvalidArgumentError({ argument: 'logRatioClamp', message: `must be > 0, got ${logRatioClamp}` });
   if (kind === 'gspo' && (clipRatioC !== null || logRatioClamp !== null)) {
-    throw new InvalidArgumentError(clipRatioC !== null ? 'clipRatioC' : 'logRatioClamp', "applies to 'ppo_clip' only (verl's GSPO has neither; it clamps the sequence log-ratio with maxLogRatio)");
+    throw new InvalidArgumentError({ argument: clipRatioC !== null ? 'clipRatioC' : 'logRatioClamp', message: "applies to 'ppo_clip' only (verl's GSPO has neither; it clamps the sequence log-ratio with maxLogRatio)" });
   }
   const advantageAt = advantageLookup(input.advantages, mask);
 
@@ -148,14 +148,14 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
 }
 
 function advantageLookup(advantages: number[] | number[][], mask: number[][]): (i: number, t: number) => number {
-  if (!Array.isArray(advantages)) throw new InvalidArgumentError('advantages', 'expected number[] (per sequence) or number[][] (per token)');
+  if (!Array.isArray(advantages)) throw new InvalidArgumentError({ argument: 'advantages', message: 'expected number[] (per sequence) or number[][] (per token)' });
   if (advantages.length !== mask.length) {
-    throw new InvalidArgumentError('advantages', `has ${advantages.length} entries but 'mask' has ${mask.length} sequences`);
+    throw new InvalidArgumentError({ argument: 'advantages', message: `has ${advantages.length} entries but 'mask' has ${mask.length} sequences` });
   }
   if (advantages.every((a) => typeof a === 'number')) {
     const perSequence = advantages as number[];
     perSequence.forEach((a, i) => {
-      if (!Number.isFinite(a)) throw new InvalidArgumentError(`advantages[${i}]`, `must be finite, got ${a}`);
+      if (!Number.isFinite(a)) throw new InvalidArgumentError({ argument: `advantages[${i}]`, message: `must be finite, got ${a}` });
     });
     return (i) => perSequence[i]!;
   }

@@ -54,11 +54,11 @@ function slice(batch: UpdateBatch, indices: readonly number[]): UpdateBatch {
 const finiteMean = (values: readonly number[]) => mean(values.filter((v) => Number.isFinite(v)));
 
 export function checkPolicyUpdateSettings(settings: PolicyUpdateSettings): void {
-  if (!(Number.isInteger(settings.ppoEpochs) && settings.ppoEpochs > 0)) throw new InvalidArgumentError('ppoEpochs', `must be a positive integer, got ${String(settings.ppoEpochs)}`);
+  if (!(Number.isInteger(settings.ppoEpochs) && settings.ppoEpochs > 0)) throw new InvalidArgumentError({ argument: 'ppoEpochs', message: `must be a positive integer, got ${String(settings.ppoEpochs)}` });
   if (settings.miniBatchSize !== null && !(Number.isInteger(settings.miniBatchSize) && settings.miniBatchSize > 0)) {
-    throw new InvalidArgumentError('miniBatchSize', `must be a positive integer or null, got ${String(settings.miniBatchSize)}`);
+    throw new InvalidArgumentError({ argument: 'miniBatchSize', message: `must be a positive integer or null, got ${String(settings.miniBatchSize)}` });
   }
-  if (!(Number.isFinite(settings.entropyCoef) && settings.entropyCoef >= 0)) throw new InvalidArgumentError('entropyCoef', `must be >= 0, got ${String(settings.entropyCoef)}`);
+  if (!(Number.isFinite(settings.entropyCoef) && settings.entropyCoef >= 0)) throw new InvalidArgumentError({ argument: 'entropyCoef', message: `must be >= 0, got ${String(settings.entropyCoef)}` });
 }
 
 /**
@@ -76,7 +76,7 @@ export async function updatePolicy(
 ): Promise<PolicyUpdateSummary> {
   checkPolicyUpdateSettings(settings);
   const initialReference = settings.loss.klReference === 'initial';
-  if (initialReference && !options.reference) throw new InvalidArgumentError('reference', "klReference 'initial' needs the frozen initial policy to score the tokens (its logProbs)");
+  if (initialReference && !options.reference) throw new InvalidArgumentError({ argument: 'reference', message: "klReference 'initial' needs the frozen initial policy to score the tokens (its logProbs)" });
   const { recomputed, ...batch } = buildUpdateBatch(trajectories, { stateMasking: settings.stateMasking ?? true });
   const n = batch.inputIds.length;
   if (recomputed.length > 0) {
@@ -95,7 +95,7 @@ export async function updatePolicy(
   for (let epoch = 0; epoch < settings.ppoEpochs; epoch++) {
     const order = size >= n ? batch.inputIds.map((_, i) => i) : permutation(n, options.random);
     for (let start = 0; start < n; start += size) {
-      if (options.signal?.aborted) throw new AbortedError('updatePolicy', { cause: options.signal.reason });
+      if (options.signal?.aborted) throw new AbortedError({ what: 'updatePolicy', cause: options.signal.reason });
       const mini = slice(batch, order.slice(start, start + size));
       const lossFn = createLossFunction(mini, settings.loss);
       const result = await policy.update(
@@ -133,7 +133,7 @@ export interface SftExample {
  */
 export function sftExamples(trajectories: readonly Trajectory[]): SftExample[] {
   return trajectories.flatMap((t, i) => {
-    if (t.fullInputIds.length !== t.lossMask.length) throw new InvalidArgumentError(`trajectories[${i}].lossMask`, `has ${t.lossMask.length} entries for ${t.fullInputIds.length} tokens`);
+    if (t.fullInputIds.length !== t.lossMask.length) throw new InvalidArgumentError({ argument: `trajectories[${i}].lossMask`, message: `has ${t.lossMask.length} entries for ${t.fullInputIds.length} tokens` });
     const positions: number[] = [];
     t.lossMask.forEach((m, p) => {
       if (m === 1 && p > 0) positions.push(p);
@@ -185,16 +185,16 @@ export async function runSft(
   settings: { epochs: number; batchSize: number },
   options: { random: Random; signal?: AbortSignal; onEpoch?: (epoch: number, loss: number) => void },
 ): Promise<SftSummary> {
-  if (!(Number.isInteger(settings.epochs) && settings.epochs > 0)) throw new InvalidArgumentError('epochs', `must be a positive integer, got ${String(settings.epochs)}`);
-  if (!(Number.isInteger(settings.batchSize) && settings.batchSize > 0)) throw new InvalidArgumentError('batchSize', `must be a positive integer, got ${String(settings.batchSize)}`);
-  if (examples.length === 0) throw new InvalidArgumentError('examples', 'needs at least one demonstration');
+  if (!(Number.isInteger(settings.epochs) && settings.epochs > 0)) throw new InvalidArgumentError({ argument: 'epochs', message: `must be a positive integer, got ${String(settings.epochs)}` });
+  if (!(Number.isInteger(settings.batchSize) && settings.batchSize > 0)) throw new InvalidArgumentError({ argument: 'batchSize', message: `must be a positive integer, got ${String(settings.batchSize)}` });
+  if (examples.length === 0) throw new InvalidArgumentError({ argument: 'examples', message: 'needs at least one demonstration' });
   const summary: SftSummary = { epochLoss: [], updates: 0, skipped: 0 };
   for (let epoch = 0; epoch < settings.epochs; epoch++) {
     const batches = lengthBucketedBatches(examples, settings.batchSize, options.random);
     let weighted = 0;
     let tokens = 0;
     for (const indices of batches) {
-      if (options.signal?.aborted) throw new AbortedError('runSft', { cause: options.signal.reason });
+      if (options.signal?.aborted) throw new AbortedError({ what: 'runSft', cause: options.signal.reason });
       const mini = indices.map((i) => examples[i]!);
       const batch = { inputIds: mini.map((e) => e.inputIds), positions: mini.map((e) => e.positions) };
       const result = await policy.update(batch, sftLossFunction(batch), options.signal ? { signal: options.signal } : {});

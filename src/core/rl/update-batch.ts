@@ -33,7 +33,7 @@ export function buildUpdateBatch(trajectories: readonly Trajectory[], options: {
     if (t.tokenSteps.length === 0) return;
     t.tokenSteps.forEach((step, k) => {
       if (t.fullInputIds[step.position] !== step.tokenId || t.lossMask[step.position] !== 1) {
-        throw new InvalidArgumentError(`trajectories[${i}].tokenSteps[${k}]`, `does not match fullInputIds/lossMask at position ${step.position}`);
+        throw new InvalidArgumentError({ argument: `trajectories[${i}].tokenSteps[${k}]`, message: `does not match fullInputIds/lossMask at position ${step.position}` });
       }
     });
     const last = t.tokenSteps[t.tokenSteps.length - 1]!.position;

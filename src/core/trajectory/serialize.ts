@@ -51,7 +51,7 @@ class Reader {
   constructor(private readonly row: number) {}
 
   fail(field: Path, message: string): never {
-    throw new DatasetValidationError(this.row, field, message);
+    throw new DatasetValidationError({ row: this.row, field, message });
   }
 
   object(value: unknown, field: Path): Record<string, unknown> {
@@ -114,7 +114,7 @@ export function trajectoryFromJSON(input: string | unknown, row = -1): Trajector
     try {
       parsed = JSON.parse(input, reviveSpecialNumbers);
     } catch (error) {
-      throw new DatasetValidationError(row, '(json)', `not valid JSON: ${(error as Error).message}`, { cause: error });
+      throw new DatasetValidationError({ row, field: '(json)', message: `not valid JSON: ${(error as Error).message}`, cause: error });
     }
   } else parsed = reviveTree(input);
   const o = reader.object(parsed, '(root)');

@@ -156,13 +156,13 @@ const ATTRIBUTES: AttributeKind[] = [
 
 function checkSettings(s: SlideCorpusSettings): void {
   const ints = ['decks', 'minSlides', 'maxSlides'] as const;
-  for (const key of ints) if (!(Number.isInteger(s[key]) && s[key] > 0)) throw new InvalidArgumentError(`corpus.${key}`, `must be a positive integer, got ${String(s[key])}`);
-  if (s.maxSlides < s.minSlides) throw new InvalidArgumentError('corpus.maxSlides', `must be >= minSlides (${s.minSlides})`);
+  for (const key of ints) if (!(Number.isInteger(s[key]) && s[key] > 0)) throw new InvalidArgumentError({ argument: `corpus.${key}`, message: `must be a positive integer, got ${String(s[key])}` });
+  if (s.maxSlides < s.minSlides) throw new InvalidArgumentError({ argument: 'corpus.maxSlides', message: `must be >= minSlides (${s.minSlides})` });
   for (const key of ['smallPrintRate', 'validationShare', 'testShare'] as const) {
-    if (!(s[key] >= 0 && s[key] <= 1)) throw new InvalidArgumentError(`corpus.${key}`, `must be in [0, 1], got ${String(s[key])}`);
+    if (!(s[key] >= 0 && s[key] <= 1)) throw new InvalidArgumentError({ argument: `corpus.${key}`, message: `must be in [0, 1], got ${String(s[key])}` });
   }
-  if (s.validationShare + s.testShare >= 1) throw new InvalidArgumentError('corpus.testShare', 'validationShare + testShare must leave questions for training');
-  if (!Number.isInteger(s.seed)) throw new InvalidArgumentError('corpus.seed', `must be an integer, got ${String(s.seed)}`);
+  if (s.validationShare + s.testShare >= 1) throw new InvalidArgumentError({ argument: 'corpus.testShare', message: 'validationShare + testShare must leave questions for training' });
+  if (!Number.isInteger(s.seed)) throw new InvalidArgumentError({ argument: 'corpus.seed', message: `must be an integer, got ${String(s.seed)}` });
 }
 
 /**

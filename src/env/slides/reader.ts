@@ -56,7 +56,7 @@ export function createSlideReader(corpus: SlideCorpus, options: { readableFontPx
     provider: 'slide-reader',
     legibleFacts,
     async doAnswer(question: string, evidence: readonly Evidence[], callOptions?: CallOptions): Promise<GeneratorAnswer> {
-      if (callOptions?.signal?.aborted) throw new AbortedError('slide reader', { cause: callOptions.signal.reason });
+      if (callOptions?.signal?.aborted) throw new AbortedError({ what: 'slide reader', cause: callOptions.signal.reason });
       const asked = questions.get(question.trim());
       if (asked) {
         const fact = legibleFacts(evidence).find((f) => f.id === asked.metadata.factId);

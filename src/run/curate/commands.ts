@@ -36,7 +36,7 @@ export async function runCurationCommand(command: string, runDir: string, values
   const thresholds = { bucketLow: numberOf(values, 'low', D.bucketLow), bucketHigh: numberOf(values, 'high', D.bucketHigh) };
   const bucketsOf = async () => {
     const run = await loadEpisodes(runDir, (values.phase as string | undefined) && command === 'buckets' ? (values.phase as string) : phase1);
-    if (run.episodes.length === 0) throw new InvalidArgumentError('--phase', `the run folder has no trajectories under '${phase1}'`);
+    if (run.episodes.length === 0) throw new InvalidArgumentError({ argument: '--phase', message: `the run folder has no trajectories under '${phase1}'` });
     return assignBuckets(promptStats(run.episodes), thresholds);
   };
   const readVerdicts = async (): Promise<Verdict[]> => JSON.parse(await readFile(join(out, 'verdicts.json'), 'utf8').catch(() => '{"verdicts":[]}')).verdicts as Verdict[];
@@ -64,7 +64,7 @@ export async function runCurationCommand(command: string, runDir: string, values
       if (which === 1) round = buildRound1(await bucketsOf(), promptStats((await loadEpisodes(runDir, phase2)).episodes), verdicts, { maxScore: numberOf(values, 'round1-max', D.round1MaxScore) });
       else {
         const previous = JSON.parse(await readFile(join(out, 'focused_round1.json'), 'utf8').catch(() => 'null')) as { promptUids: string[] } | null;
-        if (!previous) throw new InvalidArgumentError('--round', 'round 2 needs round 1 first (curate rounds --round 1)');
+        if (!previous) throw new InvalidArgumentError({ argument: '--round', message: 'round 2 needs round 1 first (curate rounds --round 1)' });
         round = buildRound2(previous.promptUids, promptStats((await loadEpisodes(runDir, phase2)).episodes), verdicts, { maxScore: numberOf(values, 'round2-max', D.round2MaxScore) });
       }
       await writeRound(out, round, setting);
@@ -86,7 +86,7 @@ export async function runCurationCommand(command: string, runDir: string, values
       return;
     }
     case 'import': {
-      if (!values.db) throw new InvalidArgumentError('--db', 'import needs --db FILE (an SQLite database)');
+      if (!values.db) throw new InvalidArgumentError({ argument: '--db', message: 'import needs --db FILE (an SQLite database)' });
       const { createSqliteStore, importJsonlRuns } = await import('../../adapters/store/sqlite/index');
       const store = createSqliteStore({ path: values.db as string });
       try {
@@ -103,7 +103,7 @@ export async function runCurationCommand(command: string, runDir: string, values
       return;
     }
     default:
-      throw new InvalidArgumentError('curate', `unknown command '${command}'; see searcher-rl curate --help`);
+      throw new InvalidArgumentError({ argument: 'curate', message: `unknown command '${command}'; see searcher-rl curate --help` });
   }
 }
 

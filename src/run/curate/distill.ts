@@ -17,7 +17,7 @@ export const numberOf = (values: CurationValues, name: string, fallback: number)
   const raw = values[name];
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n)) throw new InvalidArgumentError(`--${name}`, `must be a number, got '${String(raw)}'`);
+  if (!Number.isFinite(n)) throw new InvalidArgumentError({ argument: `--${name}`, message: `must be a number, got '${String(raw)}'` });
   return n;
 };
 
@@ -28,7 +28,7 @@ export const numberOf = (values: CurationValues, name: string, fallback: number)
  */
 export async function distillRun(runDir: string, phase: string, values: CurationValues, options: RunOptions): Promise<{ rows: SftRow[]; selected: ReturnType<typeof selectRareSuccesses>['selected']; run: Awaited<ReturnType<typeof loadEpisodes>>; counts: Record<string, unknown> }> {
   const run = await loadEpisodes(runDir, phase);
-  if (run.episodes.length === 0) throw new InvalidArgumentError('--phase', `the run folder has no trajectories under '${phase}'`);
+  if (run.episodes.length === 0) throw new InvalidArgumentError({ argument: '--phase', message: `the run folder has no trajectories under '${phase}'` });
   const stats = promptStats(run.episodes);
   const selection = selectRareSuccesses(run.episodes, stats, { topK: numberOf(values, 'top-k', D.distillTopK), maxSuccessRate: numberOf(values, 'max-success-rate', D.distillMaxSuccessRate), keepZeroSearch: values['keep-zero-search'] === true, keepZeroNdcg: values['keep-zero-ndcg'] === true });
   // The system message is the instructions the run's prompts began with (null: the protocol's own).

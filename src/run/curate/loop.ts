@@ -26,13 +26,13 @@ const resetOptimizer = (policy: PolicyBackend, settings: { learningRate: number;
  */
 export async function closedLoop(runDir: string, phase: string, values: CurationValues, options: RunOptions = {}): Promise<void> {
   const config = await readRunFolderConfig(runDir);
-  if (config.searcher.adapters.policy) throw new InvalidArgumentError('searcher.adapters.policy', `the closed loop trains the run's own tfjs policy; '${runDir}' runs a named one`);
+  if (config.searcher.adapters.policy) throw new InvalidArgumentError({ argument: 'searcher.adapters.policy', message: `the closed loop trains the run's own tfjs policy; '${runDir}' runs a named one` });
   const epochs = Number(values.epochs ?? 4);
   const steps = Number(values.steps ?? 5);
-  if (!(Number.isInteger(epochs) && epochs > 0) || !(Number.isInteger(steps) && steps >= 0)) throw new InvalidArgumentError('--epochs/--steps', 'must be positive integers');
+  if (!(Number.isInteger(epochs) && epochs > 0) || !(Number.isInteger(steps) && steps >= 0)) throw new InvalidArgumentError({ argument: '--epochs/--steps', message: 'must be positive integers' });
   const distilled = await distillRun(runDir, phase, values, options);
   options.onLog?.(`distilled ${distilled.rows.length} rollouts (${JSON.stringify(distilled.counts)})`);
-  if (distilled.selected.length === 0) throw new InvalidArgumentError('--phase', `'${phase}' has no rare successes to distill; lower the bar (--max-success-rate) or run longer`);
+  if (distilled.selected.length === 0) throw new InvalidArgumentError({ argument: '--phase', message: `'${phase}' has no rare successes to distill; lower the bar (--max-success-rate) or run longer` });
   const session = await openRun(config, { kind: 'latest', storeRuns: [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN) }, options, { runId: runDir, runDir });
   const { policy, store, policyFrom: from } = session;
   const sftSettings = { learningRate: config.sft?.learningRate ?? 3e-3, batchSize: config.sft?.batchSize ?? 8 };

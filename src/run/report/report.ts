@@ -66,7 +66,7 @@ export async function writeReport(runDir: string, options: { episodes?: number; 
   try {
     summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as typeof summary;
   } catch (error) {
-    throw new InvalidArgumentError('run', `'${runDir}' has no summary.json (is it a finished run folder?)`, { cause: error });
+    throw new InvalidArgumentError({ argument: 'run', message: `'${runDir}' has no summary.json (is it a finished run folder?)`, cause: error });
   }
   const config = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8')) as {
     phases: Array<{ name: string; steps: number; weights: string | RewardWeights }>;

@@ -60,10 +60,10 @@ export interface OnnxSessionOptions {
 export async function createOnnxSession(ort: OnnxRuntime, model: string | Uint8Array, options: OnnxSessionOptions = {}): Promise<Ort.InferenceSession> {
   const provider = options.executionProvider ?? 'cpu';
   if (!(ONNX_EXECUTION_PROVIDERS as readonly string[]).includes(provider)) {
-    throw new BackendUnavailableError(provider, ONNX_EXECUTION_PROVIDERS, `unknown execution provider; use one of ${ONNX_EXECUTION_PROVIDERS.join(', ')}`);
+    throw new BackendUnavailableError({ backend: provider, known: ONNX_EXECUTION_PROVIDERS, message: `unknown execution provider; use one of ${ONNX_EXECUTION_PROVIDERS.join(', ')}` });
   }
   const problem = providerProblem(ort, provider);
-  if (problem) throw new BackendUnavailableError(provider, ONNX_EXECUTION_PROVIDERS, `${problem}. To use it, ${CUDA_INSTALL}`);
+  if (problem) throw new BackendUnavailableError({ backend: provider, known: ONNX_EXECUTION_PROVIDERS, message: `${problem}. To use it, ${CUDA_INSTALL}` });
   const executionProviders: Ort.InferenceSession.ExecutionProviderConfig[] = provider === 'cuda' ? [{ name: 'cuda', deviceId: options.cudaDeviceId ?? 0 }] : ['cpu'];
   const sessionOptions: Ort.InferenceSession.SessionOptions = {
     executionProviders,
@@ -76,10 +76,10 @@ export async function createOnnxSession(ort: OnnxRuntime, model: string | Uint8A
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (provider === 'cuda' && /cuda|provider|shared library|libcu/i.test(message)) {
-      throw new BackendUnavailableError('cuda', ONNX_EXECUTION_PROVIDERS, `ONNX Runtime could not start its CUDA provider (${message.split('\n')[0]}). To use it, ${CUDA_INSTALL}`, { cause: error });
+      throw new BackendUnavailableError({ backend: 'cuda', known: ONNX_EXECUTION_PROVIDERS, message: `ONNX Runtime could not start its CUDA provider (${message.split('\n')[0]}). To use it, ${CUDA_INSTALL}`, cause: error });
     }
     // A graph built in memory that ONNX Runtime refuses is an error in this package, not in the caller's model.
     if (typeof model !== 'string') throw error;
-    throw new InvalidArgumentError('modelDir', `ONNX Runtime cannot load '${model}': ${message}`, { cause: error });
+    throw new InvalidArgumentError({ argument: 'modelDir', message: `ONNX Runtime cannot load '${model}': ${message}`, cause: error });
   }
 }

@@ -29,7 +29,7 @@ const asString = (v: unknown) => (typeof v === 'string' ? v : undefined);
 export function promptFromRlRow(row: Record<string, unknown>, index: number): PromptRecord {
   const prompt = Array.isArray(row.prompt) ? (row.prompt as Array<{ role?: string; content?: string }>) : [];
   const question = asString(row.question) ?? [...prompt].reverse().find((m) => m.role === 'user')?.content;
-  if (!question) throw new DatasetValidationError(index, 'question', 'no `question` column and no user message in `prompt`');
+  if (!question) throw new DatasetValidationError({ row: index, field: 'question', message: 'no `question` column and no user message in `prompt`' });
   const rewardModel = (row.reward_model ?? {}) as { ground_truth?: unknown };
   const truth = rewardModel.ground_truth;
   const targets = typeof truth === 'string' ? [truth] : Array.isArray((truth as { target?: unknown })?.target) ? ((truth as { target: unknown[] }).target.filter((t) => typeof t === 'string') as string[]) : Array.isArray(row.golden_answers) ? (row.golden_answers as string[]) : [];
@@ -74,7 +74,7 @@ export async function writeSftDataset(path: string, rows: readonly SftRow[]): Pr
 export async function readSftDataset(path: string): Promise<SftRow[]> {
   const { rows } = await readParquetFile(path);
   return rows.map((row, i) => {
-    if (!Array.isArray(row.messages)) throw new DatasetValidationError(i, 'messages', 'expected a list of {role, content}');
+    if (!Array.isArray(row.messages)) throw new DatasetValidationError({ row: i, field: 'messages', message: 'expected a list of {role, content}' });
     return { messages: row.messages as SftRow['messages'], uid: String(row.uid ?? `row_${i}`), format_version: String(row.format_version ?? '') };
   });
 }

@@ -26,7 +26,7 @@ export async function readParquetFile(path: string): Promise<ParquetTable> {
   try {
     bytes = await readFile(path);
   } catch (error) {
-    throw new DatasetValidationError(-1, '(file)', `cannot read the Parquet file '${path}': ${(error as Error).message}`, { cause: error });
+    throw new DatasetValidationError({ row: -1, field: '(file)', message: `cannot read the Parquet file '${path}': ${(error as Error).message}`, cause: error });
   }
   const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
   try {
@@ -34,7 +34,7 @@ export async function readParquetFile(path: string): Promise<ParquetTable> {
     const rows = (await parquetReadObjects({ file, metadata })) as Array<Record<string, unknown>>;
     return { schema: metadata.schema as unknown as ParquetSchemaElement[], rows };
   } catch (error) {
-    throw new DatasetValidationError(-1, '(file)', `'${path}' is not a readable Parquet file: ${(error as Error).message}`, { cause: error });
+    throw new DatasetValidationError({ row: -1, field: '(file)', message: `'${path}' is not a readable Parquet file: ${(error as Error).message}`, cause: error });
   }
 }
 

@@ -70,7 +70,7 @@ function isSettingPragma(query: string): boolean {
  * connection, opened read-only and with `query_only` on: it cannot write, whatever it is given.
  */
 export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
-  if (typeof settings?.path !== 'string' || settings.path.length === 0) throw new InvalidArgumentError('path', 'must be a database file path');
+  if (typeof settings?.path !== 'string' || settings.path.length === 0) throw new InvalidArgumentError({ argument: 'path', message: 'must be a database file path' });
   const path = settings.path === ':memory:' ? ':memory:' : resolve(settings.path);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   // ':memory:' is one database per store, which the read-only connection must share.
@@ -81,7 +81,7 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
   db.exec(SQLITE_STORE_SCHEMA);
   const reader = openSqlite(location, { readonly: true });
   reader.exec('PRAGMA query_only = ON');
-  const readOnlyOnly = (cause?: unknown) => new InvalidArgumentError('query', 'only read-only SQL (SELECT) is allowed', { cause });
+  const readOnlyOnly = (cause?: unknown) => new InvalidArgumentError({ argument: 'query', message: 'only read-only SQL (SELECT) is allowed', cause });
   const fail = (message: string, cause: unknown) => new ProviderCallError({ port: 'store', provider: 'sqlite', message, isRetryable: false, cause });
 
   const insertRecord = db.prepare('INSERT INTO records (kind, run_id, step, prompt_uid, sample_id, rollout_index, time, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
@@ -136,7 +136,7 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
         try {
           return { record, json: JSON.stringify(record.data, encodeSpecialNumbers) ?? 'null' };
         } catch (error) {
-          throw new InvalidArgumentError(`records[${i}].data`, `cannot be written as JSON: ${(error as Error).message}`, { cause: error });
+          throw new InvalidArgumentError({ argument: `records[${i}].data`, message: `cannot be written as JSON: ${(error as Error).message}`, cause: error });
         }
       });
       try {
@@ -198,7 +198,7 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
         statement = reader.prepare(query);
       } catch (error) {
         // More than one statement (a write hidden after a SELECT) or none.
-        if (error instanceof RangeError) throw new InvalidArgumentError('query', `must be one SQL statement: ${error.message}`, { cause: error });
+        if (error instanceof RangeError) throw new InvalidArgumentError({ argument: 'query', message: `must be one SQL statement: ${error.message}`, cause: error });
         throw error;
       }
       // A statement that returns no rows (ATTACH, DELETE, BEGIN) is refused before it runs;
