@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
-import { createTfjsPolicy } from './policy';
-import { TINY, useTinyPolicies } from './__fixtures__/tiny-policy';
+import { useTinyPolicies } from './__fixtures__/tiny-policy';
 
 const tiny = useTinyPolicies();
 

@@ -4,14 +4,14 @@ import { BackendUnavailableError, InvalidArgumentError } from '../../core/errors
 import { createRandom } from '../../core/random';
 import { runSft } from '../../core/rl/policy-update';
 import { createLossFunction } from '../../core/rl/update-batch';
-import type { LogProbBatch, LossFunction, RolloutSession, TurnOutput } from '../../ports/policy-backend';
+import type { LogProbBatch, LossFunction, RolloutSession, } from '../../ports/policy-backend';
 import { selectTfjsBackend } from './backends';
 import { tokenizerFromCheckpoint } from './checkpoint';
 import { createTfjsPolicy, type TfjsPolicy } from './policy';
 import type { TfjsPolicySettings } from './settings';
 import { createVocabularyTokenizer } from '../../core/protocol/tokenizer';
 import { incrementalLogProbError, rollTwoTurns } from '../../testing/policy-contract';
-import { TINY, useTinyPolicies } from './__fixtures__/tiny-policy';
+import { useTinyPolicies } from './__fixtures__/tiny-policy';
 
 const tiny = useTinyPolicies();
 

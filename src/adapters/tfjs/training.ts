@@ -141,8 +141,9 @@ export async function gradients(context: PolicyContext, engine: TrainingEngine, 
   const computed = await computeGradients(context, engine, batch, lossFn, updateOptions);
   const out: Record<string, Float32Array> = {};
   context.state.model.parameters.forEach((p, k) => {
-    out[p.name] = computed ? (computed.grads[k]!.dataSync() as Float32Array).slice() : new Float32Array(p.variable.size);
-    computed?.grads[k]!.dispose();
+    const grad = computed?.grads[k];
+    out[p.name] = grad ? (grad.dataSync() as Float32Array).slice() : new Float32Array(p.variable.size);
+    grad?.dispose();
   });
   return { value: computed?.value ?? 0, gradients: out };
 }
