@@ -4,7 +4,8 @@
 // the seed's deadlines (600 s per prompt, 90 s per reward call) are scaled the same way.
 // Prints one JSON line per figure.
 import { createSystemClock } from '../src/core/concurrency/clock';
-import { runStepPipeline, type PipelineLimits, type PipelineMode, type PipelineStages } from '../src/core/pipeline/step-pipeline';
+import { runStepPipeline } from '../src/core/pipeline/step-pipeline';
+import type { PipelineLimits, PipelineMode, PipelineStages } from '../src/core/pipeline/types';
 import type { RewardOutcome } from '../src/core/reward/combine';
 
 const MS_PER_SECOND = Number(process.env.BENCH_MS_PER_SECOND ?? 10);
@@ -26,7 +27,8 @@ interface Scenario {
 const SCENARIOS: Scenario[] = [
   {
     name: 'reward-ports-rate-limited',
-    description: 'B=32 x n_agent=16 (the size of focused round 3, docs/method.md#settings-table); rollouts 1-4 s per group, one group at a time; frozen generator median 3 s p99 15 s and judge median 2 s p99 30 s, each capped at 24 concurrent calls',
+    description:
+      'B=32 x n_agent=16 (the size of focused round 3, docs/method.md#settings-table); rollouts 1-4 s per group, one group at a time; frozen generator median 3 s p99 15 s and judge median 2 s p99 30 s, each capped at 24 concurrent calls',
     groups: 32,
     nAgent: 16,
     rollout: [1, 4],
@@ -36,7 +38,8 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: 'judge-slower-than-generation',
-    description: 'B=32 x n_agent=8; rollouts 1-4 s per group, 4 groups at a time; generator median 1 s p99 4 s (cap 8); judge median 2 s p99 30 s capped at 4: the judge is the bottleneck, with 2 buffered and 2 rewarding groups at most (backpressure)',
+    description:
+      'B=32 x n_agent=8; rollouts 1-4 s per group, 4 groups at a time; generator median 1 s p99 4 s (cap 8); judge median 2 s p99 30 s capped at 4: the judge is the bottleneck, with 2 buffered and 2 rewarding groups at most (backpressure)',
     groups: 32,
     nAgent: 8,
     rollout: [1, 4],
@@ -46,7 +49,8 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: 'judge-latency-uncapped',
-    description: 'B=16 x n_agent=8; rollouts 1-4 s per group, one at a time; generator median 1 s p99 4 s; judge median 2 s p99 30 s; no binding caps (latency-bound: streaming can gain at most 2x here)',
+    description:
+      'B=16 x n_agent=8; rollouts 1-4 s per group, one at a time; generator median 1 s p99 4 s; judge median 2 s p99 30 s; no binding caps (latency-bound: streaming can gain at most 2x here)',
     groups: 16,
     nAgent: 8,
     rollout: [1, 4],
@@ -89,8 +93,12 @@ function makeWorkload(scenario: Scenario, seed: number): Workload {
   const [lo, hi] = scenario.rollout;
   return {
     rollout: Array.from({ length: scenario.groups }, () => lo + (hi - lo) * random()),
-    generate: Array.from({ length: scenario.groups }, () => Array.from({ length: scenario.nAgent }, () => logNormal(random, scenario.generator))),
-    judge: Array.from({ length: scenario.groups }, () => Array.from({ length: scenario.nAgent }, () => logNormal(random, scenario.judge))),
+    generate: Array.from({ length: scenario.groups }, () =>
+      Array.from({ length: scenario.nAgent }, () => logNormal(random, scenario.generator)),
+    ),
+    judge: Array.from({ length: scenario.groups }, () =>
+      Array.from({ length: scenario.nAgent }, () => logNormal(random, scenario.judge)),
+    ),
   };
 }
 
@@ -107,7 +115,9 @@ function lowerBound(workload: Workload, limits: PipelineLimits): number {
     slots[k] = slots[k]! + duration;
     return slots[k]!;
   });
-  const chains = workload.generate.flatMap((row, g) => row.map((gen, i) => rolloutEnd[g]! + gen + workload.judge[g]![i]!));
+  const chains = workload.generate.flatMap((row, g) =>
+    row.map((gen, i) => rolloutEnd[g]! + gen + workload.judge[g]![i]!),
+  );
   const stageBound = (jobs: Array<{ release: number; work: number; tail: number }>, cap: number) => {
     const sorted = [...jobs].sort((a, b) => b.release - a.release);
     let best = 0;
@@ -121,19 +131,31 @@ function lowerBound(workload: Workload, limits: PipelineLimits): number {
     return best;
   };
   const generation = stageBound(
-    workload.generate.flatMap((row, g) => row.map((gen, i) => ({ release: rolloutEnd[g]!, work: gen, tail: workload.judge[g]![i]! }))),
+    workload.generate.flatMap((row, g) =>
+      row.map((gen, i) => ({ release: rolloutEnd[g]!, work: gen, tail: workload.judge[g]![i]! })),
+    ),
     limits.generate,
   );
   const judging = stageBound(
-    workload.judge.flatMap((row, g) => row.map((judge, i) => ({ release: rolloutEnd[g]! + workload.generate[g]![i]!, work: judge, tail: 0 }))),
+    workload.judge.flatMap((row, g) =>
+      row.map((judge, i) => ({ release: rolloutEnd[g]! + workload.generate[g]![i]!, work: judge, tail: 0 })),
+    ),
     limits.score,
   );
   return Math.max(Math.max(...chains), generation, judging);
 }
 
-const OK: RewardOutcome = { status: 'ok', value: 1, components: { formatPassed: true, judgeScore: 1, ndcg: 1 }, weights: { judge: 1, ndcg: 0, format: 0 } };
+const OK: RewardOutcome = {
+  status: 'ok',
+  value: 1,
+  components: { formatPassed: true, judgeScore: 1, ndcg: 1 },
+  weights: { judge: 1, ndcg: 0, format: 0 },
+};
 
-function stages(workload: Workload, clock = createSystemClock()): PipelineStages<number, { group: number; index: number }> {
+function stages(
+  workload: Workload,
+  clock = createSystemClock(),
+): PipelineStages<number, { group: number; index: number }> {
   return {
     groupSize: (g) => workload.generate[g]!.length,
     async rollout(g, { signal, emit }) {
@@ -191,12 +213,28 @@ for (const scenario of SCENARIOS) {
       staged: round(staged.ms, 1),
       speedup_over_synchronous: round(synchronous.ms / streaming.ms),
       speedup_over_staged: round(staged.ms / streaming.ms),
-      missing_rewards: { streaming: streaming.metrics.samplesMissing, synchronous: synchronous.metrics.samplesMissing, staged: staged.metrics.samplesMissing },
+      missing_rewards: {
+        streaming: streaming.metrics.samplesMissing,
+        synchronous: synchronous.metrics.samplesMissing,
+        staged: staged.metrics.samplesMissing,
+      },
     });
-    emit({ scenario: scenario.name, seed, figure: 'streaming_vs_critical_path', streaming: round(streaming.ms, 1), lower_bound: round(boundMs, 1), ratio: round(streaming.ms / boundMs) });
+    emit({
+      scenario: scenario.name,
+      seed,
+      figure: 'streaming_vs_critical_path',
+      streaming: round(streaming.ms, 1),
+      lower_bound: round(boundMs, 1),
+      ratio: round(streaming.ms / boundMs),
+    });
     const peaks = streaming.metrics.peak;
     const limits = scenario.limits;
-    const within = peaks.rollout <= limits.rollout && peaks.generate <= limits.generate && peaks.score <= limits.score && peaks.bufferedGroups <= limits.bufferedGroups && peaks.rewardGroups <= limits.rewardGroups;
+    const within =
+      peaks.rollout <= limits.rollout &&
+      peaks.generate <= limits.generate &&
+      peaks.score <= limits.score &&
+      peaks.bufferedGroups <= limits.bufferedGroups &&
+      peaks.rewardGroups <= limits.rewardGroups;
     boundsHeld &&= within;
     emit({
       scenario: scenario.name,

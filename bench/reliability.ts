@@ -13,10 +13,22 @@ import { badInput } from './reliability/bad-input';
 const only = new Set((process.env.RELIABILITY_ONLY ?? 'crash,faults,bad-input,secrets').split(','));
 const root = await mkdtemp(join(tmpdir(), 'searcher-rl-reliability-'));
 try {
-  if (only.has('faults')) console.log(JSON.stringify(await faultRun(join(root, 'faults'), Number(process.env.RELIABILITY_EPISODES ?? 1000), Number(process.env.RELIABILITY_FAULT_RATE ?? 0.1))));
+  if (only.has('faults'))
+    console.log(
+      JSON.stringify(
+        await faultRun(
+          join(root, 'faults'),
+          Number(process.env.RELIABILITY_EPISODES ?? 1000),
+          Number(process.env.RELIABILITY_FAULT_RATE ?? 0.1),
+        ),
+      ),
+    );
   if (only.has('bad-input')) console.log(JSON.stringify(await badInput(join(root, 'bad-input'))));
   if (only.has('secrets')) console.log(JSON.stringify(await secrets(join(root, 'secrets'))));
-  if (only.has('crash')) console.log(JSON.stringify(await crashResume(join(root, 'crash'), Number(process.env.RELIABILITY_KILLS ?? 20))));
+  if (only.has('crash'))
+    console.log(
+      JSON.stringify(await crashResume(join(root, 'crash'), Number(process.env.RELIABILITY_KILLS ?? 20))),
+    );
 } finally {
   await rm(root, { recursive: true, force: true });
 }

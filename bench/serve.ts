@@ -12,7 +12,8 @@ import { openSession, type TestSession } from '../test/support/ws-test-client';
 
 const SECONDS = Number(process.env.BENCH_SERVE_SECONDS ?? 10);
 const SESSIONS = Number(process.env.BENCH_SERVE_SESSIONS ?? 64);
-const figure = (name: string, value: unknown, extra: Record<string, unknown> = {}) => process.stdout.write(`${JSON.stringify({ bench: 'serve', figure: name, value, ...extra })}\n`);
+const figure = (name: string, value: unknown, extra: Record<string, unknown> = {}) =>
+  process.stdout.write(`${JSON.stringify({ bench: 'serve', figure: name, value, ...extra })}\n`);
 
 const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-bench-serve-'));
 const { served, close } = await buildServedEnvironment({ slides: { cacheDir: dir, seed: 3, decks: 24 } });
@@ -33,7 +34,11 @@ async function timed(session: TestSession, frame: unknown) {
   const reply = await session.request(frame);
   stepMs.push(performance.now() - t0);
   if (reply.type === 'error') throw new Error(String(reply.data.message));
-  return reply.data as { observation: { text: string; metadata: Record<string, unknown> }; reward: number | null; done: boolean };
+  return reply.data as {
+    observation: { text: string; metadata: Record<string, unknown> };
+    reward: number | null;
+    done: boolean;
+  };
 }
 
 async function worker(id: number) {
@@ -43,10 +48,21 @@ async function worker(id: number) {
     started++;
     try {
       await session.request({ type: 'reset', data: { seed: n, episode_id: `b${id}-${n}`, task: task.uid } });
-      const page = await timed(session, { type: 'step', data: { text: `<think>search</think>\n<search>${task.question}</search>` } });
+      const page = await timed(session, {
+        type: 'step',
+        data: { text: `<think>search</think>\n<search>${task.question}</search>` },
+      });
       let last = page;
-      if (!page.done) last = await timed(session, { type: 'step', data: { text: '<think>zoom</think>\n<bbox>[0, 0, 320, 180]</bbox>' } });
-      if (!last.done) last = await timed(session, { type: 'step', data: { text: '<think>done</think>\n<search_complete>true</search_complete>' } });
+      if (!page.done)
+        last = await timed(session, {
+          type: 'step',
+          data: { text: '<think>zoom</think>\n<bbox>[0, 0, 320, 180]</bbox>' },
+        });
+      if (!last.done)
+        last = await timed(session, {
+          type: 'step',
+          data: { text: '<think>done</think>\n<search_complete>true</search_complete>' },
+        });
       if (!last.done) throw new Error('episode not done after search_complete');
       finished++;
       if (last.observation.metadata.reward_status === 'ok') rewarded++;
@@ -70,11 +86,17 @@ await close();
 await rm(dir, { recursive: true, force: true });
 
 stepMs.sort((a, b) => a - b);
-const pct = (p: number) => Number(stepMs[Math.min(stepMs.length - 1, Math.floor((p / 100) * stepMs.length))]!.toFixed(2));
+const pct = (p: number) =>
+  Number(stepMs[Math.min(stepMs.length - 1, Math.floor((p / 100) * stepMs.length))]!.toFixed(2));
 figure('sessions', SESSIONS, { seconds: SECONDS });
-figure('episodes_per_s', Number((finished / elapsedS).toFixed(1)), { episodes: finished, elapsed_s: Number(elapsedS.toFixed(2)) });
+figure('episodes_per_s', Number((finished / elapsedS).toFixed(1)), {
+  episodes: finished,
+  elapsed_s: Number(elapsedS.toFixed(2)),
+});
 figure('step_latency_p50_ms', pct(50), { steps: stepMs.length });
 figure('step_latency_p99_ms', pct(99));
 figure('lost_episodes', started - finished, { started, finished, errors });
 figure('rewards_missing', missing, { rewarded });
-figure('beyond_cap', refusal.type === 'error' ? refusal.data.code : refusal.type, { max_sessions: refusal.data.max_sessions });
+figure('beyond_cap', refusal.type === 'error' ? refusal.data.code : refusal.type, {
+  max_sessions: refusal.data.max_sessions,
+});

@@ -27,7 +27,8 @@ const TRAIN_MIN_REPEATS = 9;
 const TORCH_THREADS = [...new Set([1, 2].map((n) => Math.min(n, cpus().length)))];
 const ONNX_THREADS = TORCH_THREADS;
 
-const print = (figure: string, value: number, extra: Record<string, unknown> = {}) => console.log(JSON.stringify({ bench: 'training', figure, value: Number(value.toPrecision(4)), ...extra }));
+const print = (figure: string, value: number, extra: Record<string, unknown> = {}) =>
+  console.log(JSON.stringify({ bench: 'training', figure, value: Number(value.toPrecision(4)), ...extra }));
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
@@ -52,18 +53,24 @@ async function warmUp(step: () => Promise<void>): Promise<number> {
   const started = performance.now();
   while (times.length < WARMUP_MAX_STEPS) {
     times.push(await secondsOf(step));
-    const settled = times.length >= 2 * WARMUP_WINDOW && median(times.slice(-WARMUP_WINDOW)) > 0.95 * median(times.slice(-2 * WARMUP_WINDOW, -WARMUP_WINDOW));
+    const settled =
+      times.length >= 2 * WARMUP_WINDOW &&
+      median(times.slice(-WARMUP_WINDOW)) > 0.95 * median(times.slice(-2 * WARMUP_WINDOW, -WARMUP_WINDOW));
     if (settled && performance.now() - started >= WARMUP_MIN_SECONDS * 1000) break;
   }
   return times.length;
 }
 
 /** Median seconds of `step` over at least `minRepeats` calls and `minSeconds`, after `warmUp`. */
-async function timed(step: () => Promise<void>, { minSeconds = MIN_SECONDS, minRepeats = MIN_REPEATS } = {}): Promise<{ seconds: number; repeats: number; warmupSteps: number }> {
+async function timed(
+  step: () => Promise<void>,
+  { minSeconds = MIN_SECONDS, minRepeats = MIN_REPEATS } = {},
+): Promise<{ seconds: number; repeats: number; warmupSteps: number }> {
   const warmupSteps = await warmUp(step);
   const times: number[] = [];
   const started = performance.now();
-  while (times.length < minRepeats || performance.now() - started < minSeconds * 1000) times.push(await secondsOf(step));
+  while (times.length < minRepeats || performance.now() - started < minSeconds * 1000)
+    times.push(await secondsOf(step));
   return { seconds: median(times), repeats: times.length, warmupSteps };
 }
 
@@ -91,10 +98,22 @@ async function measureTraining(policy: TfjsPolicy, batch: { inputIds: number[][]
  * A copy of `policy` (its checkpoint's weights) that runs `engine` through ONNX Runtime at
  * `intraOpThreads`, or `null` after printing `skippedFigure` when onnxruntime-node cannot be loaded.
  */
-async function onnxCopy(policy: TfjsPolicy, checkpoint: Awaited<ReturnType<TfjsPolicy['save']>>, engine: 'rollouts' | 'training', intraOpThreads: number, skippedFigure: string): Promise<TfjsPolicy | null> {
+async function onnxCopy(
+  policy: TfjsPolicy,
+  checkpoint: Awaited<ReturnType<TfjsPolicy['save']>>,
+  engine: 'rollouts' | 'training',
+  intraOpThreads: number,
+  skippedFigure: string,
+): Promise<TfjsPolicy | null> {
   let onnx: TfjsPolicy;
   try {
-    onnx = await createTfjsPolicy({ model: MODEL, seed: 0, backend: policy.backend.name, [engine]: 'onnx', onnx: { intraOpThreads } });
+    onnx = await createTfjsPolicy({
+      model: MODEL,
+      seed: 0,
+      backend: policy.backend.name,
+      [engine]: 'onnx',
+      onnx: { intraOpThreads },
+    });
   } catch (error) {
     print(skippedFigure, 0, { reason: error instanceof Error ? error.message : String(error) });
     return null;
@@ -105,14 +124,30 @@ async function onnxCopy(policy: TfjsPolicy, checkpoint: Awaited<ReturnType<TfjsP
 
 /** tfjs training, then the same weights trained through ONNX Runtime at each thread count (none without onnxruntime-node). */
 async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promise<TrainingFigure[]> {
-  const inputIds = Array.from({ length: TRAIN.batch }, () => Array.from({ length: TRAIN.length }, () => random.nextInt(256)));
-  const batch = { inputIds, positions: inputIds.map(() => Array.from({ length: TRAIN.length - TRAIN.scoredFrom }, (_, k) => TRAIN.scoredFrom + k)) };
+  const inputIds = Array.from({ length: TRAIN.batch }, () =>
+    Array.from({ length: TRAIN.length }, () => random.nextInt(256)),
+  );
+  const batch = {
+    inputIds,
+    positions: inputIds.map(() =>
+      Array.from({ length: TRAIN.length - TRAIN.scoredFrom }, (_, k) => TRAIN.scoredFrom + k),
+    ),
+  };
   const about = { model: MODEL, parameters: policy.parameterCount, ...TRAIN };
-  const note = 'sequence tokens through one forward + backward + AdamW step per second, median step after the warm-up';
+  const note =
+    'sequence tokens through one forward + backward + AdamW step per second, median step after the warm-up';
   const checkpoint = await policy.save();
   const tfjs = await measureTraining(policy, batch);
-  print('tfjs_train_tokens_per_second', tfjs.tokensPerSecond, { backend: policy.backend.name, ...about, repeats: tfjs.repeats, warmupSteps: tfjs.warmupSteps, note });
-  const figures: TrainingFigure[] = [{ figure: 'tfjs_train_tokens_per_second', tokensPerSecond: tfjs.tokensPerSecond }];
+  print('tfjs_train_tokens_per_second', tfjs.tokensPerSecond, {
+    backend: policy.backend.name,
+    ...about,
+    repeats: tfjs.repeats,
+    warmupSteps: tfjs.warmupSteps,
+    note,
+  });
+  const figures: TrainingFigure[] = [
+    { figure: 'tfjs_train_tokens_per_second', tokensPerSecond: tfjs.tokensPerSecond },
+  ];
   let best: TrainingFigure | null = null;
   for (const intraOpThreads of ONNX_THREADS) {
     // The weights tfjs started from, so that both engines train the same model.
@@ -120,8 +155,19 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
     if (!onnx) return figures;
     const measured = await measureTraining(onnx, batch);
     onnx.dispose();
-    print('onnx_train_tokens_per_second_at_setting', measured.tokensPerSecond, { intraOpThreads, ...about, repeats: measured.repeats, warmupSteps: measured.warmupSteps, note: `training: onnx (gradients in ONNX Runtime, AdamW on ${policy.backend.name}); ${note}` });
-    if (!best || measured.tokensPerSecond > best.tokensPerSecond) best = { figure: 'onnx_train_tokens_per_second', tokensPerSecond: measured.tokensPerSecond, setting: { intraOpThreads } };
+    print('onnx_train_tokens_per_second_at_setting', measured.tokensPerSecond, {
+      intraOpThreads,
+      ...about,
+      repeats: measured.repeats,
+      warmupSteps: measured.warmupSteps,
+      note: `training: onnx (gradients in ONNX Runtime, AdamW on ${policy.backend.name}); ${note}`,
+    });
+    if (!best || measured.tokensPerSecond > best.tokensPerSecond)
+      best = {
+        figure: 'onnx_train_tokens_per_second',
+        tokensPerSecond: measured.tokensPerSecond,
+        setting: { intraOpThreads },
+      };
   }
   if (best) {
     print(best.figure, best.tokensPerSecond, { ...best.setting, ...about, note: 'best setting' });
@@ -158,7 +204,10 @@ async function policyRollout(policy: TfjsPolicy, prompts: number[][]): Promise<v
 function tfjsRolloutEngine(policy: TfjsPolicy): RolloutEngine {
   return {
     figure: 'tfjs_rollout_tokens_per_second',
-    describe: { backend: policy.backend.name, note: 'sampled tokens per second (prompt prefill included), KV cache, all rollouts decoding together, median' },
+    describe: {
+      backend: policy.backend.name,
+      note: 'sampled tokens per second (prompt prefill included), KV cache, all rollouts decoding together, median',
+    },
     rollout: (prompts) => policyRollout(policy, prompts),
   };
 }
@@ -178,7 +227,9 @@ async function onnxRolloutEngines(policy: TfjsPolicy): Promise<RolloutEngine[]> 
     }
     engines.push({
       figure: 'onnx_rollout_tokens_per_second',
-      describe: { note: 'the tfjs rollouts through ONNX Runtime (rollouts: onnx), the same weights; the figure is the best intra-op thread count' },
+      describe: {
+        note: 'the tfjs rollouts through ONNX Runtime (rollouts: onnx), the same weights; the figure is the best intra-op thread count',
+      },
       setting: { intraOpThreads },
       rollout: (prompts) => policyRollout(onnx, prompts),
       dispose: () => onnx.dispose(),
@@ -193,24 +244,41 @@ interface RolloutFigure {
 }
 
 /** Each engine's figure (the best of its settings), by figure name, in the order of `engines`. */
-async function measureRollouts(engines: RolloutEngine[], random: Random): Promise<Map<string, RolloutFigure>> {
-  const prompts = Array.from({ length: ROLLOUT.rollouts }, () => Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)));
+async function measureRollouts(
+  engines: RolloutEngine[],
+  random: Random,
+): Promise<Map<string, RolloutFigure>> {
+  const prompts = Array.from({ length: ROLLOUT.rollouts }, () =>
+    Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)),
+  );
   const figures = new Map<string, RolloutFigure>();
   for (const engine of engines) {
     const { seconds, repeats } = await timed(() => engine.rollout(prompts));
     engine.dispose?.();
     const tokensPerSecond = (ROLLOUT.rollouts * ROLLOUT.generate) / seconds;
     const name = engine.setting ? `${engine.figure}_at_setting` : engine.figure;
-    print(name, tokensPerSecond, { ...engine.describe, ...engine.setting, model: MODEL, ...ROLLOUT, repeats });
+    print(name, tokensPerSecond, {
+      ...engine.describe,
+      ...engine.setting,
+      model: MODEL,
+      ...ROLLOUT,
+      repeats,
+    });
     const best = figures.get(engine.figure);
-    if (!best || tokensPerSecond > best.tokensPerSecond) figures.set(engine.figure, { tokensPerSecond, ...(engine.setting && { setting: engine.setting }) });
+    if (!best || tokensPerSecond > best.tokensPerSecond)
+      figures.set(engine.figure, { tokensPerSecond, ...(engine.setting && { setting: engine.setting }) });
   }
   for (const [figure, { tokensPerSecond, setting }] of figures) {
-    if (setting) print(figure, tokensPerSecond, { ...setting, model: MODEL, ...ROLLOUT, note: 'best setting' });
+    if (setting)
+      print(figure, tokensPerSecond, { ...setting, model: MODEL, ...ROLLOUT, note: 'best setting' });
   }
   const tfjs = figures.get('tfjs_rollout_tokens_per_second');
   for (const [figure, { tokensPerSecond, setting }] of figures) {
-    if (tfjs && figure !== 'tfjs_rollout_tokens_per_second') print('rollout_ratio_over_tfjs', tokensPerSecond / tfjs.tokensPerSecond, { engine: figure, ...setting });
+    if (tfjs && figure !== 'tfjs_rollout_tokens_per_second')
+      print('rollout_ratio_over_tfjs', tokensPerSecond / tfjs.tokensPerSecond, {
+        engine: figure,
+        ...setting,
+      });
   }
   return figures;
 }
@@ -225,7 +293,9 @@ interface TorchFigures {
 
 /** The first of BENCH_PYTHON, Debian's /usr/bin/python3 and the python3 on PATH that imports torch. */
 function findTorchPython(): string | null {
-  const candidates = [process.env.BENCH_PYTHON, '/usr/bin/python3', 'python3'].filter((p): p is string => Boolean(p));
+  const candidates = [process.env.BENCH_PYTHON, '/usr/bin/python3', 'python3'].filter((p): p is string =>
+    Boolean(p),
+  );
   for (const python of candidates) {
     try {
       execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore' });
@@ -241,19 +311,55 @@ function findTorchPython(): string | null {
 function measureTorch(vocabSize: number): TorchFigures[] | null {
   const python = findTorchPython();
   if (!python) {
-    print('torch_reference_skipped', 0, { reason: 'no python3 with torch (Debian: apt-get install python3-torch libopenblas0-pthread; or set BENCH_PYTHON)' });
+    print('torch_reference_skipped', 0, {
+      reason:
+        'no python3 with torch (Debian: apt-get install python3-torch libopenblas0-pthread; or set BENCH_PYTHON)',
+    });
     return null;
   }
   const script = fileURLToPath(new URL('./torch_reference.py', import.meta.url));
   const results: TorchFigures[] = [];
   for (const threads of TORCH_THREADS) {
-    const config = { vocab: vocabSize, context: MODEL.contextLength, layers: MODEL.layers, width: MODEL.width, heads: MODEL.heads, threads, trainBatch: TRAIN.batch, trainLength: TRAIN.length, scoredFrom: TRAIN.scoredFrom, minSeconds: MIN_SECONDS, minRepeats: MIN_REPEATS, ...ROLLOUT };
-    const threadEnv = Object.fromEntries(['OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'BLIS_NUM_THREADS'].map((name) => [name, String(threads)]));
-    const lines = execFileSync(python, [script, JSON.stringify(config)], { encoding: 'utf8', env: { ...process.env, ...threadEnv } }).trim().split('\n');
-    const figures = Object.fromEntries(lines.map((line) => JSON.parse(line) as Record<string, unknown> & { figure: string; value: number }).map((f) => [f.figure, f]));
+    const config = {
+      vocab: vocabSize,
+      context: MODEL.contextLength,
+      layers: MODEL.layers,
+      width: MODEL.width,
+      heads: MODEL.heads,
+      threads,
+      trainBatch: TRAIN.batch,
+      trainLength: TRAIN.length,
+      scoredFrom: TRAIN.scoredFrom,
+      minSeconds: MIN_SECONDS,
+      minRepeats: MIN_REPEATS,
+      ...ROLLOUT,
+    };
+    const threadEnv = Object.fromEntries(
+      ['OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'BLIS_NUM_THREADS'].map((name) => [
+        name,
+        String(threads),
+      ]),
+    );
+    const lines = execFileSync(python, [script, JSON.stringify(config)], {
+      encoding: 'utf8',
+      env: { ...process.env, ...threadEnv },
+    })
+      .trim()
+      .split('\n');
+    const figures = Object.fromEntries(
+      lines
+        .map((line) => JSON.parse(line) as Record<string, unknown> & { figure: string; value: number })
+        .map((f) => [f.figure, f]),
+    );
     const blas = figures.torch_blas!;
     if (figures.torch_refused) {
-      print('torch_reference_refused', 0, { threads, blas: blas.blas, library: blas.library, reason: figures.torch_refused.reason, python });
+      print('torch_reference_refused', 0, {
+        threads,
+        blas: blas.blas,
+        library: blas.library,
+        reason: figures.torch_refused.reason,
+        python,
+      });
       return null;
     }
     const train = figures.torch_train_tokens_per_second!;
@@ -268,7 +374,12 @@ function measureTorch(vocabSize: number): TorchFigures[] | null {
 
 // --- run ---------------------------------------------------------------------------------------
 
-print('conditions', cpus().length, { cores: cpus().length, loadAverage1m: Number(loadavg()[0]!.toFixed(2)), node: process.version, note: 'value: cores; figures from one run, compare ratios' });
+print('conditions', cpus().length, {
+  cores: cpus().length,
+  loadAverage1m: Number(loadavg()[0]!.toFixed(2)),
+  node: process.version,
+  note: 'value: cores; figures from one run, compare ratios',
+});
 const policy = await createTfjsPolicy({ model: MODEL, seed: 0, optimizer: { learningRate: 1e-4 } });
 const random = createRandom(1);
 const trainingFigures = await measureTrainingEngines(policy, random);
@@ -279,15 +390,35 @@ const torch = measureTorch(policy.tokenizer.vocabSize);
 if (torch && torch.length > 0) {
   const bestTrain = torch.reduce((a, b) => (b.train > a.train ? b : a));
   const bestRollout = torch.reduce((a, b) => (b.rollout > a.rollout ? b : a));
-  const torchAbout = { torchThreads: bestTrain.threads, torchTokensPerSecond: Number(bestTrain.train.toPrecision(4)) };
+  const torchAbout = {
+    torchThreads: bestTrain.threads,
+    torchTokensPerSecond: Number(bestTrain.train.toPrecision(4)),
+  };
   for (const { figure, tokensPerSecond, setting } of trainingFigures) {
-    const name = figure === 'tfjs_train_tokens_per_second' ? 'train_ratio_tfjs_over_best_torch' : 'train_ratio_onnx_over_best_torch';
-    print(name, tokensPerSecond / bestTrain.train, { ...setting, ...torchAbout, ...(!setting && { backend: policy.backend.name, note: 'tfjs-wasm runs one thread' }) });
+    const name =
+      figure === 'tfjs_train_tokens_per_second'
+        ? 'train_ratio_tfjs_over_best_torch'
+        : 'train_ratio_onnx_over_best_torch';
+    print(name, tokensPerSecond / bestTrain.train, {
+      ...setting,
+      ...torchAbout,
+      ...(!setting && { backend: policy.backend.name, note: 'tfjs-wasm runs one thread' }),
+    });
   }
   const bestEngine = trainingFigures.reduce((a, b) => (b.tokensPerSecond > a.tokensPerSecond ? b : a));
-  print('train_ratio_best_over_best_torch', bestEngine.tokensPerSecond / bestTrain.train, { engine: bestEngine.figure, ...bestEngine.setting, ...torchAbout, note: 'the fastest in-process training engine' });
+  print('train_ratio_best_over_best_torch', bestEngine.tokensPerSecond / bestTrain.train, {
+    engine: bestEngine.figure,
+    ...bestEngine.setting,
+    ...torchAbout,
+    note: 'the fastest in-process training engine',
+  });
   for (const [figure, { tokensPerSecond, setting }] of rolloutFigures) {
-    print('rollout_ratio_over_best_torch', tokensPerSecond / bestRollout.rollout, { engine: figure, ...setting, torchThreads: bestRollout.threads, torchTokensPerSecond: Number(bestRollout.rollout.toPrecision(4)) });
+    print('rollout_ratio_over_best_torch', tokensPerSecond / bestRollout.rollout, {
+      engine: figure,
+      ...setting,
+      torchThreads: bestRollout.threads,
+      torchTokensPerSecond: Number(bestRollout.rollout.toPrecision(4)),
+    });
   }
 }
 print('conditions_after', loadavg()[0]!, { loadAverage1m: Number(loadavg()[0]!.toFixed(2)) });

@@ -8,9 +8,16 @@
 import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from '../src/run/icd/flow';
 
 const started = Date.now();
-const result = await runIcdFlow({ ...DEFAULT_ICD_FLOW_OPTIONS, log: (line) => console.log(`[${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`) });
+const result = await runIcdFlow({
+  ...DEFAULT_ICD_FLOW_OPTIONS,
+  log: (line) => console.log(`[${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`),
+});
 const { figures, heldOutIds } = result.data;
 const { random, beam, warmUp, grpo } = result.heldOut;
-console.log(`oracle@64 on the training queries: ${figures.oracleBefore.toFixed(3)} before injection -> ${figures.oracleAfter.toFixed(3)} after`);
+console.log(
+  `oracle@64 on the training queries: ${figures.oracleBefore.toFixed(3)} before injection -> ${figures.oracleAfter.toFixed(3)} after`,
+);
 console.log(`held-out mean VQA accuracy (${heldOutIds.length} queries, each from its own pool):`);
-console.log(`  random ${random.toFixed(3)} | beam labels ${beam.toFixed(3)} | warm-up ${warmUp.toFixed(3)} | GRPO ${grpo.toFixed(3)}`);
+console.log(
+  `  random ${random.toFixed(3)} | beam labels ${beam.toFixed(3)} | warm-up ${warmUp.toFixed(3)} | GRPO ${grpo.toFixed(3)}`,
+);

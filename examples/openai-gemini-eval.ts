@@ -7,14 +7,29 @@ import { createScriptedPolicy } from 'searcher-rl/scripted-policy';
 import { createOpenAIGenerator } from 'searcher-rl/openai';
 
 const questions: PromptRecord[] = [
-  { uid: 'acme-revenue', question: 'What was the revenue of Acme in 2019?', reference: '4.5 billion dollars', goldenBasenames: ['acme_2.png'] },
-  { uid: 'globex-founded', question: 'In which year was Globex founded?', reference: '1989', goldenBasenames: ['globex_1.png'] },
+  {
+    uid: 'acme-revenue',
+    question: 'What was the revenue of Acme in 2019?',
+    reference: '4.5 billion dollars',
+    goldenBasenames: ['acme_2.png'],
+  },
+  {
+    uid: 'globex-founded',
+    question: 'In which year was Globex founded?',
+    reference: '1989',
+    goldenBasenames: ['globex_1.png'],
+  },
 ];
 
 const searcher = createSearcher(
   {
     // A scripted Searcher keeps this example about the providers; use a trained policy in practice.
-    policy: createScriptedPolicy({ script: (ctx) => (ctx.turn === 0 ? `<search>${/Question: (.*)/.exec(ctx.context)?.[1] ?? ''}</search>` : '<search_complete>true</search_complete>') }),
+    policy: createScriptedPolicy({
+      script: (ctx) =>
+        ctx.turn === 0
+          ? `<search>${/Question: (.*)/.exec(ctx.context)?.[1] ?? ''}</search>`
+          : '<search_complete>true</search_complete>',
+    }),
     searchEngine: createMockSearchEngine({
       pages: [
         { basename: 'acme_2.png', text: 'Acme revenue 2019: 4.5 billion dollars' },
@@ -24,11 +39,16 @@ const searcher = createSearcher(
     generator: createOpenAIGenerator({ model: 'gpt-5-mini', reasoningEffort: 'low', maxOutputTokens: 3072 }),
     judge: createGeminiJudge({ model: 'gemini-3-flash-preview' }),
   },
-  { rl: { nAgent: 1 }, calls: { generator: { maxConcurrent: 8, requestsPerMinute: 500 }, judge: { maxConcurrent: 8 } } },
+  {
+    rl: { nAgent: 1 },
+    calls: { generator: { maxConcurrent: 8, requestsPerMinute: 500 }, judge: { maxConcurrent: 8 } },
+  },
 );
 
 const batch = await searcher.collect(questions);
 for (const { trajectory: t } of batch.episodes) {
   const detail = t.rewardDetail;
-  console.log(`${t.promptUid}: answer ${JSON.stringify(t.finalAnswer)}, reward ${t.reward ?? 'missing'}${detail?.status === 'missing' ? ` (${detail.cause.message})` : ''}`);
+  console.log(
+    `${t.promptUid}: answer ${JSON.stringify(t.finalAnswer)}, reward ${t.reward ?? 'missing'}${detail?.status === 'missing' ? ` (${detail.cause.message})` : ''}`,
+  );
 }

@@ -7,12 +7,17 @@ import { createSearchR1Retriever } from 'searcher-rl/search-http';
 const searcher = createSearcher(
   {
     policy: createScriptedPolicy({
-      script: ['<think>Look it up.</think>\n<search>Evan Morris lobbyist</search>', '<think>The first document says Genentech.</think>\n<answer>Genentech</answer>'],
+      script: [
+        '<think>Look it up.</think>\n<search>Evan Morris lobbyist</search>',
+        '<think>The first document says Genentech.</think>\n<answer>Genentech</answer>',
+      ],
     }),
     searchEngine: createSearchR1Retriever({ url: process.env.SEARCH_R1_URL ?? 'http://127.0.0.1:8000' }),
   },
   { episode: { mode: 'answer', searchTopK: 3 }, reward: { scheme: 'search-r1' }, rl: { nAgent: 1 } },
 );
 
-const batch = await searcher.collect([{ uid: 'nq-0', question: 'Which company did Evan Morris lobby for?', reference: 'Genentech' }]);
+const batch = await searcher.collect([
+  { uid: 'nq-0', question: 'Which company did Evan Morris lobby for?', reference: 'Genentech' },
+]);
 for (const { trajectory: t } of batch.episodes) console.log(t.retrievedBasenames, t.finalAnswer, t.reward);

@@ -5,8 +5,14 @@ import type { Judge, Searcher } from 'searcher-rl';
 const container = createSearcherContainer({
   rl: { nAgent: 2 },
   adapters: {
-    searchEngine: { type: 'mock', pages: [{ basename: 'acme_2.png', text: 'Acme revenue 2019: 4.5 billion dollars' }] },
-    policy: { type: 'scripted', script: ['<search>Acme revenue</search>', '<search_complete>true</search_complete>'] },
+    searchEngine: {
+      type: 'mock',
+      pages: [{ basename: 'acme_2.png', text: 'Acme revenue 2019: 4.5 billion dollars' }],
+    },
+    policy: {
+      type: 'scripted',
+      script: ['<search>Acme revenue</search>', '<search_complete>true</search_complete>'],
+    },
     // A verbose answer: the default rule judge accepts it (it contains the reference), an exact judge does not.
     generator: { type: 'mock', answer: 'Acme made 4.5 billion dollars in 2019' },
   },
@@ -21,5 +27,12 @@ const exactJudge: Judge = {
 container.rebind<Judge>(TOKENS.Judge).toConstantValue(exactJudge);
 
 const searcher = await container.getAsync<Searcher>(TOKENS.Searcher);
-const batch = await searcher.collect([{ uid: 'q1', question: 'Acme revenue in 2019?', reference: '4.5 billion dollars', goldenBasenames: ['acme_2.png'] }]);
+const batch = await searcher.collect([
+  {
+    uid: 'q1',
+    question: 'Acme revenue in 2019?',
+    reference: '4.5 billion dollars',
+    goldenBasenames: ['acme_2.png'],
+  },
+]);
 console.log(batch.episodes.map((e) => e.trajectory.reward));

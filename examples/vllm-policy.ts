@@ -12,10 +12,23 @@ const policy = createOpenAICompatiblePolicy({
   tokenizer: createProtocolTokenizer(),
   reliability: { timeoutMs: 120_000, maxRetries: 2, maxConcurrent: 64 },
 });
-const searchEngine = createMockSearchEngine({ pages: [{ basename: 'acme_2.png', text: 'Acme revenue 2019: 4.5 billion dollars' }] });
+const searchEngine = createMockSearchEngine({
+  pages: [{ basename: 'acme_2.png', text: 'Acme revenue 2019: 4.5 billion dollars' }],
+});
 const episodes = await runEpisodes(
-  Array.from({ length: 4 }, (_, rolloutIndex) => ({ prompt: { uid: 'q', question: 'Acme revenue 2019?' }, groupId: 'g', rolloutIndex })),
+  Array.from({ length: 4 }, (_, rolloutIndex) => ({
+    prompt: { uid: 'q', question: 'Acme revenue 2019?' },
+    groupId: 'g',
+    rolloutIndex,
+  })),
   { policy, searchEngine },
   { config: { temperature: 1, maxTurns: 4 } },
 );
-for (const { trajectory: t } of episodes) console.log(t.sampleId, t.terminated, t.tokenSteps.length, 'policy tokens, mean log-prob', (t.tokenSteps.reduce((s, x) => s + x.logProb, 0) / Math.max(1, t.tokenSteps.length)).toFixed(3));
+for (const { trajectory: t } of episodes)
+  console.log(
+    t.sampleId,
+    t.terminated,
+    t.tokenSteps.length,
+    'policy tokens, mean log-prob',
+    (t.tokenSteps.reduce((s, x) => s + x.logProb, 0) / Math.max(1, t.tokenSteps.length)).toFixed(3),
+  );

@@ -12,7 +12,12 @@ import { tfjsPolicySettingsSchema } from './adapters/tfjs/settings';
 import { DEFAULT_CALL_POLICIES, PORT_NAMES } from './core/calls/call-policy';
 import { DEFAULT_EPISODE_CONFIG } from './core/episode/config';
 import { ConfigValidationError, type PortName } from './core/errors';
-import { DEFAULT_PIPELINE_DEADLINES, DEFAULT_PIPELINE_LIMITS, DEFAULT_PIPELINE_MODE, PIPELINE_MODES } from './core/pipeline/step-pipeline';
+import {
+  DEFAULT_PIPELINE_DEADLINES,
+  DEFAULT_PIPELINE_LIMITS,
+  DEFAULT_PIPELINE_MODE,
+  PIPELINE_MODES,
+} from './core/pipeline/types';
 import { REWARD_PRESETS } from './core/reward/combine';
 import { DEFAULT_REWARD_CONFIG } from './core/reward/score';
 import { LOSS_AGGREGATIONS } from './core/rl/aggregation';
@@ -27,18 +32,49 @@ const E = DEFAULT_EPISODE_CONFIG;
 
 export const episodeConfigSchema = z
   .object({
-    mode: z.enum(['searcher', 'answer']).default(E.mode).describe('`searcher`: search/bbox/search_complete, then the frozen Generator answers. `answer`: Search-R1, the policy answers.'),
+    mode: z
+      .enum(['searcher', 'answer'])
+      .default(E.mode)
+      .describe(
+        '`searcher`: search/bbox/search_complete, then the frozen Generator answers. `answer`: Search-R1, the policy answers.',
+      ),
     maxTurns: positiveInt().default(E.maxTurns).describe('Policy turns per episode; invalid actions count.'),
-    searchTopK: positiveInt().default(E.searchTopK).describe('Hits requested per search; the first one not yet retrieved in the episode is shown.'),
-    maxTurnTokens: positiveInt().default(E.maxTurnTokens).describe('Tokens the policy may generate in one turn.'),
-    maxContextTokens: positiveInt().nullable().default(E.maxContextTokens).describe('Prompt + turns + observations; beyond it the episode ends with `context` (`null`: the policy\'s own context length).'),
-    maxEvidence: positiveInt().default(E.maxEvidence).describe('Evidence items passed to the Generator (retrieved pages first, then crops).'),
+    searchTopK: positiveInt()
+      .default(E.searchTopK)
+      .describe('Hits requested per search; the first one not yet retrieved in the episode is shown.'),
+    maxTurnTokens: positiveInt()
+      .default(E.maxTurnTokens)
+      .describe('Tokens the policy may generate in one turn.'),
+    maxContextTokens: positiveInt()
+      .nullable()
+      .default(E.maxContextTokens)
+      .describe(
+        "Prompt + turns + observations; beyond it the episode ends with `context` (`null`: the policy's own context length).",
+      ),
+    maxEvidence: positiveInt()
+      .default(E.maxEvidence)
+      .describe('Evidence items passed to the Generator (retrieved pages first, then crops).'),
     temperature: z.number().min(0).default(E.temperature),
     topP: z.number().gt(0).max(1).default(E.topP),
-    policyImageMaxSide: positiveInt().nullable().default(E.policyImageMaxSide).describe('Images are shown to the policy with their longer side at most this (bbox coordinates use the shown size).'),
-    cropMinOutputSide: positiveInt().default(E.cropMinOutputSide).describe('Crops are enlarged to at least this longer side.'),
-    observationMaxChars: positiveInt().default(E.observationMaxChars).describe('Characters of page text shown to a text policy per page.'),
-    instructions: z.string().nullable().default(E.instructions).describe('The text before the question in the prompt (`null`: the protocol instructions of the mode).'),
+    policyImageMaxSide: positiveInt()
+      .nullable()
+      .default(E.policyImageMaxSide)
+      .describe(
+        'Images are shown to the policy with their longer side at most this (bbox coordinates use the shown size).',
+      ),
+    cropMinOutputSide: positiveInt()
+      .default(E.cropMinOutputSide)
+      .describe('Crops are enlarged to at least this longer side.'),
+    observationMaxChars: positiveInt()
+      .default(E.observationMaxChars)
+      .describe('Characters of page text shown to a text policy per page.'),
+    instructions: z
+      .string()
+      .nullable()
+      .default(E.instructions)
+      .describe(
+        'The text before the question in the prompt (`null`: the protocol instructions of the mode).',
+      ),
   })
   .strict();
 
@@ -48,7 +84,10 @@ const R = DEFAULT_REWARD_CONFIG;
 export const rewardConfigSchema = z
   .object({
     scheme: z.enum(['searcher', 'search-r1']).default(R.scheme),
-    weights: z.union([weightsSchema, z.enum(Object.keys(REWARD_PRESETS) as [keyof typeof REWARD_PRESETS])]).default(R.weights).describe('Explicit weights, or a preset name: default, phase1, focused, unified.'),
+    weights: z
+      .union([weightsSchema, z.enum(Object.keys(REWARD_PRESETS) as [keyof typeof REWARD_PRESETS])])
+      .default(R.weights)
+      .describe('Explicit weights, or a preset name: default, phase1, focused, unified.'),
     ndcgK: positiveInt().nullable().default(R.ndcgK).describe('NDCG cutoff (`null`: everything retrieved).'),
     ndcgIdeal: z.enum(['cutoff', 'all-golden']).default(R.ndcgIdeal),
   })
@@ -73,7 +112,14 @@ export const rlConfigSchema = z
         kind: z.enum(['ppo_clip', 'gspo']).default(RL.loss.kind),
         clipLow: z.number().min(0).default(RL.loss.clipLow),
         clipHigh: z.number().min(0).default(RL.loss.clipHigh),
-        aggregation: z.enum(LOSS_AGGREGATIONS as [(typeof LOSS_AGGREGATIONS)[number], ...(typeof LOSS_AGGREGATIONS)[number][]]).default(RL.loss.aggregation),
+        aggregation: z
+          .enum(
+            LOSS_AGGREGATIONS as [
+              (typeof LOSS_AGGREGATIONS)[number],
+              ...(typeof LOSS_AGGREGATIONS)[number][],
+            ],
+          )
+          .default(RL.loss.aggregation),
         klCoef: z.number().min(0).default(RL.loss.klCoef),
         klEstimator: z.enum(KL_ESTIMATORS as [KlEstimator, ...KlEstimator[]]).default(RL.loss.klEstimator),
         /** `rollout` (the default: the rollout policy's log-probs) or `initial` (a frozen copy of the initial policy, as verl; needs ports.referencePolicy). */
@@ -86,10 +132,20 @@ export const rlConfigSchema = z
       })
       .strict()
       .prefault({}),
-    ppoEpochs: positiveInt().default(RL.ppoEpochs).describe('Passes over each step\'s batch (verl ppo_epochs).'),
-    miniBatchSize: positiveInt().nullable().default(RL.miniBatchSize).describe('Sequences per optimizer step (`null`: the whole batch in one step).'),
+    ppoEpochs: positiveInt()
+      .default(RL.ppoEpochs)
+      .describe("Passes over each step's batch (verl ppo_epochs)."),
+    miniBatchSize: positiveInt()
+      .nullable()
+      .default(RL.miniBatchSize)
+      .describe('Sequences per optimizer step (`null`: the whole batch in one step).'),
     entropyCoef: z.number().min(0).default(RL.entropyCoef),
-    stateMasking: z.boolean().default(RL.stateMasking).describe('Train only the policy\'s own tokens (`false`: the observation tokens between them too, an ablation).'),
+    stateMasking: z
+      .boolean()
+      .default(RL.stateMasking)
+      .describe(
+        "Train only the policy's own tokens (`false`: the observation tokens between them too, an ablation).",
+      ),
   })
   .strict();
 
@@ -97,9 +153,25 @@ const callPolicy = (port: PortName) => {
   const d = DEFAULT_CALL_POLICIES[port];
   return z
     .object({
-      maxConcurrent: positiveInt().nullable().default(d.maxConcurrent).describe('Calls in flight at once (`null`: no cap).'),
-      timeoutMs: z.number().positive().nullable().default(d.timeoutMs).describe('Per attempt (`null`: none).'),
-      maxRetries: z.number().int().min(0).max(10).default(d.maxRetries).describe('Retries of 408/409/429/5xx, connection errors and timeouts, honouring Retry-After up to 60 s.'),
+      maxConcurrent: positiveInt()
+        .nullable()
+        .default(d.maxConcurrent)
+        .describe('Calls in flight at once (`null`: no cap).'),
+      timeoutMs: z
+        .number()
+        .positive()
+        .nullable()
+        .default(d.timeoutMs)
+        .describe('Per attempt (`null`: none).'),
+      maxRetries: z
+        .number()
+        .int()
+        .min(0)
+        .max(10)
+        .default(d.maxRetries)
+        .describe(
+          'Retries of 408/409/429/5xx, connection errors and timeouts, honouring Retry-After up to 60 s.',
+        ),
       requestsPerMinute: z.number().min(1).nullable().default(d.requestsPerMinute),
       tokensPerMinute: z.number().positive().nullable().default(d.tokensPerMinute),
     })
@@ -108,12 +180,24 @@ const callPolicy = (port: PortName) => {
 };
 
 /** How each port is called: timeouts, retries, caps and rate limits (docs/method.md#provider-calls). */
-export const callsConfigSchema = z.object(Object.fromEntries(PORT_NAMES.map((port) => [port, callPolicy(port)])) as Record<PortName, ReturnType<typeof callPolicy>>).strict();
+export const callsConfigSchema = z
+  .object(
+    Object.fromEntries(PORT_NAMES.map((port) => [port, callPolicy(port)])) as Record<
+      PortName,
+      ReturnType<typeof callPolicy>
+    >,
+  )
+  .strict();
 
 /** Streaming rewards (docs/method.md#streaming-rewards): stage caps, the bounded buffer and the deadlines. */
 export const pipelineConfigSchema = z
   .object({
-    mode: z.enum(PIPELINE_MODES as ['streaming', 'synchronous', 'staged']).default(DEFAULT_PIPELINE_MODE).describe('`streaming`, `synchronous` (all rollouts, then all rewards) or `staged` (rollouts, then generation, then judging).'),
+    mode: z
+      .enum(PIPELINE_MODES as ['streaming', 'synchronous', 'staged'])
+      .default(DEFAULT_PIPELINE_MODE)
+      .describe(
+        '`streaming`, `synchronous` (all rollouts, then all rewards) or `staged` (rollouts, then generation, then judging).',
+      ),
     limits: z
       .object({
         rollout: positiveInt().default(DEFAULT_PIPELINE_LIMITS.rollout),
@@ -135,7 +219,10 @@ export const pipelineConfigSchema = z
   })
   .strict();
 
-const adapter = <T extends string, Shape extends z.ZodRawShape>(type: T, settings: z.ZodObject<Shape, z.core.$strict>) => settings.extend({ type: z.literal(type) });
+const adapter = <T extends string, Shape extends z.ZodRawShape>(
+  type: T,
+  settings: z.ZodObject<Shape, z.core.$strict>,
+) => settings.extend({ type: z.literal(type) });
 
 /**
  * The adapters the composition root builds from configuration alone (`src/container.ts`), each
@@ -146,7 +233,16 @@ export const adaptersConfigSchema = z
     searchEngine: z
       .discriminatedUnion('type', [
         adapter('mock', mockSearchEngineConfigSchema),
-        adapter('sqlite-fts', sqliteSearchSettingsSchema.extend({ pagesDir: z.string().min(1).optional().describe('a folder of page images with a .txt beside each, indexed into dbPath first') })),
+        adapter(
+          'sqlite-fts',
+          sqliteSearchSettingsSchema.extend({
+            pagesDir: z
+              .string()
+              .min(1)
+              .optional()
+              .describe('a folder of page images with a .txt beside each, indexed into dbPath first'),
+          }),
+        ),
         adapter('search-r1', searchR1Schema),
         adapter('vrag', vragSchema),
         adapter('brave', braveSchema),
@@ -158,13 +254,23 @@ export const adaptersConfigSchema = z
         adapter(
           'tfjs',
           tfjsPolicySettingsSchema.extend({
-            tokenizer: z.discriminatedUnion('kind', [z.object({ kind: z.literal('protocol') }).strict(), z.object({ kind: z.literal('vocabulary'), words: z.array(z.string()).min(1) }).strict()]).prefault({ kind: 'protocol' }).describe('The byte-level protocol tokenizer, or words of a corpus as single tokens (bytes for the rest).'),
+            tokenizer: z
+              .discriminatedUnion('kind', [
+                z.object({ kind: z.literal('protocol') }).strict(),
+                z.object({ kind: z.literal('vocabulary'), words: z.array(z.string()).min(1) }).strict(),
+              ])
+              .prefault({ kind: 'protocol' })
+              .describe(
+                'The byte-level protocol tokenizer, or words of a corpus as single tokens (bytes for the rest).',
+              ),
           }),
         ),
         adapter('onnx', onnxPolicySettingsSchema),
       ])
       .optional()
-      .describe("`scripted`, `tfjs` (trainable), or `onnx` (a pretrained Optimum export run by ONNX Runtime: evaluation and rollout collection only, a training run refuses it)."),
+      .describe(
+        '`scripted`, `tfjs` (trainable), or `onnx` (a pretrained Optimum export run by ONNX Runtime: evaluation and rollout collection only, a training run refuses it).',
+      ),
     generator: z
       .discriminatedUnion('type', [
         adapter('mock', mockGeneratorConfigSchema),
@@ -173,10 +279,35 @@ export const adaptersConfigSchema = z
         z.object({ type: z.literal('slide-reader'), corpusPath: z.string().min(1) }).strict(),
       ])
       .prefault({ type: 'mock' }),
-    judge: z.discriminatedUnion('type', [adapter('rule', ruleJudgeSettingsSchema), adapter('openai', openaiSettingsSchema), adapter('gemini', geminiSettingsSchema)]).prefault({ type: 'rule' }),
-    imageOps: z.discriminatedUnion('type', [z.object({ type: z.literal('raw-rgba') }).strict(), adapter('sharp', sharpImageOpsSettingsSchema)]).prefault({ type: 'raw-rgba' }),
+    judge: z
+      .discriminatedUnion('type', [
+        adapter('rule', ruleJudgeSettingsSchema),
+        adapter('openai', openaiSettingsSchema),
+        adapter('gemini', geminiSettingsSchema),
+      ])
+      .prefault({ type: 'rule' }),
+    imageOps: z
+      .discriminatedUnion('type', [
+        z.object({ type: z.literal('raw-rgba') }).strict(),
+        adapter('sharp', sharpImageOpsSettingsSchema),
+      ])
+      .prefault({ type: 'raw-rgba' }),
     store: z
-      .discriminatedUnion('type', [z.object({ type: z.literal('memory') }).strict(), z.object({ type: z.literal('jsonl'), dir: z.string().min(1) }).strict(), z.object({ type: z.literal('sqlite'), path: z.string().min(1).describe('The SQLite database file (runs, steps, episodes, turns, tool calls, rewards, verdicts).') }).strict()])
+      .discriminatedUnion('type', [
+        z.object({ type: z.literal('memory') }).strict(),
+        z.object({ type: z.literal('jsonl'), dir: z.string().min(1) }).strict(),
+        z
+          .object({
+            type: z.literal('sqlite'),
+            path: z
+              .string()
+              .min(1)
+              .describe(
+                'The SQLite database file (runs, steps, episodes, turns, tool calls, rewards, verdicts).',
+              ),
+          })
+          .strict(),
+      ])
       .prefault({ type: 'memory' }),
   })
   .strict();
@@ -191,16 +322,27 @@ export const searcherSectionsShape = {
 };
 
 /** The checks across the Searcher's sections (of `searcherConfigSchema` and the run's `searcher`). */
-export function refineSearcherSections(config: Pick<SearcherConfig, 'episode' | 'reward' | 'rl'>, ctx: z.RefinementCtx): void {
+export function refineSearcherSections(
+  config: Pick<SearcherConfig, 'episode' | 'reward' | 'rl'>,
+  ctx: z.RefinementCtx,
+): void {
   // The Search-R1 reward scores the policy's own <answer> (docs/method.md#search-r1-mode); in
   // searcher mode it would score the Generator's appended answer instead.
   if (config.reward.scheme === 'search-r1' && config.episode.mode !== 'answer') {
-    ctx.addIssue({ code: 'custom', path: ['reward', 'scheme'], message: `'search-r1' scores the policy's own answer: set episode.mode to 'answer' (it is '${config.episode.mode}')` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['reward', 'scheme'],
+      message: `'search-r1' scores the policy's own answer: set episode.mode to 'answer' (it is '${config.episode.mode}')`,
+    });
   }
   const loss = config.rl.loss;
   for (const field of ['dualClip', 'logRatioClamp'] as const) {
     if (loss.kind === 'gspo' && loss[field] !== undefined && loss[field] !== null && loss[field] !== false) {
-      ctx.addIssue({ code: 'custom', path: ['rl', 'loss', field], message: "applies to kind 'ppo_clip' only (GSPO clamps its sequence log-ratio itself)" });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rl', 'loss', field],
+        message: "applies to kind 'ppo_clip' only (GSPO clamps its sequence log-ratio itself)",
+      });
     }
   }
 }
@@ -215,8 +357,13 @@ export const searcherConfigSchema = z
  * slide environment's SQLite FTS5, sharp, slide reader and rule judge): a configured port is never
  * dropped for the environment's.
  */
-export function withEnvironmentAdapters(environment: AdaptersConfigInput, configured: Partial<Record<keyof AdaptersConfigInput, unknown>> | undefined): AdaptersConfigInput {
-  const set = Object.fromEntries(Object.entries(configured ?? {}).filter(([, value]) => value !== undefined)) as AdaptersConfigInput;
+export function withEnvironmentAdapters(
+  environment: AdaptersConfigInput,
+  configured: Partial<Record<keyof AdaptersConfigInput, unknown>> | undefined,
+): AdaptersConfigInput {
+  const set = Object.fromEntries(
+    Object.entries(configured ?? {}).filter(([, value]) => value !== undefined),
+  ) as AdaptersConfigInput;
   return { ...environment, ...set };
 }
 

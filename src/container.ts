@@ -1,8 +1,18 @@
 import { Container, ContainerModule } from 'inversify';
-import { createMemoryStore, createMockGenerator, createMockSearchEngine, createRawImageOps } from './adapters/mock/index';
+import {
+  createMemoryStore,
+  createMockGenerator,
+  createMockSearchEngine,
+  createRawImageOps,
+} from './adapters/mock/index';
 import { createRuleJudge } from './adapters/rule-judge/index';
 import { createScriptedPolicy } from './adapters/scripted-policy/index';
-import { parseSearcherConfig, type AdaptersConfig, type SearcherConfig, type SearcherConfigInput } from './config';
+import {
+  parseSearcherConfig,
+  type AdaptersConfig,
+  type SearcherConfig,
+  type SearcherConfigInput,
+} from './config';
 import { ConfigValidationError } from './core/errors';
 import type { Generator } from './ports/generator';
 import type { ImageOps } from './ports/image-ops';
@@ -37,11 +47,13 @@ function buildSearchEngine(config: AdaptersConfig['searchEngine']): SearchEngine
       return createMockSearchEngine(settings);
     }
     case 'sqlite-fts':
-      return import('./adapters/sqlite-fts/index').then(async ({ createSqliteSearchEngine, indexPageFolder }) => {
-        const { type: _type, pagesDir, ...settings } = config;
-        if (pagesDir !== undefined) await indexPageFolder(settings.dbPath, pagesDir);
-        return createSqliteSearchEngine(settings);
-      });
+      return import('./adapters/sqlite-fts/index').then(
+        async ({ createSqliteSearchEngine, indexPageFolder }) => {
+          const { type: _type, pagesDir, ...settings } = config;
+          if (pagesDir !== undefined) await indexPageFolder(settings.dbPath, pagesDir);
+          return createSqliteSearchEngine(settings);
+        },
+      );
     case 'search-r1': {
       const { type: _type, ...settings } = config;
       return import('./adapters/search-http/index').then((m) => m.createSearchR1Retriever(settings));
@@ -72,15 +84,24 @@ function buildGenerator(config: AdaptersConfig['generator']): Generator | Promis
       return import('./adapters/gemini/index').then((m) => m.createGeminiGenerator(settings));
     }
     case 'slide-reader':
-      return Promise.all([import('node:fs/promises'), import('./env/slides/reader')]).then(async ([fs, reader]) => {
-        let corpus: unknown;
-        try {
-          corpus = JSON.parse(await fs.readFile(config.corpusPath, 'utf8'));
-        } catch (error) {
-          throw new ConfigValidationError({ issues: [{ field: 'adapters.generator.corpusPath', message: `cannot read the slide corpus at '${config.corpusPath}': ${error instanceof Error ? error.message : String(error)}` }] });
-        }
-        return reader.createSlideReader(corpus as Parameters<typeof reader.createSlideReader>[0]);
-      });
+      return Promise.all([import('node:fs/promises'), import('./env/slides/reader')]).then(
+        async ([fs, reader]) => {
+          let corpus: unknown;
+          try {
+            corpus = JSON.parse(await fs.readFile(config.corpusPath, 'utf8'));
+          } catch (error) {
+            throw new ConfigValidationError({
+              issues: [
+                {
+                  field: 'adapters.generator.corpusPath',
+                  message: `cannot read the slide corpus at '${config.corpusPath}': ${error instanceof Error ? error.message : String(error)}`,
+                },
+              ],
+            });
+          }
+          return reader.createSlideReader(corpus as Parameters<typeof reader.createSlideReader>[0]);
+        },
+      );
   }
 }
 
@@ -109,20 +130,37 @@ function buildImageOps(config: AdaptersConfig['imageOps']): ImageOps | Promise<I
 
 function buildStore(config: AdaptersConfig['store']): Store | Promise<Store> {
   if (config.type === 'memory') return createMemoryStore();
-  if (config.type === 'sqlite') return import('./adapters/store/sqlite/index').then((m) => m.createSqliteStore({ path: config.path }));
+  if (config.type === 'sqlite')
+    return import('./adapters/store/sqlite/index').then((m) => m.createSqliteStore({ path: config.path }));
   return import('./adapters/store/jsonl/index').then((m) => m.createJsonlStore({ dir: config.dir }));
 }
 
 function buildPolicy(config: AdaptersConfig['policy']): PolicyBackend | Promise<PolicyBackend> {
-  if (!config) throw new ConfigValidationError({ issues: [{ field: 'adapters.policy', message: 'no policy configured: set adapters.policy, give ports.policy, or rebind TOKENS.PolicyBackend' }] });
-  if (config.type === 'scripted') return createScriptedPolicy({ script: config.script, logProb: config.logProb });
+  if (!config)
+    throw new ConfigValidationError({
+      issues: [
+        {
+          field: 'adapters.policy',
+          message:
+            'no policy configured: set adapters.policy, give ports.policy, or rebind TOKENS.PolicyBackend',
+        },
+      ],
+    });
+  if (config.type === 'scripted')
+    return createScriptedPolicy({ script: config.script, logProb: config.logProb });
   if (config.type === 'onnx') {
     const { type: _type, ...settings } = config;
     return import('./adapters/onnx/index').then((m) => m.createOnnxPolicy(settings));
   }
   const { type: _type, tokenizer, ...settings } = config;
-  return Promise.all([import('./adapters/tfjs/index'), import('./core/protocol/tokenizer')]).then(([tfjs, tokenizers]) =>
-    tfjs.createTfjsPolicy(settings, { tokenizer: tokenizer.kind === 'vocabulary' ? tokenizers.createVocabularyTokenizer(tokenizer.words) : tokenizers.createProtocolTokenizer() }),
+  return Promise.all([import('./adapters/tfjs/index'), import('./core/protocol/tokenizer')]).then(
+    ([tfjs, tokenizers]) =>
+      tfjs.createTfjsPolicy(settings, {
+        tokenizer:
+          tokenizer.kind === 'vocabulary'
+            ? tokenizers.createVocabularyTokenizer(tokenizer.words)
+            : tokenizers.createProtocolTokenizer(),
+      }),
   );
 }
 
@@ -135,36 +173,76 @@ const closeAdapter = async (port: unknown) => {
 
 /** One module per port: each binds the adapter `config.adapters` names, built at first use. */
 export const searchEngineModule = new ContainerModule(({ bind }) => {
-  bind<SearchEngine>(TOKENS.SearchEngine).toResolvedValue((config: SearcherConfig) => buildSearchEngine(config.adapters.searchEngine), [TOKENS.Config]).inSingletonScope().onDeactivation(closeAdapter);
+  bind<SearchEngine>(TOKENS.SearchEngine)
+    .toResolvedValue(
+      (config: SearcherConfig) => buildSearchEngine(config.adapters.searchEngine),
+      [TOKENS.Config],
+    )
+    .inSingletonScope()
+    .onDeactivation(closeAdapter);
 });
 export const generatorModule = new ContainerModule(({ bind }) => {
-  bind<Generator>(TOKENS.Generator).toResolvedValue((config: SearcherConfig) => buildGenerator(config.adapters.generator), [TOKENS.Config]).inSingletonScope();
+  bind<Generator>(TOKENS.Generator)
+    .toResolvedValue((config: SearcherConfig) => buildGenerator(config.adapters.generator), [TOKENS.Config])
+    .inSingletonScope();
 });
 export const judgeModule = new ContainerModule(({ bind }) => {
-  bind<Judge>(TOKENS.Judge).toResolvedValue((config: SearcherConfig) => buildJudge(config.adapters.judge), [TOKENS.Config]).inSingletonScope();
+  bind<Judge>(TOKENS.Judge)
+    .toResolvedValue((config: SearcherConfig) => buildJudge(config.adapters.judge), [TOKENS.Config])
+    .inSingletonScope();
 });
 export const imageOpsModule = new ContainerModule(({ bind }) => {
-  bind<ImageOps>(TOKENS.ImageOps).toResolvedValue((config: SearcherConfig) => buildImageOps(config.adapters.imageOps), [TOKENS.Config]).inSingletonScope();
+  bind<ImageOps>(TOKENS.ImageOps)
+    .toResolvedValue((config: SearcherConfig) => buildImageOps(config.adapters.imageOps), [TOKENS.Config])
+    .inSingletonScope();
 });
 export const storeModule = new ContainerModule(({ bind }) => {
-  bind<Store>(TOKENS.Store).toResolvedValue((config: SearcherConfig) => buildStore(config.adapters.store), [TOKENS.Config]).inSingletonScope().onDeactivation(closeAdapter);
+  bind<Store>(TOKENS.Store)
+    .toResolvedValue((config: SearcherConfig) => buildStore(config.adapters.store), [TOKENS.Config])
+    .inSingletonScope()
+    .onDeactivation(closeAdapter);
 });
 export const policyModule = new ContainerModule(({ bind }) => {
-  bind<PolicyBackend>(TOKENS.PolicyBackend).toResolvedValue((config: SearcherConfig) => buildPolicy(config.adapters.policy), [TOKENS.Config]).inSingletonScope().onDeactivation(closeAdapter);
+  bind<PolicyBackend>(TOKENS.PolicyBackend)
+    .toResolvedValue((config: SearcherConfig) => buildPolicy(config.adapters.policy), [TOKENS.Config])
+    .inSingletonScope()
+    .onDeactivation(closeAdapter);
 });
 
 /** The Searcher, assembled from whatever adapters are bound. */
 export const searcherModule = new ContainerModule(({ bind }) => {
   bind<Searcher>(TOKENS.Searcher)
     .toResolvedValue(
-      (config: SearcherConfig, policy: PolicyBackend, searchEngine: SearchEngine, generator: Generator, judge: Judge, imageOps: ImageOps, store: Store) =>
-        createSearcher({ policy, searchEngine, generator, judge, imageOps, store }, config),
-      [TOKENS.Config, TOKENS.PolicyBackend, TOKENS.SearchEngine, TOKENS.Generator, TOKENS.Judge, TOKENS.ImageOps, TOKENS.Store],
+      (
+        config: SearcherConfig,
+        policy: PolicyBackend,
+        searchEngine: SearchEngine,
+        generator: Generator,
+        judge: Judge,
+        imageOps: ImageOps,
+        store: Store,
+      ) => createSearcher({ policy, searchEngine, generator, judge, imageOps, store }, config),
+      [
+        TOKENS.Config,
+        TOKENS.PolicyBackend,
+        TOKENS.SearchEngine,
+        TOKENS.Generator,
+        TOKENS.Judge,
+        TOKENS.ImageOps,
+        TOKENS.Store,
+      ],
     )
     .inSingletonScope();
 });
 
-const PORT_TOKENS = { policy: TOKENS.PolicyBackend, searchEngine: TOKENS.SearchEngine, generator: TOKENS.Generator, judge: TOKENS.Judge, imageOps: TOKENS.ImageOps, store: TOKENS.Store } as const;
+const PORT_TOKENS = {
+  policy: TOKENS.PolicyBackend,
+  searchEngine: TOKENS.SearchEngine,
+  generator: TOKENS.Generator,
+  judge: TOKENS.Judge,
+  imageOps: TOKENS.ImageOps,
+  store: TOKENS.Store,
+} as const;
 
 export interface CreateContainerOptions {
   /** Port objects to use instead of building them from `config.adapters` (e.g. a policy you created); the caller keeps them open. */
@@ -180,11 +258,22 @@ export interface CreateContainerOptions {
  * than the mocks load their SDK on first use), or `resolveSearcher(container)`. Swap an adapter
  * with `container.rebind(TOKENS.Judge).toConstantValue(myJudge)` before resolving.
  */
-export function createSearcherContainer(config: SearcherConfigInput = {}, options: CreateContainerOptions = {}): Container {
+export function createSearcherContainer(
+  config: SearcherConfigInput = {},
+  options: CreateContainerOptions = {},
+): Container {
   const resolved = parseSearcherConfig(config);
   const container = new Container();
   container.bind<SearcherConfig>(TOKENS.Config).toConstantValue(resolved);
-  container.load(searchEngineModule, generatorModule, judgeModule, imageOpsModule, storeModule, policyModule, searcherModule);
+  container.load(
+    searchEngineModule,
+    generatorModule,
+    judgeModule,
+    imageOpsModule,
+    storeModule,
+    policyModule,
+    searcherModule,
+  );
   for (const [name, token] of Object.entries(PORT_TOKENS) as Array<[keyof typeof PORT_TOKENS, symbol]>) {
     const given = options.ports?.[name];
     if (given) container.rebind(token).toConstantValue(given);
@@ -194,7 +283,11 @@ export function createSearcherContainer(config: SearcherConfigInput = {}, option
 }
 
 /** The container's ports, built if they were not yet. */
-export async function resolvePorts(container: Container): Promise<Omit<SearcherPorts, 'clock'> & Required<Pick<SearcherPorts, 'generator' | 'judge' | 'imageOps' | 'store'>>> {
+export async function resolvePorts(
+  container: Container,
+): Promise<
+  Omit<SearcherPorts, 'clock'> & Required<Pick<SearcherPorts, 'generator' | 'judge' | 'imageOps' | 'store'>>
+> {
   const [policy, searchEngine, generator, judge, imageOps, store] = await Promise.all([
     container.getAsync<PolicyBackend>(TOKENS.PolicyBackend),
     container.getAsync<SearchEngine>(TOKENS.SearchEngine),

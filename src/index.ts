@@ -6,18 +6,55 @@
 // table lists these names (a test checks it, and that there are at most 80).
 
 // The Searcher and its configuration
-export { createSearcher, type Searcher, type SearcherPorts, type ScoredBatch, type CollectOptions } from './searcher';
-export { parseSearcherConfig, searcherConfigSchema, type SearcherConfig, type SearcherConfigInput, type AdaptersConfig, type AdaptersConfigInput } from './config';
+export {
+  createSearcher,
+  type Searcher,
+  type SearcherPorts,
+  type ScoredBatch,
+  type CollectOptions,
+} from './searcher';
+export {
+  parseSearcherConfig,
+  searcherConfigSchema,
+  type SearcherConfig,
+  type SearcherConfigInput,
+  type AdaptersConfig,
+  type AdaptersConfigInput,
+} from './config';
 
 // The run: the main job from code (`searcher-rl train` and `eval` call these), and its trainer
 export { trainRun, evalRun } from './run/entry';
-export { parseRunConfig, loadRunConfig, runConfigSchema, type RunConfig, type RunConfigInput } from './run/config';
+export {
+  parseRunConfig,
+  loadRunConfig,
+  runConfigSchema,
+  type RunConfig,
+  type RunConfigInput,
+} from './run/config';
 export type { RunOptions, RunProgress } from './run/progress';
-export type { EvalSummary, TrainRunResult } from './run/run';
-export { createTrainer, type Trainer, type TrainerSettings, type StepMetrics } from './run/trainer';
+export type { EvalSummary } from './run/evaluate';
+export type { TrainRunResult } from './run/run';
+export { createTrainer, type Trainer, type TrainerSettings } from './run/trainer';
+export type { StepMetrics } from './run/step-metrics';
 
 // Errors
-export { SearcherError, InvalidArgumentError, DatasetValidationError, ConfigValidationError, ProviderCallError, PortOutputError, AdapterError, RewardsMissingError, MissingDependencyError, AbortedError, BackendUnavailableError, ModelLayoutError, NotTrainableError, type ErrorCode, type PortName } from './core/errors';
+export {
+  SearcherError,
+  InvalidArgumentError,
+  DatasetValidationError,
+  ConfigValidationError,
+  ProviderCallError,
+  PortOutputError,
+  AdapterError,
+  RewardsMissingError,
+  MissingDependencyError,
+  AbortedError,
+  BackendUnavailableError,
+  ModelLayoutError,
+  NotTrainableError,
+  type ErrorCode,
+  type PortName,
+} from './core/errors';
 
 // Episodes
 export { runEpisodes } from './core/episode/run-episodes';

@@ -6,8 +6,14 @@ import { checkPromptRecords } from './core/prompt-records';
 import type { Episode } from './core/episode/run-episodes';
 import { sampleIdOf } from './core/episode/instances';
 import { createEpisodeStages, type EpisodeGroup, type EpisodeSample } from './core/pipeline/episode-stages';
-import { runStepPipeline, type GroupResult, type PipelineMetrics, type PipelineMode } from './core/pipeline/step-pipeline';
-import { REWARD_PRESETS, type RewardFailure, type RewardOutcome, type RewardWeights } from './core/reward/combine';
+import { runStepPipeline } from './core/pipeline/step-pipeline';
+import type { GroupResult, PipelineMetrics, PipelineMode } from './core/pipeline/types';
+import {
+  REWARD_PRESETS,
+  type RewardFailure,
+  type RewardOutcome,
+  type RewardWeights,
+} from './core/reward/combine';
 import { expandGroups } from './core/rl/groups';
 import { updatePolicy, type PolicyUpdateSummary } from './core/rl/policy-update';
 import { createRandom, RANDOM_STREAMS, type Random } from './core/random';
@@ -91,7 +97,10 @@ export interface Searcher {
    * sequences (shuffled with `random`, default one seeded stream per searcher), the configured loss (GSPO or
    * PPO-clip, KL) over policy tokens only.
    */
-  update(batch: ScoredBatch, options?: { signal?: AbortSignal; random?: Random }): Promise<PolicyUpdateSummary>;
+  update(
+    batch: ScoredBatch,
+    options?: { signal?: AbortSignal; random?: Random },
+  ): Promise<PolicyUpdateSummary>;
   /**
    * Checks each port's setup that can be checked without a billed call (API keys, files), once;
    * `collect` does it before its first step, so a missing key fails there, not as missing rewards.
@@ -110,17 +119,35 @@ const REQUIRED_METHODS = {
 
 /** Each given port has the methods of its interface (a plain object missing one fails here, not at run time). */
 function checkPorts(ports: SearcherPorts): void {
-  for (const [name, methods] of Object.entries(REQUIRED_METHODS) as Array<[keyof typeof REQUIRED_METHODS, readonly string[]]>) {
+  for (const [name, methods] of Object.entries(REQUIRED_METHODS) as Array<
+    [keyof typeof REQUIRED_METHODS, readonly string[]]
+  >) {
     const port = ports[name] as unknown as Record<string, unknown> | undefined;
     if (port === undefined) continue;
-    if (typeof port !== 'object' || port === null) throw new InvalidArgumentError({ argument: `ports.${name}`, message: `must be an adapter object, got ${port === null ? 'null' : typeof port}` });
+    if (typeof port !== 'object' || port === null)
+      throw new InvalidArgumentError({
+        argument: `ports.${name}`,
+        message: `must be an adapter object, got ${port === null ? 'null' : typeof port}`,
+      });
     for (const method of methods) {
-      if (typeof port[method] !== 'function') throw new InvalidArgumentError({ argument: `ports.${name}.${method}`, message: `must be a function (is the object a ${name} adapter?)` });
+      if (typeof port[method] !== 'function')
+        throw new InvalidArgumentError({
+          argument: `ports.${name}.${method}`,
+          message: `must be a function (is the object a ${name} adapter?)`,
+        });
     }
-    if (typeof port.provider !== 'string' || port.provider.length === 0) throw new InvalidArgumentError({ argument: `ports.${name}.provider`, message: 'must be a non-empty string naming the adapter' });
+    if (typeof port.provider !== 'string' || port.provider.length === 0)
+      throw new InvalidArgumentError({
+        argument: `ports.${name}.provider`,
+        message: 'must be a non-empty string naming the adapter',
+      });
   }
   const tokenizer = ports.policy.tokenizer as unknown as Record<string, unknown> | undefined;
-  if (typeof tokenizer?.encode !== 'function' || typeof tokenizer.decode !== 'function') throw new InvalidArgumentError({ argument: 'ports.policy.tokenizer', message: 'must be a Tokenizer with encode and decode' });
+  if (typeof tokenizer?.encode !== 'function' || typeof tokenizer.decode !== 'function')
+    throw new InvalidArgumentError({
+      argument: 'ports.policy.tokenizer',
+      message: 'must be a Tokenizer with encode and decode',
+    });
 }
 
 export function resolveRewardWeights(weights: SearcherConfig['reward']['weights']): RewardWeights {
@@ -131,9 +158,14 @@ export function resolveRewardWeights(weights: SearcherConfig['reward']['weights'
  * The container-free way to wire a Searcher: pass the ports, get the episode, reward and update
  * loop. Configuration is validated (an invalid field throws ConfigValidationError naming it).
  */
-export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput | SearcherConfig = {}): Searcher {
-  if (!ports?.policy) throw new InvalidArgumentError({ argument: 'ports.policy', message: 'a PolicyBackend is required' });
-  if (!ports.searchEngine) throw new InvalidArgumentError({ argument: 'ports.searchEngine', message: 'a SearchEngine is required' });
+export function createSearcher(
+  ports: SearcherPorts,
+  config: SearcherConfigInput | SearcherConfig = {},
+): Searcher {
+  if (!ports?.policy)
+    throw new InvalidArgumentError({ argument: 'ports.policy', message: 'a PolicyBackend is required' });
+  if (!ports.searchEngine)
+    throw new InvalidArgumentError({ argument: 'ports.searchEngine', message: 'a SearchEngine is required' });
   checkPorts(ports);
   const resolved = parseSearcherConfig(config);
   const weights = resolveRewardWeights(resolved.reward.weights);
@@ -141,22 +173,42 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
   episodeContextTokens(resolved.episode, ports.policy);
   const needsReference = resolved.reward.scheme === 'search-r1' || weights.judge !== 0;
   if (resolved.episode.mode === 'searcher' && !ports.generator) {
-    throw new InvalidArgumentError({ argument: 'ports.generator', message: "searcher mode needs a frozen Generator to answer from the evidence (or set episode.mode to 'answer')" });
+    throw new InvalidArgumentError({
+      argument: 'ports.generator',
+      message:
+        "searcher mode needs a frozen Generator to answer from the evidence (or set episode.mode to 'answer')",
+    });
   }
   if (resolved.reward.scheme === 'searcher' && weights.judge !== 0 && !ports.judge) {
-    throw new InvalidArgumentError({ argument: 'ports.judge', message: `the judge weight is ${weights.judge}; give a Judge or set reward.weights.judge to 0` });
+    throw new InvalidArgumentError({
+      argument: 'ports.judge',
+      message: `the judge weight is ${weights.judge}; give a Judge or set reward.weights.judge to 0`,
+    });
   }
   if (resolved.rl.loss.klReference === 'initial' && !ports.referencePolicy) {
-    throw new InvalidArgumentError({ argument: 'ports.referencePolicy', message: "rl.loss.klReference 'initial' needs a frozen copy of the initial policy (or set it to 'rollout')" });
+    throw new InvalidArgumentError({
+      argument: 'ports.referencePolicy',
+      message:
+        "rl.loss.klReference 'initial' needs a frozen copy of the initial policy (or set it to 'rollout')",
+    });
   }
   const { clock, referencePolicy, ...portObjects } = ports;
   // Every port is called through one gateway: timeouts, retries, caps and rate limits per `config.calls`.
   const gateway = createPortGateway(portObjects, resolved.calls, clock ? { clock } : {});
-  const stages = createEpisodeStages(gateway, {
-    episode: resolved.episode,
-    maxEvidence: resolved.episode.maxEvidence,
-    reward: { scheme: resolved.reward.scheme, weights, ndcgK: resolved.reward.ndcgK, ndcgIdeal: resolved.reward.ndcgIdeal },
-  }, ...(clock ? [clock] : []));
+  const stages = createEpisodeStages(
+    gateway,
+    {
+      episode: resolved.episode,
+      maxEvidence: resolved.episode.maxEvidence,
+      reward: {
+        scheme: resolved.reward.scheme,
+        weights,
+        ndcgK: resolved.reward.ndcgK,
+        ndcgIdeal: resolved.reward.ndcgIdeal,
+      },
+    },
+    ...(clock ? [clock] : []),
+  );
   const advantageOptions = {
     std: resolved.rl.advantage.std,
     normalize: resolved.rl.advantage.normalize,
@@ -167,23 +219,59 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
   // successive updates do not repeat the same order.
   const updateRandom = createRandom(0, RANDOM_STREAMS.searcherUpdates);
 
-  const groupRecords = (group: EpisodeGroup, result: GroupResult<EpisodeSample>, runId: string, step: number): StoreRecord[] => {
+  const groupRecords = (
+    group: EpisodeGroup,
+    result: GroupResult<EpisodeSample>,
+    runId: string,
+    step: number,
+  ): StoreRecord[] => {
     const time = Date.now();
     return result.samples.flatMap(({ index, sample, reward }) => {
       const instance = group.instances[index]!;
-      const ids = { runId, step, promptUid: instance.prompt.uid, sampleId: sampleIdOf(group.groupId, index), rolloutIndex: index, time };
-      const rewardRecord: StoreRecord = { kind: 'reward', ...ids, data: { reward: result.rewards[index] ?? null, advantage: result.advantages[index] ?? null, detail: reward } };
+      const ids = {
+        runId,
+        step,
+        promptUid: instance.prompt.uid,
+        sampleId: sampleIdOf(group.groupId, index),
+        rolloutIndex: index,
+        time,
+      };
+      const rewardRecord: StoreRecord = {
+        kind: 'reward',
+        ...ids,
+        data: {
+          reward: result.rewards[index] ?? null,
+          advantage: result.advantages[index] ?? null,
+          detail: reward,
+        },
+      };
       if (!sample) return [rewardRecord];
       // The unified log (docs/method.md#unified-log): each turn's plan, search and bbox, the generator's answer and the reward detail.
-      const events = episodeEvents(sample.episode.trajectory, runId, step, Object.keys(sample.latency).length > 0 ? sample.latency : undefined).map((event): StoreRecord => ({ kind: 'event', ...ids, data: event }));
-      return [{ kind: 'trajectory', ...ids, data: sample.episode.trajectory } satisfies StoreRecord, rewardRecord, ...events];
+      const events = episodeEvents(
+        sample.episode.trajectory,
+        runId,
+        step,
+        Object.keys(sample.latency).length > 0 ? sample.latency : undefined,
+      ).map((event): StoreRecord => ({ kind: 'event', ...ids, data: event }));
+      return [
+        { kind: 'trajectory', ...ids, data: sample.episode.trajectory } satisfies StoreRecord,
+        rewardRecord,
+        ...events,
+      ];
     });
   };
 
   let prepared: Promise<void> | null = null;
   const prepare = (signal?: AbortSignal) => {
     prepared ??= (async () => {
-      for (const port of [ports.policy, ports.searchEngine, ports.generator, ports.judge, ports.imageOps, ports.store]) {
+      for (const port of [
+        ports.policy,
+        ports.searchEngine,
+        ports.generator,
+        ports.judge,
+        ports.imageOps,
+        ports.store,
+      ]) {
         if (signal?.aborted) throw new AbortedError({ what: 'prepare', cause: signal.reason });
         await port?.doCheck?.(signal ? { signal } : {});
       }
@@ -202,7 +290,9 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
     async collect(prompts, options = {}) {
       checkPromptRecords(prompts, { needsReference });
       await prepare(options.signal);
-      const instances = expandGroups(prompts, options.nAgent ?? resolved.rl.nAgent, { step: options.step ?? 0 });
+      const instances = expandGroups(prompts, options.nAgent ?? resolved.rl.nAgent, {
+        step: options.step ?? 0,
+      });
       const groups: EpisodeGroup[] = [];
       for (const instance of instances) {
         const last = groups[groups.length - 1];
@@ -212,7 +302,11 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
       const runId = options.runId;
       const step = options.step ?? 0;
       const signal = options.signal;
-      const record = ports.store && runId !== undefined ? (group: GroupResult<EpisodeSample>) => gateway.appendRecords(groupRecords(groups[group.groupIndex]!, group, runId, step), signal) : undefined;
+      const record =
+        ports.store && runId !== undefined
+          ? (group: GroupResult<EpisodeSample>) =>
+              gateway.appendRecords(groupRecords(groups[group.groupIndex]!, group, runId, step), signal)
+          : undefined;
       const result = await runStepPipeline({
         groups,
         stages,
@@ -236,7 +330,13 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
         }
       }
 
-      const batch: ScoredBatch = { episodes: [], lostSamples: [], groups: { count: groups.length, usable: 0, underfilled: 0, zeroVarianceDropped: 0 }, missingRewards: 0, pipeline: result.metrics };
+      const batch: ScoredBatch = {
+        episodes: [],
+        lostSamples: [],
+        groups: { count: groups.length, usable: 0, underfilled: 0, zeroVarianceDropped: 0 },
+        missingRewards: 0,
+        pipeline: result.metrics,
+      };
       for (const group of result.groups) {
         if (group.status === 'usable') batch.groups.usable++;
         else if (group.status === 'underfilled') batch.groups.underfilled++;
@@ -248,7 +348,13 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
             continue;
           }
           const instance = groups[group.groupIndex]!.instances[index]!;
-          batch.lostSamples.push({ sampleId: sampleIdOf(instance.groupId, index), groupId: instance.groupId, promptUid: instance.prompt.uid, rolloutIndex: index, cause: (reward as Extract<RewardOutcome, { status: 'missing' }>).cause });
+          batch.lostSamples.push({
+            sampleId: sampleIdOf(instance.groupId, index),
+            groupId: instance.groupId,
+            promptUid: instance.prompt.uid,
+            rolloutIndex: index,
+            cause: (reward as Extract<RewardOutcome, { status: 'missing' }>).cause,
+          });
         }
       }
       if (storeFailure !== null) {
@@ -267,8 +373,19 @@ export function createSearcher(ports: SearcherPorts, config: SearcherConfigInput
       return updatePolicy(
         ports.policy,
         batch.episodes.map((e) => e.trajectory),
-        { loss: resolved.rl.loss, ppoEpochs: resolved.rl.ppoEpochs, miniBatchSize: resolved.rl.miniBatchSize, entropyCoef: resolved.rl.entropyCoef, temperature: resolved.episode.temperature, stateMasking: resolved.rl.stateMasking },
-        { random: options.random ?? updateRandom, ...(options.signal && { signal: options.signal }), ...(referencePolicy && { reference: referencePolicy }) },
+        {
+          loss: resolved.rl.loss,
+          ppoEpochs: resolved.rl.ppoEpochs,
+          miniBatchSize: resolved.rl.miniBatchSize,
+          entropyCoef: resolved.rl.entropyCoef,
+          temperature: resolved.episode.temperature,
+          stateMasking: resolved.rl.stateMasking,
+        },
+        {
+          random: options.random ?? updateRandom,
+          ...(options.signal && { signal: options.signal }),
+          ...(referencePolicy && { reference: referencePolicy }),
+        },
       );
     },
   };

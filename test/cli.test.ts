@@ -8,10 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
-const cli = (...args: string[]) => run(tsx, ['src/cli/main.ts', ...args], { cwd: root }).then(
-  ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-  (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
-);
+const cli = (...args: string[]) =>
+  run(tsx, ['src/cli/main.ts', ...args], { cwd: root }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => ({
+      code: error.code,
+      stdout: error.stdout,
+      stderr: error.stderr,
+    }),
+  );
 
 let dir = '';
 beforeAll(async () => {
@@ -47,7 +52,9 @@ describe('the CLI', () => {
     await writeFile(join(dir, 'empty.yaml'), '# nothing yet\n\n');
     expect((await cli('train', '--config', join(dir, 'empty.yaml'))).stderr).toMatch(/is empty/);
     await writeFile(join(dir, 'config.txt'), 'seed: 1\n');
-    expect((await cli('train', '--config', join(dir, 'config.txt'))).stderr).toMatch(/must be a YAML \(\.yaml, \.yml\) or JSON \(\.json\) file/);
+    expect((await cli('train', '--config', join(dir, 'config.txt'))).stderr).toMatch(
+      /must be a YAML \(\.yaml, \.yml\) or JSON \(\.json\) file/,
+    );
     await writeFile(join(dir, 'bad.yaml'), 'seed: 1.5\ncorpus:\n  decks: 0\nsft:\n  epochz: 3\n');
     const bad = await cli('train', '--config', join(dir, 'bad.yaml'));
     expect(bad.code).toBe(1);

@@ -5,7 +5,14 @@ describe('parseSearcherConfig', () => {
   it('fills the defaults of seed 000', () => {
     const config = parseSearcherConfig({});
     expect(config.episode.maxTurns).toBe(7);
-    expect(config.rl.loss).toEqual({ kind: 'gspo', clipLow: 3e-4, clipHigh: 4e-4, aggregation: 'seq-mean-token-mean', klCoef: 0, klEstimator: 'k3' });
+    expect(config.rl.loss).toEqual({
+      kind: 'gspo',
+      clipLow: 3e-4,
+      clipHigh: 4e-4,
+      aggregation: 'seq-mean-token-mean',
+      klCoef: 0,
+      klEstimator: 'k3',
+    });
     expect(config.reward.weights).toBe('default');
   });
 

@@ -5,18 +5,35 @@ import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, string | { types: string }> };
+const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | { types: string }>;
+};
 
 /** `searcher-rl/x` -> its source file, from the package's exports map. */
 const subpaths = Object.entries(packageJson.exports)
   .filter(([key]) => key !== './package.json')
-  .map(([key, value]) => ({ name: key === '.' ? 'searcher-rl' : `searcher-rl/${key.slice(2)}`, source: join(root, (value as { types: string }).types.replace('./dist/', 'src/').replace(/\.d\.ts$/, '.ts')) }));
+  .map(([key, value]) => ({
+    name: key === '.' ? 'searcher-rl' : `searcher-rl/${key.slice(2)}`,
+    source: join(
+      root,
+      (value as { types: string }).types.replace('./dist/', 'src/').replace(/\.d\.ts$/, '.ts'),
+    ),
+  }));
 
 /** Every export of each entry file (values and types), by the TypeScript checker. */
 function exportsByEntry(): Map<string, { values: Set<string>; all: Set<string> }> {
   const program = ts.createProgram(
     subpaths.map((s) => s.source),
-    { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, skipLibCheck: true, noEmit: true, allowJs: false, resolveJsonModule: true, types: [] },
+    {
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      target: ts.ScriptTarget.ES2022,
+      skipLibCheck: true,
+      noEmit: true,
+      allowJs: false,
+      resolveJsonModule: true,
+      types: [],
+    },
   );
   const checker = program.getTypeChecker();
   const out = new Map<string, { values: Set<string>; all: Set<string> }>();
@@ -40,7 +57,10 @@ function exportsByEntry(): Map<string, { values: Set<string>; all: Set<string> }
 function readmeTable(): Map<string, Set<string>> {
   const start = readme.indexOf('## What is in the package');
   const end = readme.indexOf('\n#', start + 10);
-  const rows = readme.slice(start, end).split('\n').filter((line) => line.startsWith('| `'));
+  const rows = readme
+    .slice(start, end)
+    .split('\n')
+    .filter((line) => line.startsWith('| `'));
   return new Map(
     rows.map((row) => {
       const [, path, what] = row.split('|').map((cell) => cell.trim());
@@ -62,8 +82,14 @@ describe('README "What is in the package"', () => {
     for (const { name } of subpaths) {
       const { values, all } = exported.get(name)!;
       const shown = table.get(name) ?? new Set<string>();
-      expect([...values].filter((v) => !shown.has(v)), `${name}: exported but not in the README table`).toEqual([]);
-      expect([...shown].filter((v) => !all.has(v)), `${name}: in the README table but not exported`).toEqual([]);
+      expect(
+        [...values].filter((v) => !shown.has(v)),
+        `${name}: exported but not in the README table`,
+      ).toEqual([]);
+      expect(
+        [...shown].filter((v) => !all.has(v)),
+        `${name}: in the README table but not exported`,
+      ).toEqual([]);
     }
   });
 });
@@ -82,7 +108,13 @@ describe('docs/method.md', () => {
   const files = (dir: string): string[] =>
     readdirSync(dir).flatMap((name) => {
       const path = join(dir, name);
-      return statSync(path).isDirectory() ? (name === '__fixtures__' ? [] : files(path)) : path.endsWith('.ts') ? [path] : [];
+      return statSync(path).isDirectory()
+        ? name === '__fixtures__'
+          ? []
+          : files(path)
+        : path.endsWith('.ts')
+          ? [path]
+          : [];
     });
 
   it('has every section that a comment cites', () => {
@@ -96,7 +128,9 @@ describe('docs/method.md', () => {
   });
 
   it('leaves no citation that nothing in the repository resolves', () => {
-    const unresolved = ['src', 'bench', 'examples'].flatMap((d) => files(join(root, d))).filter((file) => /seed 00\d|DESIGN\b|\bDDAI\b|§/.test(readFileSync(file, 'utf8')));
+    const unresolved = ['src', 'bench', 'examples']
+      .flatMap((d) => files(join(root, d)))
+      .filter((file) => /seed 00\d|DESIGN\b|\bDDAI\b|§/.test(readFileSync(file, 'utf8')));
     expect(unresolved.map((f) => relative(root, f))).toEqual([]);
   });
 });

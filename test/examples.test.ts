@@ -23,10 +23,19 @@ describe('examples', () => {
   });
 
   it('the README tfjs recipe trains: every step applies an update and computes its rewards', async () => {
-    const { stdout } = await run(tsx, ['examples/train-tfjs.ts'], { cwd: root, env: { ...process.env, STEPS: '2' } });
-    const steps = stdout.trim().split('\n').filter((line) => line.startsWith('step '));
+    const { stdout } = await run(tsx, ['examples/train-tfjs.ts'], {
+      cwd: root,
+      env: { ...process.env, STEPS: '2' },
+    });
+    const steps = stdout
+      .trim()
+      .split('\n')
+      .filter((line) => line.startsWith('step '));
     expect(steps).toHaveLength(2);
-    for (const line of steps) expect(line).toMatch(/^step \d: reward \d\.\d{3}, success (\d\.\d{2}|-), completion \d\.\d{2}, updates applied 1$/);
+    for (const line of steps)
+      expect(line).toMatch(
+        /^step \d: reward \d\.\d{3}, success (\d\.\d{2}|-), completion \d\.\d{2}, updates applied 1$/,
+      );
   }, 120_000);
 
   it('onnx-policy runs episodes with the ONNX fixture model and prints one line per episode', async () => {
@@ -35,7 +44,10 @@ describe('examples', () => {
     expect(lines[0]).toBe('policy: onnx on cpu, 2 layers, vocabulary 297, context 256');
     const episodes = lines.filter((line) => line.startsWith('s0-'));
     expect(episodes).toHaveLength(6);
-    for (const line of episodes) expect(line).toMatch(/^s0-b\d-\w+_\d\.png#\d: \d turns, retrieved \[[\w., ]*\], answer ".*", reward \d\.\d{3}, \d+ policy tokens, log-prob -?\d+\.\d{2}$/);
+    for (const line of episodes)
+      expect(line).toMatch(
+        /^s0-b\d-\w+_\d\.png#\d: \d turns, retrieved \[[\w., ]*\], answer ".*", reward \d\.\d{3}, \d+ policy tokens, log-prob -?\d+\.\d{2}$/,
+      );
     expect(lines.at(-1)).toMatch(/^episodes 6, mean reward \d\.\d{3}$/);
   });
 });
@@ -47,7 +59,9 @@ describe('README', () => {
     const example = await readFile(join(root, 'examples/quickstart.ts'), 'utf8');
     expect(readme).toContain(`\`\`\`ts\n${example}\`\`\``);
     expect(example.trim().split('\n').length).toBeLessThanOrEqual(20);
-    expect(readme).toContain(`\`\`\`ts\n${await readFile(join(root, 'examples/train-tfjs.ts'), 'utf8')}\`\`\``);
+    expect(readme).toContain(
+      `\`\`\`ts\n${await readFile(join(root, 'examples/train-tfjs.ts'), 'utf8')}\`\`\``,
+    );
     expect(readme).toContain('npm ci && npm run demo');
     expect(readme).toContain('npm test');
   });

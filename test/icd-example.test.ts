@@ -6,10 +6,21 @@ describe('the ICD flow on the embedded demo (a small run of examples/icd-selecti
   it('raises oracle@K by injection, and the GRPO selector beats the beam labels on held-out queries; a resumed run continues from its checkpoint', async () => {
     const store = createMemoryStore();
     const lines: string[] = [];
-    const options = { ...DEFAULT_ICD_FLOW_OPTIONS, queries: 200, warmUpEpochs: 2, grpoSteps: 80, checkpointEvery: 40, store, runId: 'icd-test', log: (line: string) => lines.push(line) };
+    const options = {
+      ...DEFAULT_ICD_FLOW_OPTIONS,
+      queries: 200,
+      warmUpEpochs: 2,
+      grpoSteps: 80,
+      checkpointEvery: 40,
+      store,
+      runId: 'icd-test',
+      log: (line: string) => lines.push(line),
+    };
     const result = await runIcdFlow(options);
     const { data, heldOut } = result;
-    expect(data.final.every((r) => r.candidate_pool_indices.length === 64 && r.pointer_candidates.length === 12)).toBe(true);
+    expect(
+      data.final.every((r) => r.candidate_pool_indices.length === 64 && r.pointer_candidates.length === 12),
+    ).toBe(true);
     expect(data.figures.oracleAfter).toBeGreaterThan(data.figures.oracleBefore);
     expect(heldOut.grpo).toBeGreaterThan(heldOut.beam + 0.2);
     expect(heldOut.grpo).toBeGreaterThan(heldOut.random + 0.2);

@@ -15,7 +15,11 @@ function sourceFiles(dir: string): string[] {
 /** Relative imports of a file (values, types, dynamic), resolved to files. */
 function imports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  const specs = [...text.matchAll(/(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g)].flatMap((m) => {
+  const specs = [
+    ...text.matchAll(
+      /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g,
+    ),
+  ].flatMap((m) => {
     return [m[4] ?? m[3]!];
   });
   return specs.map((spec) => {

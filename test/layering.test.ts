@@ -14,9 +14,11 @@ function sourceFiles(dir: string): string[] {
 
 /** Module specifiers: `import … from`, `export … from`, side-effect `import '…'`, `import()`, `require()`. */
 function importsOf(text: string): string[] {
-  return [...text.matchAll(/(?:import|export)\s[^'";]*?from\s+['"]([^'"]+)['"]|import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
-    (m) => m[1] ?? m[2] ?? m[3] ?? m[4]!,
-  );
+  return [
+    ...text.matchAll(
+      /(?:import|export)\s[^'";]*?from\s+['"]([^'"]+)['"]|import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)/g,
+    ),
+  ].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4]!);
 }
 
 function imports(path: string): string[] {
@@ -24,12 +26,17 @@ function imports(path: string): string[] {
 }
 
 function coreOffences(spec: string): string | null {
-  if (spec.startsWith('node:') || ['fs', 'path', 'os', 'crypto', 'http', 'https', 'child_process', 'worker_threads'].includes(spec)) return 'Node built-in';
+  if (
+    spec.startsWith('node:') ||
+    ['fs', 'path', 'os', 'crypto', 'http', 'https', 'child_process', 'worker_threads'].includes(spec)
+  )
+    return 'Node built-in';
   if (VENDOR.test(spec)) return 'vendor SDK';
   return null;
 }
 
-const VENDOR = /^(openai|@google\/genai|undici|sharp|onnxruntime|@tensorflow|libsql|inversify|reflect-metadata|zod|parquet|hyparquet)/;
+const VENDOR =
+  /^(openai|@google\/genai|undici|sharp|onnxruntime|@tensorflow|libsql|inversify|reflect-metadata|zod|parquet|hyparquet)/;
 
 /**
  * The only imports allowed from one adapter family into another, each exactly: importer (a folder
@@ -47,7 +54,10 @@ const CROSS_FAMILY: ReadonlyArray<{ from: string; to: string }> = [
 
 function crossFamilyEdge(importer: string, target: string): boolean {
   const file = target.replace(/\.ts$/, '');
-  return CROSS_FAMILY.some((edge) => (edge.from.endsWith('/') ? importer.startsWith(edge.from) : importer === edge.from) && file === edge.to);
+  return CROSS_FAMILY.some(
+    (edge) =>
+      (edge.from.endsWith('/') ? importer.startsWith(edge.from) : importer === edge.from) && file === edge.to,
+  );
 }
 
 describe('layering', () => {
@@ -60,7 +70,8 @@ describe('layering', () => {
         if (offence) offences.push(`${where} (${offence})`);
         else if (spec.startsWith('.')) {
           const target = relative(join(root, 'src'), join(file, '..', spec));
-          if (!target.startsWith('core') && !target.startsWith('ports')) offences.push(`${where} (outside core and ports)`);
+          if (!target.startsWith('core') && !target.startsWith('ports'))
+            offences.push(`${where} (outside core and ports)`);
         } else offences.push(`${where} (package)`);
       }
     }
@@ -71,7 +82,10 @@ describe('layering', () => {
     for (const file of sourceFiles(join(root, 'src/ports'))) {
       for (const spec of imports(file)) {
         const target = relative(join(root, 'src'), join(file, '..', spec));
-        expect(spec.startsWith('.') && target.startsWith('ports'), `${relative(root, file)} imports ${spec}`).toBe(true);
+        expect(
+          spec.startsWith('.') && target.startsWith('ports'),
+          `${relative(root, file)} imports ${spec}`,
+        ).toBe(true);
       }
       expect(readFileSync(file, 'utf8')).not.toMatch(/^\s*(export\s+)?(class|function|const|let)\s/m);
     }
@@ -84,7 +98,13 @@ describe('layering', () => {
       for (const spec of imports(file)) {
         if (!spec.startsWith('.')) continue;
         const target = relative(join(root, 'src'), join(file, '..', spec));
-        const ok = target.startsWith('core') || target.startsWith('ports') || target.startsWith('provider-utils') || target.startsWith('rollout-engine') || target.startsWith(`adapters/${family}/`) || crossFamilyEdge(relative(root, file), target);
+        const ok =
+          target.startsWith('core') ||
+          target.startsWith('ports') ||
+          target.startsWith('provider-utils') ||
+          target.startsWith('rollout-engine') ||
+          target.startsWith(`adapters/${family}/`) ||
+          crossFamilyEdge(relative(root, file), target);
         expect(ok, `${relative(root, file)} imports ${spec}`).toBe(true);
       }
     }
@@ -96,14 +116,19 @@ describe('layering', () => {
         for (const spec of imports(file)) {
           if (!spec.startsWith('.')) continue;
           const target = relative(join(root, 'src'), join(file, '..', spec));
-          expect(target.startsWith('core') || target.startsWith('ports') || target.startsWith(dir), `${relative(root, file)} imports ${spec}`).toBe(true);
+          expect(
+            target.startsWith('core') || target.startsWith('ports') || target.startsWith(dir),
+            `${relative(root, file)} imports ${spec}`,
+          ).toBe(true);
         }
       }
     }
   });
 
   it('keeps test helpers out of the core (they live in src/testing, the searcher-rl/test subpath)', () => {
-    const helpers = sourceFiles(join(root, 'src/core')).filter((file) => /createVirtualClock|relativeError|interceptSessions/.test(readFileSync(file, 'utf8')));
+    const helpers = sourceFiles(join(root, 'src/core')).filter((file) =>
+      /createVirtualClock|relativeError|interceptSessions/.test(readFileSync(file, 'utf8')),
+    );
     expect(helpers.map((f) => relative(root, f))).toEqual([]);
   });
 
@@ -111,25 +136,33 @@ describe('layering', () => {
     const all = (dir: string): string[] =>
       readdirSync(dir).flatMap((name) => {
         const path = join(dir, name);
-        if (statSync(path).isDirectory()) return name === '__fixtures__' || name === 'node_modules' ? [] : all(path);
+        if (statSync(path).isDirectory())
+          return name === '__fixtures__' || name === 'node_modules' ? [] : all(path);
         return path.endsWith('.ts') ? [path] : [];
       });
-    const long = ['src', 'test', 'bench', 'examples'].flatMap((d) => all(join(root, d))).filter((file) => readFileSync(file, 'utf8').split('\n').length > 450);
+    const long = ['src', 'test', 'bench', 'examples']
+      .flatMap((d) => all(join(root, d)))
+      .filter((file) => readFileSync(file, 'utf8').split('\n').length > 450);
     expect(long.map((f) => relative(root, f))).toEqual([]);
   });
 
   it('keeps inversify in the composition root only', () => {
-    const users = sourceFiles(join(root, 'src')).filter((file) => imports(file).some((spec) => spec === 'inversify'));
+    const users = sourceFiles(join(root, 'src')).filter((file) =>
+      imports(file).some((spec) => spec === 'inversify'),
+    );
     expect(users.map((f) => relative(root, f))).toEqual(['src/container.ts']);
   });
 
   it('registers no tfjs kernel at import ("sideEffects": false): registerKernel is called inside functions only', () => {
-    const offences = sourceFiles(join(root, 'src')).filter((file) => /^(?:await\s+)?[\w.]*registerKernel\(/m.test(readFileSync(file, 'utf8')));
+    const offences = sourceFiles(join(root, 'src')).filter((file) =>
+      /^(?:await\s+)?[\w.]*registerKernel\(/m.test(readFileSync(file, 'utf8')),
+    );
     expect(offences.map((f) => relative(root, f))).toEqual([]);
   });
 
   it('uses no decorators', () => {
-    for (const file of sourceFiles(join(root, 'src'))) expect(readFileSync(file, 'utf8'), file).not.toMatch(/^\s*@\w+\(/m);
+    for (const file of sourceFiles(join(root, 'src')))
+      expect(readFileSync(file, 'utf8'), file).not.toMatch(/^\s*@\w+\(/m);
   });
 
   it('catches violations with the same check (it can fail)', () => {
@@ -142,11 +175,26 @@ describe('layering', () => {
       "import type { Tokenizer } from '../protocol/tokenizer';",
     ].join('\n');
     const specs = importsOf(fake);
-    expect(specs).toEqual(['node:fs', 'openai', 'reflect-metadata', 'inversify', 'sharp', '../protocol/tokenizer']);
-    expect(specs.filter((s) => coreOffences(s) !== null)).toEqual(['node:fs', 'openai', 'reflect-metadata', 'inversify', 'sharp']);
+    expect(specs).toEqual([
+      'node:fs',
+      'openai',
+      'reflect-metadata',
+      'inversify',
+      'sharp',
+      '../protocol/tokenizer',
+    ]);
+    expect(specs.filter((s) => coreOffences(s) !== null)).toEqual([
+      'node:fs',
+      'openai',
+      'reflect-metadata',
+      'inversify',
+      'sharp',
+    ]);
     // The cross-family edges are exact: the entry file only, from the named importer only.
     expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/index.ts')).toBe(true);
-    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/session.ts')).toBe(false);
+    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/session.ts')).toBe(
+      false,
+    );
     expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/runtime.ts')).toBe(false);
     expect(crossFamilyEdge('src/adapters/onnx/policy.ts', 'adapters/tfjs/transformer.ts')).toBe(false);
     expect(crossFamilyEdge('src/adapters/icd/pointer-selector.ts', 'adapters/tfjs/adamw.ts')).toBe(true);

@@ -33,14 +33,31 @@ async function everythingStored(root: string): Promise<string> {
   return (await Promise.all(files.map((f) => readFile(f, 'utf8')))).join('\n');
 }
 
-const prompt = { uid: 'acme', question: 'Acme revenue 2019?', reference: '4.5 billion dollars', goldenBasenames: ['acme_2.png'] };
+const prompt = {
+  uid: 'acme',
+  question: 'Acme revenue 2019?',
+  reference: '4.5 billion dollars',
+  goldenBasenames: ['acme_2.png'],
+};
 const searcher = (extra: Record<string, unknown> = {}) =>
   createSearcher(
     {
-      policy: createScriptedPolicy({ script: ['<search>acme revenue 2019</search>', '<search_complete>true</search_complete>'] }),
-      searchEngine: createMockSearchEngine({ pages: [{ basename: 'acme_2.png', text: 'Acme revenue 2019 was 4.5 billion dollars' }] }),
-      generator: createOpenAIGenerator({ model: 'gpt-5-mini', apiKey: OPENAI_CANARY, baseURL: `${openai.url}/v1` }),
-      judge: createGeminiJudge({ model: 'gemini-3-flash-preview', apiKey: GEMINI_CANARY, baseUrl: gemini.url }),
+      policy: createScriptedPolicy({
+        script: ['<search>acme revenue 2019</search>', '<search_complete>true</search_complete>'],
+      }),
+      searchEngine: createMockSearchEngine({
+        pages: [{ basename: 'acme_2.png', text: 'Acme revenue 2019 was 4.5 billion dollars' }],
+      }),
+      generator: createOpenAIGenerator({
+        model: 'gpt-5-mini',
+        apiKey: OPENAI_CANARY,
+        baseURL: `${openai.url}/v1`,
+      }),
+      judge: createGeminiJudge({
+        model: 'gemini-3-flash-preview',
+        apiKey: GEMINI_CANARY,
+        baseUrl: gemini.url,
+      }),
       store: createJsonlStore({ dir }),
     },
     { rl: { nAgent: 2 }, calls: { judge: { maxRetries: 2 } }, ...extra },
@@ -50,16 +67,41 @@ describe('providers end to end', () => {
   it('answers with the OpenAI generator, scores with the Gemini judge, retrying a 503 by default', async () => {
     gemini.reply({ status: 503, json: geminiFixtures.server_error }, { json: geminiFixtures.judge });
     const batch = await searcher().collect([prompt], { runId: 'e2e' });
-    expect(batch.episodes.map((e) => e.trajectory.finalAnswer)).toEqual(['4.5 billion dollars', '4.5 billion dollars']);
+    expect(batch.episodes.map((e) => e.trajectory.finalAnswer)).toEqual([
+      '4.5 billion dollars',
+      '4.5 billion dollars',
+    ]);
     expect(batch.episodes.map((e) => e.trajectory.reward)).toEqual([1, 1]);
     expect(gemini.requests).toHaveLength(3);
   });
 
   it('keeps both keys out of stored records, errors and logs (canary)', async () => {
-    gemini.reply({ status: 400, json: { error: { code: 400, message: `API key not valid: ${GEMINI_CANARY}`, status: 'INVALID_ARGUMENT' } } });
-    openai.reply({ status: 401, json: { error: { message: `Incorrect API key provided: ${OPENAI_CANARY}.`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } } }, { json: openaiFixtures.generator });
+    gemini.reply({
+      status: 400,
+      json: {
+        error: { code: 400, message: `API key not valid: ${GEMINI_CANARY}`, status: 'INVALID_ARGUMENT' },
+      },
+    });
+    openai.reply(
+      {
+        status: 401,
+        json: {
+          error: {
+            message: `Incorrect API key provided: ${OPENAI_CANARY}.`,
+            type: 'invalid_request_error',
+            param: null,
+            code: 'invalid_api_key',
+          },
+        },
+      },
+      { json: openaiFixtures.generator },
+    );
     const logged: string[] = [];
-    const spies = (['log', 'info', 'warn', 'error', 'debug'] as const).map((level) => vi.spyOn(console, level).mockImplementation((...args: unknown[]) => logged.push(args.map(String).join(' '))));
+    const spies = (['log', 'info', 'warn', 'error', 'debug'] as const).map((level) =>
+      vi
+        .spyOn(console, level)
+        .mockImplementation((...args: unknown[]) => logged.push(args.map(String).join(' '))),
+    );
     const batch = await searcher().collect([prompt], { runId: 'canary' });
     spies.forEach((spy) => spy.mockRestore());
     // The 401 fails one generation, the 400 every judgement: all recorded as missing, with causes.

@@ -4,24 +4,41 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..');
-const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, string | { types: string }> };
+const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | { types: string }>;
+};
 
 /** The source file of each public subpath (`searcher-rl`, `searcher-rl/run`, ...), from the exports map. */
 const entries = Object.entries(packageJson.exports)
   .filter(([key]) => key !== './package.json')
-  .map(([, value]) => join(root, (value as { types: string }).types.replace('./dist/', 'src/').replace(/\.d\.ts$/, '.ts')));
+  .map(([, value]) =>
+    join(root, (value as { types: string }).types.replace('./dist/', 'src/').replace(/\.d\.ts$/, '.ts')),
+  );
 
 describe('the public surface', () => {
   it('keeps the root export to at most 80 names (the facade, the run, config, errors, port types, the RL math)', () => {
-    const program = ts.createProgram([join(root, 'src/index.ts')], { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, skipLibCheck: true, noEmit: true, resolveJsonModule: true, types: [] });
+    const program = ts.createProgram([join(root, 'src/index.ts')], {
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      target: ts.ScriptTarget.ES2022,
+      skipLibCheck: true,
+      noEmit: true,
+      resolveJsonModule: true,
+      types: [],
+    });
     const checker = program.getTypeChecker();
-    const names = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(join(root, 'src/index.ts'))!)!).map((s) => s.name);
+    const names = checker
+      .getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(join(root, 'src/index.ts'))!)!)
+      .map((s) => s.name);
     expect(names.length, names.join(', ')).toBeLessThanOrEqual(80);
-    for (const internal of ['buildUpdateBatch', 'createEpisodeStages', 'runEvent', 'ACTION_TAG_PATTERN']) expect(names).not.toContain(internal);
+    for (const internal of ['buildUpdateBatch', 'createEpisodeStages', 'runEvent', 'ACTION_TAG_PATTERN'])
+      expect(names).not.toContain(internal);
   });
 
   it('has no implementation.ts barrels: each public name is listed once', () => {
-    const barrels = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' }).filter((p) => p.endsWith('implementation.ts'));
+    const barrels = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' }).filter((p) =>
+      p.endsWith('implementation.ts'),
+    );
     expect(barrels).toEqual([]);
   });
 
@@ -35,7 +52,9 @@ describe('the public surface', () => {
         const target = resolve(dirname(file), m[1]!);
         const path = target.endsWith('.ts') ? target : `${target}.ts`;
         if (dirname(path) === cli || entries.includes(path)) continue;
-        offences.push(`${relative(root, file)} imports ${m[1]} (${relative(root, path)} is not a public entry point)`);
+        offences.push(
+          `${relative(root, file)} imports ${m[1]} (${relative(root, path)} is not a public entry point)`,
+        );
       }
     }
     expect(offences).toEqual([]);

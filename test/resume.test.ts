@@ -26,7 +26,17 @@ function tinyRunConfig(root: string, runId: string, over: Partial<RunConfigInput
       { name: 'phase2', steps: 2, weights: 'default' },
     ],
     trainer: { batchSize: 2, saveFreq: 2 },
-    searcher: { episode: { instructions: '', maxTurns: 2, maxTurnTokens: 12, maxContextTokens: 192, observationMaxChars: 30, temperature: 1 }, rl: { nAgent: 2 } },
+    searcher: {
+      episode: {
+        instructions: '',
+        maxTurns: 2,
+        maxTurnTokens: 12,
+        maxContextTokens: 192,
+        observationMaxChars: 30,
+        temperature: 1,
+      },
+      rl: { nAgent: 2 },
+    },
     evaluation: { limit: 3 },
     ...over,
   });
@@ -57,7 +67,8 @@ describe('an interrupted and resumed CLI run equals the uninterrupted one', () =
     const config = tinyRunConfig(root, 'interrupted');
     // Step 1 of phase 1: no periodic checkpoint yet (the SFT one and the reused "before" evaluation
     // are behind it). Step 3: after the checkpoint at step 2. Step 1 of phase 2: again before one.
-    for (const stopAt of ['phase1 1/', 'phase1 3/', 'phase2 1/']) await expect(runUntil(config, stopAt)).rejects.toThrow();
+    for (const stopAt of ['phase1 1/', 'phase1 3/', 'phase2 1/'])
+      await expect(runUntil(config, stopAt)).rejects.toThrow();
     await runUntil(config, null);
     const runDir = join(root, 'runs', 'interrupted');
     const resumed = (await runOutcome(runDir, ['phase1', 'phase2'])).outcome;
@@ -65,14 +76,24 @@ describe('an interrupted and resumed CLI run equals the uninterrupted one', () =
 
     // The restarts are recorded, with the records they supersede.
     const store = createJsonlStore({ dir: runDir });
-    const events = (await store.doQuery({ kind: 'event', runId: 'phase1' })).map((r) => r.data as { type: string; nextStep: number; superseded?: { metric?: Record<string, number> } }).filter((e) => e.type === 'resume' || e.type === 'restart');
+    const events = (await store.doQuery({ kind: 'event', runId: 'phase1' }))
+      .map(
+        (r) => r.data as { type: string; nextStep: number; superseded?: { metric?: Record<string, number> } },
+      )
+      .filter((e) => e.type === 'resume' || e.type === 'restart');
     expect(events.map((e) => [e.type, e.nextStep, e.superseded?.metric])).toEqual([
       ['resume', 1, { 1: 1 }],
       ['resume', 3, { 3: 1 }],
       ['resume', 5, undefined],
     ]);
-    const phase2 = (await store.doQuery({ kind: 'event', runId: 'phase2' })).map((r) => r.data as { type: string; nextStep: number; superseded?: { metric?: Record<string, number> } }).filter((e) => e.type === 'resume' || e.type === 'restart');
+    const phase2 = (await store.doQuery({ kind: 'event', runId: 'phase2' }))
+      .map(
+        (r) => r.data as { type: string; nextStep: number; superseded?: { metric?: Record<string, number> } },
+      )
+      .filter((e) => e.type === 'resume' || e.type === 'restart');
     expect(phase2.map((e) => [e.type, e.nextStep, e.superseded?.metric])).toEqual([['resume', 1, { 1: 1 }]]);
-    expect((await store.doQuery({ kind: 'metric', runId: 'phase1' })).map((r) => r.step)).toEqual([1, 1, 2, 3, 3, 4]);
+    expect((await store.doQuery({ kind: 'metric', runId: 'phase1' })).map((r) => r.step)).toEqual([
+      1, 1, 2, 3, 3, 4,
+    ]);
   }, 600_000);
 });

@@ -18,8 +18,12 @@ describe('the unified log', () => {
     const store = createMemoryStore();
     const searcher = createSearcher(
       {
-        policy: createScriptedPolicy({ script: ['<search>acme revenue</search>', '<search_complete>true</search_complete>'] }),
-        searchEngine: createMockSearchEngine({ pages: [{ basename: 'acme.png', text: 'acme revenue 4.5 billion dollars' }] }),
+        policy: createScriptedPolicy({
+          script: ['<search>acme revenue</search>', '<search_complete>true</search_complete>'],
+        }),
+        searchEngine: createMockSearchEngine({
+          pages: [{ basename: 'acme.png', text: 'acme revenue 4.5 billion dollars' }],
+        }),
         generator: createMockGenerator({ facts: { 'acme.png': '4.5 billion dollars' } }),
         judge,
         store,
@@ -27,13 +31,29 @@ describe('the unified log', () => {
       },
       { rl: { nAgent: 2 } },
     );
-    await clock.run(searcher.collect([{ uid: 'acme', question: 'Acme revenue?', reference: '4.5 billion dollars', goldenBasenames: ['acme.png'] }], { runId: 'log' }));
-    const latency = store.records.filter((r) => r.kind === 'event' && (r.data as { type: string }).type === 'api.latency').map((r) => (r.data as { data: Record<string, number> }).data);
+    await clock.run(
+      searcher.collect(
+        [
+          {
+            uid: 'acme',
+            question: 'Acme revenue?',
+            reference: '4.5 billion dollars',
+            goldenBasenames: ['acme.png'],
+          },
+        ],
+        { runId: 'log' },
+      ),
+    );
+    const latency = store.records
+      .filter((r) => r.kind === 'event' && (r.data as { type: string }).type === 'api.latency')
+      .map((r) => (r.data as { data: Record<string, number> }).data);
     expect(latency).toHaveLength(2);
     for (const entry of latency) {
       expect(entry.judgeMs).toBe(250);
       expect(entry.generatorMs).toBe(0);
     }
-    expect(store.records.find((r) => r.kind === 'event' && (r.data as { type: string }).type === 'api.latency')).toMatchObject({ promptUid: 'acme', rolloutIndex: expect.any(Number) });
+    expect(
+      store.records.find((r) => r.kind === 'event' && (r.data as { type: string }).type === 'api.latency'),
+    ).toMatchObject({ promptUid: 'acme', rolloutIndex: expect.any(Number) });
   });
 });

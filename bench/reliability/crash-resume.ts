@@ -14,14 +14,31 @@ function tinyConfig(root: string, runId: string) {
     runsDir: join(root, 'runs'),
     runId,
     corpus: { decks: 4, minSlides: 5, maxSlides: 5, smallPrintRate: 0.5, cacheDir: join(root, 'corpus') },
-    policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm', coalesceSessions: process.env.RELIABILITY_COALESCE === '1' },
+    policy: {
+      layers: 1,
+      width: 16,
+      heads: 2,
+      contextLength: 192,
+      backend: 'wasm',
+      coalesceSessions: process.env.RELIABILITY_COALESCE === '1',
+    },
     sft: { demonstrations: 16, epochs: 3, batchSize: 4 },
     phases: [
       { name: 'phase1', steps: 6, weights: 'phase1' },
       { name: 'phase2', steps: 4, weights: 'default' },
     ],
     trainer: { batchSize: 2, saveFreq: 2 },
-    searcher: { episode: { instructions: '', maxTurns: 2, maxTurnTokens: 12, maxContextTokens: 192, observationMaxChars: 30, temperature: 1 }, rl: { nAgent: 2 } },
+    searcher: {
+      episode: {
+        instructions: '',
+        maxTurns: 2,
+        maxTurnTokens: 12,
+        maxContextTokens: 192,
+        observationMaxChars: 30,
+        temperature: 1,
+      },
+      rl: { nAgent: 2 },
+    },
     evaluation: { limit: 3 },
   };
 }
@@ -40,12 +57,19 @@ interface ChildRun {
 function trainChild(configPath: string, killAfterReadyMs: number | null): Promise<ChildRun> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'train', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'train', '--config', configPath],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let lastLine = '(starting)';
     let readyMs: number | null = null;
     let timer: NodeJS.Timeout | null = null;
     const onData = (chunk: Buffer) => {
-      const lines = chunk.toString('utf8').split(/[\r\n]+/).filter((l) => l.trim().length > 0);
+      const lines = chunk
+        .toString('utf8')
+        .split(/[\r\n]+/)
+        .filter((l) => l.trim().length > 0);
       if (lines.length > 0) lastLine = lines[lines.length - 1]!.trim();
       if (readyMs === null && lines.some((l) => l.startsWith('policy:'))) {
         readyMs = Date.now() - started;
@@ -80,10 +104,13 @@ export async function crashResume(root: string, kills: number, seed = 13): Promi
   };
   // The first run builds the corpus cache; the second, timed, is the uninterrupted reference.
   const warmup = await trainChild(await configFor('warmup'), null);
-  if (warmup.code !== 0) throw new Error(`the uninterrupted run failed (exit ${warmup.code}): ${warmup.lastLine}`);
+  if (warmup.code !== 0)
+    throw new Error(`the uninterrupted run failed (exit ${warmup.code}): ${warmup.lastLine}`);
   const straightRun = await trainChild(await configFor('straight'), null);
   const straight = await runOutcome(join(root, 'runs', 'straight'), PHASES);
-  const reproducible = JSON.stringify((await runOutcome(join(root, 'runs', 'warmup'), PHASES)).outcome) === JSON.stringify(straight.outcome);
+  const reproducible =
+    JSON.stringify((await runOutcome(join(root, 'runs', 'warmup'), PHASES)).outcome) ===
+    JSON.stringify(straight.outcome);
   // Kill moments: seeded delays after each attempt's policy line.
   // A folder whose run ends before its kill is checked and a new folder started.
   const random = createRandom(seed);
@@ -101,7 +128,9 @@ export async function crashResume(root: string, kills: number, seed = 13): Promi
       runId,
       kills: folderKills,
       equal: JSON.stringify(resumed.outcome) === JSON.stringify(straight.outcome),
-      stepsComplete: PHASES.every((p) => JSON.stringify(resumed.steps[p]) === JSON.stringify(straight.steps[p])),
+      stepsComplete: PHASES.every(
+        (p) => JSON.stringify(resumed.steps[p]) === JSON.stringify(straight.steps[p]),
+      ),
     });
   };
   for (let attempt = 0; killed < kills && attempt < 3 * kills; attempt++) {

@@ -7,9 +7,17 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { createGeminiGenerator, createGeminiJudge } from '../../src/adapters/gemini/index';
-import { createOpenAIEmbedder, createOpenAIGenerator, createOpenAIJudge } from '../../src/adapters/openai/index';
+import {
+  createOpenAIEmbedder,
+  createOpenAIGenerator,
+  createOpenAIJudge,
+} from '../../src/adapters/openai/index';
 import { createOpenAICompatibleCompletions } from '../../src/adapters/openai-compatible/policy';
-import { createBraveWebSearch, createSearchR1Retriever, createVragImageSearch } from '../../src/adapters/search-http/index';
+import {
+  createBraveWebSearch,
+  createSearchR1Retriever,
+  createVragImageSearch,
+} from '../../src/adapters/search-http/index';
 import { faultRun } from './faults';
 
 /** Every file under `dir`, read as bytes. */
@@ -25,10 +33,21 @@ async function* filesUnder(dir: string): AsyncGenerator<{ path: string; bytes: B
 async function echoServer() {
   const received: string[] = [];
   const server = createServer((req, res) => {
-    const credentials = [req.headers.authorization, req.headers['x-goog-api-key'], req.headers['x-subscription-token'], new URL(req.url ?? '/', 'http://x').searchParams.get('key')].filter((v): v is string => typeof v === 'string');
+    const credentials = [
+      req.headers.authorization,
+      req.headers['x-goog-api-key'],
+      req.headers['x-subscription-token'],
+      new URL(req.url ?? '/', 'http://x').searchParams.get('key'),
+    ].filter((v): v is string => typeof v === 'string');
     received.push(...credentials);
     req.resume();
-    req.on('end', () => res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `Incorrect API key provided: ${credentials.join(' ')}`, code: 401 } })));
+    req.on('end', () =>
+      res.writeHead(401, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          error: { message: `Incorrect API key provided: ${credentials.join(' ')}`, code: 401 },
+        }),
+      ),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -46,15 +65,63 @@ export async function secrets(root: string): Promise<Record<string, unknown>> {
   };
   const server = await echoServer();
   const adapters: Array<[string, () => Promise<unknown>]> = [
-    ['openai generator', () => createOpenAIGenerator({ model: 'm', apiKey: canary, baseURL: `${server.url}/v1` }).doAnswer('q', [])],
-    ['openai judge', () => createOpenAIJudge({ model: 'm', apiKey: canary, baseURL: `${server.url}/v1` }).doScore('q', 'a', 'b')],
-    ['openai embedder', () => createOpenAIEmbedder({ model: 'm', dimensions: 4, apiKey: canary, baseURL: `${server.url}/v1` }).doEmbed([{ kind: 'text', text: 'x' }])],
-    ['gemini generator', () => createGeminiGenerator({ model: 'm', apiKey: canary, baseUrl: server.url }).doAnswer('q', [])],
-    ['gemini judge', () => createGeminiJudge({ model: 'm', apiKey: canary, baseUrl: server.url }).doScore('q', 'a', 'b')],
-    ['openai-compatible', () => createOpenAICompatibleCompletions({ model: 'm', apiKey: canary, baseURL: `${server.url}/v1` }).doComplete({ prompt: [1, 2], max_tokens: 2 })],
-    ['search-r1 retriever', () => createSearchR1Retriever({ url: server.url, headers: { authorization: `Bearer ${canary}` } }).doSearch('q', { topK: 1 })],
-    ['vrag image search', () => createVragImageSearch({ url: server.url, headers: { 'x-api-key': canary }, images: 'none' }).doSearch('q', { topK: 1 })],
-    ['brave web search', () => createBraveWebSearch({ apiKey: canary, baseUrl: server.url }).doSearch('q', { topK: 1 })],
+    [
+      'openai generator',
+      () =>
+        createOpenAIGenerator({ model: 'm', apiKey: canary, baseURL: `${server.url}/v1` }).doAnswer('q', []),
+    ],
+    [
+      'openai judge',
+      () =>
+        createOpenAIJudge({ model: 'm', apiKey: canary, baseURL: `${server.url}/v1` }).doScore('q', 'a', 'b'),
+    ],
+    [
+      'openai embedder',
+      () =>
+        createOpenAIEmbedder({
+          model: 'm',
+          dimensions: 4,
+          apiKey: canary,
+          baseURL: `${server.url}/v1`,
+        }).doEmbed([{ kind: 'text', text: 'x' }]),
+    ],
+    [
+      'gemini generator',
+      () => createGeminiGenerator({ model: 'm', apiKey: canary, baseUrl: server.url }).doAnswer('q', []),
+    ],
+    [
+      'gemini judge',
+      () => createGeminiJudge({ model: 'm', apiKey: canary, baseUrl: server.url }).doScore('q', 'a', 'b'),
+    ],
+    [
+      'openai-compatible',
+      () =>
+        createOpenAICompatibleCompletions({
+          model: 'm',
+          apiKey: canary,
+          baseURL: `${server.url}/v1`,
+        }).doComplete({ prompt: [1, 2], max_tokens: 2 }),
+    ],
+    [
+      'search-r1 retriever',
+      () =>
+        createSearchR1Retriever({ url: server.url, headers: { authorization: `Bearer ${canary}` } }).doSearch(
+          'q',
+          { topK: 1 },
+        ),
+    ],
+    [
+      'vrag image search',
+      () =>
+        createVragImageSearch({ url: server.url, headers: { 'x-api-key': canary }, images: 'none' }).doSearch(
+          'q',
+          { topK: 1 },
+        ),
+    ],
+    [
+      'brave web search',
+      () => createBraveWebSearch({ apiKey: canary, baseUrl: server.url }).doSearch('q', { topK: 1 }),
+    ],
   ];
   const errors: Record<string, string> = {};
   try {
@@ -75,9 +142,16 @@ export async function secrets(root: string): Promise<Record<string, unknown>> {
 
   // A fault run whose keys are the canary: its store and console output.
   const writes: string[] = [];
-  const original = { out: process.stdout.write.bind(process.stdout), err: process.stderr.write.bind(process.stderr) };
-  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => (writes.push(String(chunk)), (original.out as (...a: unknown[]) => boolean)(chunk, ...rest))) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => (writes.push(String(chunk)), (original.err as (...a: unknown[]) => boolean)(chunk, ...rest))) as typeof process.stderr.write;
+  const original = {
+    out: process.stdout.write.bind(process.stdout),
+    err: process.stderr.write.bind(process.stderr),
+  };
+  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => (
+    writes.push(String(chunk)), (original.out as (...a: unknown[]) => boolean)(chunk, ...rest)
+  )) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => (
+    writes.push(String(chunk)), (original.err as (...a: unknown[]) => boolean)(chunk, ...rest)
+  )) as typeof process.stderr.write;
   try {
     await faultRun(join(root, 'store'), 100, 0.2, 11, canary);
   } finally {
@@ -89,7 +163,11 @@ export async function secrets(root: string): Promise<Record<string, unknown>> {
   // The CLI with the keys in its environment: a train run that fails (a bad config) and a run of the demo.
   const cli = async (args: string[]) =>
     new Promise<string>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: process.cwd(), env: { ...process.env, OPENAI_API_KEY: canary, GEMINI_API_KEY: canary, BRAVE_SEARCH_API_KEY: canary }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+        cwd: process.cwd(),
+        env: { ...process.env, OPENAI_API_KEY: canary, GEMINI_API_KEY: canary, BRAVE_SEARCH_API_KEY: canary },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let output = '';
       child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
       child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
@@ -104,5 +182,12 @@ export async function secrets(root: string): Promise<Record<string, unknown>> {
     files++;
     if (file.bytes.includes(canary)) leaks.push(`stored file ${file.path}`);
   }
-  return { figure: 'secrets', canarySentToServers: sent, adaptersChecked: adapters.length, errors, filesScanned: files, leaks };
+  return {
+    figure: 'secrets',
+    canarySentToServers: sent,
+    adaptersChecked: adapters.length,
+    errors,
+    filesScanned: files,
+    leaks,
+  };
 }

@@ -36,19 +36,25 @@ export function describeConfigFields(schema: z.ZodType, prefix = ''): string[] {
     // A union of objects told apart by `type` (an adapter): each variant's fields under `path (type=…)`.
     const variants = options?.filter((o) => o.properties?.type?.const !== undefined) ?? [];
     if (variants.length > 0) {
-      lines.push(`  ${path}.type  one of ${variants.map((v) => show(v.properties!.type!.const)).join(', ')}${node.default !== undefined ? ` (default ${show((node.default as { type?: unknown }).type ?? node.default)})` : ''}${node.description ? `  ${node.description}` : ''}`);
+      lines.push(
+        `  ${path}.type  one of ${variants.map((v) => show(v.properties!.type!.const)).join(', ')}${node.default !== undefined ? ` (default ${show((node.default as { type?: unknown }).type ?? node.default)})` : ''}${node.description ? `  ${node.description}` : ''}`,
+      );
       for (const variant of variants) {
-        for (const [key, child] of Object.entries(variant.properties ?? {})) if (key !== 'type') walk(child, `${path}(${show(variant.properties!.type!.const)}).${key}`);
+        for (const [key, child] of Object.entries(variant.properties ?? {}))
+          if (key !== 'type') walk(child, `${path}(${show(variant.properties!.type!.const)}).${key}`);
       }
       return;
     }
     if (node.properties && (node.type === 'object' || node.type === undefined)) {
       const given = effective && typeof effective === 'object' ? (effective as Record<string, unknown>) : {};
-      for (const [key, child] of Object.entries(node.properties)) walk(child, path ? `${path}.${key}` : key, given[key]);
+      for (const [key, child] of Object.entries(node.properties))
+        walk(child, path ? `${path}.${key}` : key, given[key]);
       return;
     }
     if (node.type === 'array' && node.items?.properties) {
-      lines.push(`  ${path}[]  a list${node.default !== undefined ? ` (default ${Array.isArray(node.default) ? `${node.default.length} entries` : show(node.default)})` : ''}${node.description ? `  ${node.description}` : ''}`);
+      lines.push(
+        `  ${path}[]  a list${node.default !== undefined ? ` (default ${Array.isArray(node.default) ? `${node.default.length} entries` : show(node.default)})` : ''}${node.description ? `  ${node.description}` : ''}`,
+      );
       walk(node.items, `${path}[]`);
       return;
     }

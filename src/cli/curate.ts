@@ -1,5 +1,10 @@
 import { parseArgs } from 'node:util';
-import { CURATION_COMMANDS, DEFAULT_CURATION_SETTINGS, runCurationCommand, type CurationValues } from '../curation/index';
+import {
+  CURATION_COMMANDS,
+  DEFAULT_CURATION_SETTINGS,
+  runCurationCommand,
+  type CurationValues,
+} from '../curation/index';
 import { InvalidArgumentError } from '../index';
 import type { RunOptions } from '../index';
 
@@ -32,25 +37,53 @@ export const CURATE_HELP = `searcher-rl curate <command> --run DIR [options]
 `;
 
 const OPTIONS = {
-  run: { type: 'string' }, phase: { type: 'string' }, phase1: { type: 'string' }, phase2: { type: 'string' }, low: { type: 'string' }, high: { type: 'string' }, ndcg: { type: 'string' }, 'judge-high': { type: 'string' },
-  round: { type: 'string' }, 'round1-max': { type: 'string' }, 'round2-max': { type: 'string' }, 'top-k': { type: 'string' }, 'max-success-rate': { type: 'string' }, 'keep-zero-search': { type: 'boolean' }, 'keep-zero-ndcg': { type: 'boolean' },
-  rewrite: { type: 'boolean' }, db: { type: 'string' }, epochs: { type: 'string' }, steps: { type: 'string' }, help: { type: 'boolean' },
+  run: { type: 'string' },
+  phase: { type: 'string' },
+  phase1: { type: 'string' },
+  phase2: { type: 'string' },
+  low: { type: 'string' },
+  high: { type: 'string' },
+  ndcg: { type: 'string' },
+  'judge-high': { type: 'string' },
+  round: { type: 'string' },
+  'round1-max': { type: 'string' },
+  'round2-max': { type: 'string' },
+  'top-k': { type: 'string' },
+  'max-success-rate': { type: 'string' },
+  'keep-zero-search': { type: 'boolean' },
+  'keep-zero-ndcg': { type: 'boolean' },
+  rewrite: { type: 'boolean' },
+  db: { type: 'string' },
+  epochs: { type: 'string' },
+  steps: { type: 'string' },
+  help: { type: 'boolean' },
 } as const;
 
 /** `searcher-rl curate <command>`: the arguments, then the curation library (`searcher-rl/curation`). */
-export async function curateCommand(argv: string[], options: RunOptions = { onLog: (line) => process.stdout.write(`${line}\n`) }): Promise<number> {
+export async function curateCommand(
+  argv: string[],
+  options: RunOptions = { onLog: (line) => process.stdout.write(`${line}\n`) },
+): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === 'help') return (process.stdout.write(CURATE_HELP), 0);
   let values: CurationValues;
   try {
     values = parseArgs({ args: rest, options: OPTIONS, strict: true }).values as CurationValues;
   } catch (error) {
-    throw new InvalidArgumentError({ argument: 'curate', message: `${(error as Error).message}; see searcher-rl curate --help` });
+    throw new InvalidArgumentError({
+      argument: 'curate',
+      message: `${(error as Error).message}; see searcher-rl curate --help`,
+    });
   }
   if (values.help) return (process.stdout.write(CURATE_HELP), 0);
   const runDir = values.run as string | undefined;
-  if (!runDir) throw new InvalidArgumentError({ argument: '--run', message: 'curate needs --run DIR (a run folder)' });
-  if (!(CURATION_COMMANDS as readonly string[]).includes(command)) throw new InvalidArgumentError({ argument: 'curate', message: `unknown command '${command}'; see searcher-rl curate --help` });
+  if (!runDir)
+    throw new InvalidArgumentError({ argument: '--run', message: 'curate needs --run DIR (a run folder)' });
+  if (!(CURATION_COMMANDS as readonly string[]).includes(command))
+    throw new InvalidArgumentError({
+      argument: 'curate',
+      message: `unknown command '${command}'; see searcher-rl curate --help`,
+    });
   await runCurationCommand(command, runDir, values, options);
   return 0;
 }

@@ -3,7 +3,21 @@ import { extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidArgumentError } from '../index';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
-import { buildIcdDemoData, createEmbeddingTable, DEFAULT_ICD_DATA_OPTIONS, DEFAULT_ICD_FLOW_OPTIONS, DEFAULT_ICD_SETTINGS, formatIcdJsonl, normaliseIcdPools, oracleAtK, parseIcdText, readIcdParquet, runIcdFlow, validateIcdRecords, type IcdQueryRecord } from '../icd/index';
+import {
+  buildIcdDemoData,
+  createEmbeddingTable,
+  DEFAULT_ICD_DATA_OPTIONS,
+  DEFAULT_ICD_FLOW_OPTIONS,
+  DEFAULT_ICD_SETTINGS,
+  formatIcdJsonl,
+  normaliseIcdPools,
+  oracleAtK,
+  parseIcdText,
+  readIcdParquet,
+  runIcdFlow,
+  validateIcdRecords,
+  type IcdQueryRecord,
+} from '../icd/index';
 
 const HELP: Record<string, string> = {
   icd: `searcher-rl icd <command> [options]   in-context demonstration selection (docs/method.md#icd-selection)
@@ -59,13 +73,19 @@ async function readRecords(path: string): Promise<IcdQueryRecord[]> {
 
 async function readVectors(path: string): Promise<unknown> {
   const text = await readFile(path, 'utf8');
-  return extname(path).toLowerCase() === '.jsonl' ? text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as unknown) : (JSON.parse(text) as unknown);
+  return extname(path).toLowerCase() === '.jsonl'
+    ? text
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l) as unknown)
+    : (JSON.parse(text) as unknown);
 }
 
 const integer = (value: string | undefined, name: string, fallback: number) => {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new InvalidArgumentError({ argument: name, message: `must be a positive integer, got '${value}'` });
+  if (!(Number.isInteger(n) && n > 0))
+    throw new InvalidArgumentError({ argument: name, message: `must be a positive integer, got '${value}'` });
   return n;
 };
 
@@ -77,47 +97,115 @@ export async function icdCommand(argv: string[]): Promise<number> {
   const help = rest.includes('--help') || rest.includes('-h');
   if (command === 'normalise' || command === 'normalize') {
     if (help) return usage(HELP.normalise!);
-    const { values } = parseArgs({ args: rest, options: { data: { type: 'string' }, embeddings: { type: 'string' }, 'query-embeddings': { type: 'string' }, out: { type: 'string' }, 'pool-size': { type: 'string' } }, strict: true });
-    if (!values.data || !values.embeddings || !values['query-embeddings'] || !values.out) throw new InvalidArgumentError({ argument: 'normalise', message: 'needs --data, --embeddings, --query-embeddings and --out (see --help)' });
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        data: { type: 'string' },
+        embeddings: { type: 'string' },
+        'query-embeddings': { type: 'string' },
+        out: { type: 'string' },
+        'pool-size': { type: 'string' },
+      },
+      strict: true,
+    });
+    if (!values.data || !values.embeddings || !values['query-embeddings'] || !values.out)
+      throw new InvalidArgumentError({
+        argument: 'normalise',
+        message: 'needs --data, --embeddings, --query-embeddings and --out (see --help)',
+      });
     const raw = await readRecords(values.data);
     const table = createEmbeddingTable((await readVectors(values.embeddings)) as number[][]);
     const queries = (await readVectors(values['query-embeddings'])) as Record<string, number[]> | number[][];
     const queryEmbedding = (id: number) => {
       const v = Array.isArray(queries) ? queries[id] : queries[String(id)];
-      if (!v) throw new InvalidArgumentError({ argument: '--query-embeddings', message: `has no embedding for query ${id}` });
+      if (!v)
+        throw new InvalidArgumentError({
+          argument: '--query-embeddings',
+          message: `has no embedding for query ${id}`,
+        });
       return v;
     };
-    const { records, changes } = normaliseIcdPools(raw, { poolSize: integer(values['pool-size'], '--pool-size', DEFAULT_ICD_SETTINGS.poolSize), table, queryEmbedding });
+    const { records, changes } = normaliseIcdPools(raw, {
+      poolSize: integer(values['pool-size'], '--pool-size', DEFAULT_ICD_SETTINGS.poolSize),
+      table,
+      queryEmbedding,
+    });
     await writeFile(values.out, formatIcdJsonl(records));
-    write(`${records.length} queries normalised to K = ${records[0]?.candidate_pool_indices.length ?? 0}: ${changes.reduce((n, c) => n + c.added, 0)} candidates added, ${changes.reduce((n, c) => n + c.dropped, 0)} dropped, ${changes.reduce((n, c) => n + c.merged, 0)} repeats merged -> ${values.out}`);
+    write(
+      `${records.length} queries normalised to K = ${records[0]?.candidate_pool_indices.length ?? 0}: ${changes.reduce((n, c) => n + c.added, 0)} candidates added, ${changes.reduce((n, c) => n + c.dropped, 0)} dropped, ${changes.reduce((n, c) => n + c.merged, 0)} repeats merged -> ${values.out}`,
+    );
     return 0;
   }
   if (command === 'eval') {
     if (help) return usage(HELP.eval!);
-    const { values } = parseArgs({ args: rest, options: { data: { type: 'string' }, embeddings: { type: 'string' }, 'pool-size': { type: 'string' } }, strict: true });
-    if (!values.data) throw new InvalidArgumentError({ argument: 'eval', message: 'needs --data FILE (see --help)' });
+    const { values } = parseArgs({
+      args: rest,
+      options: { data: { type: 'string' }, embeddings: { type: 'string' }, 'pool-size': { type: 'string' } },
+      strict: true,
+    });
+    if (!values.data)
+      throw new InvalidArgumentError({ argument: 'eval', message: 'needs --data FILE (see --help)' });
     const records = await readRecords(values.data);
     const poolSize = integer(values['pool-size'], '--pool-size', DEFAULT_ICD_SETTINGS.poolSize);
-    const embeddingCount = values.embeddings ? ((await readVectors(values.embeddings)) as unknown[]).length : undefined;
+    const embeddingCount = values.embeddings
+      ? ((await readVectors(values.embeddings)) as unknown[]).length
+      : undefined;
     validateIcdRecords(records, { poolSize, ...(embeddingCount !== undefined && { embeddingCount }) });
     const counts = records.map((r) => r.pointer_candidates.length);
-    write(JSON.stringify({ queries: records.length, poolSize, trajectoriesPerQuery: { min: Math.min(...counts), max: Math.max(...counts) }, oracleAtK: oracleAtK(records) }));
+    write(
+      JSON.stringify({
+        queries: records.length,
+        poolSize,
+        trajectoriesPerQuery: { min: Math.min(...counts), max: Math.max(...counts) },
+        oracleAtK: oracleAtK(records),
+      }),
+    );
     return 0;
   }
   if (command === 'mine' || command === 'inject' || command === 'control') {
     if (help) return usage(HELP.demo!);
-    const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'runs/icd' }, seed: { type: 'string' }, queries: { type: 'string' } }, strict: true });
-    const data = await buildIcdDemoData({ ...DEFAULT_ICD_DATA_OPTIONS, seed: integer(values.seed, '--seed', DEFAULT_ICD_DATA_OPTIONS.seed), queries: integer(values.queries, '--queries', DEFAULT_ICD_DATA_OPTIONS.queries), log: write }, command);
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        out: { type: 'string', default: 'runs/icd' },
+        seed: { type: 'string' },
+        queries: { type: 'string' },
+      },
+      strict: true,
+    });
+    const data = await buildIcdDemoData(
+      {
+        ...DEFAULT_ICD_DATA_OPTIONS,
+        seed: integer(values.seed, '--seed', DEFAULT_ICD_DATA_OPTIONS.seed),
+        queries: integer(values.queries, '--queries', DEFAULT_ICD_DATA_OPTIONS.queries),
+        log: write,
+      },
+      command,
+    );
     await mkdir(values.out!, { recursive: true });
     const file = join(values.out!, `${command}.jsonl`);
-    if (command === 'mine') await writeFile(file, `${[...data.positives].map(([queryId, positives]) => JSON.stringify({ query_id: queryId, positives })).join('\n')}\n`);
+    if (command === 'mine')
+      await writeFile(
+        file,
+        `${[...data.positives].map(([queryId, positives]) => JSON.stringify({ query_id: queryId, positives })).join('\n')}\n`,
+      );
     else await writeFile(file, formatIcdJsonl(command === 'inject' ? data.injected : data.final));
     write(`wrote ${file}`);
     return 0;
   }
   if (command === 'train') {
     if (help) return usage(HELP.train!);
-    const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'runs/icd' }, seed: { type: 'string' }, queries: { type: 'string' }, steps: { type: 'string' }, 'warm-up-epochs': { type: 'string' } }, strict: true });
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        out: { type: 'string', default: 'runs/icd' },
+        seed: { type: 'string' },
+        queries: { type: 'string' },
+        steps: { type: 'string' },
+        'warm-up-epochs': { type: 'string' },
+      },
+      strict: true,
+    });
     const out = values.out!;
     await mkdir(out, { recursive: true });
     const d = DEFAULT_ICD_FLOW_OPTIONS;
@@ -133,10 +221,18 @@ export async function icdCommand(argv: string[]): Promise<number> {
     });
     const { figures } = result.data;
     await writeFile(join(out, 'final.jsonl'), formatIcdJsonl(result.data.final));
-    const summary = { oracleAtK: { before: figures.oracleBefore, after: figures.oracleAfter }, heldOutMeanAccuracy: result.heldOut, heldOutQueries: result.data.heldOutIds.length };
+    const summary = {
+      oracleAtK: { before: figures.oracleBefore, after: figures.oracleAfter },
+      heldOutMeanAccuracy: result.heldOut,
+      heldOutQueries: result.data.heldOutIds.length,
+    };
     await writeFile(join(out, 'figures.json'), `${JSON.stringify(summary, null, 2)}\n`);
-    write(`oracle@K (training queries): ${figures.oracleBefore.toFixed(3)} before injection -> ${figures.oracleAfter.toFixed(3)} after`);
-    write(`held-out mean accuracy (${result.data.heldOutIds.length} queries): random ${result.heldOut.random.toFixed(3)}, beam labels ${result.heldOut.beam.toFixed(3)}, warm-up ${result.heldOut.warmUp.toFixed(3)}, GRPO ${result.heldOut.grpo.toFixed(3)}`);
+    write(
+      `oracle@K (training queries): ${figures.oracleBefore.toFixed(3)} before injection -> ${figures.oracleAfter.toFixed(3)} after`,
+    );
+    write(
+      `held-out mean accuracy (${result.data.heldOutIds.length} queries): random ${result.heldOut.random.toFixed(3)}, beam labels ${result.heldOut.beam.toFixed(3)}, warm-up ${result.heldOut.warmUp.toFixed(3)}, GRPO ${result.heldOut.grpo.toFixed(3)}`,
+    );
     return 0;
   }
   process.stderr.write(`Unknown icd command '${command}'.\n\n${HELP.icd}`);

@@ -1,7 +1,15 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { evalRun, InvalidArgumentError, loadRunConfig, parseRunConfig, runConfigSchema, SearcherError, trainRun } from '../index';
+import {
+  evalRun,
+  InvalidArgumentError,
+  loadRunConfig,
+  parseRunConfig,
+  runConfigSchema,
+  SearcherError,
+  trainRun,
+} from '../index';
 import { describeConfigFields } from './config-help';
 import { cliRunOptions } from './progress';
 
@@ -105,14 +113,27 @@ ${describeConfigFields(runConfigSchema.out).join('\n')}
 
 function version(): string {
   // package.json sits two folders up from both src/cli/main.ts and dist/cli/main.js.
-  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  return (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  ).version;
 }
 
-function args(command: string, rest: string[], options: Record<string, { type: 'string' | 'boolean'; default?: string | boolean }>) {
+function args(
+  command: string,
+  rest: string[],
+  options: Record<string, { type: 'string' | 'boolean'; default?: string | boolean }>,
+) {
   try {
-    return parseArgs({ args: rest, options: { ...options, help: { type: 'boolean', default: false } }, strict: true }).values as Record<string, string | boolean | undefined> & { help: boolean };
+    return parseArgs({
+      args: rest,
+      options: { ...options, help: { type: 'boolean', default: false } },
+      strict: true,
+    }).values as Record<string, string | boolean | undefined> & { help: boolean };
   } catch (error) {
-    throw new InvalidArgumentError({ argument: command, message: `${(error as Error).message}; see searcher-rl ${command} --help` });
+    throw new InvalidArgumentError({
+      argument: command,
+      message: `${(error as Error).message}; see searcher-rl ${command} --help`,
+    });
   }
 }
 
@@ -134,7 +155,10 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === 'demo') {
-    const values = args(command, rest, { out: { type: 'string', default: 'runs' }, scripted: { type: 'boolean', default: false } });
+    const values = args(command, rest, {
+      out: { type: 'string', default: 'runs' },
+      scripted: { type: 'boolean', default: false },
+    });
     if (values.help) return print(help());
     if (values.scripted) {
       await (await commands.run()).runDemo({ out: values.out as string });
@@ -150,7 +174,9 @@ async function main(argv: string[]): Promise<number> {
     const result = await trainRun(config, cli());
     const report = await run.writeReport(result.runDir);
     const rise = result.after.judgeSuccess - result.before.judgeSuccess;
-    process.stdout.write(`judge success on the ${result.after.split} ${config.dataset ? 'questions' : 'split'}: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`);
+    process.stdout.write(
+      `judge success on the ${result.after.split} ${config.dataset ? 'questions' : 'split'}: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`,
+    );
     return 0;
   }
   if (command === 'ablate') {
@@ -158,32 +184,80 @@ async function main(argv: string[]): Promise<number> {
     if (values.help) return print(help());
     const run = await commands.run();
     const config = values.config ? await loadRunConfig(values.config as string) : parseRunConfig({});
-    const only = values.only === undefined ? [] : (values.only as string).split(',').map((n) => n.trim()).filter((n) => n.length > 0);
+    const only =
+      values.only === undefined
+        ? []
+        : (values.only as string)
+            .split(',')
+            .map((n) => n.trim())
+            .filter((n) => n.length > 0);
     await run.runAblations(config, cli(), { only });
     return 0;
   }
   if (command === 'eval') {
-    const values = args(command, rest, { run: { type: 'string' }, split: { type: 'string' }, limit: { type: 'string' } });
+    const values = args(command, rest, {
+      run: { type: 'string' },
+      split: { type: 'string' },
+      limit: { type: 'string' },
+    });
     if (values.help) return print(help());
-    if (!values.run) throw new InvalidArgumentError({ argument: '--run', message: 'eval needs --run DIR (a run folder)' });
+    if (!values.run)
+      throw new InvalidArgumentError({ argument: '--run', message: 'eval needs --run DIR (a run folder)' });
     const split = values.split as 'train' | 'validation' | 'test' | undefined;
-    if (split !== undefined && !['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError({ argument: '--split', message: `must be train, validation or test, got '${split}'` });
+    if (split !== undefined && !['train', 'validation', 'test'].includes(split))
+      throw new InvalidArgumentError({
+        argument: '--split',
+        message: `must be train, validation or test, got '${split}'`,
+      });
     const limit = values.limit === undefined ? undefined : Number(values.limit);
-    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new InvalidArgumentError({ argument: '--limit', message: `must be a positive integer, got '${String(values.limit)}'` });
-    await evalRun(values.run as string, { ...(split && { split }), ...(limit !== undefined && { limit }) }, cli());
+    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0))
+      throw new InvalidArgumentError({
+        argument: '--limit',
+        message: `must be a positive integer, got '${String(values.limit)}'`,
+      });
+    await evalRun(
+      values.run as string,
+      { ...(split && { split }), ...(limit !== undefined && { limit }) },
+      cli(),
+    );
     return 0;
   }
   if (command === 'serve-env') {
-    const values = args(command, rest, Object.fromEntries(['config', 'tasks', 'split', 'host', 'port', 'workers', 'max-sessions', 'idle-timeout-ms', 'token', 'drain-ms'].map((k) => [k, { type: 'string' as const }])));
+    const values = args(
+      command,
+      rest,
+      Object.fromEntries(
+        [
+          'config',
+          'tasks',
+          'split',
+          'host',
+          'port',
+          'workers',
+          'max-sessions',
+          'idle-timeout-ms',
+          'token',
+          'drain-ms',
+        ].map((k) => [k, { type: 'string' as const }]),
+      ),
+    );
     if (values.help) return print(help());
     const int = (name: string, fallback: number, min: number) => {
       const raw = values[name];
       const n = raw === undefined ? fallback : Number(raw);
-      if (!(Number.isInteger(n) && n >= min)) throw new InvalidArgumentError({ argument: `--${name}`, message: `must be an integer >= ${min}, got '${String(raw)}'` });
+      if (!(Number.isInteger(n) && n >= min))
+        throw new InvalidArgumentError({
+          argument: `--${name}`,
+          message: `must be an integer >= ${min}, got '${String(raw)}'`,
+        });
       return n;
     };
     const split = (values.split as string | undefined) ?? 'train';
-    if (!['train', 'validation', 'test'].includes(split)) throw new InvalidArgumentError({ argument: '--split', message: `must be train, validation or test, got '${split}'` });
+    if (!['train', 'validation', 'test'].includes(split))
+      throw new InvalidArgumentError({
+        argument: '--split',
+        message: `must be train, validation or test, got '${split}'`,
+      });
     const idle = int('idle-timeout-ms', 600_000, 0);
     await (await commands.serveEnv()).serveEnv(
       {
@@ -205,7 +279,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const values = args(command, rest, { run: { type: 'string' } });
   if (values.help) return print(help());
-  if (!values.run) throw new InvalidArgumentError({ argument: '--run', message: 'report needs --run DIR (a run folder)' });
+  if (!values.run)
+    throw new InvalidArgumentError({ argument: '--run', message: 'report needs --run DIR (a run folder)' });
   process.stdout.write(`${await (await commands.run()).writeReport(values.run as string)}\n`);
   return 0;
 }
@@ -223,7 +298,11 @@ main(process.argv.slice(2)).then(
     const message = SearcherError.isInstance(error) || error instanceof Error ? error.message : String(error);
     process.stderr.write(`searcher-rl: ${message}\n`);
     // The causes say what failed underneath (a file, the database, the backend).
-    for (let cause = (error as { cause?: unknown })?.cause, depth = 0; cause !== undefined && depth < 5; cause = (cause as { cause?: unknown })?.cause, depth++) {
+    for (
+      let cause = (error as { cause?: unknown })?.cause, depth = 0;
+      cause !== undefined && depth < 5;
+      cause = (cause as { cause?: unknown })?.cause, depth++
+    ) {
       process.stderr.write(`  caused by: ${cause instanceof Error ? cause.message : String(cause)}\n`);
     }
     process.exitCode = 1;

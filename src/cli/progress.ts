@@ -22,7 +22,12 @@ const formatSeconds = (seconds: number) => {
  * `label [#####.....] 12/40 detail ETA 1m05s`, redrawn in place on a TTY. Without a TTY (CI, a
  * pipe) it prints a plain line every `every` updates and at the end, so logs stay readable.
  */
-export function createProgress(label: string, total: number, stream: ProgressStream = process.stderr, options: { every?: number; now?: () => number } = {}): Progress {
+export function createProgress(
+  label: string,
+  total: number,
+  stream: ProgressStream = process.stderr,
+  options: { every?: number; now?: () => number } = {},
+): Progress {
   const now = options.now ?? (() => performance.now());
   const started = now();
   const tty = stream.isTTY === true;
@@ -42,7 +47,9 @@ export function createProgress(label: string, total: number, stream: ProgressStr
       if (tty) {
         const text = line(done, detail);
         const max = (stream.columns ?? 120) - 1;
-        stream.write(`\r${text.length > max ? text.slice(0, max) : text.padEnd(Math.min(max, text.length + 2))}`);
+        stream.write(
+          `\r${text.length > max ? text.slice(0, max) : text.padEnd(Math.min(max, text.length + 2))}`,
+        );
       } else if (done % every === 0 || done === total) stream.write(`${line(done, detail)}\n`);
     },
     done(detail) {
@@ -57,7 +64,10 @@ export function createProgress(label: string, total: number, stream: ProgressStr
  * How the CLI follows a run (`RunOptions`): log lines to `log`, each task's progress as a bar (a
  * TTY) or plain lines on `stream`.
  */
-export function cliRunOptions(log: (line: string) => void, stream: ProgressStream = process.stderr): Pick<RunOptions, 'onLog' | 'onProgress'> {
+export function cliRunOptions(
+  log: (line: string) => void,
+  stream: ProgressStream = process.stderr,
+): Pick<RunOptions, 'onLog' | 'onProgress'> {
   const bars = new Map<string, Progress>();
   return {
     onLog: log,

@@ -41,7 +41,11 @@ export class InvalidArgumentError extends SearcherError {
   readonly argument: string;
 
   constructor(args: { argument: string; message: string; cause?: unknown }) {
-    super({ code: 'invalid_argument', message: `Invalid argument '${args.argument}': ${args.message}`, cause: args.cause });
+    super({
+      code: 'invalid_argument',
+      message: `Invalid argument '${args.argument}': ${args.message}`,
+      cause: args.cause,
+    });
     this.name = 'InvalidArgumentError';
     this.argument = args.argument;
   }
@@ -60,7 +64,11 @@ export class DatasetValidationError extends SearcherError {
 
   constructor(args: { row: number; field: string; message: string; cause?: unknown }) {
     const where = args.row >= 0 ? `row ${args.row}, field '${args.field}'` : `field '${args.field}'`;
-    super({ code: 'dataset_validation', message: `Invalid record at ${where}: ${args.message}`, cause: args.cause });
+    super({
+      code: 'dataset_validation',
+      message: `Invalid record at ${where}: ${args.message}`,
+      cause: args.cause,
+    });
     this.name = 'DatasetValidationError';
     this.row = args.row;
     this.field = args.field;
@@ -79,8 +87,17 @@ export class ConfigValidationError extends SearcherError {
   constructor({ issues }: { issues: ReadonlyArray<{ field: string; message: string }> }) {
     const first = issues[0] ?? { field: '(root)', message: 'invalid configuration' };
     // Every problem is listed: a typo'd key must not hide behind "and 1 more".
-    const rest = issues.length > 1 ? `; also:${issues.slice(1).map((i) => `\n  '${i.field}': ${i.message}`).join('')}` : '';
-    super({ code: 'config_validation', message: `Invalid configuration at '${first.field}': ${first.message}${rest}` });
+    const rest =
+      issues.length > 1
+        ? `; also:${issues
+            .slice(1)
+            .map((i) => `\n  '${i.field}': ${i.message}`)
+            .join('')}`
+        : '';
+    super({
+      code: 'config_validation',
+      message: `Invalid configuration at '${first.field}': ${first.message}${rest}`,
+    });
     this.name = 'ConfigValidationError';
     this.field = first.field;
     this.issues = issues;
@@ -91,7 +108,15 @@ export class ConfigValidationError extends SearcherError {
   }
 }
 
-export type PortName = 'searchEngine' | 'generator' | 'judge' | 'policy' | 'store' | 'imageOps' | 'embedder' | 'icdScorer';
+export type PortName =
+  | 'searchEngine'
+  | 'generator'
+  | 'judge'
+  | 'policy'
+  | 'store'
+  | 'imageOps'
+  | 'embedder'
+  | 'icdScorer';
 
 /**
  * A call to a port's implementation failed (a remote provider, a local index, a file).
@@ -114,7 +139,11 @@ export class ProviderCallError extends SearcherError {
     cause?: unknown;
   }) {
     const status = args.status === undefined ? '' : ` (status ${args.status})`;
-    super({ code: 'provider_call', message: `${args.port} '${args.provider}' failed${status}: ${args.message}`, cause: args.cause });
+    super({
+      code: 'provider_call',
+      message: `${args.port} '${args.provider}' failed${status}: ${args.message}`,
+      cause: args.cause,
+    });
     this.name = 'ProviderCallError';
     this.port = args.port;
     this.provider = args.provider;
@@ -138,7 +167,11 @@ export class PortOutputError extends SearcherError {
   readonly field: string;
 
   constructor(args: { port: PortName; provider: string; field: string; message: string; cause?: unknown }) {
-    super({ code: 'port_output', message: `${args.port} '${args.provider}' returned an unusable '${args.field}': ${args.message}`, cause: args.cause });
+    super({
+      code: 'port_output',
+      message: `${args.port} '${args.provider}' returned an unusable '${args.field}': ${args.message}`,
+      cause: args.cause,
+    });
     this.name = 'PortOutputError';
     this.port = args.port;
     this.provider = args.provider;
@@ -165,7 +198,11 @@ export class AdapterError extends SearcherError {
   constructor(args: { port: PortName; provider: string; error: unknown }) {
     const errorName = args.error instanceof Error ? args.error.name : typeof args.error;
     const message = args.error instanceof Error ? args.error.message : String(args.error);
-    super({ code: 'adapter_error', message: `${args.port} '${args.provider}' threw ${errorName}: ${message} (an error in the adapter's own code, not a provider failure)`, cause: args.error });
+    super({
+      code: 'adapter_error',
+      message: `${args.port} '${args.provider}' threw ${errorName}: ${message} (an error in the adapter's own code, not a provider failure)`,
+      cause: args.error,
+    });
     this.name = 'AdapterError';
     this.port = args.port;
     this.provider = args.provider;
@@ -187,13 +224,22 @@ export class RewardsMissingError extends SearcherError {
   readonly total: number;
   readonly causes: Readonly<Record<string, number>>;
 
-  constructor(args: { step: number; missing: number; total: number; causes: Record<string, number>; examples: readonly string[] }) {
+  constructor(args: {
+    step: number;
+    missing: number;
+    total: number;
+    causes: Record<string, number>;
+    examples: readonly string[];
+  }) {
     const causes = Object.entries(args.causes)
       .sort((a, b) => b[1] - a[1])
       .map(([cause, n]) => `${cause} x${n}`)
       .join(', ');
     const first = args.examples.length > 0 ? `; first: ${args.examples.join(' | ')}` : '';
-    super({ code: 'rewards_missing', message: `step ${args.step}: ${args.missing} of ${args.total} rewards could not be computed (${causes})${first}. The step was not trained on; fix the cause and resume from the last checkpoint.` });
+    super({
+      code: 'rewards_missing',
+      message: `step ${args.step}: ${args.missing} of ${args.total} rewards could not be computed (${causes})${first}. The step was not trained on; fix the cause and resume from the last checkpoint.`,
+    });
     this.name = 'RewardsMissingError';
     this.step = args.step;
     this.missing = args.missing;
@@ -215,7 +261,11 @@ export class MissingDependencyError extends SearcherError {
   readonly packageName: string;
 
   constructor(args: { subpath: string; packageName: string; install: string; cause?: unknown }) {
-    super({ code: 'missing_dependency', message: `${args.subpath} needs the '${args.packageName}' package, which is not installed: ${args.install}`, cause: args.cause });
+    super({
+      code: 'missing_dependency',
+      message: `${args.subpath} needs the '${args.packageName}' package, which is not installed: ${args.install}`,
+      cause: args.cause,
+    });
     this.name = 'MissingDependencyError';
     this.subpath = args.subpath;
     this.packageName = args.packageName;
@@ -248,7 +298,11 @@ export class BackendUnavailableError extends SearcherError {
   readonly known: readonly string[];
 
   constructor(args: { backend: string; known: readonly string[]; message: string; cause?: unknown }) {
-    super({ code: 'backend_unavailable', message: `Backend '${args.backend}' is unavailable: ${args.message}`, cause: args.cause });
+    super({
+      code: 'backend_unavailable',
+      message: `Backend '${args.backend}' is unavailable: ${args.message}`,
+      cause: args.cause,
+    });
     this.name = 'BackendUnavailableError';
     this.backend = args.backend;
     this.known = args.known;
@@ -270,7 +324,11 @@ export class ModelLayoutError extends SearcherError {
 
   constructor(args: { model: string; mismatches: readonly string[]; hint: string; cause?: unknown }) {
     const { model, mismatches, hint } = args;
-    super({ code: 'model_layout', message: `'${model}' does not have the expected layout (${mismatches.length} mismatch${mismatches.length === 1 ? '' : 'es'}):\n${mismatches.map((m) => `  - ${m}`).join('\n')}\n${hint}`, cause: args.cause });
+    super({
+      code: 'model_layout',
+      message: `'${model}' does not have the expected layout (${mismatches.length} mismatch${mismatches.length === 1 ? '' : 'es'}):\n${mismatches.map((m) => `  - ${m}`).join('\n')}\n${hint}`,
+      cause: args.cause,
+    });
     this.name = 'ModelLayoutError';
     this.model = model;
     this.mismatches = mismatches;
@@ -287,7 +345,10 @@ export class NotTrainableError extends SearcherError {
   readonly operation: string;
 
   constructor(args: { provider: string; operation: string; message: string }) {
-    super({ code: 'not_trainable', message: `The '${args.provider}' policy does not train (${args.operation}): ${args.message}` });
+    super({
+      code: 'not_trainable',
+      message: `The '${args.provider}' policy does not train (${args.operation}): ${args.message}`,
+    });
     this.name = 'NotTrainableError';
     this.provider = args.provider;
     this.operation = args.operation;

@@ -3,7 +3,17 @@ import type { StoreRecord } from '../ports/store';
 import type { SupersededCounts } from './store/records';
 
 /** The unified log's event types (docs/method.md#unified-log). */
-export type UnifiedEventType = 'run.start' | 'step.start' | 'step.end' | 'model.plan' | 'search.request' | 'search.response' | 'bbox.result' | 'generator.response' | 'reward.detail' | 'api.latency';
+export type UnifiedEventType =
+  | 'run.start'
+  | 'step.start'
+  | 'step.end'
+  | 'model.plan'
+  | 'search.request'
+  | 'search.response'
+  | 'bbox.result'
+  | 'generator.response'
+  | 'reward.detail'
+  | 'api.latency';
 
 /** Every event carries run id, step, prompt uid and rollout index (null for run and step events). */
 export interface UnifiedEvent {
@@ -18,18 +28,54 @@ export interface UnifiedEvent {
 }
 
 /** The per-turn and per-episode events of one finished rollout, in order. */
-export function episodeEvents(trajectory: Trajectory, runId: string, step: number, latency?: { generatorMs?: number; judgeMs?: number }): UnifiedEvent[] {
-  const ids = { runId, step, promptUid: trajectory.promptUid, rolloutIndex: trajectory.rolloutIndex, sampleId: trajectory.sampleId };
+export function episodeEvents(
+  trajectory: Trajectory,
+  runId: string,
+  step: number,
+  latency?: { generatorMs?: number; judgeMs?: number },
+): UnifiedEvent[] {
+  const ids = {
+    runId,
+    step,
+    promptUid: trajectory.promptUid,
+    rolloutIndex: trajectory.rolloutIndex,
+    sampleId: trajectory.sampleId,
+  };
   const events: UnifiedEvent[] = [];
   for (const turn of trajectory.turns) {
-    events.push({ type: 'model.plan', ...ids, turn: turn.index, data: { think: turn.think, action: turn.action, invalid: turn.invalid, forced: turn.forced } });
+    events.push({
+      type: 'model.plan',
+      ...ids,
+      turn: turn.index,
+      data: { think: turn.think, action: turn.action, invalid: turn.invalid, forced: turn.forced },
+    });
     if (turn.search) {
       events.push({ type: 'search.request', ...ids, turn: turn.index, data: { query: turn.search.query } });
-      events.push({ type: 'search.response', ...ids, turn: turn.index, data: { hits: turn.search.hitBasenames, chosen: turn.search.chosenBasename, chosenRank: turn.search.chosenRank, goldenRanks: turn.search.goldenRanks } });
+      events.push({
+        type: 'search.response',
+        ...ids,
+        turn: turn.index,
+        data: {
+          hits: turn.search.hitBasenames,
+          chosen: turn.search.chosenBasename,
+          chosenRank: turn.search.chosenRank,
+          goldenRanks: turn.search.goldenRanks,
+        },
+      });
     }
-    if (turn.crop) events.push({ type: 'bbox.result', ...ids, turn: turn.index, data: { bbox: turn.crop.bbox, basename: turn.crop.basename, sourceRegion: turn.crop.sourceRegion } });
+    if (turn.crop)
+      events.push({
+        type: 'bbox.result',
+        ...ids,
+        turn: turn.index,
+        data: { bbox: turn.crop.bbox, basename: turn.crop.basename, sourceRegion: turn.crop.sourceRegion },
+      });
   }
-  events.push({ type: 'generator.response', ...ids, data: { answer: trajectory.finalAnswer, error: trajectory.error, usage: trajectory.generatorUsage } });
+  events.push({
+    type: 'generator.response',
+    ...ids,
+    data: { answer: trajectory.finalAnswer, error: trajectory.error, usage: trajectory.generatorUsage },
+  });
   const detail = trajectory.rewardDetail;
   events.push({
     type: 'reward.detail',
@@ -48,7 +94,12 @@ export function episodeEvents(trajectory: Trajectory, runId: string, step: numbe
   return events;
 }
 
-export function runEvent(type: 'run.start' | 'step.start' | 'step.end', runId: string, step: number, data: Record<string, unknown>): UnifiedEvent {
+export function runEvent(
+  type: 'run.start' | 'step.start' | 'step.end',
+  runId: string,
+  step: number,
+  data: Record<string, unknown>,
+): UnifiedEvent {
   return { type, runId, step, promptUid: null, rolloutIndex: null, sampleId: null, data };
 }
 

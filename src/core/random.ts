@@ -31,7 +31,11 @@ export function mixSeed(seed: number, ...keys: readonly number[]): number {
 }
 
 export function createRandom(seed: number, ...streamKeys: readonly number[]): Random {
-  if (!Number.isFinite(seed)) throw new InvalidArgumentError({ argument: 'seed', message: `must be a finite number, got ${String(seed)}` });
+  if (!Number.isFinite(seed))
+    throw new InvalidArgumentError({
+      argument: 'seed',
+      message: `must be a finite number, got ${String(seed)}`,
+    });
   const mixed = mixSeed(seed, ...streamKeys);
   let a = 0x9e3779b9;
   let b = 0x243f6a88;
@@ -51,7 +55,11 @@ export function createRandom(seed: number, ...streamKeys: readonly number[]): Ra
   return {
     nextFloat: () => next() / 2 ** 32,
     nextInt(n) {
-      if (!(Number.isInteger(n) && n > 0)) throw new InvalidArgumentError({ argument: 'n', message: `must be a positive integer, got ${String(n)}` });
+      if (!(Number.isInteger(n) && n > 0))
+        throw new InvalidArgumentError({
+          argument: 'n',
+          message: `must be a positive integer, got ${String(n)}`,
+        });
       return Math.floor((next() / 2 ** 32) * n);
     },
     nextNormal() {
@@ -63,8 +71,15 @@ export function createRandom(seed: number, ...streamKeys: readonly number[]): Ra
     },
     state: () => [a, b, c, d],
     restore(state) {
-      if (!Array.isArray(state) || state.length !== 4 || !state.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32)) {
-        throw new InvalidArgumentError({ argument: 'state', message: 'must be four unsigned 32-bit integers (from Random.state())' });
+      if (
+        !Array.isArray(state) ||
+        state.length !== 4 ||
+        !state.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32)
+      ) {
+        throw new InvalidArgumentError({
+          argument: 'state',
+          message: 'must be four unsigned 32-bit integers (from Random.state())',
+        });
       }
       [a, b, c, d] = state as [number, number, number, number];
     },

@@ -38,5 +38,9 @@ export interface IcdScore {
 export interface IcdScorer {
   readonly specificationVersion: 'v1';
   readonly provider: string;
-  doScore(query: IcdQuery, demonstrations: readonly IcdDemonstration[], options?: CallOptions): Promise<IcdScore>;
+  doScore(
+    query: IcdQuery,
+    demonstrations: readonly IcdDemonstration[],
+    options?: CallOptions,
+  ): Promise<IcdScore>;
 }

@@ -14,8 +14,12 @@ export function loadApiKey(options: {
 }): string {
   const env = options.env ?? process.env;
   const names = options.environmentVariableNames;
-  const key = options.apiKey ?? names.map((name) => env[name] || undefined).find((value) => value !== undefined);
+  const key =
+    options.apiKey ?? names.map((name) => env[name] || undefined).find((value) => value !== undefined);
   if (key) return key;
   const variables = names.length > 1 ? `${names[0]} (or ${names.slice(1).join(' or ')})` : names[0];
-  throw new InvalidArgumentError({ argument: 'apiKey', message: `no ${options.vendor} API key: pass { apiKey } to ${options.factory}(...) or set the ${variables} environment variable` });
+  throw new InvalidArgumentError({
+    argument: 'apiKey',
+    message: `no ${options.vendor} API key: pass { apiKey } to ${options.factory}(...) or set the ${variables} environment variable`,
+  });
 }

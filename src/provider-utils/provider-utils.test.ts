@@ -12,7 +12,10 @@ describe('toProviderError', () => {
   const base = { port: 'judge' as const, provider: 'p' };
 
   it('keeps the status and Retry-After an SDK error carries, with the secret redacted', () => {
-    const sdkError = Object.assign(new Error('429 Rate limit for key sk-secret-123'), { status: 429, headers: new Headers({ 'retry-after': '3' }) });
+    const sdkError = Object.assign(new Error('429 Rate limit for key sk-secret-123'), {
+      status: 429,
+      headers: new Headers({ 'retry-after': '3' }),
+    });
     const error = toProviderError({ ...base, error: sdkError, secrets: ['sk-secret-123'] });
     expect(error).toMatchObject({ status: 429, retryAfterMs: 3000, isRetryable: true });
     expect(error.message).not.toContain('sk-secret-123');
@@ -20,28 +23,50 @@ describe('toProviderError', () => {
   });
 
   it("falls back to the provider's own hint when the headers say nothing", () => {
-    expect(toProviderError({ ...base, error: new Error('quota'), status: 429, retryAfterMs: 37_000 })).toMatchObject({ retryAfterMs: 37_000 });
+    expect(
+      toProviderError({ ...base, error: new Error('quota'), status: 429, retryAfterMs: 37_000 }),
+    ).toMatchObject({ retryAfterMs: 37_000 });
   });
 
   it('types an abort, a malformed body and a connection failure', () => {
     const controller = new AbortController();
     controller.abort();
-    expect(AbortedError.isInstance(toProviderError({ ...base, error: new Error('x'), signal: controller.signal }))).toBe(true);
-    expect(AbortedError.isInstance(toProviderError({ ...base, error: new Error('x'), aborted: true }))).toBe(true);
-    expect(toProviderError({ ...base, error: new SyntaxError('Unexpected end of JSON input') })).toMatchObject({ isRetryable: false, message: expect.stringMatching(/malformed response body/) });
-    expect(toProviderError({ ...base, error: new TypeError('fetch failed') })).toMatchObject({ isRetryable: true });
-    expect(toProviderError({ ...base, error: new Error('boom'), connectionFailure: true })).toMatchObject({ isRetryable: true });
-    expect(toProviderError({ ...base, error: new TypeError("Cannot read properties of undefined (reading 'x')") })).toMatchObject({ isRetryable: false });
+    expect(
+      AbortedError.isInstance(toProviderError({ ...base, error: new Error('x'), signal: controller.signal })),
+    ).toBe(true);
+    expect(AbortedError.isInstance(toProviderError({ ...base, error: new Error('x'), aborted: true }))).toBe(
+      true,
+    );
+    expect(
+      toProviderError({ ...base, error: new SyntaxError('Unexpected end of JSON input') }),
+    ).toMatchObject({ isRetryable: false, message: expect.stringMatching(/malformed response body/) });
+    expect(toProviderError({ ...base, error: new TypeError('fetch failed') })).toMatchObject({
+      isRetryable: true,
+    });
+    expect(toProviderError({ ...base, error: new Error('boom'), connectionFailure: true })).toMatchObject({
+      isRetryable: true,
+    });
+    expect(
+      toProviderError({ ...base, error: new TypeError("Cannot read properties of undefined (reading 'x')") }),
+    ).toMatchObject({ isRetryable: false });
     expect(ProviderCallError.isInstance(toProviderError({ ...base, error: 'a string' }))).toBe(true);
   });
 });
 
 describe('loadApiKey', () => {
   it('takes the setting, else the first set variable, else says both ways to provide it', () => {
-    const who = { vendor: 'Acme', factory: 'createAcmeJudge', environmentVariableNames: ['ACME_KEY', 'ACME_API_KEY'] };
+    const who = {
+      vendor: 'Acme',
+      factory: 'createAcmeJudge',
+      environmentVariableNames: ['ACME_KEY', 'ACME_API_KEY'],
+    };
     expect(loadApiKey({ ...who, apiKey: 'given', env: { ACME_KEY: 'env' } })).toBe('given');
-    expect(loadApiKey({ ...who, apiKey: undefined, env: { ACME_KEY: '', ACME_API_KEY: 'second' } })).toBe('second');
-    expect(() => loadApiKey({ ...who, apiKey: undefined, env: {} })).toThrow(/pass \{ apiKey \} to createAcmeJudge\(\.\.\.\) or set the ACME_KEY \(or ACME_API_KEY\) environment variable/);
+    expect(loadApiKey({ ...who, apiKey: undefined, env: { ACME_KEY: '', ACME_API_KEY: 'second' } })).toBe(
+      'second',
+    );
+    expect(() => loadApiKey({ ...who, apiKey: undefined, env: {} })).toThrow(
+      /pass \{ apiKey \} to createAcmeJudge\(\.\.\.\) or set the ACME_KEY \(or ACME_API_KEY\) environment variable/,
+    );
   });
 });
 
@@ -64,7 +89,11 @@ describe('parseSettings', () => {
 
 describe('retryDelayFromBody', () => {
   it("reads Google's RetryInfo", () => {
-    expect(retryDelayFromBody('{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}')).toBe(37_000);
+    expect(
+      retryDelayFromBody(
+        '{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}',
+      ),
+    ).toBe(37_000);
     expect(retryDelayFromBody('no hint')).toBeUndefined();
   });
 });
@@ -110,7 +139,15 @@ describe('parseJudgeScore', () => {
   });
 
   it('refuses prose, extra keys and out-of-range scores', () => {
-    for (const raw of ['score: 1', '{"score": 1, "reason": "x"}', '{"score": 1.5}', '[1]', '{"score": "1"}', '{"score": 1} trailing']) expect(() => parse(raw)).toThrow();
+    for (const raw of [
+      'score: 1',
+      '{"score": 1, "reason": "x"}',
+      '{"score": 1.5}',
+      '[1]',
+      '{"score": "1"}',
+      '{"score": 1} trailing',
+    ])
+      expect(() => parse(raw)).toThrow();
   });
 });
 
@@ -119,12 +156,22 @@ describe('loadWithOptionalPackages', () => {
     const { loadWithOptionalPackages } = await import('./optional-package');
     const { MissingDependencyError } = await import('../core/errors');
     const missing = 'searcher-rl-no-such-package';
-    const error = await loadWithOptionalPackages('searcher-rl/example', [{ name: missing, install: `npm install ${missing}` }], () => import(missing)).catch((e: unknown) => e);
+    const error = await loadWithOptionalPackages(
+      'searcher-rl/example',
+      [{ name: missing, install: `npm install ${missing}` }],
+      () => import(missing),
+    ).catch((e: unknown) => e);
     expect(MissingDependencyError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ subpath: 'searcher-rl/example', packageName: missing });
     expect((error as Error).message).toContain(`npm install ${missing}`);
     // A failure that is not a missing package passes through.
-    await expect(loadWithOptionalPackages('searcher-rl/example', [{ name: missing, install: 'x' }], () => Promise.reject(new TypeError('boom')))).rejects.toThrow('boom');
-    await expect(loadWithOptionalPackages('searcher-rl/example', [], () => Promise.resolve(42))).resolves.toBe(42);
+    await expect(
+      loadWithOptionalPackages('searcher-rl/example', [{ name: missing, install: 'x' }], () =>
+        Promise.reject(new TypeError('boom')),
+      ),
+    ).rejects.toThrow('boom');
+    await expect(
+      loadWithOptionalPackages('searcher-rl/example', [], () => Promise.resolve(42)),
+    ).resolves.toBe(42);
   });
 });

@@ -1,5 +1,7 @@
 /** Response headers as the SDKs give them: a WHATWG `Headers`, or a plain record (undici, node:http). */
-export type HeadersLike = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+export type HeadersLike =
+  | { get(name: string): string | null }
+  | Record<string, string | string[] | undefined>;
 
 /**
  * When the server asks to come back (Retry-After in seconds or as an HTTP date, or
@@ -8,7 +10,8 @@ export type HeadersLike = { get(name: string): string | null } | Record<string, 
 export function parseRetryAfter(headers: HeadersLike | undefined, now = Date.now()): number | undefined {
   if (!headers) return undefined;
   const get = (name: string): string | undefined => {
-    if (typeof (headers as { get?: unknown }).get === 'function') return (headers as { get(n: string): string | null }).get(name) ?? undefined;
+    if (typeof (headers as { get?: unknown }).get === 'function')
+      return (headers as { get(n: string): string | null }).get(name) ?? undefined;
     const record = headers as Record<string, string | string[] | undefined>;
     const value = record[name] ?? record[name.toLowerCase()];
     return Array.isArray(value) ? value[0] : value;

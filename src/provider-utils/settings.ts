@@ -7,20 +7,35 @@ type Issue = { path: ReadonlyArray<PropertyKey>; message: string; code?: string;
  * Validator issues as `{field, message}` with dotted fields under `prefix`. An unknown key is
  * reported at the key itself (`judge.maxRetry`), not at its parent object.
  */
-export function issueFields(issues: readonly Issue[], prefix = ''): Array<{ field: string; message: string }> {
+export function issueFields(
+  issues: readonly Issue[],
+  prefix = '',
+): Array<{ field: string; message: string }> {
   const join = (path: readonly string[]) => [prefix, ...path].filter((p) => p !== '').join('.') || '(root)';
   return issues.flatMap((issue) => {
     const path = issue.path.map(String);
-    if (issue.code === 'unrecognized_keys' && issue.keys) return issue.keys.map((key) => ({ field: join([...path, key]), message: 'unknown field (misspelt, or not supported here)' }));
+    if (issue.code === 'unrecognized_keys' && issue.keys)
+      return issue.keys.map((key) => ({
+        field: join([...path, key]),
+        message: 'unknown field (misspelt, or not supported here)',
+      }));
     return [{ field: join(path), message: issue.message }];
   });
 }
 
 /** Settings checked at the factory: a wrong field throws ConfigValidationError naming `factory.field`. */
-export function parseSettings<S extends z.ZodType>(factory: string, schema: S, settings: unknown): z.output<S> {
+export function parseSettings<S extends z.ZodType>(
+  factory: string,
+  schema: S,
+  settings: unknown,
+): z.output<S> {
   const result = schema.safeParse(settings);
   if (result.success) return result.data;
-  throw new ConfigValidationError({ issues: issueFields(result.error.issues as Issue[], factory).map((f) => (f.field === factory ? { ...f, field: `${factory}.(settings)` } : f)) });
+  throw new ConfigValidationError({
+    issues: issueFields(result.error.issues as Issue[], factory).map((f) =>
+      f.field === factory ? { ...f, field: `${factory}.(settings)` } : f,
+    ),
+  });
 }
 
 /** A positive integer setting: the one definition every settings schema uses. */

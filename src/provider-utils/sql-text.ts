@@ -33,10 +33,18 @@ const TRANSITIONS: readonly (readonly number[])[] = [
   /* 6 SEMI    */ [6, 6, 5, 5, 5, 5, 5, 7],
   /* 7 END     */ [1, 7, 5, 5, 5, 5, 5, 5],
 ];
-const KEYWORDS: Record<string, number> = { explain: EXPLAIN, create: CREATE, temp: TEMP, temporary: TEMP, trigger: TRIGGER, end: END };
+const KEYWORDS: Record<string, number> = {
+  explain: EXPLAIN,
+  create: CREATE,
+  temp: TEMP,
+  temporary: TEMP,
+  trigger: TRIGGER,
+  end: END,
+};
 
 /** SQLite's identifier characters: letters, digits, '_', '$' and every character past ASCII. */
-const isIdChar = (c: string | undefined) => c !== undefined && (/[A-Za-z0-9_$]/.test(c) || c.charCodeAt(0) > 0x7f);
+const isIdChar = (c: string | undefined) =>
+  c !== undefined && (/[A-Za-z0-9_$]/.test(c) || c.charCodeAt(0) > 0x7f);
 const isSpace = (c: string | undefined) => c === ' ' || c === '\t' || c === '\n' || c === '\f' || c === '\r';
 const isDigit = (c: string | undefined) => c !== undefined && c >= '0' && c <= '9';
 const HEAD = 8;
@@ -44,7 +52,11 @@ const HEAD = 8;
 /** A token as `head` holds it: lower-cased, a quoted one ('a', "a", `a`, [a]) unquoted. */
 function headOf(token: string): string {
   const quote = token[0];
-  if (quote === "'" || quote === '"' || quote === '`') return token.slice(1, token.endsWith(quote) && token.length > 1 ? -1 : undefined).replaceAll(quote + quote, quote).toLowerCase();
+  if (quote === "'" || quote === '"' || quote === '`')
+    return token
+      .slice(1, token.endsWith(quote) && token.length > 1 ? -1 : undefined)
+      .replaceAll(quote + quote, quote)
+      .toLowerCase();
   if (quote === '[') return token.slice(1, token.endsWith(']') ? -1 : undefined).toLowerCase();
   return token.toLowerCase();
 }

@@ -17,11 +17,34 @@ afterAll(async () => {
 describe('scanSql', () => {
   it('counts statements as sqlite3_complete() ends them: not inside strings, names, comments or a trigger body', () => {
     const count = (sql: string) => scanSql(sql).statements;
-    for (const sql of ['', '  ', ';;', '-- only a comment', '/* only */ ; /* comments */']) expect(count(sql), sql).toBe(0);
-    for (const sql of ['SELECT 1', 'SELECT 1;', 'SELECT 1;;  -- done', "SELECT ';'", 'SELECT "a;b" FROM t', 'SELECT [a;b] FROM t', 'SELECT `a;b` FROM t', "SELECT 'it''s; fine'", 'SELECT 1 /* ; */', 'SELECT 1 -- ;\n', 'SELECT 1 /* unterminated ;', 'EXPLAIN SELECT 1; ', 'CREATE TRIGGER t AFTER INSERT ON x BEGIN DELETE FROM y; SELECT CASE WHEN 1 THEN 2 END; END;', 'CREATE TEMP TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END']) {
+    for (const sql of ['', '  ', ';;', '-- only a comment', '/* only */ ; /* comments */'])
+      expect(count(sql), sql).toBe(0);
+    for (const sql of [
+      'SELECT 1',
+      'SELECT 1;',
+      'SELECT 1;;  -- done',
+      "SELECT ';'",
+      'SELECT "a;b" FROM t',
+      'SELECT [a;b] FROM t',
+      'SELECT `a;b` FROM t',
+      "SELECT 'it''s; fine'",
+      'SELECT 1 /* ; */',
+      'SELECT 1 -- ;\n',
+      'SELECT 1 /* unterminated ;',
+      'EXPLAIN SELECT 1; ',
+      'CREATE TRIGGER t AFTER INSERT ON x BEGIN DELETE FROM y; SELECT CASE WHEN 1 THEN 2 END; END;',
+      'CREATE TEMP TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END',
+    ]) {
       expect(count(sql), sql).toBe(1);
     }
-    for (const sql of ['SELECT 1; SELECT 2', 'SELECT 1;DELETE FROM t', "SELECT ';'; DROP TABLE t -- x", 'SELECT 1 /* ; */; DELETE FROM t', 'CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END; SELECT 2', 'SELECT 1\n;\nATTACH x AS y']) {
+    for (const sql of [
+      'SELECT 1; SELECT 2',
+      'SELECT 1;DELETE FROM t',
+      "SELECT ';'; DROP TABLE t -- x",
+      'SELECT 1 /* ; */; DELETE FROM t',
+      'CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END; SELECT 2',
+      'SELECT 1\n;\nATTACH x AS y',
+    ]) {
       expect(count(sql), sql).toBe(2);
     }
   });
@@ -35,12 +58,19 @@ describe('scanSql', () => {
     expect(names('SELECT ?1, ?1, ?')).toEqual(['?1', null]);
     expect(names('SELECT :a, @b, $c, :a, #d')).toEqual([':a', '@b', '$c', '#d']);
     expect(names('SELECT ?, :a, ?')).toEqual([null, ':a', null]);
-    expect(names("SELECT '?', \":x\", [?] -- ?\n, :a /* :b */")).toEqual([':a']);
+    expect(names('SELECT \'?\', ":x", [?] -- ?\n, :a /* :b */')).toEqual([':a']);
     expect(names('SELECT $a::b(x y), $c(d)')).toEqual(['$a::b(x', '$c(d)']);
   });
 
   it('gives the first tokens of the first statement, unquoted and lower-cased', () => {
-    expect(scanSql("/* c */ PRAGMA main.'Query_Only' = 0; SELECT 1").head).toEqual(['pragma', 'main', '.', 'query_only', '=', '0']);
+    expect(scanSql("/* c */ PRAGMA main.'Query_Only' = 0; SELECT 1").head).toEqual([
+      'pragma',
+      'main',
+      '.',
+      'query_only',
+      '=',
+      '0',
+    ]);
     expect(scanSql('pragma [a]("b")').head).toEqual(['pragma', 'a', '(', 'b', ')']);
   });
 });
@@ -49,7 +79,13 @@ describe('openSqlite', () => {
   it('binds what better-sqlite3 bound, and throws for what it refused instead of aborting the process', () => {
     const db = openSqlite({ file: ':memory:' });
     const one = (sql: string, ...params: unknown[]) => db.prepare(sql).get(...params);
-    expect(one('SELECT ? AS a, ? AS b, ? AS c, ? AS d, ? AS e', 1.5, 'x', 3n, null, undefined)).toEqual({ a: 1.5, b: 'x', c: 3, d: null, e: null });
+    expect(one('SELECT ? AS a, ? AS b, ? AS c, ? AS d, ? AS e', 1.5, 'x', 3n, null, undefined)).toEqual({
+      a: 1.5,
+      b: 'x',
+      c: 3,
+      d: null,
+      e: null,
+    });
     expect(one('SELECT ? AS v', null)).toEqual({ v: null });
     expect(one('SELECT ? AS v', Buffer.from([1, 2]))).toEqual({ v: Buffer.from([1, 2]) });
     expect(one('SELECT ? AS v', new Uint8Array([3]))).toEqual({ v: Buffer.from([3]) });
@@ -57,30 +93,56 @@ describe('openSqlite', () => {
     expect(one('SELECT ? AS a, :b AS b, ? AS c', 1, { b: 2 }, 3)).toEqual({ a: 1, b: 2, c: 3 });
     expect(one('SELECT :a AS a, @a AS b, $a AS c', { a: 'x' })).toEqual({ a: 'x', b: 'x', c: 'x' });
     expect(one('SELECT ?2 AS a, ?1 AS b', { 1: 'one', 2: 'two' })).toEqual({ a: 'two', b: 'one' });
-    for (const value of [true, false, new Date(0), new Map(), [[1]], Symbol('s'), () => 1, new ArrayBuffer(1)]) {
-      expect(() => one('SELECT ? AS v', value), String(value)).toThrow(new TypeError('SQLite3 can only bind numbers, strings, bigints, buffers, and null'));
+    for (const value of [
+      true,
+      false,
+      new Date(0),
+      new Map(),
+      [[1]],
+      Symbol('s'),
+      () => 1,
+      new ArrayBuffer(1),
+    ]) {
+      expect(() => one('SELECT ? AS v', value), String(value)).toThrow(
+        new TypeError('SQLite3 can only bind numbers, strings, bigints, buffers, and null'),
+      );
     }
     expect(() => one('SELECT :a AS v', { a: true })).toThrow(TypeError);
     expect(() => one('SELECT ? AS v', 2n ** 63n)).toThrow(RangeError);
-    expect(() => one('SELECT ? AS a, ? AS b', 1)).toThrow(new RangeError('Too few parameter values were provided'));
-    expect(() => one('SELECT ? AS a', 1, 2)).toThrow(new RangeError('Too many parameter values were provided'));
-    expect(() => one('SELECT ? AS a', { a: 1 })).toThrow(new RangeError('Too few parameter values were provided'));
+    expect(() => one('SELECT ? AS a, ? AS b', 1)).toThrow(
+      new RangeError('Too few parameter values were provided'),
+    );
+    expect(() => one('SELECT ? AS a', 1, 2)).toThrow(
+      new RangeError('Too many parameter values were provided'),
+    );
+    expect(() => one('SELECT ? AS a', { a: 1 })).toThrow(
+      new RangeError('Too few parameter values were provided'),
+    );
     expect(() => one('SELECT :a AS a', {})).toThrow(new RangeError('Missing named parameter "a"'));
     expect(() => one('SELECT :a AS a')).toThrow(new TypeError('Missing named parameters'));
-    expect(() => one('SELECT :a AS a', { a: 1 }, { a: 2 })).toThrow(new TypeError('You cannot specify named parameters in two different objects'));
+    expect(() => one('SELECT :a AS a', { a: 1 }, { a: 2 })).toThrow(
+      new TypeError('You cannot specify named parameters in two different objects'),
+    );
     db.close();
   });
 
   it('prepares exactly one statement, and gives rows without metadata and BLOBs as Buffers', () => {
     const db = openSqlite({ file: ':memory:' });
     db.exec("CREATE TABLE t (a INTEGER PRIMARY KEY, b BLOB); INSERT INTO t (b) VALUES (x'0102');");
-    expect(() => db.prepare('SELECT 1; DELETE FROM t')).toThrow(new RangeError('The supplied SQL string contains more than one statement'));
-    expect(() => db.prepare(' -- nothing')).toThrow(new RangeError('The supplied SQL string contains no statements'));
+    expect(() => db.prepare('SELECT 1; DELETE FROM t')).toThrow(
+      new RangeError('The supplied SQL string contains more than one statement'),
+    );
+    expect(() => db.prepare(' -- nothing')).toThrow(
+      new RangeError('The supplied SQL string contains no statements'),
+    );
     expect(() => db.prepare(1 as never)).toThrow(TypeError);
     expect(db.prepare('SELECT a, b FROM t;  -- trailing').all()).toEqual([{ a: 1, b: Buffer.from([1, 2]) }]);
     expect(db.prepare('SELECT a, b FROM t').get()).toEqual({ a: 1, b: Buffer.from([1, 2]) });
     expect(db.prepare('SELECT a FROM t WHERE a = ?').get(9)).toBeUndefined();
-    expect(db.prepare('INSERT INTO t (b) VALUES (?)').run(Buffer.from([3]))).toEqual({ changes: 1, lastInsertRowid: 2 });
+    expect(db.prepare('INSERT INTO t (b) VALUES (?)').run(Buffer.from([3]))).toEqual({
+      changes: 1,
+      lastInsertRowid: 2,
+    });
     expect(db.prepare('SELECT 1 AS one').reader).toBe(true);
     expect(db.prepare('DELETE FROM t').reader).toBe(false);
     expect(db.prepare('DELETE FROM t RETURNING a').reader).toBe(true);
@@ -98,7 +160,9 @@ describe('openSqlite', () => {
     insert.run(1, 'a fox and a dog');
     insert.run(2, 'fox fox Füchse');
     insert.run(3, 'a cat');
-    const rows = db.prepare('SELECT rowid AS id, bm25(f) AS rank FROM f WHERE f MATCH ? ORDER BY rank').all('"fox" OR "fuchse"') as Array<{ id: number; rank: number }>;
+    const rows = db
+      .prepare('SELECT rowid AS id, bm25(f) AS rank FROM f WHERE f MATCH ? ORDER BY rank')
+      .all('"fox" OR "fuchse"') as Array<{ id: number; rank: number }>;
     expect(rows.map((r) => r.id)).toEqual([2, 1]);
     expect(rows[0]!.rank).toBeLessThan(rows[1]!.rank);
     expect(rows[1]!.rank).toBeLessThan(0);
@@ -131,9 +195,13 @@ describe('openSqlite', () => {
     writer.exec("PRAGMA journal_mode = WAL; CREATE TABLE t (a); INSERT INTO t VALUES ('kept');");
     const reader = openSqlite({ file: path }, { readonly: true });
     expect(reader.prepare('SELECT a FROM t').all()).toEqual([{ a: 'kept' }]);
-    expect(() => reader.prepare('DELETE FROM t').run()).toThrow(expect.objectContaining({ code: 'SQLITE_READONLY' }));
+    expect(() => reader.prepare('DELETE FROM t').run()).toThrow(
+      expect.objectContaining({ code: 'SQLITE_READONLY' }),
+    );
     reader.exec('PRAGMA query_only = OFF');
-    expect(() => reader.prepare("INSERT INTO t VALUES ('x') RETURNING a").all()).toThrow(expect.objectContaining({ code: 'SQLITE_READONLY' }));
+    expect(() => reader.prepare("INSERT INTO t VALUES ('x') RETURNING a").all()).toThrow(
+      expect.objectContaining({ code: 'SQLITE_READONLY' }),
+    );
     writer.prepare('INSERT INTO t VALUES (?)').run('later');
     expect(reader.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 2 });
     reader.close();
@@ -149,7 +217,9 @@ describe('openSqlite', () => {
     a.exec("CREATE TABLE t (a); INSERT INTO t VALUES ('a');");
     const reader = openSqlite({ sharedMemory: 'one' }, { readonly: true });
     expect(reader.prepare('SELECT a FROM t').all()).toEqual([{ a: 'a' }]);
-    expect(() => reader.prepare('DELETE FROM t').run()).toThrow(expect.objectContaining({ code: 'SQLITE_READONLY' }));
+    expect(() => reader.prepare('DELETE FROM t').run()).toThrow(
+      expect.objectContaining({ code: 'SQLITE_READONLY' }),
+    );
     const other = openSqlite({ sharedMemory: 'two' });
     expect(other.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name = 't'").get()).toEqual({ n: 0 });
     for (const db of [a, reader, other]) db.close();

@@ -56,10 +56,14 @@ function bindable(value: unknown): unknown {
   if (value === null || value === undefined) return null;
   if (typeof value === 'number' || typeof value === 'string') return value;
   if (typeof value === 'bigint') {
-    if (value > MAX_INT64 || value < -MAX_INT64 - 1n) throw new RangeError('BigInt value is too large to be represented as a SQLite3 integer');
+    if (value > MAX_INT64 || value < -MAX_INT64 - 1n)
+      throw new RangeError('BigInt value is too large to be represented as a SQLite3 integer');
     return value;
   }
-  if (ArrayBuffer.isView(value)) return value instanceof Uint8Array ? value : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (ArrayBuffer.isView(value))
+    return value instanceof Uint8Array
+      ? value
+      : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
   throw new TypeError(CANNOT_BIND);
 }
 
@@ -76,7 +80,12 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> => {
  */
 function bindValues(text: SqlText, args: readonly unknown[]): unknown[] {
   // The common case: only bare `?`, one plain value each.
-  if (args.length === text.names.length && text.names.every((name) => name === null) && !args.some((arg) => Array.isArray(arg) || isPlainObject(arg))) return args.map(bindable);
+  if (
+    args.length === text.names.length &&
+    text.names.every((name) => name === null) &&
+    !args.some((arg) => Array.isArray(arg) || isPlainObject(arg))
+  )
+    return args.map(bindable);
   const values: unknown[] = new Array(text.names.length).fill(null);
   let anonymous = 0;
   let count = 0;
@@ -122,7 +131,8 @@ function rowOf(row: Record<string, unknown>, dropMetadata: boolean): SqliteRow {
 
 /** The libsql name of a location: a path, or a URI for read-only and shared in-memory databases. */
 function nameOf(location: SqliteLocation, readonly: boolean): string {
-  if ('sharedMemory' in location) return `file:/searcher-rl-${encodeURIComponent(location.sharedMemory)}?vfs=memdb${readonly ? '&mode=ro' : ''}`;
+  if ('sharedMemory' in location)
+    return `file:/searcher-rl-${encodeURIComponent(location.sharedMemory)}?vfs=memdb${readonly ? '&mode=ro' : ''}`;
   if (typeof location.file !== 'string') throw new TypeError('Expected the database file to be a string');
   if (location.file === ':memory:') {
     if (readonly) throw new TypeError('In-memory/temporary databases cannot be readonly');
@@ -162,7 +172,9 @@ export function openSqlite(location: SqliteLocation, options: { readonly?: boole
         return row === undefined ? undefined : rowOf(row, true);
       },
       all(...params) {
-        return (statement.all(...bound(params)) as Array<Record<string, unknown>>).map((row) => rowOf(row, false));
+        return (statement.all(...bound(params)) as Array<Record<string, unknown>>).map((row) =>
+          rowOf(row, false),
+        );
       },
     };
   };
@@ -191,12 +203,14 @@ export function openSqlite(location: SqliteLocation, options: { readonly?: boole
         db.exec(nested ? `SAVEPOINT ${savepoint}` : 'BEGIN');
         try {
           const result = fn(...args);
-          if (result !== null && typeof (result as { then?: unknown })?.then === 'function') throw new TypeError('Transaction function cannot return a promise');
+          if (result !== null && typeof (result as { then?: unknown })?.then === 'function')
+            throw new TypeError('Transaction function cannot return a promise');
           db.exec(nested ? `RELEASE ${savepoint}` : 'COMMIT');
           return result;
         } catch (error) {
           // SQLite rolls a transaction back itself on some failures (a full disk, an I/O error).
-          if (db.inTransaction) db.exec(nested ? `ROLLBACK TO ${savepoint}; RELEASE ${savepoint}` : 'ROLLBACK');
+          if (db.inTransaction)
+            db.exec(nested ? `ROLLBACK TO ${savepoint}; RELEASE ${savepoint}` : 'ROLLBACK');
           throw error;
         } finally {
           savepoints--;

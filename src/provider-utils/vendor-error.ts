@@ -33,14 +33,37 @@ export interface VendorFailure {
  */
 export function toProviderError(failure: VendorFailure): SearcherError {
   const { port, provider, error, signal } = failure;
-  if (signal?.aborted || failure.aborted) return new AbortedError({ what: `${port} '${provider}' call`, cause: signal?.reason });
-  const message = redactSecrets(error instanceof Error ? error.message : String(error), failure.secrets ?? []);
+  if (signal?.aborted || failure.aborted)
+    return new AbortedError({ what: `${port} '${provider}' call`, cause: signal?.reason });
+  const message = redactSecrets(
+    error instanceof Error ? error.message : String(error),
+    failure.secrets ?? [],
+  );
   const carried = error as { status?: unknown; headers?: unknown } | null;
-  const status = failure.status ?? (typeof carried?.status === 'number' && carried.status >= 100 ? carried.status : undefined);
+  const status =
+    failure.status ??
+    (typeof carried?.status === 'number' && carried.status >= 100 ? carried.status : undefined);
   if (status !== undefined) {
     const headers = failure.headers ?? (carried?.headers as HeadersLike | undefined);
-    return new ProviderCallError({ port, provider, status, retryAfterMs: parseRetryAfter(headers) ?? failure.retryAfterMs, message });
+    return new ProviderCallError({
+      port,
+      provider,
+      status,
+      retryAfterMs: parseRetryAfter(headers) ?? failure.retryAfterMs,
+      message,
+    });
   }
-  if (error instanceof SyntaxError) return new ProviderCallError({ port, provider, message: `malformed response body: ${message}`, isRetryable: false });
-  return new ProviderCallError({ port, provider, message, isRetryable: failure.connectionFailure === true || isConnectionError(error) });
+  if (error instanceof SyntaxError)
+    return new ProviderCallError({
+      port,
+      provider,
+      message: `malformed response body: ${message}`,
+      isRetryable: false,
+    });
+  return new ProviderCallError({
+    port,
+    provider,
+    message,
+    isRetryable: failure.connectionFailure === true || isConnectionError(error),
+  });
 }

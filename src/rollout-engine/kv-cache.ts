@@ -21,7 +21,11 @@ export interface KvCacheShape {
 }
 
 export function emptyKvCache(shape: KvCacheShape): Pick<KvCacheRow, 'keys' | 'values' | 'capacity'> {
-  return { keys: Array.from({ length: shape.layers }, () => new Float32Array(0)), values: Array.from({ length: shape.layers }, () => new Float32Array(0)), capacity: 0 };
+  return {
+    keys: Array.from({ length: shape.layers }, () => new Float32Array(0)),
+    values: Array.from({ length: shape.layers }, () => new Float32Array(0)),
+    capacity: 0,
+  };
 }
 
 /** Makes room for `needed` cached tokens; doubling keeps the copying amortised, the context bounds it. */
@@ -34,7 +38,10 @@ export function growKvCache(row: KvCacheRow, needed: number, shape: KvCacheShape
       const grown = new Float32Array(heads * capacity * headWidth);
       const old = cache[layer]!;
       for (let head = 0; head < heads; head++) {
-        grown.set(old.subarray(head * row.capacity * headWidth, (head * row.capacity + row.cached) * headWidth), head * capacity * headWidth);
+        grown.set(
+          old.subarray(head * row.capacity * headWidth, (head * row.capacity + row.cached) * headWidth),
+          head * capacity * headWidth,
+        );
       }
       cache[layer] = grown;
     }
@@ -43,14 +50,23 @@ export function growKvCache(row: KvCacheRow, needed: number, shape: KvCacheShape
 }
 
 /** One layer's cached keys (or values) of every row as [rows, heads, pastLength, headWidth]; positions past a row's own cache stay 0. */
-export function gatherKvCache(rows: readonly KvCacheRow[], layer: number, kind: 'keys' | 'values', pastLength: number, shape: KvCacheShape): Float32Array {
+export function gatherKvCache(
+  rows: readonly KvCacheRow[],
+  layer: number,
+  kind: 'keys' | 'values',
+  pastLength: number,
+  shape: KvCacheShape,
+): Float32Array {
   const { heads, headWidth } = shape;
   const out = new Float32Array(rows.length * heads * pastLength * headWidth);
   rows.forEach((r, index) => {
     const cache = r[kind][layer]!;
     for (let head = 0; head < heads; head++) {
       const from = head * r.capacity * headWidth;
-      out.set(cache.subarray(from, from + r.cached * headWidth), (index * heads + head) * pastLength * headWidth);
+      out.set(
+        cache.subarray(from, from + r.cached * headWidth),
+        (index * heads + head) * pastLength * headWidth,
+      );
     }
   });
   return out;
@@ -61,14 +77,25 @@ export function gatherKvCache(rows: readonly KvCacheRow[], layer: number, kind: 
  * read from `data` [rows, heads, sourceLength, headWidth] starting at `sourceOffset`. The caller
  * advances `cached` once every layer is stored.
  */
-export function scatterKvCache(rows: readonly KvCacheRow[], layer: number, kind: 'keys' | 'values', data: Float32Array, source: { length: number; offset: number }, added: readonly number[], shape: KvCacheShape): void {
+export function scatterKvCache(
+  rows: readonly KvCacheRow[],
+  layer: number,
+  kind: 'keys' | 'values',
+  data: Float32Array,
+  source: { length: number; offset: number },
+  added: readonly number[],
+  shape: KvCacheShape,
+): void {
   const { heads, headWidth } = shape;
   rows.forEach((r, index) => {
     growKvCache(r, r.cached + added[index]!, shape);
     const cache = r[kind][layer]!;
     for (let head = 0; head < heads; head++) {
       const from = ((index * heads + head) * source.length + source.offset) * headWidth;
-      cache.set(data.subarray(from, from + added[index]! * headWidth), (head * r.capacity + r.cached) * headWidth);
+      cache.set(
+        data.subarray(from, from + added[index]! * headWidth),
+        (head * r.capacity + r.cached) * headWidth,
+      );
     }
   });
 }

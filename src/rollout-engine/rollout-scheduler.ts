@@ -74,7 +74,9 @@ export interface RolloutScheduler {
  * together, one forward per token step for every row that is generating. Sampling (temperature +
  * top-p from each rollout's seeded stream) and the stop rules are the same for every backend.
  */
-export function createRolloutScheduler<Row extends ScheduledRow>(backend: RolloutBackend<Row>): RolloutScheduler {
+export function createRolloutScheduler<Row extends ScheduledRow>(
+  backend: RolloutBackend<Row>,
+): RolloutScheduler {
   const { tokenizer, contextLength, provider } = backend;
   const jobs: TurnJob<Row>[] = [];
   let pumping = false;
@@ -97,7 +99,12 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
       const logp = logps[index]!;
       const row = entry.row;
       const tokenId = sampleToken(logp, { temperature, topP: job.options.topP }, row.random);
-      entry.steps.push({ tokenId, tokenText: tokenizer.tokenText(tokenId), logProb: logp[tokenId]!, position: row.sequence.length });
+      entry.steps.push({
+        tokenId,
+        tokenText: tokenizer.tokenText(tokenId),
+        logProb: logp[tokenId]!,
+        position: row.sequence.length,
+      });
       row.sequence.push(tokenId);
       entry.finish = entry.stop.afterToken(tokenId, entry.steps.length, row.sequence.length);
     });
@@ -118,7 +125,9 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
             job.reject(new AbortedError({ what: 'generateTurn', cause: job.options.signal.reason }));
           }
         }
-        const active = jobs.flatMap((job) => job.rows.filter((entry) => entry.finish === null).map((entry) => ({ job, entry })));
+        const active = jobs.flatMap((job) =>
+          job.rows.filter((entry) => entry.finish === null).map((entry) => ({ job, entry })),
+        );
         // Rows feeding one token decode together; rows with a prompt or observation to absorb are
         // fed apart, so that one long chunk does not pad every other row. Without coalescing, each
         // session's rows are fed on their own (results independent of other sessions' timing).
@@ -133,7 +142,15 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
             await decodeStep(group);
           } catch (error) {
             // Only the turns that were in the failed forward fail; other sessions go on.
-            const typed = SearcherError.isInstance(error) ? error : new ProviderCallError({ port: 'policy', provider, message: `forward failed: ${error instanceof Error ? error.message : String(error)}`, isRetryable: false, cause: error });
+            const typed = SearcherError.isInstance(error)
+              ? error
+              : new ProviderCallError({
+                  port: 'policy',
+                  provider,
+                  message: `forward failed: ${error instanceof Error ? error.message : String(error)}`,
+                  isRetryable: false,
+                  cause: error,
+                });
             for (const job of new Set(group.map((e) => e.job))) {
               const at = jobs.indexOf(job);
               if (at >= 0) jobs.splice(at, 1);
@@ -147,7 +164,13 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
           if (job.rows.every((entry) => entry.finish !== null)) {
             jobs.splice(j, 1);
             job.settle();
-            job.resolve(job.rows.map((entry) => ({ rolloutId: entry.rolloutId, steps: entry.steps, finishReason: entry.finish! })));
+            job.resolve(
+              job.rows.map((entry) => ({
+                rolloutId: entry.rolloutId,
+                steps: entry.steps,
+                finishReason: entry.finish!,
+              })),
+            );
           }
         }
       }
@@ -158,19 +181,35 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
 
   const checkTokenIds = (ids: readonly number[], argument: (t: number) => string) => {
     ids.forEach((id, t) => {
-      if (!(Number.isInteger(id) && id >= 0 && id < backend.vocabSize)) throw new InvalidArgumentError({ argument: argument(t), message: `token id ${id} is outside the vocabulary` });
+      if (!(Number.isInteger(id) && id >= 0 && id < backend.vocabSize))
+        throw new InvalidArgumentError({
+          argument: argument(t),
+          message: `token id ${id} is outside the vocabulary`,
+        });
     });
   };
 
   return {
     async begin(promptTokenIds, callOptions) {
       await backend.ensureReady();
-      if (callOptions?.signal?.aborted) throw new AbortedError({ what: 'begin', cause: callOptions.signal.reason });
-      if (!Array.isArray(promptTokenIds) || promptTokenIds.length === 0) throw new InvalidArgumentError({ argument: 'promptTokenIds', message: 'must be a non-empty array of token id arrays' });
+      if (callOptions?.signal?.aborted)
+        throw new AbortedError({ what: 'begin', cause: callOptions.signal.reason });
+      if (!Array.isArray(promptTokenIds) || promptTokenIds.length === 0)
+        throw new InvalidArgumentError({
+          argument: 'promptTokenIds',
+          message: 'must be a non-empty array of token id arrays',
+        });
       promptTokenIds.forEach((ids, i) => {
-        if (ids.length === 0) throw new InvalidArgumentError({ argument: `promptTokenIds[${i}]`, message: 'a prompt needs at least one token' });
+        if (ids.length === 0)
+          throw new InvalidArgumentError({
+            argument: `promptTokenIds[${i}]`,
+            message: 'a prompt needs at least one token',
+          });
         if (ids.length >= contextLength) {
-          throw new InvalidArgumentError({ argument: `promptTokenIds[${i}]`, message: `has ${ids.length} tokens; the model's context is ${contextLength} and the policy must have room to answer` });
+          throw new InvalidArgumentError({
+            argument: `promptTokenIds[${i}]`,
+            message: `has ${ids.length} tokens; the model's context is ${contextLength} and the policy must have room to answer`,
+          });
         }
         checkTokenIds(ids, (t) => `promptTokenIds[${i}][${t}]`);
       });
@@ -180,38 +219,69 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
       const rowOf = (id: number, argument: string) => {
         if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'the session has ended' });
         const row = Number.isInteger(id) ? rows[id] : undefined;
-        if (!row) throw new InvalidArgumentError({ argument, message: `no rollout ${id} in a session of ${rows.length}` });
+        if (!row)
+          throw new InvalidArgumentError({
+            argument,
+            message: `no rollout ${id} in a session of ${rows.length}`,
+          });
         return row;
       };
       return {
         size: rows.length,
         async generateTurn(rolloutIds, turnOptions) {
           await backend.ensureReady();
-          if (turnOptions.signal?.aborted) throw new AbortedError({ what: 'generateTurn', cause: turnOptions.signal.reason });
-          if (new Set(rolloutIds).size !== rolloutIds.length) throw new InvalidArgumentError({ argument: 'rolloutIds', message: 'lists a rollout twice' });
-          if (!(Number.isFinite(turnOptions.temperature) && turnOptions.temperature >= 0)) throw new InvalidArgumentError({ argument: 'temperature', message: `must be >= 0, got ${turnOptions.temperature}` });
-          if (!(turnOptions.topP > 0 && turnOptions.topP <= 1)) throw new InvalidArgumentError({ argument: 'topP', message: `must be in (0, 1], got ${turnOptions.topP}` });
+          if (turnOptions.signal?.aborted)
+            throw new AbortedError({ what: 'generateTurn', cause: turnOptions.signal.reason });
+          if (new Set(rolloutIds).size !== rolloutIds.length)
+            throw new InvalidArgumentError({ argument: 'rolloutIds', message: 'lists a rollout twice' });
+          if (!(Number.isFinite(turnOptions.temperature) && turnOptions.temperature >= 0))
+            throw new InvalidArgumentError({
+              argument: 'temperature',
+              message: `must be >= 0, got ${turnOptions.temperature}`,
+            });
+          if (!(turnOptions.topP > 0 && turnOptions.topP <= 1))
+            throw new InvalidArgumentError({
+              argument: 'topP',
+              message: `must be in (0, 1], got ${turnOptions.topP}`,
+            });
           const jobRows = rolloutIds.map((rolloutId, k): JobRow<Row> => {
             const row = rowOf(rolloutId, 'rolloutIds');
             const maxTokens = Math.min(maxTokensAt(turnOptions, k), contextLength - row.sequence.length);
-            const stop = createTurnStop(tokenizer, turnOptions.stopAfter, { maxTokens, contextLength, ...(backend.extraEosTokenIds && { extraEosTokenIds: backend.extraEosTokenIds }) });
+            const stop = createTurnStop(tokenizer, turnOptions.stopAfter, {
+              maxTokens,
+              contextLength,
+              ...(backend.extraEosTokenIds && { extraEosTokenIds: backend.extraEosTokenIds }),
+            });
             return { row, rolloutId, steps: [], finish: maxTokens <= 0 ? 'length' : null, stop };
           });
           const busy = jobRows.find((r) => r.row.busy);
-          if (busy) throw new InvalidArgumentError({ argument: 'rolloutIds', message: `rollout ${busy.rolloutId} is already generating a turn` });
+          if (busy)
+            throw new InvalidArgumentError({
+              argument: 'rolloutIds',
+              message: `rollout ${busy.rolloutId} is already generating a turn`,
+            });
           for (const r of jobRows) r.row.busy = true;
           const settle = () => {
             for (const r of jobRows) r.row.busy = false;
           };
-          const done = new Promise<TurnOutput[]>((resolve, reject) => jobs.push({ sessionIndex, settle, rows: jobRows, options: turnOptions, resolve, reject }));
+          const done = new Promise<TurnOutput[]>((resolve, reject) =>
+            jobs.push({ sessionIndex, settle, rows: jobRows, options: turnOptions, resolve, reject }),
+          );
           void pump();
           return done;
         },
         async append(rolloutId, tokenIds) {
           const row = rowOf(rolloutId, 'rolloutId');
-          if (row.busy) throw new InvalidArgumentError({ argument: 'rolloutId', message: `rollout ${rolloutId} is generating a turn; append after it returns` });
+          if (row.busy)
+            throw new InvalidArgumentError({
+              argument: 'rolloutId',
+              message: `rollout ${rolloutId} is generating a turn; append after it returns`,
+            });
           if (row.sequence.length + tokenIds.length > contextLength) {
-            throw new InvalidArgumentError({ argument: 'tokenIds', message: `appending ${tokenIds.length} tokens to rollout ${rolloutId} (${row.sequence.length} tokens) exceeds the model's context of ${contextLength}` });
+            throw new InvalidArgumentError({
+              argument: 'tokenIds',
+              message: `appending ${tokenIds.length} tokens to rollout ${rolloutId} (${row.sequence.length} tokens) exceeds the model's context of ${contextLength}`,
+            });
           }
           checkTokenIds(tokenIds, (t) => `tokenIds[${t}]`);
           // Absorbed lazily: the next generateTurn feeds these tokens in the same forward.
@@ -225,7 +295,12 @@ export function createRolloutScheduler<Row extends ScheduledRow>(backend: Rollou
             if (job.sessionIndex !== sessionIndex) continue;
             jobs.splice(j, 1);
             job.settle();
-            job.reject(new InvalidArgumentError({ argument: 'session', message: 'the session ended while a turn was generating' }));
+            job.reject(
+              new InvalidArgumentError({
+                argument: 'session',
+                message: 'the session ended while a turn was generating',
+              }),
+            );
           }
           for (const row of rows) backend.releaseRow(row);
         },

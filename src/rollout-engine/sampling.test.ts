@@ -17,14 +17,23 @@ function logSoftmax(logits: ReadonlyArray<number | null>): Float32Array {
  * the sampler then returns the last id (pinned by its own test below).
  */
 const logProbsArbitrary = (options: { lastPossible?: boolean } = {}) =>
-  fc.array(fc.option(fc.double({ min: -12, max: 12, noNaN: true }), { freq: 4 }), { minLength: 1, maxLength: 40 }).map((logits) => {
-    const last = logits.length - 1;
-    if (logits[last] === null && (options.lastPossible || logits.every((x) => x === null))) logits[last] = 0;
-    return logSoftmax(logits);
-  });
+  fc
+    .array(fc.option(fc.double({ min: -12, max: 12, noNaN: true }), { freq: 4 }), {
+      minLength: 1,
+      maxLength: 40,
+    })
+    .map((logits) => {
+      const last = logits.length - 1;
+      if (logits[last] === null && (options.lastPossible || logits.every((x) => x === null)))
+        logits[last] = 0;
+      return logSoftmax(logits);
+    });
 
 const temperatureArbitrary = fc.double({ min: 0.05, max: 4, noNaN: true });
-const topPArbitrary = fc.oneof(fc.constant(1), fc.double({ min: 0.01, max: 1, noNaN: true, maxExcluded: true }));
+const topPArbitrary = fc.oneof(
+  fc.constant(1),
+  fc.double({ min: 0.01, max: 1, noNaN: true, maxExcluded: true }),
+);
 
 /** A Random that counts its draws and refuses every other kind of call. */
 function counting(seed: number) {
@@ -84,28 +93,40 @@ describe('sampleToken', () => {
 
   it('draws exactly one float per sampled token and returns a token with positive probability', () => {
     fc.assert(
-      fc.property(logProbsArbitrary({ lastPossible: true }), temperatureArbitrary, topPArbitrary, fc.integer(), (logProbs, temperature, topP, seed) => {
-        const { random, draws } = counting(seed);
-        const token = sampleToken(logProbs, { temperature, topP }, random);
-        expect(Number.isInteger(token) && token >= 0 && token < logProbs.length).toBe(true);
-        expect(Math.exp(logProbs[token]!)).toBeGreaterThan(0);
-        expect(draws()).toBe(1);
-      }),
+      fc.property(
+        logProbsArbitrary({ lastPossible: true }),
+        temperatureArbitrary,
+        topPArbitrary,
+        fc.integer(),
+        (logProbs, temperature, topP, seed) => {
+          const { random, draws } = counting(seed);
+          const token = sampleToken(logProbs, { temperature, topP }, random);
+          expect(Number.isInteger(token) && token >= 0 && token < logProbs.length).toBe(true);
+          expect(Math.exp(logProbs[token]!)).toBeGreaterThan(0);
+          expect(draws()).toBe(1);
+        },
+      ),
     );
   });
 
   it('with top-p, never samples a token when the tokens more likely than it already reach topP', () => {
     fc.assert(
-      fc.property(logProbsArbitrary(), temperatureArbitrary, fc.double({ min: 0.01, max: 1, noNaN: true, maxExcluded: true }), drawArbitrary, (logProbs, temperature, topP, u) => {
-        const token = sampleToken(logProbs, { temperature, topP }, oneDraw(u));
-        // Summed in the sampler's order, so that the float sums are the same numbers.
-        let massAbove = 0;
-        for (const id of byProbability(logProbs)) {
-          if (!(logProbs[id]! > logProbs[token]!)) break;
-          massAbove += Math.exp(logProbs[id]!);
-        }
-        expect(massAbove).toBeLessThan(topP);
-      }),
+      fc.property(
+        logProbsArbitrary(),
+        temperatureArbitrary,
+        fc.double({ min: 0.01, max: 1, noNaN: true, maxExcluded: true }),
+        drawArbitrary,
+        (logProbs, temperature, topP, u) => {
+          const token = sampleToken(logProbs, { temperature, topP }, oneDraw(u));
+          // Summed in the sampler's order, so that the float sums are the same numbers.
+          let massAbove = 0;
+          for (const id of byProbability(logProbs)) {
+            if (!(logProbs[id]! > logProbs[token]!)) break;
+            massAbove += Math.exp(logProbs[id]!);
+          }
+          expect(massAbove).toBeLessThan(topP);
+        },
+      ),
       // A token just past the nucleus is only reachable by a draw near its end: many runs find one.
       { numRuns: 1000 },
     );
@@ -113,24 +134,37 @@ describe('sampleToken', () => {
 
   it('at topP 1, returns the token whose interval of the cumulative distribution holds the draw', () => {
     fc.assert(
-      fc.property(logProbsArbitrary({ lastPossible: true }), temperatureArbitrary, drawArbitrary, (logProbs, temperature, u) => {
-        const token = sampleToken(logProbs, { temperature, topP: 1 }, oneDraw(u));
-        let below = 0;
-        for (let id = 0; id < token; id++) below += Math.exp(logProbs[id]!);
-        expect(below).toBeLessThanOrEqual(u);
-        if (token < logProbs.length - 1) expect(u).toBeLessThan(below + Math.exp(logProbs[token]!));
-      }),
+      fc.property(
+        logProbsArbitrary({ lastPossible: true }),
+        temperatureArbitrary,
+        drawArbitrary,
+        (logProbs, temperature, u) => {
+          const token = sampleToken(logProbs, { temperature, topP: 1 }, oneDraw(u));
+          let below = 0;
+          for (let id = 0; id < token; id++) below += Math.exp(logProbs[id]!);
+          expect(below).toBeLessThanOrEqual(u);
+          if (token < logProbs.length - 1) expect(u).toBeLessThan(below + Math.exp(logProbs[token]!));
+        },
+      ),
     );
   });
 
   it('the same seed gives the same token and leaves the stream in the same state', () => {
     fc.assert(
-      fc.property(logProbsArbitrary({ lastPossible: true }), temperatureArbitrary, topPArbitrary, fc.integer(), (logProbs, temperature, topP, seed) => {
-        const a = createRandom(seed);
-        const b = createRandom(seed);
-        expect(sampleToken(logProbs, { temperature, topP }, a)).toBe(sampleToken(logProbs, { temperature, topP }, b));
-        expect(a.state()).toEqual(b.state());
-      }),
+      fc.property(
+        logProbsArbitrary({ lastPossible: true }),
+        temperatureArbitrary,
+        topPArbitrary,
+        fc.integer(),
+        (logProbs, temperature, topP, seed) => {
+          const a = createRandom(seed);
+          const b = createRandom(seed);
+          expect(sampleToken(logProbs, { temperature, topP }, a)).toBe(
+            sampleToken(logProbs, { temperature, topP }, b),
+          );
+          expect(a.state()).toEqual(b.state());
+        },
+      ),
     );
   });
 
@@ -156,7 +190,9 @@ describe('sampleToken', () => {
           target.forEach((p, id) => {
             const q = p / mass;
             // Six standard errors: with both generators seeded the outcome is fixed, and the bound is far from it.
-            expect(Math.abs(counts[id]! / draws - q)).toBeLessThanOrEqual(6 * Math.sqrt((q * (1 - q)) / draws) + 1e-3);
+            expect(Math.abs(counts[id]! / draws - q)).toBeLessThanOrEqual(
+              6 * Math.sqrt((q * (1 - q)) / draws) + 1e-3,
+            );
           });
         },
       ),

@@ -13,7 +13,11 @@ export interface TurnStop {
 }
 
 /** Tags that are one token stop on that token; every stop string also stops when spelled out. */
-export function createTurnStop(tokenizer: Tokenizer, stopAfter: readonly string[], limits: { maxTokens: number; contextLength: number; extraEosTokenIds?: readonly number[] }): TurnStop {
+export function createTurnStop(
+  tokenizer: Tokenizer,
+  stopAfter: readonly string[],
+  limits: { maxTokens: number; contextLength: number; extraEosTokenIds?: readonly number[] },
+): TurnStop {
   const stopIds = new Set<number>();
   for (const stop of stopAfter) {
     const id = tokenizer.specialTokenId(stop);

@@ -32,13 +32,24 @@ searcher:
     await writeFile(join(dir, 'run.yaml'), yaml);
     const config = await loadRunConfig(join(dir, 'run.yaml'));
     expect(config.trainer).toEqual({ batchSize: 32, saveFreq: 5, resumeMode: 'disable' });
-    expect(config.phases).toEqual([{ name: 'round1', steps: 100, weights: 'focused', learningRate: 1e-6, warmupSteps: 5 }]);
-    expect(config.searcher.rl).toMatchObject({ nAgent: 16, ppoEpochs: 2, miniBatchSize: 64, loss: { clipLow: 3e-4, clipHigh: 4e-4, klCoef: 0.001 } });
+    expect(config.phases).toEqual([
+      { name: 'round1', steps: 100, weights: 'focused', learningRate: 1e-6, warmupSteps: 5 },
+    ]);
+    expect(config.searcher.rl).toMatchObject({
+      nAgent: 16,
+      ppoEpochs: 2,
+      miniBatchSize: 64,
+      loss: { clipLow: 3e-4, clipHigh: 4e-4, klCoef: 0.001 },
+    });
     expect(config.searcher.episode.maxTurns).toBe(7);
     await writeFile(join(dir, 'run.json'), JSON.stringify({ seed: 3 }));
     expect((await loadRunConfig(join(dir, 'run.json'))).seed).toBe(3);
     // Defaults: the demo's small episode settings.
-    expect(parseRunConfig({}).searcher.episode).toMatchObject({ instructions: '', maxTurns: 4, maxContextTokens: 256 });
+    expect(parseRunConfig({}).searcher.episode).toMatchObject({
+      instructions: '',
+      maxTurns: 4,
+      maxContextTokens: 256,
+    });
   });
 
   it('parses the example configuration', async () => {
@@ -64,7 +75,10 @@ describe('run configuration: input that must be refused', () => {
   it('refuses a file that is not UTF-8, an over-long runId, and takes policy.coalesceSessions', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-config-'));
     try {
-      await writeFile(join(dir, 'latin1.yaml'), new Uint8Array([0x73, 0x65, 0x65, 0x64, 0x3a, 0x20, 0xe9, 0x0a]));
+      await writeFile(
+        join(dir, 'latin1.yaml'),
+        new Uint8Array([0x73, 0x65, 0x65, 0x64, 0x3a, 0x20, 0xe9, 0x0a]),
+      );
       await expect(loadRunConfig(join(dir, 'latin1.yaml'))).rejects.toThrow(/latin1\.yaml.*not UTF-8/);
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -79,34 +93,63 @@ describe('progress', () => {
   it('draws a bar with ETA on a terminal and plain lines elsewhere', () => {
     let t = 0;
     const tty: string[] = [];
-    const bar = createProgress('phase1', 4, { isTTY: true, columns: 100, write: (s) => tty.push(s) }, { now: () => t });
+    const bar = createProgress(
+      'phase1',
+      4,
+      { isTTY: true, columns: 100, write: (s) => tty.push(s) },
+      { now: () => t },
+    );
     t = 1000;
     bar.update(1, 'reward 0.100');
     expect(tty[0]).toMatch(/^\rphase1 \[######\.+\] 1\/4 reward 0\.100 ETA 3s/);
     bar.done();
     expect(tty.at(-1)).toMatch(/phase1 done in 1s reward 0\.100\n$/);
     const plain: string[] = [];
-    const lines = createProgress('eval', 10, { isTTY: false, write: (s) => plain.push(s) }, { every: 5, now: () => 0 });
+    const lines = createProgress(
+      'eval',
+      10,
+      { isTTY: false, write: (s) => plain.push(s) },
+      { every: 5, now: () => 0 },
+    );
     for (let i = 1; i <= 10; i++) lines.update(i);
     expect(plain).toEqual(['eval 5/10 ETA 0s\n', 'eval 10/10 ETA 0s\n']);
   });
 
   it("keeps a slide run's configured ports over the environment's, and refuses settings the run would ignore, by name", async () => {
     const { runAdapters } = await import('./run');
-    const environment = { searchEngine: { type: 'sqlite-fts' as const, dbPath: 'slides.sqlite' }, imageOps: { type: 'sharp' as const }, generator: { type: 'slide-reader' as const, corpusPath: 'c.json' }, judge: { type: 'rule' as const } };
-    const config = parseRunConfig({ searcher: { adapters: { judge: { type: 'openai', model: 'gpt-5-mini-2025-08-07' } } } });
+    const environment = {
+      searchEngine: { type: 'sqlite-fts' as const, dbPath: 'slides.sqlite' },
+      imageOps: { type: 'sharp' as const },
+      generator: { type: 'slide-reader' as const, corpusPath: 'c.json' },
+      judge: { type: 'rule' as const },
+    };
+    const config = parseRunConfig({
+      searcher: { adapters: { judge: { type: 'openai', model: 'gpt-5-mini-2025-08-07' } } },
+    });
     const adapters = runAdapters(config, environment, { type: 'scripted', script: [] });
     expect(adapters.judge).toMatchObject({ type: 'openai', model: 'gpt-5-mini-2025-08-07' });
     expect(adapters.searchEngine).toEqual(environment.searchEngine);
     expect(adapters.generator).toEqual(environment.generator);
     expect(adapters.policy).toEqual({ type: 'scripted', script: [] });
     const dataset = { dataset: { path: 'q.jsonl' } };
-    expect(() => parseRunConfig({ ...dataset, corpus: { decks: 3 } })).toThrow(/config: corpus.*offline slide environment/);
-    expect(() => parseRunConfig({ ...dataset, sft: { epochs: 1 } })).toThrow(/config: sft.*offline slide environment/);
-    expect(() => parseRunConfig({ ...dataset, evaluation: { split: 'test' } })).toThrow(/config: evaluation\.split/);
-    expect(() => parseRunConfig({ searcher: { adapters: { store: { type: 'memory' } } } })).toThrow(/config: searcher\.adapters\.store.*run folder/);
-    expect(() => parseRunConfig({ searcher: { adapters: { policy: { type: 'tfjs' } } } })).toThrow(/searcher\.adapters\.policy\.type.*configured in `policy`/);
-    expect(() => parseRunConfig({ policy: { initFrom: 'runs/x/sft' }, sft: { epochs: 2 } })).toThrow(/config: sft.*initFrom/);
+    expect(() => parseRunConfig({ ...dataset, corpus: { decks: 3 } })).toThrow(
+      /config: corpus.*offline slide environment/,
+    );
+    expect(() => parseRunConfig({ ...dataset, sft: { epochs: 1 } })).toThrow(
+      /config: sft.*offline slide environment/,
+    );
+    expect(() => parseRunConfig({ ...dataset, evaluation: { split: 'test' } })).toThrow(
+      /config: evaluation\.split/,
+    );
+    expect(() => parseRunConfig({ searcher: { adapters: { store: { type: 'memory' } } } })).toThrow(
+      /config: searcher\.adapters\.store.*run folder/,
+    );
+    expect(() => parseRunConfig({ searcher: { adapters: { policy: { type: 'tfjs' } } } })).toThrow(
+      /searcher\.adapters\.policy\.type.*configured in `policy`/,
+    );
+    expect(() => parseRunConfig({ policy: { initFrom: 'runs/x/sft' }, sft: { epochs: 2 } })).toThrow(
+      /config: sft.*initFrom/,
+    );
     // A run folder's config.json parses again to the same run (the defaults of each kind are filled in, not refused).
     for (const input of [{}, dataset, { policy: { initFrom: 'runs/x/sft' } }]) {
       const parsed = parseRunConfig(input);
@@ -116,4 +159,3 @@ describe('progress', () => {
     expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(170);
   });
 });
-

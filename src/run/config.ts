@@ -3,7 +3,12 @@ import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
-import { adaptersConfigSchema, refineSearcherSections, searcherConfigSchema, searcherSectionsShape } from '../config';
+import {
+  adaptersConfigSchema,
+  refineSearcherSections,
+  searcherConfigSchema,
+  searcherSectionsShape,
+} from '../config';
 import { SFT_RUN } from './checkpoints';
 import { trainerSettingsSchema } from './trainer';
 import { issueFields, positiveInt } from '../provider-utils/settings';
@@ -19,19 +24,30 @@ export const runPolicySchema = z
     heads: positiveInt().default(4),
     contextLength: positiveInt().default(256),
     backend: z.enum(['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).default('auto'),
-    tokenizer: z.enum(['vocabulary', 'bytes']).default('vocabulary').describe("`vocabulary`: the corpus's (or dataset's) words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer."),
+    tokenizer: z
+      .enum(['vocabulary', 'bytes'])
+      .default('vocabulary')
+      .describe(
+        "`vocabulary`: the corpus's (or dataset's) words as tokens (saved with checkpoints); `bytes`: the protocol byte tokenizer.",
+      ),
     rollouts: z
       .enum(['auto', 'tfjs', 'onnx'])
       .default('auto')
-      .describe('Where rollouts run: `tfjs` (the training backend), `onnx` (the same weights in ONNX Runtime, needs onnxruntime-node; log-probs equal within 1e-5; the demo gives the same figures), `auto`: onnx when onnxruntime-node is installed, else tfjs.'),
+      .describe(
+        'Where rollouts run: `tfjs` (the training backend), `onnx` (the same weights in ONNX Runtime, needs onnxruntime-node; log-probs equal within 1e-5; the demo gives the same figures), `auto`: onnx when onnxruntime-node is installed, else tfjs.',
+      ),
     training: z
       .enum(['tfjs', 'onnx'])
       .default('tfjs')
-      .describe('Where gradients are computed: `tfjs` (the training backend), `onnx` (a forward + backward graph in ONNX Runtime, needs onnxruntime-node; gradients equal within 1e-4 of the largest, about 3x faster on the wasm backend). Not `auto`: the rounding differs, so a run\'s figures differ from the tfjs ones.'),
+      .describe(
+        "Where gradients are computed: `tfjs` (the training backend), `onnx` (a forward + backward graph in ONNX Runtime, needs onnxruntime-node; gradients equal within 1e-4 of the largest, about 3x faster on the wasm backend). Not `auto`: the rounding differs, so a run's figures differ from the tfjs ones.",
+      ),
     coalesceSessions: z
       .boolean()
       .default(true)
-      .describe("Decode concurrent groups in shared forwards (faster). The last bits of a log-prob then depend on which groups shared a forward, which follows the ports' timing: a resumed run equals the uninterrupted one exactly only with `false` (each group alone)."),
+      .describe(
+        "Decode concurrent groups in shared forwards (faster). The last bits of a log-prob then depend on which groups shared a forward, which follows the ports' timing: a resumed run equals the uninterrupted one exactly only with `false` (each group alone).",
+      ),
   })
   .strict();
 
@@ -62,32 +78,63 @@ const corpusSchema = z
     smallPrintRate: unit().default(0.25),
     validationShare: unit().default(0.1),
     testShare: unit().default(0.1),
-    cacheDir: z.string().min(1).default('.cache/searcher-rl/slides').describe('The generated corpus is cached here and reused while its settings are the same.'),
+    cacheDir: z
+      .string()
+      .min(1)
+      .default('.cache/searcher-rl/slides')
+      .describe('The generated corpus is cached here and reused while its settings are the same.'),
   })
   .strict()
   .describe('The offline slide environment (runs without a `dataset`).');
 
 const sftSchema = z
   .object({
-    demonstrations: z.number().int().min(0).default(2000).describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
+    demonstrations: z
+      .number()
+      .int()
+      .min(0)
+      .default(2000)
+      .describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
     epochs: positiveInt().default(6),
-    batchSize: positiveInt().default(8).describe('Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).'),
+    batchSize: positiveInt()
+      .default(8)
+      .describe(
+        'Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).',
+      ),
     learningRate: z.number().positive().default(3e-3),
-    vagueRate: unit().default(0.55).describe('Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.'),
+    vagueRate: unit()
+      .default(0.55)
+      .describe(
+        'Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.',
+      ),
     skipCropRate: unit().default(0.6),
-    skipResearchRate: unit().default(0.6).describe('Share of pages without the asked fact after which the demonstration does not search again.'),
+    skipResearchRate: unit()
+      .default(0.6)
+      .describe('Share of pages without the asked fact after which the demonstration does not search again.'),
   })
   .strict()
-  .describe('The warm start of a slide run: SFT on the oracle\'s demonstrations.');
+  .describe("The warm start of a slide run: SFT on the oracle's demonstrations.");
 
 const datasetSchema = z
   .object({
-    path: z.string().min(1).describe('Questions: JSONL ({uid|id, question, reference|answer, golden|goldenBasenames: page basenames}) or Parquet in the verl/Search-R1 layout.'),
+    path: z
+      .string()
+      .min(1)
+      .describe(
+        'Questions: JSONL ({uid|id, question, reference|answer, golden|goldenBasenames: page basenames}) or Parquet in the verl/Search-R1 layout.',
+      ),
     format: z.enum(['auto', 'jsonl', 'parquet']).default('auto').describe('`auto`: by the file extension.'),
-    evalPath: z.string().min(1).nullable().default(null).describe('Questions to evaluate on (same formats); `null`: the training questions.'),
+    evalPath: z
+      .string()
+      .min(1)
+      .nullable()
+      .default(null)
+      .describe('Questions to evaluate on (same formats); `null`: the training questions.'),
   })
   .strict()
-  .describe('Your own questions (then the pages come from `searcher.adapters.searchEngine`); without it, the offline slide environment.');
+  .describe(
+    'Your own questions (then the pages come from `searcher.adapters.searchEngine`); without it, the offline slide environment.',
+  );
 
 /**
  * The Searcher of a run. Rollouts of slide runs at temperature 0.7: the warm start copies names
@@ -95,8 +142,27 @@ const datasetSchema = z
  * (docs/method.md#slide-environment).
  */
 const SEARCHER_DEFAULTS = {
-  slides: { episode: { instructions: '', maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 170, temperature: 0.7 }, rl: { nAgent: 8 } },
-  dataset: { episode: { maxTurns: 4, maxTurnTokens: 48, maxContextTokens: 256, observationMaxChars: 60, temperature: 0.5 }, rl: { nAgent: 4 } },
+  slides: {
+    episode: {
+      instructions: '',
+      maxTurns: 4,
+      maxTurnTokens: 48,
+      maxContextTokens: 256,
+      observationMaxChars: 170,
+      temperature: 0.7,
+    },
+    rl: { nAgent: 8 },
+  },
+  dataset: {
+    episode: {
+      maxTurns: 4,
+      maxTurnTokens: 48,
+      maxContextTokens: 256,
+      observationMaxChars: 60,
+      temperature: 0.5,
+    },
+    rl: { nAgent: 4 },
+  },
 } as const;
 
 /**
@@ -111,16 +177,31 @@ const SEARCHER_DEFAULTS = {
 export const runConfigObjectSchema = z
   .object({
     runsDir: z.string().min(1).default('runs').describe('Where run folders go.'),
-    runId: z.string().max(128).regex(/^[A-Za-z0-9._-]+$/).refine((id) => id !== '.' && id !== '..', 'must not be . or ..').optional().describe('Default: a timestamped id.'),
+    runId: z
+      .string()
+      .max(128)
+      .regex(/^[A-Za-z0-9._-]+$/)
+      .refine((id) => id !== '.' && id !== '..', 'must not be . or ..')
+      .optional()
+      .describe('Default: a timestamped id.'),
     seed: z.number().int().default(1),
     dataset: datasetSchema.optional(),
     corpus: corpusSchema.optional(),
     policy: runPolicySchema
       .extend({
-        initFrom: z.string().min(1).nullable().default(null).describe('Start from a checkpoint instead of the warm start: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint.'),
+        initFrom: z
+          .string()
+          .min(1)
+          .nullable()
+          .default(null)
+          .describe(
+            'Start from a checkpoint instead of the warm start: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint.',
+          ),
       })
       .optional()
-      .describe('The run\'s trainable tfjs transformer (absent when `searcher.adapters.policy` names the policy).'),
+      .describe(
+        "The run's trainable tfjs transformer (absent when `searcher.adapters.policy` names the policy).",
+      ),
     sft: sftSchema.optional(),
     /** RL phases in order, e.g. phase 1 (format + NDCG) then phase 2 (judge). */
     phases: z
@@ -135,13 +216,26 @@ export const runConfigObjectSchema = z
           })
           .strict(),
       )
-      .refine((phases) => new Set(phases.map((p) => p.name)).size === phases.length, 'phase names must be distinct (each is its own run in the run folder)')
-      .refine((phases) => phases.every((p) => /^[A-Za-z0-9_-]{1,64}$/.test(p.name) && p.name !== SFT_RUN && !p.name.startsWith('eval-')), "phase names are up to 64 letters, digits, '-' and '_', and not 'sft' or 'eval-*' (reserved)")
+      .refine(
+        (phases) => new Set(phases.map((p) => p.name)).size === phases.length,
+        'phase names must be distinct (each is its own run in the run folder)',
+      )
+      .refine(
+        (phases) =>
+          phases.every(
+            (p) => /^[A-Za-z0-9_-]{1,64}$/.test(p.name) && p.name !== SFT_RUN && !p.name.startsWith('eval-'),
+          ),
+        "phase names are up to 64 letters, digits, '-' and '_', and not 'sft' or 'eval-*' (reserved)",
+      )
       .default([
         { name: 'phase1', steps: 20, weights: 'phase1', learningRate: 3e-4, warmupSteps: 5 },
         { name: 'phase2', steps: 20, weights: 'default', learningRate: 3e-4, warmupSteps: 0 },
       ]),
-    trainer: trainerSettingsSchema.pick({ batchSize: true, saveFreq: true, resumeMode: true }).extend({ batchSize: positiveInt().default(8) }).strict().prefault({}),
+    trainer: trainerSettingsSchema
+      .pick({ batchSize: true, saveFreq: true, resumeMode: true })
+      .extend({ batchSize: positiveInt().default(8) })
+      .strict()
+      .prefault({}),
     /** The Searcher: episode, reward scheme, RL (n_agent, loss, epochs, minibatches), pipeline, port policies, adapters. */
     searcher: z
       .object({ ...searcherSectionsShape, adapters: runAdaptersSchema.prefault({}) })
@@ -150,10 +244,15 @@ export const runConfigObjectSchema = z
       // The defaults shown are a slide run's; a run on your own data without a `searcher` section
       // gets SEARCHER_DEFAULTS.dataset (withKindDefaults fills the section before this applies).
       .prefault(SEARCHER_DEFAULTS.slides)
-      .describe('Without this section, a slide run uses the defaults shown; a run on your own data uses maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4.'),
+      .describe(
+        'Without this section, a slide run uses the defaults shown; a run on your own data uses maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4.',
+      ),
     evaluation: z
       .object({
-        split: z.enum(['train', 'validation', 'test']).optional().describe('Slide runs: the split evaluated (default `test`).'),
+        split: z
+          .enum(['train', 'validation', 'test'])
+          .optional()
+          .describe('Slide runs: the split evaluated (default `test`).'),
         limit: positiveInt().nullable().default(null).describe('Questions evaluated (`null`: all).'),
         temperature: z.number().min(0).default(0),
       })
@@ -164,7 +263,8 @@ export const runConfigObjectSchema = z
 
 type RunConfigObject = z.output<typeof runConfigObjectSchema>;
 
-const isMapping = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isMapping = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Each kind's defaults, and the refusal of settings the run would ignore (naming the field): a run
@@ -176,21 +276,44 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
   if (!isMapping(input)) return input;
   const out: Record<string, unknown> = { ...input };
   const dataset = input.dataset !== undefined;
-  const refuse = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message, input });
+  const refuse = (path: (string | number)[], message: string) =>
+    ctx.addIssue({ code: 'custom', path, message, input });
   const searcher = isMapping(input.searcher) ? input.searcher : undefined;
   const adapters = isMapping(searcher?.adapters) ? searcher.adapters : undefined;
   const namedPolicy = adapters?.policy !== undefined;
   const policy = isMapping(input.policy) ? input.policy : undefined;
   const initFrom = policy?.initFrom !== undefined && policy.initFrom !== null;
-  if (adapters && 'store' in adapters) refuse(['searcher', 'adapters', 'store'], 'a run stores everything in its run folder (runsDir/runId); remove it');
-  if (namedPolicy && isMapping(adapters.policy) && adapters.policy.type === 'tfjs') refuse(['searcher', 'adapters', 'policy', 'type'], "the run's own tfjs policy is configured in `policy`; remove searcher.adapters.policy");
-  else if (namedPolicy && input.policy !== undefined) refuse(['policy'], 'searcher.adapters.policy names the policy, so the run has no tfjs policy of its own to configure; remove `policy`');
+  if (adapters && 'store' in adapters)
+    refuse(
+      ['searcher', 'adapters', 'store'],
+      'a run stores everything in its run folder (runsDir/runId); remove it',
+    );
+  if (namedPolicy && isMapping(adapters.policy) && adapters.policy.type === 'tfjs')
+    refuse(
+      ['searcher', 'adapters', 'policy', 'type'],
+      "the run's own tfjs policy is configured in `policy`; remove searcher.adapters.policy",
+    );
+  else if (namedPolicy && input.policy !== undefined)
+    refuse(
+      ['policy'],
+      'searcher.adapters.policy names the policy, so the run has no tfjs policy of its own to configure; remove `policy`',
+    );
   if (dataset) {
-    for (const field of ['corpus', 'sft'] as const) if (input[field] !== undefined) refuse([field], `belongs to the offline slide environment; a run on your own data (dataset) does not use it`);
-    if (isMapping(input.evaluation) && input.evaluation.split !== undefined) refuse(['evaluation', 'split'], 'a run on your own data evaluates dataset.evalPath (or dataset.path); remove it');
+    for (const field of ['corpus', 'sft'] as const)
+      if (input[field] !== undefined)
+        refuse(
+          [field],
+          `belongs to the offline slide environment; a run on your own data (dataset) does not use it`,
+        );
+    if (isMapping(input.evaluation) && input.evaluation.split !== undefined)
+      refuse(
+        ['evaluation', 'split'],
+        'a run on your own data evaluates dataset.evalPath (or dataset.path); remove it',
+      );
   } else {
     out.corpus ??= {};
-    if (initFrom && input.sft !== undefined) refuse(['sft'], 'the warm start is skipped when policy.initFrom names a checkpoint; remove `sft`');
+    if (initFrom && input.sft !== undefined)
+      refuse(['sft'], 'the warm start is skipped when policy.initFrom names a checkpoint; remove `sft`');
     if (!initFrom && !namedPolicy) out.sft ??= {};
     out.evaluation = { split: 'test', ...(isMapping(input.evaluation) ? input.evaluation : {}) };
   }
@@ -204,7 +327,11 @@ function refineRun(config: RunConfigObject, ctx: z.RefinementCtx): void {
   const policy = config.searcher.adapters.policy;
   const training = config.phases.filter((p) => p.steps > 0);
   if (policy?.type === 'onnx' && training.length > 0) {
-    ctx.addIssue({ code: 'custom', path: ['searcher', 'adapters', 'policy', 'type'], message: `the 'onnx' policy runs rollouts only and cannot be trained; set the steps of phase${training.length > 1 ? 's' : ''} ${training.map((p) => `'${p.name}'`).join(', ')} to 0 to evaluate it, or train the run's own tfjs policy (\`policy\`)` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['searcher', 'adapters', 'policy', 'type'],
+      message: `the 'onnx' policy runs rollouts only and cannot be trained; set the steps of phase${training.length > 1 ? 's' : ''} ${training.map((p) => `'${p.name}'`).join(', ')} to 0 to evaluate it, or train the run's own tfjs policy (\`policy\`)`,
+    });
   }
 }
 
@@ -223,16 +350,30 @@ export async function resolveRollouts(choice: 'auto' | 'tfjs' | 'onnx'): Promise
   );
 }
 /** `createTfjsPolicy` settings for a run's `policy` block and seed (the engines resolved; the optimizer left to the caller). */
-export async function runPolicySettings(policy: z.output<typeof runPolicySchema>, seed: number): Promise<TfjsPolicySettings> {
+export async function runPolicySettings(
+  policy: z.output<typeof runPolicySchema>,
+  seed: number,
+): Promise<TfjsPolicySettings> {
   const { layers, width, heads, contextLength, backend, coalesceSessions, training } = policy;
-  return { model: { layers, width, heads, contextLength }, seed, backend, coalesceSessions, rollouts: await resolveRollouts(policy.rollouts), training };
+  return {
+    model: { layers, width, heads, contextLength },
+    seed,
+    backend,
+    coalesceSessions,
+    rollouts: await resolveRollouts(policy.rollouts),
+    training,
+  };
 }
-
 
 export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
   const parsed = runConfigSchema.safeParse(input === undefined ? {} : input);
   if (!parsed.success) {
-    throw new ConfigValidationError({ issues: issueFields(parsed.error.issues).map((issue) => ({ ...issue, field: `${source}: ${issue.field}` })) });
+    throw new ConfigValidationError({
+      issues: issueFields(parsed.error.issues).map((issue) => ({
+        ...issue,
+        field: `${source}: ${issue.field}`,
+      })),
+    });
   }
   return parsed.data;
 }
@@ -245,30 +386,57 @@ export async function loadRunConfig(path: string): Promise<RunConfig> {
 /** A YAML or JSON configuration file as data (a mapping), not yet validated. */
 export async function readConfigFile(path: string): Promise<Record<string, unknown>> {
   const ext = extname(path).toLowerCase();
-  if (!['.yaml', '.yml', '.json'].includes(ext)) throw new InvalidArgumentError({ argument: '--config', message: `'${path}' must be a YAML (.yaml, .yml) or JSON (.json) file` });
+  if (!['.yaml', '.yml', '.json'].includes(ext))
+    throw new InvalidArgumentError({
+      argument: '--config',
+      message: `'${path}' must be a YAML (.yaml, .yml) or JSON (.json) file`,
+    });
   let bytes: Uint8Array;
   try {
     bytes = await readFile(path);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    throw new InvalidArgumentError({ argument: '--config', message: code === 'ENOENT' ? `no such file '${path}'` : `cannot read '${path}': ${(error as Error).message}`, cause: error });
+    throw new InvalidArgumentError({
+      argument: '--config',
+      message:
+        code === 'ENOENT' ? `no such file '${path}'` : `cannot read '${path}': ${(error as Error).message}`,
+      cause: error,
+    });
   }
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch (_error) {
-    throw new ConfigValidationError({ issues: [{ field: path, message: 'is not UTF-8 text (save it as UTF-8)' }] });
+    throw new ConfigValidationError({
+      issues: [{ field: path, message: 'is not UTF-8 text (save it as UTF-8)' }],
+    });
   }
   // An empty file is a mistake, not a request for the whole default job.
-  if (text.trim() === '' || text.split('\n').every((line) => line.trim() === '' || line.trim().startsWith('#'))) {
-    throw new InvalidArgumentError({ argument: '--config', message: `'${path}' is empty; give at least one setting (npx searcher-rl train --help lists them), or leave out --config for the defaults` });
+  if (
+    text.trim() === '' ||
+    text.split('\n').every((line) => line.trim() === '' || line.trim().startsWith('#'))
+  ) {
+    throw new InvalidArgumentError({
+      argument: '--config',
+      message: `'${path}' is empty; give at least one setting (npx searcher-rl train --help lists them), or leave out --config for the defaults`,
+    });
   }
   let data: unknown;
   try {
     data = ext === '.json' ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    throw new ConfigValidationError({ issues: [{ field: path, message: `not valid ${ext === '.json' ? 'JSON' : 'YAML'}: ${error instanceof Error ? error.message : String(error)}` }] });
+    throw new ConfigValidationError({
+      issues: [
+        {
+          field: path,
+          message: `not valid ${ext === '.json' ? 'JSON' : 'YAML'}: ${error instanceof Error ? error.message : String(error)}`,
+        },
+      ],
+    });
   }
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new ConfigValidationError({ issues: [{ field: `${path}: (root)`, message: 'expected a mapping of settings (key: value)' }] });
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    throw new ConfigValidationError({
+      issues: [{ field: `${path}: (root)`, message: 'expected a mapping of settings (key: value)' }],
+    });
   return data as Record<string, unknown>;
 }

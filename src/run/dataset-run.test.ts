@@ -21,14 +21,21 @@ let dir: string;
 const lines: string[] = [];
 const context = cliRunOptions((line: string) => lines.push(line), { write: () => true, isTTY: false });
 // biome-ignore lint/suspicious/noExplicitAny: the example YAML is edited field by field below.
-const exampleConfig = async (name: string) => parseYaml(await readFile(new URL(`../../examples/own-data/${name}`, import.meta.url), 'utf8')) as Record<string, any>;
-// biome-ignore lint/suspicious/noExplicitAny: as above.
-const tiny = (raw: Record<string, any>, runId: string) => ({
+type RawConfig = Record<string, any>;
+const exampleConfig = async (name: string) =>
+  parseYaml(await readFile(new URL(`../../examples/own-data/${name}`, import.meta.url), 'utf8')) as RawConfig;
+const tiny = (raw: RawConfig, runId: string) => ({
   ...raw,
   runsDir: dir,
   runId,
   phases: raw.phases.map((p: Record<string, unknown>) => ({ ...p, steps: 1 })),
-  searcher: { ...raw.searcher, adapters: { ...raw.searcher.adapters, searchEngine: { ...raw.searcher.adapters.searchEngine, dbPath: join(dir, `${runId}.sqlite`) } } },
+  searcher: {
+    ...raw.searcher,
+    adapters: {
+      ...raw.searcher.adapters,
+      searchEngine: { ...raw.searcher.adapters.searchEngine, dbPath: join(dir, `${runId}.sqlite`) },
+    },
+  },
 });
 
 beforeAll(async () => {
@@ -42,7 +49,12 @@ describe('train on your own questions and pages', () => {
   it('reads the JSONL dataset with its golden pages', async () => {
     const prompts = await readPromptDataset('examples/own-data/questions.jsonl');
     expect(prompts).toHaveLength(6);
-    expect(prompts[0]).toEqual({ uid: 'acme-revenue', question: 'What was Acme revenue in 2019?', reference: '4.5 billion dollars', goldenBasenames: ['acme_2.png'] });
+    expect(prompts[0]).toEqual({
+      uid: 'acme-revenue',
+      question: 'What was Acme revenue in 2019?',
+      reference: '4.5 billion dollars',
+      goldenBasenames: ['acme_2.png'],
+    });
   });
 
   it('offline: the example config end to end, then report and the curation commands on the run', async () => {
@@ -50,16 +62,41 @@ describe('train on your own questions and pages', () => {
     const result = await trainRun(config, context);
     expect(result.steps.map((s) => s.phase)).toEqual(['phase1', 'phase2']);
     expect(result.after.questions).toBe(6);
-    const trajectories = (await readFile(join(result.runDir, 'phase2', 'trajectory.jsonl'), 'utf8')).trim().split('\n');
+    const trajectories = (await readFile(join(result.runDir, 'phase2', 'trajectory.jsonl'), 'utf8'))
+      .trim()
+      .split('\n');
     expect(trajectories).toHaveLength(3 * 2);
-    const events = (await readFile(join(result.runDir, 'phase2', 'event.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).data.type);
-    expect(events).toEqual(expect.arrayContaining(['run.start', 'step.start', 'model.plan', 'generator.response', 'reward.detail', 'step.end']));
+    const events = (await readFile(join(result.runDir, 'phase2', 'event.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).data.type);
+    expect(events).toEqual(
+      expect.arrayContaining([
+        'run.start',
+        'step.start',
+        'model.plan',
+        'generator.response',
+        'reward.detail',
+        'step.end',
+      ]),
+    );
     expect((await stat(await writeReport(result.runDir))).size).toBeGreaterThan(1000);
-    for (const command of ['buckets', 'verify', 'rounds', 'distill', 'funnel']) expect(await curateCommand([command, '--run', result.runDir, '--max-success-rate', '1', '--keep-zero-ndcg'].slice(0, command === 'distill' ? 6 : 3), context)).toBe(0);
+    for (const command of ['buckets', 'verify', 'rounds', 'distill', 'funnel'])
+      expect(
+        await curateCommand(
+          [command, '--run', result.runDir, '--max-success-rate', '1', '--keep-zero-ndcg'].slice(
+            0,
+            command === 'distill' ? 6 : 3,
+          ),
+          context,
+        ),
+      ).toBe(0);
     const funnel = JSON.parse(await readFile(join(result.runDir, 'curation', 'funnel.json'), 'utf8'));
     expect(funnel.stages[0]).toEqual({ stage: 'questions', count: 3 });
     expect(Array.isArray(await readSftDataset(join(result.runDir, 'curation', 'sft.parquet')))).toBe(true);
-    expect(await curateCommand(['import', '--run', result.runDir, '--db', join(dir, 'offline.db')], context)).toBe(0);
+    expect(
+      await curateCommand(['import', '--run', result.runDir, '--db', join(dir, 'offline.db')], context),
+    ).toBe(0);
   }, 300_000);
 
   it('with local servers standing in for OpenAI and Gemini', async () => {
@@ -67,12 +104,28 @@ describe('train on your own questions and pages', () => {
     const judge = await RecordedServer.start([{ json: geminiFixtures.judge }]);
     try {
       const raw = tiny(await exampleConfig('config-openai.yaml'), 'remote');
-      raw.searcher.adapters.generator = { ...raw.searcher.adapters.generator, apiKey: 'sk-test', baseURL: `${generator.url}/v1` };
-      raw.searcher.adapters.judge = { ...raw.searcher.adapters.judge, apiKey: 'test-key', baseUrl: judge.url };
+      raw.searcher.adapters.generator = {
+        ...raw.searcher.adapters.generator,
+        apiKey: 'sk-test',
+        baseURL: `${generator.url}/v1`,
+      };
+      raw.searcher.adapters.judge = {
+        ...raw.searcher.adapters.judge,
+        apiKey: 'test-key',
+        baseUrl: judge.url,
+      };
       // A scripted policy that passes the format gate, so every episode reaches the Generator and the judge.
-      raw.searcher.adapters.policy = { type: 'scripted', script: ['<think>a</think><search>Acme</search>', '<think>b</think><search_complete>true</search_complete>'] };
+      raw.searcher.adapters.policy = {
+        type: 'scripted',
+        script: [
+          '<think>a</think><search>Acme</search>',
+          '<think>b</think><search_complete>true</search_complete>',
+        ],
+      };
       // A named policy replaces the run's own tfjs one, whose settings the run would then ignore (refused).
-      expect(() => parseRunConfig(raw)).toThrow(/config: policy.*searcher\.adapters\.policy names the policy/);
+      expect(() => parseRunConfig(raw)).toThrow(
+        /config: policy.*searcher\.adapters\.policy names the policy/,
+      );
       delete (raw as Record<string, unknown>).policy;
       const result = await trainRun(parseRunConfig(raw), context);
       expect(generator.requests.length).toBeGreaterThan(0);

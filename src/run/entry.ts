@@ -1,7 +1,8 @@
 import { loadWithOptionalPackages, type OptionalPackage } from '../provider-utils/optional-package';
 import type { RunConfig } from './config';
 import type { RunOptions } from './progress';
-import type { EvalSummary, TrainRunResult } from './run';
+import type { EvalSummary } from './evaluate';
+import type { TrainRunResult } from './run';
 
 // The run's entry points for the root export. They load the run's modules (the slide environment,
 // TensorFlow.js, sharp, SQLite) when called, so importing `searcher-rl` loads no vendor SDK; a
@@ -26,6 +27,10 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
 }
 
 /** Evaluates a run folder's latest checkpoint on a split (slide runs) or its evaluation questions; `searcher-rl eval` calls exactly this. */
-export async function evalRun(runDir: string, overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null } = {}, options: RunOptions = {}): Promise<EvalSummary & { checkpoint: string }> {
+export async function evalRun(
+  runDir: string,
+  overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null } = {},
+  options: RunOptions = {},
+): Promise<EvalSummary & { checkpoint: string }> {
   return (await loadRun()).evalRun(runDir, overrides, options);
 }

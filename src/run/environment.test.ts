@@ -24,7 +24,12 @@ describe('the slide environment of a run', () => {
     const session = await openRun(config, { kind: 'fresh' });
     try {
       const ports = await resolvePorts(session.container);
-      const demos = await session.env.demonstrations!(6, session.policy.tokenizer, ports, config.searcher.episode);
+      const demos = await session.env.demonstrations!(
+        6,
+        session.policy.tokenizer,
+        ports,
+        config.searcher.episode,
+      );
       expect(demos).toHaveLength(6);
       // The oracle searches first, with the question's entity, and ends with search_complete.
       for (const t of demos) {

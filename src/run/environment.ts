@@ -8,7 +8,7 @@ import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
 import { slideEnvironmentAdapters } from '../env/slides/adapters-config';
 import { buildSlideEnvironment, type SlideEnvironment } from '../env/slides/build';
-import { corpusVocabulary } from '../env/slides/corpus';
+import { corpusVocabulary } from '../env/slides/slide-text';
 import { createOracleScript } from '../env/slides/oracle';
 import type { ImageOps } from '../ports/image-ops';
 import type { SearchEngine } from '../ports/search-engine';
@@ -31,9 +31,20 @@ export interface RunEnvironment {
   /** The environment's ports, used for those `searcher.adapters` leaves unset. */
   adapters: AdaptersConfigInput;
   /** The questions evaluated (`split`: slide runs), what the summary calls them, and the store run of a standalone evaluation. */
-  evaluation(split: RunConfig['evaluation']['split']): { label: string; prompts: readonly PromptRecord[]; storeRun: string };
+  evaluation(split: RunConfig['evaluation']['split']): {
+    label: string;
+    prompts: readonly PromptRecord[];
+    storeRun: string;
+  };
   /** The warm start's demonstrations: the slide oracle's episodes on `count` training questions (slide runs only). */
-  demonstrations: ((count: number, tokenizer: Tokenizer, ports: { searchEngine: SearchEngine; imageOps: ImageOps }, episode: SearcherConfig['episode']) => Promise<Trajectory[]>) | null;
+  demonstrations:
+    | ((
+        count: number,
+        tokenizer: Tokenizer,
+        ports: { searchEngine: SearchEngine; imageOps: ImageOps },
+        episode: SearcherConfig['episode'],
+      ) => Promise<Trajectory[]>)
+    | null;
   /** Where the pages are, for the summary and the report's episode browser. */
   corpus: { cacheDir?: string; slidesDir: string | null };
   /** The SQLite FTS page index, where curation looks golden pages up (null when the engine is not one). */
@@ -41,7 +52,10 @@ export interface RunEnvironment {
 }
 
 /** Builds (or reuses) a run's environment: the slide corpus, or reads the dataset. */
-export async function prepareEnvironment(config: RunConfig, options: RunOptions = {}): Promise<RunEnvironment> {
+export async function prepareEnvironment(
+  config: RunConfig,
+  options: RunOptions = {},
+): Promise<RunEnvironment> {
   return config.dataset ? datasetEnvironment(config, options) : slideEnvironment(config, options);
 }
 
@@ -57,7 +71,9 @@ async function slideEnvironment(config: RunConfig, options: RunOptions): Promise
   (rendering as ReturnType<typeof progressOf> | null)?.done();
   const slides = env.corpus.decks.reduce((n, d) => n + d.slides.length, 0);
   const q = env.corpus.questions;
-  options.onLog?.(`corpus: ${env.corpus.decks.length} decks, ${slides} slides, questions ${q.train.length} train / ${q.validation.length} validation / ${q.test.length} test (${env.rebuilt ? 'built' : 'cached'} in ${cacheDir})`);
+  options.onLog?.(
+    `corpus: ${env.corpus.decks.length} decks, ${slides} slides, questions ${q.train.length} train / ${q.validation.length} validation / ${q.test.length} test (${env.rebuilt ? 'built' : 'cached'} in ${cacheDir})`,
+  );
   return {
     kind: 'slides',
     train: q.train,
@@ -65,7 +81,8 @@ async function slideEnvironment(config: RunConfig, options: RunOptions): Promise
     vocabulary: () => corpusVocabulary(env.corpus),
     adapters: slideEnvironmentAdapters(env),
     evaluation: (split = 'test') => ({ label: split, prompts: q[split], storeRun: `eval-${split}` }),
-    demonstrations: (count, tokenizer, ports, episode) => slideDemonstrations(config, env, count, tokenizer, ports, episode),
+    demonstrations: (count, tokenizer, ports, episode) =>
+      slideDemonstrations(config, env, count, tokenizer, ports, episode),
     corpus: { cacheDir, slidesDir: env.slidesDir },
     dbPath: env.dbPath,
   };
@@ -76,30 +93,66 @@ async function slideEnvironment(config: RunConfig, options: RunOptions): Promise
  * rows (the split is sorted by id, deck by deck, and its first 2000 questions would leave the
  * policy never having seen half of the names).
  */
-async function slideDemonstrations(config: RunConfig, env: SlideEnvironment, count: number, tokenizer: Tokenizer, ports: { searchEngine: SearchEngine; imageOps: ImageOps }, episode: SearcherConfig['episode']): Promise<Trajectory[]> {
+async function slideDemonstrations(
+  config: RunConfig,
+  env: SlideEnvironment,
+  count: number,
+  tokenizer: Tokenizer,
+  ports: { searchEngine: SearchEngine; imageOps: ImageOps },
+  episode: SearcherConfig['episode'],
+): Promise<Trajectory[]> {
   const sft = config.sft!;
   const train = env.corpus.questions.train;
-  const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions)).slice(0, count).map((i) => train[i]!);
-  const oracle = createScriptedPolicy({ tokenizer, script: createOracleScript(env.corpus, { vagueRate: sft.vagueRate, skipCropRate: sft.skipCropRate, skipResearchRate: sft.skipResearchRate, seed: config.seed }) });
-  const demos = await runEpisodes(expandGroups(questions, 1), { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps }, { config: episode });
+  const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions))
+    .slice(0, count)
+    .map((i) => train[i]!);
+  const oracle = createScriptedPolicy({
+    tokenizer,
+    script: createOracleScript(env.corpus, {
+      vagueRate: sft.vagueRate,
+      skipCropRate: sft.skipCropRate,
+      skipResearchRate: sft.skipResearchRate,
+      seed: config.seed,
+    }),
+  });
+  const demos = await runEpisodes(
+    expandGroups(questions, 1),
+    { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps },
+    { config: episode },
+  );
   return demos.map((d) => d.trajectory);
 }
 
 async function datasetEnvironment(config: RunConfig, options: RunOptions): Promise<RunEnvironment> {
   const dataset = config.dataset!;
-  const needsReference = config.searcher.reward.scheme === 'search-r1' || config.phases.some((p) => p.steps > 0 && p.weights !== 'phase1' && (typeof p.weights === 'string' || p.weights.judge !== 0));
+  const needsReference =
+    config.searcher.reward.scheme === 'search-r1' ||
+    config.phases.some(
+      (p) =>
+        p.steps > 0 && p.weights !== 'phase1' && (typeof p.weights === 'string' || p.weights.judge !== 0),
+    );
   const train = await readPromptDataset(dataset.path, dataset.format, { needsReference });
-  const evaluated = dataset.evalPath === null ? train : await readPromptDataset(dataset.evalPath, dataset.format, { needsReference });
+  const evaluated =
+    dataset.evalPath === null
+      ? train
+      : await readPromptDataset(dataset.evalPath, dataset.format, { needsReference });
   options.onLog?.(`dataset: ${train.length} questions (${dataset.path}), evaluation ${evaluated.length}`);
   const engine = config.searcher.adapters.searchEngine;
   const pagesDir = engine?.type === 'sqlite-fts' ? (engine.pagesDir ?? null) : null;
   return {
     kind: 'dataset',
     train,
-    all: dataset.evalPath === null ? train : [...train, ...evaluated.filter((p) => !train.some((t) => t.uid === p.uid))],
+    all:
+      dataset.evalPath === null
+        ? train
+        : [...train, ...evaluated.filter((p) => !train.some((t) => t.uid === p.uid))],
     vocabulary: () => datasetVocabulary([...train, ...evaluated]),
     adapters: {},
-    evaluation: () => ({ label: dataset.evalPath ?? dataset.path, prompts: evaluated, storeRun: 'eval-dataset' }),
+    evaluation: () => ({
+      label: dataset.evalPath ?? dataset.path,
+      prompts: evaluated,
+      storeRun: 'eval-dataset',
+    }),
     demonstrations: null,
     corpus: { slidesDir: pagesDir },
     dbPath: engine?.type === 'sqlite-fts' ? engine.dbPath : null,
@@ -109,6 +162,8 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
 /** The words of the questions and references: the vocabulary tokenizer's tokens. */
 function datasetVocabulary(prompts: readonly PromptRecord[]): string[] {
   const words = new Set<string>();
-  for (const p of prompts) for (const text of [p.question, p.reference ?? '', ...(p.goldenBasenames ?? [])]) for (const w of text.match(/[\p{L}\p{N}]+/gu) ?? []) words.add(w);
+  for (const p of prompts)
+    for (const text of [p.question, p.reference ?? '', ...(p.goldenBasenames ?? [])])
+      for (const w of text.match(/[\p{L}\p{N}]+/gu) ?? []) words.add(w);
   return [...words];
 }

@@ -58,7 +58,11 @@ export async function readRunFolderConfig(runDir: string): Promise<RunConfig> {
   try {
     raw = JSON.parse(await readFile(path, 'utf8'));
   } catch (error) {
-    throw new InvalidArgumentError({ argument: 'run', message: `'${runDir}' has no readable ${RUN_FILES.config} (is it a run folder?)`, cause: error });
+    throw new InvalidArgumentError({
+      argument: 'run',
+      message: `'${runDir}' has no readable ${RUN_FILES.config} (is it a run folder?)`,
+      cause: error,
+    });
   }
   return parseRunConfig(raw, path);
 }
@@ -76,10 +80,18 @@ export async function openRunFolder(config: RunConfig): Promise<{ runId: string;
   const configPath = join(runDir, RUN_FILES.config);
   const previous = await readJsonFile<RunConfig>(configPath);
   if (previous) {
-    const part = (c: RunConfig, key: (typeof KEPT)[number]) => JSON.stringify(key === 'policy' && c.policy ? { ...c.policy, coalesceSessions: null, rollouts: null, training: null } : c[key]);
+    const part = (c: RunConfig, key: (typeof KEPT)[number]) =>
+      JSON.stringify(
+        key === 'policy' && c.policy
+          ? { ...c.policy, coalesceSessions: null, rollouts: null, training: null }
+          : c[key],
+      );
     for (const key of KEPT) {
       if (part(previous, key) !== part(config, key)) {
-        throw new InvalidArgumentError({ argument: `config.${key}`, message: `the run folder '${runDir}' was started with other '${key}' settings; use another runId to start afresh` });
+        throw new InvalidArgumentError({
+          argument: `config.${key}`,
+          message: `the run folder '${runDir}' was started with other '${key}' settings; use another runId to start afresh`,
+        });
       }
     }
   }

@@ -20,9 +20,21 @@ export interface RunOptions {
 }
 
 /** Reports one task's progress through `options.onProgress`. */
-export function progressOf(options: RunOptions, task: string, total: number): { update(done: number, detail?: string): void; done(detail?: string): void } {
+export function progressOf(
+  options: RunOptions,
+  task: string,
+  total: number,
+): { update(done: number, detail?: string): void; done(detail?: string): void } {
   return {
-    update: (done, detail) => options.onProgress?.({ task, done, total, ...(detail !== undefined && { detail }) }),
-    done: (detail) => options.onProgress?.({ task, done: total, total, finished: true, ...(detail !== undefined && { detail }) }),
+    update: (done, detail) =>
+      options.onProgress?.({ task, done, total, ...(detail !== undefined && { detail }) }),
+    done: (detail) =>
+      options.onProgress?.({
+        task,
+        done: total,
+        total,
+        finished: true,
+        ...(detail !== undefined && { detail }),
+      }),
   };
 }

@@ -1,38 +1,43 @@
 import { join } from 'node:path';
 import { withEnvironmentAdapters, type AdaptersConfigInput, type SearcherConfigInput } from '../config';
-import { closeSearcherContainer, createSearcherContainer, resolvePorts, resolveSearcher, type SearcherContainer } from '../container';
+import {
+  closeSearcherContainer,
+  createSearcherContainer,
+  resolvePorts,
+  resolveSearcher,
+  type SearcherContainer,
+} from '../container';
 import { InvalidArgumentError } from '../core/errors';
 import { eventRecord } from '../core/events';
 import { createRandom, RANDOM_STREAMS } from '../core/random';
 import { runSft, sftExamples } from '../core/rl/policy-update';
-import type { Trajectory } from '../core/trajectory/trajectory';
-import type { PromptRecord } from '../core/types';
 import type { PolicyBackend, PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
 import type { Searcher } from '../searcher';
-import { checkpointVocabulary, readFirstCheckpoint, readLatestCheckpoint, SFT_RUN, writePolicyCheckpoint } from './checkpoints';
+import {
+  checkpointVocabulary,
+  readFirstCheckpoint,
+  readLatestCheckpoint,
+  SFT_RUN,
+  writePolicyCheckpoint,
+} from './checkpoints';
 import { resolveRollouts, runPolicySettings, type RunConfig } from './config';
 import { prepareEnvironment, type RunEnvironment } from './environment';
-import { clearStoreRun, EVAL_AFTER, EVAL_BEFORE, openRunFolder, readJsonFile, readRunFolderConfig, RUN_FILES, runStore, writeJsonAtomic } from './folder';
+import {
+  EVAL_AFTER,
+  EVAL_BEFORE,
+  openRunFolder,
+  readJsonFile,
+  readRunFolderConfig,
+  RUN_FILES,
+  runStore,
+  writeJsonAtomic,
+} from './folder';
+import { describeEval, evaluate, pct, type EvalSummary } from './evaluate';
 import { progressOf, type RunOptions } from './progress';
-import { createTrainer, type StepMetrics } from './trainer';
-import { mean } from '../core/stats';
 
-export interface EvalSummary {
-  /** The split (slide runs) or the dataset file evaluated. */
-  split: string;
-  questions: number;
-  /** Share of questions the judge scored >= 0.5. */
-  judgeSuccess: number;
-  ndcg: number;
-  completion: number;
-  /** Judge success on questions whose answer is in small print (crops needed); null without such questions. */
-  smallPrintSuccess: number | null;
-  /** Share of episodes with a crop. */
-  cropRate: number;
-  /** Share of small-print questions whose episode cropped. */
-  smallPrintCropRate: number | null;
-}
+import type { StepMetrics } from './step-metrics';
+import { createTrainer } from './trainer';
 
 export interface TrainRunResult {
   runId: string;
@@ -59,30 +64,55 @@ export interface RunSession {
   /** A Searcher over the run's ports with these overrides of the run's `searcher` sections. */
   searcher(overrides?: Omit<SearcherConfigInput, 'adapters'>): Promise<Searcher>;
   /** One rollout per question at the evaluation temperature, recorded as store run `storeRun`. */
-  evaluate(storeRun: string, split?: RunConfig['evaluation']['split'], options?: RunOptions): Promise<EvalSummary>;
+  evaluate(
+    storeRun: string,
+    split?: RunConfig['evaluation']['split'],
+    options?: RunOptions,
+  ): Promise<EvalSummary>;
   close(): Promise<void>;
 }
 
 /** What `openRun` loads into the run's own policy: nothing (fresh weights), or the latest checkpoint among store runs. */
 export type RunPolicyStart = { kind: 'fresh' } | { kind: 'latest'; storeRuns: readonly string[] };
 
-const hasResetOptimizer = (policy: PolicyBackend): policy is PolicyBackend & { resetOptimizer(settings: { learningRate?: number; warmupSteps?: number }): void } =>
-  typeof (policy as { resetOptimizer?: unknown }).resetOptimizer === 'function';
+const hasResetOptimizer = (
+  policy: PolicyBackend,
+): policy is PolicyBackend & {
+  resetOptimizer(settings: { learningRate?: number; warmupSteps?: number }): void;
+} => typeof (policy as { resetOptimizer?: unknown }).resetOptimizer === 'function';
 
 /** A store run named `RUN_DIR/STORE_RUN` (`policy.initFrom`): its latest checkpoint. */
-async function readNamedCheckpoint(reference: string): Promise<{ key: string; checkpoint: PolicyCheckpoint }> {
+async function readNamedCheckpoint(
+  reference: string,
+): Promise<{ key: string; checkpoint: PolicyCheckpoint }> {
   const at = reference.lastIndexOf('/');
-  if (at <= 0) throw new InvalidArgumentError({ argument: 'policy.initFrom', message: `expected RUN_DIR/STORE_RUN, got '${reference}'` });
+  if (at <= 0)
+    throw new InvalidArgumentError({
+      argument: 'policy.initFrom',
+      message: `expected RUN_DIR/STORE_RUN, got '${reference}'`,
+    });
   const runId = reference.slice(at + 1);
   const found = await readLatestCheckpoint(runStore(reference.slice(0, at)), runId);
-  if (!found) throw new InvalidArgumentError({ argument: 'policy.initFrom', message: `'${reference}' has no checkpoint` });
+  if (!found)
+    throw new InvalidArgumentError({
+      argument: 'policy.initFrom',
+      message: `'${reference}' has no checkpoint`,
+    });
   return { key: `${runId}/${found.key}`, checkpoint: found.checkpoint };
 }
 
 /** The run's own policy as the composition root's `adapters.policy`: the tfjs transformer of `config.policy`, with the tokenizer of its checkpoint or of the environment's words. */
-async function runPolicyAdapter(config: RunConfig, env: RunEnvironment, checkpoint: PolicyCheckpoint | null): Promise<NonNullable<AdaptersConfigInput['policy']>> {
+async function runPolicyAdapter(
+  config: RunConfig,
+  env: RunEnvironment,
+  checkpoint: PolicyCheckpoint | null,
+): Promise<NonNullable<AdaptersConfigInput['policy']>> {
   const policy = config.policy!;
-  const words = checkpoint ? checkpointVocabulary(checkpoint) : policy.tokenizer === 'vocabulary' ? env.vocabulary() : null;
+  const words = checkpoint
+    ? checkpointVocabulary(checkpoint)
+    : policy.tokenizer === 'vocabulary'
+      ? env.vocabulary()
+      : null;
   return {
     type: 'tfjs',
     ...(await runPolicySettings(policy, config.seed)),
@@ -96,8 +126,15 @@ async function runPolicyAdapter(config: RunConfig, env: RunEnvironment, checkpoi
  * generator, a search engine of your own), the environment's for the rest, and the run's own
  * policy unless `searcher.adapters.policy` names one.
  */
-export function runAdapters(config: RunConfig, environment: AdaptersConfigInput, ownPolicy: AdaptersConfigInput['policy'] | null): AdaptersConfigInput {
-  return { ...withEnvironmentAdapters(environment, config.searcher.adapters), ...(ownPolicy && { policy: ownPolicy }) };
+export function runAdapters(
+  config: RunConfig,
+  environment: AdaptersConfigInput,
+  ownPolicy: AdaptersConfigInput['policy'] | null,
+): AdaptersConfigInput {
+  return {
+    ...withEnvironmentAdapters(environment, config.searcher.adapters),
+    ...(ownPolicy && { policy: ownPolicy }),
+  };
 }
 
 /**
@@ -105,7 +142,12 @@ export function runAdapters(config: RunConfig, environment: AdaptersConfigInput,
  * `searcher.adapters` leaves unset, the run's own tfjs policy (or the one `searcher.adapters.policy`
  * names), the run folder as the store; all built by the composition root.
  */
-export async function openRun(config: RunConfig, start: RunPolicyStart, options: RunOptions = {}, folder?: { runId: string; runDir: string }): Promise<RunSession> {
+export async function openRun(
+  config: RunConfig,
+  start: RunPolicyStart,
+  options: RunOptions = {},
+  folder?: { runId: string; runDir: string },
+): Promise<RunSession> {
   const { runId, runDir } = folder ?? (await openRunFolder(config));
   const env = await prepareEnvironment(config, options);
   const store = runStore(runDir);
@@ -116,15 +158,27 @@ export async function openRun(config: RunConfig, start: RunPolicyStart, options:
     else if (config.policy?.initFrom) {
       const named = await readNamedCheckpoint(config.policy.initFrom);
       checkpoint = { from: named.key, checkpoint: named.checkpoint };
-    } else throw new InvalidArgumentError({ argument: 'run', message: `'${runDir}' has no checkpoint (train it first)` });
+    } else
+      throw new InvalidArgumentError({
+        argument: 'run',
+        message: `'${runDir}' has no checkpoint (train it first)`,
+      });
   }
-  const adapters = runAdapters(config, env.adapters, config.searcher.adapters.policy ? null : await runPolicyAdapter(config, env, checkpoint?.checkpoint ?? null));
+  const adapters = runAdapters(
+    config,
+    env.adapters,
+    config.searcher.adapters.policy
+      ? null
+      : await runPolicyAdapter(config, env, checkpoint?.checkpoint ?? null),
+  );
   const searcherConfig: SearcherConfigInput = { ...config.searcher, adapters };
   const container = createSearcherContainer(searcherConfig, { ports: { store } });
   try {
     const { policy } = await resolvePorts(container);
     if (checkpoint) await policy.load(checkpoint.checkpoint);
-    const policyFrom = config.searcher.adapters.policy ? `searcher.adapters.policy (${config.searcher.adapters.policy.type})` : (checkpoint?.from ?? 'fresh');
+    const policyFrom = config.searcher.adapters.policy
+      ? `searcher.adapters.policy (${config.searcher.adapters.policy.type})`
+      : (checkpoint?.from ?? 'fresh');
     const session: RunSession = {
       config,
       runId,
@@ -134,7 +188,8 @@ export async function openRun(config: RunConfig, start: RunPolicyStart, options:
       store,
       policy,
       policyFrom,
-      searcher: (overrides = {}) => resolveSearcher(container, { ...config.searcher, ...overrides, adapters }),
+      searcher: (overrides = {}) =>
+        resolveSearcher(container, { ...config.searcher, ...overrides, adapters }),
       evaluate: (storeRun, split, evalOptions = options) => evaluate(session, storeRun, split, evalOptions),
       close: () => closeSearcherContainer(container),
     };
@@ -145,54 +200,6 @@ export async function openRun(config: RunConfig, start: RunPolicyStart, options:
   }
 }
 
-function summarise(label: string, questions: readonly PromptRecord[], trajectories: readonly Trajectory[]): EvalSummary {
-  const small = new Set(questions.filter((q) => (q.metadata as { small?: unknown } | undefined)?.small === true).map((q) => q.uid));
-  const success = (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
-  const smallOnes = trajectories.filter((t) => small.has(t.promptUid));
-  const cropped = (t: Trajectory) => (t.turns.some((turn) => turn.crop) ? 1 : 0);
-  return {
-    split: label,
-    questions: trajectories.length,
-    judgeSuccess: mean(trajectories.map(success)),
-    ndcg: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
-    completion: mean(trajectories.map((t) => (t.terminated === 'complete' ? 1 : 0))),
-    smallPrintSuccess: smallOnes.length === 0 ? null : mean(smallOnes.map(success)),
-    cropRate: mean(trajectories.map(cropped)),
-    smallPrintCropRate: smallOnes.length === 0 ? null : mean(smallOnes.map(cropped)),
-  };
-}
-
-async function evaluate(session: RunSession, storeRun: string, split: RunConfig['evaluation']['split'], options: RunOptions): Promise<EvalSummary> {
-  const { config } = session;
-  const { label, prompts } = session.env.evaluation(split ?? config.evaluation.split);
-  const questions = config.evaluation.limit === null ? prompts : prompts.slice(0, config.evaluation.limit);
-  await clearStoreRun(session.runDir, storeRun);
-  const searcher = await session.searcher({
-    episode: { ...config.searcher.episode, temperature: config.evaluation.temperature },
-    rl: { ...config.searcher.rl, nAgent: 1 },
-    reward: { ...config.searcher.reward, weights: 'default' },
-  });
-  const trajectories: Trajectory[] = [];
-  const chunk = 64;
-  const progress = progressOf(options, `evaluating (${storeRun})`, questions.length);
-  for (let start = 0; start < questions.length; start += chunk) {
-    const batch = await searcher.collect(questions.slice(start, start + chunk), { nAgent: 1, runId: storeRun, step: 0, ...(options.signal && { signal: options.signal }) });
-    trajectories.push(...batch.episodes.map((e) => e.trajectory));
-    progress.update(Math.min(questions.length, start + chunk));
-  }
-  const summary = summarise(label, questions, trajectories);
-  progress.done(`judge success ${pct(summary.judgeSuccess)}`);
-  return summary;
-}
-
-const pct = (x: number | null) => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
-
-/** One line of an evaluation's figures. */
-export function describeEval(summary: EvalSummary): string {
-  const small = summary.smallPrintSuccess === null ? '' : `, small print ${pct(summary.smallPrintSuccess)} (cropped ${pct(summary.smallPrintCropRate)})`;
-  return `judge success ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}`;
-}
-
 /** The SFT warm start: the environment's demonstrations, SFT, a checkpoint in store run `sft`. Once per run folder. */
 async function warmStart(session: RunSession, options: RunOptions): Promise<void> {
   const { config, policy, store, env } = session;
@@ -200,19 +207,37 @@ async function warmStart(session: RunSession, options: RunOptions): Promise<void
   if (!sft || sft.demonstrations === 0 || !env.demonstrations || config.searcher.adapters.policy) return;
   const collectStarted = performance.now();
   const ports = await resolvePorts(session.container);
-  const trajectories = await env.demonstrations(sft.demonstrations, policy.tokenizer, ports, config.searcher.episode);
+  const trajectories = await env.demonstrations(
+    sft.demonstrations,
+    policy.tokenizer,
+    ports,
+    config.searcher.episode,
+  );
   const examples = sftExamples(trajectories);
   const collectSeconds = (performance.now() - collectStarted) / 1000;
   const sftStarted = performance.now();
   const progress = progressOf(options, 'SFT warm start', sft.epochs);
-  const result = await runSft(policy, examples, { epochs: sft.epochs, batchSize: sft.batchSize }, { random: createRandom(config.seed, RANDOM_STREAMS.sftOrder), ...(options.signal && { signal: options.signal }), onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`) });
+  const result = await runSft(
+    policy,
+    examples,
+    { epochs: sft.epochs, batchSize: sft.batchSize },
+    {
+      random: createRandom(config.seed, RANDOM_STREAMS.sftOrder),
+      ...(options.signal && { signal: options.signal }),
+      onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`),
+    },
+  );
   progress.done(`${examples.length} demonstrations`);
   // Where the warm start's time goes (docs/method.md#slide-environment): collecting the oracle's episodes, then training.
   const tokens = examples.reduce((n, e) => n + e.inputIds.length, 0);
   const scored = examples.reduce((n, e) => n + e.positions.length, 0);
   const trainSeconds = (performance.now() - sftStarted) / 1000;
-  options.onLog?.(`SFT: demonstrations collected in ${collectSeconds.toFixed(1)} s; ${sft.epochs} epochs x ${tokens} tokens (${scored} trained) in ${trainSeconds.toFixed(1)} s, ${((tokens * sft.epochs) / trainSeconds).toFixed(0)} tokens/s, ${result.updates} optimizer steps`);
-  await store.doAppend(result.epochLoss.map((loss, epoch) => eventRecord(SFT_RUN, epoch + 1, { type: 'sft-epoch', loss })));
+  options.onLog?.(
+    `SFT: demonstrations collected in ${collectSeconds.toFixed(1)} s; ${sft.epochs} epochs x ${tokens} tokens (${scored} trained) in ${trainSeconds.toFixed(1)} s, ${((tokens * sft.epochs) / trainSeconds).toFixed(0)} tokens/s, ${result.updates} optimizer steps`,
+  );
+  await store.doAppend(
+    result.epochLoss.map((loss, epoch) => eventRecord(SFT_RUN, epoch + 1, { type: 'sft-epoch', loss })),
+  );
   await writePolicyCheckpoint(store, SFT_RUN, 0, await policy.save());
 }
 
@@ -230,12 +255,24 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
   const store = runStore(folder.runDir);
   // A continued run starts from its warm start (the policy then trains phase by phase from there; each phase resumes from its own checkpoints).
   const warm = await readLatestCheckpoint(store, SFT_RUN);
-  const session = await openRun(config, warm ? { kind: 'latest', storeRuns: [SFT_RUN] } : config.policy?.initFrom ? { kind: 'latest', storeRuns: [] } : { kind: 'fresh' }, options, folder);
+  const session = await openRun(
+    config,
+    warm
+      ? { kind: 'latest', storeRuns: [SFT_RUN] }
+      : config.policy?.initFrom
+        ? { kind: 'latest', storeRuns: [] }
+        : { kind: 'fresh' },
+    options,
+    folder,
+  );
   const { runId, runDir, policy } = session;
   try {
     const own = config.searcher.adapters.policy === undefined;
     const described = policy as PolicyBackend & { parameterCount?: number; backend?: { name: string } };
-    if (own) options.onLog?.(`policy: ${described.parameterCount} parameters on ${described.backend?.name} (rollouts: ${await resolveRollouts(config.policy!.rollouts)}, training: ${config.policy!.training}), vocabulary ${policy.tokenizer.vocabSize} tokens${config.policy!.initFrom ? ` (from ${config.policy!.initFrom})` : ''}`);
+    if (own)
+      options.onLog?.(
+        `policy: ${described.parameterCount} parameters on ${described.backend?.name} (rollouts: ${await resolveRollouts(config.policy!.rollouts)}, training: ${config.policy!.training}), vocabulary ${policy.tokenizer.vocabSize} tokens${config.policy!.initFrom ? ` (from ${config.policy!.initFrom})` : ''}`,
+      );
     else options.onLog?.(`policy: ${policy.provider} (searcher.adapters.policy)`);
     if (warm) options.onLog?.(`SFT warm start: loaded ${SFT_RUN}/${warm.key}`);
     else if (config.policy?.initFrom) options.onLog?.(`warm start: ${session.policyFrom}`);
@@ -246,19 +283,39 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
       before = await session.evaluate(EVAL_BEFORE, undefined, options);
       await writeJsonAtomic(beforePath, before);
     }
-    options.onLog?.(`before RL${session.env.kind === 'slides' && !config.policy?.initFrom ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`);
+    options.onLog?.(
+      `before RL${session.env.kind === 'slides' && !config.policy?.initFrom ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
+    );
     const steps: TrainRunResult['steps'] = [];
     for (const phase of config.phases) {
       if (phase.steps === 0) continue;
-      if (hasResetOptimizer(policy)) policy.resetOptimizer({ learningRate: phase.learningRate, warmupSteps: phase.warmupSteps });
-      const searcher = await session.searcher({ reward: { ...config.searcher.reward, weights: phase.weights } });
-      const trainer = createTrainer({ searcher, store: session.store, prompts: session.env.train, settings: { runId: phase.name, steps: phase.steps, batchSize: Math.min(config.trainer.batchSize, session.env.train.length), saveFreq: config.trainer.saveFreq, resumeMode: config.trainer.resumeMode, seed: config.seed } });
+      if (hasResetOptimizer(policy))
+        policy.resetOptimizer({ learningRate: phase.learningRate, warmupSteps: phase.warmupSteps });
+      const searcher = await session.searcher({
+        reward: { ...config.searcher.reward, weights: phase.weights },
+      });
+      const trainer = createTrainer({
+        searcher,
+        store: session.store,
+        prompts: session.env.train,
+        settings: {
+          runId: phase.name,
+          steps: phase.steps,
+          batchSize: Math.min(config.trainer.batchSize, session.env.train.length),
+          saveFreq: config.trainer.saveFreq,
+          resumeMode: config.trainer.resumeMode,
+          seed: config.seed,
+        },
+      });
       const progress = progressOf(options, phase.name, phase.steps);
       const result = await trainer.run({
         ...(options.signal && { signal: options.signal }),
         onStep: (m) => {
           steps.push({ ...m, phase: phase.name });
-          progress.update(m.step, `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`);
+          progress.update(
+            m.step,
+            `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`,
+          );
         },
       });
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
@@ -266,7 +323,12 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
     const after = await session.evaluate(EVAL_AFTER, undefined, options);
     await writeJsonAtomic(join(runDir, `${EVAL_AFTER}.json`), after);
     options.onLog?.(`after RL on ${after.split}: ${describeEval(after)}`);
-    await writeJsonAtomic(join(runDir, RUN_FILES.summary), { runId, before, after, corpus: session.env.corpus });
+    await writeJsonAtomic(join(runDir, RUN_FILES.summary), {
+      runId,
+      before,
+      after,
+      corpus: session.env.corpus,
+    });
     return { runId, runDir, before, after, steps };
   } finally {
     await session.close();
@@ -278,15 +340,32 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
  * or the policy its `searcher.adapters.policy` names, on a split (slide runs) or its evaluation
  * questions; the summary is written to `<storeRun>.json` (`eval-<split>.json`, `eval-dataset.json`).
  */
-export async function evalRun(runDir: string, overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null } = {}, options: RunOptions = {}): Promise<EvalSummary & { checkpoint: string }> {
+export async function evalRun(
+  runDir: string,
+  overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null } = {},
+  options: RunOptions = {},
+): Promise<EvalSummary & { checkpoint: string }> {
   const base = await readRunFolderConfig(runDir);
-  if (overrides.split !== undefined && base.dataset) throw new InvalidArgumentError({ argument: '--split', message: `'${runDir}' is a run on your own data: it evaluates dataset.evalPath (or dataset.path), not a split` });
-  const config: RunConfig = { ...base, evaluation: { ...base.evaluation, ...(overrides.split && { split: overrides.split }), ...(overrides.limit !== undefined && { limit: overrides.limit }) } };
+  if (overrides.split !== undefined && base.dataset)
+    throw new InvalidArgumentError({
+      argument: '--split',
+      message: `'${runDir}' is a run on your own data: it evaluates dataset.evalPath (or dataset.path), not a split`,
+    });
+  const config: RunConfig = {
+    ...base,
+    evaluation: {
+      ...base.evaluation,
+      ...(overrides.split && { split: overrides.split }),
+      ...(overrides.limit !== undefined && { limit: overrides.limit }),
+    },
+  };
   const storeRuns = [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN);
   const session = await openRun(config, { kind: 'latest', storeRuns }, options, { runId: runDir, runDir });
   try {
     const { storeRun } = session.env.evaluation(config.evaluation.split);
-    options.onLog?.(`evaluating ${session.policyFrom} on ${session.env.evaluation(config.evaluation.split).label}`);
+    options.onLog?.(
+      `evaluating ${session.policyFrom} on ${session.env.evaluation(config.evaluation.split).label}`,
+    );
     const summary = await session.evaluate(storeRun, config.evaluation.split, options);
     await writeJsonAtomic(join(runDir, `${storeRun}.json`), { checkpoint: session.policyFrom, ...summary });
     options.onLog?.(describeEval(summary));

@@ -31,9 +31,33 @@ interface DemoQuestion extends PromptRecord {
 }
 
 const QUESTIONS: DemoQuestion[] = [
-  { uid: 'acme-revenue', question: 'What was the revenue of Acme in 2019?', reference: '4.5 billion dollars', goldenBasenames: ['acme_2.png'], entity: 'Acme', attribute: 'revenue 2019', distractor: 'Globex' },
-  { uid: 'globex-founded', question: 'In which year was Globex founded?', reference: '1989', goldenBasenames: ['globex_1.png'], entity: 'Globex', attribute: 'founded', distractor: 'Initech' },
-  { uid: 'initech-ceo', question: 'Who is the chief executive of Initech?', reference: 'Bill Lumbergh', goldenBasenames: ['initech_2.png'], entity: 'Initech', attribute: 'chief executive', distractor: 'Acme' },
+  {
+    uid: 'acme-revenue',
+    question: 'What was the revenue of Acme in 2019?',
+    reference: '4.5 billion dollars',
+    goldenBasenames: ['acme_2.png'],
+    entity: 'Acme',
+    attribute: 'revenue 2019',
+    distractor: 'Globex',
+  },
+  {
+    uid: 'globex-founded',
+    question: 'In which year was Globex founded?',
+    reference: '1989',
+    goldenBasenames: ['globex_1.png'],
+    entity: 'Globex',
+    attribute: 'founded',
+    distractor: 'Initech',
+  },
+  {
+    uid: 'initech-ceo',
+    question: 'Who is the chief executive of Initech?',
+    reference: 'Bill Lumbergh',
+    goldenBasenames: ['initech_2.png'],
+    entity: 'Initech',
+    attribute: 'chief executive',
+    distractor: 'Acme',
+  },
 ];
 
 /** Four behaviours, one per rollout of a group: precise, vague then precise, off-topic, tag-less. */
@@ -42,8 +66,15 @@ function scriptedTurn(question: DemoQuestion, rollout: number, turn: number): st
   const done = '<think>The pages I have should answer it.</think>\n<search_complete>true</search_complete>';
   const plans: string[][] = [
     [`<think>I need the ${question.attribute} of ${question.entity}.</think>\n${precise}`, done],
-    [`<think>Start broad.</think>\n<search>${question.entity}</search>`, `<think>Narrow down.</think>\n${precise}`, done],
-    [`<think>Maybe ${question.distractor} is related.</think>\n<search>${question.distractor}</search>`, done],
+    [
+      `<think>Start broad.</think>\n<search>${question.entity}</search>`,
+      `<think>Narrow down.</think>\n${precise}`,
+      done,
+    ],
+    [
+      `<think>Maybe ${question.distractor} is related.</think>\n<search>${question.distractor}</search>`,
+      done,
+    ],
     [`I already know this one, no need to search.`, `<think>Fine, search.</think>\n${precise}`, done],
   ];
   const plan = plans[rollout % plans.length]!;
@@ -64,7 +95,8 @@ export interface DemoResult {
 }
 
 /** Left-aligns in a column of `width`, cutting long text with an ellipsis so columns never touch. */
-const pad = (text: string, width: number) => (text.length >= width ? `${text.slice(0, width - 2)}… ` : text + ' '.repeat(width - text.length));
+const pad = (text: string, width: number) =>
+  text.length >= width ? `${text.slice(0, width - 2)}… ` : text + ' '.repeat(width - text.length);
 const num = (value: number | null, digits = 3) => (value === null ? 'missing' : value.toFixed(digits));
 
 /**
@@ -87,7 +119,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       rl: { nAgent },
       episode: { maxTurns: 4 },
       reward: { weights: 'default' },
-      adapters: { searchEngine: { type: 'mock', pages: PAGES }, generator: { type: 'mock', facts: FACTS, fallback: 'I cannot tell from these pages' }, judge: { type: 'rule' }, store: { type: 'jsonl', dir: options.out } },
+      adapters: {
+        searchEngine: { type: 'mock', pages: PAGES },
+        generator: { type: 'mock', facts: FACTS, fallback: 'I cannot tell from these pages' },
+        judge: { type: 'rule' },
+        store: { type: 'jsonl', dir: options.out },
+      },
     },
     { ports: { policy } },
   );
@@ -95,18 +132,29 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const runId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
 
   log('searcher-rl demo: a scripted Searcher over mock search, generator and rule judge');
-  log(`B=${QUESTIONS.length} questions x n_agent=${nAgent} rollouts; reward = 0.8 judge + 0.2 NDCG, 0 if the format gate fails\n`);
+  log(
+    `B=${QUESTIONS.length} questions x n_agent=${nAgent} rollouts; reward = 0.8 judge + 0.2 NDCG, 0 if the format gate fails\n`,
+  );
   const batch = await searcher.collect(QUESTIONS, { runId, step: 0 });
 
   for (const question of QUESTIONS) {
-    log(`Q: ${question.question}   (reference: ${question.reference}; golden: ${question.goldenBasenames!.join(', ')})`);
-    log(`  ${pad('rollout', 8)}${pad('end', 9)}${pad('searches', 42)}${pad('answer', 22)}${pad('judge', 7)}${pad('ndcg', 7)}${pad('reward', 8)}advantage`);
+    log(
+      `Q: ${question.question}   (reference: ${question.reference}; golden: ${question.goldenBasenames!.join(', ')})`,
+    );
+    log(
+      `  ${pad('rollout', 8)}${pad('end', 9)}${pad('searches', 42)}${pad('answer', 22)}${pad('judge', 7)}${pad('ndcg', 7)}${pad('reward', 8)}advantage`,
+    );
     for (const { trajectory: t } of batch.episodes.filter((e) => e.trajectory.promptUid === question.uid)) {
-      const searches = t.turns.flatMap((turn) => (turn.search ? [turn.search.query] : turn.invalid ? ['(invalid)'] : [])).join(' | ');
+      const searches = t.turns
+        .flatMap((turn) => (turn.search ? [turn.search.query] : turn.invalid ? ['(invalid)'] : []))
+        .join(' | ');
       const detail = t.rewardDetail;
-      const judge = detail && 'judgeScore' in detail.components ? detail.components.judgeScore ?? null : null;
+      const judge =
+        detail && 'judgeScore' in detail.components ? (detail.components.judgeScore ?? null) : null;
       const ndcg = detail?.components.ndcg ?? null;
-      log(`  ${pad(String(t.rolloutIndex), 8)}${pad(t.terminated, 9)}${pad(searches, 42)}${pad(t.finalAnswer, 22)}${pad(judge === null ? '-' : judge.toFixed(2), 7)}${pad(num(ndcg, 2), 7)}${pad(num(t.reward), 8)}${num(t.advantage)}`);
+      log(
+        `  ${pad(String(t.rolloutIndex), 8)}${pad(t.terminated, 9)}${pad(searches, 42)}${pad(t.finalAnswer, 22)}${pad(judge === null ? '-' : judge.toFixed(2), 7)}${pad(num(ndcg, 2), 7)}${pad(num(t.reward), 8)}${num(t.advantage)}`,
+      );
     }
     log('');
   }
@@ -114,13 +162,21 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const update = await searcher.update(batch);
   const rewards = batch.episodes.map((e) => e.trajectory.reward).filter((r): r is number => r !== null);
   const meanReward = mean(rewards);
-  const success = batch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length / batch.episodes.length;
-  log(`mean reward ${meanReward.toFixed(3)}; judge success rate ${(success * 100).toFixed(0)}%; missing rewards ${batch.missingRewards}`);
+  const success =
+    batch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length /
+    batch.episodes.length;
+  log(
+    `mean reward ${meanReward.toFixed(3)}; judge success rate ${(success * 100).toFixed(0)}%; missing rewards ${batch.missingRewards}`,
+  );
   const p = batch.pipeline;
-  log(`pipeline (${p.mode}): ${p.samplesScored}/${p.samplesTotal} samples and ${p.promptsUsable}/${p.promptsTotal} prompts scored in ${p.stepTimeMs.toFixed(0)} ms`);
+  log(
+    `pipeline (${p.mode}): ${p.samplesScored}/${p.samplesTotal} samples and ${p.promptsUsable}/${p.promptsTotal} prompts scored in ${p.stepTimeMs.toFixed(0)} ms`,
+  );
   // At ratio 1 the loss is -mean(advantage), zero up to rounding since each group's advantages sum to zero.
   const lossShown = Math.abs(update.loss) < 1e-12 ? 0 : update.loss;
-  log(`GSPO loss at ratio 1 (clip 3e-4/4e-4): ${lossShown.toFixed(6)}, clip fraction ${update.clipFraction.toFixed(3)}; the scripted policy is not trainable, so no step was applied`);
+  log(
+    `GSPO loss at ratio 1 (clip 3e-4/4e-4): ${lossShown.toFixed(6)}, clip fraction ${update.clipFraction.toFixed(3)}; the scripted policy is not trainable, so no step was applied`,
+  );
   log(`trajectories and rewards written to ${options.out}/${runId}/ (trajectory.jsonl, reward.jsonl)`);
   await closeSearcherContainer(container);
   return { batch, runId, loss: { value: update.loss, clipFraction: update.clipFraction } };

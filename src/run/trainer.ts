@@ -2,16 +2,22 @@ import { z } from 'zod';
 import { InvalidArgumentError, RewardsMissingError } from '../core/errors';
 import { checkPromptRecords } from '../core/prompt-records';
 import { resolveRewardWeights } from '../searcher';
-import { createRandom, hashString, permutation, RANDOM_STREAMS, type Random, type RandomState } from '../core/random';
-import type { PolicyUpdateSummary } from '../core/rl/policy-update';
+import {
+  createRandom,
+  hashString,
+  permutation,
+  RANDOM_STREAMS,
+  type Random,
+  type RandomState,
+} from '../core/random';
 import { checkRunId, SUPERSEDABLE_KINDS, type SupersededCounts } from '../core/store/records';
 import type { PromptRecord } from '../core/types';
 import type { Store } from '../ports/store';
+import { stepMetrics, type StepMetrics } from './step-metrics';
 import { eventRecord, runEvent, type LifecycleEvent } from '../core/events';
 import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from './checkpoints';
 import type { ScoredBatch, Searcher } from '../searcher';
 import { parseSettings, positiveInt } from '../provider-utils/settings';
-import { mean } from '../core/stats';
 
 export const trainerSettingsSchema = z
   .object({
@@ -43,45 +49,6 @@ export interface DataCursor {
   index: number;
 }
 
-/** One step's figures. Timing fields (`*PerSecond`, `*Ms`) vary between runs; the rest is deterministic under a seed. */
-export interface StepMetrics {
-  step: number;
-  epoch: number;
-  prompts: number;
-  episodes: number;
-  /** Mean over rewards that could be computed (`null` when none could); `missingRewards` counts the rest. */
-  rewardMean: number | null;
-  rewardStd: number | null;
-  missingRewards: number;
-  /** Share of judged episodes with a judge score >= 0.5; `null` when nothing was judged. */
-  successRate: number | null;
-  /** Share of episodes that retrieved at least one golden page. */
-  goldenHitRate: number;
-  ndcgMean: number;
-  turnsMean: number;
-  /** Invalid actions per policy turn. */
-  invalidActionRate: number;
-  /** Episodes that ended by the policy's own search_complete/answer. */
-  completionRate: number;
-  loss: number;
-  clipFraction: number;
-  kl: number;
-  entropy: number;
-  gradNorm: number;
-  gradNormMax: number;
-  updatesApplied: number;
-  updatesSkipped: number;
-  skippedReasons: string[];
-  rolloutTokens: number;
-  trainTokens: number;
-  rolloutTokensPerSecond: number;
-  trainTokensPerSecond: number;
-  rolloutMs: number;
-  updateMs: number;
-}
-
-export const TIMING_METRICS = ['rolloutTokensPerSecond', 'trainTokensPerSecond', 'rolloutMs', 'updateMs'] as const satisfies ReadonlyArray<keyof StepMetrics>;
-
 export interface TrainerRunResult {
   /** Metrics of the steps this call ran. */
   steps: StepMetrics[];
@@ -100,7 +67,10 @@ export interface Trainer {
    * sample B prompts, n_agent rollouts each, rewards, advantages, ppoEpochs x minibatch updates;
    * stores each step's metrics and checkpoints every `saveFreq` steps.
    */
-  run(options?: { signal?: AbortSignal; onStep?: (metrics: StepMetrics, batch: ScoredBatch) => void | Promise<void> }): Promise<TrainerRunResult>;
+  run(options?: {
+    signal?: AbortSignal;
+    onStep?: (metrics: StepMetrics, batch: ScoredBatch) => void | Promise<void>;
+  }): Promise<TrainerRunResult>;
   /** The prompts the next step will use (advances nothing). */
   peekBatch(): PromptRecord[];
 }
@@ -117,17 +87,22 @@ interface TrainerCheckpointState {
   policy: { format: string; metadata: Record<string, unknown>; blobs: string[] };
 }
 
-
 /** FNV-1a over the prompt uids: a resumed run must see the same data in the same order. */
 function fingerprint(prompts: readonly PromptRecord[]): string {
-  return hashString(prompts.map((p) => p.uid).join('\u0000')).toString(16).padStart(8, '0');
+  return hashString(prompts.map((p) => p.uid).join('\u0000'))
+    .toString(16)
+    .padStart(8, '0');
 }
 
 /**
  * Per record kind and step, how many records a run already holds for the steps after `step`:
  * those an interrupted attempt left, which the steps run again supersede. `null` when none.
  */
-async function staleRecordCounts(store: Store, runId: string, step: number): Promise<SupersededCounts | null> {
+async function staleRecordCounts(
+  store: Store,
+  runId: string,
+  step: number,
+): Promise<SupersededCounts | null> {
   const counts: SupersededCounts = {};
   for (const kind of SUPERSEDABLE_KINDS) {
     for (const record of await store.doQuery({ kind, runId })) {
@@ -139,60 +114,29 @@ async function staleRecordCounts(store: Store, runId: string, step: number): Pro
   return Object.keys(counts).length === 0 ? null : counts;
 }
 
-function stepMetrics(step: number, epoch: number, prompts: number, batch: ScoredBatch, update: PolicyUpdateSummary, rolloutMs: number, updateMs: number): StepMetrics {
-  const trajectories = batch.episodes.map((e) => e.trajectory);
-  const rewards = trajectories.map((t) => t.reward).filter((r): r is number => r !== null);
-  const rewardMean = rewards.length === 0 ? null : mean(rewards);
-  const judged = trajectories.map((t) => t.rewardDetail?.components.judgeScore).filter((s): s is number => typeof s === 'number');
-  const turns = trajectories.map((t) => t.turns.filter((turn) => !turn.forced).length);
-  const totalTurns = turns.reduce((a, b) => a + b, 0);
-  const rolloutTokens = trajectories.reduce((n, t) => n + t.tokenSteps.length, 0);
-  return {
-    step,
-    epoch,
-    prompts,
-    episodes: trajectories.length,
-    rewardMean,
-    rewardStd: rewardMean === null ? null : Math.sqrt(mean(rewards.map((r) => (r - rewardMean) ** 2))),
-    missingRewards: batch.missingRewards,
-    successRate: judged.length === 0 ? null : judged.filter((s) => s >= 0.5).length / judged.length,
-    goldenHitRate: mean(trajectories.map((t) => (t.retrievedBasenames.some((b) => t.goldenBasenames.includes(b)) ? 1 : 0))),
-    ndcgMean: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
-    turnsMean: mean(turns),
-    invalidActionRate: totalTurns === 0 ? 0 : trajectories.reduce((n, t) => n + t.invalidActions, 0) / totalTurns,
-    completionRate: mean(trajectories.map((t) => (t.terminated === 'complete' || t.terminated === 'answer' ? 1 : 0))),
-    loss: update.loss,
-    clipFraction: update.clipFraction,
-    kl: update.kl,
-    entropy: update.entropy,
-    gradNorm: update.gradNorm,
-    gradNormMax: update.gradNormMax,
-    updatesApplied: update.applied,
-    updatesSkipped: update.skipped.length,
-    skippedReasons: update.skipped,
-    rolloutTokens,
-    trainTokens: update.tokens,
-    rolloutTokensPerSecond: rolloutMs > 0 ? (rolloutTokens / rolloutMs) * 1000 : 0,
-    trainTokensPerSecond: updateMs > 0 ? (update.tokens / updateMs) * 1000 : 0,
-    rolloutMs,
-    updateMs,
-  };
-}
-
 /**
  * The GRPO/GSPO training loop over a Searcher (its policy must be trainable to learn anything),
  * with checkpoints in a Store: the policy's blobs, the data cursor and the RNG state, committed by
  * a `checkpoint` record written last. A run stopped and resumed continues at the step after its
  * last checkpoint and draws exactly what the uninterrupted run would have.
  */
-export function createTrainer(args: { searcher: Searcher; store: Store; prompts: readonly PromptRecord[]; settings: TrainerSettings }): Trainer {
+export function createTrainer(args: {
+  searcher: Searcher;
+  store: Store;
+  prompts: readonly PromptRecord[];
+  settings: TrainerSettings;
+}): Trainer {
   const settings = parseSettings('createTrainer', trainerSettingsSchema, args.settings);
   checkRunId(settings.runId, 'settings.runId');
   const { searcher, store } = args;
   const prompts = [...args.prompts];
-  if (prompts.length === 0) throw new InvalidArgumentError({ argument: 'prompts', message: 'needs at least one prompt' });
+  if (prompts.length === 0)
+    throw new InvalidArgumentError({ argument: 'prompts', message: 'needs at least one prompt' });
   const rewardConfig = searcher.config.reward;
-  checkPromptRecords(prompts, { needsReference: rewardConfig.scheme === 'search-r1' || resolveRewardWeights(rewardConfig.weights).judge !== 0 });
+  checkPromptRecords(prompts, {
+    needsReference:
+      rewardConfig.scheme === 'search-r1' || resolveRewardWeights(rewardConfig.weights).judge !== 0,
+  });
   const policy = searcher.ports.policy;
   const datasetFingerprint = fingerprint(prompts);
 
@@ -203,7 +147,9 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
   const orderOf = (epoch: number) => {
     let order = orders.get(epoch);
     if (!order) {
-      order = settings.shuffle ? permutation(prompts.length, createRandom(settings.seed, RANDOM_STREAMS.epochOrder, epoch)) : prompts.map((_, i) => i);
+      order = settings.shuffle
+        ? permutation(prompts.length, createRandom(settings.seed, RANDOM_STREAMS.epochOrder, epoch))
+        : prompts.map((_, i) => i);
       orders.clear();
       orders.set(epoch, order);
     }
@@ -241,20 +187,44 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
   const loadCheckpoint = async (runId: string, key: string): Promise<void> => {
     const read = await readPolicyCheckpoint(store, runId, key);
     const state = read.state as unknown as TrainerCheckpointState;
-    if (state.format !== 'searcher-rl.trainer-checkpoint.v1') throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected 'searcher-rl.trainer-checkpoint.v1', got '${String(state.format)}'` });
+    if (state.format !== 'searcher-rl.trainer-checkpoint.v1')
+      throw new InvalidArgumentError({
+        argument: 'checkpoint.format',
+        message: `expected 'searcher-rl.trainer-checkpoint.v1', got '${String(state.format)}'`,
+      });
     const mismatch = (field: string, theirs: unknown, ours: unknown) => {
-      throw new InvalidArgumentError({ argument: `settings.${field}`, message: `the checkpoint at '${runId}/${key}' was made with ${JSON.stringify(theirs)}, this run has ${JSON.stringify(ours)}; an exact resume needs the same value (or use resumeMode 'disable')` });
+      throw new InvalidArgumentError({
+        argument: `settings.${field}`,
+        message: `the checkpoint at '${runId}/${key}' was made with ${JSON.stringify(theirs)}, this run has ${JSON.stringify(ours)}; an exact resume needs the same value (or use resumeMode 'disable')`,
+      });
     };
     if (state.batchSize !== settings.batchSize) mismatch('batchSize', state.batchSize, settings.batchSize);
     if (state.seed !== settings.seed) mismatch('seed', state.seed, settings.seed);
     if (state.shuffle !== settings.shuffle) mismatch('shuffle', state.shuffle, settings.shuffle);
-    if (state.dataset.size !== prompts.length || state.dataset.fingerprint !== datasetFingerprint) mismatch('prompts', state.dataset, { size: prompts.length, fingerprint: datasetFingerprint });
+    if (state.dataset.size !== prompts.length || state.dataset.fingerprint !== datasetFingerprint)
+      mismatch('prompts', state.dataset, { size: prompts.length, fingerprint: datasetFingerprint });
     const randomState = state.random;
-    if (!Array.isArray(randomState) || randomState.length !== 4 || !randomState.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32)) {
-      throw new InvalidArgumentError({ argument: 'checkpoint.random', message: `the checkpoint at '${runId}/${key}' has no valid RNG state` });
+    if (
+      !Array.isArray(randomState) ||
+      randomState.length !== 4 ||
+      !randomState.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32)
+    ) {
+      throw new InvalidArgumentError({
+        argument: 'checkpoint.random',
+        message: `the checkpoint at '${runId}/${key}' has no valid RNG state`,
+      });
     }
-    const validCursor = state.cursor && Number.isInteger(state.cursor.epoch) && state.cursor.epoch >= 0 && Number.isInteger(state.cursor.index) && state.cursor.index >= 0;
-    if (!validCursor || !(Number.isInteger(state.step) && state.step >= 0)) throw new InvalidArgumentError({ argument: 'checkpoint.cursor', message: `the checkpoint at '${runId}/${key}' has no valid step and data cursor` });
+    const validCursor =
+      state.cursor &&
+      Number.isInteger(state.cursor.epoch) &&
+      state.cursor.epoch >= 0 &&
+      Number.isInteger(state.cursor.index) &&
+      state.cursor.index >= 0;
+    if (!validCursor || !(Number.isInteger(state.step) && state.step >= 0))
+      throw new InvalidArgumentError({
+        argument: 'checkpoint.cursor',
+        message: `the checkpoint at '${runId}/${key}' has no valid step and data cursor`,
+      });
     await policy.load(read.checkpoint);
     step = state.step;
     cursor = state.cursor;
@@ -271,7 +241,10 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     const parts = mode.split('/').filter((p) => p.length > 0);
     const at = parts.indexOf('checkpoints');
     if (at < 0 || at > 1 || parts.length !== at + 2) {
-      throw new InvalidArgumentError({ argument: 'settings.resumeMode', message: `must be 'auto', 'disable' or a checkpoint path like 'checkpoints/step-00000010' or 'otherRun/checkpoints/step-00000010', got '${mode}'` });
+      throw new InvalidArgumentError({
+        argument: 'settings.resumeMode',
+        message: `must be 'auto', 'disable' or a checkpoint path like 'checkpoints/step-00000010' or 'otherRun/checkpoints/step-00000010', got '${mode}'`,
+      });
     }
     const runId = at === 1 ? parts[0]! : settings.runId;
     checkRunId(runId, 'settings.resumeMode');
@@ -292,7 +265,10 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
     peekBatch: () => take(cursor).batch,
     async run(options = {}) {
       if (failedMidStep) {
-        throw new InvalidArgumentError({ argument: 'trainer', message: `an earlier run() failed during step ${step + 1}, after the policy may have changed; create a new trainer (resumeMode 'auto') to continue from the last checkpoint` });
+        throw new InvalidArgumentError({
+          argument: 'trainer',
+          message: `an earlier run() failed during step ${step + 1}, after the policy may have changed; create a new trainer (resumeMode 'auto') to continue from the last checkpoint`,
+        });
       }
       const result: TrainerRunResult = { steps: [], resumedFrom: null, checkpoints: [] };
       if (!resumed) {
@@ -307,40 +283,120 @@ export function createTrainer(args: { searcher: Searcher; store: Store; prompts:
         // counts them per step, so readers (supersededRecords) can drop them; they are run again.
         const superseded = await staleRecordCounts(store, settings.runId, step);
         if (result.resumedFrom || superseded) {
-          const data: LifecycleEvent = result.resumedFrom ? { type: 'resume', from: result.resumedFrom.key, nextStep: step + 1 } : { type: 'restart', nextStep: step + 1 };
-          await store.doAppend([eventRecord(settings.runId, step, { ...data, ...(superseded && { superseded }) })], signalOption);
+          const data: LifecycleEvent = result.resumedFrom
+            ? { type: 'resume', from: result.resumedFrom.key, nextStep: step + 1 }
+            : { type: 'restart', nextStep: step + 1 };
+          await store.doAppend(
+            [eventRecord(settings.runId, step, { ...data, ...(superseded && { superseded }) })],
+            signalOption,
+          );
         }
         // A run starting without a checkpoint of its own saves one first: the policy's state here
         // (its sampling-session counter above all, advanced by whatever ran before, such as an
         // evaluation) is what a restart before the first periodic checkpoint must continue from.
-        if (!from || from.runId !== settings.runId) result.checkpoints.push(await saveCheckpoint(options.signal));
+        if (!from || from.runId !== settings.runId)
+          result.checkpoints.push(await saveCheckpoint(options.signal));
       }
       const signalOption = options.signal ? { signal: options.signal } : {};
-      await store.doAppend([eventRecord(settings.runId, step, runEvent('run.start', settings.runId, step, { steps: settings.steps, batchSize: settings.batchSize, prompts: prompts.length, seed: settings.seed }))], signalOption);
+      await store.doAppend(
+        [
+          eventRecord(
+            settings.runId,
+            step,
+            runEvent('run.start', settings.runId, step, {
+              steps: settings.steps,
+              batchSize: settings.batchSize,
+              prompts: prompts.length,
+              seed: settings.seed,
+            }),
+          ),
+        ],
+        signalOption,
+      );
       while (step < settings.steps) {
         const stepNumber = step + 1;
         failedMidStep = true;
         const { batch: stepPrompts, next } = take(cursor);
-        await store.doAppend([eventRecord(settings.runId, stepNumber, runEvent('step.start', settings.runId, stepNumber, { prompts: stepPrompts.map((p) => p.uid) }))], signalOption);
+        await store.doAppend(
+          [
+            eventRecord(
+              settings.runId,
+              stepNumber,
+              runEvent('step.start', settings.runId, stepNumber, { prompts: stepPrompts.map((p) => p.uid) }),
+            ),
+          ],
+          signalOption,
+        );
         const epoch = cursor.index >= prompts.length ? cursor.epoch + 1 : cursor.epoch;
         const startedAt = performance.now();
-        const scored = await searcher.collect(stepPrompts, { step: stepNumber, runId: settings.runId, ...(options.signal && { signal: options.signal }) });
+        const scored = await searcher.collect(stepPrompts, {
+          step: stepNumber,
+          runId: settings.runId,
+          ...(options.signal && { signal: options.signal }),
+        });
         const rolloutMs = performance.now() - startedAt;
         const total = scored.pipeline.samplesTotal;
         if (total > 0 && scored.missingRewards / total >= settings.haltAtMissingShare) {
-          const examples = scored.episodes.flatMap((e) => (e.trajectory.rewardDetail?.status === 'missing' ? [e.trajectory.rewardDetail.cause.message] : [])).concat(scored.lostSamples.map((s) => s.cause.message));
-          const halt = new RewardsMissingError({ step: stepNumber, missing: scored.missingRewards, total, causes: scored.pipeline.failures, examples: [...new Set(examples)].slice(0, 2) });
+          const examples = scored.episodes
+            .flatMap((e) =>
+              e.trajectory.rewardDetail?.status === 'missing'
+                ? [e.trajectory.rewardDetail.cause.message]
+                : [],
+            )
+            .concat(scored.lostSamples.map((s) => s.cause.message));
+          const halt = new RewardsMissingError({
+            step: stepNumber,
+            missing: scored.missingRewards,
+            total,
+            causes: scored.pipeline.failures,
+            examples: [...new Set(examples)].slice(0, 2),
+          });
           // The step's trajectories and rewards are already stored; this event says why it stops there.
-          await store.doAppend([eventRecord(settings.runId, stepNumber, { type: 'halt', reason: halt.message, causes: halt.causes })], options.signal ? { signal: options.signal } : {});
+          await store.doAppend(
+            [
+              eventRecord(settings.runId, stepNumber, {
+                type: 'halt',
+                reason: halt.message,
+                causes: halt.causes,
+              }),
+            ],
+            options.signal ? { signal: options.signal } : {},
+          );
           throw halt;
         }
         const updateStartedAt = performance.now();
-        const update = await searcher.update(scored, { random, ...(options.signal && { signal: options.signal }) });
+        const update = await searcher.update(scored, {
+          random,
+          ...(options.signal && { signal: options.signal }),
+        });
         const updateMs = performance.now() - updateStartedAt;
-        const metrics = stepMetrics(stepNumber, epoch, stepPrompts.length, scored, update, rolloutMs, updateMs);
+        const metrics = stepMetrics(
+          stepNumber,
+          epoch,
+          stepPrompts.length,
+          scored,
+          update,
+          rolloutMs,
+          updateMs,
+        );
         step = stepNumber;
         cursor = next;
-        await store.doAppend([{ kind: 'metric', runId: settings.runId, step, time: Date.now(), data: metrics }, eventRecord(settings.runId, step, runEvent('step.end', settings.runId, step, { rolloutMs, updateMs, rewardMean: metrics.rewardMean, successRate: metrics.successRate }))], signalOption);
+        await store.doAppend(
+          [
+            { kind: 'metric', runId: settings.runId, step, time: Date.now(), data: metrics },
+            eventRecord(
+              settings.runId,
+              step,
+              runEvent('step.end', settings.runId, step, {
+                rolloutMs,
+                updateMs,
+                rewardMean: metrics.rewardMean,
+                successRate: metrics.successRate,
+              }),
+            ),
+          ],
+          signalOption,
+        );
         result.steps.push(metrics);
         failedMidStep = false;
         await options.onStep?.(metrics, scored);

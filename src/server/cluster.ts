@@ -1,7 +1,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { SessionSlots } from './slots';
 
-type SlotMessage = { kind: 'slot:acquire'; id: number } | { kind: 'slot:release' } | { kind: 'slot:reply'; id: number; ok: boolean; active: number; max: number };
+type SlotMessage =
+  | { kind: 'slot:acquire'; id: number }
+  | { kind: 'slot:release' }
+  | { kind: 'slot:reply'; id: number; ok: boolean; active: number; max: number };
 
 /**
  * The primary's side of the session cap: it holds the port (node:cluster hands connections to
@@ -22,7 +25,13 @@ export function runSlotPrimary(max: number): { attach(worker: Worker): void; rea
           const active = total();
           const ok = active < max;
           if (ok) perWorker.set(worker.id, (perWorker.get(worker.id) ?? 0) + 1);
-          worker.send({ kind: 'slot:reply', id: message.id, ok, active: ok ? active + 1 : active, max } satisfies SlotMessage);
+          worker.send({
+            kind: 'slot:reply',
+            id: message.id,
+            ok,
+            active: ok ? active + 1 : active,
+            max,
+          } satisfies SlotMessage);
         } else if (message?.kind === 'slot:release') {
           perWorker.set(worker.id, Math.max(0, (perWorker.get(worker.id) ?? 0) - 1));
         }

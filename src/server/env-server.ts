@@ -65,13 +65,16 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
   function handleHttp(request: IncomingMessage, response: ServerResponse) {
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (request.method !== 'GET') return json(response, 405, { detail: 'Method Not Allowed' });
-    if (url.pathname === '/health') return json(response, draining ? 503 : 200, { status: draining ? 'degraded' : 'healthy' });
+    if (url.pathname === '/health')
+      return json(response, draining ? 503 : 200, { status: draining ? 'degraded' : 'healthy' });
     if (!authorised(request)) return json(response, 401, { detail: 'missing or wrong bearer token' });
     switch (url.pathname) {
       case '/metadata':
         return json(response, 200, {
           name: served.name ?? 'searcher-rl',
-          description: served.description ?? 'Searcher episodes: search, crop, search_complete; the reward (judge, NDCG, format gate) at done.',
+          description:
+            served.description ??
+            'Searcher episodes: search, crop, search_complete; the reward (judge, NDCG, format gate) at done.',
           readme_content: null,
           version: options.version ?? null,
           author: null,
@@ -82,7 +85,9 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
       case '/tasks': {
         const offset = Math.max(0, Number(url.searchParams.get('offset') ?? 0) || 0);
         const limit = Math.min(1000, Math.max(1, Number(url.searchParams.get('limit') ?? 100) || 100));
-        const page = served.tasks.slice(offset, offset + limit).map((t: PromptRecord) => ({ id: t.uid, question: t.question }));
+        const page = served.tasks
+          .slice(offset, offset + limit)
+          .map((t: PromptRecord) => ({ id: t.uid, question: t.question }));
         return json(response, 200, { total: served.tasks.length, offset, tasks: page });
       }
       default:
@@ -93,7 +98,8 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
   http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     if (path !== '/ws' || draining || !authorised(request)) {
-      const status = path !== '/ws' ? '404 Not Found' : draining ? '503 Service Unavailable' : '401 Unauthorized';
+      const status =
+        path !== '/ws' ? '404 Not Found' : draining ? '503 Service Unavailable' : '401 Unauthorized';
       socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       return;
     }
@@ -122,7 +128,13 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
     // As OpenEnv's `/ws`: the connection is accepted, then refused with a frame when full.
     const slot = await slots.acquire();
     if (!slot.ok) {
-      send(ws, errorFrame('CAPACITY_REACHED', `Server at capacity: ${slot.active}/${slot.max} sessions active`, { active_sessions: slot.active, max_sessions: slot.max }));
+      send(
+        ws,
+        errorFrame('CAPACITY_REACHED', `Server at capacity: ${slot.active}/${slot.max} sessions active`, {
+          active_sessions: slot.active,
+          max_sessions: slot.max,
+        }),
+      );
       ws.close(1000);
       return;
     }
@@ -172,15 +184,28 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
         return send(ws, errorFrame('INVALID_JSON', `Invalid JSON: ${(error as Error).message}`));
       }
       const type = (message as { type?: unknown } | null)?.type;
-      if (!['reset', 'step', 'state', 'close'].includes(type as string)) return send(ws, errorFrame('UNKNOWN_TYPE', `Unknown message type: ${String(type ?? '')}`));
+      if (!['reset', 'step', 'state', 'close'].includes(type as string))
+        return send(ws, errorFrame('UNKNOWN_TYPE', `Unknown message type: ${String(type ?? '')}`));
       const parsed = clientMessageSchema.safeParse(message);
-      if (!parsed.success) return send(ws, errorFrame('VALIDATION_ERROR', 'Invalid message', { errors: parsed.error.issues.map((i) => ({ loc: i.path, msg: i.message, type: i.code })) }));
+      if (!parsed.success)
+        return send(
+          ws,
+          errorFrame('VALIDATION_ERROR', 'Invalid message', {
+            errors: parsed.error.issues.map((i) => ({ loc: i.path, msg: i.message, type: i.code })),
+          }),
+        );
       const msg = parsed.data;
       try {
         switch (msg.type) {
           case 'reset':
             if (draining) {
-              send(ws, errorFrame('SESSION_ERROR', 'the server is draining (shutting down); reconnect to another worker'));
+              send(
+                ws,
+                errorFrame(
+                  'SESSION_ERROR',
+                  'the server is draining (shutting down); reconnect to another worker',
+                ),
+              );
               ws.close(1001);
               return;
             }

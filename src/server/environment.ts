@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { PortGateway } from '../core/calls/gateway';
 import type { EpisodeConfig } from '../core/episode/config';
-import { beginStepwiseEpisode, scoreStepwiseEpisode, stepEpisode, type StepwiseEpisode } from '../core/episode/stepwise';
+import {
+  beginStepwiseEpisode,
+  scoreStepwiseEpisode,
+  stepEpisode,
+  type StepwiseEpisode,
+} from '../core/episode/stepwise';
 import { InvalidArgumentError } from '../core/errors';
 import { createProtocolTokenizer } from '../core/protocol/tokenizer';
 import type { RewardSettings } from '../core/reward/score';
@@ -56,27 +61,50 @@ export class SessionEnvironment {
     const prompt = this.pickTask(parameters);
     this.episodeId = parameters.episode_id ?? randomUUID();
     this.steps = 0;
-    this.episode = beginStepwiseEpisode({ prompt, groupId: prompt.uid, rolloutIndex: 0 }, { config: this.served.episode, tokenizer: this.tokenizer, provider: 'openenv' });
-    return { observation: { text: this.episode.prompt, images: [], metadata: this.metadata() }, reward: null, done: false };
+    this.episode = beginStepwiseEpisode(
+      { prompt, groupId: prompt.uid, rolloutIndex: 0 },
+      { config: this.served.episode, tokenizer: this.tokenizer, provider: 'openenv' },
+    );
+    return {
+      observation: { text: this.episode.prompt, images: [], metadata: this.metadata() },
+      reward: null,
+      done: false,
+    };
   }
 
-  async step(text: string, finishReason?: 'stop' | 'length' | 'eos', signal?: AbortSignal): Promise<StepReply> {
+  async step(
+    text: string,
+    finishReason?: 'stop' | 'length' | 'eos',
+    signal?: AbortSignal,
+  ): Promise<StepReply> {
     const episode = this.episode;
-    if (!episode) throw new InvalidArgumentError({ argument: 'step', message: 'no episode yet; send reset first' });
-    const observation = await stepEpisode(episode, text, this.served.gateway, { ...(signal && { signal }), ...(finishReason && { finishReason }) });
+    if (!episode)
+      throw new InvalidArgumentError({ argument: 'step', message: 'no episode yet; send reset first' });
+    const observation = await stepEpisode(episode, text, this.served.gateway, {
+      ...(signal && { signal }),
+      ...(finishReason && { finishReason }),
+    });
     this.steps++;
     const turn = episode.state.turns.at(-1);
     const metadata = this.metadata();
     if (turn?.invalid) metadata.invalid_action = turn.invalid.reason;
     const images = observation.images.map(dataUri);
-    if (!observation.done) return { observation: { text: observation.text, images, metadata }, reward: null, done: false };
-    const scored = await scoreStepwiseEpisode(episode, this.served.gateway, { reward: this.served.reward, ...(signal && { signal }) });
+    if (!observation.done)
+      return { observation: { text: observation.text, images, metadata }, reward: null, done: false };
+    const scored = await scoreStepwiseEpisode(episode, this.served.gateway, {
+      reward: this.served.reward,
+      ...(signal && { signal }),
+    });
     metadata.terminated = scored.trajectory.terminated;
     metadata.reward_status = scored.reward.status;
     metadata.reward_components = { ...scored.reward.components };
     metadata.final_answer = scored.trajectory.finalAnswer;
     if (scored.reward.status === 'missing') metadata.reward_cause = { ...scored.reward.cause };
-    return { observation: { text: observation.text, images, metadata }, reward: scored.reward.status === 'ok' ? scored.reward.value : null, done: true };
+    return {
+      observation: { text: observation.text, images, metadata },
+      reward: scored.reward.status === 'ok' ? scored.reward.value : null,
+      done: true,
+    };
   }
 
   state(): StatePayload {
@@ -100,14 +128,27 @@ export class SessionEnvironment {
     const task = parameters.task;
     if (typeof task === 'string') {
       const found = this.taskIndex.get(task);
-      if (!found) throw new InvalidArgumentError({ argument: 'reset.task', message: `no task '${task}'; GET /tasks lists them` });
+      if (!found)
+        throw new InvalidArgumentError({
+          argument: 'reset.task',
+          message: `no task '${task}'; GET /tasks lists them`,
+        });
       return found;
     }
     if (task) {
-      return { uid: task.uid ?? `inline-${randomUUID()}`, question: task.question, ...(task.reference !== undefined && { reference: task.reference }), ...(task.golden_basenames && { goldenBasenames: task.golden_basenames }) };
+      return {
+        uid: task.uid ?? `inline-${randomUUID()}`,
+        question: task.question,
+        ...(task.reference !== undefined && { reference: task.reference }),
+        ...(task.golden_basenames && { goldenBasenames: task.golden_basenames }),
+      };
     }
     const tasks = this.served.tasks;
-    if (tasks.length === 0) throw new InvalidArgumentError({ argument: 'reset.task', message: 'this server has no task list; pass an inline task {question, reference, golden_basenames}' });
+    if (tasks.length === 0)
+      throw new InvalidArgumentError({
+        argument: 'reset.task',
+        message: 'this server has no task list; pass an inline task {question, reference, golden_basenames}',
+      });
     const seed = parameters.seed ?? Math.floor(Math.random() * tasks.length);
     return tasks[seed % tasks.length]!;
   }

@@ -4,4 +4,12 @@ export { serveEnv, type ServeEnvOptions } from './serve';
 export { createEnvServer, type EnvServer, type EnvServerOptions } from './env-server';
 export { buildServedEnvironment, type ServedEnvironmentSettings } from './served-environment';
 export type { ServedEnvironment, ResetParameters, StepReply } from './environment';
-export { WS_ERROR_CODES, clientMessageSchema, serverMessageSchema, type WsErrorCode, type ServerMessage, type ObservationPayload, type StatePayload } from './protocol';
+export {
+  WS_ERROR_CODES,
+  clientMessageSchema,
+  serverMessageSchema,
+  type WsErrorCode,
+  type ServerMessage,
+  type ObservationPayload,
+  type StatePayload,
+} from './protocol';

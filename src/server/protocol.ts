@@ -7,7 +7,15 @@ import { z } from 'zod';
  * `state`, `close` (no data). Server: `observation` (data: `{observation, reward, done}` as
  * `serialize_observation` writes it), `state`, or `error` (data: `{message, code, ...}`).
  */
-export const WS_ERROR_CODES = ['INVALID_JSON', 'UNKNOWN_TYPE', 'VALIDATION_ERROR', 'EXECUTION_ERROR', 'CAPACITY_REACHED', 'FACTORY_ERROR', 'SESSION_ERROR'] as const;
+export const WS_ERROR_CODES = [
+  'INVALID_JSON',
+  'UNKNOWN_TYPE',
+  'VALIDATION_ERROR',
+  'EXECUTION_ERROR',
+  'CAPACITY_REACHED',
+  'FACTORY_ERROR',
+  'SESSION_ERROR',
+] as const;
 export type WsErrorCode = (typeof WS_ERROR_CODES)[number];
 
 /** An inline task: a question with what the reward needs (snake_case, as Python clients write it). */
@@ -26,7 +34,10 @@ export const resetDataSchema = z
     seed: z.number().int().min(0).nullable().optional(),
     episode_id: z.string().max(255).nullable().optional(),
     /** A task id from `GET /tasks`, or an inline task. Without it the seed picks one (`seed mod tasks`). */
-    task: z.union([z.string().min(1), inlineTaskSchema]).nullable().optional(),
+    task: z
+      .union([z.string().min(1), inlineTaskSchema])
+      .nullable()
+      .optional(),
   })
   .loose();
 
@@ -47,7 +58,11 @@ export const clientMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('close') }).strict(),
 ]);
 
-const rewardCauseSchema = z.object({ stage: z.enum(['episode', 'generator', 'judge']), kind: z.string(), message: z.string() });
+const rewardCauseSchema = z.object({
+  stage: z.enum(['episode', 'generator', 'judge']),
+  kind: z.string(),
+  message: z.string(),
+});
 
 /** What the policy sees: the observation text and its images as data URIs; `metadata` carries the episode's bookkeeping. */
 export const observationSchema = z
@@ -87,19 +102,39 @@ export const stateSchema = z
 export type StatePayload = z.infer<typeof stateSchema>;
 
 export const serverMessageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('observation'), data: z.object({ observation: observationSchema, reward: z.number().nullable(), done: z.boolean() }).strict() }).strict(),
+  z
+    .object({
+      type: z.literal('observation'),
+      data: z
+        .object({ observation: observationSchema, reward: z.number().nullable(), done: z.boolean() })
+        .strict(),
+    })
+    .strict(),
   z.object({ type: z.literal('state'), data: stateSchema }).strict(),
-  z.object({ type: z.literal('error'), data: z.object({ message: z.string(), code: z.enum(WS_ERROR_CODES) }).loose() }).strict(),
+  z
+    .object({
+      type: z.literal('error'),
+      data: z.object({ message: z.string(), code: z.enum(WS_ERROR_CODES) }).loose(),
+    })
+    .strict(),
 ]);
 export type ServerMessage = z.infer<typeof serverMessageSchema>;
 
-export function errorFrame(code: WsErrorCode, message: string, extra: Record<string, unknown> = {}): ServerMessage {
+export function errorFrame(
+  code: WsErrorCode,
+  message: string,
+  extra: Record<string, unknown> = {},
+): ServerMessage {
   return { type: 'error', data: { message, code, ...extra } };
 }
 
 /** `GET /schema` (`SchemaResponse`): the JSON schemas of the action, the observation and the state. */
 export function schemaResponse(): { action: unknown; observation: unknown; state: unknown } {
-  return { action: z.toJSONSchema(stepActionSchema), observation: z.toJSONSchema(observationSchema), state: z.toJSONSchema(stateSchema) };
+  return {
+    action: z.toJSONSchema(stepActionSchema),
+    observation: z.toJSONSchema(observationSchema),
+    state: z.toJSONSchema(stateSchema),
+  };
 }
 
 /** A data URI for an image as the policy is shown it. */

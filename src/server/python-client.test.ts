@@ -23,11 +23,20 @@ describe.runIf(hasWebsockets)('a Python OpenEnv client', () => {
     const port = await server.listen(0);
     try {
       const stdout = await new Promise<string>((resolve, reject) =>
-        execFile(PYTHON, [client, `ws://127.0.0.1:${port}`, '--episodes', '6', '--token', 'tok'], { timeout: 20_000 }, (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out))),
+        execFile(
+          PYTHON,
+          [client, `ws://127.0.0.1:${port}`, '--episodes', '6', '--token', 'tok'],
+          { timeout: 20_000 },
+          (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
+        ),
       );
-      const lines = stdout.trim().split('\n').map((line) => JSON.parse(line));
+      const lines = stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
       expect(lines.at(-1)).toEqual({ episodes: 6, done: 6, rewarded: 6 });
-      for (const line of lines.slice(0, -1)) expect(line).toMatchObject({ done: true, reward_status: 'ok', terminated: 'complete', steps: 2 });
+      for (const line of lines.slice(0, -1))
+        expect(line).toMatchObject({ done: true, reward_status: 'ok', terminated: 'complete', steps: 2 });
       expect(lines.find((l) => l.task === 'acme-revenue')?.reward).toBe(1);
     } finally {
       await server.close();

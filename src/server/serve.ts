@@ -26,14 +26,29 @@ const SERVED_SECTIONS = ['corpus', 'searcher'];
 async function settingsOf(options: ServeEnvOptions): Promise<ServedEnvironmentSettings> {
   // Without a `searcher` section, the Searcher's own defaults (full instructions, 7 turns), not the
   // tiny in-process policy's run defaults: a served environment is for a trainer's real model.
-  const raw = options.config ? ((await readConfigFile(options.config)) as { searcher?: { adapters?: Record<string, unknown> } }) : null;
+  const raw = options.config
+    ? ((await readConfigFile(options.config)) as { searcher?: { adapters?: Record<string, unknown> } })
+    : null;
   // The server serves the environment and its rewards; what only a training run uses would be ignored.
-  const ignored = Object.keys(raw ?? {}).filter((key) => !SERVED_SECTIONS.includes(key)).map((key) => ({ field: `${options.config}: ${key}`, message: `serve-env uses only ${SERVED_SECTIONS.join(' and ')}; the trainer that connects does the rest` }));
-  if (raw?.searcher?.adapters?.policy !== undefined) ignored.push({ field: `${options.config}: searcher.adapters.policy`, message: "the trainer's model is the policy; serve-env has none" });
+  const ignored = Object.keys(raw ?? {})
+    .filter((key) => !SERVED_SECTIONS.includes(key))
+    .map((key) => ({
+      field: `${options.config}: ${key}`,
+      message: `serve-env uses only ${SERVED_SECTIONS.join(' and ')}; the trainer that connects does the rest`,
+    }));
+  if (raw?.searcher?.adapters?.policy !== undefined)
+    ignored.push({
+      field: `${options.config}: searcher.adapters.policy`,
+      message: "the trainer's model is the policy; serve-env has none",
+    });
   if (ignored.length > 0) throw new ConfigValidationError({ issues: ignored });
   const run = options.config ? await loadRunConfig(options.config) : parseRunConfig({});
   const searcher = raw?.searcher === undefined ? {} : run.searcher;
-  return { searcher, slides: { ...(run.corpus ?? parseRunConfig({}).corpus!), split: options.split }, ...(options.tasks && { tasksFile: options.tasks }) };
+  return {
+    searcher,
+    slides: { ...(run.corpus ?? parseRunConfig({}).corpus!), split: options.split },
+    ...(options.tasks && { tasksFile: options.tasks }),
+  };
 }
 
 /**
@@ -56,7 +71,10 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
       const worker = cluster.fork();
       slots.attach(worker);
       worker.on('listening', () => {
-        if (++listening === workers) log(`serve-env: ws://${options.host}:${options.port}/ws, ${workers} workers, at most ${options.maxSessions} sessions`);
+        if (++listening === workers)
+          log(
+            `serve-env: ws://${options.host}:${options.port}/ws, ${workers} workers, at most ${options.maxSessions} sessions`,
+          );
       });
     }
     let stopping = false;
@@ -85,7 +103,10 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
     ...(cluster.isWorker && { slots: createClusterSlots() }),
   });
   const port = await server.listen(options.port, options.host);
-  if (!cluster.isWorker) log(`serve-env: ws://${options.host}:${port}/ws, ${served.tasks.length} tasks, at most ${options.maxSessions} sessions`);
+  if (!cluster.isWorker)
+    log(
+      `serve-env: ws://${options.host}:${port}/ws, ${served.tasks.length} tasks, at most ${options.maxSessions} sessions`,
+    );
   await new Promise<void>((resolve) => {
     const stop = () => void server.drain(options.drainMs).then(close).then(resolve);
     process.once('SIGTERM', stop);

@@ -27,13 +27,22 @@ export interface ServedEnvironmentSettings {
  * and questions, or the configured adapters with a task file. The context window is the trainer's
  * (`episode.maxContextTokens` is ignored: the server cannot count the trainer's tokens).
  */
-export async function buildServedEnvironment(settings: ServedEnvironmentSettings): Promise<{ served: ServedEnvironment; close(): Promise<void> }> {
+export async function buildServedEnvironment(
+  settings: ServedEnvironmentSettings,
+): Promise<{ served: ServedEnvironment; close(): Promise<void> }> {
   let adapters = settings.searcher?.adapters;
   let tasks: PromptRecord[];
   if (settings.tasksFile) {
-    tasks = (await readFile(settings.tasksFile, 'utf8')).split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line) as PromptRecord);
+    tasks = (await readFile(settings.tasksFile, 'utf8'))
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as PromptRecord);
   } else {
-    const { cacheDir, split = 'train', ...corpus } = settings.slides ?? { cacheDir: '.cache/searcher-rl/slides' };
+    const {
+      cacheDir,
+      split = 'train',
+      ...corpus
+    } = settings.slides ?? { cacheDir: '.cache/searcher-rl/slides' };
     const env = await buildSlideEnvironment(cacheDir, corpus);
     // The ports the configuration sets (a judge of your own) over the slide environment's.
     adapters = withEnvironmentAdapters(slideEnvironmentAdapters(env), adapters);
@@ -52,7 +61,12 @@ export async function buildServedEnvironment(settings: ServedEnvironmentSettings
     gateway,
     tasks,
     episode: { ...config.episode, maxContextTokens: null },
-    reward: { scheme: config.reward.scheme, weights: resolveRewardWeights(config.reward.weights), ndcgK: config.reward.ndcgK, ndcgIdeal: config.reward.ndcgIdeal },
+    reward: {
+      scheme: config.reward.scheme,
+      weights: resolveRewardWeights(config.reward.weights),
+      ndcgK: config.reward.ndcgK,
+      ndcgIdeal: config.reward.ndcgIdeal,
+    },
   };
   return { served, close: () => closeSearcherContainer(container) };
 }

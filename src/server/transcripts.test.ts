@@ -6,7 +6,8 @@ import { clientMessageSchema, serverMessageSchema } from './protocol';
 import { openSession } from '../../test/support/ws-test-client';
 
 type Transcript = Array<{ from: 'client' | 'server'; frame: unknown }>;
-const load = (name: string): Transcript => JSON.parse(readFileSync(new URL(`./__fixtures__/${name}.transcript.json`, import.meta.url), 'utf8'));
+const load = (name: string): Transcript =>
+  JSON.parse(readFileSync(new URL(`./__fixtures__/${name}.transcript.json`, import.meta.url), 'utf8'));
 
 let server: EnvServer;
 let url = '';
@@ -21,7 +22,8 @@ afterAll(() => server.close());
 describe.each(['episode', 'errors'])('the %s transcript', (name) => {
   const transcript = load(name);
   it('validates in both directions', () => {
-    for (const { from, frame } of transcript) (from === 'client' ? clientMessageSchema : serverMessageSchema).parse(frame);
+    for (const { from, frame } of transcript)
+      (from === 'client' ? clientMessageSchema : serverMessageSchema).parse(frame);
   });
   it('replays frame for frame', async () => {
     const session = await openSession(url);

@@ -15,7 +15,10 @@ export interface TwoTurnRollout {
  * prompts and budgets, a turn, observations appended to two of them, and a second turn (so that
  * caches of different lengths share forwards).
  */
-export async function rollTwoTurns(policy: PolicyBackend, options: { temperature: number; topP: number; stopAfter?: readonly string[] }): Promise<TwoTurnRollout> {
+export async function rollTwoTurns(
+  policy: PolicyBackend,
+  options: { temperature: number; topP: number; stopAfter?: readonly string[] },
+): Promise<TwoTurnRollout> {
   const tok = policy.tokenizer;
   const stopAfter = options.stopAfter ?? ['</search>'];
   const sampling = { temperature: options.temperature, topP: options.topP };
@@ -30,7 +33,10 @@ export async function rollTwoTurns(policy: PolicyBackend, options: { temperature
   await session.end();
   const sequences = prompts.map((p) => [...p]);
   const steps = prompts.map(() => [] as TokenStep[]);
-  const add = (outputs: TurnOutput[]) => outputs.forEach((o) => o.steps.forEach((s) => (sequences[o.rolloutId]!.push(s.tokenId), steps[o.rolloutId]!.push(s))));
+  const add = (outputs: TurnOutput[]) =>
+    outputs.forEach((o) =>
+      o.steps.forEach((s) => (sequences[o.rolloutId]!.push(s.tokenId), steps[o.rolloutId]!.push(s))),
+    );
   add(first);
   sequences[1]!.push(...observation);
   sequences[2]!.push(...short);
@@ -44,12 +50,23 @@ export async function rollTwoTurns(policy: PolicyBackend, options: { temperature
  * no cache) at the same temperature. Returns the largest absolute difference, and whether every
  * step's position holds its token.
  */
-export async function incrementalLogProbError(policy: PolicyBackend, options: { temperature: number; topP: number }): Promise<{ maxError: number; positionsHold: boolean; rollout: TwoTurnRollout }> {
+export async function incrementalLogProbError(
+  policy: PolicyBackend,
+  options: { temperature: number; topP: number },
+): Promise<{ maxError: number; positionsHold: boolean; rollout: TwoTurnRollout }> {
   const rollout = await rollTwoTurns(policy, options);
   const { sequences, steps } = rollout;
   const positionsHold = steps.every((row, i) => row.every((s) => sequences[i]![s.position] === s.tokenId));
-  const full = await policy.logProbs({ inputIds: sequences, positions: steps.map((row) => row.map((s) => s.position)), temperature: options.temperature });
+  const full = await policy.logProbs({
+    inputIds: sequences,
+    positions: steps.map((row) => row.map((s) => s.position)),
+    temperature: options.temperature,
+  });
   let maxError = 0;
-  steps.forEach((row, i) => row.forEach((s, k) => (maxError = Math.max(maxError, Math.abs(s.logProb - (full[i]?.[k] ?? Number.NaN))))));
+  steps.forEach((row, i) =>
+    row.forEach(
+      (s, k) => (maxError = Math.max(maxError, Math.abs(s.logProb - (full[i]?.[k] ?? Number.NaN)))),
+    ),
+  );
   return { maxError: Number.isNaN(maxError) ? Number.POSITIVE_INFINITY : maxError, positionsHold, rollout };
 }

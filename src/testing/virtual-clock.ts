@@ -43,7 +43,10 @@ export function createVirtualClock(start = 0): VirtualClock {
       return timers.length;
     },
     sleep(ms, signal) {
-      if (!Number.isFinite(ms)) return Promise.reject(new InvalidArgumentError({ argument: 'ms', message: `must be finite, got ${ms}` }));
+      if (!Number.isFinite(ms))
+        return Promise.reject(
+          new InvalidArgumentError({ argument: 'ms', message: `must be finite, got ${ms}` }),
+        );
       return new Promise<void>((resolve, reject) => {
         if (signal?.aborted) {
           reject(abortReason(signal));
@@ -98,7 +101,8 @@ export function createVirtualClock(start = 0): VirtualClock {
         if (settled) break;
         timers.sort((a, b) => a.at - b.at || a.order - b.order);
         const next = timers[0];
-        if (!next) throw new Error('virtual clock: the task is waiting on something that is not a timer (deadlock)');
+        if (!next)
+          throw new Error('virtual clock: the task is waiting on something that is not a timer (deadlock)');
         now = Math.max(now, next.at);
         fireDue();
       }

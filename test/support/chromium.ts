@@ -1,6 +1,12 @@
 import { existsSync } from 'node:fs';
 
-const QUIET = ['--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const QUIET = [
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 /**
  * A Chromium to drive with playwright-core, wherever one can be had without a download: the
@@ -14,5 +20,9 @@ export async function findChromium(): Promise<{ executablePath: string; args: st
     if (existsSync(path)) return { executablePath: path, args: ['--no-sandbox', ...QUIET], source: path };
   }
   const shipped = (await import('@sparticuz/chromium')).default;
-  return { executablePath: await shipped.executablePath(), args: [...shipped.args, ...QUIET], source: '@sparticuz/chromium' };
+  return {
+    executablePath: await shipped.executablePath(),
+    args: [...shipped.args, ...QUIET],
+    source: '@sparticuz/chromium',
+  };
 }

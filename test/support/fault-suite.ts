@@ -29,15 +29,33 @@ export interface FaultSuiteOptions<P extends { provider: string }> {
  * (timeout, retry, typed error), a malformed body, and an aborted call.
  */
 export function faultSuite<P extends { provider: string }>(options: FaultSuiteOptions<P>): void {
-  const reliable = options.reliable ?? ((adapter: P, policy: Partial<CallPolicy>, deps: ReliabilityDeps) => (withReliability as (p: P, n: PortName, c: Partial<CallPolicy>, d: ReliabilityDeps) => P)(adapter, options.port, policy, deps));
+  const reliable =
+    options.reliable ??
+    ((adapter: P, policy: Partial<CallPolicy>, deps: ReliabilityDeps) =>
+      (withReliability as (p: P, n: PortName, c: Partial<CallPolicy>, d: ReliabilityDeps) => P)(
+        adapter,
+        options.port,
+        policy,
+        deps,
+      ));
   const wrapped = (policy: Partial<CallPolicy> = {}) => {
     const delays: number[] = [];
-    const adapter = reliable(options.adapter(), { maxRetries: 2, initialRetryDelayMs: 10, ...policy }, { random: () => 0, onRetry: ({ delayMs }) => delays.push(delayMs) });
+    const adapter = reliable(
+      options.adapter(),
+      { maxRetries: 2, initialRetryDelayMs: 10, ...policy },
+      { random: () => 0, onRetry: ({ delayMs }) => delays.push(delayMs) },
+    );
     return { adapter, delays };
   };
 
   it('waits for Retry-After on a 429, then succeeds', async () => {
-    const rateLimited = { ...options.rateLimited, headers: { ...('headers' in options.rateLimited ? options.rateLimited.headers : {}), 'retry-after': '0.12' } } as Reply;
+    const rateLimited = {
+      ...options.rateLimited,
+      headers: {
+        ...('headers' in options.rateLimited ? options.rateLimited.headers : {}),
+        'retry-after': '0.12',
+      },
+    } as Reply;
     options.server().reply(rateLimited, options.success);
     const { adapter, delays } = wrapped();
     options.check(await options.call(adapter));

@@ -63,16 +63,25 @@ export class RecordedServer {
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-        let json: unknown ;
+        let json: unknown;
         try {
           json = body ? JSON.parse(body) : undefined;
         } catch {
           json = undefined;
         }
-        this.requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body, json });
+        this.requests.push({
+          method: req.method ?? 'GET',
+          path: url.pathname,
+          query: url.searchParams,
+          headers: req.headers,
+          body,
+          json,
+        });
         const reply = this.replies.length > 1 ? this.replies.shift()! : this.replies[0];
         if (!reply) {
-          res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"no reply scripted"}}');
+          res
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end('{"error":{"message":"no reply scripted"}}');
           return;
         }
         if ('hang' in reply) {
@@ -80,8 +89,13 @@ export class RecordedServer {
           res.on('close', () => this.hanging.delete(res));
           return;
         }
-        const headers = { ...('json' in reply ? { 'content-type': 'application/json' } : { 'content-type': 'text/plain' }), ...reply.headers };
-        res.writeHead(reply.status ?? 200, headers).end('json' in reply ? JSON.stringify(reply.json) : reply.text);
+        const headers = {
+          ...('json' in reply ? { 'content-type': 'application/json' } : { 'content-type': 'text/plain' }),
+          ...reply.headers,
+        };
+        res
+          .writeHead(reply.status ?? 200, headers)
+          .end('json' in reply ? JSON.stringify(reply.json) : reply.text);
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));

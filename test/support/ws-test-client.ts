@@ -23,7 +23,10 @@ export function openSession(url: string, headers: Record<string, string> = {}): 
     });
     ws.once('error', reject);
     ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-    const next = () => new Promise<string>((r) => (inbox.length > 0 ? r(inbox.shift()!) : waiting.push(r))).then((text) => JSON.parse(text));
+    const next = () =>
+      new Promise<string>((r) => (inbox.length > 0 ? r(inbox.shift()!) : waiting.push(r))).then((text) =>
+        JSON.parse(text),
+      );
     ws.once('open', () =>
       resolve({
         send: (raw) => ws.send(raw),

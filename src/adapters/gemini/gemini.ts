@@ -1,14 +1,30 @@
-import { ApiError, GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse, type Part } from '@google/genai';
+import {
+  ApiError,
+  GoogleGenAI,
+  type GenerateContentConfig,
+  type GenerateContentResponse,
+  type Part,
+} from '@google/genai';
 import type { z } from 'zod';
 import { PortOutputError, type PortName } from '../../core/errors';
-import { evidenceParts as neutralEvidenceParts, loadApiKey, parseSettings, retryDelayFromBody, toProviderError } from '../../provider-utils/index';
-import { GENERATOR_INSTRUCTIONS, JUDGE_INSTRUCTIONS, judgePrompt, parseJudgeScore } from '../../core/reward/judge-prompt';
+import {
+  evidenceParts as neutralEvidenceParts,
+  loadApiKey,
+  parseSettings,
+  retryDelayFromBody,
+  toProviderError,
+} from '../../provider-utils/index';
+import {
+  GENERATOR_INSTRUCTIONS,
+  JUDGE_INSTRUCTIONS,
+  judgePrompt,
+  parseJudgeScore,
+} from '../../core/reward/judge-prompt';
 import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
 import type { Evidence } from '../../ports/types';
 import { geminiSettingsSchema } from './settings';
-
 
 export type GeminiSettings = z.input<typeof geminiSettingsSchema>;
 
@@ -18,13 +34,30 @@ function lazyClient(factory: string, settings: z.output<typeof geminiSettingsSch
   return {
     get(): GoogleGenAI {
       if (client) return client;
-      key = loadApiKey({ apiKey: settings.apiKey, environmentVariableNames: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'], vendor: 'Gemini', factory });
+      key = loadApiKey({
+        apiKey: settings.apiKey,
+        environmentVariableNames: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+        vendor: 'Gemini',
+        factory,
+      });
       // One attempt per call: retries and timeouts are the core's (withReliability).
-      client = new GoogleGenAI({ apiKey: key, httpOptions: { ...(settings.baseUrl && { baseUrl: settings.baseUrl }), retryOptions: { attempts: 1 } } });
+      client = new GoogleGenAI({
+        apiKey: key,
+        httpOptions: {
+          ...(settings.baseUrl && { baseUrl: settings.baseUrl }),
+          retryOptions: { attempts: 1 },
+        },
+      });
       return client;
     },
     /** One generateContent call, its failures typed for the reliability layer (Retry-After included). */
-    async generate(port: PortName, provider: string, parts: Part[], config: GenerateContentConfig, options?: CallOptions): Promise<GenerateContentResponse> {
+    async generate(
+      port: PortName,
+      provider: string,
+      parts: Part[],
+      config: GenerateContentConfig,
+      options?: CallOptions,
+    ): Promise<GenerateContentResponse> {
       const ai = this.get();
       const capture = headerCapturingFetch();
       try {
@@ -34,7 +67,9 @@ function lazyClient(factory: string, settings: z.output<typeof geminiSettingsSch
           config: {
             ...config,
             ...(settings.maxOutputTokens && { maxOutputTokens: settings.maxOutputTokens }),
-            ...(settings.thinkingBudget !== undefined && { thinkingConfig: { thinkingBudget: settings.thinkingBudget } }),
+            ...(settings.thinkingBudget !== undefined && {
+              thinkingConfig: { thinkingBudget: settings.thinkingBudget },
+            }),
             ...(options?.signal && { abortSignal: options.signal }),
             httpOptions: { fetch: capture.fetch },
           },
@@ -42,8 +77,22 @@ function lazyClient(factory: string, settings: z.output<typeof geminiSettingsSch
       } catch (error) {
         const seen = capture.seen;
         // The SDK fails to parse a cut-off error body before it builds an ApiError: keep the status seen on the wire.
-        const status = error instanceof ApiError ? error.status : seen.status !== undefined && seen.status >= 400 ? seen.status : undefined;
-        throw toProviderError({ port, provider, error, signal: options?.signal, secrets: [key], status, headers: seen.headers, ...(error instanceof ApiError && { retryAfterMs: retryDelayFromBody(error.message) }) });
+        const status =
+          error instanceof ApiError
+            ? error.status
+            : seen.status !== undefined && seen.status >= 400
+              ? seen.status
+              : undefined;
+        throw toProviderError({
+          port,
+          provider,
+          error,
+          signal: options?.signal,
+          secrets: [key],
+          status,
+          headers: seen.headers,
+          ...(error instanceof ApiError && { retryAfterMs: retryDelayFromBody(error.message) }),
+        });
       }
     },
   };
@@ -65,7 +114,11 @@ const SENDABLE_IMAGES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image
 
 /** The question, then each evidence item: its image inline where Gemini can read it, else its text. */
 function vendorEvidenceParts(question: string, evidence: readonly Evidence[]): Part[] {
-  return neutralEvidenceParts(question, evidence, SENDABLE_IMAGES).map((part) => (part.type === 'text' ? { text: part.text } : { inlineData: { mimeType: part.mimeType, data: part.base64 } }));
+  return neutralEvidenceParts(question, evidence, SENDABLE_IMAGES).map((part) =>
+    part.type === 'text'
+      ? { text: part.text }
+      : { inlineData: { mimeType: part.mimeType, data: part.base64 } },
+  );
 }
 
 /** The frozen Generator on Gemini: answers from the evidence images. */
@@ -80,18 +133,44 @@ export function createGeminiGenerator(settings: GeminiSettings): Generator {
     async doCheck() {
       client.get();
     },
-    async doAnswer(question: string, evidence: readonly Evidence[], options?: CallOptions): Promise<GeneratorAnswer> {
-      const response = await client.generate('generator', provider, vendorEvidenceParts(question, evidence), { systemInstruction: resolved.instructions ?? GENERATOR_INSTRUCTIONS }, options);
+    async doAnswer(
+      question: string,
+      evidence: readonly Evidence[],
+      options?: CallOptions,
+    ): Promise<GeneratorAnswer> {
+      const response = await client.generate(
+        'generator',
+        provider,
+        vendorEvidenceParts(question, evidence),
+        { systemInstruction: resolved.instructions ?? GENERATOR_INSTRUCTIONS },
+        options,
+      );
       const answer = response.text;
       const finish = response.candidates?.[0]?.finishReason;
       if (typeof answer !== 'string') {
         const reason = finish ?? response.promptFeedback?.blockReason ?? 'no candidate';
-        throw new PortOutputError({ port: 'generator', provider, field: 'text', message: `no answer in the response (${reason})` });
+        throw new PortOutputError({
+          port: 'generator',
+          provider,
+          field: 'text',
+          message: `no answer in the response (${reason})`,
+        });
       }
       // A cut-off answer must not be graded as if it were the answer.
-      if (finish === 'MAX_TOKENS') throw new PortOutputError({ port: 'generator', provider, field: 'text', message: 'the answer was cut at maxOutputTokens; raise it' });
+      if (finish === 'MAX_TOKENS')
+        throw new PortOutputError({
+          port: 'generator',
+          provider,
+          field: 'text',
+          message: 'the answer was cut at maxOutputTokens; raise it',
+        });
       const usage = response.usageMetadata;
-      return { answer: answer.trim(), ...(usage && { usage: { inputTokens: usage.promptTokenCount ?? 0, outputTokens: usage.candidatesTokenCount ?? 0 } }) };
+      return {
+        answer: answer.trim(),
+        ...(usage && {
+          usage: { inputTokens: usage.promptTokenCount ?? 0, outputTokens: usage.candidatesTokenCount ?? 0 },
+        }),
+      };
     },
   };
 }
@@ -108,7 +187,12 @@ export function createGeminiJudge(settings: GeminiSettings): Judge {
     async doCheck() {
       client.get();
     },
-    async doScore(question: string, answer: string, reference: string, options?: CallOptions): Promise<JudgeVerdict> {
+    async doScore(
+      question: string,
+      answer: string,
+      reference: string,
+      options?: CallOptions,
+    ): Promise<JudgeVerdict> {
       const response = await client.generate(
         'judge',
         provider,
@@ -116,7 +200,12 @@ export function createGeminiJudge(settings: GeminiSettings): Judge {
         {
           systemInstruction: resolved.instructions ?? JUDGE_INSTRUCTIONS,
           responseMimeType: 'application/json',
-          responseJsonSchema: { type: 'object', properties: { score: { type: 'number', minimum: 0, maximum: 1 } }, required: ['score'], additionalProperties: false },
+          responseJsonSchema: {
+            type: 'object',
+            properties: { score: { type: 'number', minimum: 0, maximum: 1 } },
+            required: ['score'],
+            additionalProperties: false,
+          },
         },
         options,
       );

@@ -27,14 +27,22 @@ const STYLE_WORDS = ['', 'units', 'about'];
 
 function apply(task: number, x: number, y: number): number {
   switch (task) {
-    case 0: return x + y;
-    case 1: return 2 * x;
-    case 2: return x * x;
-    case 3: return x - y;
-    case 4: return Math.floor(x / 2);
-    case 5: return 3 * x;
-    case 6: return x % (y + 1);
-    default: return x + 1;
+    case 0:
+      return x + y;
+    case 1:
+      return 2 * x;
+    case 2:
+      return x * x;
+    case 3:
+      return x - y;
+    case 4:
+      return Math.floor(x / 2);
+    case 5:
+      return 3 * x;
+    case 6:
+      return x % (y + 1);
+    default:
+      return x + 1;
   }
 }
 
@@ -51,10 +59,16 @@ export interface IcdDemo {
  * `queries` queries, each with ten human answers: 4 in its task's preferred style, 2 in the next,
  * 1 in the third, 3 unrelated, so that the VQAv2 soft accuracy is 1.0, 0.6, 0.3 or 0.
  */
-export function createIcdDemo(options: { seed?: number; queries?: number; demonstrationsPerCell?: number; tasks?: number } = {}): IcdDemo {
+export function createIcdDemo(
+  options: { seed?: number; queries?: number; demonstrationsPerCell?: number; tasks?: number } = {},
+): IcdDemo {
   const random = createRandom(options.seed ?? 0, RANDOM_STREAMS.icdDemo);
   const tasks = options.tasks ?? QUERY_CUES.length;
-  if (!(Number.isInteger(tasks) && tasks >= 2 && tasks <= QUERY_CUES.length)) throw new InvalidArgumentError({ argument: 'tasks', message: `must be an integer in [2, ${QUERY_CUES.length}]` });
+  if (!(Number.isInteger(tasks) && tasks >= 2 && tasks <= QUERY_CUES.length))
+    throw new InvalidArgumentError({
+      argument: 'tasks',
+      message: `must be an integer in [2, ${QUERY_CUES.length}]`,
+    });
   const perCell = options.demonstrationsPerCell ?? 4;
   const demonstrations: IcdDemonstration[] = [];
   for (let t = 0; t < tasks; t++) {
@@ -84,8 +98,23 @@ export function createIcdDemo(options: { seed?: number; queries?: number; demons
     const value = apply(t, x, y);
     const preferred = t % STYLES.length;
     const style = (k: number) => STYLES[(preferred + k) % STYLES.length]!(value);
-    const answers = [style(0), style(0), style(0), style(0), style(1), style(1), style(2), 'no idea', `${value + 7}`, 'maybe'];
-    queries.push({ id: q, question: `${topic[random.nextInt(3)]} ${topic[random.nextInt(3)]} ${topic[random.nextInt(3)]} ${QUERY_CUES[t]} ${x} and ${y}`, answers });
+    const answers = [
+      style(0),
+      style(0),
+      style(0),
+      style(0),
+      style(1),
+      style(1),
+      style(2),
+      'no idea',
+      `${value + 7}`,
+      'maybe',
+    ];
+    queries.push({
+      id: q,
+      question: `${topic[random.nextInt(3)]} ${topic[random.nextInt(3)]} ${topic[random.nextInt(3)]} ${QUERY_CUES[t]} ${x} and ${y}`,
+      answers,
+    });
     queryTasks.push(t);
   }
   return { demonstrations, queries, queryTasks, taskCount: tasks };
@@ -109,7 +138,11 @@ export function createOfflineIcdScorer(): IcdScorer {
   return {
     specificationVersion: 'v1',
     provider: 'offline-icd-model',
-    async doScore(query: IcdQuery, demonstrations: readonly IcdDemonstration[], _options?: CallOptions): Promise<IcdScore> {
+    async doScore(
+      query: IcdQuery,
+      demonstrations: readonly IcdDemonstration[],
+      _options?: CallOptions,
+    ): Promise<IcdScore> {
       const asked = readTask(query.question, QUERY_CUES);
       let answer = 'unknown';
       if (asked) {

@@ -9,8 +9,14 @@ export const ICD_GENERATOR_INSTRUCTIONS =
 
 /** The prompt: each demonstration as a solved example, in order, then the query. */
 export function icdPrompt(query: IcdQuery, demonstrations: readonly IcdDemonstration[]): string {
-  const shots = demonstrations.map((d, i) => `Example ${i + 1}:\n${d.context ? `Context: ${d.context}\n` : ''}Question: ${d.question}\nAnswer: ${d.answer}`);
-  return [...shots, `Now answer:\n${query.context ? `Context: ${query.context}\n` : ''}Question: ${query.question}\nAnswer:`].join('\n\n');
+  const shots = demonstrations.map(
+    (d, i) =>
+      `Example ${i + 1}:\n${d.context ? `Context: ${d.context}\n` : ''}Question: ${d.question}\nAnswer: ${d.answer}`,
+  );
+  return [
+    ...shots,
+    `Now answer:\n${query.context ? `Context: ${query.context}\n` : ''}Question: ${query.question}\nAnswer:`,
+  ].join('\n\n');
 }
 
 /**
@@ -23,9 +29,17 @@ export function createGeneratorIcdScorer(generator: Generator): IcdScorer {
   return {
     specificationVersion: 'v1',
     provider: `generator:${generator.provider}`,
-    async doScore(query: IcdQuery, demonstrations: readonly IcdDemonstration[], options?: CallOptions): Promise<IcdScore> {
+    async doScore(
+      query: IcdQuery,
+      demonstrations: readonly IcdDemonstration[],
+      options?: CallOptions,
+    ): Promise<IcdScore> {
       const { answer } = await generator.doAnswer(icdPrompt(query, demonstrations), [], options);
-      const cleaned = answer.trim().replace(/^answer:\s*/i, '').split('\n')[0]!.trim();
+      const cleaned = answer
+        .trim()
+        .replace(/^answer:\s*/i, '')
+        .split('\n')[0]!
+        .trim();
       return { answer: cleaned, accuracy: vqaSoftAccuracy(cleaned, query.answers) };
     },
   };

@@ -15,7 +15,11 @@ export function words(text: string): string[] {
  */
 export function createHashedEmbedder(options: { dimensions?: number; seed?: number } = {}): Embedder {
   const dimensions = options.dimensions ?? 128;
-  if (!(Number.isInteger(dimensions) && dimensions >= 2)) throw new InvalidArgumentError({ argument: 'dimensions', message: `must be an integer >= 2, got ${String(dimensions)}` });
+  if (!(Number.isInteger(dimensions) && dimensions >= 2))
+    throw new InvalidArgumentError({
+      argument: 'dimensions',
+      message: `must be an integer >= 2, got ${String(dimensions)}`,
+    });
   const seed = options.seed ?? 0;
   const embedText = (text: string): number[] => {
     const counts = new Map<string, number>();
@@ -34,7 +38,11 @@ export function createHashedEmbedder(options: { dimensions?: number; seed?: numb
     dimensions,
     async doEmbed(items: readonly EmbeddingInput[], _options?: CallOptions): Promise<number[][]> {
       return items.map((item, i) => {
-        if (item.kind !== 'text') throw new InvalidArgumentError({ argument: `items[${i}]`, message: 'the hashed bag-of-words embedder embeds text only; use an image embedder for images' });
+        if (item.kind !== 'text')
+          throw new InvalidArgumentError({
+            argument: `items[${i}]`,
+            message: 'the hashed bag-of-words embedder embeds text only; use an image embedder for images',
+          });
         return embedText(item.text);
       });
     },

@@ -7,7 +7,11 @@ import { createGeneratorIcdScorer, icdPrompt } from './generator-scorer';
 describe('createHashedEmbedder', () => {
   it('is deterministic, L2-normalised, and puts shared words close', async () => {
     const embedder = createHashedEmbedder({ dimensions: 64 });
-    const [a, b, c] = await embedder.doEmbed([{ kind: 'text', text: 'river boat fish' }, { kind: 'text', text: 'river boat fish fish' }, { kind: 'text', text: 'cloud rain storm' }]);
+    const [a, b, c] = await embedder.doEmbed([
+      { kind: 'text', text: 'river boat fish' },
+      { kind: 'text', text: 'river boat fish fish' },
+      { kind: 'text', text: 'cloud rain storm' },
+    ]);
     const dot = (x: number[], y: number[]) => x.reduce((s, v, i) => s + v * y[i]!, 0);
     expect(dot(a!, a!)).toBeCloseTo(1);
     expect(dot(a!, b!)).toBeGreaterThan(0.9);
@@ -17,7 +21,7 @@ describe('createHashedEmbedder', () => {
 });
 
 describe('the offline ICD model', () => {
-  it('answers from the demonstrations: the first one of the query\'s task sets the format, none gives 0', async () => {
+  it("answers from the demonstrations: the first one of the query's task sets the format, none gives 0", async () => {
     const demo = createIcdDemo({ seed: 1, queries: 20 });
     const scorer = createOfflineIcdScorer();
     const query = demo.queries[0]!;
@@ -28,7 +32,9 @@ describe('the offline ICD model', () => {
     const other = (task + 1) % demo.taskCount;
     expect((await scorer.doScore(query, [demoOf(other, 0), demoOf(other, 1)])).accuracy).toBe(0);
     expect((await scorer.doScore(query, [demoOf(other, 0), demoOf(task, preferred)])).accuracy).toBe(1);
-    expect((await scorer.doScore(query, [demoOf(task, (preferred + 1) % 3), demoOf(task, preferred)])).accuracy).toBe(0.6);
+    expect(
+      (await scorer.doScore(query, [demoOf(task, (preferred + 1) % 3), demoOf(task, preferred)])).accuracy,
+    ).toBe(0.6);
     expect((await scorer.doScore(query, [demoOf(task, (preferred + 2) % 3)])).accuracy).toBe(0.3);
   });
 
@@ -37,7 +43,9 @@ describe('the offline ICD model', () => {
     const scorer = createGeneratorIcdScorer(generator);
     const query = { id: 1, question: 'sum 3 and 4', answers: ['7 units', '7 units', '7 units', '7'] };
     const prompt = icdPrompt(query, [{ index: 0, question: 'add 1 and 2', answer: '3 units' }]);
-    expect(prompt).toBe('Example 1:\nQuestion: add 1 and 2\nAnswer: 3 units\n\nNow answer:\nQuestion: sum 3 and 4\nAnswer:');
+    expect(prompt).toBe(
+      'Example 1:\nQuestion: add 1 and 2\nAnswer: 3 units\n\nNow answer:\nQuestion: sum 3 and 4\nAnswer:',
+    );
     const score = await scorer.doScore(query, []);
     expect(score.answer).toBe('7 units');
     // 3 matches of 4: (3 x 2/3 + 1) / 4 over the leave-one-out subsets.

@@ -4,5 +4,19 @@ export { createIcdDemo, createOfflineIcdScorer, demonstrationText, type IcdDemo 
 export { readIcdParquet, writeIcdParquet } from './parquet';
 // The pointer selector: createPointerSelector loads @tensorflow/tfjs (optional) at its first call, or says what to install.
 export { createPointerSelector } from './load-pointer-selector';
-export { pointerSelectorSettingsSchema, POINTER_SELECTOR_FORMAT, type PointerSelector, type PointerSelectorSettings, type SelectorBatch } from './pointer-selector-settings';
-export { warmUpOnBeamLabels, trainSelectorGrpo, evaluateSelections, greedyChoice, selectorBatch, type SelectionReward, type GrpoStepReport } from './pointer-training';
+export {
+  pointerSelectorSettingsSchema,
+  POINTER_SELECTOR_FORMAT,
+  type PointerSelector,
+  type PointerSelectorSettings,
+  type SelectorBatch,
+} from './pointer-selector-settings';
+export {
+  warmUpOnBeamLabels,
+  trainSelectorGrpo,
+  evaluateSelections,
+  greedyChoice,
+  selectorBatch,
+  type SelectionReward,
+  type GrpoStepReport,
+} from './pointer-training';

@@ -13,7 +13,13 @@ const records: IcdQueryRecord[] = [
       { pointer: [3, 1], pointer_global: [13, 11], vqa_correct: 0, vqa_acc_score: 0, gen_method: 'sample' },
     ],
   },
-  { query_id: 8, candidate_pool_indices: [20, 21, 22, 23], pointer_candidates: [{ pointer: [1, 0], vqa_correct: 1, vqa_acc_score: 0.6, gen_method: 'global_positive_transfer' }] },
+  {
+    query_id: 8,
+    candidate_pool_indices: [20, 21, 22, 23],
+    pointer_candidates: [
+      { pointer: [1, 0], vqa_correct: 1, vqa_acc_score: 0.6, gen_method: 'global_positive_transfer' },
+    ],
+  },
 ];
 
 describe('ICD records as Parquet', () => {
@@ -21,21 +27,45 @@ describe('ICD records as Parquet', () => {
     const back = await readIcdParquet(writeIcdParquet(records));
     expect(back.map((r) => r.query_id)).toEqual([7, 8]);
     expect(back[0]!.candidate_pool_indices).toEqual([10, 11, 12, 13]);
-    expect(back[0]!.pointer_candidates[1]).toMatchObject({ pointer: [3, 1], pointer_global: [13, 11], vqa_correct: 0, vqa_acc_score: 0, gen_method: 'sample' });
-    expect(back[1]!.pointer_candidates[0]).toMatchObject({ pointer: [1, 0], vqa_acc_score: 0.6, gen_method: 'global_positive_transfer' });
+    expect(back[0]!.pointer_candidates[1]).toMatchObject({
+      pointer: [3, 1],
+      pointer_global: [13, 11],
+      vqa_correct: 0,
+      vqa_acc_score: 0,
+      gen_method: 'sample',
+    });
+    expect(back[1]!.pointer_candidates[0]).toMatchObject({
+      pointer: [1, 0],
+      vqa_acc_score: 0.6,
+      gen_method: 'global_positive_transfer',
+    });
   });
 
   it('reads `candidate_pool_ids` (files in the wild) and names a bad row', async () => {
     const wild = parquetWriteBuffer({
       columnData: [
         { name: 'query_id', data: [1, 2] },
-        { name: 'candidate_pool_ids', data: [[5, 6], [7, 8]] },
-        { name: 'pointer_candidates', data: [[{ pointer: [1, 0], vqa_correct: 1, vqa_acc_score: 1, gen_method: 'beam' }], [{ pointer: [2, 0], vqa_correct: 1, vqa_acc_score: 1, gen_method: 'beam' }]] },
+        {
+          name: 'candidate_pool_ids',
+          data: [
+            [5, 6],
+            [7, 8],
+          ],
+        },
+        {
+          name: 'pointer_candidates',
+          data: [
+            [{ pointer: [1, 0], vqa_correct: 1, vqa_acc_score: 1, gen_method: 'beam' }],
+            [{ pointer: [2, 0], vqa_correct: 1, vqa_acc_score: 1, gen_method: 'beam' }],
+          ],
+        },
       ],
     });
     const error = await readIcdParquet(new Uint8Array(wild)).catch((e: unknown) => e);
     // Row 1's pointer 2 is outside its pool of 2: the error names the trajectory.
-    expect(DatasetValidationError.isInstance(error) || (error as Error).message.includes('pointer')).toBe(true);
+    expect(DatasetValidationError.isInstance(error) || (error as Error).message.includes('pointer')).toBe(
+      true,
+    );
     expect((error as Error).message).toMatch(/pointer/);
   });
 });

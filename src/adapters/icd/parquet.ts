@@ -4,7 +4,10 @@ import { parseIcdRecords } from '../../core/icd/parse';
 import type { IcdQueryRecord } from '../../core/icd/types';
 
 /** Parquet integers may come back as bigint; every ICD field is a safe integer or a float. */
-const plain = (rows: unknown) => JSON.parse(JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'bigint' ? Number(value) : value))) as unknown;
+const plain = (rows: unknown) =>
+  JSON.parse(
+    JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'bigint' ? Number(value) : value)),
+  ) as unknown;
 
 /**
  * ICD records from a Parquet file (the layout of the JSON records: `query_id`,
@@ -18,7 +21,10 @@ export async function readIcdParquet(bytes: Uint8Array): Promise<IcdQueryRecord[
 
 /** ICD records as Parquet, nested columns as lists and structs (what `readIcdParquet` and pandas/pyarrow read). */
 export function writeIcdParquet(records: readonly IcdQueryRecord[]): Uint8Array {
-  const column = <K extends keyof IcdQueryRecord>(name: K) => ({ name, data: records.map((r) => r[name]) as unknown as never[] });
+  const column = <K extends keyof IcdQueryRecord>(name: K) => ({
+    name,
+    data: records.map((r) => r[name]) as unknown as never[],
+  });
   const trajectories = records.map((r) =>
     r.pointer_candidates.map((t) => ({
       pointer: t.pointer,
@@ -29,5 +35,13 @@ export function writeIcdParquet(records: readonly IcdQueryRecord[]): Uint8Array 
       gen_method: t.gen_method,
     })),
   );
-  return new Uint8Array(parquetWriteBuffer({ columnData: [column('query_id'), column('candidate_pool_indices'), { name: 'pointer_candidates', data: trajectories as unknown as never[] }] }));
+  return new Uint8Array(
+    parquetWriteBuffer({
+      columnData: [
+        column('query_id'),
+        column('candidate_pool_indices'),
+        { name: 'pointer_candidates', data: trajectories as unknown as never[] },
+      ],
+    }),
+  );
 }

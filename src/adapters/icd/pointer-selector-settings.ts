@@ -44,7 +44,11 @@ export interface PointerSelector {
   /** Per query, per shot: log p(action) with the earlier actions masked and fed back. */
   logProbs(batch: SelectorBatch, actions: readonly (readonly number[])[]): number[][];
   /** One AdamW step on `sum_i,s weights[i][s] * logp[i][s]` (weights = d loss / d logp). */
-  step(batch: SelectorBatch, actions: readonly (readonly number[])[], weights: readonly (readonly number[])[]): { gradNorm: number; applied: boolean };
+  step(
+    batch: SelectorBatch,
+    actions: readonly (readonly number[])[],
+    weights: readonly (readonly number[])[],
+  ): { gradNorm: number; applied: boolean };
   save(): PolicyCheckpoint;
   load(checkpoint: PolicyCheckpoint): void;
   dispose(): void;

@@ -6,7 +6,13 @@ import { parseSettings } from '../../provider-utils/index';
 // selects (the two edges between families test/layering.test.ts allows for this file).
 import { AdamW, type NamedParameter } from '../tfjs/adamw';
 import { selectTfjsBackend, type TfjsBackendName } from '../tfjs/backends';
-import { POINTER_SELECTOR_FORMAT, pointerSelectorSettingsSchema, type PointerSelector, type PointerSelectorSettings, type SelectorBatch } from './pointer-selector-settings';
+import {
+  POINTER_SELECTOR_FORMAT,
+  pointerSelectorSettingsSchema,
+  type PointerSelector,
+  type PointerSelectorSettings,
+  type SelectorBatch,
+} from './pointer-selector-settings';
 
 function seededMatrix(rows: number, cols: number, random: Random, scale: number): tf.Tensor2D {
   const data = new Float32Array(rows * cols);
@@ -26,25 +32,58 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
   const init = createRandom(s.seed, RANDOM_STREAMS.icdSelectorWeights);
   const scale = 1 / Math.sqrt(s.inputDimensions);
   const parameters: NamedParameter[] = [
-    { name: 'queryProjection', variable: tf.variable(seededMatrix(s.inputDimensions, s.hiddenDimensions, init, scale), true), decay: true },
-    { name: 'candidateProjection', variable: tf.variable(seededMatrix(s.inputDimensions, s.hiddenDimensions, init, scale), true), decay: true },
+    {
+      name: 'queryProjection',
+      variable: tf.variable(seededMatrix(s.inputDimensions, s.hiddenDimensions, init, scale), true),
+      decay: true,
+    },
+    {
+      name: 'candidateProjection',
+      variable: tf.variable(seededMatrix(s.inputDimensions, s.hiddenDimensions, init, scale), true),
+      decay: true,
+    },
     { name: 'gate', variable: tf.variable(tf.zeros([s.hiddenDimensions]), true), decay: false },
   ];
   const [wq, wc, gate] = parameters.map((p) => p.variable) as [tf.Variable, tf.Variable, tf.Variable];
-  const optimizer = new AdamW(parameters, { learningRate: s.learningRate, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: s.weightDecay, maxGradNorm: s.maxGradNorm, warmupSteps: 0 });
+  const optimizer = new AdamW(parameters, {
+    learningRate: s.learningRate,
+    beta1: 0.9,
+    beta2: 0.999,
+    epsilon: 1e-8,
+    weightDecay: s.weightDecay,
+    maxGradNorm: s.maxGradNorm,
+    warmupSteps: 0,
+  });
 
   const check = (batch: SelectorBatch) => {
     const d = s.inputDimensions;
-    if (batch.queries.length !== batch.size * d || batch.candidates.length !== batch.size * batch.poolSize * d) {
-      throw new InvalidArgumentError({ argument: 'batch', message: `expected ${batch.size} x ${d} queries and ${batch.size} x ${batch.poolSize} x ${d} candidates` });
+    if (
+      batch.queries.length !== batch.size * d ||
+      batch.candidates.length !== batch.size * batch.poolSize * d
+    ) {
+      throw new InvalidArgumentError({
+        argument: 'batch',
+        message: `expected ${batch.size} x ${d} queries and ${batch.size} x ${batch.poolSize} x ${d} candidates`,
+      });
     }
-    if (batch.poolSize < s.shots) throw new InvalidArgumentError({ argument: 'batch.poolSize', message: `a pool of ${batch.poolSize} cannot give ${s.shots} distinct shots` });
+    if (batch.poolSize < s.shots)
+      throw new InvalidArgumentError({
+        argument: 'batch.poolSize',
+        message: `a pool of ${batch.poolSize} cannot give ${s.shots} distinct shots`,
+      });
   };
   const normalise = (x: tf.Tensor) => tf.div(x, tf.add(tf.norm(x, 'euclidean', -1, true), 1e-6));
   /** Projected, normalised query [B,h] and candidates [B,K,h]. */
   const encode = (batch: SelectorBatch) => {
-    const q = normalise(tf.matMul(tf.tensor2d(batch.queries, [batch.size, s.inputDimensions]), wq)) as tf.Tensor2D;
-    const c = tf.reshape(normalise(tf.matMul(tf.tensor2d(batch.candidates, [batch.size * batch.poolSize, s.inputDimensions]), wc)), [batch.size, batch.poolSize, s.hiddenDimensions]) as tf.Tensor3D;
+    const q = normalise(
+      tf.matMul(tf.tensor2d(batch.queries, [batch.size, s.inputDimensions]), wq),
+    ) as tf.Tensor2D;
+    const c = tf.reshape(
+      normalise(
+        tf.matMul(tf.tensor2d(batch.candidates, [batch.size * batch.poolSize, s.inputDimensions]), wc),
+      ),
+      [batch.size, batch.poolSize, s.hiddenDimensions],
+    ) as tf.Tensor3D;
     return { q, c };
   };
   /** log-softmax of q·c/τ with `masked` [B,K] (1 = already chosen) excluded: [B,K]. */
@@ -53,7 +92,10 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
     return tf.logSoftmax(tf.add(scores, tf.mul(masked, -1e9)));
   };
   const advance = (q: tf.Tensor2D, c: tf.Tensor3D, chosen: tf.Tensor1D) => {
-    const picked = tf.squeeze(tf.matMul(tf.expandDims(tf.oneHot(chosen, c.shape[1]).toFloat(), 1), c), [1]) as tf.Tensor2D;
+    const picked = tf.squeeze(
+      tf.matMul(tf.expandDims(tf.oneHot(chosen, c.shape[1]).toFloat(), 1), c),
+      [1],
+    ) as tf.Tensor2D;
     const g = tf.sigmoid(gate);
     return normalise(tf.add(tf.mul(q, g), tf.mul(picked, tf.sub(1, g)))) as tf.Tensor2D;
   };
@@ -63,7 +105,10 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
     let masked = tf.zeros([batch.size, batch.poolSize]) as tf.Tensor2D;
     const perShot: tf.Tensor1D[] = [];
     for (let shot = 0; shot < s.shots; shot++) {
-      const chosen = tf.tensor1d(actions.map((a) => a[shot]!), 'int32');
+      const chosen = tf.tensor1d(
+        actions.map((a) => a[shot]!),
+        'int32',
+      );
       const logits = shotLogits(q, c, masked);
       const onehot = tf.oneHot(chosen, batch.poolSize).toFloat() as tf.Tensor2D;
       perShot.push(tf.sum(tf.mul(logits, onehot), 1) as tf.Tensor1D);
@@ -73,10 +118,21 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
     return tf.stack(perShot, 1) as tf.Tensor2D;
   };
   const checkActions = (batch: SelectorBatch, actions: readonly (readonly number[])[]) => {
-    if (actions.length !== batch.size) throw new InvalidArgumentError({ argument: 'actions', message: `expected ${batch.size} rows, got ${actions.length}` });
+    if (actions.length !== batch.size)
+      throw new InvalidArgumentError({
+        argument: 'actions',
+        message: `expected ${batch.size} rows, got ${actions.length}`,
+      });
     actions.forEach((a, i) => {
-      if (a.length !== s.shots || a.some((x) => !Number.isInteger(x) || x < 0 || x >= batch.poolSize) || new Set(a).size !== a.length) {
-        throw new InvalidArgumentError({ argument: `actions[${i}]`, message: `expected ${s.shots} distinct local indices in [0, ${batch.poolSize - 1}], got [${a.join(', ')}]` });
+      if (
+        a.length !== s.shots ||
+        a.some((x) => !Number.isInteger(x) || x < 0 || x >= batch.poolSize) ||
+        new Set(a).size !== a.length
+      ) {
+        throw new InvalidArgumentError({
+          argument: `actions[${i}]`,
+          message: `expected ${s.shots} distinct local indices in [0, ${batch.poolSize - 1}], got [${a.join(', ')}]`,
+        });
       }
     });
   };
@@ -107,13 +163,25 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
                 if (u < 0) break;
               }
             } else {
-              for (let k = 1; k < row.length; k++) if (!maskData[b * batch.poolSize + k] && (maskData[b * batch.poolSize + pick] || row[k]! > row[pick]!)) pick = k;
+              for (let k = 1; k < row.length; k++)
+                if (
+                  !maskData[b * batch.poolSize + k] &&
+                  (maskData[b * batch.poolSize + pick] || row[k]! > row[pick]!)
+                )
+                  pick = k;
             }
             actions[b]!.push(pick);
             logProbs[b]!.push(row[pick]!);
             maskData[b * batch.poolSize + pick] = 1;
           }
-          q = advance(q, c, tf.tensor1d(actions.map((a) => a[shot]!), 'int32'));
+          q = advance(
+            q,
+            c,
+            tf.tensor1d(
+              actions.map((a) => a[shot]!),
+              'int32',
+            ),
+          );
         }
         return { actions, logProbs };
       });
@@ -126,8 +194,14 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
     step(batch, actions, weights) {
       check(batch);
       checkActions(batch, actions);
-      const w = tf.tensor2d(weights.map((row) => [...row]), [batch.size, s.shots]);
-      const { grads } = tf.variableGrads(() => tf.sum(tf.mul(sequenceLogProbs(batch, actions), w)) as tf.Scalar, parameters.map((p) => p.variable));
+      const w = tf.tensor2d(
+        weights.map((row) => [...row]),
+        [batch.size, s.shots],
+      );
+      const { grads } = tf.variableGrads(
+        () => tf.sum(tf.mul(sequenceLogProbs(batch, actions), w)) as tf.Scalar,
+        parameters.map((p) => p.variable),
+      );
       const ordered = parameters.map((p) => grads[p.variable.name]!);
       const outcome = optimizer.apply(ordered);
       tf.dispose([w, ...ordered]);
@@ -137,23 +211,43 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
       const blobs: Record<string, Uint8Array> = {};
       parameters.forEach((p, i) => {
         blobs[`${p.name}.f32`] = new Uint8Array(Float32Array.from(p.variable.dataSync()).buffer);
-        blobs[`${p.name}.m.f32`] = new Uint8Array(Float32Array.from(optimizer.firstMoments[i]!.dataSync()).buffer);
-        blobs[`${p.name}.v.f32`] = new Uint8Array(Float32Array.from(optimizer.secondMoments[i]!.dataSync()).buffer);
+        blobs[`${p.name}.m.f32`] = new Uint8Array(
+          Float32Array.from(optimizer.firstMoments[i]!.dataSync()).buffer,
+        );
+        blobs[`${p.name}.v.f32`] = new Uint8Array(
+          Float32Array.from(optimizer.secondMoments[i]!.dataSync()).buffer,
+        );
       });
       const { backend: _backend, ...portable } = s;
-      return { format: POINTER_SELECTOR_FORMAT, metadata: { settings: portable, optimizerStep: optimizer.step }, blobs };
+      return {
+        format: POINTER_SELECTOR_FORMAT,
+        metadata: { settings: portable, optimizerStep: optimizer.step },
+        blobs,
+      };
     },
     load(checkpoint) {
-      if (checkpoint.format !== POINTER_SELECTOR_FORMAT) throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected '${POINTER_SELECTOR_FORMAT}', got '${checkpoint.format}'` });
+      if (checkpoint.format !== POINTER_SELECTOR_FORMAT)
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.format',
+          message: `expected '${POINTER_SELECTOR_FORMAT}', got '${checkpoint.format}'`,
+        });
       const read = (name: string, size: number) => {
         const bytes = checkpoint.blobs[name];
-        if (!bytes || bytes.byteLength !== size * 4) throw new InvalidArgumentError({ argument: `checkpoint.blobs.${name}`, message: `expected ${size} float32 values (same inputDimensions and hiddenDimensions)` });
+        if (!bytes || bytes.byteLength !== size * 4)
+          throw new InvalidArgumentError({
+            argument: `checkpoint.blobs.${name}`,
+            message: `expected ${size} float32 values (same inputDimensions and hiddenDimensions)`,
+          });
         return new Float32Array(bytes.slice().buffer);
       };
       parameters.forEach((p, i) => {
         p.variable.assign(tf.tensor(read(`${p.name}.f32`, p.variable.size), p.variable.shape));
-        optimizer.firstMoments[i]!.assign(tf.tensor(read(`${p.name}.m.f32`, p.variable.size), p.variable.shape));
-        optimizer.secondMoments[i]!.assign(tf.tensor(read(`${p.name}.v.f32`, p.variable.size), p.variable.shape));
+        optimizer.firstMoments[i]!.assign(
+          tf.tensor(read(`${p.name}.m.f32`, p.variable.size), p.variable.shape),
+        );
+        optimizer.secondMoments[i]!.assign(
+          tf.tensor(read(`${p.name}.v.f32`, p.variable.size), p.variable.shape),
+        );
       });
       optimizer.step = Number((checkpoint.metadata as { optimizerStep?: unknown }).optimizerStep ?? 0);
     },

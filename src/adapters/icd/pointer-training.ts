@@ -10,7 +10,8 @@ export type SelectionReward = (item: IcdDatasetItem, pointer: readonly number[])
 /** B items as one selector batch, each repeated `repeat` times (a GRPO group). */
 export function selectorBatch(items: readonly IcdDatasetItem[], repeat = 1): SelectorBatch {
   const first = items[0];
-  if (!first) throw new InvalidArgumentError({ argument: 'items', message: 'a batch needs at least one query' });
+  if (!first)
+    throw new InvalidArgumentError({ argument: 'items', message: 'a batch needs at least one query' });
   const d = first.queryEmbedding.length;
   const k = first.poolIndices.length;
   const size = items.length * repeat;
@@ -18,7 +19,11 @@ export function selectorBatch(items: readonly IcdDatasetItem[], repeat = 1): Sel
   const candidates = new Float32Array(size * k * d);
   let row = 0;
   for (const item of items) {
-    if (item.poolIndices.length !== k) throw new InvalidArgumentError({ argument: 'items', message: `query ${item.queryId} has a pool of ${item.poolIndices.length}, the batch ${k}` });
+    if (item.poolIndices.length !== k)
+      throw new InvalidArgumentError({
+        argument: 'items',
+        message: `query ${item.queryId} has a pool of ${item.poolIndices.length}, the batch ${k}`,
+      });
     for (let r = 0; r < repeat; r++, row++) {
       queries.set(item.queryEmbedding, row * d);
       candidates.set(item.candidateEmbeddings, row * k * d);
@@ -27,10 +32,16 @@ export function selectorBatch(items: readonly IcdDatasetItem[], repeat = 1): Sel
   return { queries, candidates, size, poolSize: k };
 }
 
-function batches(view: IcdDatasetView, indices: readonly number[], batchSize: number, random: Random): IcdDatasetItem[][] {
+function batches(
+  view: IcdDatasetView,
+  indices: readonly number[],
+  batchSize: number,
+  random: Random,
+): IcdDatasetItem[][] {
   const order = permutation(indices.length, random).map((i) => indices[i]!);
   const out: IcdDatasetItem[][] = [];
-  for (let i = 0; i < order.length; i += batchSize) out.push(order.slice(i, i + batchSize).map((j) => view.item(j)));
+  for (let i = 0; i < order.length; i += batchSize)
+    out.push(order.slice(i, i + batchSize).map((j) => view.item(j)));
   return out;
 }
 
@@ -38,14 +49,22 @@ function batches(view: IcdDatasetView, indices: readonly number[], batchSize: nu
  * Cross-entropy warm-up on the beam labels (teacher forcing, every label of every query):
  * minimises -sum_s log p(label_s | earlier labels). Returns the mean loss per epoch.
  */
-export function warmUpOnBeamLabels(selector: PointerSelector, view: IcdDatasetView, options: { indices: readonly number[]; epochs: number; batchSize: number; random: Random }): number[] {
+export function warmUpOnBeamLabels(
+  selector: PointerSelector,
+  view: IcdDatasetView,
+  options: { indices: readonly number[]; epochs: number; batchSize: number; random: Random },
+): number[] {
   const shots = selector.settings.shots;
   const losses: number[] = [];
   for (let epoch = 0; epoch < options.epochs; epoch++) {
     let total = 0;
     let count = 0;
     for (const group of batches(view, options.indices, options.batchSize, options.random)) {
-      const rows = group.flatMap((item) => item.beamLabels.filter((l) => l.length >= shots).map((label) => ({ item, label: label.slice(0, shots) })));
+      const rows = group.flatMap((item) =>
+        item.beamLabels
+          .filter((l) => l.length >= shots)
+          .map((label) => ({ item, label: label.slice(0, shots) })),
+      );
       if (rows.length === 0) continue;
       const batch = selectorBatch(rows.map((r) => r.item));
       const actions = rows.map((r) => r.label);
@@ -53,7 +72,11 @@ export function warmUpOnBeamLabels(selector: PointerSelector, view: IcdDatasetVi
       total -= logp.flat().reduce((a, b) => a + b, 0);
       count += rows.length;
       const weight = -1 / (rows.length * shots);
-      selector.step(batch, actions, actions.map((a) => a.map(() => weight)));
+      selector.step(
+        batch,
+        actions,
+        actions.map((a) => a.map(() => weight)),
+      );
     }
     losses.push(count ? total / count : 0);
   }
@@ -77,7 +100,15 @@ export async function trainSelectorGrpo(
   selector: PointerSelector,
   view: IcdDatasetView,
   reward: SelectionReward,
-  options: { indices: readonly number[]; steps: number; batchSize: number; groupSize: number; random: Random; startStep?: number; onStep?: (report: GrpoStepReport) => Promise<void> | void },
+  options: {
+    indices: readonly number[];
+    steps: number;
+    batchSize: number;
+    groupSize: number;
+    random: Random;
+    startStep?: number;
+    onStep?: (report: GrpoStepReport) => Promise<void> | void;
+  },
 ): Promise<GrpoStepReport[]> {
   const reports: GrpoStepReport[] = [];
   let queue: IcdDatasetItem[][] = [];
@@ -86,12 +117,19 @@ export async function trainSelectorGrpo(
     const items = queue.shift()!;
     const batch = selectorBatch(items, options.groupSize);
     const { actions, logProbs } = selector.select(batch, options.random);
-    const rewards = await Promise.all(actions.map((pointer, row) => reward(items[Math.floor(row / options.groupSize)]!, pointer)));
+    const rewards = await Promise.all(
+      actions.map((pointer, row) => reward(items[Math.floor(row / options.groupSize)]!, pointer)),
+    );
     const groupIds = actions.map((_, row) => String(items[Math.floor(row / options.groupSize)]!.queryId));
     const grpo = selectorGrpoLoss({ shotLogProbs: logProbs, rewards, groupIds });
     if (grpo.usableGroups > 0) selector.step(batch, actions, grpo.gradShotLogProbs);
     const valid = rewards.filter((r): r is number => r !== null);
-    const report = { step: step + 1, meanReward: valid.length ? valid.reduce((a, b) => a + b, 0) / valid.length : 0, usableGroups: grpo.usableGroups, loss: grpo.loss };
+    const report = {
+      step: step + 1,
+      meanReward: valid.length ? valid.reduce((a, b) => a + b, 0) / valid.length : 0,
+      usableGroups: grpo.usableGroups,
+      loss: grpo.loss,
+    };
     reports.push(report);
     await options.onStep?.(report);
   }
@@ -99,7 +137,13 @@ export async function trainSelectorGrpo(
 }
 
 /** Mean reward of the selector's greedy choice (or `choose`'s) over the given queries. */
-export async function evaluateSelections(view: IcdDatasetView, indices: readonly number[], choose: (items: IcdDatasetItem[]) => number[][], reward: SelectionReward, batchSize = 64): Promise<number> {
+export async function evaluateSelections(
+  view: IcdDatasetView,
+  indices: readonly number[],
+  choose: (items: IcdDatasetItem[]) => number[][],
+  reward: SelectionReward,
+  batchSize = 64,
+): Promise<number> {
   let total = 0;
   for (let i = 0; i < indices.length; i += batchSize) {
     const items = indices.slice(i, i + batchSize).map((j) => view.item(j));

@@ -14,7 +14,11 @@ async function page(): Promise<PageImage> {
 
 async function pixels(image: PageImage) {
   const { data, info } = await sharp(image.bytes).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
-  return { data, width: info.width, at: (x: number, y: number) => [...data.subarray((y * info.width + x) * 4, (y * info.width + x) * 4 + 3)] };
+  return {
+    data,
+    width: info.width,
+    at: (x: number, y: number) => [...data.subarray((y * info.width + x) * 4, (y * info.width + x) * 4 + 3)],
+  };
 }
 
 describe('createSharpImageOps', () => {
@@ -31,7 +35,9 @@ describe('createSharpImageOps', () => {
     const ops = createSharpImageOps();
     const crop = await ops.doCrop(await page(), [0.5, 0.5, 99.2, 49.9]);
     expect([crop.width, crop.height]).toEqual([100, 50]);
-    const capped = await createSharpImageOps({ maxOutputSide: 64 }).doCrop(await page(), [150, 80, 170, 90], { minOutputSide: 1000 });
+    const capped = await createSharpImageOps({ maxOutputSide: 64 }).doCrop(await page(), [150, 80, 170, 90], {
+      minOutputSide: 1000,
+    });
     expect([capped.width, capped.height]).toEqual([64, 32]);
   });
 
@@ -73,10 +79,14 @@ describe('createSharpImageOps', () => {
     await expect(ops.doCrop(image, [10, 10, 5, 20])).rejects.toThrow(/x2 > x1/);
     await expect(ops.doCrop(image, [0, 0, NaN, 10] as never)).rejects.toThrow(/bbox/);
     const broken = ops.doCrop({ ...image, bytes: new Uint8Array([1, 2, 3]) }, [0, 0, 10, 10]);
-    await expect(broken).rejects.toSatisfy((e: unknown) => ProviderCallError.isInstance(e) && e.port === 'imageOps' && !e.isRetryable);
+    await expect(broken).rejects.toSatisfy(
+      (e: unknown) => ProviderCallError.isInstance(e) && e.port === 'imageOps' && !e.isRetryable,
+    );
     const controller = new AbortController();
     controller.abort();
-    await expect(ops.doCrop(image, [0, 0, 10, 10], { signal: controller.signal })).rejects.toThrow(/aborted/i);
+    await expect(ops.doCrop(image, [0, 0, 10, 10], { signal: controller.signal })).rejects.toThrow(
+      /aborted/i,
+    );
     expect(() => createSharpImageOps({ format: 'gif' } as never)).toThrow(/createSharpImageOps.format/);
   });
 });

@@ -1,4 +1,10 @@
-import { checkBlobKey, checkRunId, checkStoreQuery, checkStoreRecords, matchesQuery } from '../../core/store/records';
+import {
+  checkBlobKey,
+  checkRunId,
+  checkStoreQuery,
+  checkStoreRecords,
+  matchesQuery,
+} from '../../core/store/records';
 import type { Store, StoreQuery, StoreRecord } from '../../ports/store';
 
 export interface MemoryStore extends Store {
@@ -19,7 +25,10 @@ export function createMemoryStore(): MemoryStore {
     },
     async doQuery(query: StoreQuery) {
       checkStoreQuery(query);
-      return records.filter((r) => matchesQuery(r, query)).slice(0, query.limit ?? Number.POSITIVE_INFINITY).map((r) => structuredClone(r));
+      return records
+        .filter((r) => matchesQuery(r, query))
+        .slice(0, query.limit ?? Number.POSITIVE_INFINITY)
+        .map((r) => structuredClone(r));
     },
     async doPutBlob(runId, key, bytes) {
       checkRunId(runId);

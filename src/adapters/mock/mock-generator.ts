@@ -27,16 +27,29 @@ export function createMockGenerator(settings: MockGeneratorSettings = {}): MockG
     specificationVersion: 'v1',
     provider: 'mock',
     calls,
-    async doAnswer(question: string, evidence: readonly Evidence[], options?: CallOptions): Promise<GeneratorAnswer> {
-      calls.push({ question, evidence: evidence.map((e) => (e.kind === 'crop' ? `crop:${e.basename}` : e.basename)) });
+    async doAnswer(
+      question: string,
+      evidence: readonly Evidence[],
+      options?: CallOptions,
+    ): Promise<GeneratorAnswer> {
+      calls.push({
+        question,
+        evidence: evidence.map((e) => (e.kind === 'crop' ? `crop:${e.basename}` : e.basename)),
+      });
       options?.signal?.throwIfAborted();
       const failure = settings.failWith?.(question);
       if (failure) throw failure;
       let answer: string;
       if (typeof settings.answer === 'string') answer = settings.answer;
       else if (typeof settings.answer === 'function') answer = settings.answer(question, evidence);
-      else answer = evidence.map((e) => settings.facts?.[e.basename]).find((a) => a !== undefined) ?? settings.fallback ?? MOCK_FALLBACK_ANSWER;
-      const inputTokens = Math.ceil((question.length + evidence.reduce((n, e) => n + (e.text?.length ?? 0), 0)) / 4);
+      else
+        answer =
+          evidence.map((e) => settings.facts?.[e.basename]).find((a) => a !== undefined) ??
+          settings.fallback ??
+          MOCK_FALLBACK_ANSWER;
+      const inputTokens = Math.ceil(
+        (question.length + evidence.reduce((n, e) => n + (e.text?.length ?? 0), 0)) / 4,
+      );
       return { answer, usage: { inputTokens, outputTokens: Math.ceil(answer.length / 4) } };
     },
   };

@@ -25,8 +25,13 @@ export interface MockSearchEngine extends SearchEngine {
 }
 
 /** Words too common to say anything about a page. */
-const STOP_WORDS = new Set('a an and are as at be by for from has have in is it its of on or that the this to was were what when where which who why with'.split(' '));
-const words = (text: string) => (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => !STOP_WORDS.has(w));
+const STOP_WORDS = new Set(
+  'a an and are as at be by for from has have in is it its of on or that the this to was were what when where which who why with'.split(
+    ' ',
+  ),
+);
+const words = (text: string) =>
+  (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => !STOP_WORDS.has(w));
 
 /**
  * A keyword search engine over in-memory pages. A page's score is the number of distinct query
@@ -36,10 +41,18 @@ const words = (text: string) => (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? 
  */
 export function createMockSearchEngine(settings: MockSearchEngineSettings = {}): MockSearchEngine {
   const pages: MockPage[] = [...(settings.pages ?? [])];
-  const knowledge = Object.entries(settings.knowledgeBase ?? {}).map(([keyword, information]) => ({ keyword: keyword.toLowerCase(), page: { basename: `${keyword}.txt`, text: information } }));
+  const knowledge = Object.entries(settings.knowledgeBase ?? {}).map(([keyword, information]) => ({
+    keyword: keyword.toLowerCase(),
+    page: { basename: `${keyword}.txt`, text: information },
+  }));
   pages.forEach((page, i) => {
-    if (typeof page.basename !== 'string' || page.basename.length === 0) throw new InvalidArgumentError({ argument: `pages[${i}].basename`, message: 'must be a non-empty string' });
-    if (typeof page.text !== 'string') throw new InvalidArgumentError({ argument: `pages[${i}].text`, message: 'must be a string' });
+    if (typeof page.basename !== 'string' || page.basename.length === 0)
+      throw new InvalidArgumentError({
+        argument: `pages[${i}].basename`,
+        message: 'must be a non-empty string',
+      });
+    if (typeof page.text !== 'string')
+      throw new InvalidArgumentError({ argument: `pages[${i}].text`, message: 'must be a string' });
   });
   const index = pages.map((page) => ({
     page,
@@ -58,7 +71,9 @@ export function createMockSearchEngine(settings: MockSearchEngineSettings = {}):
       if (failure) throw failure;
       const lowered = query.toLowerCase();
       const queryTerms = new Set(words(query));
-      const fromKnowledge = knowledge.filter(({ keyword }) => lowered.includes(keyword)).map(({ page }) => ({ page: page as MockPage, score: 1, order: -1 }));
+      const fromKnowledge = knowledge
+        .filter(({ keyword }) => lowered.includes(keyword))
+        .map(({ page }) => ({ page: page as MockPage, score: 1, order: -1 }));
       const scored = index
         .map(({ page, terms, phrases }, order) => {
           let score = 0;

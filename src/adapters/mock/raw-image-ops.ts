@@ -6,9 +6,21 @@ import type { BoundingBox, PageImage } from '../../ports/types';
 /** Uncompressed RGBA, 4 bytes a pixel, row-major: images that need no codec (tests, synthetic data). */
 export const RAW_RGBA_MIME = 'image/x-raw-rgba';
 
-export function createRawImage(width: number, height: number, pixel: (x: number, y: number) => [number, number, number, number] = () => [255, 255, 255, 255]): PageImage {
-  if (!(Number.isInteger(width) && width > 0)) throw new InvalidArgumentError({ argument: 'width', message: `must be a positive integer, got ${width}` });
-  if (!(Number.isInteger(height) && height > 0)) throw new InvalidArgumentError({ argument: 'height', message: `must be a positive integer, got ${height}` });
+export function createRawImage(
+  width: number,
+  height: number,
+  pixel: (x: number, y: number) => [number, number, number, number] = () => [255, 255, 255, 255],
+): PageImage {
+  if (!(Number.isInteger(width) && width > 0))
+    throw new InvalidArgumentError({
+      argument: 'width',
+      message: `must be a positive integer, got ${width}`,
+    });
+  if (!(Number.isInteger(height) && height > 0))
+    throw new InvalidArgumentError({
+      argument: 'height',
+      message: `must be a positive integer, got ${height}`,
+    });
   const bytes = new Uint8Array(width * height * 4);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) bytes.set(pixel(x, y), (y * width + x) * 4);
@@ -36,9 +48,18 @@ export function createRawImageOps(): RawImageOps {
       options?.signal?.throwIfAborted();
       calls.push({ width: image.width, height: image.height, bbox });
       if (image.mimeType !== RAW_RGBA_MIME) {
-        throw new ProviderCallError({ port: 'imageOps', provider: 'raw-rgba', message: `cannot decode ${image.mimeType}; only ${RAW_RGBA_MIME}`, isRetryable: false });
+        throw new ProviderCallError({
+          port: 'imageOps',
+          provider: 'raw-rgba',
+          message: `cannot decode ${image.mimeType}; only ${RAW_RGBA_MIME}`,
+          isRetryable: false,
+        });
       }
-      if (!insideImage(bbox, image.width, image.height)) throw new InvalidArgumentError({ argument: 'bbox', message: `[${bbox.join(', ')}] is outside the ${image.width}x${image.height} image` });
+      if (!insideImage(bbox, image.width, image.height))
+        throw new InvalidArgumentError({
+          argument: 'bbox',
+          message: `[${bbox.join(', ')}] is outside the ${image.width}x${image.height} image`,
+        });
       const [x1, y1, x2, y2] = alignToPixels(bbox, image.width, image.height);
       const w = x2 - x1;
       const h = y2 - y1;

@@ -7,7 +7,18 @@ export const MOCK_FALLBACK_ANSWER = 'unknown';
 
 export const mockSearchEngineConfigSchema = z
   .object({
-    pages: z.array(z.object({ basename: z.string().min(1), text: z.string(), id: z.string().optional(), keywords: z.array(z.string()).optional() }).strict()).default([]),
+    pages: z
+      .array(
+        z
+          .object({
+            basename: z.string().min(1),
+            text: z.string(),
+            id: z.string().optional(),
+            keywords: z.array(z.string()).optional(),
+          })
+          .strict(),
+      )
+      .default([]),
     /** Seed 004's knowledge base: keyword -> information. */
     knowledgeBase: z.record(z.string(), z.string()).default({}),
   })

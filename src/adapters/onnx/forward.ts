@@ -1,5 +1,11 @@
 import type { ScheduledRow } from '../../rollout-engine/rollout-scheduler';
-import { emptyKvCache, gatherKvCache, scatterKvCache, type KvCacheRow, type KvCacheShape } from '../../rollout-engine/kv-cache';
+import {
+  emptyKvCache,
+  gatherKvCache,
+  scatterKvCache,
+  type KvCacheRow,
+  type KvCacheShape,
+} from '../../rollout-engine/kv-cache';
 import type { CausalLmLayout } from './layout';
 import { ort } from './runtime';
 
@@ -27,7 +33,8 @@ interface ForwardLogits {
   pending: number[];
 }
 
-const int64 = (values: ArrayLike<number>, dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
+const int64 = (values: ArrayLike<number>, dims: number[]) =>
+  new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
 
 /**
  * One forward of Optimum's causal LM over `rows`, feeding each row's uncached tokens after its
@@ -60,19 +67,44 @@ async function forwardOnce(model: OnnxModel, rows: readonly FeedRow[]): Promise<
   };
   if (layout.hasPositionIds) feeds.position_ids = int64(positions, [rows.length, chunkLength]);
   for (let layer = 0; layer < layers; layer++) {
-    feeds[`past_key_values.${layer}.key`] = new ort.Tensor('float32', gatherKvCache(rows, layer, 'keys', pastLength, shape), [rows.length, heads, pastLength, headWidth]);
-    feeds[`past_key_values.${layer}.value`] = new ort.Tensor('float32', gatherKvCache(rows, layer, 'values', pastLength, shape), [rows.length, heads, pastLength, headWidth]);
+    feeds[`past_key_values.${layer}.key`] = new ort.Tensor(
+      'float32',
+      gatherKvCache(rows, layer, 'keys', pastLength, shape),
+      [rows.length, heads, pastLength, headWidth],
+    );
+    feeds[`past_key_values.${layer}.value`] = new ort.Tensor(
+      'float32',
+      gatherKvCache(rows, layer, 'values', pastLength, shape),
+      [rows.length, heads, pastLength, headWidth],
+    );
   }
   const out = await session.run(feeds);
   const logits = out.logits!;
-  if (logits.dims[2] !== vocabSize || logits.dims[1] !== chunkLength) throw new Error(`logits have shape [${logits.dims.join(', ')}], expected [${rows.length}, ${chunkLength}, ${vocabSize}]`);
+  if (logits.dims[2] !== vocabSize || logits.dims[1] !== chunkLength)
+    throw new Error(
+      `logits have shape [${logits.dims.join(', ')}], expected [${rows.length}, ${chunkLength}, ${vocabSize}]`,
+    );
   // A row whose session ended while the forward ran keeps nothing.
   const targets = rows.map((r) => (r.released ? { cached: 0, ...emptyKvCache(shape) } : r));
   for (let layer = 0; layer < layers; layer++) {
-    for (const [kind, name] of [['keys', 'key'], ['values', 'value']] as const) {
+    for (const [kind, name] of [
+      ['keys', 'key'],
+      ['values', 'value'],
+    ] as const) {
       const present = out[`present.${layer}.${name}`]!;
-      if (present.dims[2] !== total) throw new Error(`present.${layer}.${name} has ${present.dims[2]} positions, expected ${total} (past ${pastLength} + new ${chunkLength})`);
-      scatterKvCache(targets, layer, kind, present.data as Float32Array, { length: total, offset: pastLength }, pending, shape);
+      if (present.dims[2] !== total)
+        throw new Error(
+          `present.${layer}.${name} has ${present.dims[2]} positions, expected ${total} (past ${pastLength} + new ${chunkLength})`,
+        );
+      scatterKvCache(
+        targets,
+        layer,
+        kind,
+        present.data as Float32Array,
+        { length: total, offset: pastLength },
+        pending,
+        shape,
+      );
     }
   }
   rows.forEach((r, index) => {
@@ -85,7 +117,12 @@ async function forwardOnce(model: OnnxModel, rows: readonly FeedRow[]): Promise<
 }
 
 /** log softmax(logits / temperature) of one vocabulary slice, accumulated in float64 (temperature 0 counts as 1). */
-export function logSoftmax(logits: Float32Array, start: number, vocabSize: number, temperature: number): Float32Array {
+export function logSoftmax(
+  logits: Float32Array,
+  start: number,
+  vocabSize: number,
+  temperature: number,
+): Float32Array {
   const scale = temperature > 0 ? 1 / temperature : 1;
   let max = -Infinity;
   for (let v = 0; v < vocabSize; v++) max = Math.max(max, logits[start + v]! * scale);
@@ -108,12 +145,18 @@ function batches(model: OnnxModel, rows: readonly FeedRow[]): number[][] {
     groups.set(key, [...(groups.get(key) ?? []), index]);
   });
   const out: number[][] = [];
-  for (const group of groups.values()) for (let start = 0; start < group.length; start += model.maxBatchRows) out.push(group.slice(start, start + model.maxBatchRows));
+  for (const group of groups.values())
+    for (let start = 0; start < group.length; start += model.maxBatchRows)
+      out.push(group.slice(start, start + model.maxBatchRows));
   return out;
 }
 
 /** Feeds every row's uncached tokens; log-probs over the vocabulary at each row's last token. */
-export async function forwardLast(model: OnnxModel, rows: readonly OnnxRow[], temperature: number): Promise<Float32Array[]> {
+export async function forwardLast(
+  model: OnnxModel,
+  rows: readonly OnnxRow[],
+  temperature: number,
+): Promise<Float32Array[]> {
   const out = new Array<Float32Array>(rows.length);
   for (const batch of batches(model, rows)) {
     const { logits, chunkLength, pending } = await forwardOnce(
@@ -121,7 +164,12 @@ export async function forwardLast(model: OnnxModel, rows: readonly OnnxRow[], te
       batch.map((i) => rows[i]!),
     );
     batch.forEach((rowIndex, k) => {
-      out[rowIndex] = logSoftmax(logits, (k * chunkLength + pending[k]! - 1) * model.shape.vocabSize, model.shape.vocabSize, temperature);
+      out[rowIndex] = logSoftmax(
+        logits,
+        (k * chunkLength + pending[k]! - 1) * model.shape.vocabSize,
+        model.shape.vocabSize,
+        temperature,
+      );
     });
   }
   return out;
@@ -131,8 +179,17 @@ export async function forwardLast(model: OnnxModel, rows: readonly OnnxRow[], te
  * Log-probs of the tokens at `positions` of each full sequence (one forward per batch, no cache
  * kept): the token at position p is scored by the logits at p - 1.
  */
-export async function scoreSequences(model: OnnxModel, inputIds: readonly (readonly number[])[], positions: readonly (readonly number[])[], temperature: number): Promise<number[][]> {
-  const rows: FeedRow[] = inputIds.map((ids) => ({ sequence: [...ids], cached: 0, ...emptyKvCache(model.shape) }));
+export async function scoreSequences(
+  model: OnnxModel,
+  inputIds: readonly (readonly number[])[],
+  positions: readonly (readonly number[])[],
+  temperature: number,
+): Promise<number[][]> {
+  const rows: FeedRow[] = inputIds.map((ids) => ({
+    sequence: [...ids],
+    cached: 0,
+    ...emptyKvCache(model.shape),
+  }));
   const out: number[][] = inputIds.map(() => []);
   const { vocabSize } = model.shape;
   for (const batch of batches(model, rows)) {
@@ -142,7 +199,10 @@ export async function scoreSequences(model: OnnxModel, inputIds: readonly (reado
     );
     batch.forEach((rowIndex, k) => {
       const sequence = inputIds[rowIndex]!;
-      out[rowIndex] = positions[rowIndex]!.map((p) => logSoftmax(logits, (k * chunkLength + p - 1) * vocabSize, vocabSize, temperature)[sequence[p]!]!);
+      out[rowIndex] = positions[rowIndex]!.map(
+        (p) =>
+          logSoftmax(logits, (k * chunkLength + p - 1) * vocabSize, vocabSize, temperature)[sequence[p]!]!,
+      );
     });
     // The cache of a scored sequence is not kept.
     for (const i of batch) Object.assign(rows[i]!, emptyKvCache(model.shape));

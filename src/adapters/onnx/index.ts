@@ -3,8 +3,10 @@ import { ONNX_OPTIONAL_PACKAGES } from './packages';
 
 // searcher-rl/onnx needs onnxruntime-node and @huggingface/tokenizers (optional peer dependencies):
 // a missing one is a MissingDependencyError saying what to install, not Node's raw ERR_MODULE_NOT_FOUND.
-const [policy, tokenizer, runtime] = await loadWithOptionalPackages('searcher-rl/onnx', ONNX_OPTIONAL_PACKAGES, () =>
-  Promise.all([import('./policy'), import('./tokenizer'), import('./runtime')]),
+const [policy, tokenizer, runtime] = await loadWithOptionalPackages(
+  'searcher-rl/onnx',
+  ONNX_OPTIONAL_PACKAGES,
+  () => Promise.all([import('./policy'), import('./tokenizer'), import('./runtime')]),
 );
 
 export const createOnnxPolicy = policy.createOnnxPolicy;

@@ -29,17 +29,24 @@ export const LAYOUT_HINT =
 const PAST = /^past_key_values\.(\d+)\.(key|value)$/;
 const PRESENT = /^present\.(\d+)\.(key|value)$/;
 
-function check(value: GraphValue | undefined, label: string, want: { type: string; rank: number }, out: string[]): void {
+function check(
+  value: GraphValue | undefined,
+  label: string,
+  want: { type: string; rank: number },
+  out: string[],
+): void {
   if (!value) return;
   if (value.isTensor === false) {
     out.push(`${label} '${value.name}' is not a tensor`);
     return;
   }
   if (value.type !== undefined && value.type !== want.type) {
-    const note = value.type === 'float16' ? ' (float16 exports are not supported yet: export in float32)' : '';
+    const note =
+      value.type === 'float16' ? ' (float16 exports are not supported yet: export in float32)' : '';
     out.push(`${label} '${value.name}' has element type ${value.type}, expected ${want.type}${note}`);
   }
-  if (value.shape !== undefined && value.shape.length !== want.rank) out.push(`${label} '${value.name}' has rank ${value.shape.length}, expected ${want.rank}`);
+  if (value.shape !== undefined && value.shape.length !== want.rank)
+    out.push(`${label} '${value.name}' has rank ${value.shape.length}, expected ${want.rank}`);
 }
 
 const fixed = (dim: number | string | undefined) => (typeof dim === 'number' && dim > 0 ? dim : undefined);
@@ -60,7 +67,11 @@ function layersOf(values: readonly GraphValue[], pattern: RegExp): Map<number, M
  * Checks a graph against Optimum's causal-LM layout and returns what decoding needs; every
  * difference is collected and reported together in one ModelLayoutError.
  */
-export function checkCausalLmLayout(model: string, inputs: readonly GraphValue[], outputs: readonly GraphValue[]): CausalLmLayout {
+export function checkCausalLmLayout(
+  model: string,
+  inputs: readonly GraphValue[],
+  outputs: readonly GraphValue[],
+): CausalLmLayout {
   const mismatches: string[] = [];
   const input = new Map(inputs.map((v) => [v.name, v]));
   const output = new Map(outputs.map((v) => [v.name, v]));
@@ -75,7 +86,10 @@ export function checkCausalLmLayout(model: string, inputs: readonly GraphValue[]
   const past = layersOf(inputs, PAST);
   const present = layersOf(outputs, PRESENT);
   const layers = Math.max(past.size, present.size);
-  if (past.size === 0) mismatches.push("no 'past_key_values.{i}.key/value' inputs (export the model with its key/value cache: --task text-generation-with-past)");
+  if (past.size === 0)
+    mismatches.push(
+      "no 'past_key_values.{i}.key/value' inputs (export the model with its key/value cache: --task text-generation-with-past)",
+    );
   for (let layer = 0; layer < layers; layer++) {
     for (const kind of ['key', 'value']) {
       const pastValue = past.get(layer)?.get(kind);
@@ -86,10 +100,15 @@ export function checkCausalLmLayout(model: string, inputs: readonly GraphValue[]
       check(presentValue, 'output', { type: 'float32', rank: 4 }, mismatches);
     }
   }
-  for (const layer of [...past.keys(), ...present.keys()]) if (layer >= layers) mismatches.push(`layer ${layer} is beyond the ${layers} layers the cache names`);
+  for (const layer of [...past.keys(), ...present.keys()])
+    if (layer >= layers) mismatches.push(`layer ${layer} is beyond the ${layers} layers the cache names`);
   for (const value of inputs) {
-    if (['input_ids', 'attention_mask', 'position_ids'].includes(value.name) || PAST.test(value.name)) continue;
-    const note = value.name === 'use_cache_branch' ? ' (a merged decoder: export model.onnx with past, not decoder_model_merged.onnx)' : '';
+    if (['input_ids', 'attention_mask', 'position_ids'].includes(value.name) || PAST.test(value.name))
+      continue;
+    const note =
+      value.name === 'use_cache_branch'
+        ? ' (a merged decoder: export model.onnx with past, not decoder_model_merged.onnx)'
+        : '';
     mismatches.push(`unexpected input '${value.name}'${note}`);
   }
   if (mismatches.length > 0) throw new ModelLayoutError({ model, mismatches, hint: LAYOUT_HINT });
@@ -99,7 +118,13 @@ export function checkCausalLmLayout(model: string, inputs: readonly GraphValue[]
   const heads = fixed(firstPast?.[1]);
   const headWidth = fixed(firstPast?.[3]);
   const vocabSize = fixed(logitsShape?.[2]);
-  return { layers, hasPositionIds: input.has('position_ids'), ...(heads && { heads }), ...(headWidth && { headWidth }), ...(vocabSize && { vocabSize }) };
+  return {
+    layers,
+    hasPositionIds: input.has('position_ids'),
+    ...(heads && { heads }),
+    ...(headWidth && { headWidth }),
+    ...(vocabSize && { vocabSize }),
+  };
 }
 
 /** The fields of config.json and generation_config.json the policy reads. */
@@ -112,32 +137,66 @@ export interface CausalLmConfig {
 }
 
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-const ids = (v: unknown): number[] => (Array.isArray(v) ? v.filter((x): x is number => typeof x === 'number') : typeof v === 'number' ? [v] : []);
+const ids = (v: unknown): number[] =>
+  Array.isArray(v) ? v.filter((x): x is number => typeof x === 'number') : typeof v === 'number' ? [v] : [];
 
 /**
  * Reads the model's sizes from config.json (the names of GPT-2 and of Llama-like models) and its
  * end-of-sequence ids from generation_config.json (else config.json); what the graph fixes wins,
  * and a disagreement between the two is a mismatch.
  */
-export function readCausalLmConfig(model: string, config: Record<string, unknown>, generation: Record<string, unknown>, layout: CausalLmLayout): CausalLmConfig {
+export function readCausalLmConfig(
+  model: string,
+  config: Record<string, unknown>,
+  generation: Record<string, unknown>,
+  layout: CausalLmLayout,
+): CausalLmConfig {
   const mismatches: string[] = [];
   const attentionHeads = num(config.num_attention_heads) ?? num(config.n_head);
   const width = num(config.hidden_size) ?? num(config.n_embd) ?? num(config.d_model);
   const configHeads = num(config.num_key_value_heads) ?? attentionHeads;
-  const configHeadWidth = num(config.head_dim) ?? (width !== undefined && attentionHeads ? width / attentionHeads : undefined);
+  const configHeadWidth =
+    num(config.head_dim) ?? (width !== undefined && attentionHeads ? width / attentionHeads : undefined);
   const configVocab = num(config.vocab_size);
-  const contextLength = num(config.max_position_embeddings) ?? num(config.n_positions) ?? num(config.n_ctx) ?? num(config.seq_length);
+  const contextLength =
+    num(config.max_position_embeddings) ??
+    num(config.n_positions) ??
+    num(config.n_ctx) ??
+    num(config.seq_length);
   const heads = layout.heads ?? configHeads;
   const headWidth = layout.headWidth ?? configHeadWidth;
   const vocabSize = layout.vocabSize ?? configVocab;
-  if (layout.heads !== undefined && configHeads !== undefined && layout.heads !== configHeads) mismatches.push(`config.json has ${configHeads} key/value heads, the graph ${layout.heads}`);
-  if (layout.vocabSize !== undefined && configVocab !== undefined && layout.vocabSize !== configVocab) mismatches.push(`config.json has vocab_size ${configVocab}, the graph's logits ${layout.vocabSize}`);
-  if (heads === undefined) mismatches.push('config.json names no num_key_value_heads / num_attention_heads / n_head, and the graph does not fix them');
-  if (headWidth === undefined || !Number.isInteger(headWidth)) mismatches.push('config.json names no head_dim / hidden_size / n_embd, and the graph does not fix the head width');
-  if (vocabSize === undefined) mismatches.push('config.json names no vocab_size, and the graph does not fix it');
-  if (contextLength === undefined) mismatches.push('config.json names no max_position_embeddings / n_positions (the context length)');
-  const eosTokenIds = ids(generation.eos_token_id).length > 0 ? ids(generation.eos_token_id) : ids(config.eos_token_id);
-  if (eosTokenIds.length === 0) mismatches.push('neither generation_config.json nor config.json names an eos_token_id');
-  if (mismatches.length > 0) throw new ModelLayoutError({ model, mismatches, hint: 'config.json and generation_config.json come with the export (optimum-cli writes them beside model.onnx).' });
-  return { vocabSize: vocabSize!, contextLength: contextLength!, heads: heads!, headWidth: headWidth!, eosTokenIds };
+  if (layout.heads !== undefined && configHeads !== undefined && layout.heads !== configHeads)
+    mismatches.push(`config.json has ${configHeads} key/value heads, the graph ${layout.heads}`);
+  if (layout.vocabSize !== undefined && configVocab !== undefined && layout.vocabSize !== configVocab)
+    mismatches.push(`config.json has vocab_size ${configVocab}, the graph's logits ${layout.vocabSize}`);
+  if (heads === undefined)
+    mismatches.push(
+      'config.json names no num_key_value_heads / num_attention_heads / n_head, and the graph does not fix them',
+    );
+  if (headWidth === undefined || !Number.isInteger(headWidth))
+    mismatches.push(
+      'config.json names no head_dim / hidden_size / n_embd, and the graph does not fix the head width',
+    );
+  if (vocabSize === undefined)
+    mismatches.push('config.json names no vocab_size, and the graph does not fix it');
+  if (contextLength === undefined)
+    mismatches.push('config.json names no max_position_embeddings / n_positions (the context length)');
+  const eosTokenIds =
+    ids(generation.eos_token_id).length > 0 ? ids(generation.eos_token_id) : ids(config.eos_token_id);
+  if (eosTokenIds.length === 0)
+    mismatches.push('neither generation_config.json nor config.json names an eos_token_id');
+  if (mismatches.length > 0)
+    throw new ModelLayoutError({
+      model,
+      mismatches,
+      hint: 'config.json and generation_config.json come with the export (optimum-cli writes them beside model.onnx).',
+    });
+  return {
+    vocabSize: vocabSize!,
+    contextLength: contextLength!,
+    heads: heads!,
+    headWidth: headWidth!,
+    eosTokenIds,
+  };
 }

@@ -2,7 +2,13 @@ import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BackendUnavailableError, ConfigValidationError, MissingDependencyError, ModelLayoutError, NotTrainableError } from '../../core/errors';
+import {
+  BackendUnavailableError,
+  ConfigValidationError,
+  MissingDependencyError,
+  ModelLayoutError,
+  NotTrainableError,
+} from '../../core/errors';
 import { PROTOCOL_TAG_STRINGS } from '../../core/protocol/tags';
 import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
 import { incrementalLogProbError, rollTwoTurns } from '../../testing/policy-contract';
@@ -36,7 +42,15 @@ const greedy = { temperature: 0, topP: 1 };
 describe('OnnxPolicy on an Optimum-layout export', () => {
   it('reads the model folder: sizes from the graph and config.json, eos from generation_config.json', async () => {
     const policy = await tiny();
-    expect(policy.modelConfig).toEqual({ layers: 2, heads: 2, headWidth: 16, vocabSize: reference.vocabSize, contextLength: 256, hasPositionIds: true, eosTokenIds: [reference.eosTokenId] });
+    expect(policy.modelConfig).toEqual({
+      layers: 2,
+      heads: 2,
+      headWidth: 16,
+      vocabSize: reference.vocabSize,
+      contextLength: 256,
+      hasPositionIds: true,
+      eosTokenIds: [reference.eosTokenId],
+    });
     expect(policy.contextLength).toBe(256);
     expect(policy.trainable).toBe(false);
     expect(policy.tokenizer.eosTokenId).toBe(reference.eosTokenId);
@@ -87,7 +101,11 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
     const p = reference.prompts[0]!;
     const text = tok.decode(p.greedy.map((s) => s.tokenId));
     const session = await policy.begin([p.promptIds, p.promptIds]);
-    const [byTag, spelled] = await session.generateTurn([0, 1], { stopAfter: ['</search>', '</answer>'], maxTokens: 40, ...greedy });
+    const [byTag, spelled] = await session.generateTurn([0, 1], {
+      stopAfter: ['</search>', '</answer>'],
+      maxTokens: 40,
+      ...greedy,
+    });
     expect(byTag!.finishReason).toBe('stop');
     const decoded = tok.decode(byTag!.steps.map((s) => s.tokenId));
     expect(decoded.endsWith('</search>')).toBe(true);
@@ -112,22 +130,35 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
     // Same seeds and session indices: the same tokens, and log-probs equal to float32 rounding.
     expect(rc.sequences).toEqual(ra.sequences);
     expect(rd.sequences).toEqual(rb.sequences);
-    rc.steps.forEach((row, i) => row.forEach((s, k) => expect(Math.abs(s.logProb - ra.steps[i]![k]!.logProb)).toBeLessThan(1e-5)));
+    rc.steps.forEach((row, i) =>
+      row.forEach((s, k) => expect(Math.abs(s.logProb - ra.steps[i]![k]!.logProb)).toBeLessThan(1e-5)),
+    );
     const apart = await tiny({ seed: 21, coalesceSessions: false });
     const [re] = await Promise.all([rollTwoTurns(apart, sampled), rollTwoTurns(apart, sampled)]);
     expect(re.sequences).toEqual(ra.sequences);
-    expect(re.steps.map((row) => row.map((s) => s.logProb))).toEqual(ra.steps.map((row) => row.map((s) => s.logProb)));
+    expect(re.steps.map((row) => row.map((s) => s.logProb))).toEqual(
+      ra.steps.map((row) => row.map((s) => s.logProb)),
+    );
   });
 
   it('logProbs(batch) gives the generation TokenSteps their own log-probs, at the sampling temperature', async () => {
     const policy = await tiny();
     const p = reference.prompts[1]!;
     const session = await policy.begin([p.promptIds]);
-    const [out] = await session.generateTurn([0], { stopAfter: ['</search>'], maxTokens: 30, temperature: 0.8, topP: 0.95 });
+    const [out] = await session.generateTurn([0], {
+      stopAfter: ['</search>'],
+      maxTokens: 30,
+      temperature: 0.8,
+      topP: 0.95,
+    });
     await session.end();
     const sequence = [...p.promptIds, ...out!.steps.map((s) => s.tokenId)];
     const positions = out!.steps.map((s) => s.position);
-    const [scored] = await policy.logProbs({ inputIds: [sequence, [1, 2]], positions: [positions, []], temperature: 0.8 });
+    const [scored] = await policy.logProbs({
+      inputIds: [sequence, [1, 2]],
+      positions: [positions, []],
+      temperature: 0.8,
+    });
     scored!.forEach((lp, k) => expect(Math.abs(lp - out!.steps[k]!.logProb)).toBeLessThan(1e-5));
     await expect(policy.logProbs({ inputIds: [[1, 2]], positions: [[0]] })).rejects.toThrow(/position 0/);
   });
@@ -145,7 +176,9 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
 
   it('runs rollouts only: update is a NotTrainableError; a checkpoint carries the sampling state, not weights', async () => {
     const policy = await tiny();
-    const error = await policy.update({ inputIds: [[1, 2, 3]], positions: [[1]] }, () => ({ value: 0, gradNewLogProbs: [[0]] })).catch((e: unknown) => e);
+    const error = await policy
+      .update({ inputIds: [[1, 2, 3]], positions: [[1]] }, () => ({ value: 0, gradNewLogProbs: [[0]] }))
+      .catch((e: unknown) => e);
     expect(NotTrainableError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/does not train.*evaluation and rollout collection/);
     await policy.begin([[1, 2]]);
@@ -155,11 +188,15 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
     const other = await tiny();
     await other.load(checkpoint);
     expect((await other.save()).metadata.sessionCounter).toBe(1);
-    await expect(other.load({ format: 'searcher-rl.tfjs-transformer.v1', metadata: {}, blobs: {} })).rejects.toThrow(/loads no weights/);
+    await expect(
+      other.load({ format: 'searcher-rl.tfjs-transformer.v1', metadata: {}, blobs: {} }),
+    ).rejects.toThrow(/loads no weights/);
   });
 
-  it("asked for CUDA where onnxruntime-node has no CUDA provider, says what to install", async () => {
-    const error = await createOnnxPolicy({ modelDir: FIXTURE, executionProvider: 'cuda' }).catch((e: unknown) => e);
+  it('asked for CUDA where onnxruntime-node has no CUDA provider, says what to install', async () => {
+    const error = await createOnnxPolicy({ modelDir: FIXTURE, executionProvider: 'cuda' }).catch(
+      (e: unknown) => e,
+    );
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect((error as BackendUnavailableError).backend).toBe('cuda');
     expect((error as Error).message).toMatch(/--onnxruntime-node-install=cuda12/);
@@ -167,20 +204,36 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
   });
 
   it('validates its settings and the model folder by name', async () => {
-    await expect(createOnnxPolicy({ modelDir: FIXTURE, threads: 2 } as never)).rejects.toThrow(ConfigValidationError);
-    await expect(createOnnxPolicy({ modelDir: FIXTURE, executionProvider: 'webgpu' as never })).rejects.toThrow(/createOnnxPolicy\.executionProvider/);
-    await expect(createOnnxPolicy({ modelDir: join(FIXTURE, 'nowhere') })).rejects.toThrow(/Invalid argument 'modelDir': cannot read .*nowhere/);
+    await expect(createOnnxPolicy({ modelDir: FIXTURE, threads: 2 } as never)).rejects.toThrow(
+      ConfigValidationError,
+    );
+    await expect(
+      createOnnxPolicy({ modelDir: FIXTURE, executionProvider: 'webgpu' as never }),
+    ).rejects.toThrow(/createOnnxPolicy\.executionProvider/);
+    await expect(createOnnxPolicy({ modelDir: join(FIXTURE, 'nowhere') })).rejects.toThrow(
+      /Invalid argument 'modelDir': cannot read .*nowhere/,
+    );
   });
 
   it('a config.json that disagrees with the graph is a ModelLayoutError naming the field', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'onnx-policy-'));
     try {
-      for (const file of ['model.onnx', 'tokenizer.json', 'generation_config.json']) await copyFile(join(FIXTURE, file), join(dir, file));
-      const config = JSON.parse(await readFile(join(FIXTURE, 'config.json'), 'utf8')) as Record<string, unknown>;
-      await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, vocab_size: 500, n_positions: undefined }));
+      for (const file of ['model.onnx', 'tokenizer.json', 'generation_config.json'])
+        await copyFile(join(FIXTURE, file), join(dir, file));
+      const config = JSON.parse(await readFile(join(FIXTURE, 'config.json'), 'utf8')) as Record<
+        string,
+        unknown
+      >;
+      await writeFile(
+        join(dir, 'config.json'),
+        JSON.stringify({ ...config, vocab_size: 500, n_positions: undefined }),
+      );
       const error = await createOnnxPolicy({ modelDir: dir }).catch((e: unknown) => e);
       expect(ModelLayoutError.isInstance(error)).toBe(true);
-      expect((error as ModelLayoutError).mismatches).toEqual([`config.json has vocab_size 500, the graph's logits ${reference.vocabSize}`, 'config.json names no max_position_embeddings / n_positions (the context length)']);
+      expect((error as ModelLayoutError).mismatches).toEqual([
+        `config.json has vocab_size 500, the graph's logits ${reference.vocabSize}`,
+        'config.json names no max_position_embeddings / n_positions (the context length)',
+      ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -190,8 +243,18 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
 describe('searcher-rl/onnx without its packages', () => {
   it('a missing onnxruntime-node or @huggingface/tokenizers is a MissingDependencyError with the install command', async () => {
     for (const name of ['onnxruntime-node', '@huggingface/tokenizers']) {
-      const missing = () => Promise.reject(Object.assign(new Error(`Cannot find package '${name}' imported from /app/node_modules/searcher-rl/dist/adapters/onnx/implementation.js`), { code: 'ERR_MODULE_NOT_FOUND' }));
-      const error = await loadWithOptionalPackages('searcher-rl/onnx', ONNX_OPTIONAL_PACKAGES, missing).catch((e: unknown) => e);
+      const missing = () =>
+        Promise.reject(
+          Object.assign(
+            new Error(
+              `Cannot find package '${name}' imported from /app/node_modules/searcher-rl/dist/adapters/onnx/implementation.js`,
+            ),
+            { code: 'ERR_MODULE_NOT_FOUND' },
+          ),
+        );
+      const error = await loadWithOptionalPackages('searcher-rl/onnx', ONNX_OPTIONAL_PACKAGES, missing).catch(
+        (e: unknown) => e,
+      );
       expect(MissingDependencyError.isInstance(error)).toBe(true);
       expect((error as MissingDependencyError).packageName).toBe(name);
       expect((error as Error).message).toContain(`npm install ${name}`);

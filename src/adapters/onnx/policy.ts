@@ -21,12 +21,21 @@ export interface OnnxPolicy extends PolicyBackend {
   readonly contextLength: number;
   readonly executionProvider: OnnxExecutionProvider;
   /** What the graph and config.json say about the model. */
-  readonly modelConfig: { layers: number; heads: number; headWidth: number; vocabSize: number; contextLength: number; hasPositionIds: boolean; eosTokenIds: readonly number[] };
+  readonly modelConfig: {
+    layers: number;
+    heads: number;
+    headWidth: number;
+    vocabSize: number;
+    contextLength: number;
+    hasPositionIds: boolean;
+    eosTokenIds: readonly number[];
+  };
   /** Releases the ONNX Runtime session. */
   dispose(): Promise<void>;
 }
 
-const NOT_TRAINABLE = 'ONNX Runtime runs the exported graph forward only (no gradients); use it for evaluation and rollout collection, and train with an in-process trainable backend (searcher-rl/tfjs) or outside (e.g. verl), then export again.';
+const NOT_TRAINABLE =
+  'ONNX Runtime runs the exported graph forward only (no gradients); use it for evaluation and rollout collection, and train with an in-process trainable backend (searcher-rl/tfjs) or outside (e.g. verl), then export again.';
 
 async function readJson(path: string, required: boolean): Promise<Record<string, unknown>> {
   let text: string;
@@ -34,14 +43,23 @@ async function readJson(path: string, required: boolean): Promise<Record<string,
     text = await readFile(path, 'utf8');
   } catch (error) {
     if (!required && (error as { code?: unknown }).code === 'ENOENT') return {};
-    throw new InvalidArgumentError({ argument: 'modelDir', message: `cannot read '${path}': ${(error as Error).message}`, cause: error });
+    throw new InvalidArgumentError({
+      argument: 'modelDir',
+      message: `cannot read '${path}': ${(error as Error).message}`,
+      cause: error,
+    });
   }
   try {
     const value: unknown = JSON.parse(text);
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not a JSON object');
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new Error('not a JSON object');
     return value as Record<string, unknown>;
   } catch (error) {
-    throw new InvalidArgumentError({ argument: 'modelDir', message: `'${path}' is not a JSON object: ${(error as Error).message}`, cause: error });
+    throw new InvalidArgumentError({
+      argument: 'modelDir',
+      message: `'${path}' is not a JSON object: ${(error as Error).message}`,
+      cause: error,
+    });
   }
 }
 
@@ -63,23 +81,46 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     readJson(join(dir, 'tokenizer.json'), true),
     readJson(join(dir, 'tokenizer_config.json'), false),
   ]);
-  const session = await createOnnxSession(ort, modelPath, { executionProvider: parsed.executionProvider, cudaDeviceId: parsed.cudaDeviceId, ...(parsed.intraOpThreads !== undefined && { intraOpThreads: parsed.intraOpThreads }) });
+  const session = await createOnnxSession(ort, modelPath, {
+    executionProvider: parsed.executionProvider,
+    cudaDeviceId: parsed.cudaDeviceId,
+    ...(parsed.intraOpThreads !== undefined && { intraOpThreads: parsed.intraOpThreads }),
+  });
   let model: OnnxModel;
   let facts: ReturnType<typeof readCausalLmConfig>;
   try {
-    const layout = checkCausalLmLayout(modelPath, session.inputMetadata as readonly GraphValue[], session.outputMetadata as readonly GraphValue[]);
+    const layout = checkCausalLmLayout(
+      modelPath,
+      session.inputMetadata as readonly GraphValue[],
+      session.outputMetadata as readonly GraphValue[],
+    );
     facts = readCausalLmConfig(join(dir, 'config.json'), config, generation, layout);
     const contextLength = Math.min(facts.contextLength, parsed.contextLength ?? Number.POSITIVE_INFINITY);
-    model = { session, layout, shape: { layers: layout.layers, heads: facts.heads, headWidth: facts.headWidth, vocabSize: facts.vocabSize, contextLength }, maxBatchRows: parsed.maxBatchRows };
+    model = {
+      session,
+      layout,
+      shape: {
+        layers: layout.layers,
+        heads: facts.heads,
+        headWidth: facts.headWidth,
+        vocabSize: facts.vocabSize,
+        contextLength,
+      },
+      maxBatchRows: parsed.maxBatchRows,
+    };
   } catch (error) {
     await session.release();
     throw error;
   }
   const { shape } = model;
-  const tokenizer = createHfTokenizer(tokenizerJson, tokenizerConfig, { vocabSize: shape.vocabSize, eosTokenId: facts.eosTokenIds[0]! });
+  const tokenizer = createHfTokenizer(tokenizerJson, tokenizerConfig, {
+    vocabSize: shape.vocabSize,
+    eosTokenId: facts.eosTokenIds[0]!,
+  });
   const state = { sessionCounter: 0, disposed: false };
   const ensureReady = async () => {
-    if (state.disposed) throw new InvalidArgumentError({ argument: 'policy', message: 'this OnnxPolicy was disposed' });
+    if (state.disposed)
+      throw new InvalidArgumentError({ argument: 'policy', message: 'this OnnxPolicy was disposed' });
   };
   const scheduler = createRolloutScheduler<OnnxRow>({
     provider: 'onnx',
@@ -90,14 +131,22 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     extraEosTokenIds: facts.eosTokenIds.slice(1),
     ensureReady,
     forward: (rows, temperature) => forwardLast(model, rows, temperature),
-    createRow: (ids, sessionIndex, r) => ({ sequence: [...ids], cached: 0, ...emptyKvCache(shape), random: createRandom(parsed.seed, RANDOM_STREAMS.sampling, sessionIndex, r), busy: false, released: false }),
+    createRow: (ids, sessionIndex, r) => ({
+      sequence: [...ids],
+      cached: 0,
+      ...emptyKvCache(shape),
+      random: createRandom(parsed.seed, RANDOM_STREAMS.sampling, sessionIndex, r),
+      busy: false,
+      released: false,
+    }),
     releaseRow: (row) => {
       row.released = true;
       Object.assign(row, emptyKvCache(shape));
     },
     nextSessionIndex: () => state.sessionCounter++,
   });
-  const notTrainable = (operation: string) => new NotTrainableError({ provider: 'onnx', operation, message: NOT_TRAINABLE });
+  const notTrainable = (operation: string) =>
+    new NotTrainableError({ provider: 'onnx', operation, message: NOT_TRAINABLE });
 
   return {
     specificationVersion: 'v1',
@@ -107,20 +156,44 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     trainable: false,
     contextLength: shape.contextLength,
     executionProvider: parsed.executionProvider,
-    modelConfig: { layers: shape.layers, heads: shape.heads, headWidth: shape.headWidth, vocabSize: shape.vocabSize, contextLength: shape.contextLength, hasPositionIds: model.layout.hasPositionIds, eosTokenIds: facts.eosTokenIds },
+    modelConfig: {
+      layers: shape.layers,
+      heads: shape.heads,
+      headWidth: shape.headWidth,
+      vocabSize: shape.vocabSize,
+      contextLength: shape.contextLength,
+      hasPositionIds: model.layout.hasPositionIds,
+      eosTokenIds: facts.eosTokenIds,
+    },
     doCheck: ensureReady,
     begin: (promptTokenIds, callOptions) => scheduler.begin(promptTokenIds, callOptions),
     async logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]> {
       await ensureReady();
       throwIfAborted(options?.signal, 'logProbs');
-      if (batch.inputIds.length !== batch.positions.length) throw new InvalidArgumentError({ argument: 'batch.positions', message: `has ${batch.positions.length} rows for ${batch.inputIds.length} sequences` });
+      if (batch.inputIds.length !== batch.positions.length)
+        throw new InvalidArgumentError({
+          argument: 'batch.positions',
+          message: `has ${batch.positions.length} rows for ${batch.inputIds.length} sequences`,
+        });
       batch.inputIds.forEach((ids, i) => {
-        if (ids.length > shape.contextLength) throw new InvalidArgumentError({ argument: `batch.inputIds[${i}]`, message: `has ${ids.length} tokens; the model's context is ${shape.contextLength}` });
+        if (ids.length > shape.contextLength)
+          throw new InvalidArgumentError({
+            argument: `batch.inputIds[${i}]`,
+            message: `has ${ids.length} tokens; the model's context is ${shape.contextLength}`,
+          });
         ids.forEach((id, t) => {
-          if (!(Number.isInteger(id) && id >= 0 && id < shape.vocabSize)) throw new InvalidArgumentError({ argument: `batch.inputIds[${i}][${t}]`, message: `token id ${id} is outside the vocabulary` });
+          if (!(Number.isInteger(id) && id >= 0 && id < shape.vocabSize))
+            throw new InvalidArgumentError({
+              argument: `batch.inputIds[${i}][${t}]`,
+              message: `token id ${id} is outside the vocabulary`,
+            });
         });
         for (const p of batch.positions[i]!) {
-          if (!(Number.isInteger(p) && p >= 1 && p < ids.length)) throw new InvalidArgumentError({ argument: `batch.positions[${i}]`, message: `position ${p} is not in 1..${ids.length - 1} (position 0 has no log-prob)` });
+          if (!(Number.isInteger(p) && p >= 1 && p < ids.length))
+            throw new InvalidArgumentError({
+              argument: `batch.positions[${i}]`,
+              message: `position ${p} is not in 1..${ids.length - 1} (position 0 has no log-prob)`,
+            });
         }
       });
       const scored = batch.inputIds.map((_, i) => i).filter((i) => batch.positions[i]!.length > 0);
@@ -142,12 +215,29 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     },
     // A checkpoint names the model and carries the sampling state (no weights: the model folder is the weights).
     async save(): Promise<PolicyCheckpoint> {
-      return { format: ONNX_CHECKPOINT_FORMAT, metadata: { modelDir: dir, modelFile: parsed.modelFile, seed: parsed.seed, sessionCounter: state.sessionCounter }, blobs: {} };
+      return {
+        format: ONNX_CHECKPOINT_FORMAT,
+        metadata: {
+          modelDir: dir,
+          modelFile: parsed.modelFile,
+          seed: parsed.seed,
+          sessionCounter: state.sessionCounter,
+        },
+        blobs: {},
+      };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== ONNX_CHECKPOINT_FORMAT) throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected '${ONNX_CHECKPOINT_FORMAT}', got '${checkpoint.format}' (an ONNX policy loads no weights: point modelDir at another export instead)` });
+      if (checkpoint.format !== ONNX_CHECKPOINT_FORMAT)
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.format',
+          message: `expected '${ONNX_CHECKPOINT_FORMAT}', got '${checkpoint.format}' (an ONNX policy loads no weights: point modelDir at another export instead)`,
+        });
       const counter = checkpoint.metadata.sessionCounter;
-      if (!(Number.isInteger(counter) && (counter as number) >= 0)) throw new InvalidArgumentError({ argument: 'checkpoint.metadata.sessionCounter', message: `must be a non-negative integer, got ${String(counter)}` });
+      if (!(Number.isInteger(counter) && (counter as number) >= 0))
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.metadata.sessionCounter',
+          message: `must be a non-negative integer, got ${String(counter)}`,
+        });
       state.sessionCounter = counter as number;
     },
     async dispose() {

@@ -7,10 +7,15 @@ import type { Tokenizer } from '../../ports/types';
  * and joined, so a template's BOS belongs in the prompt text. A tag is "special" (a single-token
  * stop) when the tokenizer encodes it as one token, as added tokens are.
  */
-export function createHfTokenizer(tokenizerJson: object, tokenizerConfig: object, options: { vocabSize: number; eosTokenId: number }): Tokenizer {
+export function createHfTokenizer(
+  tokenizerJson: object,
+  tokenizerConfig: object,
+  options: { vocabSize: number; eosTokenId: number },
+): Tokenizer {
   const hf = new HfTokenizer(tokenizerJson, tokenizerConfig);
   const single = new Map<string, number | undefined>();
-  const decode = (ids: readonly number[]) => hf.decode([...ids], { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+  const decode = (ids: readonly number[]) =>
+    hf.decode([...ids], { skip_special_tokens: false, clean_up_tokenization_spaces: false });
   return {
     vocabSize: options.vocabSize,
     eosTokenId: options.eosTokenId,

@@ -2,9 +2,17 @@ import { loadWithOptionalPackages } from '../../provider-utils/optional-package'
 
 // searcher-rl/openai-compatible needs openai (optional peer dependencies): a missing one is a
 // MissingDependencyError saying what to install, not Node's raw ERR_MODULE_NOT_FOUND.
-const [policyModule] = await loadWithOptionalPackages('searcher-rl/openai-compatible', [{ name: "openai", install: "npm install openai@^6" }], () => Promise.all([import('./policy')]));
+const [policyModule] = await loadWithOptionalPackages(
+  'searcher-rl/openai-compatible',
+  [{ name: 'openai', install: 'npm install openai@^6' }],
+  () => Promise.all([import('./policy')]),
+);
 
 export const createOpenAICompatiblePolicy = policyModule.createOpenAICompatiblePolicy;
 export const createOpenAICompatibleCompletions = policyModule.createOpenAICompatibleCompletions;
-export type { OpenAICompatibleSettings, CompletionsClient, CompletionRequest, CompletionChoice } from './policy';
-
+export type {
+  OpenAICompatibleSettings,
+  CompletionsClient,
+  CompletionRequest,
+  CompletionChoice,
+} from './policy';

@@ -6,7 +6,16 @@ import { DEFAULT_CALL_POLICY, type CallPolicy } from '../../core/calls/call-poli
 import { createReliableCaller, type ReliabilityDeps } from '../../core/calls/reliable-call';
 import { parseSettings, toProviderError } from '../../provider-utils/index';
 import type { CallOptions } from '../../ports/common';
-import type { AppendOptions, GenerateTurnOptions, LogProbBatch, PolicyBackend, PolicyCheckpoint, RolloutSession, TurnOutput, UpdateResult } from '../../ports/policy-backend';
+import type {
+  AppendOptions,
+  GenerateTurnOptions,
+  LogProbBatch,
+  PolicyBackend,
+  PolicyCheckpoint,
+  RolloutSession,
+  TurnOutput,
+  UpdateResult,
+} from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
 
 const settingsSchema = z
@@ -60,7 +69,9 @@ export interface CompletionsClient {
   doComplete(request: CompletionRequest, options?: CallOptions): Promise<CompletionChoice>;
 }
 
-export function createOpenAICompatibleCompletions(settings: z.input<typeof settingsSchema>): CompletionsClient {
+export function createOpenAICompatibleCompletions(
+  settings: z.input<typeof settingsSchema>,
+): CompletionsClient {
   const config = parseSettings('createOpenAICompatiblePolicy', settingsSchema, settings);
   const provider = `openai-compatible:${config.model}`;
   let client: OpenAI | null = null;
@@ -75,12 +86,33 @@ export function createOpenAICompatibleCompletions(settings: z.input<typeof setti
       let response;
       try {
         // The prompt is token ids (token-in/token-out); the extension fields are vLLM's.
-        response = await client.completions.create({ model: config.model, ...config.extraBody, ...request } as unknown as OpenAI.CompletionCreateParamsNonStreaming, { signal: options?.signal });
+        response = await client.completions.create(
+          {
+            model: config.model,
+            ...config.extraBody,
+            ...request,
+          } as unknown as OpenAI.CompletionCreateParamsNonStreaming,
+          { signal: options?.signal },
+        );
       } catch (error) {
-        throw toProviderError({ port: 'policy', provider, error, signal: options?.signal, secrets: [key], aborted: error instanceof OpenAI.APIUserAbortError, connectionFailure: error instanceof OpenAI.APIConnectionError });
+        throw toProviderError({
+          port: 'policy',
+          provider,
+          error,
+          signal: options?.signal,
+          secrets: [key],
+          aborted: error instanceof OpenAI.APIUserAbortError,
+          connectionFailure: error instanceof OpenAI.APIConnectionError,
+        });
       }
       const choice = response?.choices?.[0] as CompletionChoice | undefined;
-      if (!choice || typeof choice.text !== 'string') throw new PortOutputError({ port: 'policy', provider, field: 'choices[0].text', message: 'the response has no choices[0].text' });
+      if (!choice || typeof choice.text !== 'string')
+        throw new PortOutputError({
+          port: 'policy',
+          provider,
+          field: 'choices[0].text',
+          message: 'the response has no choices[0].text',
+        });
       return choice;
     },
   };
@@ -90,7 +122,12 @@ export function createOpenAICompatibleCompletions(settings: z.input<typeof setti
 function tokenIdOf(token: string, provider: string, field: string): number {
   const match = /^token_id:(\d+)$/.exec(token);
   if (!match) {
-    throw new PortOutputError({ port: 'policy', provider, field, message: `expected "token_id:<id>" (serve with vLLM and send return_tokens_as_token_ids), got ${JSON.stringify(token)}` });
+    throw new PortOutputError({
+      port: 'policy',
+      provider,
+      field,
+      message: `expected "token_id:<id>" (serve with vLLM and send return_tokens_as_token_ids), got ${JSON.stringify(token)}`,
+    });
   }
   return Number(match[1]);
 }
@@ -106,16 +143,33 @@ function tokenIdOf(token: string, provider: string, field: string): number {
  */
 export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings): PolicyBackend {
   const { tokenizer, reliability, reliabilityDeps, contextLength: _contextLength, ...rest } = settings;
-  if (!tokenizer || typeof tokenizer.encode !== 'function') throw new InvalidArgumentError({ argument: 'tokenizer', message: "the served model's tokenizer is required (token ids must match the server's)" });
+  if (!tokenizer || typeof tokenizer.encode !== 'function')
+    throw new InvalidArgumentError({
+      argument: 'tokenizer',
+      message: "the served model's tokenizer is required (token ids must match the server's)",
+    });
   const client = createOpenAICompatibleCompletions(rest);
   const provider = client.provider;
   // Each HTTP call starts from the rollout's whole sequence, so it can be repeated: the remote-call defaults apply.
-  const caller = createReliableCaller('policy', provider, { ...DEFAULT_CALL_POLICY, ...reliability }, reliabilityDeps);
+  const caller = createReliableCaller(
+    'policy',
+    provider,
+    { ...DEFAULT_CALL_POLICY, ...reliability },
+    reliabilityDeps,
+  );
   const completions = {
-    doComplete: (request: CompletionRequest, options: CallOptions = {}) => caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request], ...(options.signal && { signal: options.signal }) }),
+    doComplete: (request: CompletionRequest, options: CallOptions = {}) =>
+      caller.call('complete', (signal) => client.doComplete(request, { signal }), {
+        args: [request],
+        ...(options.signal && { signal: options.signal }),
+      }),
   };
 
-  const turnFor = async (sequence: number[], maxTokens: number, options: GenerateTurnOptions): Promise<{ steps: TokenStep[]; finishReason: TurnOutput['finishReason'] }> => {
+  const turnFor = async (
+    sequence: number[],
+    maxTokens: number,
+    options: GenerateTurnOptions,
+  ): Promise<{ steps: TokenStep[]; finishReason: TurnOutput['finishReason'] }> => {
     if (maxTokens <= 0) return { steps: [], finishReason: 'length' };
     const choice = await completions.doComplete(
       {
@@ -134,17 +188,32 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
     const tokens = choice.logprobs?.tokens;
     const logProbs = choice.logprobs?.token_logprobs;
     if (!Array.isArray(tokens) || !Array.isArray(logProbs) || tokens.length !== logProbs.length) {
-      throw new PortOutputError({ port: 'policy', provider, field: 'choices[0].logprobs', message: 'expected tokens and token_logprobs of equal length (send logprobs: 1)' });
+      throw new PortOutputError({
+        port: 'policy',
+        provider,
+        field: 'choices[0].logprobs',
+        message: 'expected tokens and token_logprobs of equal length (send logprobs: 1)',
+      });
     }
     const start = sequence.length;
     const steps = tokens.map((token, k) => {
       const tokenId = tokenIdOf(token, provider, `choices[0].logprobs.tokens[${k}]`);
       const logProb = logProbs[k];
-      if (typeof logProb !== 'number') throw new PortOutputError({ port: 'policy', provider, field: `choices[0].logprobs.token_logprobs[${k}]`, message: 'expected a number' });
+      if (typeof logProb !== 'number')
+        throw new PortOutputError({
+          port: 'policy',
+          provider,
+          field: `choices[0].logprobs.token_logprobs[${k}]`,
+          message: 'expected a number',
+        });
       return { tokenId, tokenText: tokenizer.tokenText(tokenId), logProb, position: start + k };
     });
     const text = choice.text;
-    const finishReason: TurnOutput['finishReason'] = options.stopAfter.some((stop) => text.endsWith(stop)) ? 'stop' : choice.finish_reason === 'length' ? 'length' : 'eos';
+    const finishReason: TurnOutput['finishReason'] = options.stopAfter.some((stop) => text.endsWith(stop))
+      ? 'stop'
+      : choice.finish_reason === 'length'
+        ? 'length'
+        : 'eos';
     return { steps, finishReason };
   };
 
@@ -161,7 +230,11 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
       let ended = false;
       const sequenceOf = (id: number) => {
         const sequence = sequences[id];
-        if (!sequence) throw new InvalidArgumentError({ argument: 'rolloutId', message: `no rollout ${id} in a session of ${sequences.length}` });
+        if (!sequence)
+          throw new InvalidArgumentError({
+            argument: 'rolloutId',
+            message: `no rollout ${id} in a session of ${sequences.length}`,
+          });
         if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'the session has ended' });
         return sequence;
       };
@@ -188,7 +261,10 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
     async logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]> {
       // vLLM's prompt_logprobs are taken at temperature 1, whatever the request's temperature.
       if (batch.temperature !== undefined && batch.temperature !== 1 && batch.temperature !== 0) {
-        throw new InvalidArgumentError({ argument: 'batch.temperature', message: `vLLM's prompt_logprobs are at temperature 1; got ${batch.temperature}` });
+        throw new InvalidArgumentError({
+          argument: 'batch.temperature',
+          message: `vLLM's prompt_logprobs are at temperature 1; got ${batch.temperature}`,
+        });
       }
       return Promise.all(
         batch.inputIds.map(async (ids, i) => {
@@ -196,26 +272,56 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
           const last = Math.max(0, ...positions);
           const prompt = ids.slice(0, last + 1);
           // vLLM's prompt_logprobs gives, for every prompt position, the log-prob of the token there.
-          const choice = await completions.doComplete({ prompt, max_tokens: 1, temperature: 0, prompt_logprobs: 0 }, { ...(options?.signal && { signal: options.signal }) });
+          const choice = await completions.doComplete(
+            { prompt, max_tokens: 1, temperature: 0, prompt_logprobs: 0 },
+            { ...(options?.signal && { signal: options.signal }) },
+          );
           const table = choice.prompt_logprobs;
-          if (!Array.isArray(table)) throw new PortOutputError({ port: 'policy', provider, field: 'choices[0].prompt_logprobs', message: 'expected per-position log-probs (vLLM prompt_logprobs)' });
+          if (!Array.isArray(table))
+            throw new PortOutputError({
+              port: 'policy',
+              provider,
+              field: 'choices[0].prompt_logprobs',
+              message: 'expected per-position log-probs (vLLM prompt_logprobs)',
+            });
           return positions.map((position) => {
-            if (position <= 0) throw new InvalidArgumentError({ argument: `batch.positions[${i}]`, message: 'position 0 has no log-prob (nothing precedes it)' });
+            if (position <= 0)
+              throw new InvalidArgumentError({
+                argument: `batch.positions[${i}]`,
+                message: 'position 0 has no log-prob (nothing precedes it)',
+              });
             const entry = table[position]?.[String(prompt[position])];
-            if (typeof entry?.logprob !== 'number') throw new PortOutputError({ port: 'policy', provider, field: `choices[0].prompt_logprobs[${position}]`, message: `no log-prob for token ${prompt[position]}` });
+            if (typeof entry?.logprob !== 'number')
+              throw new PortOutputError({
+                port: 'policy',
+                provider,
+                field: `choices[0].prompt_logprobs[${position}]`,
+                message: `no log-prob for token ${prompt[position]}`,
+              });
             return entry.logprob;
           });
         }),
       );
     },
     async update(): Promise<UpdateResult> {
-      throw new InvalidArgumentError({ argument: 'policy', message: `'${provider}' runs rollouts only; train with an in-process policy backend (trainable: false)` });
+      throw new InvalidArgumentError({
+        argument: 'policy',
+        message: `'${provider}' runs rollouts only; train with an in-process policy backend (trainable: false)`,
+      });
     },
     async save(): Promise<PolicyCheckpoint> {
-      return { format: 'openai-compatible-v1', metadata: { baseURL: rest.baseURL, model: rest.model }, blobs: {} };
+      return {
+        format: 'openai-compatible-v1',
+        metadata: { baseURL: rest.baseURL, model: rest.model },
+        blobs: {},
+      };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== 'openai-compatible-v1') throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected 'openai-compatible-v1', got '${checkpoint.format}'` });
+      if (checkpoint.format !== 'openai-compatible-v1')
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.format',
+          message: `expected 'openai-compatible-v1', got '${checkpoint.format}'`,
+        });
     },
   };
 }

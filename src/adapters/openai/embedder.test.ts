@@ -16,35 +16,70 @@ afterEach(async () => {
   await server.close();
 });
 
-const texts = [{ kind: 'text' as const, text: 'river boat add 3 and 4' }, { kind: 'text' as const, text: 'cloud rain sum 2 and 5' }];
+const texts = [
+  { kind: 'text' as const, text: 'river boat add 3 and 4' },
+  { kind: 'text' as const, text: 'cloud rain sum 2 and 5' },
+];
 
 describe('createOpenAIEmbedder', () => {
   it('posts the texts to /embeddings and returns the vectors in input order, L2-normalised', async () => {
     server.reply({ json: fixtures.embeddings });
-    const embedder = createOpenAIEmbedder({ model: 'text-embedding-3-small', dimensions: 3, apiKey: CANARY, baseURL: `${server.url}/v1` });
+    const embedder = createOpenAIEmbedder({
+      model: 'text-embedding-3-small',
+      dimensions: 3,
+      apiKey: CANARY,
+      baseURL: `${server.url}/v1`,
+    });
     const vectors = await embedder.doEmbed(texts);
     expect(vectors[0]!.map((x) => Number(x.toFixed(4)))).toEqual([0.6, 0.8, 0]);
     expect(vectors[1]!.map((x) => Number(x.toFixed(4)))).toEqual([0, 0.6, 0.8]);
     const request = server.requests[0]!;
     expect(request.path).toBe('/v1/embeddings');
     expect(request.headers.authorization).toBe(`Bearer ${CANARY}`);
-    expect(request.json).toEqual({ model: 'text-embedding-3-small', input: texts.map((t) => t.text), encoding_format: 'float', dimensions: 3 });
+    expect(request.json).toEqual({
+      model: 'text-embedding-3-small',
+      input: texts.map((t) => t.text),
+      encoding_format: 'float',
+      dimensions: 3,
+    });
   });
 
   it('fails on a wrong count of vectors or dimensions, and validates its settings', async () => {
     server.reply({ json: { ...fixtures.embeddings, data: fixtures.embeddings.data.slice(0, 1) } });
-    const embedder = createOpenAIEmbedder({ model: 'm', dimensions: 3, apiKey: CANARY, baseURL: `${server.url}/v1` });
+    const embedder = createOpenAIEmbedder({
+      model: 'm',
+      dimensions: 3,
+      apiKey: CANARY,
+      baseURL: `${server.url}/v1`,
+    });
     expect(PortOutputError.isInstance(await embedder.doEmbed(texts).catch((e: unknown) => e))).toBe(true);
     server.reply({ json: fixtures.embeddings });
-    const wrongSize = withReliability(createOpenAIEmbedder({ model: 'm', dimensions: 4, sendDimensions: false, apiKey: CANARY, baseURL: `${server.url}/v1` }), 'embedder');
-    expect(await wrongSize.doEmbed(texts).catch((e: unknown) => (e as Error).message)).toMatch(/expected 4 numbers/);
+    const wrongSize = withReliability(
+      createOpenAIEmbedder({
+        model: 'm',
+        dimensions: 4,
+        sendDimensions: false,
+        apiKey: CANARY,
+        baseURL: `${server.url}/v1`,
+      }),
+      'embedder',
+    );
+    expect(await wrongSize.doEmbed(texts).catch((e: unknown) => (e as Error).message)).toMatch(
+      /expected 4 numbers/,
+    );
     expect(() => createOpenAIEmbedder({ model: 'm', dimensions: 0 })).toThrowError(ConfigValidationError);
   });
 
   faultSuite({
     server: () => server,
     port: 'embedder',
-    adapter: () => createOpenAIEmbedder({ model: 'text-embedding-3-small', dimensions: 3, apiKey: CANARY, baseURL: `${server.url}/v1` }),
+    adapter: () =>
+      createOpenAIEmbedder({
+        model: 'text-embedding-3-small',
+        dimensions: 3,
+        apiKey: CANARY,
+        baseURL: `${server.url}/v1`,
+      }),
     call: (embedder, signal) => embedder.doEmbed(texts, { signal }),
     success: { json: fixtures.embeddings },
     rateLimited: { status: 429, json: responses.rate_limited },

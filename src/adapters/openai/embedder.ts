@@ -21,8 +21,19 @@ export function createOpenAIEmbedder(settings: OpenAIEmbedderSettings): Embedder
   let key: string | undefined;
   const get = () => {
     if (client) return client;
-    key = loadApiKey({ apiKey: resolved.apiKey, environmentVariableNames: ['OPENAI_API_KEY'], vendor: 'OpenAI', factory: 'createOpenAIEmbedder' });
-    client = new OpenAI({ apiKey: key, baseURL: resolved.baseURL, organization: resolved.organization, maxRetries: 0, timeout: 10 * 60_000 });
+    key = loadApiKey({
+      apiKey: resolved.apiKey,
+      environmentVariableNames: ['OPENAI_API_KEY'],
+      vendor: 'OpenAI',
+      factory: 'createOpenAIEmbedder',
+    });
+    client = new OpenAI({
+      apiKey: key,
+      baseURL: resolved.baseURL,
+      organization: resolved.organization,
+      maxRetries: 0,
+      timeout: 10 * 60_000,
+    });
     return client;
   };
   return {
@@ -31,7 +42,11 @@ export function createOpenAIEmbedder(settings: OpenAIEmbedderSettings): Embedder
     dimensions: resolved.dimensions,
     async doEmbed(items: readonly EmbeddingInput[], options?: CallOptions): Promise<number[][]> {
       const input = items.map((item, i) => {
-        if (item.kind !== 'text') throw new InvalidArgumentError({ argument: `items[${i}]`, message: 'the OpenAI embeddings endpoint embeds text only' });
+        if (item.kind !== 'text')
+          throw new InvalidArgumentError({
+            argument: `items[${i}]`,
+            message: 'the OpenAI embeddings endpoint embeds text only',
+          });
         return item.text;
       });
       if (input.length === 0) return [];
@@ -39,18 +54,47 @@ export function createOpenAIEmbedder(settings: OpenAIEmbedderSettings): Embedder
       let response: OpenAI.Embeddings.CreateEmbeddingResponse;
       try {
         response = await openai.embeddings.create(
-          { model: resolved.model, input, encoding_format: 'float', ...(resolved.sendDimensions && { dimensions: resolved.dimensions }) },
+          {
+            model: resolved.model,
+            input,
+            encoding_format: 'float',
+            ...(resolved.sendDimensions && { dimensions: resolved.dimensions }),
+          },
           { signal: options?.signal },
         );
       } catch (error) {
-        throw toProviderError({ port: 'embedder', provider, error, signal: options?.signal, secrets: [key], aborted: error instanceof OpenAI.APIUserAbortError, connectionFailure: error instanceof OpenAI.APIConnectionError });
+        throw toProviderError({
+          port: 'embedder',
+          provider,
+          error,
+          signal: options?.signal,
+          secrets: [key],
+          aborted: error instanceof OpenAI.APIUserAbortError,
+          connectionFailure: error instanceof OpenAI.APIConnectionError,
+        });
       }
       const data = Array.isArray(response?.data) ? response.data : null;
-      if (!data || data.length !== input.length) throw new PortOutputError({ port: 'embedder', provider, field: 'data', message: `expected ${input.length} embeddings, got ${data ? data.length : 'none'}` });
+      if (!data || data.length !== input.length)
+        throw new PortOutputError({
+          port: 'embedder',
+          provider,
+          field: 'data',
+          message: `expected ${input.length} embeddings, got ${data ? data.length : 'none'}`,
+        });
       const vectors: number[][] = new Array(input.length);
       for (const row of data) {
-        if (!Number.isInteger(row.index) || row.index < 0 || row.index >= input.length || !Array.isArray(row.embedding)) {
-          throw new PortOutputError({ port: 'embedder', provider, field: 'data.index', message: 'an embedding without a valid index or vector' });
+        if (
+          !Number.isInteger(row.index) ||
+          row.index < 0 ||
+          row.index >= input.length ||
+          !Array.isArray(row.embedding)
+        ) {
+          throw new PortOutputError({
+            port: 'embedder',
+            provider,
+            field: 'data.index',
+            message: 'an embedding without a valid index or vector',
+          });
         }
         vectors[row.index] = Array.from(l2Normalise(row.embedding));
       }

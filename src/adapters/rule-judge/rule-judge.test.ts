@@ -6,11 +6,15 @@ describe('createRuleJudge', () => {
     const judge = createRuleJudge();
     expect((await judge.doScore('q', 'It was 4.5 billion dollars.', '4.5 billion dollars')).score).toBe(1);
     expect((await judge.doScore('q', 'The Eiffel Tower', 'eiffel tower')).score).toBe(1);
-    expect((await judge.doScore('q', '4.5 billion euros', '4.5 billion dollars')).score).toBeGreaterThanOrEqual(0.5);
+    expect(
+      (await judge.doScore('q', '4.5 billion euros', '4.5 billion dollars')).score,
+    ).toBeGreaterThanOrEqual(0.5);
     expect((await judge.doScore('q', '4.5 billion euros', '4.5 billion dollars')).score).toBeLessThan(1);
     expect((await judge.doScore('q', 'Berlin', '4.5 billion dollars')).score).toBe(0);
     expect((await judge.doScore('q', '7 billion dollars', '4.5 billion dollars')).score).toBe(0);
-    expect((await judge.doScore('q', '4.50 billion dollars total', '4.5 billion dollars')).score).toBeGreaterThan(0);
+    expect(
+      (await judge.doScore('q', '4.50 billion dollars total', '4.5 billion dollars')).score,
+    ).toBeGreaterThan(0);
     expect((await judge.doScore('q', '', 'x')).score).toBe(0);
     expect(judge.calls).toHaveLength(8);
   });

@@ -42,7 +42,12 @@ export function createRuleJudge(settings: RuleJudgeSettings = {}): RuleJudge {
     specificationVersion: 'v1',
     provider: 'rule',
     calls,
-    async doScore(question: string, answer: string, reference: string, options?: CallOptions): Promise<JudgeVerdict> {
+    async doScore(
+      question: string,
+      answer: string,
+      reference: string,
+      options?: CallOptions,
+    ): Promise<JudgeVerdict> {
       options?.signal?.throwIfAborted();
       const a = normaliseAnswer(answer);
       const r = normaliseAnswer(reference);

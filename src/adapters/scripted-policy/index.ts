@@ -1,1 +1,8 @@
-export { createScriptedPolicy, type ScriptedPolicy, type ScriptedPolicySettings, type Script, type ScriptContext, type ScriptedPolicyCalls } from './scripted-policy';
+export {
+  createScriptedPolicy,
+  type ScriptedPolicy,
+  type ScriptedPolicySettings,
+  type Script,
+  type ScriptContext,
+  type ScriptedPolicyCalls,
+} from './scripted-policy';

@@ -30,7 +30,10 @@ export interface ScriptContext {
  * What the policy says: one list of turns for every rollout, a list per rollout, or a function.
  * Past the end of a list the last turn is repeated.
  */
-export type Script = readonly string[] | readonly (readonly string[])[] | ((context: ScriptContext) => string);
+export type Script =
+  | readonly string[]
+  | readonly (readonly string[])[]
+  | ((context: ScriptContext) => string);
 
 export interface ScriptedPolicySettings {
   script: Script;
@@ -48,7 +51,12 @@ export interface ScriptedPolicyCalls {
   generateTurn: Array<{ rolloutIds: number[]; options: Omit<GenerateTurnOptions, 'signal'> }>;
   append: Array<{ rolloutId: number; tokens: number; images: number }>;
   logProbs: Array<{ sequences: number }>;
-  update: Array<{ sequences: number; value: number; gradNewLogProbs: number[][]; metrics?: Record<string, number> }>;
+  update: Array<{
+    sequences: number;
+    value: number;
+    gradNewLogProbs: number[][];
+    metrics?: Record<string, number>;
+  }>;
 }
 
 export interface ScriptedPolicy extends PolicyBackend {
@@ -64,17 +72,27 @@ export interface ScriptedPolicy extends PolicyBackend {
 export function createScriptedPolicy(settings: ScriptedPolicySettings): ScriptedPolicy {
   const tokenizer = settings.tokenizer ?? createProtocolTokenizer();
   const logProb = settings.logProb ?? SCRIPTED_LOG_PROB;
-  if (!(Number.isFinite(logProb) && logProb <= 0)) throw new InvalidArgumentError({ argument: 'logProb', message: `must be a finite number <= 0, got ${logProb}` });
+  if (!(Number.isFinite(logProb) && logProb <= 0))
+    throw new InvalidArgumentError({
+      argument: 'logProb',
+      message: `must be a finite number <= 0, got ${logProb}`,
+    });
   const script = settings.script;
   if (typeof script !== 'function' && (!Array.isArray(script) || script.length === 0)) {
-    throw new InvalidArgumentError({ argument: 'script', message: 'must be a non-empty array of turns, an array of arrays (one per rollout), or a function' });
+    throw new InvalidArgumentError({
+      argument: 'script',
+      message: 'must be a non-empty array of turns, an array of arrays (one per rollout), or a function',
+    });
   }
   const calls: ScriptedPolicyCalls = { begin: [], generateTurn: [], append: [], logProbs: [], update: [] };
 
   const turnText = (ctx: ScriptContext): string => {
     if (typeof script === 'function') return script(ctx);
     const perRollout = Array.isArray(script[0]);
-    const turns = (perRollout ? (script as readonly (readonly string[])[])[ctx.rolloutId % script.length] : (script as readonly string[])) ?? [];
+    const turns =
+      (perRollout
+        ? (script as readonly (readonly string[])[])[ctx.rolloutId % script.length]
+        : (script as readonly string[])) ?? [];
     if (turns.length === 0) return '';
     return turns[Math.min(ctx.turn, turns.length - 1)]!;
   };
@@ -97,18 +115,38 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
       return {
         size: promptTokenIds.length,
         async generateTurn(rolloutIds, options): Promise<TurnOutput[]> {
-          if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'generateTurn after end()' });
+          if (ended)
+            throw new InvalidArgumentError({ argument: 'session', message: 'generateTurn after end()' });
           options.signal?.throwIfAborted();
           const { signal: _signal, ...rest } = options;
           calls.generateTurn.push({ rolloutIds: [...rolloutIds], options: rest });
           return rolloutIds.map((rolloutId, k) => {
             const sequence = sequences[rolloutId];
-            if (!sequence) throw new InvalidArgumentError({ argument: 'rolloutIds', message: `no rollout ${rolloutId} in a session of ${sequences.length}` });
-            const text = turnText({ rolloutId, turn: turns[rolloutId]!, context: tokenizer.decode(sequence), lastObservation: lastObservation[rolloutId]! });
+            if (!sequence)
+              throw new InvalidArgumentError({
+                argument: 'rolloutIds',
+                message: `no rollout ${rolloutId} in a session of ${sequences.length}`,
+              });
+            const text = turnText({
+              rolloutId,
+              turn: turns[rolloutId]!,
+              context: tokenizer.decode(sequence),
+              lastObservation: lastObservation[rolloutId]!,
+            });
             turns[rolloutId]!++;
-            const { ids, finishReason } = cutAtStop(tokenizer, tokenizer.encode(text), options.stopAfter, maxTokensAt(options, k));
+            const { ids, finishReason } = cutAtStop(
+              tokenizer,
+              tokenizer.encode(text),
+              options.stopAfter,
+              maxTokensAt(options, k),
+            );
             const steps: TokenStep[] = ids.map((tokenId) => {
-              const step = { tokenId, tokenText: tokenizer.tokenText(tokenId), logProb, position: sequence.length };
+              const step = {
+                tokenId,
+                tokenText: tokenizer.tokenText(tokenId),
+                logProb,
+                position: sequence.length,
+              };
               sequence.push(tokenId);
               return step;
             });
@@ -117,9 +155,17 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
         },
         async append(rolloutId, tokenIds, appendOptions) {
           const sequence = sequences[rolloutId];
-          if (!sequence) throw new InvalidArgumentError({ argument: 'rolloutId', message: `no rollout ${rolloutId} in a session of ${sequences.length}` });
+          if (!sequence)
+            throw new InvalidArgumentError({
+              argument: 'rolloutId',
+              message: `no rollout ${rolloutId} in a session of ${sequences.length}`,
+            });
           if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'append after end()' });
-          calls.append.push({ rolloutId, tokens: tokenIds.length, images: appendOptions?.images?.length ?? 0 });
+          calls.append.push({
+            rolloutId,
+            tokens: tokenIds.length,
+            images: appendOptions?.images?.length ?? 0,
+          });
           sequence.push(...tokenIds);
           lastObservation[rolloutId] = tokenizer.decode(tokenIds);
         },
@@ -137,25 +183,50 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
       const result = lossFn(newLogProbs);
       let squared = 0;
       for (const row of result.gradNewLogProbs) for (const g of row) squared += g * g;
-      calls.update.push({ sequences: batch.inputIds.length, value: result.value, gradNewLogProbs: result.gradNewLogProbs, ...(result.metrics && { metrics: result.metrics }) });
-      return { value: result.value, gradNorm: Math.sqrt(squared), applied: false, skippedReason: 'the scripted policy is not trainable', ...(result.metrics && { metrics: result.metrics }) };
+      calls.update.push({
+        sequences: batch.inputIds.length,
+        value: result.value,
+        gradNewLogProbs: result.gradNewLogProbs,
+        ...(result.metrics && { metrics: result.metrics }),
+      });
+      return {
+        value: result.value,
+        gradNorm: Math.sqrt(squared),
+        applied: false,
+        skippedReason: 'the scripted policy is not trainable',
+        ...(result.metrics && { metrics: result.metrics }),
+      };
     },
     async save(): Promise<PolicyCheckpoint> {
-      return { format: 'scripted-v1', metadata: { logProb, scriptKind: typeof script === 'function' ? 'function' : 'list' }, blobs: {} };
+      return {
+        format: 'scripted-v1',
+        metadata: { logProb, scriptKind: typeof script === 'function' ? 'function' : 'list' },
+        blobs: {},
+      };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== 'scripted-v1') throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected 'scripted-v1', got '${checkpoint.format}'` });
+      if (checkpoint.format !== 'scripted-v1')
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.format',
+          message: `expected 'scripted-v1', got '${checkpoint.format}'`,
+        });
     },
   };
 }
 
 /** Truncates generated ids right after the first stop string, or at maxTokens. */
-function cutAtStop(tokenizer: Tokenizer, ids: number[], stopAfter: readonly string[], maxTokens: number): { ids: number[]; finishReason: TurnOutput['finishReason'] } {
+function cutAtStop(
+  tokenizer: Tokenizer,
+  ids: number[],
+  stopAfter: readonly string[],
+  maxTokens: number,
+): { ids: number[]; finishReason: TurnOutput['finishReason'] } {
   let text = '';
   for (let k = 0; k < ids.length; k++) {
     if (k >= maxTokens) return { ids: ids.slice(0, k), finishReason: 'length' };
     text = tokenizer.decode(ids.slice(0, k + 1));
-    if (stopAfter.some((stop) => text.endsWith(stop))) return { ids: ids.slice(0, k + 1), finishReason: 'stop' };
+    if (stopAfter.some((stop) => text.endsWith(stop)))
+      return { ids: ids.slice(0, k + 1), finishReason: 'stop' };
   }
   return { ids, finishReason: 'eos' };
 }

@@ -28,33 +28,56 @@ export async function httpJson(options: HttpJsonOptions): Promise<unknown> {
   try {
     response = await request(options.url, {
       method: options.method,
-      headers: { accept: 'application/json', ...(options.body !== undefined && { 'content-type': 'application/json' }), ...options.headers },
+      headers: {
+        accept: 'application/json',
+        ...(options.body !== undefined && { 'content-type': 'application/json' }),
+        ...options.headers,
+      },
       ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
       ...(signal && { signal }),
     });
   } catch (error) {
-    throw toProviderError({ port: 'searchEngine', provider, error: new Error(`connection failed: ${(error as Error).message}`, { cause: error }), signal, secrets });
+    throw toProviderError({
+      port: 'searchEngine',
+      provider,
+      error: new Error(`connection failed: ${(error as Error).message}`, { cause: error }),
+      signal,
+      secrets,
+    });
   }
   let text: string;
   try {
     text = await response.body.text();
   } catch (error) {
-    if (signal?.aborted) throw new AbortedError({ what: `searchEngine '${provider}' call`, cause: signal.reason });
-    throw new ProviderCallError({ port: 'searchEngine', provider, message: `the response body was cut off: ${redactSecrets((error as Error).message, secrets)}`, isRetryable: true });
+    if (signal?.aborted)
+      throw new AbortedError({ what: `searchEngine '${provider}' call`, cause: signal.reason });
+    throw new ProviderCallError({
+      port: 'searchEngine',
+      provider,
+      message: `the response body was cut off: ${redactSecrets((error as Error).message, secrets)}`,
+      isRetryable: true,
+    });
   }
   if (response.statusCode >= 400) {
     throw new ProviderCallError({
       port: 'searchEngine',
       provider,
       status: response.statusCode,
-      retryAfterMs: parseRetryAfter(response.headers as Record<string, string | string[] | undefined>) ?? options.retryAfter?.(response.headers as Record<string, string | string[] | undefined>),
+      retryAfterMs:
+        parseRetryAfter(response.headers as Record<string, string | string[] | undefined>) ??
+        options.retryAfter?.(response.headers as Record<string, string | string[] | undefined>),
       message: redactAndCut(text, secrets, 300) || `HTTP ${response.statusCode}`,
     });
   }
   try {
     return JSON.parse(text);
   } catch {
-    throw new ProviderCallError({ port: 'searchEngine', provider, message: `malformed response body: ${JSON.stringify(redactAndCut(text, secrets, 80))}`, isRetryable: false });
+    throw new ProviderCallError({
+      port: 'searchEngine',
+      provider,
+      message: `malformed response body: ${JSON.stringify(redactAndCut(text, secrets, 80))}`,
+      isRetryable: false,
+    });
   }
 }
 

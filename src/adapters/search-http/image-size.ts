@@ -1,7 +1,13 @@
 /** Pixel size and MIME type of a PNG or JPEG from its header, without decoding it. */
 export function imageInfo(bytes: Uint8Array): { mimeType: string; width: number; height: number } | null {
   // PNG: signature, then the IHDR chunk with width and height as big-endian 32-bit integers.
-  if (bytes.length >= 24 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) {
+  if (
+    bytes.length >= 24 &&
+    bytes[0] === 0x89 &&
+    bytes[1] === 0x50 &&
+    bytes[2] === 0x4e &&
+    bytes[3] === 0x47
+  ) {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     return { mimeType: 'image/png', width: view.getUint32(16), height: view.getUint32(20) };
   }
@@ -13,7 +19,11 @@ export function imageInfo(bytes: Uint8Array): { mimeType: string; width: number;
       const marker = bytes[offset + 1]!;
       const length = (bytes[offset + 2]! << 8) | bytes[offset + 3]!;
       if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
-        return { mimeType: 'image/jpeg', height: (bytes[offset + 5]! << 8) | bytes[offset + 6]!, width: (bytes[offset + 7]! << 8) | bytes[offset + 8]! };
+        return {
+          mimeType: 'image/jpeg',
+          height: (bytes[offset + 5]! << 8) | bytes[offset + 6]!,
+          width: (bytes[offset + 7]! << 8) | bytes[offset + 8]!,
+        };
       }
       offset += 2 + length;
     }

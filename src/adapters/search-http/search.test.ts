@@ -10,7 +10,10 @@ import fixtures from './__fixtures__/responses.json';
 import { imageInfo } from './image-size';
 import { createBraveWebSearch, createSearchR1Retriever, createVragImageSearch } from './search';
 
-const ONE_PIXEL_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+const ONE_PIXEL_PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
 const CANARY = 'BSAcanary000000000000000000000001';
 let server: RecordedServer;
 beforeEach(async () => {
@@ -24,8 +27,14 @@ afterEach(async () => {
 describe('createSearchR1Retriever', () => {
   it('posts {queries, topk, return_scores} to /retrieve and reads documents with scores', async () => {
     server.reply({ json: fixtures.search_r1 });
-    const hits = await createSearchR1Retriever({ url: `${server.url}/` }).doSearch('who was evan morris', { topK: 3 });
-    expect(server.requests[0]).toMatchObject({ method: 'POST', path: '/retrieve', json: { queries: ['who was evan morris'], topk: 3, return_scores: true } });
+    const hits = await createSearchR1Retriever({ url: `${server.url}/` }).doSearch('who was evan morris', {
+      topK: 3,
+    });
+    expect(server.requests[0]).toMatchObject({
+      method: 'POST',
+      path: '/retrieve',
+      json: { queries: ['who was evan morris'], topk: 3, return_scores: true },
+    });
     expect(hits.map((h) => [h.basename, h.score])).toEqual([
       ['0', 0.8231],
       ['1', 0.7514],
@@ -35,10 +44,17 @@ describe('createSearchR1Retriever', () => {
   });
 
   it('accepts bare documents (return_scores off) and rejects a wrong shape naming the field', async () => {
-    server.reply({ json: { result: [[{ id: '7', contents: '"T"\nx' }]] } }, { json: { result: [[{ document: { id: '7' } }]] } });
+    server.reply(
+      { json: { result: [[{ id: '7', contents: '"T"\nx' }]] } },
+      { json: { result: [[{ document: { id: '7' } }]] } },
+    );
     const retriever = createSearchR1Retriever({ url: server.url });
-    expect(await retriever.doSearch('q', { topK: 1 })).toEqual([{ id: '7', basename: '7', text: '"T"\nx', score: 0 }]);
-    await expect(retriever.doSearch('q', { topK: 1 })).rejects.toMatchObject({ field: 'result[0][0].document' });
+    expect(await retriever.doSearch('q', { topK: 1 })).toEqual([
+      { id: '7', basename: '7', text: '"T"\nx', score: 0 },
+    ]);
+    await expect(retriever.doSearch('q', { topK: 1 })).rejects.toMatchObject({
+      field: 'result[0][0].document',
+    });
   });
 
   describe('faults', () => {
@@ -67,8 +83,15 @@ describe('createVragImageSearch', () => {
 
   it('posts {queries, top_k, vrag_ret} to /search and loads the page images from disk', async () => {
     server.reply({ json: fixtures.vrag });
-    const hits = await createVragImageSearch({ url: server.url, imageRoot: root }).doSearch('acme revenue 2019', { topK: 5 });
-    expect(server.requests[0]).toMatchObject({ method: 'POST', path: '/search', json: { queries: ['acme revenue 2019'], top_k: 5, vrag_ret: true } });
+    const hits = await createVragImageSearch({ url: server.url, imageRoot: root }).doSearch(
+      'acme revenue 2019',
+      { topK: 5 },
+    );
+    expect(server.requests[0]).toMatchObject({
+      method: 'POST',
+      path: '/search',
+      json: { queries: ['acme revenue 2019'], top_k: 5, vrag_ret: true },
+    });
     expect(hits.map((h) => h.basename)).toEqual(['acme_report_2.png', 'acme_report_5.png']);
     expect(hits[0]!.image).toMatchObject({ mimeType: 'image/png', width: 1, height: 1 });
     expect(Buffer.from(hits[0]!.image!.bytes).equals(ONE_PIXEL_PNG)).toBe(true);
@@ -76,14 +99,21 @@ describe('createVragImageSearch', () => {
 
   it("speaks the first demo server's GET /search?queries=… when asked", async () => {
     server.reply({ json: fixtures.vrag });
-    await createVragImageSearch({ url: server.url, method: 'GET', images: 'none' }).doSearch('acme', { topK: 2 });
+    await createVragImageSearch({ url: server.url, method: 'GET', images: 'none' }).doSearch('acme', {
+      topK: 2,
+    });
     expect(server.requests[0]).toMatchObject({ method: 'GET', path: '/search' });
     expect(server.requests[0]!.query.getAll('queries')).toEqual(['acme']);
   });
 
   it('keeps auth header values out of errors', async () => {
     server.reply({ status: 401, json: { detail: 'invalid token: Bearer retriever-token-CANARY-0001' } });
-    const error = (await createSearchR1Retriever({ url: server.url, headers: { authorization: 'Bearer retriever-token-CANARY-0001' } }).doSearch('q', { topK: 1 }).catch((e: unknown) => e)) as Error;
+    const error = (await createSearchR1Retriever({
+      url: server.url,
+      headers: { authorization: 'Bearer retriever-token-CANARY-0001' },
+    })
+      .doSearch('q', { topK: 1 })
+      .catch((e: unknown) => e)) as Error;
     expect(error).toMatchObject({ status: 401 });
     expect(error.message).not.toContain('retriever-token-CANARY-0001');
   });
@@ -91,7 +121,10 @@ describe('createVragImageSearch', () => {
   it('redacts before it cuts: no part of a key straddling the cut of an error body survives', async () => {
     const token = 'retriever-token-CANARY-0002';
     const headers = { authorization: `Bearer ${token}` };
-    server.reply({ status: 401, text: `${'x'.repeat(280)}${token} denied` }, { text: `<html>${'y'.repeat(60)}${token}</html>` });
+    server.reply(
+      { status: 401, text: `${'x'.repeat(280)}${token} denied` },
+      { text: `<html>${'y'.repeat(60)}${token}</html>` },
+    );
     const retriever = createSearchR1Retriever({ url: server.url, headers });
     const denied = (await retriever.doSearch('q', { topK: 1 }).catch((e: unknown) => e)) as Error;
     const malformed = (await retriever.doSearch('q', { topK: 1 }).catch((e: unknown) => e)) as Error;
@@ -103,9 +136,13 @@ describe('createVragImageSearch', () => {
   it('can return basenames only, and names a missing image file', async () => {
     server.reply({ json: fixtures.vrag });
     const hits = await createVragImageSearch({ url: server.url, images: 'none' }).doSearch('q', { topK: 1 });
-    expect(hits).toEqual([{ id: './search_engine/corpus/img/acme_report_2.png', basename: 'acme_report_2.png', score: 1 }]);
+    expect(hits).toEqual([
+      { id: './search_engine/corpus/img/acme_report_2.png', basename: 'acme_report_2.png', score: 1 },
+    ]);
     server.reply({ json: [[{ idx: 0, image_file: 'missing.png' }]] });
-    await expect(createVragImageSearch({ url: server.url, imageRoot: root }).doSearch('q', { topK: 1 })).rejects.toThrow(/cannot read page image .*missing\.png/);
+    await expect(
+      createVragImageSearch({ url: server.url, imageRoot: root }).doSearch('q', { topK: 1 }),
+    ).rejects.toThrow(/cannot read page image .*missing\.png/);
   });
 
   describe('faults', () => {
@@ -125,30 +162,53 @@ describe('createVragImageSearch', () => {
 describe('createBraveWebSearch', () => {
   it('sends the key in its header, reads title and description without markup, URL as basename', async () => {
     server.reply({ json: fixtures.brave });
-    const hits = await createBraveWebSearch({ apiKey: CANARY, baseUrl: server.url, country: 'us' }).doSearch('acme revenue 2019', { topK: 2 });
+    const hits = await createBraveWebSearch({ apiKey: CANARY, baseUrl: server.url, country: 'us' }).doSearch(
+      'acme revenue 2019',
+      { topK: 2 },
+    );
     const request = server.requests[0]!;
     expect(request.path).toBe('/res/v1/web/search');
     expect(Object.fromEntries(request.query)).toEqual({ q: 'acme revenue 2019', count: '2', country: 'us' });
     expect(request.headers['x-subscription-token']).toBe(CANARY);
-    expect(hits[0]).toEqual({ id: 'https://investors.acme.example/reports/2019-annual', basename: 'https://investors.acme.example/reports/2019-annual', score: 1, text: 'Acme Corp annual report 2019\nRevenue for 2019 was 4.5 billion dollars, up 12 percent.' });
+    expect(hits[0]).toEqual({
+      id: 'https://investors.acme.example/reports/2019-annual',
+      basename: 'https://investors.acme.example/reports/2019-annual',
+      score: 1,
+      text: 'Acme Corp annual report 2019\nRevenue for 2019 was 4.5 billion dollars, up 12 percent.',
+    });
   });
 
   it('reads the key from BRAVE_SEARCH_API_KEY, or says how to provide it; never echoes it', async () => {
     vi.stubEnv('BRAVE_SEARCH_API_KEY', '');
-    const error = await createBraveWebSearch({ baseUrl: server.url }).doSearch('q', { topK: 1 }).catch((e: unknown) => e);
+    const error = await createBraveWebSearch({ baseUrl: server.url })
+      .doSearch('q', { topK: 1 })
+      .catch((e: unknown) => e);
     expect(InvalidArgumentError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/set the BRAVE_SEARCH_API_KEY environment variable/);
     vi.stubEnv('BRAVE_SEARCH_API_KEY', CANARY);
-    server.reply({ status: 401, json: { error: { detail: `The provided subscription token ${CANARY} is invalid.` } } });
-    const denied = (await createBraveWebSearch({ baseUrl: server.url }).doSearch('q', { topK: 1 }).catch((e: unknown) => e)) as Error;
+    server.reply({
+      status: 401,
+      json: { error: { detail: `The provided subscription token ${CANARY} is invalid.` } },
+    });
+    const denied = (await createBraveWebSearch({ baseUrl: server.url })
+      .doSearch('q', { topK: 1 })
+      .catch((e: unknown) => e)) as Error;
     expect(denied).toMatchObject({ status: 401 });
     expect(denied.message).not.toContain(CANARY);
   });
 
   it('waits until X-RateLimit-Reset when Brave gives no Retry-After', async () => {
-    server.reply({ status: 429, json: fixtures.brave_rate_limited, headers: { 'x-ratelimit-reset': '0.04, 2400000' } }, { json: fixtures.brave });
+    server.reply(
+      { status: 429, json: fixtures.brave_rate_limited, headers: { 'x-ratelimit-reset': '0.04, 2400000' } },
+      { json: fixtures.brave },
+    );
     const delays: number[] = [];
-    const engine = withReliability(createBraveWebSearch({ apiKey: CANARY, baseUrl: server.url }), 'searchEngine', {}, { random: () => 0, onRetry: ({ delayMs }) => delays.push(delayMs) });
+    const engine = withReliability(
+      createBraveWebSearch({ apiKey: CANARY, baseUrl: server.url }),
+      'searchEngine',
+      {},
+      { random: () => 0, onRetry: ({ delayMs }) => delays.push(delayMs) },
+    );
     expect(await engine.doSearch('q', { topK: 2 })).toHaveLength(2);
     expect(delays).toEqual([40]);
   });
@@ -170,7 +230,10 @@ describe('createBraveWebSearch', () => {
 describe('imageInfo', () => {
   it('reads PNG and JPEG sizes from their headers', () => {
     expect(imageInfo(ONE_PIXEL_PNG)).toEqual({ mimeType: 'image/png', width: 1, height: 1 });
-    const jpeg = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x04, 0x00, 0x00, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x01, 0x2c, 0x02, 0x58, 0x03]);
+    const jpeg = new Uint8Array([
+      0xff, 0xd8, 0xff, 0xe0, 0x00, 0x04, 0x00, 0x00, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x01, 0x2c, 0x02, 0x58,
+      0x03,
+    ]);
     expect(imageInfo(jpeg)).toEqual({ mimeType: 'image/jpeg', width: 600, height: 300 });
     expect(imageInfo(new Uint8Array([1, 2, 3]))).toBeNull();
   });

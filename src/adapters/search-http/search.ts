@@ -12,7 +12,6 @@ import { braveSchema, searchR1Schema, vragSchema } from './settings';
 
 const trimSlash = (url: string) => url.replace(/\/+$/, '');
 
-
 /**
  * Search-R1's retrieval server: `POST /retrieve {queries, topk, return_scores}` answers
  * `{result: [[{document: {id, contents}, score}]]}`. A hit's basename is the document id; its
@@ -25,22 +24,41 @@ export function createSearchR1Retriever(settings: z.input<typeof searchR1Schema>
     specificationVersion: 'v1',
     provider,
     async doSearch(query: string, options: SearchOptions): Promise<SearchHit[]> {
-      const json = (await httpJson({ provider, method: 'POST', url: `${trimSlash(url)}/retrieve`, body: { queries: [query], topk: options.topK, return_scores: true }, ...(headers && { headers }), secrets: headerSecrets(headers), ...(options.signal && { signal: options.signal }) })) as {
+      const json = (await httpJson({
+        provider,
+        method: 'POST',
+        url: `${trimSlash(url)}/retrieve`,
+        body: { queries: [query], topk: options.topK, return_scores: true },
+        ...(headers && { headers }),
+        secrets: headerSecrets(headers),
+        ...(options.signal && { signal: options.signal }),
+      })) as {
         result?: unknown;
       };
       const first = Array.isArray(json?.result) ? json.result[0] : undefined;
-      if (!Array.isArray(first)) throw shapeError(provider, 'result', 'expected {result: [[{document, score}]]}');
+      if (!Array.isArray(first))
+        throw shapeError(provider, 'result', 'expected {result: [[{document, score}]]}');
       return first.map((item: unknown, i: number) => {
-        const entry = item as { document?: { id?: unknown; contents?: unknown }; score?: unknown; id?: unknown; contents?: unknown };
+        const entry = item as {
+          document?: { id?: unknown; contents?: unknown };
+          score?: unknown;
+          id?: unknown;
+          contents?: unknown;
+        };
         // return_scores=false servers answer bare documents; accept both.
         const doc = entry.document ?? entry;
-        if ((typeof doc.id !== 'string' && typeof doc.id !== 'number') || typeof doc.contents !== 'string') throw shapeError(provider, `result[0][${i}].document`, 'expected {id, contents}');
-        return { id: String(doc.id), basename: String(doc.id), text: doc.contents, score: typeof entry.score === 'number' ? entry.score : 0 };
+        if ((typeof doc.id !== 'string' && typeof doc.id !== 'number') || typeof doc.contents !== 'string')
+          throw shapeError(provider, `result[0][${i}].document`, 'expected {id, contents}');
+        return {
+          id: String(doc.id),
+          basename: String(doc.id),
+          text: doc.contents,
+          score: typeof entry.score === 'number' ? entry.score : 0,
+        };
       });
     },
   };
 }
-
 
 /**
  * A VRAG-style image search endpoint: `POST /search {queries, top_k, vrag_ret: true}` (or the
@@ -58,14 +76,28 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
       try {
         bytes = new Uint8Array(await readFile(full, signal ? { signal } : {}));
       } catch (error) {
-        throw new ProviderCallError({ port: 'searchEngine', provider, message: `cannot read page image ${full}: ${(error as Error).message}`, isRetryable: false, cause: error });
+        throw new ProviderCallError({
+          port: 'searchEngine',
+          provider,
+          message: `cannot read page image ${full}: ${(error as Error).message}`,
+          isRetryable: false,
+          cause: error,
+        });
       }
     } else {
       const { request } = await import('undici');
-      const response = await request(`${trimSlash(config.images.baseUrl)}/${encodeURI(basename(path))}`, signal ? { signal } : {});
+      const response = await request(
+        `${trimSlash(config.images.baseUrl)}/${encodeURI(basename(path))}`,
+        signal ? { signal } : {},
+      );
       if (response.statusCode >= 400) {
         await response.body.dump();
-        throw new ProviderCallError({ port: 'searchEngine', provider, status: response.statusCode, message: `cannot fetch page image ${basename(path)}` });
+        throw new ProviderCallError({
+          port: 'searchEngine',
+          provider,
+          status: response.statusCode,
+          message: `cannot fetch page image ${basename(path)}`,
+        });
       }
       bytes = new Uint8Array(await response.body.arrayBuffer());
     }
@@ -77,28 +109,47 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
     specificationVersion: 'v1',
     provider,
     async doSearch(query: string, options: SearchOptions): Promise<SearchHit[]> {
-      const common = { provider, ...(config.headers && { headers: config.headers }), secrets: headerSecrets(config.headers), ...(options.signal && { signal: options.signal }) };
+      const common = {
+        provider,
+        ...(config.headers && { headers: config.headers }),
+        secrets: headerSecrets(config.headers),
+        ...(options.signal && { signal: options.signal }),
+      };
       const json =
         config.method === 'POST'
-          ? await httpJson({ ...common, method: 'POST', url: `${trimSlash(config.url)}/search`, body: { queries: [query], top_k: options.topK, vrag_ret: true } })
-          : await httpJson({ ...common, method: 'GET', url: `${trimSlash(config.url)}/search?${new URLSearchParams({ queries: query }).toString()}` });
+          ? await httpJson({
+              ...common,
+              method: 'POST',
+              url: `${trimSlash(config.url)}/search`,
+              body: { queries: [query], top_k: options.topK, vrag_ret: true },
+            })
+          : await httpJson({
+              ...common,
+              method: 'GET',
+              url: `${trimSlash(config.url)}/search?${new URLSearchParams({ queries: query }).toString()}`,
+            });
       const first = Array.isArray(json) ? json[0] : undefined;
       if (!Array.isArray(first)) throw shapeError(provider, '[0]', 'expected [[{idx, image_file}]]');
       const hits = first.slice(0, options.topK).map((item: unknown, i: number) => {
         const entry = item as { image_file?: unknown; idx?: unknown; score?: unknown };
-        if (typeof entry.image_file !== 'string') throw shapeError(provider, `[0][${i}].image_file`, 'expected a path');
+        if (typeof entry.image_file !== 'string')
+          throw shapeError(provider, `[0][${i}].image_file`, 'expected a path');
         return { entry, path: entry.image_file, rank: i };
       });
       return Promise.all(
         hits.map(async ({ entry, path, rank }) => {
           const image = await loadImage(path, options.signal);
-          return { id: path, basename: basename(path), score: typeof entry.score === 'number' ? entry.score : 1 / (rank + 1), ...(image && { image }) };
+          return {
+            id: path,
+            basename: basename(path),
+            score: typeof entry.score === 'number' ? entry.score : 1 / (rank + 1),
+            ...(image && { image }),
+          };
         }),
       );
     },
   };
 }
-
 
 /**
  * Web search with the Brave Search API (`GET /res/v1/web/search`). A hit's id and basename are
@@ -107,7 +158,13 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
 export function createBraveWebSearch(settings: z.input<typeof braveSchema> = {}): SearchEngine {
   const config = parseSettings('createBraveWebSearch', braveSchema, settings);
   const provider = 'brave-web';
-  const apiKey = () => loadApiKey({ apiKey: config.apiKey, environmentVariableNames: ['BRAVE_SEARCH_API_KEY'], vendor: 'Brave Search', factory: 'createBraveWebSearch' });
+  const apiKey = () =>
+    loadApiKey({
+      apiKey: config.apiKey,
+      environmentVariableNames: ['BRAVE_SEARCH_API_KEY'],
+      vendor: 'Brave Search',
+      factory: 'createBraveWebSearch',
+    });
   return {
     specificationVersion: 'v1',
     provider,
@@ -139,7 +196,10 @@ export function createBraveWebSearch(settings: z.input<typeof braveSchema> = {})
       return results.slice(0, options.topK).map((item: unknown, i: number) => {
         const r = item as { url?: unknown; title?: unknown; description?: unknown };
         if (typeof r.url !== 'string') throw shapeError(provider, `web.results[${i}].url`, 'expected a URL');
-        const text = [r.title, r.description].filter((t): t is string => typeof t === 'string').join('\n').replace(/<[^>]+>/g, '');
+        const text = [r.title, r.description]
+          .filter((t): t is string => typeof t === 'string')
+          .join('\n')
+          .replace(/<[^>]+>/g, '');
         return { id: r.url, basename: r.url, text, score: 1 / (i + 1) };
       });
     },

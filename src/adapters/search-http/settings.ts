@@ -22,7 +22,9 @@ export const vragSchema = z
      * How to get the page images: `none` (basenames only), `file` (read `image_file` from disk,
      * relative to `imageRoot`), or a base URL they are served under.
      */
-    images: z.union([z.literal('none'), z.literal('file'), z.object({ baseUrl: z.string().url() }).strict()]).default('file'),
+    images: z
+      .union([z.literal('none'), z.literal('file'), z.object({ baseUrl: z.string().url() }).strict()])
+      .default('file'),
     imageRoot: z.string().optional(),
     headers: z.record(z.string(), z.string()).optional(),
   })

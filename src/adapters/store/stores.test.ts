@@ -17,7 +17,15 @@ async function tempDir() {
   return dir;
 }
 
-const record = (step: number, promptUid: string, data: unknown = { step }): StoreRecord => ({ kind: 'trajectory', runId: 'run-1', step, promptUid, sampleId: `${promptUid}#0`, time: 1700000000000 + step, data });
+const record = (step: number, promptUid: string, data: unknown = { step }): StoreRecord => ({
+  kind: 'trajectory',
+  runId: 'run-1',
+  step,
+  promptUid,
+  sampleId: `${promptUid}#0`,
+  time: 1700000000000 + step,
+  data,
+});
 
 const stores: Array<[string, () => Promise<Store>]> = [
   ['memory', async () => createMemoryStore()],
@@ -30,33 +38,54 @@ describe.each(stores)('%s store', (_name, make) => {
     const store = await make();
     await store.doAppend([record(0, 'a'), record(0, 'b'), record(1, 'a')]);
     await store.doAppend([record(2, 'a', { nested: { x: [1, 2] } })]);
-    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1' })).map((r) => r.step)).toEqual([0, 0, 1, 2]);
-    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1', step: 0 })).map((r) => r.promptUid)).toEqual(['a', 'b']);
-    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1', promptUid: 'a', limit: 2 })).map((r) => r.step)).toEqual([0, 1]);
-    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1', sampleId: 'b#0' })).map((r) => r.step)).toEqual([0]);
+    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1' })).map((r) => r.step)).toEqual([
+      0, 0, 1, 2,
+    ]);
+    expect(
+      (await store.doQuery({ kind: 'trajectory', runId: 'run-1', step: 0 })).map((r) => r.promptUid),
+    ).toEqual(['a', 'b']);
+    expect(
+      (await store.doQuery({ kind: 'trajectory', runId: 'run-1', promptUid: 'a', limit: 2 })).map(
+        (r) => r.step,
+      ),
+    ).toEqual([0, 1]);
+    expect(
+      (await store.doQuery({ kind: 'trajectory', runId: 'run-1', sampleId: 'b#0' })).map((r) => r.step),
+    ).toEqual([0]);
     expect(await store.doQuery({ kind: 'reward', runId: 'run-1' })).toEqual([]);
-    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1', step: 2 }))[0]!.data).toEqual({ nested: { x: [1, 2] } });
+    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1', step: 2 }))[0]!.data).toEqual({
+      nested: { x: [1, 2] },
+    });
   });
 
   it('rejects a bad limit and unserialisable data naming them', async () => {
     const store = await make();
-    await expect(store.doQuery({ kind: 'trajectory', runId: 'run-1', limit: -1 })).rejects.toThrow(/query\.limit/);
+    await expect(store.doQuery({ kind: 'trajectory', runId: 'run-1', limit: -1 })).rejects.toThrow(
+      /query\.limit/,
+    );
     await store.doAppend([record(0, 'a'), record(1, 'a')]);
     expect(await store.doQuery({ kind: 'trajectory', runId: 'run-1', limit: 0 })).toEqual([]);
-    if (store.provider !== 'memory') await expect(store.doAppend([record(2, 'a', { big: 10n })])).rejects.toThrow(/records\[0\]\.data/);
+    if (store.provider !== 'memory')
+      await expect(store.doAppend([record(2, 'a', { big: 10n })])).rejects.toThrow(/records\[0\]\.data/);
   });
 
   it('validates a whole batch before writing any of it', async () => {
     const store = await make();
-    await expect(store.doAppend([record(0, 'a'), { ...record(1, 'b'), step: -1 }])).rejects.toThrow(/records\[1\]\.step/);
-    await expect(store.doAppend([{ ...record(0, 'a'), runId: '../escape' }])).rejects.toThrow(/records\[0\]\.runId/);
+    await expect(store.doAppend([record(0, 'a'), { ...record(1, 'b'), step: -1 }])).rejects.toThrow(
+      /records\[1\]\.step/,
+    );
+    await expect(store.doAppend([{ ...record(0, 'a'), runId: '../escape' }])).rejects.toThrow(
+      /records\[0\]\.runId/,
+    );
     expect(await store.doQuery({ kind: 'trajectory', runId: 'run-1' })).toEqual([]);
   });
 
   it('keeps blobs, and refuses keys that leave the run', async () => {
     const store = await make();
     await store.doPutBlob('run-1', 'checkpoints/step-1/weights.bin', new Uint8Array([1, 2, 3]));
-    expect(Array.from((await store.doGetBlob('run-1', 'checkpoints/step-1/weights.bin'))!)).toEqual([1, 2, 3]);
+    expect(Array.from((await store.doGetBlob('run-1', 'checkpoints/step-1/weights.bin'))!)).toEqual([
+      1, 2, 3,
+    ]);
     expect(await store.doGetBlob('run-1', 'missing.bin')).toBeUndefined();
     await expect(store.doPutBlob('run-1', '../../etc/x', new Uint8Array())).rejects.toThrow(/'key'/);
   });
@@ -71,13 +100,17 @@ describe('jsonl store files', () => {
     const text = await readFile(path, 'utf8');
     expect(text.trim().split('\n')).toHaveLength(1);
     expect(JSON.parse(text).data.logProb).toEqual({ $number: '-Infinity' });
-    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1' }))[0]!.data).toEqual({ logProb: Number.NEGATIVE_INFINITY });
+    expect((await store.doQuery({ kind: 'trajectory', runId: 'run-1' }))[0]!.data).toEqual({
+      logProb: Number.NEGATIVE_INFINITY,
+    });
     await appendFile(path, '{"kind":"trajectory","runId":"ru');
     expect(await store.doQuery({ kind: 'trajectory', runId: 'run-1' })).toHaveLength(1);
     // After a restart, the first append cuts the torn line instead of gluing a record onto it.
     const restarted = createJsonlStore({ dir });
     await restarted.doAppend([record(1, 'b')]);
-    expect((await restarted.doQuery({ kind: 'trajectory', runId: 'run-1' })).map((r) => r.step)).toEqual([0, 1]);
+    expect((await restarted.doQuery({ kind: 'trajectory', runId: 'run-1' })).map((r) => r.step)).toEqual([
+      0, 1,
+    ]);
   });
 
   it('names the row of a malformed line', async () => {
@@ -85,13 +118,18 @@ describe('jsonl store files', () => {
     const store = createJsonlStore({ dir });
     await store.doAppend([record(0, 'a')]);
     await appendFile(join(dir, 'run-1', 'trajectory.jsonl'), 'not json\n');
-    await expect(store.doQuery({ kind: 'trajectory', runId: 'run-1' })).rejects.toMatchObject({ row: 1, field: '(json)' });
+    await expect(store.doQuery({ kind: 'trajectory', runId: 'run-1' })).rejects.toMatchObject({
+      row: 1,
+      field: '(json)',
+    });
   });
 
   it('never interleaves concurrent appends', async () => {
     const dir = await tempDir();
     const store = createJsonlStore({ dir });
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.doAppend([record(i, `p${i}`, { text: 'x'.repeat(5000) })])));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => store.doAppend([record(i, `p${i}`, { text: 'x'.repeat(5000) })])),
+    );
     const rows = await store.doQuery({ kind: 'trajectory', runId: 'run-1' });
     expect(rows).toHaveLength(50);
     expect(new Set(rows.map((r) => r.step)).size).toBe(50);

@@ -60,7 +60,12 @@ export class AdamW {
     const learningRate = this.currentLearningRate();
     const gradNorm = tf.tidy(() => Math.sqrt(tf.addN(grads.map((g) => tf.sum(tf.square(g)))).dataSync()[0]!));
     if (!Number.isFinite(gradNorm)) {
-      return { gradNorm, applied: false, skippedReason: `non-finite gradient norm (${gradNorm}); the step was skipped`, learningRate };
+      return {
+        gradNorm,
+        applied: false,
+        skippedReason: `non-finite gradient norm (${gradNorm}); the step was skipped`,
+        learningRate,
+      };
     }
     const { beta1, beta2, epsilon, weightDecay, maxGradNorm } = this.settings;
     // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
@@ -75,7 +80,8 @@ export class AdamW {
         const v = this.secondMoments[i]!;
         m.assign(tf.add(tf.mul(m, beta1), tf.mul(g, 1 - beta1)));
         v.assign(tf.add(tf.mul(v, beta2), tf.mul(tf.square(g), 1 - beta2)));
-        const decayed = p.decay && weightDecay > 0 ? tf.mul(p.variable, 1 - learningRate * weightDecay) : p.variable;
+        const decayed =
+          p.decay && weightDecay > 0 ? tf.mul(p.variable, 1 - learningRate * weightDecay) : p.variable;
         const denom = tf.add(tf.div(tf.sqrt(v), Math.sqrt(bc2)), epsilon);
         p.variable.assign(tf.sub(decayed, tf.mul(tf.div(m, denom), learningRate / bc1)));
       });

@@ -16,10 +16,34 @@ interface BackendEntry {
 }
 
 const ENTRIES: readonly BackendEntry[] = [
-  { name: 'tensorflow-gpu', tfName: 'tensorflow', packageName: '@tensorflow/tfjs-node-gpu', priority: 400, hint: 'npm install @tensorflow/tfjs-node-gpu (needs CUDA and cuDNN; its install downloads libtensorflow)' },
-  { name: 'tensorflow', tfName: 'tensorflow', packageName: '@tensorflow/tfjs-node', priority: 300, hint: 'npm install @tensorflow/tfjs-node (its install downloads libtensorflow)' },
-  { name: 'wasm', tfName: 'wasm', packageName: '@tensorflow/tfjs-backend-wasm', priority: 200, hint: 'npm install @tensorflow/tfjs-backend-wasm' },
-  { name: 'cpu', tfName: 'cpu', packageName: '@tensorflow/tfjs', priority: 100, hint: 'part of @tensorflow/tfjs' },
+  {
+    name: 'tensorflow-gpu',
+    tfName: 'tensorflow',
+    packageName: '@tensorflow/tfjs-node-gpu',
+    priority: 400,
+    hint: 'npm install @tensorflow/tfjs-node-gpu (needs CUDA and cuDNN; its install downloads libtensorflow)',
+  },
+  {
+    name: 'tensorflow',
+    tfName: 'tensorflow',
+    packageName: '@tensorflow/tfjs-node',
+    priority: 300,
+    hint: 'npm install @tensorflow/tfjs-node (its install downloads libtensorflow)',
+  },
+  {
+    name: 'wasm',
+    tfName: 'wasm',
+    packageName: '@tensorflow/tfjs-backend-wasm',
+    priority: 200,
+    hint: 'npm install @tensorflow/tfjs-backend-wasm',
+  },
+  {
+    name: 'cpu',
+    tfName: 'cpu',
+    packageName: '@tensorflow/tfjs',
+    priority: 100,
+    hint: 'part of @tensorflow/tfjs',
+  },
 ];
 
 /** Loads a backend's package (registering it with tfjs). Injectable for tests. */
@@ -66,23 +90,43 @@ async function tryBackend(entry: BackendEntry, load: BackendModuleLoader): Promi
  * name lists the known ones. tfjs has one active backend per process. Choosing `wasm` registers
  * the BatchMatMul kernel of wasm-matmul.ts (`registerWasmMatmul`) before the backend initialises.
  */
-export async function selectTfjsBackend(requested: 'auto' | TfjsBackendName = 'auto', load: BackendModuleLoader = defaultLoader): Promise<SelectedBackend> {
+export async function selectTfjsBackend(
+  requested: 'auto' | TfjsBackendName = 'auto',
+  load: BackendModuleLoader = defaultLoader,
+): Promise<SelectedBackend> {
   if (requested !== 'auto' && !TFJS_BACKENDS.includes(requested)) {
-    throw new BackendUnavailableError({ backend: String(requested), known: TFJS_BACKENDS, message: `unknown backend; use 'auto' or one of ${TFJS_BACKENDS.join(', ')}` });
+    throw new BackendUnavailableError({
+      backend: String(requested),
+      known: TFJS_BACKENDS,
+      message: `unknown backend; use 'auto' or one of ${TFJS_BACKENDS.join(', ')}`,
+    });
   }
-  const candidates = requested === 'auto' ? [...ENTRIES].sort((a, b) => b.priority - a.priority) : ENTRIES.filter((e) => e.name === requested);
+  const candidates =
+    requested === 'auto'
+      ? [...ENTRIES].sort((a, b) => b.priority - a.priority)
+      : ENTRIES.filter((e) => e.name === requested);
   const skipped: SelectedBackend['skipped'] = [];
   for (const entry of candidates) {
     const reason = await tryBackend(entry, load);
     if (reason === null) return { name: entry.name, tfName: entry.tfName, skipped };
-    if (requested !== 'auto') throw new BackendUnavailableError({ backend: entry.name, known: TFJS_BACKENDS, message: reason });
+    if (requested !== 'auto')
+      throw new BackendUnavailableError({ backend: entry.name, known: TFJS_BACKENDS, message: reason });
     skipped.push({ name: entry.name, reason });
   }
-  throw new BackendUnavailableError({ backend: 'auto', known: TFJS_BACKENDS, message: `no TensorFlow.js backend could be initialised: ${skipped.map((s) => `${s.name}: ${s.reason}`).join('; ')}` });
+  throw new BackendUnavailableError({
+    backend: 'auto',
+    known: TFJS_BACKENDS,
+    message: `no TensorFlow.js backend could be initialised: ${skipped.map((s) => `${s.name}: ${s.reason}`).join('; ')}`,
+  });
 }
 
 /** Switches back to a backend chosen earlier (another policy in the process may have switched away). */
 export async function activateTfjsBackend(tfName: string): Promise<void> {
   if (tf.getBackend() === tfName) return;
-  if (!(await tf.setBackend(tfName))) throw new BackendUnavailableError({ backend: tfName, known: TFJS_BACKENDS, message: 'tfjs could not switch back to it' });
+  if (!(await tf.setBackend(tfName)))
+    throw new BackendUnavailableError({
+      backend: tfName,
+      known: TFJS_BACKENDS,
+      message: 'tfjs could not switch back to it',
+    });
 }

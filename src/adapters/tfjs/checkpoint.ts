@@ -72,7 +72,9 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
           tokenizer: {
             vocabSize: tokenizer.vocabSize,
             eosTokenId: tokenizer.eosTokenId,
-            specials: [...PROTOCOL_TAG_STRINGS, '<eos>'].filter((t) => tokenizer.specialTokenId(t) !== undefined),
+            specials: [...PROTOCOL_TAG_STRINGS, '<eos>'].filter(
+              (t) => tokenizer.specialTokenId(t) !== undefined,
+            ),
             // A corpus vocabulary travels with the weights (tokenizerFromCheckpoint rebuilds it).
             ...(tokenizer.vocabulary && { vocabulary: [...tokenizer.vocabulary] }),
             fingerprint,
@@ -94,28 +96,57 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
       await ensureReady(context);
       // Everything is checked and decoded before anything changes: a refused checkpoint leaves the policy as it was.
       if (!checkpoint || checkpoint.format !== CHECKPOINT_FORMAT) {
-        throw new InvalidArgumentError({ argument: 'checkpoint.format', message: `expected '${CHECKPOINT_FORMAT}', got '${String(checkpoint?.format)}'` });
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.format',
+          message: `expected '${CHECKPOINT_FORMAT}', got '${String(checkpoint?.format)}'`,
+        });
       }
       const meta = checkpoint.metadata as SavedMetadata;
       for (const key of Object.keys(modelConfig) as Array<keyof TransformerConfig>) {
         if (meta.model?.[key] !== modelConfig[key]) {
-          throw new InvalidArgumentError({ argument: `checkpoint.metadata.model.${key}`, message: `the checkpoint has ${String(meta.model?.[key])}, this policy ${modelConfig[key]}; create the policy with the checkpoint's model settings` });
+          throw new InvalidArgumentError({
+            argument: `checkpoint.metadata.model.${key}`,
+            message: `the checkpoint has ${String(meta.model?.[key])}, this policy ${modelConfig[key]}; create the policy with the checkpoint's model settings`,
+          });
         }
       }
       if (meta.tokenizer?.vocabSize !== tokenizer.vocabSize || meta.tokenizer?.fingerprint !== fingerprint) {
-        throw new InvalidArgumentError({ argument: 'checkpoint.metadata.tokenizer', message: 'the checkpoint was trained with a different tokenizer (vocabulary, token texts or end-of-sequence id differ)' });
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.metadata.tokenizer',
+          message:
+            'the checkpoint was trained with a different tokenizer (vocabulary, token texts or end-of-sequence id differ)',
+        });
       }
       const step = meta.optimizer?.step;
       const counter = meta.sampling?.sessionCounter;
       const seed = meta.sampling?.seed;
-      if (!(Number.isInteger(step) && (step as number) >= 0)) throw new InvalidArgumentError({ argument: 'checkpoint.metadata.optimizer.step', message: `must be a non-negative integer, got ${String(step)}` });
-      if (!(Number.isInteger(counter) && (counter as number) >= 0)) throw new InvalidArgumentError({ argument: 'checkpoint.metadata.sampling.sessionCounter', message: `must be a non-negative integer, got ${String(counter)}` });
-      if (!Number.isInteger(seed)) throw new InvalidArgumentError({ argument: 'checkpoint.metadata.sampling.seed', message: `must be an integer, got ${String(seed)}` });
-      const savedSettings = parseOptimizerSettings(meta.optimizer?.settings, 'checkpoint.metadata.optimizer.settings');
+      if (!(Number.isInteger(step) && (step as number) >= 0))
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.metadata.optimizer.step',
+          message: `must be a non-negative integer, got ${String(step)}`,
+        });
+      if (!(Number.isInteger(counter) && (counter as number) >= 0))
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.metadata.sampling.sessionCounter',
+          message: `must be a non-negative integer, got ${String(counter)}`,
+        });
+      if (!Number.isInteger(seed))
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.metadata.sampling.seed',
+          message: `must be an integer, got ${String(seed)}`,
+        });
+      const savedSettings = parseOptimizerSettings(
+        meta.optimizer?.settings,
+        'checkpoint.metadata.optimizer.settings',
+      );
       const total = model.parameters.reduce((n, p) => n + p.variable.size, 0);
       const decode = (name: string) => {
         const bytes = checkpoint.blobs[name];
-        if (!bytes || bytes.byteLength !== total * 4) throw new InvalidArgumentError({ argument: `checkpoint.blobs['${name}']`, message: `expected ${total * 4} bytes, got ${bytes?.byteLength ?? 'none'}` });
+        if (!bytes || bytes.byteLength !== total * 4)
+          throw new InvalidArgumentError({
+            argument: `checkpoint.blobs['${name}']`,
+            message: `expected ${total * 4} bytes, got ${bytes?.byteLength ?? 'none'}`,
+          });
         // A copy: the bytes may sit unaligned inside a larger buffer, and must not alias the caller's.
         return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
       };
@@ -127,7 +158,10 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
         state.optimizer.dispose();
         state.optimizer = new AdamW(model.parameters, savedSettings);
       }
-      assign(weights, model.parameters.map((p) => p.variable));
+      assign(
+        weights,
+        model.parameters.map((p) => p.variable),
+      );
       assign(firstMoments, state.optimizer.firstMoments);
       assign(secondMoments, state.optimizer.secondMoments);
       state.optimizer.step = step as number;
@@ -144,6 +178,10 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
 export function tokenizerFromCheckpoint(checkpoint: PolicyCheckpoint): Tokenizer {
   const vocabulary = (checkpoint.metadata as { tokenizer?: { vocabulary?: unknown } }).tokenizer?.vocabulary;
   if (vocabulary === undefined) return createProtocolTokenizer();
-  if (!Array.isArray(vocabulary) || !vocabulary.every((w) => typeof w === 'string')) throw new InvalidArgumentError({ argument: 'checkpoint.metadata.tokenizer.vocabulary', message: 'must be an array of words' });
+  if (!Array.isArray(vocabulary) || !vocabulary.every((w) => typeof w === 'string'))
+    throw new InvalidArgumentError({
+      argument: 'checkpoint.metadata.tokenizer.vocabulary',
+      message: 'must be an array of words',
+    });
   return createVocabularyTokenizer(vocabulary as string[]);
 }

@@ -6,11 +6,23 @@ import { activateBackend, ensureReady, type PolicyContext } from './state';
 
 export function cacheShapeOf(context: PolicyContext): CacheShape {
   const { modelConfig } = context;
-  return { contextLength: modelConfig.contextLength, layers: modelConfig.layers, heads: modelConfig.heads, headWidth: modelConfig.width / modelConfig.heads, vocabSize: modelConfig.vocabSize };
+  return {
+    contextLength: modelConfig.contextLength,
+    layers: modelConfig.layers,
+    heads: modelConfig.heads,
+    headWidth: modelConfig.width / modelConfig.heads,
+    vocabSize: modelConfig.vocabSize,
+  };
 }
 
 /** Splits rows into forwards that keep the attention scores under the memory bound. */
-async function feedAll(forward: RowsForward, shape: CacheShape, rows: RowState[], temperature: number, maxAttentionElements: number): Promise<Float32Array[]> {
+async function feedAll(
+  forward: RowsForward,
+  shape: CacheShape,
+  rows: RowState[],
+  temperature: number,
+  maxAttentionElements: number,
+): Promise<Float32Array[]> {
   const out: Float32Array[] = [];
   const cost = (start: number, end: number) => {
     const slice = rows.slice(start, end);
@@ -47,7 +59,8 @@ export function createDecoder(context: PolicyContext, rollouts: RolloutEngine): 
     coalesceSessions: settings.coalesceSessions,
     ensureReady: () => ensureReady(context),
     beforeForward: () => activateBackend(context),
-    forward: (rows, temperature) => feedAll(rollouts.forward, shape, rows, temperature, settings.maxAttentionElements),
+    forward: (rows, temperature) =>
+      feedAll(rollouts.forward, shape, rows, temperature, settings.maxAttentionElements),
     createRow: (ids, sessionIndex, r) => ({
       sequence: [...ids],
       cached: 0,

@@ -8,8 +8,12 @@ import { createTfjsTrainingEngine } from './tfjs-training';
 const ONNX_RUNTIME = { name: 'onnxruntime-node', install: 'npm install onnxruntime-node@^1.30.0' };
 
 /** ONNX Runtime, loaded only when asked for: onnxruntime-node stays optional. */
-async function loadOnnxRuntime(load: () => Promise<unknown> = () => import('onnxruntime-node')): Promise<OnnxRuntime> {
-  const loaded = (await loadWithOptionalPackages('searcher-rl/tfjs', [ONNX_RUNTIME], load)) as OnnxRuntime & { default?: OnnxRuntime };
+async function loadOnnxRuntime(
+  load: () => Promise<unknown> = () => import('onnxruntime-node'),
+): Promise<OnnxRuntime> {
+  const loaded = (await loadWithOptionalPackages('searcher-rl/tfjs', [ONNX_RUNTIME], load)) as OnnxRuntime & {
+    default?: OnnxRuntime;
+  };
   // onnxruntime-node is CommonJS: its exports may arrive under `default`.
   return loaded.InferenceSession ? loaded : loaded.default!;
 }
@@ -20,16 +24,29 @@ async function loadOnnxRuntime(load: () => Promise<unknown> = () => import('onnx
  * onnxruntime-node here, before the caller makes any weights: when it is missing, creation fails
  * with nothing to free.
  */
-export async function selectEngines(settings: ParsedTfjsPolicySettings, loadRuntime?: () => Promise<unknown>): Promise<PolicyEngines> {
-  const ort = settings.rollouts === 'onnx' || settings.training === 'onnx' ? await loadOnnxRuntime(loadRuntime) : null;
+export async function selectEngines(
+  settings: ParsedTfjsPolicySettings,
+  loadRuntime?: () => Promise<unknown>,
+): Promise<PolicyEngines> {
+  const ort =
+    settings.rollouts === 'onnx' || settings.training === 'onnx' ? await loadOnnxRuntime(loadRuntime) : null;
   return {
     async createTraining(context) {
       if (!ort || settings.training !== 'onnx') return createTfjsTrainingEngine(context);
-      return (await import('./onnx-training')).createOnnxTrainingEngine(ort, context.state.model, settings.onnx);
+      return (await import('./onnx-training')).createOnnxTrainingEngine(
+        ort,
+        context.state.model,
+        settings.onnx,
+      );
     },
     async createRollouts(context, shape) {
       if (!ort || settings.rollouts !== 'onnx') return createTfjsRolloutEngine(context.state.model, shape);
-      return (await import('./onnx-rollouts')).createOnnxRolloutEngine(ort, context.state.model, shape, settings.onnx);
+      return (await import('./onnx-rollouts')).createOnnxRolloutEngine(
+        ort,
+        context.state.model,
+        shape,
+        settings.onnx,
+      );
     },
   };
 }

@@ -4,8 +4,15 @@ import { loadWithOptionalPackages } from '../../provider-utils/optional-package'
 // MissingDependencyError saying what to install, not Node's raw ERR_MODULE_NOT_FOUND.
 const [policy, checkpoint, backends, wasmMatmul] = await loadWithOptionalPackages(
   'searcher-rl/tfjs',
-  [{ name: '@tensorflow/tfjs', install: 'npm install @tensorflow/tfjs@4.22.0 @tensorflow/tfjs-backend-wasm@4.22.0 (or @tensorflow/tfjs-node)' }],
-  () => Promise.all([import('./policy'), import('./checkpoint'), import('./backends'), import('./wasm-matmul')]),
+  [
+    {
+      name: '@tensorflow/tfjs',
+      install:
+        'npm install @tensorflow/tfjs@4.22.0 @tensorflow/tfjs-backend-wasm@4.22.0 (or @tensorflow/tfjs-node)',
+    },
+  ],
+  () =>
+    Promise.all([import('./policy'), import('./checkpoint'), import('./backends'), import('./wasm-matmul')]),
 );
 
 export const createTfjsPolicy = policy.createTfjsPolicy;

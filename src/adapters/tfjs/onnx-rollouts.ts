@@ -1,6 +1,13 @@
 import type * as Ort from 'onnxruntime-node';
 import { ProviderCallError } from '../../core/errors';
-import { buildTransformerGraph, createOnnxSession, encodeOnnxModel, ONNX_NAMES, ONNX_OPSET, type OnnxRuntime } from '../onnx/graph/index';
+import {
+  buildTransformerGraph,
+  createOnnxSession,
+  encodeOnnxModel,
+  ONNX_NAMES,
+  ONNX_OPSET,
+  type OnnxRuntime,
+} from '../onnx/graph/index';
 import type { CacheShape, RolloutEngine, RowState, RowsForward } from './engines';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { MASKED, type Transformer } from './transformer';
@@ -39,10 +46,19 @@ function capacityFor(needed: number, contextLength: number): number {
 }
 
 /** The ONNX Runtime rollout engine (`rollouts: 'onnx'`): one session for the whole run, fed the live weights. */
-export async function createOnnxRolloutEngine(ort: OnnxRuntime, model: Transformer, shape: CacheShape, settings: OnnxRolloutSettings): Promise<RolloutEngine> {
+export async function createOnnxRolloutEngine(
+  ort: OnnxRuntime,
+  model: Transformer,
+  shape: CacheShape,
+  settings: OnnxRolloutSettings,
+): Promise<RolloutEngine> {
   const { layers, heads, headWidth, vocabSize, contextLength } = shape;
   checkGraphWeights(model, 'onnx rollouts');
-  const session = await createOnnxSession(ort, encodeOnnxModel(buildTransformerGraph(graphConfigOf(model)), ONNX_OPSET), { intraOpThreads: settings.intraOpThreads, sequential: true });
+  const session = await createOnnxSession(
+    ort,
+    encodeOnnxModel(buildTransformerGraph(graphConfigOf(model)), ONNX_OPSET),
+    { intraOpThreads: settings.intraOpThreads, sequential: true },
+  );
 
   const currentWeights = liveWeightFeeds(ort, model);
 
@@ -66,10 +82,16 @@ export async function createOnnxRolloutEngine(ort: OnnxRuntime, model: Transform
     const slab: Slab = { rows, capacity, keys: block(), values: block(), keyTensors: [], valueTensors: [] };
     rows.forEach((r, slot) => {
       for (let layer = 0; layer < layers; layer++) {
-        for (const [from, to] of [[r.keys, slab.keys], [r.values, slab.values]] as const) {
+        for (const [from, to] of [
+          [r.keys, slab.keys],
+          [r.values, slab.values],
+        ] as const) {
           const old = from[layer]!;
           for (let head = 0; head < heads; head++) {
-            to[layer]!.set(old.subarray(head * r.capacity * headWidth, (head * r.capacity + r.cached) * headWidth), slot * size + head * capacity * headWidth);
+            to[layer]!.set(
+              old.subarray(head * r.capacity * headWidth, (head * r.capacity + r.cached) * headWidth),
+              slot * size + head * capacity * headWidth,
+            );
           }
           from[layer] = to[layer]!.subarray(slot * size, (slot + 1) * size);
         }
@@ -115,7 +137,11 @@ export async function createOnnxRolloutEngine(ort: OnnxRuntime, model: Transform
       [ONNX_NAMES.mask]: new ort.Tensor('float32', mask, [rowCount, 1, chunkLength, keyCount]),
       [ONNX_NAMES.lastIndex]: new ort.Tensor('int64', lastIndex, [rowCount]),
       // tfjs divides by the temperature only when it is neither 0 (greedy) nor 1; dividing by 1 is exact.
-      [ONNX_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature > 0 ? temperature : 1), []),
+      [ONNX_NAMES.temperature]: new ort.Tensor(
+        'float32',
+        Float32Array.of(temperature > 0 ? temperature : 1),
+        [],
+      ),
     };
     for (let layer = 0; layer < layers; layer++) {
       feeds[ONNX_NAMES.pastKeys(layer)] = slab.keyTensors[layer]!;
@@ -125,11 +151,20 @@ export async function createOnnxRolloutEngine(ort: OnnxRuntime, model: Transform
     try {
       results = await session.run(feeds);
     } catch (error) {
-      throw new ProviderCallError({ port: 'policy', provider: 'tfjs', message: `ONNX Runtime rollout forward failed: ${error instanceof Error ? error.message : String(error)}`, isRetryable: false, cause: error });
+      throw new ProviderCallError({
+        port: 'policy',
+        provider: 'tfjs',
+        message: `ONNX Runtime rollout forward failed: ${error instanceof Error ? error.message : String(error)}`,
+        isRetryable: false,
+        cause: error,
+      });
     }
     const size = rowSize(capacity);
     for (let layer = 0; layer < layers; layer++) {
-      for (const [name, block] of [[ONNX_NAMES.presentKeys(layer), slab.keys[layer]!], [ONNX_NAMES.presentValues(layer), slab.values[layer]!]] as const) {
+      for (const [name, block] of [
+        [ONNX_NAMES.presentKeys(layer), slab.keys[layer]!],
+        [ONNX_NAMES.presentValues(layer), slab.values[layer]!],
+      ] as const) {
         const present = results[name]!.data as Float32Array;
         rows.forEach((r, index) => {
           const count = pending[index]! * headWidth;

@@ -19,12 +19,17 @@ const BATCH: LogProbBatch = {
 /** A loss whose g differs per token and depends on the new log-probs (as PPO/GSPO do). */
 const lossFn: LossFunction = (newLogProbs) => ({
   value: newLogProbs.flat().reduce((a, b) => a + b, 0),
-  gradNewLogProbs: newLogProbs.map((row, i) => row.map((lp, t) => ((i + 1) * (t % 2 === 0 ? 1 : -0.5)) / 10 + 0.01 * lp)),
+  gradNewLogProbs: newLogProbs.map((row, i) =>
+    row.map((lp, t) => ((i + 1) * (t % 2 === 0 ? 1 : -0.5)) / 10 + 0.01 * lp),
+  ),
   metrics: { probe: newLogProbs.length },
 });
 
 /** max over tensors of max|a - b| / max|b|. */
-function worstRelativeGap(a: Record<string, Float32Array>, b: Record<string, Float32Array>): { name: string; gap: number } {
+function worstRelativeGap(
+  a: Record<string, Float32Array>,
+  b: Record<string, Float32Array>,
+): { name: string; gap: number } {
   let worst = { name: '', gap: 0 };
   for (const [name, expected] of Object.entries(b)) {
     const actual = a[name]!;

@@ -2,7 +2,16 @@ import * as tf from '@tensorflow/tfjs';
 import type * as Ort from 'onnxruntime-node';
 import { AbortedError, ProviderCallError } from '../../core/errors';
 import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
-import { buildTrainingGraph, createOnnxSession, encodeOnnxModel, forwardOnlyGraph, ONNX_OPSET, TRAINING_NAMES, type OnnxRuntime, type OnnxSessionOptions } from '../onnx/graph/index';
+import {
+  buildTrainingGraph,
+  createOnnxSession,
+  encodeOnnxModel,
+  forwardOnlyGraph,
+  ONNX_OPSET,
+  TRAINING_NAMES,
+  type OnnxRuntime,
+  type OnnxSessionOptions,
+} from '../onnx/graph/index';
 import type { ComputedGradients, GradientPlan, TrainingEngine } from './engines';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { scoredPlaces } from './scored-places';
@@ -34,7 +43,11 @@ interface OnnxTrainer {
    * The gradient of sum_t upstream_t * logp_t - entropyWeight * (entropy sum) by each weight, in
    * `model.parameters` order, at the weights `forward` saw (one run of forward + backward).
    */
-  gradients(forward: OnnxTrainingForward, upstream: Float32Array, entropyWeight: number): Promise<Float32Array[]>;
+  gradients(
+    forward: OnnxTrainingForward,
+    upstream: Float32Array,
+    entropyWeight: number,
+  ): Promise<Float32Array[]>;
   dispose(): Promise<void>;
 }
 
@@ -44,30 +57,51 @@ function causalMask(length: number): Float32Array {
   return data;
 }
 
-async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, settings: OnnxTrainingSettings): Promise<OnnxTrainer> {
+async function createOnnxTrainer(
+  ort: OnnxRuntime,
+  model: Transformer,
+  settings: OnnxTrainingSettings,
+): Promise<OnnxTrainer> {
   checkGraphWeights(model, 'onnx training');
   const graph = buildTrainingGraph(graphConfigOf(model));
   const options: OnnxSessionOptions = { intraOpThreads: settings.intraOpThreads, sequential: true };
-  const forwardSession = await createOnnxSession(ort, encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET), options);
+  const forwardSession = await createOnnxSession(
+    ort,
+    encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET),
+    options,
+  );
   const trainingSession = await createOnnxSession(ort, encodeOnnxModel(graph, ONNX_OPSET), options);
   const gradientNames = model.parameters.map((p) => TRAINING_NAMES.gradient(p.name));
   const forwardInputs = new Set(forwardSession.inputNames);
   const trainingInputs = new Set(trainingSession.inputNames);
-  const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) => Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
+  const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) =>
+    Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
 
   const currentWeights = liveWeightFeeds(ort, model);
   // The last length's mask only: batches vary in length, and a mask per length up to the context
   // would keep context^3 / 3 floats.
   let mask: { length: number; tensor: Ort.Tensor } | null = null;
   const maskOf = (length: number) => {
-    if (mask?.length !== length) mask = { length, tensor: new ort.Tensor('float32', causalMask(length), [length, length]) };
+    if (mask?.length !== length)
+      mask = { length, tensor: new ort.Tensor('float32', causalMask(length), [length, length]) };
     return mask.tensor;
   };
-  const run = async (session: Ort.InferenceSession, feeds: Record<string, Ort.Tensor>, what: string, fetches?: string[]) => {
+  const run = async (
+    session: Ort.InferenceSession,
+    feeds: Record<string, Ort.Tensor>,
+    what: string,
+    fetches?: string[],
+  ) => {
     try {
       return await (fetches ? session.run(feeds, fetches) : session.run(feeds));
     } catch (error) {
-      throw new ProviderCallError({ port: 'policy', provider: 'tfjs', message: `ONNX Runtime training ${what} failed: ${error instanceof Error ? error.message : String(error)}`, isRetryable: false, cause: error });
+      throw new ProviderCallError({
+        port: 'policy',
+        provider: 'tfjs',
+        message: `ONNX Runtime training ${what} failed: ${error instanceof Error ? error.message : String(error)}`,
+        isRetryable: false,
+        cause: error,
+      });
     }
   };
 
@@ -82,7 +116,9 @@ async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, settings:
         [TRAINING_NAMES.ids]: new ort.Tensor('int64', ids, [rows.length, length]),
         [TRAINING_NAMES.mask]: maskOf(length),
         [TRAINING_NAMES.places]: new ort.Tensor('int64', BigInt64Array.from(places, BigInt), [places.length]),
-        [TRAINING_NAMES.targets]: new ort.Tensor('int64', BigInt64Array.from(targets, BigInt), [targets.length]),
+        [TRAINING_NAMES.targets]: new ort.Tensor('int64', BigInt64Array.from(targets, BigInt), [
+          targets.length,
+        ]),
         [TRAINING_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature), []),
       };
       const results = await run(forwardSession, only(forwardInputs, inputs), 'forward');
@@ -117,9 +153,16 @@ async function createOnnxTrainer(ort: OnnxRuntime, model: Transformer, settings:
  * The ONNX Runtime training engine (`training: 'onnx'`): the gradients from the two sessions of
  * `createOnnxTrainer`, fed the live weights.
  */
-export async function createOnnxTrainingEngine(ort: OnnxRuntime, model: Transformer, settings: OnnxTrainingSettings): Promise<TrainingEngine> {
+export async function createOnnxTrainingEngine(
+  ort: OnnxRuntime,
+  model: Transformer,
+  settings: OnnxTrainingSettings,
+): Promise<TrainingEngine> {
   const trainer = await createOnnxTrainer(ort, model, settings);
-  return { computeGradients: (batch, lossFn, plan) => computeOnnxGradients(trainer, model, batch, lossFn, plan), dispose: () => trainer.dispose() };
+  return {
+    computeGradients: (batch, lossFn, plan) => computeOnnxGradients(trainer, model, batch, lossFn, plan),
+    dispose: () => trainer.dispose(),
+  };
 }
 
 /**
@@ -127,7 +170,13 @@ export async function createOnnxTrainingEngine(ort: OnnxRuntime, model: Transfor
  * loss its log-probs, then per chunk one forward + backward run fed the loss's g. The training
  * run recomputes its forward, so nothing but the (small) feeds is kept between the two.
  */
-async function computeOnnxGradients(trainer: OnnxTrainer, model: Transformer, batch: LogProbBatch, lossFn: LossFunction, plan: GradientPlan): Promise<ComputedGradients> {
+async function computeOnnxGradients(
+  trainer: OnnxTrainer,
+  model: Transformer,
+  batch: LogProbBatch,
+  lossFn: LossFunction,
+  plan: GradientPlan,
+): Promise<ComputedGradients> {
   const { chunks, temperature, scored, signal } = plan;
   const entropyWeight = plan.entropyCoef / scored;
   const parameters = model.parameters;
@@ -139,7 +188,11 @@ async function computeOnnxGradients(trainer: OnnxTrainer, model: Transformer, ba
   let entropySum = 0;
   for (const chunk of chunks) {
     checkAbort();
-    const forward = await trainer.forward(chunk.map((i) => batch.inputIds[i]!), chunk.map((i) => batch.positions[i]!), temperature);
+    const forward = await trainer.forward(
+      chunk.map((i) => batch.inputIds[i]!),
+      chunk.map((i) => batch.positions[i]!),
+      temperature,
+    );
     let at = 0;
     for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
     entropySum += forward.entropySum;

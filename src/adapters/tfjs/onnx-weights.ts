@@ -13,9 +13,13 @@ export function graphConfigOf(model: Transformer): TransformerGraphConfig {
 /** Throws when the graphs' weight inputs (src/adapters/onnx/graph/transformer-graph.ts) are not the Transformer's parameters: an error in this package, not in the caller's use. */
 export function checkGraphWeights(model: Transformer, what: string): void {
   const expected = transformerWeightShapes(model.config);
-  const mismatch = model.parameters.findIndex((p, i) => p.name !== expected[i]?.name || p.variable.shape.join() !== expected[i]!.shape.join());
+  const mismatch = model.parameters.findIndex(
+    (p, i) => p.name !== expected[i]?.name || p.variable.shape.join() !== expected[i]!.shape.join(),
+  );
   if (mismatch >= 0 || expected.length !== model.parameters.length) {
-    throw new Error(`${what}: the ONNX graph's weights do not match the Transformer's parameters (first difference at ${model.parameters[mismatch]?.name ?? 'the count'})`);
+    throw new Error(
+      `${what}: the ONNX graph's weights do not match the Transformer's parameters (first difference at ${model.parameters[mismatch]?.name ?? 'the count'})`,
+    );
   }
 }
 
@@ -29,7 +33,12 @@ export function liveWeightFeeds(ort: typeof Ort, model: Transformer): () => Reco
   return () => {
     const ids = model.parameters.map((p) => p.variable.dataId);
     if (ids.length === weightIds.length && ids.every((id, i) => id === weightIds[i])) return weightFeeds;
-    weightFeeds = Object.fromEntries(model.parameters.map((p) => [p.name, new ort.Tensor('float32', (p.variable.dataSync() as Float32Array).slice(), p.variable.shape)]));
+    weightFeeds = Object.fromEntries(
+      model.parameters.map((p) => [
+        p.name,
+        new ort.Tensor('float32', (p.variable.dataSync() as Float32Array).slice(), p.variable.shape),
+      ]),
+    );
     weightIds = ids;
     return weightFeeds;
   };

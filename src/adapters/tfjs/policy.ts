@@ -13,7 +13,6 @@ import type { PolicyContext, PolicyState } from './state';
 import { gradients, logProbs, resetOptimizer, update } from './training';
 import { Transformer, type TransformerConfig } from './transformer';
 
-
 export interface TfjsPolicy extends PolicyBackend {
   readonly provider: 'tfjs';
   /** The backend in use (`tensorflow-gpu`, `tensorflow`, `wasm` or `cpu`) and those passed over. */
@@ -26,7 +25,11 @@ export interface TfjsPolicy extends PolicyBackend {
    * The gradient `update` would apply (before clipping), by parameter name, without changing
    * anything: for finite-difference checks and debugging.
    */
-  gradients(batch: LogProbBatch, lossFn: LossFunction, options?: UpdateOptions): Promise<{ value: number; gradients: Record<string, Float32Array> }>;
+  gradients(
+    batch: LogProbBatch,
+    lossFn: LossFunction,
+    options?: UpdateOptions,
+  ): Promise<{ value: number; gradients: Record<string, Float32Array> }>;
   /** Starts a new optimizer (zero moments, step 0), optionally with other settings (e.g. after SFT). */
   resetOptimizer(settings?: Partial<AdamWSettings>): void;
   /** Frees the weights and optimizer state. */
@@ -52,7 +55,10 @@ export interface CreateTfjsPolicyOptions {
  * forwards through ONNX Runtime, fed the live weights; `training: 'onnx'` computes the gradients
  * there too, AdamW staying on tfjs.
  */
-export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, options: CreateTfjsPolicyOptions = {}): Promise<TfjsPolicy> {
+export async function createTfjsPolicy(
+  settings: TfjsPolicySettings = {},
+  options: CreateTfjsPolicyOptions = {},
+): Promise<TfjsPolicy> {
   const parsed = parseTfjsPolicySettings(settings);
   const tokenizer = options.tokenizer ?? createProtocolTokenizer();
   const selected = await selectTfjsBackend(parsed.backend, options.loadBackendModule);
@@ -61,8 +67,20 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
   const modelConfig = transformerConfigOf(parsed.model, tokenizer.vocabSize);
   // Stream 1 of the seed draws the weights; sessions sample from stream 2 (see the decoder).
   const model = new Transformer(modelConfig, createRandom(parsed.seed, RANDOM_STREAMS.modelWeights));
-  const state: PolicyState = { model, optimizer: new AdamW(model.parameters, parsed.optimizer), sessionCounter: 0, samplingSeed: parsed.seed, disposed: false };
-  const context: PolicyContext = { settings: parsed, tokenizer, modelConfig, backendTfName: selected.tfName, state };
+  const state: PolicyState = {
+    model,
+    optimizer: new AdamW(model.parameters, parsed.optimizer),
+    sessionCounter: 0,
+    samplingSeed: parsed.seed,
+    disposed: false,
+  };
+  const context: PolicyContext = {
+    settings: parsed,
+    tokenizer,
+    modelConfig,
+    backendTfName: selected.tfName,
+    state,
+  };
   let training: TrainingEngine | undefined;
   let rollouts: RolloutEngine;
   try {
@@ -95,7 +113,8 @@ export async function createTfjsPolicy(settings: TfjsPolicySettings = {}, option
     begin: (promptTokenIds, callOptions) => decoder.begin(promptTokenIds, callOptions),
     logProbs: (batch, callOptions) => logProbs(context, batch, callOptions),
     update: (batch, lossFn, updateOptions) => update(context, trainingEngine, batch, lossFn, updateOptions),
-    gradients: (batch, lossFn, updateOptions) => gradients(context, trainingEngine, batch, lossFn, updateOptions),
+    gradients: (batch, lossFn, updateOptions) =>
+      gradients(context, trainingEngine, batch, lossFn, updateOptions),
     save: () => checkpoints.save(),
     load: (checkpoint) => checkpoints.load(checkpoint),
     resetOptimizer: (overrides) => resetOptimizer(context, overrides),

@@ -3,7 +3,10 @@
  * logits predict each scored token (the one before it), in the order of `positions`, and that
  * token. Only these places get logits, on tfjs (training.ts) and in ONNX Runtime (onnx-training.ts).
  */
-export function scoredPlaces(rows: readonly number[][], positions: readonly number[][]): { length: number; places: Int32Array; targets: Int32Array } {
+export function scoredPlaces(
+  rows: readonly number[][],
+  positions: readonly number[][],
+): { length: number; places: Int32Array; targets: Int32Array } {
   const length = Math.max(...rows.map((r) => r.length));
   const count = positions.reduce((n, row) => n + row.length, 0);
   const places = new Int32Array(count);

@@ -12,7 +12,6 @@ export type TfjsBackendName = (typeof TFJS_BACKENDS)[number];
 
 export const CHECKPOINT_FORMAT = 'searcher-rl.tfjs-transformer.v1';
 
-
 export const tfjsPolicySettingsSchema = z
   .object({
     model: z
@@ -82,11 +81,18 @@ export type ParsedTfjsPolicySettings = z.output<typeof tfjsPolicySettingsSchema>
 export function parseTfjsPolicySettings(settings: TfjsPolicySettings): ParsedTfjsPolicySettings {
   const parsed = parseSettings('createTfjsPolicy', tfjsPolicySettingsSchema, settings);
   const { width, heads } = parsed.model;
-  if (width % heads !== 0) throw new InvalidArgumentError({ argument: 'model.width', message: `must be divisible by model.heads (${heads}), got ${width}` });
+  if (width % heads !== 0)
+    throw new InvalidArgumentError({
+      argument: 'model.width',
+      message: `must be divisible by model.heads (${heads}), got ${width}`,
+    });
   return parsed;
 }
 
-export function transformerConfigOf(model: ParsedTfjsPolicySettings['model'], vocabSize: number): TransformerConfig {
+export function transformerConfigOf(
+  model: ParsedTfjsPolicySettings['model'],
+  vocabSize: number,
+): TransformerConfig {
   return {
     vocabSize,
     contextLength: model.contextLength,

@@ -36,6 +36,7 @@ export function activateBackend(context: PolicyContext): Promise<void> {
 }
 
 export async function ensureReady(context: PolicyContext): Promise<void> {
-  if (context.state.disposed) throw new InvalidArgumentError({ argument: 'policy', message: 'this TfjsPolicy was disposed' });
+  if (context.state.disposed)
+    throw new InvalidArgumentError({ argument: 'policy', message: 'this TfjsPolicy was disposed' });
   await activateBackend(context);
 }

@@ -21,7 +21,17 @@ function feed(model: Transformer, shape: CacheShape, rows: RowState[], temperatu
       positionData[index * chunkLength + offset] = position;
     }
   });
-  const pastData = pastLength > 0 ? Array.from({ length: layers }, (_, layer) => [gatherKvCache(rows, layer, 'keys', pastLength, shape), gatherKvCache(rows, layer, 'values', pastLength, shape)] as const) : null;
+  const pastData =
+    pastLength > 0
+      ? Array.from(
+          { length: layers },
+          (_, layer) =>
+            [
+              gatherKvCache(rows, layer, 'keys', pastLength, shape),
+              gatherKvCache(rows, layer, 'values', pastLength, shape),
+            ] as const,
+        )
+      : null;
   // Tensors out of tidy, arrays read outside it (tidy walks every element of a returned array).
   const outputs = tf.tidy(() => {
     const past = pastData && {
@@ -34,9 +44,16 @@ function feed(model: Transformer, shape: CacheShape, rows: RowState[], temperatu
       past,
       rows.map((r) => r.cached),
     );
-    const lastIndex = tf.tensor1d(rows.map((_, index) => index * chunkLength + pending[index]! - 1), 'int32');
+    const lastIndex = tf.tensor1d(
+      rows.map((_, index) => index * chunkLength + pending[index]! - 1),
+      'int32',
+    );
     const last = tf.gather(logits, lastIndex);
-    return { logp: tf.logSoftmax(temperature > 0 && temperature !== 1 ? tf.div(last, temperature) : last), keys: cache.keys, values: cache.values };
+    return {
+      logp: tf.logSoftmax(temperature > 0 && temperature !== 1 ? tf.div(last, temperature) : last),
+      keys: cache.keys,
+      values: cache.values,
+    };
   });
   try {
     const logpData = outputs.logp.dataSync() as Float32Array;

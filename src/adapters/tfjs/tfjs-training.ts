@@ -11,10 +11,18 @@ import { checkLoss, denseBatch, logProbs, scoredLogProbs } from './training';
  * forward to read them first.
  */
 export function createTfjsTrainingEngine(context: PolicyContext): TrainingEngine {
-  return { computeGradients: (batch, lossFn, plan) => computeGradients(context, batch, lossFn, plan), dispose: async () => {} };
+  return {
+    computeGradients: (batch, lossFn, plan) => computeGradients(context, batch, lossFn, plan),
+    dispose: async () => {},
+  };
 }
 
-async function computeGradients(context: PolicyContext, batch: LogProbBatch, lossFn: LossFunction, plan: GradientPlan): Promise<ComputedGradients> {
+async function computeGradients(
+  context: PolicyContext,
+  batch: LogProbBatch,
+  lossFn: LossFunction,
+  plan: GradientPlan,
+): Promise<ComputedGradients> {
   const { modelConfig } = context;
   const model = context.state.model;
   const { chunks, temperature, entropyCoef, scored, signal } = plan;
@@ -36,30 +44,38 @@ async function computeGradients(context: PolicyContext, batch: LogProbBatch, los
       const { grads, entropy } = tf.tidy(() => {
         const dense = denseBatch(rows, positions, modelConfig.vocabSize);
         let chunkEntropy = 0;
-        const { grads: named } = tf.variableGrads(() => {
-          const { logp, token } = scoredLogProbs(model.forwardFull(dense.ids, dense.idValues, dense.places), dense.pick, temperature);
-          let weights = gradNew && chunk.map((i) => gradNew![i]!);
-          if (!weights) {
-            // One chunk: the loss reads this forward's log-probs, saving the extra forward.
-            const values = token.dataSync() as Float32Array;
+        const { grads: named } = tf.variableGrads(
+          () => {
+            const { logp, token } = scoredLogProbs(
+              model.forwardFull(dense.ids, dense.idValues, dense.places),
+              dense.pick,
+              temperature,
+            );
+            let weights = gradNew && chunk.map((i) => gradNew![i]!);
+            if (!weights) {
+              // One chunk: the loss reads this forward's log-probs, saving the extra forward.
+              const values = token.dataSync() as Float32Array;
+              let at = 0;
+              const newLogProbs = positions.map((row) => row.map(() => values[at++]!));
+              const result = checkLoss(lossFn(newLogProbs), batch);
+              lossValue = result.value;
+              metrics = result.metrics ?? {};
+              weights = result.gradNewLogProbs;
+            }
+            const g = new Float32Array(dense.places.length);
             let at = 0;
-            const newLogProbs = positions.map((row) => row.map(() => values[at++]!));
-            const result = checkLoss(lossFn(newLogProbs), batch);
-            lossValue = result.value;
-            metrics = result.metrics ?? {};
-            weights = result.gradNewLogProbs;
-          }
-          const g = new Float32Array(dense.places.length);
-          let at = 0;
-          positions.forEach((row, k) => row.forEach((_, t) => (g[at++] = weights![k]![t]!)));
-          // d/dtheta of sum_t g_t * logp_t is the policy gradient of the core's loss.
-          let objective = tf.sum(tf.mul(token, tf.tensor1d(g)));
-          // Every place is a scored one, so the entropy sums over all of them.
-          const entropySumTensor = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp)));
-          chunkEntropy = entropySumTensor.dataSync()[0]!;
-          if (entropyCoef > 0) objective = tf.sub(objective, tf.mul(entropySumTensor, entropyCoef / scored));
-          return objective as tf.Scalar;
-        }, model.parameters.map((p) => p.variable));
+            positions.forEach((row, k) => row.forEach((_, t) => (g[at++] = weights![k]![t]!)));
+            // d/dtheta of sum_t g_t * logp_t is the policy gradient of the core's loss.
+            let objective = tf.sum(tf.mul(token, tf.tensor1d(g)));
+            // Every place is a scored one, so the entropy sums over all of them.
+            const entropySumTensor = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp)));
+            chunkEntropy = entropySumTensor.dataSync()[0]!;
+            if (entropyCoef > 0)
+              objective = tf.sub(objective, tf.mul(entropySumTensor, entropyCoef / scored));
+            return objective as tf.Scalar;
+          },
+          model.parameters.map((p) => p.variable),
+        );
         return { grads: model.parameters.map((p) => named[p.variable.name]!), entropy: chunkEntropy };
       });
       entropySum += entropy;

@@ -12,20 +12,44 @@ import type { TransformerConfig } from './transformer';
 /** Checks a batch against the model; returns the temperature to score at (greedy, 0, scores at 1). */
 function checkBatch(batch: LogProbBatch, modelConfig: TransformerConfig): number {
   const { contextLength, vocabSize } = modelConfig;
-  if (!batch || !Array.isArray(batch.inputIds) || !Array.isArray(batch.positions) || batch.inputIds.length !== batch.positions.length) {
-    throw new InvalidArgumentError({ argument: 'batch', message: 'needs inputIds and positions arrays of the same length' });
+  if (
+    !batch ||
+    !Array.isArray(batch.inputIds) ||
+    !Array.isArray(batch.positions) ||
+    batch.inputIds.length !== batch.positions.length
+  ) {
+    throw new InvalidArgumentError({
+      argument: 'batch',
+      message: 'needs inputIds and positions arrays of the same length',
+    });
   }
   batch.inputIds.forEach((ids, i) => {
-    if (ids.length > contextLength) throw new InvalidArgumentError({ argument: `batch.inputIds[${i}]`, message: `has ${ids.length} tokens; the model's context is ${contextLength}` });
+    if (ids.length > contextLength)
+      throw new InvalidArgumentError({
+        argument: `batch.inputIds[${i}]`,
+        message: `has ${ids.length} tokens; the model's context is ${contextLength}`,
+      });
     ids.forEach((id, t) => {
-      if (!(Number.isInteger(id) && id >= 0 && id < vocabSize)) throw new InvalidArgumentError({ argument: `batch.inputIds[${i}][${t}]`, message: `token id ${id} is outside the vocabulary (0..${vocabSize - 1})` });
+      if (!(Number.isInteger(id) && id >= 0 && id < vocabSize))
+        throw new InvalidArgumentError({
+          argument: `batch.inputIds[${i}][${t}]`,
+          message: `token id ${id} is outside the vocabulary (0..${vocabSize - 1})`,
+        });
     });
     batch.positions[i]!.forEach((p, k) => {
-      if (!(Number.isInteger(p) && p >= 1 && p < ids.length)) throw new InvalidArgumentError({ argument: `batch.positions[${i}][${k}]`, message: `must be in 1..${ids.length - 1}, got ${p}` });
+      if (!(Number.isInteger(p) && p >= 1 && p < ids.length))
+        throw new InvalidArgumentError({
+          argument: `batch.positions[${i}][${k}]`,
+          message: `must be in 1..${ids.length - 1}, got ${p}`,
+        });
     });
   });
   const temperature = batch.temperature ?? 1;
-  if (!(Number.isFinite(temperature) && temperature >= 0)) throw new InvalidArgumentError({ argument: 'batch.temperature', message: `must be >= 0, got ${temperature}` });
+  if (!(Number.isFinite(temperature) && temperature >= 0))
+    throw new InvalidArgumentError({
+      argument: 'batch.temperature',
+      message: `must be >= 0, got ${temperature}`,
+    });
   return temperature === 0 ? 1 : temperature;
 }
 
@@ -39,7 +63,13 @@ export function denseBatch(rows: number[][], positions: number[][], vocabSize: n
   const ids = new Int32Array(rowCount * length);
   rows.forEach((r, i) => ids.set(r, i * length));
   // The one-hot is made on the device, not shipped.
-  return { ids: tf.tensor2d(ids, [rowCount, length], 'int32'), idValues: ids, places, pick: tf.oneHot(tf.tensor1d(targets, 'int32'), vocabSize) as tf.Tensor2D, length };
+  return {
+    ids: tf.tensor2d(ids, [rowCount, length], 'int32'),
+    idValues: ids,
+    places,
+    pick: tf.oneHot(tf.tensor1d(targets, 'int32'), vocabSize) as tf.Tensor2D,
+    length,
+  };
 }
 
 /** Log-probs at a temperature and, per place, the one of the picked token (0 where nothing is picked). */
@@ -55,7 +85,10 @@ function rowChunks(batch: LogProbBatch, heads: number, maxAttentionElements: num
   let longest = 0;
   batch.inputIds.forEach((ids, i) => {
     const nextLongest = Math.max(longest, ids.length);
-    if (current.length > 0 && (current.length + 1) * heads * nextLongest * nextLongest > maxAttentionElements) {
+    if (
+      current.length > 0 &&
+      (current.length + 1) * heads * nextLongest * nextLongest > maxAttentionElements
+    ) {
       chunks.push(current);
       current = [];
       longest = 0;
@@ -68,29 +101,52 @@ function rowChunks(batch: LogProbBatch, heads: number, maxAttentionElements: num
 }
 
 export function checkLoss(result: ReturnType<LossFunction>, batch: LogProbBatch): ReturnType<LossFunction> {
-  if (!result || !Array.isArray(result.gradNewLogProbs) || result.gradNewLogProbs.length !== batch.positions.length) {
-    throw new PortOutputError({ port: 'policy', provider: 'tfjs', field: 'lossFn().gradNewLogProbs', message: 'must have one row per sequence of the batch' });
+  if (
+    !result ||
+    !Array.isArray(result.gradNewLogProbs) ||
+    result.gradNewLogProbs.length !== batch.positions.length
+  ) {
+    throw new PortOutputError({
+      port: 'policy',
+      provider: 'tfjs',
+      field: 'lossFn().gradNewLogProbs',
+      message: 'must have one row per sequence of the batch',
+    });
   }
   result.gradNewLogProbs.forEach((row, i) => {
     if (!Array.isArray(row) || row.length !== batch.positions[i]!.length) {
-      throw new PortOutputError({ port: 'policy', provider: 'tfjs', field: `lossFn().gradNewLogProbs[${i}]`, message: `must have ${batch.positions[i]!.length} entries (one per scored position)` });
+      throw new PortOutputError({
+        port: 'policy',
+        provider: 'tfjs',
+        field: `lossFn().gradNewLogProbs[${i}]`,
+        message: `must have ${batch.positions[i]!.length} entries (one per scored position)`,
+      });
     }
   });
   return result;
 }
 
-export async function logProbs(context: PolicyContext, batch: LogProbBatch, callOptions?: CallOptions): Promise<number[][]> {
+export async function logProbs(
+  context: PolicyContext,
+  batch: LogProbBatch,
+  callOptions?: CallOptions,
+): Promise<number[][]> {
   await ensureReady(context);
   const { modelConfig, settings, state } = context;
   const temperature = checkBatch(batch, modelConfig);
   const out: number[][] = batch.positions.map(() => []);
   for (const chunk of rowChunks(batch, modelConfig.heads, settings.maxAttentionElements)) {
-    if (callOptions?.signal?.aborted) throw new AbortedError({ what: 'logProbs', cause: callOptions.signal.reason });
+    if (callOptions?.signal?.aborted)
+      throw new AbortedError({ what: 'logProbs', cause: callOptions.signal.reason });
     const rows = chunk.map((i) => batch.inputIds[i]!);
     const positions = chunk.map((i) => batch.positions[i]!);
     const token = tf.tidy(() => {
       const dense = denseBatch(rows, positions, modelConfig.vocabSize);
-      return scoredLogProbs(state.model.forwardFull(dense.ids, dense.idValues, dense.places), dense.pick, temperature).token;
+      return scoredLogProbs(
+        state.model.forwardFull(dense.ids, dense.idValues, dense.places),
+        dense.pick,
+        temperature,
+      ).token;
     });
     const data = token.dataSync() as Float32Array;
     token.dispose();
@@ -105,22 +161,43 @@ export async function logProbs(context: PolicyContext, batch: LogProbBatch, call
  * of sum_t g_t * logp_t (g from the core's loss) minus the entropy bonus. `null` when nothing is
  * scored.
  */
-async function computeGradients(context: PolicyContext, engine: TrainingEngine, batch: LogProbBatch, lossFn: LossFunction, updateOptions: UpdateOptions): Promise<ComputedGradients | null> {
+async function computeGradients(
+  context: PolicyContext,
+  engine: TrainingEngine,
+  batch: LogProbBatch,
+  lossFn: LossFunction,
+  updateOptions: UpdateOptions,
+): Promise<ComputedGradients | null> {
   const { modelConfig, settings } = context;
   const temperature = checkBatch(batch, modelConfig);
   const entropyCoef = updateOptions.entropyCoef ?? 0;
-  if (!(Number.isFinite(entropyCoef) && entropyCoef >= 0)) throw new InvalidArgumentError({ argument: 'entropyCoef', message: `must be >= 0, got ${entropyCoef}` });
-  if (updateOptions.signal?.aborted) throw new AbortedError({ what: 'update', cause: updateOptions.signal.reason });
+  if (!(Number.isFinite(entropyCoef) && entropyCoef >= 0))
+    throw new InvalidArgumentError({ argument: 'entropyCoef', message: `must be >= 0, got ${entropyCoef}` });
+  if (updateOptions.signal?.aborted)
+    throw new AbortedError({ what: 'update', cause: updateOptions.signal.reason });
   const scored = batch.positions.reduce((n, row) => n + row.length, 0);
   if (scored === 0) return null;
   const chunks = rowChunks(batch, modelConfig.heads, settings.maxAttentionElements);
-  return engine.computeGradients(batch, lossFn, { chunks, temperature, entropyCoef, scored, signal: updateOptions.signal });
+  return engine.computeGradients(batch, lossFn, {
+    chunks,
+    temperature,
+    entropyCoef,
+    scored,
+    signal: updateOptions.signal,
+  });
 }
 
-export async function update(context: PolicyContext, engine: TrainingEngine, batch: LogProbBatch, lossFn: LossFunction, updateOptions: UpdateOptions = {}): Promise<UpdateResult> {
+export async function update(
+  context: PolicyContext,
+  engine: TrainingEngine,
+  batch: LogProbBatch,
+  lossFn: LossFunction,
+  updateOptions: UpdateOptions = {},
+): Promise<UpdateResult> {
   await ensureReady(context);
   const computed = await computeGradients(context, engine, batch, lossFn, updateOptions);
-  if (computed === null) return { value: 0, gradNorm: 0, applied: false, skippedReason: 'no positions to score' };
+  if (computed === null)
+    return { value: 0, gradNorm: 0, applied: false, skippedReason: 'no positions to score' };
   try {
     const step = context.state.optimizer.apply(computed.grads);
     return {
@@ -136,7 +213,13 @@ export async function update(context: PolicyContext, engine: TrainingEngine, bat
 }
 
 /** The gradient `update` would apply (before clipping), by parameter name; zeros when nothing is scored. */
-export async function gradients(context: PolicyContext, engine: TrainingEngine, batch: LogProbBatch, lossFn: LossFunction, updateOptions: UpdateOptions = {}): Promise<{ value: number; gradients: Record<string, Float32Array> }> {
+export async function gradients(
+  context: PolicyContext,
+  engine: TrainingEngine,
+  batch: LogProbBatch,
+  lossFn: LossFunction,
+  updateOptions: UpdateOptions = {},
+): Promise<{ value: number; gradients: Record<string, Float32Array> }> {
   await ensureReady(context);
   const computed = await computeGradients(context, engine, batch, lossFn, updateOptions);
   const out: Record<string, Float32Array> = {};

@@ -56,7 +56,13 @@ export class Transformer {
     this.headWidth = config.width / config.heads;
     const { vocabSize: V, contextLength: C, width: d, mlpWidth: m, layers } = config;
     this.parameters = [];
-    const add = (name: string, shape: number[], init: 'normal' | 'zeros' | 'ones', std: number, decay: boolean): tf.Variable => {
+    const add = (
+      name: string,
+      shape: number[],
+      init: 'normal' | 'zeros' | 'ones',
+      std: number,
+      decay: boolean,
+    ): tf.Variable => {
       const size = shape.reduce((a, b) => a * b, 1);
       const data = new Float32Array(size);
       if (init === 'ones') data.fill(1);
@@ -105,7 +111,10 @@ export class Transformer {
     const [B, T] = ids.shape;
     const { width: d } = this.config;
     const tokens = embeddingLookup(this.tokenEmbedding, ids, idValues);
-    let x = tf.add(tf.reshape(tokens, [B, T, d]), tf.slice(this.positionEmbedding, [0, 0], [T, d])) as tf.Tensor3D;
+    let x = tf.add(
+      tf.reshape(tokens, [B, T, d]),
+      tf.slice(this.positionEmbedding, [0, 0], [T, d]),
+    ) as tf.Tensor3D;
     const mask = causalMask(T);
     for (const block of this.blocks) {
       x = this.block(block, x, (k, v) => ({ keys: k, values: v, mask }));
@@ -119,10 +128,18 @@ export class Transformer {
    * pastLengths[s], pastLengths[s] + 1, ... Returns logits [S * m, V] and the chunk's own keys
    * and values per layer (for the caller to cache).
    */
-  forwardChunk(tokens: tf.Tensor2D, positions: tf.Tensor2D, past: { keys: tf.Tensor4D[]; values: tf.Tensor4D[] } | null, pastLengths: readonly number[]): { logits: tf.Tensor2D; cache: ChunkCache } {
+  forwardChunk(
+    tokens: tf.Tensor2D,
+    positions: tf.Tensor2D,
+    past: { keys: tf.Tensor4D[]; values: tf.Tensor4D[] } | null,
+    pastLengths: readonly number[],
+  ): { logits: tf.Tensor2D; cache: ChunkCache } {
     const [S, m] = tokens.shape;
     const P = past?.keys[0]?.shape[2] ?? 0;
-    const x0 = tf.add(tf.gather(this.tokenEmbedding, tokens), tf.gather(this.positionEmbedding, positions)) as tf.Tensor3D;
+    const x0 = tf.add(
+      tf.gather(this.tokenEmbedding, tokens),
+      tf.gather(this.positionEmbedding, positions),
+    ) as tf.Tensor3D;
     const mask = chunkMask(S, m, P, pastLengths);
     const cache: ChunkCache = { keys: [], values: [] };
     let x = x0;
@@ -137,13 +154,23 @@ export class Transformer {
     return { logits: this.logits(x), cache };
   }
 
-  private block(b: Block, x: tf.Tensor3D, attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor }): tf.Tensor3D {
+  private block(
+    b: Block,
+    x: tf.Tensor3D,
+    attendTo: (k: tf.Tensor4D, v: tf.Tensor4D) => { keys: tf.Tensor4D; values: tf.Tensor4D; mask: tf.Tensor },
+  ): tf.Tensor3D {
     const [B, T, d] = x.shape;
     const H = this.config.heads;
     const dh = this.headWidth;
     const h = layerNorm(x, b.norm1Gain, b.norm1Bias);
     const qkv = linear(tf.reshape(h, [B * T, d]), b.qkv, b.qkvBias);
-    const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]) as tf.Tensor4D) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
+    const [q, k, v] = tf
+      .split(qkv, 3, 1)
+      .map((t) => tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]) as tf.Tensor4D) as [
+      tf.Tensor4D,
+      tf.Tensor4D,
+      tf.Tensor4D,
+    ];
     const { keys, values, mask } = attendTo(k, v);
     const scores = tf.add(tf.mul(tf.matMul(q, keys, false, true), 1 / Math.sqrt(dh)), mask);
     const attended = tf.matMul(tf.softmax(scores), values);
@@ -196,7 +223,11 @@ const linear = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
     gradFunc: (dy, saved) => {
       const [input, w] = saved as [tf.Tensor2D, tf.Tensor2D];
       const upstream = dy as tf.Tensor2D;
-      return [tf.matMul(upstream, w, false, true), tf.matMul(input, upstream, true, false), columnSums(upstream)];
+      return [
+        tf.matMul(upstream, w, false, true),
+        tf.matMul(input, upstream, true, false),
+        columnSums(upstream),
+      ];
     },
   };
 }) as (x: tf.Tensor, weight: tf.Tensor, bias: tf.Tensor) => tf.Tensor2D;
@@ -257,9 +288,19 @@ function layerNorm(x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor): tf.Tensor {
         const upstream = dy as tf.Tensor;
         const dxHat = tf.mul(upstream, gainSaved);
         // dx = (dxHat - mean(dxHat) - xHat * mean(dxHat * xHat)) / std, means over the normalised axis.
-        const dx = tf.div(tf.sub(tf.sub(dxHat, tf.mean(dxHat, -1, true)), tf.mul(xHat, tf.mean(tf.mul(dxHat, xHat), -1, true))), stdSaved);
+        const dx = tf.div(
+          tf.sub(
+            tf.sub(dxHat, tf.mean(dxHat, -1, true)),
+            tf.mul(xHat, tf.mean(tf.mul(dxHat, xHat), -1, true)),
+          ),
+          stdSaved,
+        );
         const dy2d = tf.reshape(upstream, [rows, width]) as tf.Tensor2D;
-        return [dx, columnSums(tf.reshape(tf.mul(upstream, xHat), [rows, width]) as tf.Tensor2D), columnSums(dy2d)];
+        return [
+          dx,
+          columnSums(tf.reshape(tf.mul(upstream, xHat), [rows, width]) as tf.Tensor2D),
+          columnSums(dy2d),
+        ];
       },
     };
   }) as (input: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => tf.Tensor;

@@ -6,18 +6,51 @@ import { registerWasmMatmul } from './wasm-matmul';
 
 /** [shape of op(A), shape of op(B)] before the transpose flags are applied. */
 const SHAPES: Array<[number[], number[]]> = [
-  [[3, 5], [5, 4]],
-  [[2, 3, 5], [2, 5, 4]],
-  [[2, 3, 3, 5], [2, 3, 5, 4]],
-  [[2, 3, 5], [5, 4]],
-  [[3, 5], [2, 5, 4]],
-  [[1, 3, 5], [4, 5, 4]],
-  [[4, 3, 5], [1, 5, 4]],
+  [
+    [3, 5],
+    [5, 4],
+  ],
+  [
+    [2, 3, 5],
+    [2, 5, 4],
+  ],
+  [
+    [2, 3, 3, 5],
+    [2, 3, 5, 4],
+  ],
+  [
+    [2, 3, 5],
+    [5, 4],
+  ],
+  [
+    [3, 5],
+    [2, 5, 4],
+  ],
+  [
+    [1, 3, 5],
+    [4, 5, 4],
+  ],
+  [
+    [4, 3, 5],
+    [1, 5, 4],
+  ],
   // Large enough per product to leave the scalar loop, both ways round (the swapped form included).
-  [[2, 2, 40, 40], [2, 2, 40, 12]],
-  [[2, 2, 12, 40], [2, 2, 40, 40]],
-  [[2, 2, 40, 12], [2, 2, 12, 40]],
-  [[96, 40], [40, 24]],
+  [
+    [2, 2, 40, 40],
+    [2, 2, 40, 12],
+  ],
+  [
+    [2, 2, 12, 40],
+    [2, 2, 40, 40],
+  ],
+  [
+    [2, 2, 40, 12],
+    [2, 2, 12, 40],
+  ],
+  [
+    [96, 40],
+    [40, 24],
+  ],
 ];
 
 function transposedShape(shape: number[], transpose: boolean): number[] {
@@ -31,7 +64,8 @@ describe('wasm BatchMatMul through XNNPACK', () => {
   it('equals the cpu backend for batched, broadcast and transposed products', async () => {
     await selectTfjsBackend('wasm');
     const random = createRandom(11);
-    const draw = (shape: number[]) => Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => random.nextFloat() - 0.5);
+    const draw = (shape: number[]) =>
+      Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => random.nextFloat() - 0.5);
     for (const [opA, opB] of SHAPES) {
       for (const transposeA of [false, true]) {
         for (const transposeB of [false, true]) {

@@ -23,7 +23,11 @@ interface MatMulAttrs {
   transposeB: boolean;
 }
 
-type KernelArgs = { inputs: { a: tf.TensorInfo; b: tf.TensorInfo }; backend: WasmBackend; attrs: MatMulAttrs };
+type KernelArgs = {
+  inputs: { a: tf.TensorInfo; b: tf.TensorInfo };
+  backend: WasmBackend;
+  attrs: MatMulAttrs;
+};
 type KernelFunc = (args: KernelArgs) => tf.TensorInfo;
 
 /** Multiply-adds per product under which a batch stays with the original loop (measured crossover ~8-16k). */
@@ -78,12 +82,18 @@ function batchMatMul(args: KernelArgs, xnnpack: KernelFunc): tf.TensorInfo {
   // per-product copies and XNNPACK operator set-up cost more than the scalar loop.
   const tinyBatched = Math.max(batchA, batchB) > 1 && m * n * k < MIN_BATCHED_PRODUCT;
   // Broadcasting across several outer dimensions, other dtypes, empty products and shape errors stay with the original.
-  const supported = a.dtype === 'float32' && b.dtype === 'float32' && k === kB && (sameOuter || batchA === 1 || batchB === 1) && m * n * k > 0;
+  const supported =
+    a.dtype === 'float32' &&
+    b.dtype === 'float32' &&
+    k === kB &&
+    (sameOuter || batchA === 1 || batchB === 1) &&
+    m * n * k > 0;
   if (plainXnnpack || tinyBatched || !supported) return xnnpack(args);
   const outOuter = batchA >= batchB ? outerA : outerB;
   const outShape = [...outOuter, m, n];
   const temporaries: tf.TensorInfo[] = [];
-  const multiply = (left: tf.TensorInfo, right: tf.TensorInfo) => xnnpack({ inputs: { a: left, b: right }, backend, attrs: { transposeA: false, transposeB: false } });
+  const multiply = (left: tf.TensorInfo, right: tf.TensorInfo) =>
+    xnnpack({ inputs: { a: left, b: right }, backend, attrs: { transposeA: false, transposeB: false } });
   try {
     if (batchB === 1 && !transposeA) {
       // A shared right side: the batch folds into the rows of one product.
@@ -98,15 +108,42 @@ function batchMatMul(args: KernelArgs, xnnpack: KernelFunc): tf.TensorInfo {
     const directCost = (transposeA ? m * k : 0) + (transposeB ? k * n : 0);
     const swappedCost = (transposeB ? 0 : k * n) + (transposeA ? 0 : m * k) + m * n;
     const swapped = swappedCost < directCost;
-    const left = swapped ? { x: b, batch: batchB, rows: n, cols: k, transpose: !transposeB } : { x: a, batch: batchA, rows: m, cols: k, transpose: transposeA };
-    const right = swapped ? { x: a, batch: batchA, rows: k, cols: m, transpose: !transposeA } : { x: b, batch: batchB, rows: k, cols: n, transpose: transposeB };
+    const left = swapped
+      ? { x: b, batch: batchB, rows: n, cols: k, transpose: !transposeB }
+      : { x: a, batch: batchA, rows: m, cols: k, transpose: transposeA };
+    const right = swapped
+      ? { x: a, batch: batchA, rows: k, cols: m, transpose: !transposeA }
+      : { x: b, batch: batchB, rows: k, cols: n, transpose: transposeB };
     // A broadcast left side is copied (and transposed) once; XNNPACK caches packed weights by the right
     // side's tensor id, so every right side it sees is a fresh tensor.
-    const sharedLeft = left.batch === 1 ? (left.transpose ? copyMatrix(backend, left.x, 0, left.cols, left.rows, true, temporaries) : view(left.x, [1, left.rows, left.cols])) : null;
+    const sharedLeft =
+      left.batch === 1
+        ? left.transpose
+          ? copyMatrix(backend, left.x, 0, left.cols, left.rows, true, temporaries)
+          : view(left.x, [1, left.rows, left.cols])
+        : null;
     for (let i = 0; i < batch; i++) {
       const perBatch: tf.TensorInfo[] = [];
-      const leftMatrix = sharedLeft ?? copyMatrix(backend, left.x, i, left.transpose ? left.cols : left.rows, left.transpose ? left.rows : left.cols, left.transpose, perBatch);
-      const rightMatrix = copyMatrix(backend, right.x, right.batch === 1 ? 0 : i, right.transpose ? right.cols : right.rows, right.transpose ? right.rows : right.cols, right.transpose, perBatch);
+      const leftMatrix =
+        sharedLeft ??
+        copyMatrix(
+          backend,
+          left.x,
+          i,
+          left.transpose ? left.cols : left.rows,
+          left.transpose ? left.rows : left.cols,
+          left.transpose,
+          perBatch,
+        );
+      const rightMatrix = copyMatrix(
+        backend,
+        right.x,
+        right.batch === 1 ? 0 : i,
+        right.transpose ? right.cols : right.rows,
+        right.transpose ? right.rows : right.cols,
+        right.transpose,
+        perBatch,
+      );
       const product = multiply(leftMatrix, rightMatrix);
       const target = backend.typedArrayFromHeap(out).subarray(i * m * n, (i + 1) * m * n);
       if (swapped) transposeInto(backend.typedArrayFromHeap(product), target, n, m);
@@ -129,7 +166,15 @@ function view(x: tf.TensorInfo, shape: number[]): tf.TensorInfo {
  * Matrix `index` of `x` (stored [.., rows, cols]) as a new [1, rows, cols] tensor, or as
  * [1, cols, rows] when `transpose`; recorded in `owned` for the caller to dispose.
  */
-function copyMatrix(backend: WasmBackend, x: tf.TensorInfo, index: number, rows: number, cols: number, transpose: boolean, owned: tf.TensorInfo[]): tf.TensorInfo {
+function copyMatrix(
+  backend: WasmBackend,
+  x: tf.TensorInfo,
+  index: number,
+  rows: number,
+  cols: number,
+  transpose: boolean,
+  owned: tf.TensorInfo[],
+): tf.TensorInfo {
   const copy = backend.makeOutput(transpose ? [1, cols, rows] : [1, rows, cols], 'float32');
   owned.push(copy);
   // Views are taken after the allocation: growing the wasm heap detaches earlier ones.

@@ -33,9 +33,22 @@ export const DEFAULT_CALL_POLICY: Readonly<CallPolicy> = Object.freeze({
  * Calls that change state cannot be repeated safely: a policy turn advances its rollout session,
  * a store append may have landed before it failed. One attempt, no timeout, unless configured.
  */
-export const SINGLE_ATTEMPT_CALL_POLICY: Readonly<CallPolicy> = Object.freeze({ ...DEFAULT_CALL_POLICY, timeoutMs: null, maxRetries: 0 });
+export const SINGLE_ATTEMPT_CALL_POLICY: Readonly<CallPolicy> = Object.freeze({
+  ...DEFAULT_CALL_POLICY,
+  timeoutMs: null,
+  maxRetries: 0,
+});
 
-export const PORT_NAMES: readonly PortName[] = ['searchEngine', 'generator', 'judge', 'imageOps', 'embedder', 'icdScorer', 'policy', 'store'];
+export const PORT_NAMES: readonly PortName[] = [
+  'searchEngine',
+  'generator',
+  'judge',
+  'imageOps',
+  'embedder',
+  'icdScorer',
+  'policy',
+  'store',
+];
 
 /** Each port's defaults (the configuration's `calls` section is built from these). */
 export const DEFAULT_CALL_POLICIES: Readonly<Record<PortName, Readonly<CallPolicy>>> = Object.freeze({
@@ -52,24 +65,52 @@ export const DEFAULT_CALL_POLICIES: Readonly<Record<PortName, Readonly<CallPolic
 export type CallPolicies = Partial<Record<PortName, Partial<CallPolicy>>>;
 
 /** A port's policy: its defaults with `overrides` on top, checked field by field. */
-export function resolveCallPolicy(port: PortName, overrides: Partial<CallPolicy> = {}, base: Readonly<CallPolicy> = DEFAULT_CALL_POLICIES[port]): CallPolicy {
+export function resolveCallPolicy(
+  port: PortName,
+  overrides: Partial<CallPolicy> = {},
+  base: Readonly<CallPolicy> = DEFAULT_CALL_POLICIES[port],
+): CallPolicy {
   const policy: CallPolicy = { ...base, ...overrides };
   const field = (name: keyof CallPolicy) => `calls.${port}.${name}`;
   const nullablePositive = (name: 'timeoutMs' | 'tokensPerMinute') => {
     const v = policy[name];
-    if (v !== null && !(typeof v === 'number' && v > 0)) throw new InvalidArgumentError({ argument: field(name), message: `must be a number > 0 or null, got ${String(v)}` });
+    if (v !== null && !(typeof v === 'number' && v > 0))
+      throw new InvalidArgumentError({
+        argument: field(name),
+        message: `must be a number > 0 or null, got ${String(v)}`,
+      });
   };
   nullablePositive('timeoutMs');
   nullablePositive('tokensPerMinute');
-  if (!(Number.isInteger(policy.maxRetries) && policy.maxRetries >= 0)) throw new InvalidArgumentError({ argument: field('maxRetries'), message: `must be an integer >= 0, got ${String(policy.maxRetries)}` });
+  if (!(Number.isInteger(policy.maxRetries) && policy.maxRetries >= 0))
+    throw new InvalidArgumentError({
+      argument: field('maxRetries'),
+      message: `must be an integer >= 0, got ${String(policy.maxRetries)}`,
+    });
   for (const name of ['initialRetryDelayMs', 'maxRetryDelayMs', 'maxRetryAfterMs'] as const) {
-    if (!(typeof policy[name] === 'number' && policy[name] >= 0)) throw new InvalidArgumentError({ argument: field(name), message: `must be a number of milliseconds >= 0, got ${String(policy[name])}` });
+    if (!(typeof policy[name] === 'number' && policy[name] >= 0))
+      throw new InvalidArgumentError({
+        argument: field(name),
+        message: `must be a number of milliseconds >= 0, got ${String(policy[name])}`,
+      });
   }
-  if (policy.maxConcurrent !== null && !(Number.isInteger(policy.maxConcurrent) && policy.maxConcurrent >= 1)) {
-    throw new InvalidArgumentError({ argument: field('maxConcurrent'), message: `must be an integer >= 1 or null, got ${String(policy.maxConcurrent)}` });
+  if (
+    policy.maxConcurrent !== null &&
+    !(Number.isInteger(policy.maxConcurrent) && policy.maxConcurrent >= 1)
+  ) {
+    throw new InvalidArgumentError({
+      argument: field('maxConcurrent'),
+      message: `must be an integer >= 1 or null, got ${String(policy.maxConcurrent)}`,
+    });
   }
-  if (policy.requestsPerMinute !== null && !(Number.isFinite(policy.requestsPerMinute) && policy.requestsPerMinute >= 1)) {
-    throw new InvalidArgumentError({ argument: field('requestsPerMinute'), message: `must be a number >= 1 or null, got ${String(policy.requestsPerMinute)}` });
+  if (
+    policy.requestsPerMinute !== null &&
+    !(Number.isFinite(policy.requestsPerMinute) && policy.requestsPerMinute >= 1)
+  ) {
+    throw new InvalidArgumentError({
+      argument: field('requestsPerMinute'),
+      message: `must be a number >= 1 or null, got ${String(policy.requestsPerMinute)}`,
+    });
   }
   return policy;
 }

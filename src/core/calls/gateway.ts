@@ -3,7 +3,12 @@ import type { Embedder, EmbeddingInput } from '../../ports/embedder';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { ImageOps } from '../../ports/image-ops';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
-import type { AppendOptions, GenerateTurnOptions, PolicyBackend, RolloutSession } from '../../ports/policy-backend';
+import type {
+  AppendOptions,
+  GenerateTurnOptions,
+  PolicyBackend,
+  RolloutSession,
+} from '../../ports/policy-backend';
 import type { SearchEngine } from '../../ports/search-engine';
 import type { Store, StoreRecord } from '../../ports/store';
 import type { BoundingBox, Evidence, PageImage, SearchHit } from '../../ports/types';
@@ -32,7 +37,11 @@ export interface PortGateway {
   /** Hits for `query`, best first, each with a non-empty basename. */
   search(query: string, topK: number, signal?: AbortSignal): Promise<SearchHit[]>;
   /** The region (source pixels, already validated) cut out and enlarged to `minOutputSide`. */
-  crop(image: PageImage, region: BoundingBox, options?: { minOutputSide?: number; signal?: AbortSignal }): Promise<PageImage>;
+  crop(
+    image: PageImage,
+    region: BoundingBox,
+    options?: { minOutputSide?: number; signal?: AbortSignal },
+  ): Promise<PageImage>;
   /** The frozen Generator's answer from the evidence. */
   answer(question: string, evidence: readonly Evidence[], signal?: AbortSignal): Promise<GeneratorAnswer>;
   /** The judge's verdict; a score outside [0, 1] is a failed call. */
@@ -43,8 +52,17 @@ export interface PortGateway {
   /** A rollout session of `promptTokenIds.length` rollouts (ended again if the policy answers with another size). */
   beginSession(promptTokenIds: readonly (readonly number[])[], signal?: AbortSignal): Promise<RolloutSession>;
   /** The next turn of each listed rollout: its output, or why that rollout's output is unusable. */
-  generateTurn(session: RolloutSession, rolloutIds: readonly number[], options: GenerateTurnOptions): Promise<TurnResult[]>;
-  appendObservation(session: RolloutSession, rolloutId: number, tokenIds: readonly number[], options?: AppendOptions): Promise<void>;
+  generateTurn(
+    session: RolloutSession,
+    rolloutIds: readonly number[],
+    options: GenerateTurnOptions,
+  ): Promise<TurnResult[]>;
+  appendObservation(
+    session: RolloutSession,
+    rolloutId: number,
+    tokenIds: readonly number[],
+    options?: AppendOptions,
+  ): Promise<void>;
 }
 
 const NEEDS: Record<PortName, string> = {
@@ -62,12 +80,22 @@ const NEEDS: Record<PortName, string> = {
  * Builds the gateway over the given ports, each with its call policy (`policies[port]` over the
  * port's defaults, DEFAULT_CALL_POLICIES). Pass `single attempt` policies to call ports plainly.
  */
-export function createPortGateway(ports: GatewayPorts, policies: CallPolicies = {}, deps: ReliabilityDeps = {}): PortGateway {
-  const missing = (name: PortName) => new InvalidArgumentError({ argument: `ports.${name}`, message: `this call needs ${NEEDS[name]}, and none was given` });
+export function createPortGateway(
+  ports: GatewayPorts,
+  policies: CallPolicies = {},
+  deps: ReliabilityDeps = {},
+): PortGateway {
+  const missing = (name: PortName) =>
+    new InvalidArgumentError({
+      argument: `ports.${name}`,
+      message: `this call needs ${NEEDS[name]}, and none was given`,
+    });
   // Each port is wrapped once, up front (a bad call policy fails here), so that its concurrency cap
   // and rate limits hold across every call made through the gateway.
-  const searchEngine = ports.searchEngine && withReliability(ports.searchEngine, 'searchEngine', policies.searchEngine, deps);
-  const generator = ports.generator && withReliability(ports.generator, 'generator', policies.generator, deps);
+  const searchEngine =
+    ports.searchEngine && withReliability(ports.searchEngine, 'searchEngine', policies.searchEngine, deps);
+  const generator =
+    ports.generator && withReliability(ports.generator, 'generator', policies.generator, deps);
   const judge = ports.judge && withReliability(ports.judge, 'judge', policies.judge, deps);
   const imageOps = ports.imageOps && withReliability(ports.imageOps, 'imageOps', policies.imageOps, deps);
   const embedder = ports.embedder && withReliability(ports.embedder, 'embedder', policies.embedder, deps);
@@ -107,7 +135,10 @@ export function createPortGateway(ports: GatewayPorts, policies: CallPolicies = 
     },
     async beginSession(promptTokenIds, signal) {
       const { policy: backend, caller } = policyLane();
-      const session = await caller.call('begin', (s) => backend.begin(promptTokenIds, { signal: s }), { args: [promptTokenIds], signal });
+      const session = await caller.call('begin', (s) => backend.begin(promptTokenIds, { signal: s }), {
+        args: [promptTokenIds],
+        signal,
+      });
       try {
         return checkSession(session, promptTokenIds.length, backend.provider);
       } catch (error) {
@@ -117,13 +148,20 @@ export function createPortGateway(ports: GatewayPorts, policies: CallPolicies = 
     },
     async generateTurn(session, rolloutIds, options) {
       const { policy: backend, caller } = policyLane();
-      const outputs = await caller.call('generateTurn', (s) => session.generateTurn(rolloutIds, { ...options, signal: s }), { args: [options.maxTokens], signal: options.signal });
+      const outputs = await caller.call(
+        'generateTurn',
+        (s) => session.generateTurn(rolloutIds, { ...options, signal: s }),
+        { args: [options.maxTokens], signal: options.signal },
+      );
       return checkTurnOutputs(outputs, rolloutIds, backend.provider);
     },
     async appendObservation(session, rolloutId, tokenIds, options = {}) {
       const { caller } = policyLane();
       const { signal, ...rest } = options;
-      await caller.call('append', (s) => session.append(rolloutId, tokenIds, { ...rest, signal: s }), { args: [tokenIds], signal });
+      await caller.call('append', (s) => session.append(rolloutId, tokenIds, { ...rest, signal: s }), {
+        args: [tokenIds],
+        signal,
+      });
     },
   };
 }
@@ -131,5 +169,14 @@ export function createPortGateway(ports: GatewayPorts, policies: CallPolicies = 
 /** Every port called once per call, no timeout, no retry: what a plain call of the port would do, typed and validated. */
 export function singleAttemptPolicies(): CallPolicies {
   const once: Partial<CallPolicy> = { ...SINGLE_ATTEMPT_CALL_POLICY };
-  return { searchEngine: once, generator: once, judge: once, imageOps: once, embedder: once, icdScorer: once, policy: once, store: once };
+  return {
+    searchEngine: once,
+    generator: once,
+    judge: once,
+    imageOps: once,
+    embedder: once,
+    icdScorer: once,
+    policy: once,
+    store: once,
+  };
 }

@@ -32,8 +32,16 @@ function fakeJudge(behaviour: Behaviour) {
   return judge;
 }
 
-const status = (code: number, retryAfterMs?: number) => new ProviderCallError({ port: 'judge', provider: 'fake', message: `status ${code}`, status: code, retryAfterMs });
-const never = (_call: number, signal?: AbortSignal) => new Promise<JudgeVerdict>((_r, reject) => signal?.addEventListener('abort', () => reject(signal.reason)));
+const status = (code: number, retryAfterMs?: number) =>
+  new ProviderCallError({
+    port: 'judge',
+    provider: 'fake',
+    message: `status ${code}`,
+    status: code,
+    retryAfterMs,
+  });
+const never = (_call: number, signal?: AbortSignal) =>
+  new Promise<JudgeVerdict>((_r, reject) => signal?.addEventListener('abort', () => reject(signal.reason)));
 
 describe('withReliability', () => {
   it('waits for Retry-After on a 429, then succeeds', async () => {
@@ -56,7 +64,12 @@ describe('withReliability', () => {
       return { score: 0.5 };
     });
     const delays: number[] = [];
-    const reliable = withReliability(judge, 'judge', { maxRetries: 3 }, { clock, random: () => 1, onRetry: ({ delayMs }) => delays.push(delayMs) });
+    const reliable = withReliability(
+      judge,
+      'judge',
+      { maxRetries: 3 },
+      { clock, random: () => 1, onRetry: ({ delayMs }) => delays.push(delayMs) },
+    );
     expect((await clock.run(reliable.doScore('q', 'a', 'r'))).score).toBe(0.5);
     // min(500 * 2^n, 8000) * (1 - 1 * 0.25)
     expect(delays).toEqual([375, 750]);
@@ -65,7 +78,12 @@ describe('withReliability', () => {
   it('times out a server that never answers, retries, then fails with a typed error', async () => {
     const clock = createVirtualClock();
     const judge = fakeJudge(never);
-    const reliable = withReliability(judge, 'judge', { timeoutMs: 1_000, maxRetries: 2 }, { clock, random: () => 0 });
+    const reliable = withReliability(
+      judge,
+      'judge',
+      { timeoutMs: 1_000, maxRetries: 2 },
+      { clock, random: () => 0 },
+    );
     const error = await clock.run(reliable.doScore('q', 'a', 'r')).catch((e: unknown) => e);
     expect(ProviderCallError.isInstance(error)).toBe(true);
     expect((error as ProviderCallError).message).toMatch(/timed out after 1000 ms \(after 3 attempts\)/);
@@ -80,12 +98,16 @@ describe('withReliability', () => {
     const bad = fakeJudge(async () => {
       throw status(400);
     });
-    await expect(clock.run(withReliability(bad, 'judge', {}, { clock }).doScore('q', 'a', 'r'))).rejects.toMatchObject({ status: 400, isRetryable: false });
+    await expect(
+      clock.run(withReliability(bad, 'judge', {}, { clock }).doScore('q', 'a', 'r')),
+    ).rejects.toMatchObject({ status: 400, isRetryable: false });
     expect(bad.calls).toHaveLength(1);
     const nonsense = fakeJudge(async () => {
       throw new PortOutputError({ port: 'judge', provider: 'fake', field: 'score', message: 'not JSON' });
     });
-    await expect(clock.run(withReliability(nonsense, 'judge', {}, { clock }).doScore('q', 'a', 'r'))).rejects.toThrowError(PortOutputError);
+    await expect(
+      clock.run(withReliability(nonsense, 'judge', {}, { clock }).doScore('q', 'a', 'r')),
+    ).rejects.toThrowError(PortOutputError);
     expect(nonsense.calls).toHaveLength(1);
   });
 
@@ -105,13 +127,17 @@ describe('withReliability', () => {
     const judge = fakeJudge(async () => {
       throw status(503, 30_000);
     });
-    const pending = withReliability(judge, 'judge', {}, { clock }).doScore('q', 'a', 'r', { signal: controller.signal });
+    const pending = withReliability(judge, 'judge', {}, { clock }).doScore('q', 'a', 'r', {
+      signal: controller.signal,
+    });
     const caught = pending.catch((e: unknown) => e);
     await clock.advance(10);
     controller.abort();
     expect(AbortedError.isInstance(await caught)).toBe(true);
     expect(clock.now()).toBe(10);
-    const stuck = withReliability(fakeJudge(never), 'judge', {}, { clock }).doScore('q', 'a', 'r', { signal: AbortSignal.abort() });
+    const stuck = withReliability(fakeJudge(never), 'judge', {}, { clock }).doScore('q', 'a', 'r', {
+      signal: AbortSignal.abort(),
+    });
     await expect(stuck).rejects.toThrowError(AbortedError);
   });
 
@@ -134,7 +160,12 @@ describe('withReliability', () => {
       readonly provider = 'class';
       inFlight = 0;
       peak = 0;
-      async doScore(_q: string, _a: string, _r: string, _options?: { signal?: AbortSignal }): Promise<JudgeVerdict> {
+      async doScore(
+        _q: string,
+        _a: string,
+        _r: string,
+        _options?: { signal?: AbortSignal },
+      ): Promise<JudgeVerdict> {
         this.inFlight++;
         this.peak = Math.max(this.peak, this.inFlight);
         await clock.sleep(10);
@@ -157,7 +188,13 @@ describe('withReliability', () => {
       starts.push(clock.now());
       return { score: 1 };
     });
-    await clock.run(Promise.all(Array.from({ length: 5 }, () => withReliability(timed, 'judge', { requestsPerMinute: 2 }, { clock }).doScore('q', 'a', 'r'))));
+    await clock.run(
+      Promise.all(
+        Array.from({ length: 5 }, () =>
+          withReliability(timed, 'judge', { requestsPerMinute: 2 }, { clock }).doScore('q', 'a', 'r'),
+        ),
+      ),
+    );
     void judge;
     // Each wrapper has its own limiter: five separate wrappers are not limited together.
     expect(starts).toEqual([0, 0, 0, 0, 0]);
@@ -166,7 +203,12 @@ describe('withReliability', () => {
     await clock.run(Promise.all(Array.from({ length: 5 }, () => shared.doScore('q', 'a', 'r'))));
     expect(starts.map((t) => t - starts[0]!)).toEqual([0, 0, 60_000, 60_000, 120_000]);
     starts.length = 0;
-    const byTokens = withReliability(timed, 'judge', { tokensPerMinute: 100 }, { clock, estimateTokens: () => 60 });
+    const byTokens = withReliability(
+      timed,
+      'judge',
+      { tokensPerMinute: 100 },
+      { clock, estimateTokens: () => 60 },
+    );
     const t0 = clock.now();
     await clock.run(Promise.all([byTokens.doScore('q', 'a', 'r'), byTokens.doScore('q', 'a', 'r')]));
     expect(starts.map((t) => t - t0)).toEqual([0, 60_000]);
@@ -177,7 +219,11 @@ describe('withReliability', () => {
     const judge = fakeJudge(async () => {
       throw new TypeError('fetch failed');
     });
-    const error = await clock.run(withReliability(judge, 'judge', { maxRetries: 1 }, { clock, random: () => 0 }).doScore('q', 'a', 'r')).catch((e: unknown) => e);
+    const error = await clock
+      .run(
+        withReliability(judge, 'judge', { maxRetries: 1 }, { clock, random: () => 0 }).doScore('q', 'a', 'r'),
+      )
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ port: 'judge', provider: 'fake', isRetryable: true });
     expect((error as Error).message).toMatch(/fetch failed \(after 2 attempts\)/);
   });
@@ -194,7 +240,9 @@ describe('parseRetryAfter', () => {
 
 describe('redactSecrets', () => {
   it('removes every occurrence of a key', () => {
-    expect(redactSecrets('bad key sk-abc123 (sk-abc123)', ['sk-abc123', undefined])).toBe('bad key [redacted] ([redacted])');
+    expect(redactSecrets('bad key sk-abc123 (sk-abc123)', ['sk-abc123', undefined])).toBe(
+      'bad key [redacted] ([redacted])',
+    );
   });
 });
 
@@ -211,9 +259,16 @@ describe('withReliability: review fixes', () => {
         return 'done';
       },
     };
-    const caller = createReliableCaller('policy', client.provider, { timeoutMs: 100, maxRetries: 0 }, { clock });
+    const caller = createReliableCaller(
+      'policy',
+      client.provider,
+      { timeoutMs: 100, maxRetries: 0 },
+      { clock },
+    );
     const request = { prompt: [1, 2] };
-    const error = await clock.run(caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request] })).catch((e: unknown) => e);
+    const error = await clock
+      .run(caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request] }))
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ isRetryable: true });
     // The request is untouched and the signal came as a second argument, so the call was cancelled.
     expect(seen[0]![0]).toEqual({ prompt: [1, 2] });
@@ -233,7 +288,12 @@ describe('withReliability: review fixes', () => {
       }
       return { score: 1 };
     });
-    const reliable = withReliability(judge, 'judge', { requestsPerMinute: 2, maxConcurrent: 1, timeoutMs: null }, { clock });
+    const reliable = withReliability(
+      judge,
+      'judge',
+      { requestsPerMinute: 2, maxConcurrent: 1, timeoutMs: null },
+      { clock },
+    );
     await clock.run(Promise.all(Array.from({ length: 4 }, () => reliable.doScore('q', 'a', 'r'))));
     for (const t of sent) expect(sent.filter((u) => u > t - 60_000 && u <= t).length).toBeLessThanOrEqual(2);
     expect(sent).toEqual([0, 59_000, 60_000, 119_000]);
@@ -241,7 +301,12 @@ describe('withReliability: review fixes', () => {
 
   it('lets an aborted call leave the rate-limit queue at once', async () => {
     const clock = createVirtualClock();
-    const reliable = withReliability(fakeJudge(async () => ({ score: 1 })), 'judge', { requestsPerMinute: 1 }, { clock });
+    const reliable = withReliability(
+      fakeJudge(async () => ({ score: 1 })),
+      'judge',
+      { requestsPerMinute: 1 },
+      { clock },
+    );
     await clock.run(reliable.doScore('q', 'a', 'r'));
     const controller = new AbortController();
     const queued = reliable.doScore('q', 'a', 'r', { signal: controller.signal }).catch((e: unknown) => e);
@@ -263,13 +328,25 @@ describe('withReliability: review fixes', () => {
       },
     };
     const caller = createReliableCaller('policy', client.provider, { tokensPerMinute: 1_000 }, { clock });
-    const complete = (request: unknown) => caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request] });
-    await clock.run(Promise.all([complete({ prompt: new Array(400).fill(7), max_tokens: 200 }), complete({ prompt: new Array(400).fill(7), max_tokens: 200 })]));
+    const complete = (request: unknown) =>
+      caller.call('complete', (signal) => client.doComplete(request, { signal }), { args: [request] });
+    await clock.run(
+      Promise.all([
+        complete({ prompt: new Array(400).fill(7), max_tokens: 200 }),
+        complete({ prompt: new Array(400).fill(7), max_tokens: 200 }),
+      ]),
+    );
     expect(sent).toEqual([0, 60_000]);
   });
 
   it('rejects a fractional requests-per-minute below 1', () => {
-    expect(() => withReliability(fakeJudge(async () => ({ score: 1 })), 'judge', { requestsPerMinute: 0.5 })).toThrow(/requestsPerMinute/);
+    expect(() =>
+      withReliability(
+        fakeJudge(async () => ({ score: 1 })),
+        'judge',
+        { requestsPerMinute: 0.5 },
+      ),
+    ).toThrow(/requestsPerMinute/);
   });
 
   it('does not retry an untyped exception that is not a connection failure', async () => {
@@ -277,7 +354,9 @@ describe('withReliability: review fixes', () => {
     const judge = fakeJudge(async () => {
       throw new TypeError("Cannot read properties of undefined (reading 'score')");
     });
-    await expect(clock.run(withReliability(judge, 'judge', {}, { clock }).doScore('q', 'a', 'r'))).rejects.toMatchObject({ isRetryable: false });
+    await expect(
+      clock.run(withReliability(judge, 'judge', {}, { clock }).doScore('q', 'a', 'r')),
+    ).rejects.toMatchObject({ isRetryable: false });
     expect(judge.calls).toHaveLength(1);
   });
 
@@ -285,7 +364,9 @@ describe('withReliability: review fixes', () => {
     const clock = createVirtualClock();
     const controller = new AbortController();
     const judge = fakeJudge(never);
-    const pending = withReliability(judge, 'judge', {}, { clock }).doScore('q', 'a', 'r', { signal: controller.signal }).catch((e: unknown) => e);
+    const pending = withReliability(judge, 'judge', {}, { clock })
+      .doScore('q', 'a', 'r', { signal: controller.signal })
+      .catch((e: unknown) => e);
     await clock.advance(100);
     expect(judge.calls).toHaveLength(1);
     controller.abort();

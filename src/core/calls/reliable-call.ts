@@ -2,7 +2,13 @@ import { AbortScope } from '../concurrency/abort-scope';
 import { createSystemClock } from '../concurrency/clock';
 import { RateLimiter } from '../concurrency/rate-limiter';
 import { Semaphore } from '../concurrency/semaphore';
-import { AbortedError, PortOutputError, ProviderCallError, type PortName, type SearcherError } from '../errors';
+import {
+  AbortedError,
+  PortOutputError,
+  ProviderCallError,
+  type PortName,
+  type SearcherError,
+} from '../errors';
 import type { Clock } from '../../ports/clock';
 import { resolveCallPolicy, type CallPolicy } from './call-policy';
 import { asCallError } from './failures';
@@ -39,7 +45,11 @@ export interface ReliableCaller {
    * caller's abort and on the attempt's timeout, and the attempt is abandoned at that moment even
    * if `run` ignores it.
    */
-  call<T>(operation: string, run: (signal: AbortSignal) => Promise<T>, options?: ReliableCallOptions): Promise<T>;
+  call<T>(
+    operation: string,
+    run: (signal: AbortSignal) => Promise<T>,
+    options?: ReliableCallOptions,
+  ): Promise<T>;
 }
 
 /** `judge 'x' failed (status 500): boom` -> `boom`, to re-wrap without repeating the prefix. */
@@ -55,16 +65,30 @@ function stripPrefix(message: string): string {
  * cap and requests/tokens-per-minute limits, the caller's AbortSignal throughout. Non-retryable
  * failures (a 400, an unusable answer) fail at once. Adapters stay simple: one attempt, typed errors.
  */
-export function createReliableCaller(port: PortName, provider: string, policy: Partial<CallPolicy> = {}, deps: ReliabilityDeps = {}): ReliableCaller {
+export function createReliableCaller(
+  port: PortName,
+  provider: string,
+  policy: Partial<CallPolicy> = {},
+  deps: ReliabilityDeps = {},
+): ReliableCaller {
   const settings = resolveCallPolicy(port, policy);
   const clock = deps.clock ?? createSystemClock();
   const random = deps.random ?? Math.random;
-  const slots = settings.maxConcurrent === null ? null : new Semaphore(settings.maxConcurrent, `${port}.maxConcurrent`);
+  const slots =
+    settings.maxConcurrent === null ? null : new Semaphore(settings.maxConcurrent, `${port}.maxConcurrent`);
   const limiter = new RateLimiter(clock, settings.requestsPerMinute, settings.tokensPerMinute);
-  const aborted = (outer: AbortSignal | undefined, cause?: unknown) => new AbortedError({ what: `${port} '${provider}' call`, cause: cause ?? outer?.reason });
+  const aborted = (outer: AbortSignal | undefined, cause?: unknown) =>
+    new AbortedError({ what: `${port} '${provider}' call`, cause: cause ?? outer?.reason });
 
-  const attempt = async <T>(run: (signal: AbortSignal) => Promise<T>, outer: AbortSignal | undefined): Promise<T> => {
-    const timeout = new AbortScope(clock, [outer], { ms: settings.timeoutMs, label: 'timeout', reason: () => new Error(`timed out after ${settings.timeoutMs} ms`) });
+  const attempt = async <T>(
+    run: (signal: AbortSignal) => Promise<T>,
+    outer: AbortSignal | undefined,
+  ): Promise<T> => {
+    const timeout = new AbortScope(clock, [outer], {
+      ms: settings.timeoutMs,
+      label: 'timeout',
+      reason: () => new Error(`timed out after ${settings.timeoutMs} ms`),
+    });
     const signal = timeout.signal;
     let settled = false;
     try {
@@ -77,7 +101,14 @@ export function createReliableCaller(port: PortName, provider: string, policy: P
       return result;
     } catch (error) {
       if (outer?.aborted) throw aborted(outer);
-      if (timeout.firedDeadline) throw new ProviderCallError({ port, provider, message: `timed out after ${settings.timeoutMs} ms`, isRetryable: true, cause: error });
+      if (timeout.firedDeadline)
+        throw new ProviderCallError({
+          port,
+          provider,
+          message: `timed out after ${settings.timeoutMs} ms`,
+          isRetryable: true,
+          cause: error,
+        });
       throw asCallError(error, port, provider);
     } finally {
       // Whatever the attempt left running (sibling requests of a failed one) stops before a retry,
@@ -90,7 +121,11 @@ export function createReliableCaller(port: PortName, provider: string, policy: P
     port,
     provider,
     policy: settings,
-    async call<T>(operation: string, run: (signal: AbortSignal) => Promise<T>, options: ReliableCallOptions = {}): Promise<T> {
+    async call<T>(
+      operation: string,
+      run: (signal: AbortSignal) => Promise<T>,
+      options: ReliableCallOptions = {},
+    ): Promise<T> {
       const outer = options.signal;
       const args = options.args ?? [];
       const tokens = deps.estimateTokens ? deps.estimateTokens(operation, args) : estimateTokens(args);
@@ -119,7 +154,10 @@ export function createReliableCaller(port: PortName, provider: string, policy: P
         } finally {
           slots?.release();
         }
-        const retryable = ProviderCallError.isInstance(failure) && failure.isRetryable && !PortOutputError.isInstance(failure);
+        const retryable =
+          ProviderCallError.isInstance(failure) &&
+          failure.isRetryable &&
+          !PortOutputError.isInstance(failure);
         if (!retryable || n >= settings.maxRetries) {
           if (n > 0 && ProviderCallError.isInstance(failure)) {
             throw new ProviderCallError({
@@ -139,7 +177,8 @@ export function createReliableCaller(port: PortName, provider: string, policy: P
         const delayMs =
           retryAfter !== undefined && retryAfter > 0 && retryAfter <= settings.maxRetryAfterMs
             ? retryAfter
-            : Math.min(settings.initialRetryDelayMs * 2 ** n, settings.maxRetryDelayMs) * (1 - random() * 0.25);
+            : Math.min(settings.initialRetryDelayMs * 2 ** n, settings.maxRetryDelayMs) *
+              (1 - random() * 0.25);
         deps.onRetry?.({ operation, attempt: n + 1, error: providerFailure, delayMs });
         try {
           await clock.sleep(delayMs, outer);

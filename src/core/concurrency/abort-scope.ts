@@ -17,7 +17,11 @@ export class AbortScope {
   /** The label of the deadline that fired, if one did. */
   firedDeadline: string | null = null;
 
-  constructor(clock: Clock, parents: ReadonlyArray<AbortSignal | undefined>, deadline: { ms: number | null; label: string; reason?: () => unknown } | null = null) {
+  constructor(
+    clock: Clock,
+    parents: ReadonlyArray<AbortSignal | undefined>,
+    deadline: { ms: number | null; label: string; reason?: () => unknown } | null = null,
+  ) {
     const joined = parents.filter((p): p is AbortSignal => p !== undefined);
     this.signal = joined.length > 0 ? AbortSignal.any([...joined, this.own.signal]) : this.own.signal;
     if (deadline && deadline.ms !== null && Number.isFinite(deadline.ms)) {
@@ -39,6 +43,7 @@ export class AbortScope {
 
   dispose(options: { release?: boolean; reason?: unknown } = {}): void {
     this.timer.abort();
-    if (options.release && !this.own.signal.aborted) this.own.abort(options.reason ?? new Error('scope released'));
+    if (options.release && !this.own.signal.aborted)
+      this.own.abort(options.reason ?? new Error('scope released'));
   }
 }

@@ -15,7 +15,11 @@ export class BoundedQueue<T> {
     readonly capacity: number,
     readonly name = 'queue',
   ) {
-    if (!(Number.isInteger(capacity) && capacity >= 1)) throw new InvalidArgumentError({ argument: `${name}.capacity`, message: `must be an integer >= 1, got ${String(capacity)}` });
+    if (!(Number.isInteger(capacity) && capacity >= 1))
+      throw new InvalidArgumentError({
+        argument: `${name}.capacity`,
+        message: `must be an integer >= 1, got ${String(capacity)}`,
+      });
   }
 
   get size(): number {
@@ -55,7 +59,8 @@ export class BoundedQueue<T> {
   }
 
   private wait(list: Array<() => void>, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(new AbortedError({ what: `waiting on ${this.name}`, cause: signal.reason }));
+    if (signal?.aborted)
+      return Promise.reject(new AbortedError({ what: `waiting on ${this.name}`, cause: signal.reason }));
     return new Promise<void>((resolve, reject) => {
       const wake = () => {
         signal?.removeEventListener('abort', onAbort);

@@ -26,10 +26,13 @@ export function createSystemClock(): Clock {
           const left = deadline - performance.now();
           if (left > MAX_TIMER_MS) timer = setTimeout(arm, MAX_TIMER_MS);
           else
-            timer = setTimeout(() => {
-              signal?.removeEventListener('abort', onAbort);
-              resolve();
-            }, Math.max(0, left));
+            timer = setTimeout(
+              () => {
+                signal?.removeEventListener('abort', onAbort);
+                resolve();
+              },
+              Math.max(0, left),
+            );
         };
         const onAbort = () => {
           clearTimeout(timer);

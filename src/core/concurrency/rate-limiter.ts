@@ -9,7 +9,12 @@ const WINDOW_MS = 60_000;
  */
 export class RateLimiter {
   private readonly events: Array<{ at: number; tokens: number }> = [];
-  private readonly waiters: Array<{ tokens: number; resolve: () => void; reject: (error: unknown) => void; detach: () => void }> = [];
+  private readonly waiters: Array<{
+    tokens: number;
+    resolve: () => void;
+    reject: (error: unknown) => void;
+    detach: () => void;
+  }> = [];
   private timer: AbortController | null = null;
 
   constructor(
@@ -18,9 +23,16 @@ export class RateLimiter {
     readonly tokensPerMinute: number | null,
   ) {
     if (requestsPerMinute !== null && !(Number.isFinite(requestsPerMinute) && requestsPerMinute >= 1)) {
-      throw new InvalidArgumentError({ argument: 'requestsPerMinute', message: `must be a number >= 1 or null, got ${requestsPerMinute}` });
+      throw new InvalidArgumentError({
+        argument: 'requestsPerMinute',
+        message: `must be a number >= 1 or null, got ${requestsPerMinute}`,
+      });
     }
-    if (tokensPerMinute !== null && !(tokensPerMinute > 0)) throw new InvalidArgumentError({ argument: 'tokensPerMinute', message: `must be > 0 or null, got ${tokensPerMinute}` });
+    if (tokensPerMinute !== null && !(tokensPerMinute > 0))
+      throw new InvalidArgumentError({
+        argument: 'tokensPerMinute',
+        message: `must be > 0 or null, got ${tokensPerMinute}`,
+      });
   }
 
   /**
@@ -29,7 +41,8 @@ export class RateLimiter {
    */
   acquire(tokens: number, signal?: AbortSignal): Promise<void> {
     if (this.requestsPerMinute === null && this.tokensPerMinute === null) return Promise.resolve();
-    if (signal?.aborted) return Promise.reject(new AbortedError({ what: 'waiting for the rate limit', cause: signal.reason }));
+    if (signal?.aborted)
+      return Promise.reject(new AbortedError({ what: 'waiting for the rate limit', cause: signal.reason }));
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         const index = this.waiters.indexOf(waiter);
@@ -52,7 +65,10 @@ export class RateLimiter {
       const next = this.waiters[0]!;
       const used = this.events.reduce((sum, e) => sum + e.tokens, 0);
       const requestsOk = this.requestsPerMinute === null || this.events.length < this.requestsPerMinute;
-      const tokensOk = this.tokensPerMinute === null || used + next.tokens <= this.tokensPerMinute || this.events.length === 0;
+      const tokensOk =
+        this.tokensPerMinute === null ||
+        used + next.tokens <= this.tokensPerMinute ||
+        this.events.length === 0;
       if (!(requestsOk && tokensOk)) break;
       this.waiters.shift();
       this.events.push({ at: now, tokens: next.tokens });

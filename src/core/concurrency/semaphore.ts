@@ -10,7 +10,11 @@ export class Semaphore {
     readonly limit: number,
     readonly name = 'semaphore',
   ) {
-    if (!(Number.isInteger(limit) && limit >= 1)) throw new InvalidArgumentError({ argument: `${name}.maxConcurrent`, message: `must be an integer >= 1, got ${String(limit)}` });
+    if (!(Number.isInteger(limit) && limit >= 1))
+      throw new InvalidArgumentError({
+        argument: `${name}.maxConcurrent`,
+        message: `must be an integer >= 1, got ${String(limit)}`,
+      });
   }
 
   get inFlight(): number {

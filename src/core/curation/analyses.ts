@@ -1,7 +1,8 @@
-import type { EpisodeSummary, } from './episodes';
+import type { EpisodeSummary } from './episodes';
 import type { Verdict } from './verification';
 
-const deckOf = (basename: string) => basename.replace(/_\d+\.[A-Za-z0-9]+$/, '').replace(/\.[A-Za-z0-9]+$/, '');
+const deckOf = (basename: string) =>
+  basename.replace(/_\d+\.[A-Za-z0-9]+$/, '').replace(/\.[A-Za-z0-9]+$/, '');
 
 export interface DisagreementAnalysis {
   /** Judge success (score >= successAt) with NDCG 0. */
@@ -16,8 +17,18 @@ export interface DisagreementAnalysis {
 }
 
 /** NDCG-vs-judge disagreements (docs/method.md#unified-log). A document is the basename up to its `_page` suffix. */
-export function ndcgJudgeDisagreements(episodes: readonly EpisodeSummary[], successAt = 1, maxExamples = 20): DisagreementAnalysis {
-  const result: DisagreementAnalysis = { judgeSuccessNdcgZero: 0, sameDocumentOtherPage: 0, ungrounded: 0, ndcgHighJudgeZero: 0, examples: [] };
+export function ndcgJudgeDisagreements(
+  episodes: readonly EpisodeSummary[],
+  successAt = 1,
+  maxExamples = 20,
+): DisagreementAnalysis {
+  const result: DisagreementAnalysis = {
+    judgeSuccessNdcgZero: 0,
+    sameDocumentOtherPage: 0,
+    ungrounded: 0,
+    ndcgHighJudgeZero: 0,
+    examples: [],
+  };
   const example = (sampleId: string, kind: DisagreementAnalysis['examples'][number]['kind']) => {
     if (result.examples.length < maxExamples) result.examples.push({ sampleId, kind });
   };
@@ -51,7 +62,11 @@ export interface FailureCauses {
 }
 
 /** Low-score rollouts (judge < successAt) split into search failure, generator failure and ground-truth error (docs/method.md#focused-rounds). */
-export function failureCauses(episodes: readonly EpisodeSummary[], verdicts: readonly Verdict[] = [], options: { successAt?: number; ndcgFound?: number } = {}): FailureCauses {
+export function failureCauses(
+  episodes: readonly EpisodeSummary[],
+  verdicts: readonly Verdict[] = [],
+  options: { successAt?: number; ndcgFound?: number } = {},
+): FailureCauses {
   const successAt = options.successAt ?? 1;
   const ndcgFound = options.ndcgFound ?? 0.5;
   const gtErrors = new Set(verdicts.filter((v) => v.label === 'GT_ERROR').map((v) => v.promptUid));
@@ -67,10 +82,17 @@ export function failureCauses(episodes: readonly EpisodeSummary[], verdicts: rea
 }
 
 /** The share of judge-only successes (judge success, NDCG 0, no golden-document page seen) among all judge successes. */
-export function hallucinationShare(episodes: readonly EpisodeSummary[], successAt = 1): { judgeSuccesses: number; ungrounded: number; share: number } {
+export function hallucinationShare(
+  episodes: readonly EpisodeSummary[],
+  successAt = 1,
+): { judgeSuccesses: number; ungrounded: number; share: number } {
   const successes = episodes.filter((e) => e.judgeScore !== null && e.judgeScore >= successAt);
   const { ungrounded } = ndcgJudgeDisagreements(successes, successAt, 0);
-  return { judgeSuccesses: successes.length, ungrounded, share: successes.length === 0 ? 0 : ungrounded / successes.length };
+  return {
+    judgeSuccesses: successes.length,
+    ungrounded,
+    share: successes.length === 0 ? 0 : ungrounded / successes.length,
+  };
 }
 
 export interface FunnelStage {
@@ -80,7 +102,13 @@ export interface FunnelStage {
 }
 
 /** The funnel as docs/method.md#difficulty-buckets reports it: questions, buckets, bucket 0 review, round 1, round 2. */
-export function funnelStages(input: { questions: number; buckets: Record<'B' | 'A' | '0', number>; bucket0Excluded?: number; round1?: { hardA: number; bucket0Kept: number; total: number }; round2?: { lowScore: number; excluded: number; total: number } }): FunnelStage[] {
+export function funnelStages(input: {
+  questions: number;
+  buckets: Record<'B' | 'A' | '0', number>;
+  bucket0Excluded?: number;
+  round1?: { hardA: number; bucket0Kept: number; total: number };
+  round2?: { lowScore: number; excluded: number; total: number };
+}): FunnelStage[] {
   const stages: FunnelStage[] = [
     { stage: 'questions', count: input.questions },
     { stage: 'bucket B (mastered, dropped)', count: input.buckets.B },
@@ -89,9 +117,23 @@ export function funnelStages(input: { questions: number; buckets: Record<'B' | '
   ];
   if (input.bucket0Excluded !== undefined) {
     const share = input.buckets['0'] === 0 ? 0 : input.bucket0Excluded / input.buckets['0'];
-    stages.push({ stage: 'bucket 0 removed by review', count: input.bucket0Excluded, note: `${(share * 100).toFixed(1)}%` });
+    stages.push({
+      stage: 'bucket 0 removed by review',
+      count: input.bucket0Excluded,
+      note: `${(share * 100).toFixed(1)}%`,
+    });
   }
-  if (input.round1) stages.push({ stage: 'focused round 1', count: input.round1.total, note: `hard A ${input.round1.hardA} + bucket 0 kept ${input.round1.bucket0Kept}` });
-  if (input.round2) stages.push({ stage: 'focused round 2', count: input.round2.total, note: `score <= 0.3: ${input.round2.lowScore}, minus ${input.round2.excluded} excluded` });
+  if (input.round1)
+    stages.push({
+      stage: 'focused round 1',
+      count: input.round1.total,
+      note: `hard A ${input.round1.hardA} + bucket 0 kept ${input.round1.bucket0Kept}`,
+    });
+  if (input.round2)
+    stages.push({
+      stage: 'focused round 2',
+      count: input.round2.total,
+      note: `score <= 0.3: ${input.round2.lowScore}, minus ${input.round2.excluded} excluded`,
+    });
   return stages;
 }

@@ -4,7 +4,10 @@ import type { PromptStats } from './episodes';
 export type DifficultyBucket = 'B' | 'A' | '0';
 
 /** B > high, A in [low, high], 0 < low on mean phase-1 NDCG (docs/method.md#difficulty-buckets). */
-export function bucketOf(meanNdcg: number, thresholds: { bucketLow: number; bucketHigh: number } = DEFAULT_CURATION_SETTINGS): DifficultyBucket {
+export function bucketOf(
+  meanNdcg: number,
+  thresholds: { bucketLow: number; bucketHigh: number } = DEFAULT_CURATION_SETTINGS,
+): DifficultyBucket {
   if (meanNdcg > thresholds.bucketHigh) return 'B';
   if (meanNdcg >= thresholds.bucketLow) return 'A';
   return '0';
@@ -16,8 +19,15 @@ export interface BucketAssignment {
   meanNdcg: number;
 }
 
-export function assignBuckets(stats: readonly PromptStats[], thresholds: { bucketLow: number; bucketHigh: number } = DEFAULT_CURATION_SETTINGS): BucketAssignment[] {
-  return stats.map((s) => ({ promptUid: s.promptUid, bucket: bucketOf(s.meanNdcg, thresholds), meanNdcg: s.meanNdcg }));
+export function assignBuckets(
+  stats: readonly PromptStats[],
+  thresholds: { bucketLow: number; bucketHigh: number } = DEFAULT_CURATION_SETTINGS,
+): BucketAssignment[] {
+  return stats.map((s) => ({
+    promptUid: s.promptUid,
+    bucket: bucketOf(s.meanNdcg, thresholds),
+    meanNdcg: s.meanNdcg,
+  }));
 }
 
 export function countBuckets(assignments: readonly BucketAssignment[]): Record<DifficultyBucket, number> {

@@ -70,7 +70,6 @@ export interface PromptStats {
   successes: number;
 }
 
-
 /** Per-prompt statistics, in first-seen order. A rollout succeeds when its judge score is >= `successAt` (1 by default: docs/method.md#rare-success-distillation counts score == 1). */
 export function promptStats(episodes: readonly EpisodeSummary[], successAt = 1): PromptStats[] {
   const byPrompt = new Map<string, EpisodeSummary[]>();

@@ -4,7 +4,14 @@ import { checkThinkRewrite, THINK_REWRITE_INSTRUCTIONS, type RewriteRejection } 
 
 export interface RewriteReport {
   rows: SftRow[];
-  counts: { rows: number; dropped: number; turns: number; rewritten: number; failedCalls: number; rejections: Record<RewriteRejection, number> };
+  counts: {
+    rows: number;
+    dropped: number;
+    turns: number;
+    rewritten: number;
+    failedCalls: number;
+    rejections: Record<RewriteRejection, number>;
+  };
 }
 
 /**
@@ -12,8 +19,18 @@ export interface RewriteReport {
  * assistant turn is sent with the instructions, and the answer passes `checkThinkRewrite`. A
  * failed call keeps the turn as it was; a row with a polluted think is dropped.
  */
-export async function rewriteThinks(gateway: PortGateway, rows: readonly SftRow[], options: { signal?: AbortSignal; instructions?: string } = {}): Promise<RewriteReport> {
-  const rejections: Record<RewriteRejection, number> = { outside_changed: 0, think_count_changed: 0, action_tag_in_original_think: 0, action_tag_added: 0, observation_claim_added: 0 };
+export async function rewriteThinks(
+  gateway: PortGateway,
+  rows: readonly SftRow[],
+  options: { signal?: AbortSignal; instructions?: string } = {},
+): Promise<RewriteReport> {
+  const rejections: Record<RewriteRejection, number> = {
+    outside_changed: 0,
+    think_count_changed: 0,
+    action_tag_in_original_think: 0,
+    action_tag_added: 0,
+    observation_claim_added: 0,
+  };
   const counts = { rows: rows.length, dropped: 0, turns: 0, rewritten: 0, failedCalls: 0, rejections };
   const out: SftRow[] = [];
   for (const row of rows) {
@@ -27,7 +44,13 @@ export async function rewriteThinks(gateway: PortGateway, rows: readonly SftRow[
       counts.turns++;
       let rewritten: string;
       try {
-        rewritten = (await gateway.answer(`${options.instructions ?? THINK_REWRITE_INSTRUCTIONS}\n\n${message.content}`, [], options.signal)).answer;
+        rewritten = (
+          await gateway.answer(
+            `${options.instructions ?? THINK_REWRITE_INSTRUCTIONS}\n\n${message.content}`,
+            [],
+            options.signal,
+          )
+        ).answer;
       } catch {
         counts.failedCalls++;
         messages.push(message);

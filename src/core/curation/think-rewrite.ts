@@ -32,7 +32,12 @@ export function hasObservationClaim(text: string): boolean {
   return Object.values(OBSERVATION_CLAIM_PATTERNS).some((pattern) => pattern.test(text));
 }
 
-export type RewriteRejection = 'outside_changed' | 'think_count_changed' | 'action_tag_in_original_think' | 'action_tag_added' | 'observation_claim_added';
+export type RewriteRejection =
+  | 'outside_changed'
+  | 'think_count_changed'
+  | 'action_tag_in_original_think'
+  | 'action_tag_added'
+  | 'observation_claim_added';
 
 export interface RewriteCheck {
   /** `null` when the row is dropped. */
@@ -53,15 +58,18 @@ export interface RewriteCheck {
 export function checkThinkRewrite(original: string, rewritten: string): RewriteCheck {
   const before = thinkSpans(original);
   const after = thinkSpans(rewritten);
-  if (before.length !== after.length) return { text: original, kept: 0, reverted: before.length, rejections: ['think_count_changed'] };
-  if (outsideThinks(original) !== outsideThinks(rewritten)) return { text: original, kept: 0, reverted: before.length, rejections: ['outside_changed'] };
+  if (before.length !== after.length)
+    return { text: original, kept: 0, reverted: before.length, rejections: ['think_count_changed'] };
+  if (outsideThinks(original) !== outsideThinks(rewritten))
+    return { text: original, kept: 0, reverted: before.length, rejections: ['outside_changed'] };
   const rejections: RewriteRejection[] = [];
   const chosen: string[] = [];
   for (let i = 0; i < after.length; i++) {
     const old = before[i]!;
     const next = after[i]!;
     if (ACTION_TAG_PATTERN.test(next)) {
-      if (ACTION_TAG_PATTERN.test(old)) return { text: null, kept: 0, reverted: 0, rejections: ['action_tag_in_original_think'] };
+      if (ACTION_TAG_PATTERN.test(old))
+        return { text: null, kept: 0, reverted: 0, rejections: ['action_tag_in_original_think'] };
       rejections.push('action_tag_added');
       chosen.push(old);
     } else if (hasObservationClaim(next) && !hasObservationClaim(old)) {

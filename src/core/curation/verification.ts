@@ -2,7 +2,13 @@ import type { EpisodeSummary } from './episodes';
 import { DEFAULT_CURATION_SETTINGS } from './settings';
 
 /** docs/method.md#ground-truth-verification */
-export const VERIFICATION_LABELS = ['GT_ERROR', 'GEN_ERROR', 'UNCERTAIN', 'BOTH_WRONG', 'FORMAT_DIFF'] as const;
+export const VERIFICATION_LABELS = [
+  'GT_ERROR',
+  'GEN_ERROR',
+  'UNCERTAIN',
+  'BOTH_WRONG',
+  'FORMAT_DIFF',
+] as const;
 export type VerificationLabel = (typeof VERIFICATION_LABELS)[number];
 
 export type CandidateReason = 'judge_zero_ndcg_high' | 'judge_low_ndcg_high';
@@ -17,15 +23,24 @@ export interface VerificationCandidate {
  * 0 < judge <= 0.3 with NDCG >= 0.5. One candidate per prompt (the highest-NDCG rollout), since
  * the reference is what is checked.
  */
-export function verificationCandidates(episodes: readonly EpisodeSummary[], settings: { candidateNdcg: number; candidateJudgeHigh: number } = DEFAULT_CURATION_SETTINGS): VerificationCandidate[] {
+export function verificationCandidates(
+  episodes: readonly EpisodeSummary[],
+  settings: { candidateNdcg: number; candidateJudgeHigh: number } = DEFAULT_CURATION_SETTINGS,
+): VerificationCandidate[] {
   const best = new Map<string, VerificationCandidate>();
   for (const episode of episodes) {
     const { judgeScore, ndcg } = episode;
     if (judgeScore === null || ndcg === null || ndcg < settings.candidateNdcg) continue;
-    const reason: CandidateReason | null = judgeScore === 0 ? 'judge_zero_ndcg_high' : judgeScore <= settings.candidateJudgeHigh ? 'judge_low_ndcg_high' : null;
+    const reason: CandidateReason | null =
+      judgeScore === 0
+        ? 'judge_zero_ndcg_high'
+        : judgeScore <= settings.candidateJudgeHigh
+          ? 'judge_low_ndcg_high'
+          : null;
     if (reason === null) continue;
     const held = best.get(episode.promptUid);
-    if (!held || (episode.ndcg ?? 0) > (held.episode.ndcg ?? 0)) best.set(episode.promptUid, { episode, reason });
+    if (!held || (episode.ndcg ?? 0) > (held.episode.ndcg ?? 0))
+      best.set(episode.promptUid, { episode, reason });
   }
   return [...best.values()];
 }
@@ -39,7 +54,11 @@ export function verificationCandidates(episodes: readonly EpisodeSummary[], sett
  *   (GEN_ERROR), unless its answer is the same in another form (judge > 0 and agrees: FORMAT_DIFF);
  * - the golden-page answer disagrees with both: BOTH_WRONG; anything in between: UNCERTAIN.
  */
-export function labelCandidate(evidence: { goldenScore: number | null; rolloutVsGolden: number | null; rolloutJudge: number }): VerificationLabel {
+export function labelCandidate(evidence: {
+  goldenScore: number | null;
+  rolloutVsGolden: number | null;
+  rolloutJudge: number;
+}): VerificationLabel {
   const { goldenScore, rolloutVsGolden, rolloutJudge } = evidence;
   if (goldenScore === null || rolloutVsGolden === null) return 'UNCERTAIN';
   if (goldenScore >= 0.7) return rolloutJudge > 0 && rolloutVsGolden >= 0.7 ? 'FORMAT_DIFF' : 'GEN_ERROR';

@@ -16,7 +16,11 @@ export interface VerifyOptions {
  * the reference and the rollout's answer against it, and `labelCandidate` names the case. A failed
  * call labels the candidate UNCERTAIN with the failure kept in `detail`.
  */
-export async function verifyCandidates(gateway: PortGateway, candidates: readonly VerificationCandidate[], options: VerifyOptions): Promise<Verdict[]> {
+export async function verifyCandidates(
+  gateway: PortGateway,
+  candidates: readonly VerificationCandidate[],
+  options: VerifyOptions,
+): Promise<Verdict[]> {
   const verdicts: Verdict[] = new Array(candidates.length);
   let next = 0;
   const worker = async () => {
@@ -28,19 +32,49 @@ export async function verifyCandidates(gateway: PortGateway, candidates: readonl
       try {
         const evidence = await options.goldenEvidence(candidate);
         if (evidence.length === 0 || episode.reference === null) {
-          verdicts[index] = { ...base, label: 'UNCERTAIN', detail: { why: evidence.length === 0 ? 'golden page not found' : 'no reference' } };
+          verdicts[index] = {
+            ...base,
+            label: 'UNCERTAIN',
+            detail: { why: evidence.length === 0 ? 'golden page not found' : 'no reference' },
+          };
           continue;
         }
         const golden = await gateway.answer(episode.query, evidence, options.signal);
-        const goldenVerdict = await gateway.score(episode.query, golden.answer, episode.reference, options.signal);
+        const goldenVerdict = await gateway.score(
+          episode.query,
+          golden.answer,
+          episode.reference,
+          options.signal,
+        );
         const agreement = await gateway.score(episode.query, episode.answer, golden.answer, options.signal);
-        const label = labelCandidate({ goldenScore: goldenVerdict.score, rolloutVsGolden: agreement.score, rolloutJudge: episode.judgeScore ?? 0 });
-        verdicts[index] = { ...base, label, detail: { goldenAnswer: golden.answer, goldenScore: goldenVerdict.score, rolloutAnswer: episode.answer, rolloutVsGolden: agreement.score, reference: episode.reference, judgeRaw: goldenVerdict.raw ?? null } };
+        const label = labelCandidate({
+          goldenScore: goldenVerdict.score,
+          rolloutVsGolden: agreement.score,
+          rolloutJudge: episode.judgeScore ?? 0,
+        });
+        verdicts[index] = {
+          ...base,
+          label,
+          detail: {
+            goldenAnswer: golden.answer,
+            goldenScore: goldenVerdict.score,
+            rolloutAnswer: episode.answer,
+            rolloutVsGolden: agreement.score,
+            reference: episode.reference,
+            judgeRaw: goldenVerdict.raw ?? null,
+          },
+        };
       } catch (error) {
-        verdicts[index] = { ...base, label: 'UNCERTAIN', detail: { failure: error instanceof Error ? error.message : String(error) } };
+        verdicts[index] = {
+          ...base,
+          label: 'UNCERTAIN',
+          detail: { failure: error instanceof Error ? error.message : String(error) },
+        };
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 8, candidates.length)) }, worker));
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 8, candidates.length)) }, worker),
+  );
   return verdicts;
 }

@@ -46,21 +46,57 @@ export const DEFAULT_EPISODE_CONFIG: Readonly<EpisodeConfig> = Object.freeze({
 
 export function resolveEpisodeConfig(partial: Partial<EpisodeConfig> = {}): EpisodeConfig {
   const config = { ...DEFAULT_EPISODE_CONFIG, ...partial };
-  const positiveInt = ['maxTurns', 'searchTopK', 'maxTurnTokens', 'maxEvidence', 'cropMinOutputSide', 'observationMaxChars'] as const;
+  const positiveInt = [
+    'maxTurns',
+    'searchTopK',
+    'maxTurnTokens',
+    'maxEvidence',
+    'cropMinOutputSide',
+    'observationMaxChars',
+  ] as const;
   for (const key of positiveInt) {
     const v = config[key];
-    if (!(Number.isInteger(v) && v > 0)) throw new InvalidArgumentError({ argument: `episode.${key}`, message: `must be a positive integer, got ${String(v)}` });
+    if (!(Number.isInteger(v) && v > 0))
+      throw new InvalidArgumentError({
+        argument: `episode.${key}`,
+        message: `must be a positive integer, got ${String(v)}`,
+      });
   }
-  if (config.mode !== 'searcher' && config.mode !== 'answer') throw new InvalidArgumentError({ argument: 'episode.mode', message: `must be 'searcher' or 'answer', got ${String(config.mode)}` });
-  if (!(Number.isFinite(config.temperature) && config.temperature >= 0)) throw new InvalidArgumentError({ argument: 'episode.temperature', message: `must be >= 0, got ${config.temperature}` });
-  if (!(config.topP > 0 && config.topP <= 1)) throw new InvalidArgumentError({ argument: 'episode.topP', message: `must be in (0, 1], got ${config.topP}` });
-  if (config.policyImageMaxSide !== null && !(Number.isInteger(config.policyImageMaxSide) && config.policyImageMaxSide > 0)) {
-    throw new InvalidArgumentError({ argument: 'episode.policyImageMaxSide', message: `must be a positive integer or null, got ${String(config.policyImageMaxSide)}` });
+  if (config.mode !== 'searcher' && config.mode !== 'answer')
+    throw new InvalidArgumentError({
+      argument: 'episode.mode',
+      message: `must be 'searcher' or 'answer', got ${String(config.mode)}`,
+    });
+  if (!(Number.isFinite(config.temperature) && config.temperature >= 0))
+    throw new InvalidArgumentError({
+      argument: 'episode.temperature',
+      message: `must be >= 0, got ${config.temperature}`,
+    });
+  if (!(config.topP > 0 && config.topP <= 1))
+    throw new InvalidArgumentError({
+      argument: 'episode.topP',
+      message: `must be in (0, 1], got ${config.topP}`,
+    });
+  if (
+    config.policyImageMaxSide !== null &&
+    !(Number.isInteger(config.policyImageMaxSide) && config.policyImageMaxSide > 0)
+  ) {
+    throw new InvalidArgumentError({
+      argument: 'episode.policyImageMaxSide',
+      message: `must be a positive integer or null, got ${String(config.policyImageMaxSide)}`,
+    });
   }
-  if (config.maxContextTokens !== null && !(Number.isInteger(config.maxContextTokens) && config.maxContextTokens > 0)) {
-    throw new InvalidArgumentError({ argument: 'episode.maxContextTokens', message: `must be a positive integer or null (the policy's context length), got ${String(config.maxContextTokens)}` });
+  if (
+    config.maxContextTokens !== null &&
+    !(Number.isInteger(config.maxContextTokens) && config.maxContextTokens > 0)
+  ) {
+    throw new InvalidArgumentError({
+      argument: 'episode.maxContextTokens',
+      message: `must be a positive integer or null (the policy's context length), got ${String(config.maxContextTokens)}`,
+    });
   }
-  if (config.instructions !== null && typeof config.instructions !== 'string') throw new InvalidArgumentError({ argument: 'episode.instructions', message: 'must be a string or null' });
+  if (config.instructions !== null && typeof config.instructions !== 'string')
+    throw new InvalidArgumentError({ argument: 'episode.instructions', message: 'must be a string or null' });
   return config;
 }
 
@@ -72,10 +108,16 @@ export const FALLBACK_CONTEXT_TOKENS = 8192;
  * FALLBACK_CONTEXT_TOKENS. A configured window larger than the model's would overflow inside the
  * model at run time (every episode an error); it is refused instead.
  */
-export function episodeContextTokens(config: Pick<EpisodeConfig, 'maxContextTokens'>, policy: { readonly contextLength?: number; readonly provider: string }): number {
+export function episodeContextTokens(
+  config: Pick<EpisodeConfig, 'maxContextTokens'>,
+  policy: { readonly contextLength?: number; readonly provider: string },
+): number {
   const limit = policy.contextLength;
   if (config.maxContextTokens !== null && limit !== undefined && config.maxContextTokens > limit) {
-    throw new InvalidArgumentError({ argument: 'episode.maxContextTokens', message: `is ${config.maxContextTokens}, but the policy '${policy.provider}' takes at most ${limit} tokens; leave it null to follow the policy, or set it to ${limit} or less` });
+    throw new InvalidArgumentError({
+      argument: 'episode.maxContextTokens',
+      message: `is ${config.maxContextTokens}, but the policy '${policy.provider}' takes at most ${limit} tokens; leave it null to follow the policy, or set it to ${limit} or less`,
+    });
   }
   return config.maxContextTokens ?? limit ?? FALLBACK_CONTEXT_TOKENS;
 }

@@ -11,7 +11,11 @@ export interface ShownImage {
 }
 
 /** Size of an image as shown to the policy, with its longer side capped at `maxSide`. */
-export function shownSize(width: number, height: number, maxSide: number | null): { width: number; height: number } {
+export function shownSize(
+  width: number,
+  height: number,
+  maxSide: number | null,
+): { width: number; height: number } {
   if (maxSide === null || Math.max(width, height) <= maxSide) return { width, height };
   const scale = maxSide / Math.max(width, height);
   return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
@@ -22,7 +26,10 @@ export function shownSize(width: number, height: number, maxSide: number | null)
  * shown image: a resized page, or a crop of a crop (docs/method.md#crops: the reference
  * implementation scaled against the crop but cut the original).
  */
-export function mapToSource(bbox: BoundingBox, shown: { region: BoundingBox; shownWidth: number; shownHeight: number }): BoundingBox {
+export function mapToSource(
+  bbox: BoundingBox,
+  shown: { region: BoundingBox; shownWidth: number; shownHeight: number },
+): BoundingBox {
   const [rx1, ry1, rx2, ry2] = shown.region;
   const sx = (rx2 - rx1) / shown.shownWidth;
   const sy = (ry2 - ry1) / shown.shownHeight;
@@ -36,7 +43,12 @@ export const PIXEL_EDGE_TOLERANCE = 1e-6;
 /** Whether a region lies inside a width x height image, up to float error at the edges. */
 export function insideImage(region: BoundingBox, width: number, height: number): boolean {
   const [x1, y1, x2, y2] = region;
-  return x1 >= -PIXEL_EDGE_TOLERANCE && y1 >= -PIXEL_EDGE_TOLERANCE && x2 <= width + PIXEL_EDGE_TOLERANCE && y2 <= height + PIXEL_EDGE_TOLERANCE;
+  return (
+    x1 >= -PIXEL_EDGE_TOLERANCE &&
+    y1 >= -PIXEL_EDGE_TOLERANCE &&
+    x2 <= width + PIXEL_EDGE_TOLERANCE &&
+    y2 <= height + PIXEL_EDGE_TOLERANCE
+  );
 }
 
 /**

@@ -21,7 +21,11 @@ export const ANSWER_INSTRUCTIONS = [
 ].join('\n');
 
 /** The policy's prompt: the instructions, then the question with its tag-like text defused (data, not protocol). */
-export function buildPrompt(question: string, mode: 'searcher' | 'answer', instructions: string | null = null): string {
+export function buildPrompt(
+  question: string,
+  mode: 'searcher' | 'answer',
+  instructions: string | null = null,
+): string {
   const text = instructions ?? (mode === 'searcher' ? SEARCHER_INSTRUCTIONS : ANSWER_INSTRUCTIONS);
   const asked = neutraliseTags(question);
   return text === '' ? `Question: ${asked}\n` : `${text}\n\nQuestion: ${asked}\n`;

@@ -16,7 +16,11 @@ export interface Episode {
  * A rollout before its first turn. Shared by the batched loop (`runEpisodesThrough`) and the
  * stepwise one (`beginStepwiseEpisode`), so both start from the same state.
  */
-export function newRolloutState(instance: EpisodeInstance, promptIds: readonly number[], provider: string): RolloutState {
+export function newRolloutState(
+  instance: EpisodeInstance,
+  promptIds: readonly number[],
+  provider: string,
+): RolloutState {
   return {
     instance,
     tokens: new TrajectoryTokens(promptIds, provider),
@@ -38,12 +42,25 @@ export function newRolloutState(instance: EpisodeInstance, promptIds: readonly n
  * Out of turns: the episode closes with a forced completion (searcher mode), which is not policy
  * output (mask 0), and ends with `budget`.
  */
-export function closeOutOfTurns(state: RolloutState, mode: EpisodeConfig['mode'], tokenizer: Pick<Tokenizer, 'encode'>): void {
+export function closeOutOfTurns(
+  state: RolloutState,
+  mode: EpisodeConfig['mode'],
+  tokenizer: Pick<Tokenizer, 'encode'>,
+): void {
   if (state.done) return;
   if (mode === 'searcher') {
     const forced = renderAction({ type: 'search_complete' });
     state.tokens.appendContext(tokenizer.encode(forced), forced);
-    state.turns.push({ index: state.turns.length, text: forced, forced: true, think: null, action: { type: 'search_complete' }, invalid: null, ignoredActions: [], observation: '' });
+    state.turns.push({
+      index: state.turns.length,
+      text: forced,
+      forced: true,
+      think: null,
+      action: { type: 'search_complete' },
+      invalid: null,
+      ignoredActions: [],
+      observation: '',
+    });
   }
   finish(state, 'budget');
 }

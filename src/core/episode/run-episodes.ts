@@ -34,13 +34,28 @@ export interface RunEpisodesOptions {
  * The ports are called plainly (once, no timeout); `createSearcher` runs episodes through its
  * gateway with the configured retries and limits.
  */
-export function runEpisodes(instances: readonly EpisodeInstance[], ports: EpisodePorts, options: RunEpisodesOptions = {}): Promise<Episode[]> {
-  const gateway = createPortGateway({ policy: ports.policy, searchEngine: ports.searchEngine, ...(ports.imageOps && { imageOps: ports.imageOps }) }, singleAttemptPolicies());
+export function runEpisodes(
+  instances: readonly EpisodeInstance[],
+  ports: EpisodePorts,
+  options: RunEpisodesOptions = {},
+): Promise<Episode[]> {
+  const gateway = createPortGateway(
+    {
+      policy: ports.policy,
+      searchEngine: ports.searchEngine,
+      ...(ports.imageOps && { imageOps: ports.imageOps }),
+    },
+    singleAttemptPolicies(),
+  );
   return runEpisodesThrough(gateway, instances, options);
 }
 
 /** `runEpisodes` over a gateway that has the policy, the search engine and (for crops) image ops. */
-export async function runEpisodesThrough(gateway: PortGateway, instances: readonly EpisodeInstance[], options: RunEpisodesOptions = {}): Promise<Episode[]> {
+export async function runEpisodesThrough(
+  gateway: PortGateway,
+  instances: readonly EpisodeInstance[],
+  options: RunEpisodesOptions = {},
+): Promise<Episode[]> {
   const config = resolveEpisodeConfig(options.config);
   const policy = gateway.ports.policy;
   const signal = options.signal;
@@ -50,8 +65,12 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
   if (instances.length === 0) return [];
   if (signal?.aborted) throw new AbortedError({ what: 'runEpisodes', cause: signal.reason });
 
-  const promptIds = instances.map((instance) => policy.tokenizer.encode(buildPrompt(instance.prompt.question, config.mode, config.instructions)));
-  const states: RolloutState[] = instances.map((instance, i) => newRolloutState(instance, promptIds[i]!, policy.provider));
+  const promptIds = instances.map((instance) =>
+    policy.tokenizer.encode(buildPrompt(instance.prompt.question, config.mode, config.instructions)),
+  );
+  const states: RolloutState[] = instances.map((instance, i) =>
+    newRolloutState(instance, promptIds[i]!, policy.provider),
+  );
 
   // An ended episode is built once: the object emitted early is the one returned at the end.
   const ended = new Map<number, Episode>();
@@ -79,7 +98,10 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
   });
   if (fitting.length === 0) return states.map((_state, id) => ended.get(id)!);
   const rolloutOf = new Map(fitting.map((id, row) => [id, row] as const));
-  const session = await gateway.beginSession(fitting.map((id) => promptIds[id]!), signal);
+  const session = await gateway.beginSession(
+    fitting.map((id) => promptIds[id]!),
+    signal,
+  );
   let aborted: unknown = null;
   try {
     for (let turn = 0; turn < config.maxTurns && aborted === null; turn++) {
@@ -94,13 +116,21 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
       }
       if (active.length === 0) break;
       // Each rollout's own budget: one rollout near its context limit does not cut the others short.
-      const maxTokens = active.map((id) => Math.min(config.maxTurnTokens, contextTokens - states[id]!.tokens.length));
+      const maxTokens = active.map((id) =>
+        Math.min(config.maxTurnTokens, contextTokens - states[id]!.tokens.length),
+      );
       let results;
       try {
         const rows = await gateway.generateTurn(
           session,
           active.map((id) => rolloutOf.get(id)!),
-          { stopAfter: TURN_STOP_TAGS, maxTokens, temperature: config.temperature, topP: config.topP, ...(signal && { signal }) },
+          {
+            stopAfter: TURN_STOP_TAGS,
+            maxTokens,
+            temperature: config.temperature,
+            topP: config.topP,
+            ...(signal && { signal }),
+          },
         );
         results = rows.map((result, k) => ({ ...result, rolloutId: active[k]! }));
       } catch (error) {
@@ -135,7 +165,10 @@ export async function runEpisodesThrough(gateway: PortGateway, instances: readon
               return;
             }
             const images = policy.modalities === 'text+image' ? state.observationImages : [];
-            await gateway.appendObservation(session, rolloutOf.get(id)!, ids, { ...(signal && { signal }), ...(images.length > 0 && { images }) });
+            await gateway.appendObservation(session, rolloutOf.get(id)!, ids, {
+              ...(signal && { signal }),
+              ...(images.length > 0 && { images }),
+            });
             state.tokens.appendContext(ids, record.observation);
           } catch (error) {
             if (AbortedError.isInstance(error)) throw error;

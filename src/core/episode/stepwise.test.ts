@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createMockGenerator, createMockSearchEngine, createRawImage, createRawImageOps } from '../../adapters/mock/index';
+import {
+  createMockGenerator,
+  createMockSearchEngine,
+  createRawImage,
+  createRawImageOps,
+} from '../../adapters/mock/index';
 import { createScriptedPolicy } from '../../adapters/scripted-policy/index';
 import { createRuleJudge } from '../../adapters/rule-judge/index';
 import { createPortGateway, singleAttemptPolicies } from '../calls/gateway';
@@ -11,16 +16,29 @@ import { beginStepwiseEpisode, scoreStepwiseEpisode, stepEpisode } from './stepw
 
 const pages = [
   { basename: 'acme_1.png', text: 'Acme annual report 2019 overview', image: createRawImage(200, 100) },
-  { basename: 'acme_2.png', text: 'Acme revenue 2019 was 4.5 billion dollars', image: createRawImage(200, 100) },
+  {
+    basename: 'acme_2.png',
+    text: 'Acme revenue 2019 was 4.5 billion dollars',
+    image: createRawImage(200, 100),
+  },
 ];
-const prompt: PromptRecord = { uid: 'q1', question: 'What was Acme revenue in 2019?', reference: '4.5 billion dollars', goldenBasenames: ['acme_2.png'] };
+const prompt: PromptRecord = {
+  uid: 'q1',
+  question: 'What was Acme revenue in 2019?',
+  reference: '4.5 billion dollars',
+  goldenBasenames: ['acme_2.png'],
+};
 const instance: EpisodeInstance = { prompt, groupId: 'g', rolloutIndex: 0 };
 const config = { maxTurns: 3 };
 
 async function both(script: string[]) {
   const engine = createMockSearchEngine({ pages });
   const imageOps = createRawImageOps();
-  const [inProcess] = await runEpisodes([instance], { policy: createScriptedPolicy({ script }), searchEngine: engine, imageOps }, { config });
+  const [inProcess] = await runEpisodes(
+    [instance],
+    { policy: createScriptedPolicy({ script }), searchEngine: engine, imageOps },
+    { config },
+  );
   const gateway = createPortGateway({ searchEngine: engine, imageOps }, singleAttemptPolicies());
   const episode = beginStepwiseEpisode(instance, { config, tokenizer: createProtocolTokenizer() });
   const observations = [];
@@ -34,26 +52,49 @@ async function both(script: string[]) {
 
 describe('the stepwise episode', () => {
   it.each([
-    ['search then complete', ['<think>a</think>\n<search>acme revenue 2019</search>', '<think>b</think>\n<bbox>[0, 0, 100, 50]</bbox>', '<think>c</think>\n<search_complete>true</search_complete>']],
-    ['an invalid action, then the turn budget', ['no tags at all', '<think>a</think>\n<search>acme</search>', '<think>a</think>\n<search>acme</search>']],
+    [
+      'search then complete',
+      [
+        '<think>a</think>\n<search>acme revenue 2019</search>',
+        '<think>b</think>\n<bbox>[0, 0, 100, 50]</bbox>',
+        '<think>c</think>\n<search_complete>true</search_complete>',
+      ],
+    ],
+    [
+      'an invalid action, then the turn budget',
+      [
+        'no tags at all',
+        '<think>a</think>\n<search>acme</search>',
+        '<think>a</think>\n<search>acme</search>',
+      ],
+    ],
   ])('matches runEpisodes turn for turn: %s', async (_name, script) => {
     const { inProcess, episode, observations } = await both(script);
     expect(episode.state.done).toBe(true);
     expect(episode.state.terminated).toBe(inProcess.terminated);
     // The finish reason is the trainer's to report (a step carries text only).
-    const withoutFinish = (turns: typeof inProcess.turns) => turns.map(({ finishReason: _f, ...turn }) => turn);
+    const withoutFinish = (turns: typeof inProcess.turns) =>
+      turns.map(({ finishReason: _f, ...turn }) => turn);
     expect(withoutFinish(episode.state.turns)).toEqual(withoutFinish(inProcess.turns));
     expect(episode.state.tokens.generatedText).toBe(inProcess.generatedText);
     expect(episode.state.retrieved).toEqual(inProcess.retrievedBasenames);
     expect(episode.state.tokens.fullInputIds).toEqual(inProcess.fullInputIds);
     expect(episode.state.tokens.lossMask).toEqual(inProcess.lossMask);
-    expect(observations.slice(0, -1).map((o) => o.text)).toEqual(inProcess.turns.slice(0, observations.length - 1).map((t) => t.observation));
+    expect(observations.slice(0, -1).map((o) => o.text)).toEqual(
+      inProcess.turns.slice(0, observations.length - 1).map((t) => t.observation),
+    );
     expect(observations.at(-1)!.done).toBe(true);
   });
 
   it('scores at done through the generator and the judge, and refuses a step after done', async () => {
-    const { episode } = await both(['<think>a</think>\n<search>acme revenue 2019</search>', '<think>b</think>\n<search_complete>true</search_complete>']);
-    const gateway = createPortGateway({ generator: createMockGenerator({ answer: '4.5 billion dollars' }), judge: createRuleJudge() }, singleAttemptPolicies());
+    const { episode } = await both([
+      '<think>a</think>\n<search>acme revenue 2019</search>',
+      '<think>b</think>\n<search_complete>true</search_complete>',
+    ]);
+    const gateway = createPortGateway(
+      { generator: createMockGenerator({ answer: '4.5 billion dollars' }), judge: createRuleJudge() },
+      singleAttemptPolicies(),
+    );
     const scored = await scoreStepwiseEpisode(episode, gateway, { reward: { scheme: 'searcher' } });
     expect(scored.reward.status).toBe('ok');
     expect(scored.trajectory.reward).toBeGreaterThan(0);
@@ -62,9 +103,21 @@ describe('the stepwise episode', () => {
   });
 
   it('keeps a failed reward missing with its cause', async () => {
-    const { episode } = await both(['<think>a</think>\n<search>acme revenue 2019</search>', '<think>b</think>\n<search_complete>true</search_complete>']);
-    const failing = { specificationVersion: 'v1', provider: 'broken', doScore: async () => { throw new Error('judge down'); } };
-    const gateway = createPortGateway({ generator: createMockGenerator({ answer: 'x' }), judge: failing as never }, singleAttemptPolicies());
+    const { episode } = await both([
+      '<think>a</think>\n<search>acme revenue 2019</search>',
+      '<think>b</think>\n<search_complete>true</search_complete>',
+    ]);
+    const failing = {
+      specificationVersion: 'v1',
+      provider: 'broken',
+      doScore: async () => {
+        throw new Error('judge down');
+      },
+    };
+    const gateway = createPortGateway(
+      { generator: createMockGenerator({ answer: 'x' }), judge: failing as never },
+      singleAttemptPolicies(),
+    );
     const scored = await scoreStepwiseEpisode(episode, gateway, { reward: { scheme: 'searcher' } });
     expect(scored.reward).toMatchObject({ status: 'missing', cause: { stage: 'judge' } });
     expect(scored.trajectory.reward).toBeNull();

@@ -57,20 +57,52 @@ export function beginStepwiseEpisode(instance: EpisodeInstance, options: Stepwis
  * turn). The context window is the trainer's; it is enforced here only when
  * `config.maxContextTokens` is set (counted in the bookkeeping tokenizer's ids).
  */
-export async function stepEpisode(episode: StepwiseEpisode, text: string, gateway: PortGateway, options: { signal?: AbortSignal; finishReason?: TurnOutput['finishReason'] } = {}): Promise<StepObservation> {
+export async function stepEpisode(
+  episode: StepwiseEpisode,
+  text: string,
+  gateway: PortGateway,
+  options: { signal?: AbortSignal; finishReason?: TurnOutput['finishReason'] } = {},
+): Promise<StepObservation> {
   const signal = options.signal;
   const { state, config, tokenizer } = episode;
-  if (state.done) throw new InvalidArgumentError({ argument: 'step', message: 'the episode is done; reset to start another' });
-  if (typeof text !== 'string') throw new InvalidArgumentError({ argument: 'step.text', message: 'must be a string (the assistant turn)' });
+  if (state.done)
+    throw new InvalidArgumentError({
+      argument: 'step',
+      message: 'the episode is done; reset to start another',
+    });
+  if (typeof text !== 'string')
+    throw new InvalidArgumentError({
+      argument: 'step.text',
+      message: 'must be a string (the assistant turn)',
+    });
   const turn = state.turns.length;
   const ids = tokenizer.encode(text);
   const start = state.tokens.length;
-  state.tokens.appendPolicy(ids.map((tokenId, k) => ({ tokenId, tokenText: tokenizer.tokenText(tokenId), logProb: 0, position: start + k })), text);
-  const record = await executeTurn(state, turn, text, options.finishReason ?? 'stop', gateway, config, signal);
+  state.tokens.appendPolicy(
+    ids.map((tokenId, k) => ({
+      tokenId,
+      tokenText: tokenizer.tokenText(tokenId),
+      logProb: 0,
+      position: start + k,
+    })),
+    text,
+  );
+  const record = await executeTurn(
+    state,
+    turn,
+    text,
+    options.finishReason ?? 'stop',
+    gateway,
+    config,
+    signal,
+  );
   state.turns.push(record);
   if (state.done) return { text: '', images: [], done: true };
   const observationIds = tokenizer.encode(record.observation);
-  if (config.maxContextTokens !== null && state.tokens.length + observationIds.length > config.maxContextTokens) {
+  if (
+    config.maxContextTokens !== null &&
+    state.tokens.length + observationIds.length > config.maxContextTokens
+  ) {
     finish(state, 'context');
     return { text: '', images: [], done: true };
   }
@@ -101,15 +133,33 @@ export interface ScoreStepwiseOptions {
  * format gate already fixes the reward), the reward, the completed trajectory. A reward that
  * could not be computed is `missing` with its cause, never 0.
  */
-export async function scoreStepwiseEpisode(episode: StepwiseEpisode, gateway: PortGateway, options: ScoreStepwiseOptions): Promise<ScoredEpisode> {
-  if (!episode.state.done) throw new InvalidArgumentError({ argument: 'episode', message: 'is not done yet' });
+export async function scoreStepwiseEpisode(
+  episode: StepwiseEpisode,
+  gateway: PortGateway,
+  options: ScoreStepwiseOptions,
+): Promise<ScoredEpisode> {
+  if (!episode.state.done)
+    throw new InvalidArgumentError({ argument: 'episode', message: 'is not done yet' });
   const draft = toEpisode(episode.state);
   const { config } = episode;
   let terminal: TerminalAnswer = { status: 'skipped' };
   const gatePassed = options.reward.scheme !== 'searcher' || formatPassed(draft.trajectory);
   if (config.mode === 'searcher' && gateway.ports.generator && gatePassed) {
-    terminal = await generateTerminalAnswer(draft, gateway, { policy: { tokenizer: episode.tokenizer }, maxEvidence: config.maxEvidence, mode: config.mode, ...(options.signal && { signal: options.signal }) });
+    terminal = await generateTerminalAnswer(draft, gateway, {
+      policy: { tokenizer: episode.tokenizer },
+      maxEvidence: config.maxEvidence,
+      mode: config.mode,
+      ...(options.signal && { signal: options.signal }),
+    });
   }
-  const reward = await scoreEpisode(draft.trajectory, terminal, options.reward, { gateway, ...(options.signal && { signal: options.signal }) });
-  return { trajectory: completeTrajectory(draft.trajectory, { terminal, reward }), evidence: draft.evidence, reward, terminal };
+  const reward = await scoreEpisode(draft.trajectory, terminal, options.reward, {
+    gateway,
+    ...(options.signal && { signal: options.signal }),
+  });
+  return {
+    trajectory: completeTrajectory(draft.trajectory, { terminal, reward }),
+    evidence: draft.evidence,
+    reward,
+    terminal,
+  };
 }

@@ -2,7 +2,12 @@ import type { PortGateway } from '../calls/gateway';
 import { classifyFailure } from '../calls/failures';
 import { AbortedError, SearcherError } from '../errors';
 import { parseAction, type ParsedTurn } from '../protocol/actions';
-import { correctiveMessage, renderNoResults, renderObservation, type ObservationItem } from '../protocol/observation';
+import {
+  correctiveMessage,
+  renderNoResults,
+  renderObservation,
+  type ObservationItem,
+} from '../protocol/observation';
 import type { TrajectoryTokens } from '../trajectory/builder';
 import type { CropRecord, SearchRecord, TerminationReason, TurnRecord } from '../trajectory/trajectory';
 import type { TurnOutput } from '../../ports/policy-backend';
@@ -54,9 +59,18 @@ export async function executeTurn(
     const type = parsed.action.type;
     // Answer mode is Search-R1's protocol: search and answer only. Its format check
     // (docs/method.md#search-r1-reward) knows no crops, so a crop turn is refused, not scored -1.
-    if ((config.mode === 'searcher' && type === 'answer') || (config.mode === 'answer' && (type === 'search_complete' || type === 'bbox'))) {
-      const allowed = config.mode === 'searcher' ? '<search>, <bbox> or <search_complete>' : '<search> or <answer>';
-      parsed = { kind: 'invalid', think: parsed.think, reason: 'action_not_allowed', message: `<${type}> is not an action here; use ${allowed}` };
+    if (
+      (config.mode === 'searcher' && type === 'answer') ||
+      (config.mode === 'answer' && (type === 'search_complete' || type === 'bbox'))
+    ) {
+      const allowed =
+        config.mode === 'searcher' ? '<search>, <bbox> or <search_complete>' : '<search> or <answer>';
+      parsed = {
+        kind: 'invalid',
+        think: parsed.think,
+        reason: 'action_not_allowed',
+        message: `<${type}> is not an action here; use ${allowed}`,
+      };
     }
   }
   const record: TurnRecord = {
@@ -114,11 +128,26 @@ export async function executeTurn(
         search.chosenRank = chosenIndex + 1;
         state.retrieved.push(hit.basename);
         state.retrievedSet.add(hit.basename);
-        state.evidence.push({ kind: 'page', basename: hit.basename, ...(hit.text !== undefined && { text: hit.text }), ...(hit.image && { image: hit.image }) });
-        const item: ObservationItem = { kind: 'page', basename: hit.basename, ...(hit.text !== undefined && { text: hit.text }) };
+        state.evidence.push({
+          kind: 'page',
+          basename: hit.basename,
+          ...(hit.text !== undefined && { text: hit.text }),
+          ...(hit.image && { image: hit.image }),
+        });
+        const item: ObservationItem = {
+          kind: 'page',
+          basename: hit.basename,
+          ...(hit.text !== undefined && { text: hit.text }),
+        };
         if (hit.image) {
           const shown = shownSize(hit.image.width, hit.image.height, config.policyImageMaxSide);
-          state.lastImage = { basename: hit.basename, source: hit.image, region: [0, 0, hit.image.width, hit.image.height], shownWidth: shown.width, shownHeight: shown.height };
+          state.lastImage = {
+            basename: hit.basename,
+            source: hit.image,
+            region: [0, 0, hit.image.width, hit.image.height],
+            shownWidth: shown.width,
+            shownHeight: shown.height,
+          };
           state.observationImages = [hit.image];
           item.shownWidth = shown.width;
           item.shownHeight = shown.height;
@@ -132,7 +161,10 @@ export async function executeTurn(
       case 'bbox': {
         const shown = state.lastImage;
         if (!gateway.ports.imageOps) {
-          markInvalid({ reason: 'action_not_allowed', message: 'cropping is not available in this environment' });
+          markInvalid({
+            reason: 'action_not_allowed',
+            message: 'cropping is not available in this environment',
+          });
           return record;
         }
         if (!shown) {
@@ -141,24 +173,53 @@ export async function executeTurn(
         }
         const [, , x2, y2] = action.bbox;
         if (x2 > shown.shownWidth || y2 > shown.shownHeight) {
-          markInvalid({ reason: 'bbox_outside_image', message: `the bbox must lie inside the image, which is ${shown.shownWidth}x${shown.shownHeight}` });
+          markInvalid({
+            reason: 'bbox_outside_image',
+            message: `the bbox must lie inside the image, which is ${shown.shownWidth}x${shown.shownHeight}`,
+          });
           return record;
         }
         const mapped = mapToSource(action.bbox, shown);
         if (mapped[2] - mapped[0] < 1 || mapped[3] - mapped[1] < 1) {
-          markInvalid({ reason: 'bbox_empty_area', message: 'the region is smaller than one pixel of the page; choose a larger box' });
+          markInvalid({
+            reason: 'bbox_empty_area',
+            message: 'the region is smaller than one pixel of the page; choose a larger box',
+          });
           return record;
         }
         const region = alignToPixels(mapped, shown.source.width, shown.source.height);
-        const crop = await gateway.crop(shown.source, region, { minOutputSide: config.cropMinOutputSide, ...(signal && { signal }) });
+        const crop = await gateway.crop(shown.source, region, {
+          minOutputSide: config.cropMinOutputSide,
+          ...(signal && { signal }),
+        });
         const cropShown = shownSize(crop.width, crop.height, config.policyImageMaxSide);
-        state.lastImage = { basename: shown.basename, source: shown.source, region, shownWidth: cropShown.width, shownHeight: cropShown.height };
+        state.lastImage = {
+          basename: shown.basename,
+          source: shown.source,
+          region,
+          shownWidth: cropShown.width,
+          shownHeight: cropShown.height,
+        };
         state.evidence.push({ kind: 'crop', basename: shown.basename, image: crop, sourceRegion: region });
         state.observationImages = [crop];
-        const cropRecord: CropRecord = { bbox: action.bbox, basename: shown.basename, sourceRegion: region, shownWidth: shown.shownWidth, shownHeight: shown.shownHeight };
+        const cropRecord: CropRecord = {
+          bbox: action.bbox,
+          basename: shown.basename,
+          sourceRegion: region,
+          shownWidth: shown.shownWidth,
+          shownHeight: shown.shownHeight,
+        };
         record.crop = cropRecord;
         record.observation = renderObservation(
-          [{ kind: 'crop', basename: shown.basename, sourceRegion: region, shownWidth: cropShown.width, shownHeight: cropShown.height }],
+          [
+            {
+              kind: 'crop',
+              basename: shown.basename,
+              sourceRegion: region,
+              shownWidth: cropShown.width,
+              shownHeight: cropShown.height,
+            },
+          ],
           { maxTextChars: config.observationMaxChars },
         );
         return record;
@@ -167,7 +228,11 @@ export async function executeTurn(
   } catch (error) {
     if (AbortedError.isInstance(error)) throw error;
     const message = SearcherError.isInstance(error) || error instanceof Error ? error.message : String(error);
-    state.error = { stage: action.type === 'bbox' ? 'crop' : 'search', kind: classifyFailure('episode', error).kind, message };
+    state.error = {
+      stage: action.type === 'bbox' ? 'crop' : 'search',
+      kind: classifyFailure('episode', error).kind,
+      message,
+    };
     finish(state, 'error');
     return record;
   }

@@ -9,8 +9,10 @@ export interface TrajectoryQualityOptions {
   partialQuota?: number;
 }
 
-const distinctScores = (trajectories: readonly IcdTrajectory[]) => new Set(trajectories.map((t) => t.vqa_acc_score)).size;
-const maxScore = (trajectories: readonly IcdTrajectory[]) => trajectories.reduce((m, t) => Math.max(m, t.vqa_acc_score), -Infinity);
+const distinctScores = (trajectories: readonly IcdTrajectory[]) =>
+  new Set(trajectories.map((t) => t.vqa_acc_score)).size;
+const maxScore = (trajectories: readonly IcdTrajectory[]) =>
+  trajectories.reduce((m, t) => Math.max(m, t.vqa_acc_score), -Infinity);
 
 /**
  * TrajectoryQualityController (docs/method.md#commit-on-improve): commit-on-improve while
@@ -29,11 +31,22 @@ export class TrajectoryQualityController {
       partialQuota: options.partialQuota ?? d.partialQuota,
     };
     for (const [name, v] of Object.entries(this.settings)) {
-      if (!(Number.isInteger(v) && v >= 0)) throw new InvalidArgumentError({ argument: name, message: `must be an integer >= 0, got ${String(v)}` });
+      if (!(Number.isInteger(v) && v >= 0))
+        throw new InvalidArgumentError({
+          argument: name,
+          message: `must be an integer >= 0, got ${String(v)}`,
+        });
     }
-    if (this.settings.targetTrajectoryCount < 1) throw new InvalidArgumentError({ argument: 'targetTrajectoryCount', message: 'must be at least 1' });
-    if (this.settings.positiveMin > this.settings.positiveQuota || this.settings.partialMin > this.settings.partialQuota) {
-      throw new InvalidArgumentError({ argument: 'positiveMin', message: 'a minimum cannot exceed its quota' });
+    if (this.settings.targetTrajectoryCount < 1)
+      throw new InvalidArgumentError({ argument: 'targetTrajectoryCount', message: 'must be at least 1' });
+    if (
+      this.settings.positiveMin > this.settings.positiveQuota ||
+      this.settings.partialMin > this.settings.partialQuota
+    ) {
+      throw new InvalidArgumentError({
+        argument: 'positiveMin',
+        message: 'a minimum cannot exceed its quota',
+      });
     }
   }
 
@@ -44,7 +57,10 @@ export class TrajectoryQualityController {
   }
 
   /** Folds a sequence of generated trajectories through `shouldCommit`; returns the committed ones in order. */
-  commitOnImprove(sequence: readonly IcdTrajectory[], initial: readonly IcdTrajectory[] = []): IcdTrajectory[] {
+  commitOnImprove(
+    sequence: readonly IcdTrajectory[],
+    initial: readonly IcdTrajectory[] = [],
+  ): IcdTrajectory[] {
     const committed = [...initial];
     for (const t of sequence) if (this.shouldCommit(committed, t)) committed.push(t);
     return committed.slice(initial.length);
@@ -59,14 +75,26 @@ export class TrajectoryQualityController {
    */
   selectFinalTrajectories(all: readonly IcdTrajectory[]): IcdTrajectory[] {
     const { targetTrajectoryCount: m, positiveQuota, partialQuota } = this.settings;
-    if (all.length === 0) throw new InvalidArgumentError({ argument: 'all', message: 'a query has no trajectories to select from' });
-    const ordered = all.map((t, i) => ({ t, i })).sort((a, b) => b.t.vqa_acc_score - a.t.vqa_acc_score || a.i - b.i).map((x) => x.t);
+    if (all.length === 0)
+      throw new InvalidArgumentError({
+        argument: 'all',
+        message: 'a query has no trajectories to select from',
+      });
+    const ordered = all
+      .map((t, i) => ({ t, i }))
+      .sort((a, b) => b.t.vqa_acc_score - a.t.vqa_acc_score || a.i - b.i)
+      .map((x) => x.t);
     const positive = ordered.filter((t) => t.vqa_acc_score >= 1);
     const partial = ordered.filter((t) => t.vqa_acc_score > 0 && t.vqa_acc_score < 1);
     const zero = ordered.filter((t) => t.vqa_acc_score <= 0);
     const { positiveMin, partialMin } = this.settings;
     // The minimums first, so that a small M still holds both kinds when they exist.
-    const chosen = [...positive.slice(0, positiveMin), ...partial.slice(0, partialMin), ...positive.slice(positiveMin, positiveQuota), ...partial.slice(partialMin, partialQuota)].slice(0, m);
+    const chosen = [
+      ...positive.slice(0, positiveMin),
+      ...partial.slice(0, partialMin),
+      ...positive.slice(positiveMin, positiveQuota),
+      ...partial.slice(partialMin, partialQuota),
+    ].slice(0, m);
     chosen.push(...zero.slice(0, m - chosen.length));
     // Short of acc-0 trajectories: the rest of the positives and partials, best first.
     const rest = ordered.filter((t) => !chosen.includes(t));

@@ -30,7 +30,12 @@ export interface IcdDatasetView {
  */
 export function createIcdDatasetView(
   records: readonly IcdQueryRecord[],
-  options: { table: EmbeddingTable; queryEmbedding: (queryId: number) => ArrayLike<number>; poolSize?: number; labelMethods?: readonly IcdGenMethod[] },
+  options: {
+    table: EmbeddingTable;
+    queryEmbedding: (queryId: number) => ArrayLike<number>;
+    poolSize?: number;
+    labelMethods?: readonly IcdGenMethod[];
+  },
 ): IcdDatasetView {
   const poolSize = options.poolSize ?? DEFAULT_ICD_SETTINGS.poolSize;
   validateIcdRecords(records, { poolSize, embeddingCount: options.table.rows });
@@ -41,15 +46,25 @@ export function createIcdDatasetView(
     dimensions: options.table.dimensions,
     item(index) {
       const record = records[index];
-      if (!record) throw new InvalidArgumentError({ argument: 'index', message: `item ${index} is outside the dataset of ${records.length} queries` });
+      if (!record)
+        throw new InvalidArgumentError({
+          argument: 'index',
+          message: `item ${index} is outside the dataset of ${records.length} queries`,
+        });
       const query = options.queryEmbedding(record.query_id);
-      if (query.length !== options.table.dimensions) throw new InvalidArgumentError({ argument: 'queryEmbedding', message: `query ${record.query_id} has ${query.length} dimensions, the table ${options.table.dimensions}` });
+      if (query.length !== options.table.dimensions)
+        throw new InvalidArgumentError({
+          argument: 'queryEmbedding',
+          message: `query ${record.query_id} has ${query.length} dimensions, the table ${options.table.dimensions}`,
+        });
       return {
         queryId: record.query_id,
         queryEmbedding: Float32Array.from(query),
         candidateEmbeddings: gatherPoolEmbeddings(options.table, record.candidate_pool_indices),
         poolIndices: record.candidate_pool_indices,
-        beamLabels: record.pointer_candidates.filter((t) => methods.has(t.gen_method)).map((t) => [...t.pointer]),
+        beamLabels: record.pointer_candidates
+          .filter((t) => methods.has(t.gen_method))
+          .map((t) => [...t.pointer]),
       };
     },
   };

@@ -23,8 +23,17 @@ export function createEmbeddingTable(vectors: readonly ArrayLike<number>[]): Emb
   const dimensions = vectors[0]?.length ?? 0;
   const data = new Float32Array(vectors.length * dimensions);
   vectors.forEach((v, i) => {
-    if (v.length !== dimensions) throw new InvalidArgumentError({ argument: `vectors[${i}]`, message: `has ${v.length} numbers, the first vector has ${dimensions}` });
-    for (let k = 0; k < dimensions; k++) if (!Number.isFinite(v[k]!)) throw new InvalidArgumentError({ argument: `vectors[${i}][${k}]`, message: 'must be a finite number' });
+    if (v.length !== dimensions)
+      throw new InvalidArgumentError({
+        argument: `vectors[${i}]`,
+        message: `has ${v.length} numbers, the first vector has ${dimensions}`,
+      });
+    for (let k = 0; k < dimensions; k++)
+      if (!Number.isFinite(v[k]!))
+        throw new InvalidArgumentError({
+          argument: `vectors[${i}][${k}]`,
+          message: 'must be a finite number',
+        });
     data.set(l2Normalise(v), i * dimensions);
   });
   return { rows: vectors.length, dimensions, data };
@@ -32,7 +41,10 @@ export function createEmbeddingTable(vectors: readonly ArrayLike<number>[]): Emb
 
 export function embeddingRow(table: EmbeddingTable, index: number): Float32Array {
   if (!Number.isInteger(index) || index < 0 || index >= table.rows) {
-    throw new InvalidArgumentError({ argument: 'index', message: `global index ${String(index)} is beyond the embedding table (${table.rows} rows); check that the RL data and the embeddings come from the same dataset` });
+    throw new InvalidArgumentError({
+      argument: 'index',
+      message: `global index ${String(index)} is beyond the embedding table (${table.rows} rows); check that the RL data and the embeddings come from the same dataset`,
+    });
   }
   return table.data.subarray(index * table.dimensions, (index + 1) * table.dimensions);
 }
@@ -52,7 +64,11 @@ export function similarities(table: EmbeddingTable, query: ArrayLike<number>): F
 }
 
 /** Indices of the `k` largest scores, best first; ties by lower index (deterministic). */
-export function topK(scores: ArrayLike<number>, k: number, exclude: ReadonlySet<number> = new Set()): number[] {
+export function topK(
+  scores: ArrayLike<number>,
+  k: number,
+  exclude: ReadonlySet<number> = new Set(),
+): number[] {
   const order: number[] = [];
   for (let i = 0; i < scores.length; i++) if (!exclude.has(i)) order.push(i);
   order.sort((a, b) => scores[b]! - scores[a]! || a - b);

@@ -9,16 +9,29 @@ import type { IcdDemonstration } from '../../ports/icd-scorer';
  * found as context, and the run and sample they came from. Global indices start at `firstIndex`
  * (after the demonstrations the embedding table already holds).
  */
-export function demonstrationsFromDistilled(selected: readonly EpisodeSummary[], options: { firstIndex?: number } = {}): IcdDemonstration[] {
+export function demonstrationsFromDistilled(
+  selected: readonly EpisodeSummary[],
+  options: { firstIndex?: number } = {},
+): IcdDemonstration[] {
   const first = options.firstIndex ?? 0;
-  if (!(Number.isInteger(first) && first >= 0)) throw new InvalidArgumentError({ argument: 'firstIndex', message: `must be an integer >= 0, got ${String(first)}` });
+  if (!(Number.isInteger(first) && first >= 0))
+    throw new InvalidArgumentError({
+      argument: 'firstIndex',
+      message: `must be an integer >= 0, got ${String(first)}`,
+    });
   return selected.map((episode, k) => {
-    if (episode.answer.trim().length === 0) throw new InvalidArgumentError({ argument: `selected[${k}].answer`, message: `sample '${episode.sampleId}' has no answer to demonstrate` });
+    if (episode.answer.trim().length === 0)
+      throw new InvalidArgumentError({
+        argument: `selected[${k}].answer`,
+        message: `sample '${episode.sampleId}' has no answer to demonstrate`,
+      });
     return {
       index: first + k,
       question: episode.query,
       answer: episode.answer,
-      ...(episode.retrievedBasenames.length > 0 && { context: `pages: ${episode.retrievedBasenames.join(', ')}` }),
+      ...(episode.retrievedBasenames.length > 0 && {
+        context: `pages: ${episode.retrievedBasenames.join(', ')}`,
+      }),
       source: { kind: 'searcher-trajectory', runId: episode.runId, sampleId: episode.sampleId },
     };
   });

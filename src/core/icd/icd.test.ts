@@ -16,35 +16,49 @@ const TABLE_ROWS = 200;
 const D = 8;
 const table = (() => {
   const random = createRandom(3);
-  return createEmbeddingTable(Array.from({ length: TABLE_ROWS }, () => Array.from({ length: D }, () => random.nextNormal())));
+  return createEmbeddingTable(
+    Array.from({ length: TABLE_ROWS }, () => Array.from({ length: D }, () => random.nextNormal())),
+  );
 })();
 const queryEmbedding = (id: number) => Array.from({ length: D }, (_, k) => Math.sin(id * 7 + k));
 
 const SCORES = [0, 0.3, 0.6, 0.9, 1];
 const trajectory = (k: number) =>
-  fc.record({
-    pointer: fc.uniqueArray(fc.integer({ min: 0, max: k - 1 }), { minLength: 2, maxLength: 2 }),
-    vqa_acc_score: fc.constantFrom(...SCORES),
-    gen_method: fc.constantFrom('beam' as const, 'sample' as const, 'random' as const),
-  }).map((t) => ({ ...t, vqa_correct: isVqaCorrect(t.vqa_acc_score) }) as IcdTrajectory);
+  fc
+    .record({
+      pointer: fc.uniqueArray(fc.integer({ min: 0, max: k - 1 }), { minLength: 2, maxLength: 2 }),
+      vqa_acc_score: fc.constantFrom(...SCORES),
+      gen_method: fc.constantFrom('beam' as const, 'sample' as const, 'random' as const),
+    })
+    .map((t) => ({ ...t, vqa_correct: isVqaCorrect(t.vqa_acc_score) }) as IcdTrajectory);
 
 /** Raw data whose pools are not K long ("K not fixed"): sizes 4..90 of distinct global indices. */
 const rawRecord = (id: number) =>
   fc.integer({ min: 4, max: 90 }).chain((k) =>
     fc.record({
       query_id: fc.constant(id),
-      candidate_pool_indices: fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), { minLength: k, maxLength: k }),
+      candidate_pool_indices: fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), {
+        minLength: k,
+        maxLength: k,
+      }),
       pointer_candidates: fc.array(trajectory(k), { minLength: 1, maxLength: 6 }),
     }),
   );
-const rawDataset = fc.integer({ min: 1, max: 5 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => rawRecord(i))));
-const positive = fc.record({ global_indices: fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), { minLength: 2, maxLength: 2 }), acc_score: fc.constantFrom(0.3, 0.6, 1) });
+const rawDataset = fc
+  .integer({ min: 1, max: 5 })
+  .chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => rawRecord(i))));
+const positive = fc.record({
+  global_indices: fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), { minLength: 2, maxLength: 2 }),
+  acc_score: fc.constantFrom(0.3, 0.6, 1),
+});
 
 describe('the six correctness properties (docs/method.md#correctness-properties)', () => {
   it('1-3: normalising raw data of any K gives pools of K, pointers in range, each mapping to the same global index', () => {
     fc.assert(
       fc.property(rawDataset, fc.constantFrom(16, 64), (raw, poolSize) => {
-        const before = raw.map((r) => r.pointer_candidates.map((t) => t.pointer.map((p) => r.candidate_pool_indices[p])));
+        const before = raw.map((r) =>
+          r.pointer_candidates.map((t) => t.pointer.map((p) => r.candidate_pool_indices[p])),
+        );
         const used = raw.map((r) => new Set(r.pointer_candidates.flatMap((t) => t.pointer)).size);
         fc.pre(used.every((u) => u <= poolSize));
         const { records } = normaliseIcdPools(raw, { poolSize, table, queryEmbedding });
@@ -63,21 +77,29 @@ describe('the six correctness properties (docs/method.md#correctness-properties)
 
   it('1, 3 and 4: injection keeps K, every pointer maps to its old global index, at most maxInjectPerQuery are replaced', () => {
     fc.assert(
-      fc.property(rawRecord(0), fc.array(positive, { maxLength: 12 }), fc.integer({ min: 0, max: 10 }), (raw, positives, maxInjectPerQuery) => {
-        const [record] = normaliseIcdPools([raw], { poolSize: 64, table, queryEmbedding }).records;
-        const injector = new CandidatePoolInjector({ table, maxInjectPerQuery });
-        const result = injector.injectPositives(record!, positives, queryEmbedding(0));
-        const pool = result.record.candidate_pool_indices;
-        expect(pool).toHaveLength(64);
-        expect(new Set(pool).size).toBe(64);
-        expect(result.replaced.length).toBeLessThanOrEqual(maxInjectPerQuery);
-        record!.pointer_candidates.forEach((t, j) => {
-          expect(result.record.pointer_candidates[j]!.pointer.map((p) => pool[p])).toEqual(t.pointer_global);
-        });
-        for (const t of result.record.pointer_candidates) expect(t.pointer.map((p) => pool[p])).toEqual(t.pointer_global);
-        for (const r of result.replaced) expect(pool[r.local]).toBe(r.added);
-        validateIcdRecords([result.record], { poolSize: 64, embeddingCount: TABLE_ROWS });
-      }),
+      fc.property(
+        rawRecord(0),
+        fc.array(positive, { maxLength: 12 }),
+        fc.integer({ min: 0, max: 10 }),
+        (raw, positives, maxInjectPerQuery) => {
+          const [record] = normaliseIcdPools([raw], { poolSize: 64, table, queryEmbedding }).records;
+          const injector = new CandidatePoolInjector({ table, maxInjectPerQuery });
+          const result = injector.injectPositives(record!, positives, queryEmbedding(0));
+          const pool = result.record.candidate_pool_indices;
+          expect(pool).toHaveLength(64);
+          expect(new Set(pool).size).toBe(64);
+          expect(result.replaced.length).toBeLessThanOrEqual(maxInjectPerQuery);
+          record!.pointer_candidates.forEach((t, j) => {
+            expect(result.record.pointer_candidates[j]!.pointer.map((p) => pool[p])).toEqual(
+              t.pointer_global,
+            );
+          });
+          for (const t of result.record.pointer_candidates)
+            expect(t.pointer.map((p) => pool[p])).toEqual(t.pointer_global);
+          for (const r of result.replaced) expect(pool[r.local]).toBe(r.added);
+          validateIcdRecords([result.record], { poolSize: 64, embeddingCount: TABLE_ROWS });
+        },
+      ),
       { numRuns: 80 },
     );
   });
@@ -90,52 +112,89 @@ describe('the six correctness properties (docs/method.md#correctness-properties)
         for (const t of controller.commitOnImprove(sequence)) {
           const max = Math.max(-Infinity, ...committed.map((c) => c.vqa_acc_score));
           const distinct = new Set(committed.map((c) => c.vqa_acc_score)).size;
-          expect(t.vqa_acc_score > max || new Set([...committed, t].map((c) => c.vqa_acc_score)).size > distinct).toBe(true);
+          expect(
+            t.vqa_acc_score > max || new Set([...committed, t].map((c) => c.vqa_acc_score)).size > distinct,
+          ).toBe(true);
           committed.push(t);
         }
         // Nothing that would have improved was left out.
-        expect(new Set(committed.map((c) => c.vqa_acc_score))).toEqual(new Set(sequence.map((c) => c.vqa_acc_score)));
+        expect(new Set(committed.map((c) => c.vqa_acc_score))).toEqual(
+          new Set(sequence.map((c) => c.vqa_acc_score)),
+        );
       }),
     );
   });
 
   it('6: every query ends with exactly targetTrajectoryCount trajectories, quotas respected', () => {
     fc.assert(
-      fc.property(fc.array(trajectory(64), { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 16 }), (all, target) => {
-        const controller = new TrajectoryQualityController({ targetTrajectoryCount: target });
-        const final = controller.selectFinalTrajectories(all);
-        expect(final).toHaveLength(target);
-        const count = (f: (s: number) => boolean, list: IcdTrajectory[]) => new Set(list.filter((t) => f(t.vqa_acc_score))).size;
-        const zeros = count((s) => s === 0, all);
-        // With enough acc-0 trajectories to fill, positives stay within 4 and partials within 2.
-        if (zeros >= target) {
-          expect(count((s) => s >= 1, final)).toBeLessThanOrEqual(4);
-          expect(count((s) => s > 0 && s < 1, final)).toBeLessThanOrEqual(2);
-        }
-        // The minimums: 2 positives and 1 partial whenever the input has them (and M leaves room).
-        if (target >= 3) {
-          expect(count((s) => s >= 1, final)).toBeGreaterThanOrEqual(Math.min(2, count((s) => s >= 1, all)));
-          expect(count((s) => s > 0 && s < 1, final)).toBeGreaterThanOrEqual(Math.min(1, count((s) => s > 0 && s < 1, all)));
-        }
-      }),
+      fc.property(
+        fc.array(trajectory(64), { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 1, max: 16 }),
+        (all, target) => {
+          const controller = new TrajectoryQualityController({ targetTrajectoryCount: target });
+          const final = controller.selectFinalTrajectories(all);
+          expect(final).toHaveLength(target);
+          const count = (f: (s: number) => boolean, list: IcdTrajectory[]) =>
+            new Set(list.filter((t) => f(t.vqa_acc_score))).size;
+          const zeros = count((s) => s === 0, all);
+          // With enough acc-0 trajectories to fill, positives stay within 4 and partials within 2.
+          if (zeros >= target) {
+            expect(count((s) => s >= 1, final)).toBeLessThanOrEqual(4);
+            expect(count((s) => s > 0 && s < 1, final)).toBeLessThanOrEqual(2);
+          }
+          // The minimums: 2 positives and 1 partial whenever the input has them (and M leaves room).
+          if (target >= 3) {
+            expect(count((s) => s >= 1, final)).toBeGreaterThanOrEqual(
+              Math.min(
+                2,
+                count((s) => s >= 1, all),
+              ),
+            );
+            expect(count((s) => s > 0 && s < 1, final)).toBeGreaterThanOrEqual(
+              Math.min(
+                1,
+                count((s) => s > 0 && s < 1, all),
+              ),
+            );
+          }
+        },
+      ),
     );
   });
 });
 
-const record = (pool: number[], pointer: number[] = [0, 1]): IcdQueryRecord => ({ query_id: 5, candidate_pool_indices: pool, pointer_candidates: [{ pointer, vqa_correct: 1, vqa_acc_score: 1, gen_method: 'beam' }] });
+const record = (pool: number[], pointer: number[] = [0, 1]): IcdQueryRecord => ({
+  query_id: 5,
+  candidate_pool_indices: pool,
+  pointer_candidates: [{ pointer, vqa_correct: 1, vqa_acc_score: 1, gen_method: 'beam' }],
+});
 const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => i + from);
 
 describe('error rules and index maps', () => {
   it('a pool of another size names the query and the size', () => {
-    const error = (() => { try { validateIcdRecords([record(range(63))], { poolSize: 64 }); } catch (e) { return e; } })();
+    const error = (() => {
+      try {
+        validateIcdRecords([record(range(63))], { poolSize: 64 });
+      } catch (e) {
+        return e;
+      }
+    })();
     expect(DatasetValidationError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/query 5: pool size 63 != 64/);
-    expect(() => createIcdDatasetView([record(range(63))], { table, queryEmbedding })).toThrow(/pool size 63 != 64/);
+    expect(() => createIcdDatasetView([record(range(63))], { table, queryEmbedding })).toThrow(
+      /pool size 63 != 64/,
+    );
   });
 
   it('a pointer out of range names the trajectory; a global index beyond the table says to check consistency', () => {
-    expect(() => validateIcdRecords([record(range(64), [3, 64])], { poolSize: 64 })).toThrow(/query 5, trajectory 0 \(beam, pointer \[3, 64\]\): index 64 is outside \[0, 63\]/);
-    expect(() => validateIcdRecords([record(range(64, 150))], { poolSize: 64, embeddingCount: TABLE_ROWS })).toThrow(/global index 200 is beyond the embedding table \(200 rows\); check that the RL data and the embeddings come from the same dataset/);
+    expect(() => validateIcdRecords([record(range(64), [3, 64])], { poolSize: 64 })).toThrow(
+      /query 5, trajectory 0 \(beam, pointer \[3, 64\]\): index 64 is outside \[0, 63\]/,
+    );
+    expect(() =>
+      validateIcdRecords([record(range(64, 150))], { poolSize: 64, embeddingCount: TABLE_ROWS }),
+    ).toThrow(
+      /global index 200 is beyond the embedding table \(200 rows\); check that the RL data and the embeddings come from the same dataset/,
+    );
   });
 
   it('localToGlobal and globalToLocal are inverse, with clear errors', () => {
@@ -147,13 +206,35 @@ describe('error rules and index maps', () => {
   });
 
   it('reads candidate_pool_ids, objects keyed by query id, JSONL, and global pointers without pointer_global', () => {
-    const [a] = parseIcdRecords({ '12': { candidate_pool_ids: [40, 41, 42], pointer_candidates: [{ pointer: [42, 40], vqa_acc_score: 0.6 }] } });
-    expect(a).toEqual({ query_id: 12, candidate_pool_indices: [40, 41, 42], pointer_candidates: [{ pointer: [2, 0], vqa_correct: 1, vqa_acc_score: 0.6, gen_method: 'beam' }] });
-    const lines = parseIcdText('{"query_id":1,"candidate_pool_indices":[9,8],"pointer_candidates":[{"pointer":[1,0],"pointer_global":[8,9],"vqa_acc_score":0,"gen_method":"random"}]}\n', 'jsonl');
+    const [a] = parseIcdRecords({
+      '12': {
+        candidate_pool_ids: [40, 41, 42],
+        pointer_candidates: [{ pointer: [42, 40], vqa_acc_score: 0.6 }],
+      },
+    });
+    expect(a).toEqual({
+      query_id: 12,
+      candidate_pool_indices: [40, 41, 42],
+      pointer_candidates: [{ pointer: [2, 0], vqa_correct: 1, vqa_acc_score: 0.6, gen_method: 'beam' }],
+    });
+    const lines = parseIcdText(
+      '{"query_id":1,"candidate_pool_indices":[9,8],"pointer_candidates":[{"pointer":[1,0],"pointer_global":[8,9],"vqa_acc_score":0,"gen_method":"random"}]}\n',
+      'jsonl',
+    );
     expect(lines[0]!.pointer_candidates[0]!.pointer).toEqual([1, 0]);
-    expect(() => parseIcdText('{"query_id":1}\nnot json', 'jsonl')).toThrow(/row 1, field '\(line\)': line 2 is not valid JSON/);
+    expect(() => parseIcdText('{"query_id":1}\nnot json', 'jsonl')).toThrow(
+      /row 1, field '\(line\)': line 2 is not valid JSON/,
+    );
     expect(() => parseIcdText('{"query_id":1}', 'jsonl')).toThrow(/row 0, field 'candidate_pool_ids'/);
-    expect(() => parseIcdRecords([{ query_id: 1, candidate_pool_indices: [1, 2], pointer_candidates: [{ pointer: [0, 1], vqa_acc_score: 2 }] }])).toThrow(/vqa_acc_score/);
+    expect(() =>
+      parseIcdRecords([
+        {
+          query_id: 1,
+          candidate_pool_indices: [1, 2],
+          pointer_candidates: [{ pointer: [0, 1], vqa_acc_score: 2 }],
+        },
+      ]),
+    ).toThrow(/vqa_acc_score/);
   });
 });
 
@@ -166,8 +247,13 @@ describe('VQAv2 soft accuracy', () => {
   });
 });
 
-describe('commit-on-improve (the seed\'s unit cases)', () => {
-  const t = (score: number): IcdTrajectory => ({ pointer: [0, 1], vqa_correct: isVqaCorrect(score), vqa_acc_score: score, gen_method: 'sample' });
+describe("commit-on-improve (the seed's unit cases)", () => {
+  const t = (score: number): IcdTrajectory => ({
+    pointer: [0, 1],
+    vqa_correct: isVqaCorrect(score),
+    vqa_acc_score: score,
+    gen_method: 'sample',
+  });
   const controller = new TrajectoryQualityController();
   it('commits a higher max, a new distinct score, and rejects a repeat', () => {
     expect(controller.shouldCommit([t(0.3)], t(0.6))).toBe(true);
@@ -182,15 +268,27 @@ describe('pipeline: normalise varying K, inject, control, dataset view', () => {
     const raw = [record(range(40)), { ...record(range(10, 90)), query_id: 6 }];
     const { records } = normaliseIcdPools(raw, { poolSize: 64, table, queryEmbedding });
     const injector = new CandidatePoolInjector({ table, maxInjectPerQuery: 8 });
-    const injected = records.map((r) => injector.injectPositives(r, [{ global_indices: [150, 151], acc_score: 1 }], queryEmbedding(r.query_id)).record);
+    const injected = records.map(
+      (r) =>
+        injector.injectPositives(
+          r,
+          [{ global_indices: [150, 151], acc_score: 1 }],
+          queryEmbedding(r.query_id),
+        ).record,
+    );
     const controller = new TrajectoryQualityController();
-    const final = injected.map((r) => ({ ...r, pointer_candidates: controller.selectFinalTrajectories(r.pointer_candidates) }));
+    const final = injected.map((r) => ({
+      ...r,
+      pointer_candidates: controller.selectFinalTrajectories(r.pointer_candidates),
+    }));
     expect(oracleAtK(final)).toBe(1);
     const view = createIcdDatasetView(final, { table, queryEmbedding });
     const item = view.item(1);
     expect(item.candidateEmbeddings).toHaveLength(64 * D);
     const g = item.poolIndices[3]!;
-    expect(Array.from(item.candidateEmbeddings.subarray(3 * D, 4 * D))).toEqual(Array.from(table.data.subarray(g * D, (g + 1) * D)));
+    expect(Array.from(item.candidateEmbeddings.subarray(3 * D, 4 * D))).toEqual(
+      Array.from(table.data.subarray(g * D, (g + 1) * D)),
+    );
     expect(item.beamLabels[0]!.map((p) => item.poolIndices[p])).toEqual([90, 91]);
   });
 

@@ -1,13 +1,38 @@
-export { DEFAULT_ICD_SETTINGS, ICD_GEN_METHODS, type IcdGenMethod, type IcdQueryRecord, type IcdTrajectory, type IcdSettings } from './types';
+export {
+  DEFAULT_ICD_SETTINGS,
+  ICD_GEN_METHODS,
+  type IcdGenMethod,
+  type IcdQueryRecord,
+  type IcdTrajectory,
+  type IcdSettings,
+} from './types';
 export { localToGlobal, globalToLocal, pointerToGlobal, validateIcdRecords } from './index-maps';
-export { createEmbeddingTable, embeddingRow, l2Normalise, similarities, topK, type EmbeddingTable } from './embeddings';
+export {
+  createEmbeddingTable,
+  embeddingRow,
+  l2Normalise,
+  similarities,
+  topK,
+  type EmbeddingTable,
+} from './embeddings';
 export { parseIcdRecords, parseIcdText, formatIcdJsonl } from './parse';
-export { normaliseIcdPools, gatherPoolEmbeddings, type NormaliseOptions, type NormaliseReport } from './normalise';
+export {
+  normaliseIcdPools,
+  gatherPoolEmbeddings,
+  type NormaliseOptions,
+  type NormaliseReport,
+} from './normalise';
 export { createIcdDatasetView, type IcdDatasetItem, type IcdDatasetView } from './dataset-view';
 export { vqaSoftAccuracy, normaliseVqaAnswer, isVqaCorrect } from './vqa-accuracy';
 export { createIcdScoreCall, type IcdScoreCall } from './scoring';
 export { GlobalPositiveMiner, type GlobalPositiveMinerOptions, type MinedPositive } from './miner';
-export { CandidatePoolInjector, oracleAtK, queryOracle, type InjectionResult, type InjectionReplacement } from './injector';
+export {
+  CandidatePoolInjector,
+  oracleAtK,
+  queryOracle,
+  type InjectionResult,
+  type InjectionReplacement,
+} from './injector';
 export { TrajectoryQualityController, type TrajectoryQualityOptions } from './controller';
 export { selectorGrpoLoss, type SelectorGrpoInput, type SelectorGrpoResult } from './selector-grpo';
 export { demonstrationsFromDistilled } from './from-distillation';

@@ -45,15 +45,27 @@ export class CandidatePoolInjector {
   private readonly table: EmbeddingTable;
   private readonly warn: (message: string) => void;
 
-  constructor(options: { table: EmbeddingTable; maxInjectPerQuery?: number; warn?: (message: string) => void }) {
+  constructor(options: {
+    table: EmbeddingTable;
+    maxInjectPerQuery?: number;
+    warn?: (message: string) => void;
+  }) {
     const max = options.maxInjectPerQuery ?? DEFAULT_ICD_SETTINGS.maxInjectPerQuery;
-    if (!(Number.isInteger(max) && max >= 0)) throw new InvalidArgumentError({ argument: 'maxInjectPerQuery', message: `must be an integer >= 0, got ${String(max)}` });
+    if (!(Number.isInteger(max) && max >= 0))
+      throw new InvalidArgumentError({
+        argument: 'maxInjectPerQuery',
+        message: `must be an integer >= 0, got ${String(max)}`,
+      });
     this.maxInjectPerQuery = max;
     this.table = options.table;
     this.warn = options.warn ?? (() => undefined);
   }
 
-  injectPositives(record: IcdQueryRecord, positives: readonly MinedPositive[], queryEmbedding: ArrayLike<number>): InjectionResult {
+  injectPositives(
+    record: IcdQueryRecord,
+    positives: readonly MinedPositive[],
+    queryEmbedding: ArrayLike<number>,
+  ): InjectionResult {
     const pool = [...record.candidate_pool_indices];
     const query = l2Normalise(queryEmbedding);
     const pointed = new Set(record.pointer_candidates.flatMap((t) => t.pointer));
@@ -77,18 +89,35 @@ export class CandidatePoolInjector {
       pool[slot.local] = g;
     }
     const local = new Map(pool.map((g, i) => [g, i]));
-    const kept: IcdTrajectory[] = record.pointer_candidates.map((t) => ({ ...t, pointer: [...t.pointer], pointer_global: pointerToGlobal(t.pointer, pool) }));
+    const kept: IcdTrajectory[] = record.pointer_candidates.map((t) => ({
+      ...t,
+      pointer: [...t.pointer],
+      pointer_global: pointerToGlobal(t.pointer, pool),
+    }));
     let transferred = 0;
     for (const positive of positives) {
       if (!positive.global_indices.every((g) => local.has(g))) continue;
       const pointer = positive.global_indices.map((g) => local.get(g)!);
-      kept.push({ pointer, pointer_global: [...positive.global_indices], vqa_correct: isVqaCorrect(positive.acc_score), vqa_acc_score: positive.acc_score, gen_method: 'global_positive_transfer' });
+      kept.push({
+        pointer,
+        pointer_global: [...positive.global_indices],
+        vqa_correct: isVqaCorrect(positive.acc_score),
+        vqa_acc_score: positive.acc_score,
+        gen_method: 'global_positive_transfer',
+      });
       transferred++;
     }
-    const result: IcdQueryRecord = { query_id: record.query_id, candidate_pool_indices: pool, pointer_candidates: kept };
+    const result: IcdQueryRecord = {
+      query_id: record.query_id,
+      candidate_pool_indices: pool,
+      pointer_candidates: kept,
+    };
     const oracleBefore = queryOracle(record);
     const oracleAfter = queryOracle(result);
-    if (oracleAfter <= oracleBefore) this.warn(`query ${record.query_id}: oracle@${pool.length} did not rise after injection (${oracleBefore} -> ${oracleAfter}; ${replaced.length} candidates replaced)`);
+    if (oracleAfter <= oracleBefore)
+      this.warn(
+        `query ${record.query_id}: oracle@${pool.length} did not rise after injection (${oracleBefore} -> ${oracleAfter}; ${replaced.length} candidates replaced)`,
+      );
     return { record: result, replaced, transferred, oracleBefore, oracleAfter };
   }
 }

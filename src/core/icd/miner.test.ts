@@ -7,7 +7,9 @@ import { GlobalPositiveMiner } from './miner';
 import { createIcdScoreCall } from './scoring';
 import { selectorGrpoLoss } from './selector-grpo';
 
-const table = createEmbeddingTable(Array.from({ length: 40 }, (_, i) => [Math.cos(i / 6), Math.sin(i / 6), 0.1]));
+const table = createEmbeddingTable(
+  Array.from({ length: 40 }, (_, i) => [Math.cos(i / 6), Math.sin(i / 6), 0.1]),
+);
 const demonstration = (index: number) => ({ index, question: `q${index}`, answer: `a${index}` });
 const query = { id: 0, question: 'q', answers: ['yes'] };
 
@@ -20,7 +22,8 @@ describe('GlobalPositiveMiner', () => {
       provider: 'test',
       async doScore(_q, demos) {
         calls++;
-        if (failures-- > 0) throw new ProviderCallError({ port: 'icdScorer', provider: 'test', status: 503, message: 'busy' });
+        if (failures-- > 0)
+          throw new ProviderCallError({ port: 'icdScorer', provider: 'test', status: 503, message: 'busy' });
         const hit = demos.some((d) => d.index === 3);
         return { answer: hit ? 'yes' : 'no', accuracy: hit ? (demos[0]!.index === 3 ? 1 : 0.6) : 0 };
       },
@@ -35,11 +38,17 @@ describe('GlobalPositiveMiner', () => {
       expect(p.global_indices).toContain(3);
       expect(p.global_indices.some((g) => [0, 1, 2].includes(g))).toBe(false);
     }
-    expect(positives.map((p) => p.acc_score)).toEqual([...positives.map((p) => p.acc_score)].sort((a, b) => b - a));
+    expect(positives.map((p) => p.acc_score)).toEqual(
+      [...positives.map((p) => p.acc_score)].sort((a, b) => b - a),
+    );
   });
 
   it('treats an accuracy outside [0, 1] as a failed call', async () => {
-    const scorer: IcdScorer = { specificationVersion: 'v1', provider: 'bad', doScore: async () => ({ answer: 'x', accuracy: 3 }) };
+    const scorer: IcdScorer = {
+      specificationVersion: 'v1',
+      provider: 'bad',
+      doScore: async () => ({ answer: 'x', accuracy: 3 }),
+    };
     const error = await createIcdScoreCall(scorer)(query, []).catch((e: unknown) => e);
     expect(PortOutputError.isInstance(error)).toBe(true);
   });
@@ -47,7 +56,16 @@ describe('GlobalPositiveMiner', () => {
 
 describe('selectorGrpoLoss', () => {
   it('gives -A / (shots in the batch) per shot, zero for a tied group, and uses one group per query', () => {
-    const result = selectorGrpoLoss({ shotLogProbs: [[-1, -1], [-2, -2], [-1, -1], [-1, -1]], rewards: [1, 0, 0.3, 0.3], groupIds: ['a', 'a', 'b', 'b'] });
+    const result = selectorGrpoLoss({
+      shotLogProbs: [
+        [-1, -1],
+        [-2, -2],
+        [-1, -1],
+        [-1, -1],
+      ],
+      rewards: [1, 0, 0.3, 0.3],
+      groupIds: ['a', 'a', 'b', 'b'],
+    });
     expect(result.advantages[0]).toBeCloseTo(1);
     expect(result.advantages[1]).toBeCloseTo(-1);
     expect(result.advantages.slice(2)).toEqual([null, null]);

@@ -28,7 +28,8 @@ export interface GlobalPositiveMinerOptions {
  * frozen model through the reliable score call. Returns the positives (accuracy > 0), best first.
  */
 export class GlobalPositiveMiner {
-  private readonly options: Required<Omit<GlobalPositiveMinerOptions, 'table' | 'demonstration' | 'score'>> & GlobalPositiveMinerOptions;
+  private readonly options: Required<Omit<GlobalPositiveMinerOptions, 'table' | 'demonstration' | 'score'>> &
+    GlobalPositiveMinerOptions;
   /** Scored pairs in all (for the cost report). */
   evaluatedPairs = 0;
 
@@ -36,13 +37,27 @@ export class GlobalPositiveMiner {
     const searchTopK = options.searchTopK ?? DEFAULT_ICD_SETTINGS.searchTopK;
     const maxEvalPairs = options.maxEvalPairs ?? DEFAULT_ICD_SETTINGS.maxEvalPairs;
     const shots = options.shots ?? DEFAULT_ICD_SETTINGS.shots;
-    for (const [name, v] of [['searchTopK', searchTopK], ['maxEvalPairs', maxEvalPairs], ['shots', shots]] as const) {
-      if (!(Number.isInteger(v) && v >= 1)) throw new InvalidArgumentError({ argument: name, message: `must be an integer >= 1, got ${String(v)}` });
+    for (const [name, v] of [
+      ['searchTopK', searchTopK],
+      ['maxEvalPairs', maxEvalPairs],
+      ['shots', shots],
+    ] as const) {
+      if (!(Number.isInteger(v) && v >= 1))
+        throw new InvalidArgumentError({
+          argument: name,
+          message: `must be an integer >= 1, got ${String(v)}`,
+        });
     }
     this.options = { ...options, searchTopK, maxEvalPairs, shots };
   }
 
-  async minePositivesForQuery(query: IcdQuery, queryEmbedding: ArrayLike<number>, currentPool: readonly number[], random: Random, signal?: AbortSignal): Promise<MinedPositive[]> {
+  async minePositivesForQuery(
+    query: IcdQuery,
+    queryEmbedding: ArrayLike<number>,
+    currentPool: readonly number[],
+    random: Random,
+    signal?: AbortSignal,
+  ): Promise<MinedPositive[]> {
     const { table, searchTopK, maxEvalPairs, shots } = this.options;
     const exclude = new Set(currentPool);
     const shortlist = topK(similarities(table, queryEmbedding), searchTopK, exclude);
@@ -63,7 +78,11 @@ export class GlobalPositiveMiner {
     }
     const positives: MinedPositive[] = [];
     for (const tuple of tuples) {
-      const result = await this.options.score(query, tuple.map((g) => this.options.demonstration(g)), signal);
+      const result = await this.options.score(
+        query,
+        tuple.map((g) => this.options.demonstration(g)),
+        signal,
+      );
       this.evaluatedPairs++;
       if (result.accuracy > 0) positives.push({ global_indices: tuple, acc_score: result.accuracy });
     }

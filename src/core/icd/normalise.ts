@@ -27,7 +27,10 @@ export interface NormaliseReport {
  * filled with the most query-similar rows of the table not in it. Every pointer is remapped,
  * `pointer_global` is written, and the result passes `validateIcdRecords`.
  */
-export function normaliseIcdPools(raw: readonly IcdQueryRecord[], options: NormaliseOptions): NormaliseReport {
+export function normaliseIcdPools(
+  raw: readonly IcdQueryRecord[],
+  options: NormaliseOptions,
+): NormaliseReport {
   const poolSize = options.poolSize ?? DEFAULT_ICD_SETTINGS.poolSize;
   const { table } = options;
   const changes: NormaliseReport['changes'] = [];
@@ -36,17 +39,35 @@ export function normaliseIcdPools(raw: readonly IcdQueryRecord[], options: Norma
     const oldPool = record.candidate_pool_indices;
     oldPool.forEach((g, i) => {
       if (!Number.isInteger(g) || g < 0 || g >= table.rows) {
-        throw new DatasetValidationError({ row, field: `candidate_pool_indices.${i}`, message: `query ${queryId}: global index ${String(g)} is beyond the embedding table (${table.rows} rows); check that the RL data and the embeddings come from the same dataset` });
+        throw new DatasetValidationError({
+          row,
+          field: `candidate_pool_indices.${i}`,
+          message: `query ${queryId}: global index ${String(g)} is beyond the embedding table (${table.rows} rows); check that the RL data and the embeddings come from the same dataset`,
+        });
       }
     });
     const unique = [...new Set(oldPool)];
     const merged = oldPool.length - unique.length;
-    const used = new Set(record.pointer_candidates.flatMap((t) => t.pointer.map((p) => {
-      const g = oldPool[p];
-      if (g === undefined) throw new DatasetValidationError({ row, field: 'pointer_candidates', message: `query ${queryId}: pointer index ${p} is outside the raw pool of ${oldPool.length}` });
-      return g;
-    })));
-    if (used.size > poolSize) throw new DatasetValidationError({ row, field: 'pointer_candidates', message: `query ${queryId}: pointers use ${used.size} distinct candidates, more than the pool size ${poolSize}` });
+    const used = new Set(
+      record.pointer_candidates.flatMap((t) =>
+        t.pointer.map((p) => {
+          const g = oldPool[p];
+          if (g === undefined)
+            throw new DatasetValidationError({
+              row,
+              field: 'pointer_candidates',
+              message: `query ${queryId}: pointer index ${p} is outside the raw pool of ${oldPool.length}`,
+            });
+          return g;
+        }),
+      ),
+    );
+    if (used.size > poolSize)
+      throw new DatasetValidationError({
+        row,
+        field: 'pointer_candidates',
+        message: `query ${queryId}: pointers use ${used.size} distinct candidates, more than the pool size ${poolSize}`,
+      });
     const scores = similarities(table, options.queryEmbedding(queryId));
     let pool: number[];
     let added = 0;
@@ -59,7 +80,12 @@ export function normaliseIcdPools(raw: readonly IcdQueryRecord[], options: Norma
     } else {
       const exclude = new Set([...unique, ...(options.excluded?.(queryId) ?? [])]);
       const fill = topK(scores, poolSize - unique.length, exclude);
-      if (unique.length + fill.length < poolSize) throw new DatasetValidationError({ row, field: 'candidate_pool_indices', message: `query ${queryId}: the embedding table (${table.rows} rows) cannot fill a pool of ${poolSize}` });
+      if (unique.length + fill.length < poolSize)
+        throw new DatasetValidationError({
+          row,
+          field: 'candidate_pool_indices',
+          message: `query ${queryId}: the embedding table (${table.rows} rows) cannot fill a pool of ${poolSize}`,
+        });
       pool = [...unique, ...fill];
       added = fill.length;
     }

@@ -31,19 +31,31 @@ export interface SelectorGrpoResult {
 export function selectorGrpoLoss(input: SelectorGrpoInput): SelectorGrpoResult {
   const { shotLogProbs, rewards, groupIds } = input;
   if (shotLogProbs.length !== rewards.length || rewards.length !== groupIds.length) {
-    throw new InvalidArgumentError({ argument: 'rewards', message: `shotLogProbs (${shotLogProbs.length}), rewards (${rewards.length}) and groupIds (${groupIds.length}) must have one entry per selection` });
+    throw new InvalidArgumentError({
+      argument: 'rewards',
+      message: `shotLogProbs (${shotLogProbs.length}), rewards (${rewards.length}) and groupIds (${groupIds.length}) must have one entry per selection`,
+    });
   }
   const members = new Map<string, number[]>();
   groupIds.forEach((id, i) => members.set(id, [...(members.get(id) ?? []), i]));
   const advantages: Array<number | null> = rewards.map(() => null);
   let usableGroups = 0;
   for (const indices of members.values()) {
-    const outcome = applyGroupRule(indices.map((i) => rewards[i] ?? null), { dropZeroVarianceGroups: true });
+    const outcome = applyGroupRule(
+      indices.map((i) => rewards[i] ?? null),
+      { dropZeroVarianceGroups: true },
+    );
     if (outcome.status === 'usable') usableGroups++;
     indices.forEach((i, k) => (advantages[i] = outcome.advantages[k]!));
   }
   const used = shotLogProbs.map((_, i) => i).filter((i) => advantages[i] !== null);
-  if (used.length === 0) return { gradShotLogProbs: shotLogProbs.map((row) => row.map(() => 0)), loss: 0, advantages, usableGroups };
+  if (used.length === 0)
+    return {
+      gradShotLogProbs: shotLogProbs.map((row) => row.map(() => 0)),
+      loss: 0,
+      advantages,
+      usableGroups,
+    };
   const rows = used.map((i) => shotLogProbs[i]!);
   const result = policyLoss({
     kind: 'ppo_clip',

@@ -1,7 +1,12 @@
 /** How a trajectory (an ordered choice of demonstrations) was produced (docs/method.md#candidate-pools). */
 export type IcdGenMethod = 'beam' | 'sample' | 'random' | 'global_positive_transfer';
 
-export const ICD_GEN_METHODS: readonly IcdGenMethod[] = ['beam', 'sample', 'random', 'global_positive_transfer'];
+export const ICD_GEN_METHODS: readonly IcdGenMethod[] = [
+  'beam',
+  'sample',
+  'random',
+  'global_positive_transfer',
+];
 
 /** One scored choice of demonstrations for a query: `pointer` in local indices of the query's pool. */
 export interface IcdTrajectory {

@@ -1,5 +1,18 @@
 /** VQAv2 answer normalisation (lower case, punctuation and articles dropped, number words as digits). */
-const NUMBERS: Record<string, string> = { none: '0', zero: '0', one: '1', two: '2', three: '3', four: '4', five: '5', six: '6', seven: '7', eight: '8', nine: '9', ten: '10' };
+const NUMBERS: Record<string, string> = {
+  none: '0',
+  zero: '0',
+  one: '1',
+  two: '2',
+  three: '3',
+  four: '4',
+  five: '5',
+  six: '6',
+  seven: '7',
+  eight: '8',
+  nine: '9',
+  ten: '10',
+};
 const ARTICLES = new Set(['a', 'an', 'the']);
 
 export function normaliseVqaAnswer(answer: string): string {

@@ -7,7 +7,7 @@ import { runEpisodesThrough, type Episode } from '../episode/run-episodes';
 import { generateTerminalAnswer } from '../episode/terminal-answer';
 import { formatPassed, scoreEpisode, type RewardSettings } from '../reward/score';
 import { completeTrajectory, type TerminalAnswer } from '../trajectory/complete';
-import type { PipelineStages } from './step-pipeline';
+import type { PipelineStages } from './types';
 
 /** One prompt instance and its n_agent rollouts. */
 export interface EpisodeGroup {
@@ -30,7 +30,11 @@ export interface EpisodeSample {
  */
 export function createEpisodeStages(
   gateway: PortGateway,
-  settings: { episode: Partial<EpisodeConfig> & { mode: EpisodeConfig['mode'] }; maxEvidence: number; reward: RewardSettings },
+  settings: {
+    episode: Partial<EpisodeConfig> & { mode: EpisodeConfig['mode'] };
+    maxEvidence: number;
+    reward: RewardSettings;
+  },
   clock: Pick<Clock, 'now'> = createSystemClock(),
 ): PipelineStages<EpisodeGroup, EpisodeSample> {
   const policy = gateway.ports.policy;
@@ -38,19 +42,33 @@ export function createEpisodeStages(
   const stages: PipelineStages<EpisodeGroup, EpisodeSample> = {
     groupSize: (group) => group.instances.length,
     async rollout(group, { signal, emit }) {
-      await runEpisodesThrough(gateway, group.instances, { config: settings.episode, signal, onEpisode: (episode, index) => emit(index, { episode, terminal: { status: 'skipped' }, latency: {} }) });
+      await runEpisodesThrough(gateway, group.instances, {
+        config: settings.episode,
+        signal,
+        onEpisode: (episode, index) => emit(index, { episode, terminal: { status: 'skipped' }, latency: {} }),
+      });
     },
     async score(sample, { signal }) {
       const started = clock.now();
       try {
-        return await scoreEpisode(sample.episode.trajectory, sample.terminal, settings.reward, { gateway, signal });
+        return await scoreEpisode(sample.episode.trajectory, sample.terminal, settings.reward, {
+          gateway,
+          signal,
+        });
       } finally {
         sample.latency.judgeMs = clock.now() - started;
       }
     },
     complete: (sample, reward, advantage) => ({
       ...sample,
-      episode: { ...sample.episode, trajectory: completeTrajectory(sample.episode.trajectory, { terminal: sample.terminal, reward, advantage }) },
+      episode: {
+        ...sample.episode,
+        trajectory: completeTrajectory(sample.episode.trajectory, {
+          terminal: sample.terminal,
+          reward,
+          advantage,
+        }),
+      },
     }),
   };
   if (settings.episode.mode === 'searcher' && gateway.ports.generator) {
@@ -60,7 +78,12 @@ export function createEpisodeStages(
       if (settings.reward.scheme === 'searcher' && !formatPassed(sample.episode.trajectory)) return;
       const started = clock.now();
       try {
-        sample.terminal = await generateTerminalAnswer(sample.episode, gateway, { policy, maxEvidence: settings.maxEvidence, mode: settings.episode.mode, signal });
+        sample.terminal = await generateTerminalAnswer(sample.episode, gateway, {
+          policy,
+          maxEvidence: settings.maxEvidence,
+          mode: settings.episode.mode,
+          signal,
+        });
       } finally {
         sample.latency.generatorMs = clock.now() - started;
       }

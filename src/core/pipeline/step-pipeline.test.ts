@@ -4,9 +4,11 @@ import type { RewardOutcome } from '../reward/combine';
 import { groupAdvantages } from '../rl/advantages';
 
 /** A usable group's advantages as the pipeline states them: a missing reward takes no part (`null`). */
-const inUpdate = (rewards: Array<number | null>) => groupAdvantages(rewards).map((a, i) => (rewards[i] === null ? null : a));
+const inUpdate = (rewards: Array<number | null>) =>
+  groupAdvantages(rewards).map((a, i) => (rewards[i] === null ? null : a));
 import { createVirtualClock, type VirtualClock } from '../../testing/virtual-clock';
-import { runStepPipeline, type PipelineStages, type StepPipelineOptions } from './step-pipeline';
+import { runStepPipeline } from './step-pipeline';
+import type { PipelineStages, StepPipelineOptions } from './types';
 
 /** A simulated group: per-rollout durations (ms), generation and judge latencies, rewards. */
 interface SimGroup {
@@ -32,7 +34,12 @@ interface Log {
   windDownMs?: (label: string) => number;
 }
 
-const ok = (value: number): RewardOutcome => ({ status: 'ok', value, components: { formatPassed: true, judgeScore: value, ndcg: 0 }, weights: { judge: 1, ndcg: 0, format: 0 } });
+const ok = (value: number): RewardOutcome => ({
+  status: 'ok',
+  value,
+  components: { formatPassed: true, judgeScore: value, ndcg: 0 },
+  weights: { judge: 1, ndcg: 0, format: 0 },
+});
 
 function simStages(clock: VirtualClock, log: Log): PipelineStages<SimGroup, SimSample> {
   const timed = async (label: string, ms: number, signal: AbortSignal) => {
@@ -108,7 +115,9 @@ function setup(groups: SimGroup[], options: Partial<StepPipelineOptions<SimGroup
 
 describe('runStepPipeline: streaming', () => {
   it("starts a group's rewards as soon as its rollouts end, while later groups still generate", async () => {
-    const { run, completions, log } = setup([group('a', 100, 50), group('b', 100, 50), group('c', 100, 50)], { limits: { rollout: 1 } });
+    const { run, completions, log } = setup([group('a', 100, 50), group('b', 100, 50), group('c', 100, 50)], {
+      limits: { rollout: 1 },
+    });
     const result = await run();
     // a: rollout 0-100, generate 100-110, judge 110-160; b: rollout 100-200 ...
     expect(completions).toEqual(['a@160', 'b@260', 'c@360']);
@@ -119,7 +128,9 @@ describe('runStepPipeline: streaming', () => {
   });
 
   it('returns groups in input order whatever the completion order', async () => {
-    const { run, completions } = setup([group('slow', 300, 10), group('fast', 10, 10)], { limits: { rollout: 2 } });
+    const { run, completions } = setup([group('slow', 300, 10), group('fast', 10, 10)], {
+      limits: { rollout: 2 },
+    });
     const result = await run();
     expect(completions.map((c) => c.split('@')[0])).toEqual(['fast', 'slow']);
     expect(result.groups.map((g) => g.groupIndex)).toEqual([0, 1]);
@@ -127,7 +138,11 @@ describe('runStepPipeline: streaming', () => {
 
   it('matches the synchronous mode in rewards and advantages, and is faster', async () => {
     // The slowest judge is on the first group: streaming hides it behind the later rollouts.
-    const groups = [group('a', 100, 300, [1, 0, 0.5]), group('b', 150, 20, [0, 0, 1]), group('c', 80, 20, [0.2, 0.4, 0.9])];
+    const groups = [
+      group('a', 100, 300, [1, 0, 0.5]),
+      group('b', 150, 20, [0, 0, 1]),
+      group('c', 80, 20, [0.2, 0.4, 0.9]),
+    ];
     const streaming = await setup(groups, { limits: { rollout: 1 } }).run();
     const sync = await setup(groups, { limits: { rollout: 1 }, mode: 'synchronous' }).run();
     expect(streaming.groups.map((g) => g.advantages)).toEqual(sync.groups.map((g) => g.advantages));
@@ -155,17 +170,28 @@ describe('runStepPipeline: synchronous and staged', () => {
     const g1 = { ...group('a', 100, 50), generate: [10, 200] };
     const { run, log } = setup([g1, group('b', 300, 50)], { mode: 'staged', limits: { rollout: 2 } });
     const result = await run();
-    expect(log.events.filter((e) => e.includes('judged')).every((e) => Number(e.split(' ')[0]) >= 300 + 200 + 50)).toBe(true);
+    expect(
+      log.events.filter((e) => e.includes('judged')).every((e) => Number(e.split(' ')[0]) >= 300 + 200 + 50),
+    ).toBe(true);
     expect(result.metrics.stepTimeMs).toBe(300 + 200 + 50);
   });
 });
 
 describe('runStepPipeline: failures', () => {
   it('records a failed judge call as missing and computes the group from the rest', async () => {
-    const g = { ...group('a', 10, 10, [1, 0, 0.5, 0.25]), judgeError: (i: number) => (i === 1 ? new ProviderCallError({ port: 'judge', provider: 'sim', message: 'overloaded', status: 503 }) : undefined) };
+    const g = {
+      ...group('a', 10, 10, [1, 0, 0.5, 0.25]),
+      judgeError: (i: number) =>
+        i === 1
+          ? new ProviderCallError({ port: 'judge', provider: 'sim', message: 'overloaded', status: 503 })
+          : undefined,
+    };
     const result = await setup([g]).run();
     const r = result.groups[0]!;
-    expect(r.samples[1]!.reward).toMatchObject({ status: 'missing', cause: { stage: 'judge', kind: 'provider_error' } });
+    expect(r.samples[1]!.reward).toMatchObject({
+      status: 'missing',
+      cause: { stage: 'judge', kind: 'provider_error' },
+    });
     expect(r.rewards).toEqual([1, null, 0.5, 0.25]);
     expect(r.advantages).toEqual(inUpdate([1, null, 0.5, 0.25]));
     expect(r.advantages.map((a) => a !== null)).toEqual([true, false, true, true]);
@@ -175,7 +201,10 @@ describe('runStepPipeline: failures', () => {
   });
 
   it('lets a group with fewer than two valid rewards contribute nothing', async () => {
-    const g = { ...group('a', 10, 10, [1, 0]), judgeError: (i: number) => (i === 0 ? new Error('bad') : undefined) };
+    const g = {
+      ...group('a', 10, 10, [1, 0]),
+      judgeError: (i: number) => (i === 0 ? new Error('bad') : undefined),
+    };
     const result = await setup([g]).run();
     expect(result.groups[0]!.status).toBe('underfilled');
     expect(result.groups[0]!.advantages).toEqual([null, null]);
@@ -187,7 +216,10 @@ describe('runStepPipeline: failures', () => {
     const g = { ...group('a', 10, 10, [1, 0, 0.5]), judge: [10, 500, 10] };
     const { run, log } = setup([g], { deadlines: { rewardTimeoutMs: 100 } });
     const result = await run();
-    expect(result.groups[0]!.samples[1]!.reward).toMatchObject({ status: 'missing', cause: { stage: 'judge', kind: 'deadline', message: 'reward deadline of 100 ms' } });
+    expect(result.groups[0]!.samples[1]!.reward).toMatchObject({
+      status: 'missing',
+      cause: { stage: 'judge', kind: 'deadline', message: 'reward deadline of 100 ms' },
+    });
     expect(log.aborted).toEqual(['judge a#1']);
     // The reward deadline runs per call from its start: rollout 0-10, generation 10-20, judging 20-120.
     expect(result.metrics.stepTimeMs).toBe(120);
@@ -195,13 +227,18 @@ describe('runStepPipeline: failures', () => {
 
   it('measures the prompt deadline from the rollout start, not the step start', async () => {
     // One rollout slot: b starts at 300 and ends at 650, inside its 600 ms prompt deadline.
-    const { run } = setup([group('a', 300, 10), group('b', 350, 10)], { deadlines: { totalTimeoutMs: 600 }, limits: { rollout: 1 } });
+    const { run } = setup([group('a', 300, 10), group('b', 350, 10)], {
+      deadlines: { totalTimeoutMs: 600 },
+      limits: { rollout: 1 },
+    });
     const result = await run();
     expect(result.metrics.samplesScored).toBe(4);
   });
 
   it('drops zero-variance groups from the update when asked', async () => {
-    const { run } = setup([group('flat', 10, 10, [1, 1]), group('mixed', 10, 10, [1, 0])], { advantage: { dropZeroVarianceGroups: true } });
+    const { run } = setup([group('flat', 10, 10, [1, 1]), group('mixed', 10, 10, [1, 0])], {
+      advantage: { dropZeroVarianceGroups: true },
+    });
     const result = await run();
     expect(result.groups[0]!.status).toBe('zero-variance');
     expect(result.groups[0]!.advantages).toEqual([null, null]);
@@ -217,32 +254,61 @@ describe('runStepPipeline: failures', () => {
       },
     });
     const result = await run();
-    expect(result.groups.map((g) => g.rewards)).toEqual([[1, 0], [1, 0], [1, 0]]);
+    expect(result.groups.map((g) => g.rewards)).toEqual([
+      [1, 0],
+      [1, 0],
+      [1, 0],
+    ]);
     expect(result.callbackErrors).toHaveLength(1);
     expect(result.callbackErrors[0]).toMatchObject({ groupIndex: 1, error: { message: 'disk full' } });
   });
 
   it('misses the prompt deadline during the rollout', async () => {
-    const { run } = setup([group('late', 700, 10), group('fine', 10, 10)], { deadlines: { totalTimeoutMs: 600 }, limits: { rollout: 2 } });
+    const { run } = setup([group('late', 700, 10), group('fine', 10, 10)], {
+      deadlines: { totalTimeoutMs: 600 },
+      limits: { rollout: 2 },
+    });
     const result = await run();
-    expect(result.groups[0]!.samples.every((s) => s.reward.status === 'missing' && s.reward.cause.stage === 'episode' && s.reward.cause.kind === 'deadline')).toBe(true);
+    expect(
+      result.groups[0]!.samples.every(
+        (s) =>
+          s.reward.status === 'missing' &&
+          s.reward.cause.stage === 'episode' &&
+          s.reward.cause.kind === 'deadline',
+      ),
+    ).toBe(true);
     expect(result.groups[0]!.samples.every((s) => s.sample === null)).toBe(true);
     expect(result.groups[1]!.rewards).toEqual([1, 0]);
     expect(result.metrics.failures).toEqual({ 'episode:deadline': 2 });
   });
 
   it('submits finished members of unfinished groups at the step deadline (partial submit)', async () => {
-    const g: SimGroup = { name: 'a', rollout: [10, 20, 30, 500], generate: [5, 5, 5, 5], judge: [5, 5, 5, 5], reward: [1, 0, 1, 0] };
+    const g: SimGroup = {
+      name: 'a',
+      rollout: [10, 20, 30, 500],
+      generate: [5, 5, 5, 5],
+      judge: [5, 5, 5, 5],
+      reward: [1, 0, 1, 0],
+    };
     const notStarted = group('b', 10, 5);
     const { run } = setup([g, notStarted], { deadlines: { stepTimeoutMs: 100 }, limits: { rollout: 1 } });
     const result = await run();
     const a = result.groups[0]!;
     expect(a.partial).toBe(true);
     expect(a.rewards).toEqual([1, 0, 1, null]);
-    expect(a.samples[3]!.reward).toMatchObject({ status: 'missing', cause: { stage: 'episode', kind: 'deadline' } });
+    expect(a.samples[3]!.reward).toMatchObject({
+      status: 'missing',
+      cause: { stage: 'episode', kind: 'deadline' },
+    });
     expect(a.advantages).toEqual(inUpdate([1, 0, 1, null]));
     expect(result.groups[1]!.rewards).toEqual([null, null]);
-    expect(result.metrics).toMatchObject({ samplesTotal: 6, samplesScored: 3, promptsScored: 1, promptsUsable: 1, partialGroups: 1 });
+    expect(result.metrics).toMatchObject({
+      samplesTotal: 6,
+      samplesScored: 3,
+      promptsScored: 1,
+      promptsUsable: 1,
+      partialGroups: 1,
+    });
   });
 
   it('turns a rollout that throws into missing rewards for its group', async () => {
@@ -254,7 +320,10 @@ describe('runStepPipeline: failures', () => {
       },
     };
     const result = await clock.run(runStepPipeline({ groups: [group('a', 10, 10)], stages, clock }));
-    expect(result.groups[0]!.samples[0]!.reward).toMatchObject({ status: 'missing', cause: { stage: 'episode', kind: 'error', message: 'policy crashed' } });
+    expect(result.groups[0]!.samples[0]!.reward).toMatchObject({
+      status: 'missing',
+      cause: { stage: 'episode', kind: 'error', message: 'policy crashed' },
+    });
   });
 });
 
@@ -266,7 +335,13 @@ describe('runStepPipeline: cancellation', () => {
     // wait for the slow one too (a group settling on its first rejected sample would not).
     log.windDownMs = (label) => (label === 'judge a#2' ? 50 : 0);
     const groups = [group('a', 10, 1000, [1, 0, 1]), group('b', 1000, 10), group('c', 1000, 10)];
-    const pipeline = runStepPipeline({ groups, stages: simStages(clock, log), clock, signal: controller.signal, limits: { rollout: 2 } });
+    const pipeline = runStepPipeline({
+      groups,
+      stages: simStages(clock, log),
+      clock,
+      signal: controller.signal,
+      limits: { rollout: 2 },
+    });
     const caught = pipeline.catch((error: unknown) => error);
     await clock.advance(50);
     // a was buffered at 10 ms and freed its rollout slot: 3 judge calls of a, 2 rollouts each of b and c.
@@ -282,7 +357,15 @@ describe('runStepPipeline: cancellation', () => {
     const error = await caught;
     expect(AbortedError.isInstance(error)).toBe(true);
     expect(log.inFlight).toBe(0);
-    expect(log.aborted.sort()).toEqual(['judge a#0', 'judge a#1', 'judge a#2', 'rollout b#0', 'rollout b#1', 'rollout c#0', 'rollout c#1']);
+    expect(log.aborted.sort()).toEqual([
+      'judge a#0',
+      'judge a#1',
+      'judge a#2',
+      'rollout b#0',
+      'rollout b#1',
+      'rollout c#0',
+      'rollout c#1',
+    ]);
     expect(clock.pendingTimers).toBe(0);
   });
 });
@@ -290,7 +373,9 @@ describe('runStepPipeline: cancellation', () => {
 describe('runStepPipeline: bounds', () => {
   it('keeps buffered and in-flight groups within their caps when the judge is slower than generation', async () => {
     const groups = Array.from({ length: 20 }, (_, i) => group(`g${i}`, 10, 200));
-    const { run, log } = setup(groups, { limits: { rollout: 2, bufferedGroups: 3, rewardGroups: 2, score: 4, generate: 4 } });
+    const { run, log } = setup(groups, {
+      limits: { rollout: 2, bufferedGroups: 3, rewardGroups: 2, score: 4, generate: 4 },
+    });
     const result = await run();
     expect(result.metrics.peak.rollout).toBeLessThanOrEqual(2);
     expect(result.metrics.peak.bufferedGroups).toBeLessThanOrEqual(3);
@@ -310,8 +395,26 @@ describe('runStepPipeline: bounds', () => {
 
   it('names the limit or deadline that is invalid', async () => {
     const clock = createVirtualClock();
-    await expect(runStepPipeline({ groups: [], stages: simStages(clock, { events: [], aborted: [], inFlight: 0 }), limits: { score: 0 } })).rejects.toThrow(/limits\.score/);
-    await expect(runStepPipeline({ groups: [], stages: simStages(clock, { events: [], aborted: [], inFlight: 0 }), deadlines: { rewardTimeoutMs: -1 } })).rejects.toThrowError(InvalidArgumentError);
-    await expect(runStepPipeline({ groups: [], stages: simStages(clock, { events: [], aborted: [], inFlight: 0 }), mode: 'eager' as never })).rejects.toThrow(/'mode'/);
+    await expect(
+      runStepPipeline({
+        groups: [],
+        stages: simStages(clock, { events: [], aborted: [], inFlight: 0 }),
+        limits: { score: 0 },
+      }),
+    ).rejects.toThrow(/limits\.score/);
+    await expect(
+      runStepPipeline({
+        groups: [],
+        stages: simStages(clock, { events: [], aborted: [], inFlight: 0 }),
+        deadlines: { rewardTimeoutMs: -1 },
+      }),
+    ).rejects.toThrowError(InvalidArgumentError);
+    await expect(
+      runStepPipeline({
+        groups: [],
+        stages: simStages(clock, { events: [], aborted: [], inFlight: 0 }),
+        mode: 'eager' as never,
+      }),
+    ).rejects.toThrow(/'mode'/);
   });
 });

@@ -5,134 +5,19 @@ import { createSystemClock } from '../concurrency/clock';
 import { Semaphore } from '../concurrency/semaphore';
 import { AbortedError, InvalidArgumentError } from '../errors';
 import { rewardValue, type RewardFailure, type RewardOutcome, type RewardWeights } from '../reward/combine';
-import { applyGroupRule, type GroupRuleOptions, type GroupStatus } from '../rl/group-rule';
-import type { Clock } from '../../ports/clock';
-
-/**
- * The stages one step's groups flow through (docs/method.md#streaming-rewards). A stage reports
- * failure by throwing; the pipeline records it as a missing reward with its cause and goes on.
- */
-export interface PipelineStages<G, S> {
-  /** Number of rollouts of a group (n_agent). */
-  groupSize(group: G): number;
-  /**
-   * Runs a group's rollouts. Calls `emit(index, sample)` as each rollout ends (so that, at a step
-   * deadline, finished members of an unfinished group can still be scored) and resolves when all have.
-   */
-  rollout(group: G, context: StageContext & { emit: (index: number, sample: S) => void }): Promise<void>;
-  /** Terminal generation (the frozen Generator's answer) for one sample; optional. */
-  generate?(sample: S, context: StageContext): Promise<void>;
-  /** The sample's reward. A `missing` outcome is recorded as such; a throw is a failure of the judging stage. */
-  score(sample: S, context: StageContext): Promise<RewardOutcome>;
-  /**
-   * The sample as it leaves the step, given its reward and advantage (`null`: not in the update),
-   * called once per finished sample when its group is assembled. Default: the sample unchanged.
-   */
-  complete?(sample: S, reward: RewardOutcome, advantage: number | null): S;
-}
-
-export interface StageContext {
-  signal: AbortSignal;
-}
-
-export interface PipelineLimits {
-  /** Groups rolling out at once. */
-  rollout: number;
-  /** Terminal generation calls in flight. */
-  generate: number;
-  /** Scoring (judge) calls in flight. */
-  score: number;
-  /** Finished groups waiting for the reward stages (the bounded buffer between the stages). */
-  bufferedGroups: number;
-  /** Groups in the reward stages at once. */
-  rewardGroups: number;
-}
-
-export interface PipelineDeadlines {
-  /** From a group's rollout start to its last reward (seed default 600 s). */
-  totalTimeoutMs: number;
-  /** The longest one reward call (terminal generation or judging, retries included) may run once started (seed default 90 s). */
-  rewardTimeoutMs: number;
-  /** From the step's start: rollouts still running are stopped; their finished members are still scored. */
-  stepTimeoutMs: number | null;
-}
-
-export const DEFAULT_PIPELINE_LIMITS: Readonly<PipelineLimits> = Object.freeze({ rollout: 4, generate: 64, score: 64, bufferedGroups: 8, rewardGroups: 64 });
-export const DEFAULT_PIPELINE_DEADLINES: Readonly<PipelineDeadlines> = Object.freeze({ totalTimeoutMs: 600_000, rewardTimeoutMs: 90_000, stepTimeoutMs: null });
-
-export type PipelineMode = 'streaming' | 'synchronous' | 'staged';
-export const PIPELINE_MODES: readonly PipelineMode[] = ['streaming', 'synchronous', 'staged'];
-export const DEFAULT_PIPELINE_MODE: PipelineMode = 'streaming';
-
-export interface StepPipelineOptions<G, S> {
-  groups: readonly G[];
-  stages: PipelineStages<G, S>;
-  /**
-   * `streaming`: a group's rewards start as soon as its rollouts end, while others still roll out.
-   * `synchronous`: all rollouts, then all rewards (each sample's generation then judging).
-   * `staged`: the seed's loop: all rollouts, then all generation, then all judging.
-   */
-  mode?: PipelineMode;
-  limits?: Partial<PipelineLimits>;
-  deadlines?: Partial<PipelineDeadlines>;
-  advantage?: GroupRuleOptions;
-  clock?: Clock;
-  /** Cancels the step: every in-flight call is aborted and the pipeline rejects with AbortedError. */
-  signal?: AbortSignal;
-  /**
-   * Called as each group's rewards are assembled (completion order), e.g. to store it. A failure
-   * here does not stop the step: it is returned in `callbackErrors`.
-   */
-  onGroup?: (result: GroupResult<S>) => void | Promise<void>;
-}
-
-export interface SampleResult<S> {
-  index: number;
-  /** `null` when the rollout never finished (deadline or failure). */
-  sample: S | null;
-  reward: RewardOutcome;
-}
-
-export interface GroupResult<S> {
-  groupIndex: number;
-  samples: SampleResult<S>[];
-  rewards: Array<number | null>;
-  /** Whether the group takes part in the update (the group rule, docs/method.md#groups). */
-  status: GroupStatus;
-  /** Per sample: its advantage, or `null` when it takes no part in the update. */
-  advantages: Array<number | null>;
-  /** Some rollouts were cut by the step deadline and the rest submitted anyway. */
-  partial: boolean;
-  /** Clock time when the group's rewards were assembled, relative to the step start. */
-  completedAtMs: number;
-}
-
-export interface PipelineMetrics {
-  mode: PipelineMode;
-  stepTimeMs: number;
-  samplesTotal: number;
-  /** Samples with a reward (not missing). */
-  samplesScored: number;
-  samplesMissing: number;
-  promptsTotal: number;
-  /** Prompts with at least one reward. */
-  promptsScored: number;
-  /** Prompts that contribute to the update (two or more valid rewards, not dropped). */
-  promptsUsable: number;
-  partialGroups: number;
-  /** Missing rewards by `${stage}:${kind}`. */
-  failures: Record<string, number>;
-  peak: { rollout: number; generate: number; score: number; bufferedGroups: number; rewardGroups: number };
-  limits: PipelineLimits;
-}
-
-export interface StepResult<S> {
-  /** In the order the groups were given. */
-  groups: GroupResult<S>[];
-  metrics: PipelineMetrics;
-  /** Failures of `onGroup`, by group. */
-  callbackErrors: Array<{ groupIndex: number; error: unknown }>;
-}
+import { applyGroupRule } from '../rl/group-rule';
+import {
+  DEFAULT_PIPELINE_LIMITS,
+  DEFAULT_PIPELINE_DEADLINES,
+  PIPELINE_MODES,
+  DEFAULT_PIPELINE_MODE,
+  type PipelineLimits,
+  type PipelineDeadlines,
+  type StepPipelineOptions,
+  type GroupResult,
+  type PipelineMetrics,
+  type StepResult,
+} from './types';
 
 const NO_WEIGHTS: RewardWeights = { judge: 0, ndcg: 0, format: 0 };
 
@@ -141,12 +26,20 @@ function missing(failure: RewardFailure): RewardOutcome {
 }
 
 function positiveInteger(name: string, value: number): void {
-  if (!(Number.isInteger(value) && value >= 1)) throw new InvalidArgumentError({ argument: name, message: `must be an integer >= 1, got ${String(value)}` });
+  if (!(Number.isInteger(value) && value >= 1))
+    throw new InvalidArgumentError({
+      argument: name,
+      message: `must be an integer >= 1, got ${String(value)}`,
+    });
 }
 
 function positiveMs(name: string, value: number | null, nullable: boolean): void {
   if (value === null && nullable) return;
-  if (!(typeof value === 'number' && value > 0)) throw new InvalidArgumentError({ argument: name, message: `must be a number of milliseconds > 0${nullable ? ' or null' : ''}, got ${String(value)}` });
+  if (!(typeof value === 'number' && value > 0))
+    throw new InvalidArgumentError({
+      argument: name,
+      message: `must be a number of milliseconds > 0${nullable ? ' or null' : ''}, got ${String(value)}`,
+    });
 }
 
 /**
@@ -164,11 +57,17 @@ function positiveMs(name: string, value: number | null, nullable: boolean): void
  */
 export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>): Promise<StepResult<S>> {
   const { groups, stages } = options;
-  if (!Array.isArray(groups)) throw new InvalidArgumentError({ argument: 'groups', message: 'expected an array' });
+  if (!Array.isArray(groups))
+    throw new InvalidArgumentError({ argument: 'groups', message: 'expected an array' });
   const mode = options.mode ?? DEFAULT_PIPELINE_MODE;
-  if (!PIPELINE_MODES.includes(mode)) throw new InvalidArgumentError({ argument: 'mode', message: `must be one of ${PIPELINE_MODES.join(', ')}, got ${String(mode)}` });
+  if (!PIPELINE_MODES.includes(mode))
+    throw new InvalidArgumentError({
+      argument: 'mode',
+      message: `must be one of ${PIPELINE_MODES.join(', ')}, got ${String(mode)}`,
+    });
   const limits: PipelineLimits = { ...DEFAULT_PIPELINE_LIMITS, ...options.limits };
-  for (const key of Object.keys(DEFAULT_PIPELINE_LIMITS) as Array<keyof PipelineLimits>) positiveInteger(`limits.${key}`, limits[key]);
+  for (const key of Object.keys(DEFAULT_PIPELINE_LIMITS) as Array<keyof PipelineLimits>)
+    positiveInteger(`limits.${key}`, limits[key]);
   const deadlines: PipelineDeadlines = { ...DEFAULT_PIPELINE_DEADLINES, ...options.deadlines };
   positiveMs('deadlines.totalTimeoutMs', deadlines.totalTimeoutMs, false);
   positiveMs('deadlines.rewardTimeoutMs', deadlines.rewardTimeoutMs, false);
@@ -189,7 +88,11 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
     return created;
   };
   const cancel = scope(options.signal ? [options.signal] : [], null, 'step');
-  const stepDeadline = scope([cancel.signal], deadlines.stepTimeoutMs, `step deadline of ${deadlines.stepTimeoutMs} ms`);
+  const stepDeadline = scope(
+    [cancel.signal],
+    deadlines.stepTimeoutMs,
+    `step deadline of ${deadlines.stepTimeoutMs} ms`,
+  );
   const rolloutSlots = new Semaphore(limits.rollout, 'rollout');
   const generateSlots = new Semaphore(limits.generate, 'generate');
   const scoreSlots = new Semaphore(limits.score, 'score');
@@ -217,31 +120,60 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
       await rolloutSlots.acquire(waiting.signal);
     } catch {
       checkCancelled();
-      fillUnfinished({ stage: 'episode', kind: 'deadline', message: `${stepDeadline.firedDeadline ?? 'step deadline'} passed before the rollout started` });
-      return { groupIndex, samples, outcomes, prompt: scope([cancel.signal], null, 'prompt'), partial: false, release: () => undefined };
+      fillUnfinished({
+        stage: 'episode',
+        kind: 'deadline',
+        message: `${stepDeadline.firedDeadline ?? 'step deadline'} passed before the rollout started`,
+      });
+      return {
+        groupIndex,
+        samples,
+        outcomes,
+        prompt: scope([cancel.signal], null, 'prompt'),
+        partial: false,
+        release: () => undefined,
+      };
     } finally {
       waiting.dispose();
     }
     // The prompt deadline runs from the rollout's start, not from the wait for a rollout slot.
-    const prompt = scope([cancel.signal], deadlines.totalTimeoutMs, `prompt deadline of ${deadlines.totalTimeoutMs} ms`);
+    const prompt = scope(
+      [cancel.signal],
+      deadlines.totalTimeoutMs,
+      `prompt deadline of ${deadlines.totalTimeoutMs} ms`,
+    );
     const rolloutScope = scope([prompt.signal, stepDeadline.signal], null, 'rollout');
     let partial = false;
     try {
       await stages.rollout(groups[groupIndex]!, {
         signal: rolloutScope.signal,
         emit: (index, sample) => {
-          if (!(Number.isInteger(index) && index >= 0 && index < size)) throw new InvalidArgumentError({ argument: 'emit index', message: `must be in [0, ${size}), got ${index}` });
+          if (!(Number.isInteger(index) && index >= 0 && index < size))
+            throw new InvalidArgumentError({
+              argument: 'emit index',
+              message: `must be in [0, ${size}), got ${index}`,
+            });
           samples[index] = sample;
         },
       });
       const unfinished = samples.filter((s) => s === undefined).length;
-      if (unfinished > 0) fillUnfinished({ stage: 'episode', kind: 'error', message: `the rollout stage ended without ${unfinished} of ${size} samples` });
+      if (unfinished > 0)
+        fillUnfinished({
+          stage: 'episode',
+          kind: 'error',
+          message: `the rollout stage ended without ${unfinished} of ${size} samples`,
+        });
     } catch (error) {
       checkCancelled();
-      if (prompt.firedDeadline) fillUnfinished({ stage: 'episode', kind: 'deadline', message: prompt.firedDeadline });
+      if (prompt.firedDeadline)
+        fillUnfinished({ stage: 'episode', kind: 'deadline', message: prompt.firedDeadline });
       else if (stepDeadline.firedDeadline) {
         partial = samples.some((s) => s !== undefined);
-        fillUnfinished({ stage: 'episode', kind: 'deadline', message: `${stepDeadline.firedDeadline}; finished members were submitted` });
+        fillUnfinished({
+          stage: 'episode',
+          kind: 'deadline',
+          message: `${stepDeadline.firedDeadline}; finished members were submitted`,
+        });
       } else fillUnfinished(classifyFailure('episode', error));
     } finally {
       rolloutScope.dispose();
@@ -254,22 +186,38 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
    * (time queued behind the pipeline's own caps is not the provider's); a miss is recorded at the
    * stage that missed it.
    */
-  const rewardCall = async (group: RolledOutGroup<S>, index: number, stage: 'generator' | 'judge', slots: Semaphore, run: (signal: AbortSignal) => Promise<void>) => {
+  const rewardCall = async (
+    group: RolledOutGroup<S>,
+    index: number,
+    stage: 'generator' | 'judge',
+    slots: Semaphore,
+    run: (signal: AbortSignal) => Promise<void>,
+  ) => {
     if (group.outcomes[index] !== undefined) return;
     try {
       await slots.acquire(group.prompt.signal);
     } catch {
       checkCancelled();
-      group.outcomes[index] = missing({ stage, kind: 'deadline', message: group.prompt.firedDeadline ?? 'prompt deadline' });
+      group.outcomes[index] = missing({
+        stage,
+        kind: 'deadline',
+        message: group.prompt.firedDeadline ?? 'prompt deadline',
+      });
       return;
     }
-    const call = scope([group.prompt.signal], deadlines.rewardTimeoutMs, `reward deadline of ${deadlines.rewardTimeoutMs} ms`);
+    const call = scope(
+      [group.prompt.signal],
+      deadlines.rewardTimeoutMs,
+      `reward deadline of ${deadlines.rewardTimeoutMs} ms`,
+    );
     try {
       await run(call.signal);
     } catch (error) {
       checkCancelled();
       const fired = call.firedDeadline ?? group.prompt.firedDeadline;
-      group.outcomes[index] = missing(fired ? { stage, kind: 'deadline', message: fired } : classifyFailure(stage, error));
+      group.outcomes[index] = missing(
+        fired ? { stage, kind: 'deadline', message: fired } : classifyFailure(stage, error),
+      );
     } finally {
       call.dispose();
       slots.release();
@@ -277,7 +225,11 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
   };
 
   const generateOne = (group: RolledOutGroup<S>, index: number) =>
-    stages.generate ? rewardCall(group, index, 'generator', generateSlots, (signal) => stages.generate!(group.samples[index]!, { signal })) : Promise.resolve();
+    stages.generate
+      ? rewardCall(group, index, 'generator', generateSlots, (signal) =>
+          stages.generate!(group.samples[index]!, { signal }),
+        )
+      : Promise.resolve();
 
   const scoreOne = (group: RolledOutGroup<S>, index: number) =>
     rewardCall(group, index, 'judge', scoreSlots, async (signal) => {
@@ -287,15 +239,26 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
   const assemble = async (group: RolledOutGroup<S>) => {
     group.prompt.dispose();
     checkCancelled();
-    const outcomes = group.samples.map((_sample, index) => group.outcomes[index] ?? missing({ stage: 'judge', kind: 'error', message: 'no reward was produced' }));
+    const outcomes = group.samples.map(
+      (_sample, index) =>
+        group.outcomes[index] ??
+        missing({ stage: 'judge', kind: 'error', message: 'no reward was produced' }),
+    );
     for (const reward of outcomes) {
-      if (reward.status === 'missing') failures[`${reward.cause.stage}:${reward.cause.kind}`] = (failures[`${reward.cause.stage}:${reward.cause.kind}`] ?? 0) + 1;
+      if (reward.status === 'missing')
+        failures[`${reward.cause.stage}:${reward.cause.kind}`] =
+          (failures[`${reward.cause.stage}:${reward.cause.kind}`] ?? 0) + 1;
     }
     const rewards = outcomes.map(rewardValue);
     const rule = applyGroupRule(rewards, options.advantage);
     const samples = group.samples.map((sample, index) => {
       const reward = outcomes[index]!;
-      const finished = sample === undefined ? null : stages.complete ? stages.complete(sample, reward, rule.advantages[index]!) : sample;
+      const finished =
+        sample === undefined
+          ? null
+          : stages.complete
+            ? stages.complete(sample, reward, rule.advantages[index]!)
+            : sample;
       return { index, sample: finished, reward };
     });
     const result: GroupResult<S> = {
@@ -315,7 +278,10 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
     }
   };
 
-  const submitted = (group: RolledOutGroup<S>) => group.samples.flatMap((sample, index) => (sample !== undefined && group.outcomes[index] === undefined ? [index] : []));
+  const submitted = (group: RolledOutGroup<S>) =>
+    group.samples.flatMap((sample, index) =>
+      sample !== undefined && group.outcomes[index] === undefined ? [index] : [],
+    );
 
   /** Generation then judging of every submitted sample of a group; assembled when all have settled. */
   const rewardGroup = async (group: RolledOutGroup<S>) => {
@@ -359,12 +325,14 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
             await rewardGroupSlots.acquire(cancel.signal);
             // Each task's failure is caught as it happens (no unhandled rejection while we wait).
             inFlight.push(
-              rewardGroup(group).then(
-                () => undefined,
-                (error: unknown) => {
-                  failure ??= { error };
-                },
-              ).finally(() => rewardGroupSlots.release()),
+              rewardGroup(group)
+                .then(
+                  () => undefined,
+                  (error: unknown) => {
+                    failure ??= { error };
+                  },
+                )
+                .finally(() => rewardGroupSlots.release()),
             );
           }
         } finally {
@@ -407,7 +375,13 @@ export async function runStepPipeline<G, S>(options: StepPipelineOptions<G, S>):
     promptsUsable: results.filter((r) => r.status === 'usable').length,
     partialGroups: results.filter((r) => r.partial).length,
     failures,
-    peak: { rollout: rolloutSlots.peak, generate: generateSlots.peak, score: scoreSlots.peak, bufferedGroups: buffer.peak, rewardGroups: rewardGroupSlots.peak },
+    peak: {
+      rollout: rolloutSlots.peak,
+      generate: generateSlots.peak,
+      score: scoreSlots.peak,
+      bufferedGroups: buffer.peak,
+      rewardGroups: rewardGroupSlots.peak,
+    },
     limits,
   };
   return { groups: results, metrics, callbackErrors };

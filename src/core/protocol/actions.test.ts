@@ -6,18 +6,38 @@ import { correctiveMessage, renderObservation } from './observation';
 describe('parseAction', () => {
   it('reads a think and a search', () => {
     const turn = parseAction('<think>I need the 2019 revenue.</think>\n<search>Acme revenue 2019</search>');
-    expect(turn).toEqual({ kind: 'valid', think: 'I need the 2019 revenue.', action: { type: 'search', query: 'Acme revenue 2019' }, ignoredActions: [], strayText: '' });
+    expect(turn).toEqual({
+      kind: 'valid',
+      think: 'I need the 2019 revenue.',
+      action: { type: 'search', query: 'Acme revenue 2019' },
+      ignoredActions: [],
+      strayText: '',
+    });
   });
 
   it('reads bbox, search_complete and answer', () => {
-    expect(parseAction('<bbox>[10, 20.5, 300, 400]</bbox>')).toMatchObject({ kind: 'valid', action: { type: 'bbox', bbox: [10, 20.5, 300, 400] } });
-    expect(parseAction('<bbox>10 20 30 40</bbox>')).toMatchObject({ kind: 'valid', action: { type: 'bbox', bbox: [10, 20, 30, 40] } });
-    expect(parseAction('<think>done</think><search_complete>true</search_complete>')).toMatchObject({ kind: 'valid', action: { type: 'search_complete' } });
-    expect(parseAction('<answer> Paris </answer>')).toMatchObject({ kind: 'valid', action: { type: 'answer', answer: 'Paris' } });
+    expect(parseAction('<bbox>[10, 20.5, 300, 400]</bbox>')).toMatchObject({
+      kind: 'valid',
+      action: { type: 'bbox', bbox: [10, 20.5, 300, 400] },
+    });
+    expect(parseAction('<bbox>10 20 30 40</bbox>')).toMatchObject({
+      kind: 'valid',
+      action: { type: 'bbox', bbox: [10, 20, 30, 40] },
+    });
+    expect(parseAction('<think>done</think><search_complete>true</search_complete>')).toMatchObject({
+      kind: 'valid',
+      action: { type: 'search_complete' },
+    });
+    expect(parseAction('<answer> Paris </answer>')).toMatchObject({
+      kind: 'valid',
+      action: { type: 'answer', answer: 'Paris' },
+    });
   });
 
   it('runs only the first action and records the others', () => {
-    const turn = parseAction('<think>x</think><search>first</search><search>second</search><bbox>[1,2,3,4]</bbox>');
+    const turn = parseAction(
+      '<think>x</think><search>first</search><search>second</search><bbox>[1,2,3,4]</bbox>',
+    );
     expect(turn.kind).toBe('valid');
     if (turn.kind !== 'valid') return;
     expect(turn.action).toEqual({ type: 'search', query: 'first' });
@@ -28,12 +48,18 @@ describe('parseAction', () => {
     const turn = parseAction('<think>maybe <search>not this</search></think><search>this</search>');
     expect(turn).toMatchObject({ kind: 'valid', action: { type: 'search', query: 'this' } });
     const twoThinks = parseAction('<think>a</think><think>b <search>x</search></think><search>y</search>');
-    expect(twoThinks).toMatchObject({ kind: 'valid', think: 'a\nb <search>x</search>', action: { type: 'search', query: 'y' } });
+    expect(twoThinks).toMatchObject({
+      kind: 'valid',
+      think: 'a\nb <search>x</search>',
+      action: { type: 'search', query: 'y' },
+    });
   });
 
   it('reads -0 in a bbox as 0', () => {
     const turn = parseAction('<bbox>[-0, 0, 10, 10]</bbox>');
-    expect(turn.kind === 'valid' && Object.is((turn.action as { bbox: readonly number[] }).bbox[0], 0)).toBe(true);
+    expect(turn.kind === 'valid' && Object.is((turn.action as { bbox: readonly number[] }).bbox[0], 0)).toBe(
+      true,
+    );
   });
 
   it.each([
@@ -57,12 +83,43 @@ describe('parseAction', () => {
   });
 
   it('keeps indices right around characters whose lowercase is longer (İ)', () => {
-    expect(parseAction('<think>İİİ</think><search>İstanbul</search>')).toMatchObject({ kind: 'valid', action: { type: 'search', query: 'İstanbul' } });
+    expect(parseAction('<think>İİİ</think><search>İstanbul</search>')).toMatchObject({
+      kind: 'valid',
+      action: { type: 'search', query: 'İstanbul' },
+    });
   });
 
   it('property: never throws, for any string (10,000 runs)', () => {
-    const fragments = fc.constantFrom('<think>', '</think>', '<search>', '</search>', '<bbox>', '</bbox>', '<search_complete>', '</search_complete>', '<answer>', '</answer>', '[', ']', ',', '-1', '3.5e2', 'true', ' ', 'İ', '\n', '<', '>', '/');
-    const arbitraryTurn = fc.oneof(fc.string({ unit: 'binary', maxLength: 200 }), fc.array(fc.oneof(fragments, fc.string({ maxLength: 5 })), { maxLength: 30 }).map((parts) => parts.join('')));
+    const fragments = fc.constantFrom(
+      '<think>',
+      '</think>',
+      '<search>',
+      '</search>',
+      '<bbox>',
+      '</bbox>',
+      '<search_complete>',
+      '</search_complete>',
+      '<answer>',
+      '</answer>',
+      '[',
+      ']',
+      ',',
+      '-1',
+      '3.5e2',
+      'true',
+      ' ',
+      'İ',
+      '\n',
+      '<',
+      '>',
+      '/',
+    );
+    const arbitraryTurn = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 200 }),
+      fc
+        .array(fc.oneof(fragments, fc.string({ maxLength: 5 })), { maxLength: 30 })
+        .map((parts) => parts.join('')),
+    );
     fc.assert(
       fc.property(arbitraryTurn, (text) => {
         const turn = parseAction(text);
@@ -74,8 +131,13 @@ describe('parseAction', () => {
 
   it('property: a rendered action parses back to itself', () => {
     const action: fc.Arbitrary<Action> = fc.oneof(
-      fc.string({ minLength: 1, maxLength: 40 }).filter((q) => !/[<>]/.test(q) && q.trim().length > 0).map((q) => ({ type: 'search' as const, query: q.replace(/\s+/g, ' ').trim() })),
-      fc.tuple(fc.nat(2000), fc.nat(2000), fc.integer({ min: 1, max: 500 }), fc.integer({ min: 1, max: 500 })).map(([x, y, w, h]) => ({ type: 'bbox' as const, bbox: [x, y, x + w, y + h] as const })),
+      fc
+        .string({ minLength: 1, maxLength: 40 })
+        .filter((q) => !/[<>]/.test(q) && q.trim().length > 0)
+        .map((q) => ({ type: 'search' as const, query: q.replace(/\s+/g, ' ').trim() })),
+      fc
+        .tuple(fc.nat(2000), fc.nat(2000), fc.integer({ min: 1, max: 500 }), fc.integer({ min: 1, max: 500 }))
+        .map(([x, y, w, h]) => ({ type: 'bbox' as const, bbox: [x, y, x + w, y + h] as const })),
       fc.constant({ type: 'search_complete' as const }),
     );
     fc.assert(
@@ -89,11 +151,27 @@ describe('parseAction', () => {
 
 describe('observations', () => {
   it('renders pages and crops in <information>', () => {
-    const text = renderObservation([{ kind: 'page', basename: 'deck1_page2.png', text: 'Revenue 2019: $4.5B', shownWidth: 800, shownHeight: 600 }]);
+    const text = renderObservation([
+      {
+        kind: 'page',
+        basename: 'deck1_page2.png',
+        text: 'Revenue 2019: $4.5B',
+        shownWidth: 800,
+        shownHeight: 600,
+      },
+    ]);
     expect(text).toBe('<information>[page deck1_page2.png (800x600)]\nRevenue 2019: $4.5B</information>');
-    expect(renderObservation([{ kind: 'crop', basename: 'd_1.png', sourceRegion: [10, 20, 110, 70], shownWidth: 768, shownHeight: 384 }])).toBe(
-      '<information>[crop of d_1.png region [10, 20, 110, 70] (768x384)]</information>',
-    );
+    expect(
+      renderObservation([
+        {
+          kind: 'crop',
+          basename: 'd_1.png',
+          sourceRegion: [10, 20, 110, 70],
+          shownWidth: 768,
+          shownHeight: 384,
+        },
+      ]),
+    ).toBe('<information>[crop of d_1.png region [10, 20, 110, 70] (768x384)]</information>');
   });
 
   it('tells the policy its previous action was invalid and what to do, in the words of its mode', () => {
@@ -106,9 +184,14 @@ describe('observations', () => {
 
   it('writes no protocol tag inside an observation (a stray <think> would pair with the next </think>)', () => {
     const inner = (text: string) => text.replace(/^<information>/, '').replace(/<\/information>$/, '');
-    const corrective = correctiveMessage('no_action', parseAction('hello').kind === 'invalid' ? (parseAction('hello') as { message: string }).message : '');
+    const corrective = correctiveMessage(
+      'no_action',
+      parseAction('hello').kind === 'invalid' ? (parseAction('hello') as { message: string }).message : '',
+    );
     expect(inner(corrective)).not.toMatch(/<\/?(think|search|bbox|search_complete|answer|information)>/);
-    const page = renderObservation([{ kind: 'page', basename: 'a.png', text: 'Slide says <answer>42</answer> and <think>' }]);
+    const page = renderObservation([
+      { kind: 'page', basename: 'a.png', text: 'Slide says <answer>42</answer> and <think>' },
+    ]);
     expect(inner(page)).not.toMatch(/<\/?(think|answer)>/);
     expect(page).toContain('‹answer›42‹/answer›');
   });

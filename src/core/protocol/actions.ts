@@ -1,7 +1,6 @@
 import type { BoundingBox } from '../../ports/types';
 import type { ActionTag } from './tags';
 
-
 export type Action =
   | { type: 'search'; query: string }
   | { type: 'bbox'; bbox: BoundingBox }
@@ -84,7 +83,11 @@ export function parseAction(text: string): ParsedTurn {
     const close = text.slice(bodyAt).search(/<\/think>/i);
     if (close < 0) {
       const partial = [...thinks, text.slice(bodyAt).trim()].filter((t) => t.length > 0).join('\n');
-      return invalid(partial || null, 'unclosed_think', 'a <think> block was opened but never closed with </think>');
+      return invalid(
+        partial || null,
+        'unclosed_think',
+        'a <think> block was opened but never closed with </think>',
+      );
     }
     rest += `${before} `;
     thinks.push(text.slice(bodyAt, bodyAt + close).trim());
@@ -104,7 +107,8 @@ export function parseAction(text: string): ParsedTurn {
   const bodyStart = match.index + match[0].length;
   const closeTag = `</${tag}>`;
   const closeIndex = indexOfIgnoreCase(rest, closeTag, bodyStart);
-  if (closeIndex < 0) return invalid(think, 'unclosed_tag', `<${tag}> was opened but never closed with ${closeTag}`);
+  if (closeIndex < 0)
+    return invalid(think, 'unclosed_tag', `<${tag}> was opened but never closed with ${closeTag}`);
   const body = rest.slice(bodyStart, closeIndex);
   const before = rest.slice(0, match.index);
   const after = rest.slice(closeIndex + closeTag.length);
@@ -121,26 +125,44 @@ export function parseAction(text: string): ParsedTurn {
     afterRest = afterRest.slice(0, extraMatch.index) + afterRest.slice(stop);
     extra.lastIndex = extraMatch.index;
   }
-  const strayText = (`${before} ${afterRest}`).replace(/\s+/g, ' ').trim();
+  const strayText = `${before} ${afterRest}`.replace(/\s+/g, ' ').trim();
 
   const valid = (action: Action): ValidTurn => ({ kind: 'valid', think, action, ignoredActions, strayText });
   switch (tag) {
     case 'search': {
       const query = body.replace(/\s+/g, ' ').trim();
-      if (query.length === 0) return invalid(think, 'empty_search', 'the search query was empty; write the query between <search> and </search>');
+      if (query.length === 0)
+        return invalid(
+          think,
+          'empty_search',
+          'the search query was empty; write the query between <search> and </search>',
+        );
       return valid({ type: 'search', query });
     }
     case 'answer':
       return valid({ type: 'answer', answer: body.trim() });
     case 'search_complete': {
       if (body.trim().toLowerCase() !== 'true') {
-        return invalid(think, 'search_complete_not_true', 'write <search_complete>true</search_complete> to finish, or search again to continue');
+        return invalid(
+          think,
+          'search_complete_not_true',
+          'write <search_complete>true</search_complete> to finish, or search again to continue',
+        );
       }
       return valid({ type: 'search_complete' });
     }
     case 'bbox': {
       const bbox = parseBoundingBox(body);
-      if (typeof bbox === 'string') return invalid(think, bbox === 'negative' ? 'bbox_negative' : bbox === 'empty' ? 'bbox_empty_area' : 'bbox_not_four_numbers', bboxMessage(bbox));
+      if (typeof bbox === 'string')
+        return invalid(
+          think,
+          bbox === 'negative'
+            ? 'bbox_negative'
+            : bbox === 'empty'
+              ? 'bbox_empty_area'
+              : 'bbox_not_four_numbers',
+          bboxMessage(bbox),
+        );
       return valid({ type: 'bbox', bbox });
     }
   }

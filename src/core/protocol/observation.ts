@@ -29,7 +29,10 @@ export function neutraliseTags(text: string): string {
 }
 
 /** `<information>…</information>` around the text form of search results or a crop. */
-export function renderObservation(items: readonly ObservationItem[], options: { maxTextChars?: number } = {}): string {
+export function renderObservation(
+  items: readonly ObservationItem[],
+  options: { maxTextChars?: number } = {},
+): string {
   const limit = options.maxTextChars ?? MAX_TEXT_CHARS;
   const lines = items.map((item) => {
     const size = item.shownWidth && item.shownHeight ? ` (${item.shownWidth}x${item.shownHeight})` : '';
@@ -55,7 +58,11 @@ export function renderNoResults(query: string, reason: 'empty' | 'exhausted'): s
  * names the actions without writing their tags, so that no tag token appears inside an
  * observation (a literal `<think>` there would pair with the policy's next `</think>`).
  */
-export function correctiveMessage(reason: InvalidActionReason, message: string, mode: 'searcher' | 'answer' = 'searcher'): string {
+export function correctiveMessage(
+  reason: InvalidActionReason,
+  message: string,
+  mode: 'searcher' | 'answer' = 'searcher',
+): string {
   const actions =
     mode === 'searcher'
       ? 'a search tag around your query, a bbox tag around [x1, y1, x2, y2], or a search_complete tag around true'

@@ -9,7 +9,10 @@ export const open = (tag: ProtocolTag): string => `<${tag}>`;
 export const close = (tag: ProtocolTag): string => `</${tag}>`;
 
 /** Every opening and closing protocol tag, in a fixed order (a tokenizer's special tokens). */
-export const PROTOCOL_TAG_STRINGS: readonly string[] = PROTOCOL_TAGS.flatMap((tag) => [open(tag), close(tag)]);
+export const PROTOCOL_TAG_STRINGS: readonly string[] = PROTOCOL_TAGS.flatMap((tag) => [
+  open(tag),
+  close(tag),
+]);
 
 /** Closing tags that end a policy turn: generation stops right after one of them. */
 export const TURN_STOP_TAGS: readonly string[] = ACTION_TAGS.map(close);

@@ -18,11 +18,27 @@ describe('createProtocolTokenizer', () => {
   });
 
   it('encodes other text as UTF-8 bytes', () => {
-    expect(tokenizer.encode('<search>é</search>')).toEqual([tokenizer.specialTokenId('<search>'), 0xc3, 0xa9, tokenizer.specialTokenId('</search>')]);
+    expect(tokenizer.encode('<search>é</search>')).toEqual([
+      tokenizer.specialTokenId('<search>'),
+      0xc3,
+      0xa9,
+      tokenizer.specialTokenId('</search>'),
+    ]);
   });
 
   it('property: decode(encode(text)) === text', () => {
-    const pieces = fc.constantFrom(...PROTOCOL_TAG_STRINGS, 'a', '한국', '图中', '😀', ' ', '\n', '<', '>', '</');
+    const pieces = fc.constantFrom(
+      ...PROTOCOL_TAG_STRINGS,
+      'a',
+      '한국',
+      '图中',
+      '😀',
+      ' ',
+      '\n',
+      '<',
+      '>',
+      '</',
+    );
     fc.assert(
       fc.property(fc.array(fc.oneof(pieces, fc.string({ maxLength: 8 })), { maxLength: 20 }), (parts) => {
         const text = parts.join('');
@@ -38,12 +54,24 @@ describe('createVocabularyTokenizer', () => {
 
   it('makes vocabulary words one token each and falls back to bytes, round-tripping any text', () => {
     const base = tok.vocabSize - 4;
-    expect(tok.encode('<search>Corcor revenue 2019</search>')).toEqual([tok.specialTokenId('<search>'), base, 32, base + 1, 32, base + 2, tok.specialTokenId('</search>')]);
+    expect(tok.encode('<search>Corcor revenue 2019</search>')).toEqual([
+      tok.specialTokenId('<search>'),
+      base,
+      32,
+      base + 1,
+      32,
+      base + 2,
+      tok.specialTokenId('</search>'),
+    ]);
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme' }), fc.constantFrom('', '<search>', '</bbox>', 'Corcor', '<eos>', '<'), (text, inject) => {
-        const s = `${text}${inject}${text}`;
-        expect(tok.decode(tok.encode(s))).toBe(s);
-      }),
+      fc.property(
+        fc.string({ unit: 'grapheme' }),
+        fc.constantFrom('', '<search>', '</bbox>', 'Corcor', '<eos>', '<'),
+        (text, inject) => {
+          const s = `${text}${inject}${text}`;
+          expect(tok.decode(tok.encode(s))).toBe(s);
+        },
+      ),
       { numRuns: 500 },
     );
     expect(tok.encode('Corcorx')).toHaveLength(7);
@@ -61,16 +89,26 @@ describe('createVocabularyTokenizer', () => {
   it('makes a list of numbers in the vocabulary one token where it stands alone, and round-trips', () => {
     const boxes = createVocabularyTokenizer(['36', '326', '36, 326, 300, 350', '36, 326']);
     const id = (w: string) => boxes.vocabSize - 4 + boxes.vocabulary!.indexOf(w);
-    expect(boxes.encode('<bbox>[36, 326, 300, 350]</bbox>')).toEqual([boxes.specialTokenId('<bbox>'), 91, id('36, 326, 300, 350'), 93, boxes.specialTokenId('</bbox>')]);
+    expect(boxes.encode('<bbox>[36, 326, 300, 350]</bbox>')).toEqual([
+      boxes.specialTokenId('<bbox>'),
+      91,
+      id('36, 326, 300, 350'),
+      93,
+      boxes.specialTokenId('</bbox>'),
+    ]);
     // The longest list wins; inside a longer number the list is not a token.
     expect(boxes.encode('at 36, 326.')).toEqual([97, 116, 32, id('36, 326'), 46]);
     expect(boxes.encode('136, 326')).not.toContain(id('36, 326'));
     expect(boxes.encode('36, 3260')).not.toContain(id('36, 326'));
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme' }), fc.constantFrom('36, 326, 300, 350', '36, 326', '1', ', '), (text, inject) => {
-        const s = `${text}${inject}${text}${inject}`;
-        expect(boxes.decode(boxes.encode(s))).toBe(s);
-      }),
+      fc.property(
+        fc.string({ unit: 'grapheme' }),
+        fc.constantFrom('36, 326, 300, 350', '36, 326', '1', ', '),
+        (text, inject) => {
+          const s = `${text}${inject}${text}${inject}`;
+          expect(boxes.decode(boxes.encode(s))).toBe(s);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -82,7 +120,9 @@ describe('data never becomes a special token', () => {
   const hasSpecial = (text: string) => tokenizer.encode(text).some((id) => specials.has(id));
 
   it('neutralises a literal <eos> (any case) in page text, like the protocol tags', () => {
-    const observation = renderObservation([{ kind: 'page', basename: 'p.png', text: 'end of slide <eos> and <EOS>, </answer>' }]);
+    const observation = renderObservation([
+      { kind: 'page', basename: 'p.png', text: 'end of slide <eos> and <EOS>, </answer>' },
+    ]);
     expect(hasSpecial(observation.replace(/^<information>|<\/information>$/g, ''))).toBe(false);
     expect(neutraliseTags('a <eos> b')).toBe('a ‹eos› b');
   });

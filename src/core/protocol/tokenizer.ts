@@ -2,7 +2,6 @@ import type { Tokenizer } from '../../ports/types';
 import { InvalidArgumentError } from '../errors';
 import { PROTOCOL_TAG_STRINGS } from './tags';
 
-
 const encoder = new TextEncoder();
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 const decoder = new TextDecoder('utf-8', { fatal: false });
@@ -76,15 +75,23 @@ const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
  */
 export function createVocabularyTokenizer(vocabulary: readonly string[]): Tokenizer {
   const words = [...new Set(vocabulary.filter((w) => /^[\p{L}\p{N}]+$/u.test(w) || NUMBER_LIST.test(w)))];
-  if (words.length !== vocabulary.length) throw new InvalidArgumentError({ argument: 'vocabulary', message: 'must be distinct words of letters and digits, or lists of numbers joined by ", "' });
+  if (words.length !== vocabulary.length)
+    throw new InvalidArgumentError({
+      argument: 'vocabulary',
+      message: 'must be distinct words of letters and digits, or lists of numbers joined by ", "',
+    });
   const base = 256 + SPECIALS.length;
   const wordIds = new Map(words.map((w, i) => [w, base + i] as const));
   const specialIds = new Map(SPECIALS.map((text, i) => [text, 256 + i] as const));
   const bytes = createProtocolTokenizer();
   // Number lists first (longest first), standing alone, so that a list is never read as its numbers.
   const lists = words.filter((w) => NUMBER_LIST.test(w)).sort((a, b) => b.length - a.length);
-  const listPattern = lists.length > 0 ? `(?<![\\p{L}\\p{N}])(?:${lists.map(escapeRegExp).join('|')})(?![\\p{L}\\p{N}])|` : '';
-  const pattern = new RegExp(`${SPECIALS.map(escapeRegExp).join('|')}|${listPattern}[\\p{L}\\p{N}]+|[^\\p{L}\\p{N}<]+|<`, 'gu');
+  const listPattern =
+    lists.length > 0 ? `(?<![\\p{L}\\p{N}])(?:${lists.map(escapeRegExp).join('|')})(?![\\p{L}\\p{N}])|` : '';
+  const pattern = new RegExp(
+    `${SPECIALS.map(escapeRegExp).join('|')}|${listPattern}[\\p{L}\\p{N}]+|[^\\p{L}\\p{N}<]+|<`,
+    'gu',
+  );
   return {
     vocabSize: base + words.length,
     eosTokenId: specialIds.get('<eos>')!,

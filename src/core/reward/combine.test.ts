@@ -3,7 +3,10 @@ import { combineReward, phase1Reward, REWARD_PRESETS, rewardValue } from './comb
 
 describe('combineReward', () => {
   it('is 0 when the format gate fails, whatever the scores', () => {
-    expect(combineReward({ formatPassed: false, judgeScore: 1, ndcg: 1 })).toMatchObject({ status: 'ok', value: 0 });
+    expect(combineReward({ formatPassed: false, judgeScore: 1, ndcg: 1 })).toMatchObject({
+      status: 'ok',
+      value: 0,
+    });
   });
   it('weights judge, NDCG and format (defaults 0.8 / 0.2 / 0)', () => {
     const outcome = combineReward({ formatPassed: true, judgeScore: 0.5, ndcg: 0.25 });
@@ -21,7 +24,14 @@ describe('combineReward', () => {
     expect(phase1Reward(false, 1)).toBe(0);
   });
   it('rejects scores outside [0, 1] naming the field', () => {
-    expect(() => combineReward({ formatPassed: true, judgeScore: 1.5, ndcg: 0 })).toThrow(/components\.judgeScore/);
-    expect(() => combineReward({ formatPassed: true, judgeScore: 1, ndcg: 0 }, { judge: Number.NaN, ndcg: 0, format: 0 })).toThrow(/weights\.judge/);
+    expect(() => combineReward({ formatPassed: true, judgeScore: 1.5, ndcg: 0 })).toThrow(
+      /components\.judgeScore/,
+    );
+    expect(() =>
+      combineReward(
+        { formatPassed: true, judgeScore: 1, ndcg: 0 },
+        { judge: Number.NaN, ndcg: 0, format: 0 },
+      ),
+    ).toThrow(/weights\.judge/);
   });
 });

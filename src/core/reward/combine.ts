@@ -7,7 +7,11 @@ export interface RewardWeights {
 }
 
 /** The reference implementation's defaults: judge 0.8, NDCG 0.2, format 0 (docs/method.md#reward-presets). */
-export const DEFAULT_REWARD_WEIGHTS: Readonly<RewardWeights> = Object.freeze({ judge: 0.8, ndcg: 0.2, format: 0 });
+export const DEFAULT_REWARD_WEIGHTS: Readonly<RewardWeights> = Object.freeze({
+  judge: 0.8,
+  ndcg: 0.2,
+  format: 0,
+});
 
 /** Weights by name: the method's settings table and the reference implementation (docs/method.md#reward-presets). */
 export const REWARD_PRESETS = Object.freeze({
@@ -31,7 +35,12 @@ export interface RewardComponents {
 
 export type RewardOutcome =
   | { status: 'ok'; value: number; components: RewardComponents; weights: RewardWeights }
-  | { status: 'missing'; cause: RewardFailure; components: Partial<RewardComponents>; weights: RewardWeights };
+  | {
+      status: 'missing';
+      cause: RewardFailure;
+      components: Partial<RewardComponents>;
+      weights: RewardWeights;
+    };
 
 export interface RewardFailure {
   /** What failed: the generator's terminal answer, the judge, or the episode itself. */
@@ -45,7 +54,11 @@ export interface RewardFailure {
 export function assertWeights(weights: RewardWeights): void {
   for (const key of ['judge', 'ndcg', 'format'] as const) {
     const w = weights[key];
-    if (!Number.isFinite(w)) throw new InvalidArgumentError({ argument: `weights.${key}`, message: `must be a finite number, got ${String(w)}` });
+    if (!Number.isFinite(w))
+      throw new InvalidArgumentError({
+        argument: `weights.${key}`,
+        message: `must be a finite number, got ${String(w)}`,
+      });
   }
 }
 
@@ -53,18 +66,32 @@ export function assertWeights(weights: RewardWeights): void {
  * r = 0 if the format gate fails, else wJudge * s + wNdcg * n + wFormat * 1
  * (docs/method.md#combined-reward). A judge weight > 0 with no judge score cannot be computed: the reward is missing.
  */
-export function combineReward(components: RewardComponents, weights: RewardWeights = DEFAULT_REWARD_WEIGHTS): RewardOutcome {
+export function combineReward(
+  components: RewardComponents,
+  weights: RewardWeights = DEFAULT_REWARD_WEIGHTS,
+): RewardOutcome {
   assertWeights(weights);
   const { formatPassed, judgeScore, ndcg } = components;
-  if (!(Number.isFinite(ndcg) && ndcg >= 0 && ndcg <= 1)) throw new InvalidArgumentError({ argument: 'components.ndcg', message: `must be in [0, 1], got ${ndcg}` });
+  if (!(Number.isFinite(ndcg) && ndcg >= 0 && ndcg <= 1))
+    throw new InvalidArgumentError({
+      argument: 'components.ndcg',
+      message: `must be in [0, 1], got ${ndcg}`,
+    });
   if (judgeScore !== null && !(Number.isFinite(judgeScore) && judgeScore >= 0 && judgeScore <= 1)) {
-    throw new InvalidArgumentError({ argument: 'components.judgeScore', message: `must be in [0, 1] or null, got ${judgeScore}` });
+    throw new InvalidArgumentError({
+      argument: 'components.judgeScore',
+      message: `must be in [0, 1] or null, got ${judgeScore}`,
+    });
   }
   if (!formatPassed) return { status: 'ok', value: 0, components, weights };
   if (weights.judge !== 0 && judgeScore === null) {
     return {
       status: 'missing',
-      cause: { stage: 'judge', kind: 'error', message: 'the judge weight is non-zero but no judge score is available' },
+      cause: {
+        stage: 'judge',
+        kind: 'error',
+        message: 'the judge weight is non-zero but no judge score is available',
+      },
       components,
       weights,
     };

@@ -33,22 +33,40 @@ export function judgePrompt(question: string, answer: string, reference: string)
  * underflows to 0 (`1e-400`) is refused: it is not a score the judge wrote.
  */
 export function parseJudgeScore(raw: string, port: PortName, provider: string): number {
-  const refuse = (why: string) => new PortOutputError({ port, provider, field: 'score', message: `${why}, got ${JSON.stringify(raw.slice(0, 120))}` });
+  const refuse = (why: string) =>
+    new PortOutputError({
+      port,
+      provider,
+      field: 'score',
+      message: `${why}, got ${JSON.stringify(raw.slice(0, 120))}`,
+    });
   const text = raw.replace(/^\uFEFF/, '').trim();
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new PortOutputError({ port, provider, field: 'score', message: `the judge did not reply with JSON: ${JSON.stringify(raw.slice(0, 120))}` });
+    throw new PortOutputError({
+      port,
+      provider,
+      field: 'score',
+      message: `the judge did not reply with JSON: ${JSON.stringify(raw.slice(0, 120))}`,
+    });
   }
   // Exactly one key: an extra "reason" can carry a plea, and a repeated "score" (JSON.parse keeps
   // the last, and "\u0073core" is "score" too) can smuggle a second value past a reader that takes
   // the first. Keys are counted after their escapes are decoded, at every depth.
   const scan = scanJson(text);
   const score = (parsed as { score?: unknown } | null)?.score;
-  const onlyScore = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.keys(parsed).length === 1 && !scan.duplicateKey;
-  if (!onlyScore || typeof score !== 'number' || !Number.isFinite(score) || score < 0 || score > 1) throw refuse('expected exactly {"score": number in [0, 1]}');
-  if (score === 0 && /[1-9]/.test((scan.numbers[0] ?? '').split(/[eE]/)[0]!)) throw refuse('the score underflows to 0');
+  const onlyScore =
+    typeof parsed === 'object' &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    Object.keys(parsed).length === 1 &&
+    !scan.duplicateKey;
+  if (!onlyScore || typeof score !== 'number' || !Number.isFinite(score) || score < 0 || score > 1)
+    throw refuse('expected exactly {"score": number in [0, 1]}');
+  if (score === 0 && /[1-9]/.test((scan.numbers[0] ?? '').split(/[eE]/)[0]!))
+    throw refuse('the score underflows to 0');
   return score === 0 ? 0 : score;
 }
 

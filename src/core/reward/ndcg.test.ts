@@ -3,7 +3,12 @@ import vectors from './__fixtures__/ndcg.json';
 import { basename, ndcgAtK } from './ndcg';
 
 describe('ndcgAtK against the reference', () => {
-  const cases = vectors.cases as Array<{ retrieved: string[]; golden: string[]; k: number | null; ndcg: number }>;
+  const cases = vectors.cases as Array<{
+    retrieved: string[];
+    golden: string[];
+    k: number | null;
+    ndcg: number;
+  }>;
   it('has all the reference cases', () => expect(cases.length).toBe(60));
   it.each(cases.map((c, index) => ({ ...c, index })))('case $index (k=$k)', (c) => {
     const actual = ndcgAtK(c.retrieved, c.golden, c.k);
@@ -22,7 +27,10 @@ describe('ndcgAtK', () => {
   it("offers the reference implementation's all-golden ideal DCG (docs/method.md#ndcg)", () => {
     const retrieved = ['a.png'];
     expect(ndcgAtK(retrieved, ['a.png', 'b.png'])).toBe(1);
-    expect(ndcgAtK(retrieved, ['a.png', 'b.png'], null, { ideal: 'all-golden' })).toBeCloseTo(1 / (1 + 1 / Math.log2(3)), 15);
+    expect(ndcgAtK(retrieved, ['a.png', 'b.png'], null, { ideal: 'all-golden' })).toBeCloseTo(
+      1 / (1 + 1 / Math.log2(3)),
+      15,
+    );
   });
   it('rejects a bad k naming the argument', () => {
     expect(() => ndcgAtK(['a.png'], ['a.png'], -1)).toThrow(/'k'/);

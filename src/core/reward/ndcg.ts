@@ -20,11 +20,22 @@ export function basename(path: string): string {
  * occurrence; DCG = sum rel_i / log2(i + 1) over ranks 1..k; `k` defaults to the number retrieved.
  * No golden pages or nothing retrieved gives 0.
  */
-export function ndcgAtK(retrieved: readonly string[], golden: readonly string[], k?: number | null, options: NdcgOptions = {}): number {
-  if (!Array.isArray(retrieved)) throw new InvalidArgumentError({ argument: 'retrieved', message: 'expected an array of basenames' });
-  if (!Array.isArray(golden)) throw new InvalidArgumentError({ argument: 'golden', message: 'expected an array of basenames' });
+export function ndcgAtK(
+  retrieved: readonly string[],
+  golden: readonly string[],
+  k?: number | null,
+  options: NdcgOptions = {},
+): number {
+  if (!Array.isArray(retrieved))
+    throw new InvalidArgumentError({ argument: 'retrieved', message: 'expected an array of basenames' });
+  if (!Array.isArray(golden))
+    throw new InvalidArgumentError({ argument: 'golden', message: 'expected an array of basenames' });
   const cutoff = k ?? retrieved.length;
-  if (!(Number.isInteger(cutoff) && cutoff >= 0)) throw new InvalidArgumentError({ argument: 'k', message: `must be a non-negative integer, got ${String(k)}` });
+  if (!(Number.isInteger(cutoff) && cutoff >= 0))
+    throw new InvalidArgumentError({
+      argument: 'k',
+      message: `must be a non-negative integer, got ${String(k)}`,
+    });
   const goldenSet = new Set(golden.map(basename));
   if (goldenSet.size === 0 || retrieved.length === 0 || cutoff === 0) return 0;
 

@@ -8,15 +8,39 @@ import type { PromptRecord } from '../types';
 import { REWARD_PRESETS } from './combine';
 import { formatPassed, scoreTrajectory } from './score';
 
-const prompt: PromptRecord = { uid: 'q', question: 'Acme revenue 2019?', reference: '4.5 billion dollars', goldenBasenames: ['a.png'] };
+const prompt: PromptRecord = {
+  uid: 'q',
+  question: 'Acme revenue 2019?',
+  reference: '4.5 billion dollars',
+  goldenBasenames: ['a.png'],
+};
 const pages = [{ basename: 'a.png', text: 'Acme revenue 2019 4.5 billion dollars' }];
 
-async function episode(script: string[], options: { searchFails?: boolean; mode?: 'searcher' | 'answer'; generatorFails?: boolean } = {}) {
+async function episode(
+  script: string[],
+  options: { searchFails?: boolean; mode?: 'searcher' | 'answer'; generatorFails?: boolean } = {},
+) {
   const policy = createScriptedPolicy({ script });
-  const engine = createMockSearchEngine({ pages, failWith: () => (options.searchFails ? new Error('index offline') : undefined) });
-  const [e] = await runEpisodes([{ prompt, groupId: 'g', rolloutIndex: 0 }], { policy, searchEngine: engine }, { config: { mode: options.mode ?? 'searcher' } });
+  const engine = createMockSearchEngine({
+    pages,
+    failWith: () => (options.searchFails ? new Error('index offline') : undefined),
+  });
+  const [e] = await runEpisodes(
+    [{ prompt, groupId: 'g', rolloutIndex: 0 }],
+    { policy, searchEngine: engine },
+    { config: { mode: options.mode ?? 'searcher' } },
+  );
   if ((options.mode ?? 'searcher') === 'searcher') {
-    return (await completeWithGenerator(e!, createMockGenerator({ facts: { 'a.png': '4.5 billion dollars' }, failWith: () => (options.generatorFails ? new Error('quota') : undefined) }), { policy })).trajectory;
+    return (
+      await completeWithGenerator(
+        e!,
+        createMockGenerator({
+          facts: { 'a.png': '4.5 billion dollars' },
+          failWith: () => (options.generatorFails ? new Error('quota') : undefined),
+        }),
+        { policy },
+      )
+    ).trajectory;
   }
   return e!.trajectory;
 }
@@ -25,7 +49,11 @@ describe('scoreTrajectory', () => {
   it('scores judge, NDCG and the gate', async () => {
     const t = await episode(['<search>acme revenue</search>', '<search_complete>true</search_complete>']);
     expect(formatPassed(t)).toBe(true);
-    expect(await scoreTrajectory(t, { scheme: 'searcher', judge: createRuleJudge() })).toMatchObject({ status: 'ok', value: 1, components: { judgeScore: 1, ndcg: 1 } });
+    expect(await scoreTrajectory(t, { scheme: 'searcher', judge: createRuleJudge() })).toMatchObject({
+      status: 'ok',
+      value: 1,
+      components: { judgeScore: 1, ndcg: 1 },
+    });
   });
 
   it('does not ask the judge when the format gate fails', async () => {
@@ -37,20 +65,36 @@ describe('scoreTrajectory', () => {
 
   it('makes a provider failure during the episode a missing reward under either scheme', async () => {
     const searcher = await episode(['<search>acme</search>'], { searchFails: true });
-    expect(await scoreTrajectory(searcher, { scheme: 'searcher', judge: createRuleJudge() })).toMatchObject({ status: 'missing', cause: { stage: 'episode' } });
+    expect(await scoreTrajectory(searcher, { scheme: 'searcher', judge: createRuleJudge() })).toMatchObject({
+      status: 'missing',
+      cause: { stage: 'episode' },
+    });
     const r1 = await episode(['<search>acme</search>'], { searchFails: true, mode: 'answer' });
-    expect(await scoreTrajectory(r1, { scheme: 'search-r1' })).toMatchObject({ status: 'missing', cause: { stage: 'episode', message: expect.stringMatching(/index offline/) } });
+    expect(await scoreTrajectory(r1, { scheme: 'search-r1' })).toMatchObject({
+      status: 'missing',
+      cause: { stage: 'episode', message: expect.stringMatching(/index offline/) },
+    });
   });
 
   it('needs the generator only when the judge reads its answer', async () => {
-    const t = await episode(['<search>acme revenue</search>', '<search_complete>true</search_complete>'], { generatorFails: true });
-    expect(await scoreTrajectory(t, { scheme: 'searcher', judge: createRuleJudge() })).toMatchObject({ status: 'missing', cause: { stage: 'generator' } });
+    const t = await episode(['<search>acme revenue</search>', '<search_complete>true</search_complete>'], {
+      generatorFails: true,
+    });
+    expect(await scoreTrajectory(t, { scheme: 'searcher', judge: createRuleJudge() })).toMatchObject({
+      status: 'missing',
+      cause: { stage: 'generator' },
+    });
     // Phase 1 has no judge: the reward is 0.1 + 0.9 NDCG whatever the generator did.
-    expect(await scoreTrajectory(t, { scheme: 'searcher', weights: REWARD_PRESETS.phase1 })).toMatchObject({ status: 'ok', value: 1 });
+    expect(await scoreTrajectory(t, { scheme: 'searcher', weights: REWARD_PRESETS.phase1 })).toMatchObject({
+      status: 'ok',
+      value: 1,
+    });
   });
 
-  it("scores Search-R1 mode with its format and answer checks (docs/method.md#search-r1-reward)", async () => {
-    const t = await episode(['<search>acme</search>', '<answer>4.5 billion dollars</answer>'], { mode: 'answer' });
+  it('scores Search-R1 mode with its format and answer checks (docs/method.md#search-r1-reward)', async () => {
+    const t = await episode(['<search>acme</search>', '<answer>4.5 billion dollars</answer>'], {
+      mode: 'answer',
+    });
     expect(await scoreTrajectory(t, { scheme: 'search-r1' })).toMatchObject({ status: 'ok', value: 2.5 });
   });
 });

@@ -4,7 +4,13 @@ import { AbortedError } from '../errors';
 import { terminalAnswerOf, type TerminalAnswer } from '../trajectory/complete';
 import type { Trajectory } from '../trajectory/trajectory';
 import type { Judge } from '../../ports/judge';
-import { combineReward, DEFAULT_REWARD_WEIGHTS, type RewardFailure, type RewardOutcome, type RewardWeights } from './combine';
+import {
+  combineReward,
+  DEFAULT_REWARD_WEIGHTS,
+  type RewardFailure,
+  type RewardOutcome,
+  type RewardWeights,
+} from './combine';
 import { ndcgAtK, type NdcgOptions } from './ndcg';
 import { searchR1Reward } from './search-r1';
 
@@ -19,7 +25,12 @@ export interface RewardSettings {
 }
 
 /** The reward part of a Searcher's configuration, by default (weights by preset name or explicit). */
-export const DEFAULT_REWARD_CONFIG = Object.freeze({ scheme: 'searcher', weights: 'default', ndcgK: null, ndcgIdeal: 'cutoff' } as const);
+export const DEFAULT_REWARD_CONFIG = Object.freeze({
+  scheme: 'searcher',
+  weights: 'default',
+  ndcgK: null,
+  ndcgIdeal: 'cutoff',
+} as const);
 
 export interface ScoreOptions extends RewardSettings {
   judge?: Judge;
@@ -31,7 +42,10 @@ export interface ScoreOptions extends RewardSettings {
  * itself ended the episode (`<search_complete>` or `<answer>`), not the turn budget or an error.
  */
 export function formatPassed(trajectory: Trajectory): boolean {
-  return trajectory.invalidActions === 0 && (trajectory.terminated === 'complete' || trajectory.terminated === 'answer');
+  return (
+    trajectory.invalidActions === 0 &&
+    (trajectory.terminated === 'complete' || trajectory.terminated === 'answer')
+  );
 }
 
 /**
@@ -41,7 +55,10 @@ export function formatPassed(trajectory: Trajectory): boolean {
 export function scoreTrajectory(trajectory: Trajectory, options: ScoreOptions): Promise<RewardOutcome> {
   const { judge, signal, ...settings } = options;
   const gateway = createPortGateway(judge ? { judge } : {}, singleAttemptPolicies());
-  return scoreEpisode(trajectory, terminalAnswerOf(trajectory), settings, { gateway, ...(signal && { signal }) });
+  return scoreEpisode(trajectory, terminalAnswerOf(trajectory), settings, {
+    gateway,
+    ...(signal && { signal }),
+  });
 }
 
 /**
@@ -49,36 +66,96 @@ export function scoreTrajectory(trajectory: Trajectory, options: ScoreOptions): 
  * Whatever cannot be computed (the episode or the generator failed, the judge failed or answered
  * nonsense) makes the reward missing, with its cause. Aborts propagate.
  */
-export async function scoreEpisode(trajectory: Trajectory, terminal: TerminalAnswer, options: RewardSettings, calls: { gateway: PortGateway; signal?: AbortSignal }): Promise<RewardOutcome> {
+export async function scoreEpisode(
+  trajectory: Trajectory,
+  terminal: TerminalAnswer,
+  options: RewardSettings,
+  calls: { gateway: PortGateway; signal?: AbortSignal },
+): Promise<RewardOutcome> {
   const weights = options.weights ?? DEFAULT_REWARD_WEIGHTS;
-  const ndcg = ndcgAtK(trajectory.retrievedBasenames, trajectory.goldenBasenames, options.ndcgK ?? DEFAULT_REWARD_CONFIG.ndcgK, { ideal: options.ndcgIdeal ?? DEFAULT_REWARD_CONFIG.ndcgIdeal });
+  const ndcg = ndcgAtK(
+    trajectory.retrievedBasenames,
+    trajectory.goldenBasenames,
+    options.ndcgK ?? DEFAULT_REWARD_CONFIG.ndcgK,
+    { ideal: options.ndcgIdeal ?? DEFAULT_REWARD_CONFIG.ndcgIdeal },
+  );
   const passed = formatPassed(trajectory);
 
   // A provider failure during the episode is not the policy's fault, under either scheme.
   if (trajectory.error && trajectory.error.stage !== 'generator') {
-    return { status: 'missing', cause: { stage: 'episode', kind: failureKind(trajectory.error.kind), message: `${trajectory.error.stage}: ${trajectory.error.message}` }, components: { ndcg, formatPassed: passed }, weights };
+    return {
+      status: 'missing',
+      cause: {
+        stage: 'episode',
+        kind: failureKind(trajectory.error.kind),
+        message: `${trajectory.error.stage}: ${trajectory.error.message}`,
+      },
+      components: { ndcg, formatPassed: passed },
+      weights,
+    };
   }
 
   if (options.scheme === 'search-r1') {
     if (trajectory.reference === null) {
-      return { status: 'missing', cause: { stage: 'judge', kind: 'invalid_output', message: `prompt '${trajectory.promptUid}' has no reference answer` }, components: { ndcg, formatPassed: passed }, weights };
+      return {
+        status: 'missing',
+        cause: {
+          stage: 'judge',
+          kind: 'invalid_output',
+          message: `prompt '${trajectory.promptUid}' has no reference answer`,
+        },
+        components: { ndcg, formatPassed: passed },
+        weights,
+      };
     }
     const policyText = trajectory.generatedText + (terminal.status === 'answered' ? terminal.block : '');
     const r = searchR1Reward(policyText, trajectory.reference);
-    return { status: 'ok', value: r.total, components: { formatPassed: r.format > 0, judgeScore: null, ndcg }, weights };
+    return {
+      status: 'ok',
+      value: r.total,
+      components: { formatPassed: r.format > 0, judgeScore: null, ndcg },
+      weights,
+    };
   }
 
   let judgeScore: number | null = null;
   if (weights.judge !== 0 && passed) {
     // The generator's answer is only needed when the judge will read it.
     if (terminal.status === 'failed') {
-      return { status: 'missing', cause: { stage: 'generator', kind: failureKind(terminal.failure.kind), message: terminal.failure.message }, components: { ndcg, formatPassed: passed }, weights };
+      return {
+        status: 'missing',
+        cause: {
+          stage: 'generator',
+          kind: failureKind(terminal.failure.kind),
+          message: terminal.failure.message,
+        },
+        components: { ndcg, formatPassed: passed },
+        weights,
+      };
     }
     if (!calls.gateway.ports.judge) {
-      return { status: 'missing', cause: { stage: 'judge', kind: 'error', message: 'the judge weight is non-zero but no judge was given' }, components: { ndcg, formatPassed: passed }, weights };
+      return {
+        status: 'missing',
+        cause: {
+          stage: 'judge',
+          kind: 'error',
+          message: 'the judge weight is non-zero but no judge was given',
+        },
+        components: { ndcg, formatPassed: passed },
+        weights,
+      };
     }
     if (trajectory.reference === null) {
-      return { status: 'missing', cause: { stage: 'judge', kind: 'invalid_output', message: `prompt '${trajectory.promptUid}' has no reference answer to judge against` }, components: { ndcg, formatPassed: passed }, weights };
+      return {
+        status: 'missing',
+        cause: {
+          stage: 'judge',
+          kind: 'invalid_output',
+          message: `prompt '${trajectory.promptUid}' has no reference answer to judge against`,
+        },
+        components: { ndcg, formatPassed: passed },
+        weights,
+      };
     }
     try {
       const answer = terminal.status === 'answered' ? terminal.answer.trim() : trajectory.finalAnswer;
@@ -86,13 +163,28 @@ export async function scoreEpisode(trajectory: Trajectory, terminal: TerminalAns
       judgeScore = verdict.score;
     } catch (error) {
       if (AbortedError.isInstance(error)) throw error;
-      return { status: 'missing', cause: classifyFailure('judge', error), components: { ndcg, formatPassed: passed }, weights };
+      return {
+        status: 'missing',
+        cause: classifyFailure('judge', error),
+        components: { ndcg, formatPassed: passed },
+        weights,
+      };
     }
   }
   return combineReward({ formatPassed: passed, judgeScore, ndcg }, weights);
 }
 
-const KINDS = new Set<RewardFailure['kind']>(['timeout', 'deadline', 'provider_error', 'adapter_error', 'invalid_output', 'aborted', 'error']);
+const KINDS = new Set<RewardFailure['kind']>([
+  'timeout',
+  'deadline',
+  'provider_error',
+  'adapter_error',
+  'invalid_output',
+  'aborted',
+  'error',
+]);
 function failureKind(kind: string | undefined): RewardFailure['kind'] {
-  return kind !== undefined && KINDS.has(kind as RewardFailure['kind']) ? (kind as RewardFailure['kind']) : 'error';
+  return kind !== undefined && KINDS.has(kind as RewardFailure['kind'])
+    ? (kind as RewardFailure['kind'])
+    : 'error';
 }

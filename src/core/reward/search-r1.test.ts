@@ -1,9 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { checkAnswerCorrectness, checkFormatCorrectness, extractAnswer, NOT_FOUND_ANSWER, searchR1Reward } from './search-r1';
+import {
+  checkAnswerCorrectness,
+  checkFormatCorrectness,
+  extractAnswer,
+  NOT_FOUND_ANSWER,
+  searchR1Reward,
+} from './search-r1';
 
 describe('checkFormatCorrectness (docs/method.md#search-r1-reward)', () => {
   it('accepts a search, its information, then the answer at the end', () => {
-    expect(checkFormatCorrectness('<think>a</think><search>q</search><information>i</information><think>b</think><answer>x</answer>')).toBe(0.5);
+    expect(
+      checkFormatCorrectness(
+        '<think>a</think><search>q</search><information>i</information><think>b</think><answer>x</answer>',
+      ),
+    ).toBe(0.5);
     expect(checkFormatCorrectness('<answer>x</answer>\n')).toBe(0.5);
   });
   it.each([
@@ -36,7 +46,9 @@ describe('checkAnswerCorrectness (docs/method.md#search-r1-reward)', () => {
 
 describe('searchR1Reward', () => {
   it('adds format and answer, in [-1, 2.5]', () => {
-    expect(searchR1Reward('<search>q</search><information>i</information><answer>Paris</answer>', 'Paris')).toEqual({ format: 0.5, answer: 2, total: 2.5 });
+    expect(
+      searchR1Reward('<search>q</search><information>i</information><answer>Paris</answer>', 'Paris'),
+    ).toEqual({ format: 0.5, answer: 2, total: 2.5 });
     expect(searchR1Reward('Paris', 'Paris')).toEqual({ format: -1, answer: 0, total: -1 });
     expect(extractAnswer('<answer>a</answer><answer> b </answer>')).toBe('b');
   });

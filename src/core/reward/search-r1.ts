@@ -20,7 +20,11 @@ export function checkFormatCorrectness(generatedText: string): number {
   if (text.slice(answerClose + '</answer>'.length).trim().length > 0) return -1.0;
   const before = text.slice(0, answerOpen);
   const searches = count(before, '<search>');
-  if (searches !== count(before, '</search>') || searches !== count(before, '<information>') || searches !== count(before, '</information>')) {
+  if (
+    searches !== count(before, '</search>') ||
+    searches !== count(before, '<information>') ||
+    searches !== count(before, '</information>')
+  ) {
     return -1.0;
   }
   // Each <search>…</search> must be followed by <information>…</information> before the next search.
@@ -49,7 +53,10 @@ export function extractAnswer(text: string): string {
 }
 
 /** Seed 004's total reward: format + answer, in [-1.0, 2.5]. */
-export function searchR1Reward(generatedText: string, groundTruth: string): { format: number; answer: number; total: number } {
+export function searchR1Reward(
+  generatedText: string,
+  groundTruth: string,
+): { format: number; answer: number; total: number } {
   const format = checkFormatCorrectness(generatedText);
   const answer = checkAnswerCorrectness(extractAnswer(generatedText), groundTruth);
   return { format, answer, total: format + answer };

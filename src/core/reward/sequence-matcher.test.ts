@@ -9,10 +9,13 @@ describe('sequenceMatcherRatio against Python difflib', () => {
     expect(cases.length).toBe(80);
     expect(cases.some((c) => Array.from(c.b).length >= 200 || Array.from(c.a).length >= 200)).toBe(true);
   });
-  it.each(cases.map((c, index) => ({ ...c, index, la: c.a.length, lb: c.b.length })))('case $index (|a|=$la, |b|=$lb)', (c) => {
-    const ratio = sequenceMatcherRatio(c.a, c.b);
-    expect(Math.abs(ratio - c.ratio)).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(c.ratio)));
-  });
+  it.each(cases.map((c, index) => ({ ...c, index, la: c.a.length, lb: c.b.length })))(
+    'case $index (|a|=$la, |b|=$lb)',
+    (c) => {
+      const ratio = sequenceMatcherRatio(c.a, c.b);
+      expect(Math.abs(ratio - c.ratio)).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(c.ratio)));
+    },
+  );
 });
 
 describe('sequenceMatcherRatio', () => {

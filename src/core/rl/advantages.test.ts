@@ -19,16 +19,19 @@ describe('groupAdvantages against the PyTorch reference', () => {
   it('has all the reference cases', () => {
     expect(cases.length).toBe(120);
   });
-  it.each(cases.map((c, index) => ({ ...c, index })))('case $index ($std, n=$rewards.length, normalize=$normalize)', (c) => {
-    const actual = groupAdvantages(c.rewards, { std: c.std, eps: c.eps, normalize: c.normalize });
-    expect(actual).toHaveLength(c.advantages.length);
-    actual.forEach((a, i) => {
-      const expected = c.advantages[i]!;
-      // Near-zero references (a tied group) are compared absolutely.
-      if (Math.abs(expected) < 1e-12) expect(Math.abs(a)).toBeLessThan(1e-9);
-      else expect(relativeError(a, expected)).toBeLessThan(1e-9);
-    });
-  });
+  it.each(cases.map((c, index) => ({ ...c, index })))(
+    'case $index ($std, n=$rewards.length, normalize=$normalize)',
+    (c) => {
+      const actual = groupAdvantages(c.rewards, { std: c.std, eps: c.eps, normalize: c.normalize });
+      expect(actual).toHaveLength(c.advantages.length);
+      actual.forEach((a, i) => {
+        const expected = c.advantages[i]!;
+        // Near-zero references (a tied group) are compared absolutely.
+        if (Math.abs(expected) < 1e-12) expect(Math.abs(a)).toBeLessThan(1e-9);
+        else expect(relativeError(a, expected)).toBeLessThan(1e-9);
+      });
+    },
+  );
 });
 
 describe('groupAdvantages', () => {
@@ -79,7 +82,10 @@ describe('groupAdvantages', () => {
   it('property: advantages of the valid members sum to zero', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.option(fc.double({ min: -10, max: 10, noNaN: true }), { nil: null, freq: 4 }), { minLength: 1, maxLength: 32 }),
+        fc.array(fc.option(fc.double({ min: -10, max: 10, noNaN: true }), { nil: null, freq: 4 }), {
+          minLength: 1,
+          maxLength: 32,
+        }),
         fc.constantFrom('population' as const, 'unbiased' as const),
         fc.boolean(),
         (rewards, std, normalize) => {

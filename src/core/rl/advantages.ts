@@ -22,21 +22,35 @@ export function isMissingReward(reward: MaybeReward | undefined): boolean {
  * A_i = (r_i - mean) / (std + eps). Missing rewards are excluded from mean and std and get 0;
  * a group with fewer than two valid rewards gets all zeros (nothing to compare against).
  */
-export function groupAdvantages(rewards: readonly MaybeReward[], options: GroupAdvantageOptions = {}): number[] {
-  if (!Array.isArray(rewards)) throw new InvalidArgumentError({ argument: 'rewards', message: 'expected an array of rewards (number | null)' });
+export function groupAdvantages(
+  rewards: readonly MaybeReward[],
+  options: GroupAdvantageOptions = {},
+): number[] {
+  if (!Array.isArray(rewards))
+    throw new InvalidArgumentError({
+      argument: 'rewards',
+      message: 'expected an array of rewards (number | null)',
+    });
   const std = options.std ?? 'population';
   if (std !== 'population' && std !== 'unbiased') {
-    throw new InvalidArgumentError({ argument: 'std', message: `must be 'population' or 'unbiased', got ${String(std)}` });
+    throw new InvalidArgumentError({
+      argument: 'std',
+      message: `must be 'population' or 'unbiased', got ${String(std)}`,
+    });
   }
   const eps = options.eps ?? (std === 'population' ? 1e-8 : 1e-6);
-  if (!(Number.isFinite(eps) && eps >= 0)) throw new InvalidArgumentError({ argument: 'eps', message: `must be a finite number >= 0, got ${eps}` });
+  if (!(Number.isFinite(eps) && eps >= 0))
+    throw new InvalidArgumentError({ argument: 'eps', message: `must be a finite number >= 0, got ${eps}` });
   const normalize = options.normalize ?? true;
 
   const valid: number[] = [];
   rewards.forEach((r, i) => {
     if (isMissingReward(r)) return;
     if (typeof r !== 'number' || !Number.isFinite(r)) {
-      throw new InvalidArgumentError({ argument: `rewards[${i}]`, message: `must be a finite number, null or NaN (missing), got ${String(r)}` });
+      throw new InvalidArgumentError({
+        argument: `rewards[${i}]`,
+        message: `must be a finite number, null or NaN (missing), got ${String(r)}`,
+      });
     }
     valid.push(r);
   });

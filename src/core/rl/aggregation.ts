@@ -9,13 +9,25 @@ import { InvalidArgumentError } from '../errors';
  *   the batch's padded length, here the longest row of the mask (docs/method.md#policy-losses).
  * Sequences with no masked-in token are left out of the sequence mean (verl would divide by zero).
  */
-export type LossAggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-sum-norm';
+export type LossAggregation =
+  | 'token-mean'
+  | 'seq-mean-token-mean'
+  | 'seq-mean-token-sum'
+  | 'seq-mean-token-sum-norm';
 
-export const LOSS_AGGREGATIONS: readonly LossAggregation[] = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'];
+export const LOSS_AGGREGATIONS: readonly LossAggregation[] = [
+  'token-mean',
+  'seq-mean-token-mean',
+  'seq-mean-token-sum',
+  'seq-mean-token-sum-norm',
+];
 
 export function assertAggregation(aggregation: unknown): asserts aggregation is LossAggregation {
   if (!LOSS_AGGREGATIONS.includes(aggregation as LossAggregation)) {
-    throw new InvalidArgumentError({ argument: 'aggregation', message: `must be one of ${LOSS_AGGREGATIONS.join(', ')}, got ${String(aggregation)}` });
+    throw new InvalidArgumentError({
+      argument: 'aggregation',
+      message: `must be one of ${LOSS_AGGREGATIONS.join(', ')}, got ${String(aggregation)}`,
+    });
   }
 }
 

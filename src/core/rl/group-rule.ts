@@ -25,13 +25,21 @@ export interface GroupOutcome {
  * the update when it has at least two valid rewards and (with `dropZeroVarianceGroups`) they are
  * not all equal; its members with a valid reward then get their GRPO advantage.
  */
-export function applyGroupRule(rewards: readonly MaybeReward[], options: GroupRuleOptions = {}): GroupOutcome {
+export function applyGroupRule(
+  rewards: readonly MaybeReward[],
+  options: GroupRuleOptions = {},
+): GroupOutcome {
   const valid = rewards.filter((r) => !isMissingReward(r)) as number[];
   const missing = rewards.length - valid.length;
   if (valid.length < 2) return { status: 'underfilled', advantages: rewards.map(() => null), missing };
-  if (options.dropZeroVarianceGroups === true && valid.every((r) => r === valid[0])) return { status: 'zero-variance', advantages: rewards.map(() => null), missing };
+  if (options.dropZeroVarianceGroups === true && valid.every((r) => r === valid[0]))
+    return { status: 'zero-variance', advantages: rewards.map(() => null), missing };
   const advantages = groupAdvantages(rewards, options);
-  return { status: 'usable', advantages: rewards.map((r, i) => (isMissingReward(r) ? null : advantages[i]!)), missing };
+  return {
+    status: 'usable',
+    advantages: rewards.map((r, i) => (isMissingReward(r) ? null : advantages[i]!)),
+    missing,
+  };
 }
 
 export interface BatchAdvantages {
@@ -49,18 +57,32 @@ export interface BatchAdvantages {
  * Advantages for a whole batch: samples are grouped by `groupIds` (any order; interleaved
  * B x n_agent is the usual layout) and each group goes through the group rule on its own.
  */
-export function batchAdvantages(rewards: readonly MaybeReward[], groupIds: readonly string[], options: GroupRuleOptions = {}): BatchAdvantages {
+export function batchAdvantages(
+  rewards: readonly MaybeReward[],
+  groupIds: readonly string[],
+  options: GroupRuleOptions = {},
+): BatchAdvantages {
   if (rewards.length !== groupIds.length) {
-    throw new InvalidArgumentError({ argument: 'groupIds', message: `has ${groupIds.length} entries but 'rewards' has ${rewards.length}` });
+    throw new InvalidArgumentError({
+      argument: 'groupIds',
+      message: `has ${groupIds.length} entries but 'rewards' has ${rewards.length}`,
+    });
   }
   const members = new Map<string, number[]>();
   groupIds.forEach((id, i) => {
-    if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError({ argument: `groupIds[${i}]`, message: 'must be a non-empty string' });
+    if (typeof id !== 'string' || id.length === 0)
+      throw new InvalidArgumentError({ argument: `groupIds[${i}]`, message: 'must be a non-empty string' });
     const list = members.get(id);
     if (list) list.push(i);
     else members.set(id, [i]);
   });
-  const result: BatchAdvantages = { advantages: rewards.map(() => null), groupCount: members.size, droppedZeroVarianceGroups: 0, underfilledGroups: 0, missingRewards: 0 };
+  const result: BatchAdvantages = {
+    advantages: rewards.map(() => null),
+    groupCount: members.size,
+    droppedZeroVarianceGroups: 0,
+    underfilledGroups: 0,
+    missingRewards: 0,
+  };
   for (const indices of members.values()) {
     const outcome = applyGroupRule(
       indices.map((i) => rewards[i] ?? null),

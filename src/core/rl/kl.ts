@@ -34,7 +34,10 @@ export interface KlPenaltyResult {
 export function klPenalty(input: KlPenaltyInput): KlPenaltyResult {
   const { estimator, oldLogProbs, newLogProbs, mask, aggregation } = input;
   if (!KL_ESTIMATORS.includes(estimator)) {
-    throw new InvalidArgumentError({ argument: 'estimator', message: `must be one of ${KL_ESTIMATORS.join(', ')}, got ${String(estimator)}` });
+    throw new InvalidArgumentError({
+      argument: 'estimator',
+      message: `must be one of ${KL_ESTIMATORS.join(', ')}, got ${String(estimator)}`,
+    });
   }
   assertMatrix('oldLogProbs', oldLogProbs);
   assertMatrix('newLogProbs', newLogProbs);

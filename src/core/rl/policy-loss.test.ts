@@ -49,25 +49,41 @@ describe('policy losses against the PyTorch reference', () => {
   });
 
   it.each(cases.filter((c) => c.loss === 'k3_kl'))('case $index: k3 KL / $agg', (c) => {
-    const result = klPenalty({ estimator: 'k3', oldLogProbs: c.old_logp, newLogProbs: c.new_logp, mask: c.mask, aggregation: c.agg });
+    const result = klPenalty({
+      estimator: 'k3',
+      oldLogProbs: c.old_logp,
+      newLogProbs: c.new_logp,
+      mask: c.mask,
+      aggregation: c.agg,
+    });
     expect(relativeError(result.value, c.value)).toBeLessThan(1e-9);
     expect(maxMatrixError(result.gradNewLogProbs, c.grad_new_logp)).toBeLessThan(1e-9);
   });
 });
 
-const logProbRow = (length: number) => fc.array(fc.double({ min: -6, max: -0.01, noNaN: true }), { minLength: length, maxLength: length });
+const logProbRow = (length: number) =>
+  fc.array(fc.double({ min: -6, max: -0.01, noNaN: true }), { minLength: length, maxLength: length });
 
 const batchArbitrary = fc
   .tuple(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 8 }))
   .chain(([sequences, tokens]) =>
     fc.record({
       old: fc.array(logProbRow(tokens), { minLength: sequences, maxLength: sequences }),
-      delta: fc.array(fc.array(fc.double({ min: -0.3, max: 0.3, noNaN: true }), { minLength: tokens, maxLength: tokens }), {
+      delta: fc.array(
+        fc.array(fc.double({ min: -0.3, max: 0.3, noNaN: true }), { minLength: tokens, maxLength: tokens }),
+        {
+          minLength: sequences,
+          maxLength: sequences,
+        },
+      ),
+      mask: fc.array(fc.array(fc.constantFrom(0, 1, 1), { minLength: tokens, maxLength: tokens }), {
         minLength: sequences,
         maxLength: sequences,
       }),
-      mask: fc.array(fc.array(fc.constantFrom(0, 1, 1), { minLength: tokens, maxLength: tokens }), { minLength: sequences, maxLength: sequences }),
-      advantages: fc.array(fc.double({ min: -3, max: 3, noNaN: true }), { minLength: sequences, maxLength: sequences }),
+      advantages: fc.array(fc.double({ min: -3, max: 3, noNaN: true }), {
+        minLength: sequences,
+        maxLength: sequences,
+      }),
     }),
   );
 
@@ -76,31 +92,36 @@ const aggregations: LossAggregation[] = ['token-mean', 'seq-mean-token-mean', 's
 describe('policy loss properties', () => {
   it('a ratio of 1 leaves PPO and GSPO unclipped, with gradient -A times the aggregation weight', () => {
     fc.assert(
-      fc.property(batchArbitrary, fc.constantFrom<PolicyLossKind>('ppo_clip', 'gspo'), fc.constantFrom(...aggregations), (batch, kind, aggregation) => {
-        const result = policyLoss({
-          kind,
-          oldLogProbs: batch.old,
-          newLogProbs: batch.old,
-          mask: batch.mask,
-          advantages: batch.advantages,
-          clipLow: 3e-4,
-          clipHigh: 4e-4,
-          aggregation,
-        });
-        expect(result.clipFraction).toBe(0);
-        const reference = policyLoss({
-          kind: 'ppo_clip',
-          oldLogProbs: batch.old,
-          newLogProbs: batch.old,
-          mask: batch.mask,
-          advantages: batch.advantages,
-          clipLow: 1e9,
-          clipHigh: 1e9,
-          aggregation,
-        });
-        expect(result.value).toBeCloseTo(reference.value, 12);
-        expect(maxMatrixError(result.gradNewLogProbs, reference.gradNewLogProbs)).toBeLessThan(1e-12);
-      }),
+      fc.property(
+        batchArbitrary,
+        fc.constantFrom<PolicyLossKind>('ppo_clip', 'gspo'),
+        fc.constantFrom(...aggregations),
+        (batch, kind, aggregation) => {
+          const result = policyLoss({
+            kind,
+            oldLogProbs: batch.old,
+            newLogProbs: batch.old,
+            mask: batch.mask,
+            advantages: batch.advantages,
+            clipLow: 3e-4,
+            clipHigh: 4e-4,
+            aggregation,
+          });
+          expect(result.clipFraction).toBe(0);
+          const reference = policyLoss({
+            kind: 'ppo_clip',
+            oldLogProbs: batch.old,
+            newLogProbs: batch.old,
+            mask: batch.mask,
+            advantages: batch.advantages,
+            clipLow: 1e9,
+            clipHigh: 1e9,
+            aggregation,
+          });
+          expect(result.value).toBeCloseTo(reference.value, 12);
+          expect(maxMatrixError(result.gradNewLogProbs, reference.gradNewLogProbs)).toBeLessThan(1e-12);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -110,13 +131,54 @@ describe('policy loss properties', () => {
       fc.property(batchArbitrary, fc.constantFrom(...aggregations), (batch, aggregation) => {
         const newLogProbs = batch.old.map((row, i) => row.map((v, t) => v + batch.delta[i]![t]!));
         const losses: Array<(n: number[][]) => { value: number; gradNewLogProbs: number[][] }> = [
-          (n) => policyLoss({ kind: 'ppo_clip', oldLogProbs: batch.old, newLogProbs: n, mask: batch.mask, advantages: batch.advantages, clipLow: 0.2, clipHigh: 0.28, aggregation }),
+          (n) =>
+            policyLoss({
+              kind: 'ppo_clip',
+              oldLogProbs: batch.old,
+              newLogProbs: n,
+              mask: batch.mask,
+              advantages: batch.advantages,
+              clipLow: 0.2,
+              clipHigh: 0.28,
+              aggregation,
+            }),
           // GSPO's stop-gradient form is built so that its gradient is the true derivative of the
           // sequence-ratio objective, so finite differences of the value check it too.
-          (n) => policyLoss({ kind: 'gspo', oldLogProbs: batch.old, newLogProbs: n, mask: batch.mask, advantages: batch.advantages, clipLow: 0.2, clipHigh: 0.28, aggregation }),
-          (n) => klPenalty({ estimator: 'k1', oldLogProbs: batch.old, newLogProbs: n, mask: batch.mask, aggregation }),
-          (n) => klPenalty({ estimator: 'k2', oldLogProbs: batch.old, newLogProbs: n, mask: batch.mask, aggregation }),
-          (n) => klPenalty({ estimator: 'k3', oldLogProbs: batch.old, newLogProbs: n, mask: batch.mask, aggregation }),
+          (n) =>
+            policyLoss({
+              kind: 'gspo',
+              oldLogProbs: batch.old,
+              newLogProbs: n,
+              mask: batch.mask,
+              advantages: batch.advantages,
+              clipLow: 0.2,
+              clipHigh: 0.28,
+              aggregation,
+            }),
+          (n) =>
+            klPenalty({
+              estimator: 'k1',
+              oldLogProbs: batch.old,
+              newLogProbs: n,
+              mask: batch.mask,
+              aggregation,
+            }),
+          (n) =>
+            klPenalty({
+              estimator: 'k2',
+              oldLogProbs: batch.old,
+              newLogProbs: n,
+              mask: batch.mask,
+              aggregation,
+            }),
+          (n) =>
+            klPenalty({
+              estimator: 'k3',
+              oldLogProbs: batch.old,
+              newLogProbs: n,
+              mask: batch.mask,
+              aggregation,
+            }),
         ];
         const h = 1e-6;
         for (const loss of losses) {
@@ -183,9 +245,18 @@ describe('policy loss properties', () => {
   it('a sequence with no policy token is left out of the sequence mean', () => {
     const withEmpty = policyLoss({
       kind: 'ppo_clip',
-      oldLogProbs: [[-1, -1], [-2, -2]],
-      newLogProbs: [[-0.9, -1], [-2, -2]],
-      mask: [[1, 1], [0, 0]],
+      oldLogProbs: [
+        [-1, -1],
+        [-2, -2],
+      ],
+      newLogProbs: [
+        [-0.9, -1],
+        [-2, -2],
+      ],
+      mask: [
+        [1, 1],
+        [0, 0],
+      ],
       advantages: [1, 5],
       clipLow: 0.2,
       clipHigh: 0.2,
@@ -206,14 +277,41 @@ describe('policy loss properties', () => {
 
   it('names the argument whose shape is wrong', () => {
     const call = () =>
-      policyLoss({ kind: 'ppo_clip', oldLogProbs: [[-1, -1]], newLogProbs: [[-1]], mask: [[1, 1]], advantages: [1], clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean' });
+      policyLoss({
+        kind: 'ppo_clip',
+        oldLogProbs: [[-1, -1]],
+        newLogProbs: [[-1]],
+        mask: [[1, 1]],
+        advantages: [1],
+        clipLow: 0.2,
+        clipHigh: 0.2,
+        aggregation: 'token-mean',
+      });
     expect(call).toThrowError(InvalidArgumentError);
     expect(call).toThrow(/newLogProbs\[0\]/);
     expect(() =>
-      policyLoss({ kind: 'ppo_clip', oldLogProbs: [[-1]], newLogProbs: [[-1]], mask: [[1]], advantages: [1, 2], clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean' }),
+      policyLoss({
+        kind: 'ppo_clip',
+        oldLogProbs: [[-1]],
+        newLogProbs: [[-1]],
+        mask: [[1]],
+        advantages: [1, 2],
+        clipLow: 0.2,
+        clipHigh: 0.2,
+        aggregation: 'token-mean',
+      }),
     ).toThrow(/'advantages'/);
     expect(() =>
-      policyLoss({ kind: 'ppo_clip', oldLogProbs: [[Number.NaN]], newLogProbs: [[-1]], mask: [[1]], advantages: [1], clipLow: 0.2, clipHigh: 0.2, aggregation: 'mean' as never }),
+      policyLoss({
+        kind: 'ppo_clip',
+        oldLogProbs: [[Number.NaN]],
+        newLogProbs: [[-1]],
+        mask: [[1]],
+        advantages: [1],
+        clipLow: 0.2,
+        clipHigh: 0.2,
+        aggregation: 'mean' as never,
+      }),
     ).toThrow(/oldLogProbs\[0\]\[0\]/);
   });
 });

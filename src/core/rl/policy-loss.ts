@@ -55,7 +55,10 @@ export interface PolicyLossResult {
 export function policyLoss(input: PolicyLossInput): PolicyLossResult {
   const { kind, oldLogProbs, newLogProbs, mask, clipLow, clipHigh, aggregation } = input;
   if (kind !== 'ppo_clip' && kind !== 'gspo') {
-    throw new InvalidArgumentError({ argument: 'kind', message: `must be 'ppo_clip' or 'gspo', got ${String(kind)}` });
+    throw new InvalidArgumentError({
+      argument: 'kind',
+      message: `must be 'ppo_clip' or 'gspo', got ${String(kind)}`,
+    });
   }
   assertMatrix('oldLogProbs', oldLogProbs);
   assertMatrix('newLogProbs', newLogProbs);
@@ -65,17 +68,38 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
   assertMask(mask);
   assertFiniteMasked('oldLogProbs', oldLogProbs, mask);
   assertFiniteMasked('newLogProbs', newLogProbs, mask);
-  if (!(Number.isFinite(clipLow) && clipLow >= 0)) throw new InvalidArgumentError({ argument: 'clipLow', message: `must be a finite number >= 0, got ${clipLow}` });
-  if (!(Number.isFinite(clipHigh) && clipHigh >= 0)) throw new InvalidArgumentError({ argument: 'clipHigh', message: `must be a finite number >= 0, got ${clipHigh}` });
+  if (!(Number.isFinite(clipLow) && clipLow >= 0))
+    throw new InvalidArgumentError({
+      argument: 'clipLow',
+      message: `must be a finite number >= 0, got ${clipLow}`,
+    });
+  if (!(Number.isFinite(clipHigh) && clipHigh >= 0))
+    throw new InvalidArgumentError({
+      argument: 'clipHigh',
+      message: `must be a finite number >= 0, got ${clipHigh}`,
+    });
   assertAggregation(aggregation);
   const maxLogRatio = input.maxLogRatio ?? 10;
-  if (!(maxLogRatio > 0)) throw new InvalidArgumentError({ argument: 'maxLogRatio', message: `must be > 0, got ${maxLogRatio}` });
+  if (!(maxLogRatio > 0))
+    throw new InvalidArgumentError({ argument: 'maxLogRatio', message: `must be > 0, got ${maxLogRatio}` });
   const clipRatioC = input.clipRatioC ?? null;
   const logRatioClamp = input.logRatioClamp ?? null;
-  if (clipRatioC !== null && !(Number.isFinite(clipRatioC) && clipRatioC > 1)) throw new InvalidArgumentError({ argument: 'clipRatioC', message: `must be a finite number > 1, got ${clipRatioC}` });
-  if (logRatioClamp !== null && !(logRatioClamp > 0)) throw new InvalidArgumentError({ argument: 'logRatioClamp', message: `must be > 0, got ${logRatioClamp}` });
+  if (clipRatioC !== null && !(Number.isFinite(clipRatioC) && clipRatioC > 1))
+    throw new InvalidArgumentError({
+      argument: 'clipRatioC',
+      message: `must be a finite number > 1, got ${clipRatioC}`,
+    });
+  if (logRatioClamp !== null && !(logRatioClamp > 0))
+    throw new InvalidArgumentError({
+      argument: 'logRatioClamp',
+      message: `must be > 0, got ${logRatioClamp}`,
+    });
   if (kind === 'gspo' && (clipRatioC !== null || logRatioClamp !== null)) {
-    throw new InvalidArgumentError({ argument: clipRatioC !== null ? 'clipRatioC' : 'logRatioClamp', message: "applies to 'ppo_clip' only (verl's GSPO has neither; it clamps the sequence log-ratio with maxLogRatio)" });
+    throw new InvalidArgumentError({
+      argument: clipRatioC !== null ? 'clipRatioC' : 'logRatioClamp',
+      message:
+        "applies to 'ppo_clip' only (verl's GSPO has neither; it clamps the sequence log-ratio with maxLogRatio)",
+    });
   }
   const advantageAt = advantageLookup(input.advantages, mask);
 
@@ -115,7 +139,8 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
       } else {
         const logRatio = newLogProbs[i]![t]! - oldLogProbs[i]![t]!;
         // verl clamps the token log-ratio to ±20 before exp; a clamped ratio has no gradient.
-        const clampedLogRatio = logRatioClamp === null ? logRatio : Math.min(logRatioClamp, Math.max(-logRatioClamp, logRatio));
+        const clampedLogRatio =
+          logRatioClamp === null ? logRatio : Math.min(logRatioClamp, Math.max(-logRatioClamp, logRatio));
         ratio = Math.exp(clampedLogRatio);
         ratioDerivative = clampedLogRatio === logRatio ? ratio : 0;
       }
@@ -143,19 +168,31 @@ export function policyLoss(input: PolicyLossInput): PolicyLossResult {
     clipFraction: maskTotal > 0 ? clipped / maskTotal : 0,
   };
   if (clipRatioC !== null) result.clipFractionLower = maskTotal > 0 ? clippedLower / maskTotal : 0;
-  if (sequenceLogRatios) result.sequenceRatios = sequenceLogRatios.map((lr) => Math.exp(Math.min(lr, maxLogRatio)));
+  if (sequenceLogRatios)
+    result.sequenceRatios = sequenceLogRatios.map((lr) => Math.exp(Math.min(lr, maxLogRatio)));
   return result;
 }
 
-function advantageLookup(advantages: number[] | number[][], mask: number[][]): (i: number, t: number) => number {
-  if (!Array.isArray(advantages)) throw new InvalidArgumentError({ argument: 'advantages', message: 'expected number[] (per sequence) or number[][] (per token)' });
+function advantageLookup(
+  advantages: number[] | number[][],
+  mask: number[][],
+): (i: number, t: number) => number {
+  if (!Array.isArray(advantages))
+    throw new InvalidArgumentError({
+      argument: 'advantages',
+      message: 'expected number[] (per sequence) or number[][] (per token)',
+    });
   if (advantages.length !== mask.length) {
-    throw new InvalidArgumentError({ argument: 'advantages', message: `has ${advantages.length} entries but 'mask' has ${mask.length} sequences` });
+    throw new InvalidArgumentError({
+      argument: 'advantages',
+      message: `has ${advantages.length} entries but 'mask' has ${mask.length} sequences`,
+    });
   }
   if (advantages.every((a) => typeof a === 'number')) {
     const perSequence = advantages as number[];
     perSequence.forEach((a, i) => {
-      if (!Number.isFinite(a)) throw new InvalidArgumentError({ argument: `advantages[${i}]`, message: `must be finite, got ${a}` });
+      if (!Number.isFinite(a))
+        throw new InvalidArgumentError({ argument: `advantages[${i}]`, message: `must be finite, got ${a}` });
     });
     return (i) => perSequence[i]!;
   }

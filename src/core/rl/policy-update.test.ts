@@ -10,13 +10,18 @@ const recorded = (tokenId: number) => -0.1 * (tokenId - 100);
 
 /** A backend whose log-probs move by `shift(k)` at its k-th update; it evaluates the core's loss and keeps what it saw. */
 function fakePolicy(shift: (update: number) => number) {
-  const calls: Array<{ batch: LogProbBatch; result: ReturnType<LossFunction>; atRecorded: ReturnType<LossFunction> }> = [];
+  const calls: Array<{
+    batch: LogProbBatch;
+    result: ReturnType<LossFunction>;
+    atRecorded: ReturnType<LossFunction>;
+  }> = [];
   const policy = {
     specificationVersion: 'v1',
     provider: 'fake',
     modalities: 'text',
     async update(batch: LogProbBatch, lossFn: LossFunction): Promise<UpdateResult> {
-      const at = (delta: number) => batch.positions.map((row, i) => row.map((p) => recorded(batch.inputIds[i]![p]!) + delta));
+      const at = (delta: number) =>
+        batch.positions.map((row, i) => row.map((p) => recorded(batch.inputIds[i]![p]!) + delta));
       const result = lossFn(at(shift(calls.length)));
       calls.push({ batch, result, atRecorded: lossFn(at(0)) });
       return { value: result.value, gradNorm: calls.length, applied: true, metrics: result.metrics! };
@@ -26,7 +31,14 @@ function fakePolicy(shift: (update: number) => number) {
 }
 
 const settings = (overrides: Partial<PolicyUpdateSettings> = {}): PolicyUpdateSettings => ({
-  loss: { kind: 'ppo_clip', clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3' },
+  loss: {
+    kind: 'ppo_clip',
+    clipLow: 0.2,
+    clipHigh: 0.2,
+    aggregation: 'token-mean',
+    klCoef: 0,
+    klEstimator: 'k3',
+  },
   ppoEpochs: 1,
   miniBatchSize: null,
   entropyCoef: 0,
@@ -34,15 +46,22 @@ const settings = (overrides: Partial<PolicyUpdateSettings> = {}): PolicyUpdateSe
   ...overrides,
 });
 
-const five = () => [0, 1, 2, 3, 4].map((i) => trajectoryWith(`g#${i}`, 10, [2 + i, 3 + i], i % 2 === 0 ? 1 : -1));
+const five = () =>
+  [0, 1, 2, 3, 4].map((i) => trajectoryWith(`g#${i}`, 10, [2 + i, 3 + i], i % 2 === 0 ? 1 : -1));
 
 describe('updatePolicy', () => {
   it('runs ppoEpochs passes of shuffled minibatches, the last one partial, each sequence once per pass', async () => {
     const { policy, calls } = fakePolicy(() => 0);
-    const summary = await updatePolicy(policy, [...five(), trajectoryWith('g#5', 10, [4], null)], settings({ ppoEpochs: 2, miniBatchSize: 2 }), { random: createRandom(1) });
+    const summary = await updatePolicy(
+      policy,
+      [...five(), trajectoryWith('g#5', 10, [4], null)],
+      settings({ ppoEpochs: 2, miniBatchSize: 2 }),
+      { random: createRandom(1) },
+    );
     expect(calls.map((c) => c.batch.inputIds.length)).toEqual([2, 2, 1, 2, 2, 1]);
     expect(summary).toMatchObject({ updates: 6, applied: 6, sequences: 5, tokens: 2 * 5 * 2, skipped: [] });
-    const ids = (from: number, to: number) => calls.slice(from, to).flatMap((c) => c.batch.inputIds.map((row) => row.length));
+    const ids = (from: number, to: number) =>
+      calls.slice(from, to).flatMap((c) => c.batch.inputIds.map((row) => row.length));
     // Each pass covers the five sequences (cut after their last policy token: lengths 4..8) exactly once.
     expect(ids(0, 3).sort()).toEqual([4, 5, 6, 7, 8]);
     expect(ids(3, 6).sort()).toEqual([4, 5, 6, 7, 8]);
@@ -52,7 +71,9 @@ describe('updatePolicy', () => {
 
   it('keeps the rollout log-probs as the old ones in every epoch: later epochs see ratio != 1, KL and clipping', async () => {
     const { policy, calls } = fakePolicy((k) => (k === 0 ? 0 : 0.5));
-    const summary = await updatePolicy(policy, five(), settings({ ppoEpochs: 3 }), { random: createRandom(2) });
+    const summary = await updatePolicy(policy, five(), settings({ ppoEpochs: 3 }), {
+      random: createRandom(2),
+    });
     // At the recorded log-probs the ratio is 1 in every call: the old log-probs were never refreshed.
     for (const c of calls) expect(c.atRecorded.metrics).toMatchObject({ kl: 0, clipFraction: 0 });
     expect(calls[0]!.result.metrics).toMatchObject({ kl: 0, clipFraction: 0 });
@@ -74,7 +95,11 @@ describe('updatePolicy', () => {
         return batch.positions.map((row) => row.map(() => -3));
       },
     };
-    const initial = settings({ ppoEpochs: 2, miniBatchSize: 2, loss: { ...settings().loss, klReference: 'initial' } });
+    const initial = settings({
+      ppoEpochs: 2,
+      miniBatchSize: 2,
+      loss: { ...settings().loss, klReference: 'initial' },
+    });
     const summary = await updatePolicy(policy, five(), initial, { random: createRandom(4), reference });
     expect(scored).toHaveLength(1);
     expect(scored[0]!.inputIds).toHaveLength(5);
@@ -82,7 +107,9 @@ describe('updatePolicy', () => {
     // At the rollout's log-probs the KL is measured against the reference, not 0.
     for (const c of calls) expect(c.atRecorded.metrics!.kl).toBeGreaterThan(0);
     expect(summary.kl).toBeGreaterThan(0);
-    await expect(updatePolicy(policy, five(), initial, { random: createRandom(4) })).rejects.toThrow(/reference/);
+    await expect(updatePolicy(policy, five(), initial, { random: createRandom(4) })).rejects.toThrow(
+      /reference/,
+    );
   });
 
   it('with stateMasking false, also trains the observation tokens between policy tokens, their old log-probs scored by the policy before the update', async () => {
@@ -91,10 +118,17 @@ describe('updatePolicy', () => {
     // The policy before the update gives each observation token a log-prob of its own (-5).
     (policy as { logProbs: PolicyBackend['logProbs'] }).logProbs = async (batch) => {
       scoredBy.push(batch);
-      return batch.positions.map((row, i) => row.map((p) => (p === 2 || p === 6 || p === 7 ? recorded(batch.inputIds[i]![p]!) : -5)));
+      return batch.positions.map((row, i) =>
+        row.map((p) => (p === 2 || p === 6 || p === 7 ? recorded(batch.inputIds[i]![p]!) : -5)),
+      );
     };
     const t = trajectoryWith('g#0', 10, [2, 6, 7], 1);
-    await updatePolicy(policy, [t, trajectoryWith('g#1', 10, [2, 6, 7], -1)], settings({ stateMasking: false }), { random: createRandom(1) });
+    await updatePolicy(
+      policy,
+      [t, trajectoryWith('g#1', 10, [2, 6, 7], -1)],
+      settings({ stateMasking: false }),
+      { random: createRandom(1) },
+    );
     expect(scoredBy).toHaveLength(1);
     expect(calls[0]!.batch.positions[0]).toEqual([2, 3, 4, 5, 6, 7]);
     expect(calls[0]!.result.gradNewLogProbs[0]).toHaveLength(6);
@@ -112,14 +146,23 @@ describe('updatePolicy', () => {
       controller.abort();
       return 0;
     });
-    await expect(updatePolicy(policy, five(), settings({ miniBatchSize: 2 }), { random: createRandom(3), signal: controller.signal })).rejects.toThrow(AbortedError);
+    await expect(
+      updatePolicy(policy, five(), settings({ miniBatchSize: 2 }), {
+        random: createRandom(3),
+        signal: controller.signal,
+      }),
+    ).rejects.toThrow(AbortedError);
   });
 });
 
 describe('sftExamples', () => {
   it('scores mask-1 positions only (never position 0), cut after the last one; a trajectory without any is left out', () => {
     const first = trajectoryWith('g#0', 12, [0, 3, 4, 8], 1);
-    const examples = sftExamples([first, trajectoryWith('g#1', 5, [], 1), trajectoryWith('g#2', 6, [1, 2], null)]);
+    const examples = sftExamples([
+      first,
+      trajectoryWith('g#1', 5, [], 1),
+      trajectoryWith('g#2', 6, [1, 2], null),
+    ]);
     expect(examples).toEqual([
       { inputIds: first.fullInputIds.slice(0, 9), positions: [3, 4, 8] },
       { inputIds: [100, 101, 102], positions: [1, 2] },
@@ -134,12 +177,23 @@ describe('sftExamples', () => {
 
   it('SFT batches: every example once, similar lengths together, equal lengths in shuffled order', () => {
     const random = createRandom(3);
-    const examples = Array.from({ length: 200 }, (_, i) => ({ inputIds: Array.from({ length: 10 + (i % 40) }, () => 1) }));
+    const examples = Array.from({ length: 200 }, (_, i) => ({
+      inputIds: Array.from({ length: 10 + (i % 40) }, () => 1),
+    }));
     const batches = lengthBucketedBatches(examples, 8, random);
     expect(batches.flat().sort((a, b) => a - b)).toEqual(examples.map((_, i) => i));
     expect(batches.filter((b) => b.length !== 8)).toHaveLength(0);
-    const padding = (list: number[][]) => list.reduce((n, b) => n + b.length * Math.max(...b.map((i) => examples[i]!.inputIds.length)) - b.reduce((m, i) => m + examples[i]!.inputIds.length, 0), 0);
-    const unsorted = Array.from({ length: 25 }, (_, k) => Array.from({ length: 8 }, (_, j) => (k * 8 + j * 37) % 200));
+    const padding = (list: number[][]) =>
+      list.reduce(
+        (n, b) =>
+          n +
+          b.length * Math.max(...b.map((i) => examples[i]!.inputIds.length)) -
+          b.reduce((m, i) => m + examples[i]!.inputIds.length, 0),
+        0,
+      );
+    const unsorted = Array.from({ length: 25 }, (_, k) =>
+      Array.from({ length: 8 }, (_, j) => (k * 8 + j * 37) % 200),
+    );
     expect(padding(batches)).toBeLessThan(padding(unsorted) / 4);
     // Ten demonstrations per prompt, all of one length: a batch mixes prompts.
     const same = Array.from({ length: 80 }, () => ({ inputIds: [1, 2, 3] }));

@@ -54,11 +54,25 @@ function slice(batch: UpdateBatch, indices: readonly number[]): UpdateBatch {
 const finiteMean = (values: readonly number[]) => mean(values.filter((v) => Number.isFinite(v)));
 
 export function checkPolicyUpdateSettings(settings: PolicyUpdateSettings): void {
-  if (!(Number.isInteger(settings.ppoEpochs) && settings.ppoEpochs > 0)) throw new InvalidArgumentError({ argument: 'ppoEpochs', message: `must be a positive integer, got ${String(settings.ppoEpochs)}` });
-  if (settings.miniBatchSize !== null && !(Number.isInteger(settings.miniBatchSize) && settings.miniBatchSize > 0)) {
-    throw new InvalidArgumentError({ argument: 'miniBatchSize', message: `must be a positive integer or null, got ${String(settings.miniBatchSize)}` });
+  if (!(Number.isInteger(settings.ppoEpochs) && settings.ppoEpochs > 0))
+    throw new InvalidArgumentError({
+      argument: 'ppoEpochs',
+      message: `must be a positive integer, got ${String(settings.ppoEpochs)}`,
+    });
+  if (
+    settings.miniBatchSize !== null &&
+    !(Number.isInteger(settings.miniBatchSize) && settings.miniBatchSize > 0)
+  ) {
+    throw new InvalidArgumentError({
+      argument: 'miniBatchSize',
+      message: `must be a positive integer or null, got ${String(settings.miniBatchSize)}`,
+    });
   }
-  if (!(Number.isFinite(settings.entropyCoef) && settings.entropyCoef >= 0)) throw new InvalidArgumentError({ argument: 'entropyCoef', message: `must be >= 0, got ${String(settings.entropyCoef)}` });
+  if (!(Number.isFinite(settings.entropyCoef) && settings.entropyCoef >= 0))
+    throw new InvalidArgumentError({
+      argument: 'entropyCoef',
+      message: `must be >= 0, got ${String(settings.entropyCoef)}`,
+    });
 }
 
 /**
@@ -76,26 +90,52 @@ export async function updatePolicy(
 ): Promise<PolicyUpdateSummary> {
   checkPolicyUpdateSettings(settings);
   const initialReference = settings.loss.klReference === 'initial';
-  if (initialReference && !options.reference) throw new InvalidArgumentError({ argument: 'reference', message: "klReference 'initial' needs the frozen initial policy to score the tokens (its logProbs)" });
-  const { recomputed, ...batch } = buildUpdateBatch(trajectories, { stateMasking: settings.stateMasking ?? true });
+  if (initialReference && !options.reference)
+    throw new InvalidArgumentError({
+      argument: 'reference',
+      message: "klReference 'initial' needs the frozen initial policy to score the tokens (its logProbs)",
+    });
+  const { recomputed, ...batch } = buildUpdateBatch(trajectories, {
+    stateMasking: settings.stateMasking ?? true,
+  });
   const n = batch.inputIds.length;
   if (recomputed.length > 0) {
     // Observation tokens were never sampled: their old log-probs are the policy's before this
     // step's update (as verl recomputes old_log_prob), scored once for all epochs.
-    const scored = await policy.logProbs({ inputIds: batch.inputIds, positions: batch.positions, temperature: settings.temperature }, options.signal ? { signal: options.signal } : {});
+    const scored = await policy.logProbs(
+      { inputIds: batch.inputIds, positions: batch.positions, temperature: settings.temperature },
+      options.signal ? { signal: options.signal } : {},
+    );
     for (const { row, index } of recomputed) batch.oldLogProbs[row]![index] = scored[row]![index]!;
   }
-  const summary: PolicyUpdateSummary = { updates: 0, applied: 0, skipped: [], loss: 0, clipFraction: 0, kl: 0, entropy: 0, gradNorm: 0, gradNormMax: 0, tokens: 0, sequences: n, results: [] };
+  const summary: PolicyUpdateSummary = {
+    updates: 0,
+    applied: 0,
+    skipped: [],
+    loss: 0,
+    clipFraction: 0,
+    kl: 0,
+    entropy: 0,
+    gradNorm: 0,
+    gradNormMax: 0,
+    tokens: 0,
+    sequences: n,
+    results: [],
+  };
   if (n === 0) return summary;
   if (initialReference) {
     // Scored once per step: the reference is frozen, so every epoch compares with the same numbers.
-    batch.referenceLogProbs = await options.reference!.logProbs({ inputIds: batch.inputIds, positions: batch.positions, temperature: settings.temperature }, options.signal ? { signal: options.signal } : {});
+    batch.referenceLogProbs = await options.reference!.logProbs(
+      { inputIds: batch.inputIds, positions: batch.positions, temperature: settings.temperature },
+      options.signal ? { signal: options.signal } : {},
+    );
   }
   const size = settings.miniBatchSize ?? n;
   for (let epoch = 0; epoch < settings.ppoEpochs; epoch++) {
     const order = size >= n ? batch.inputIds.map((_, i) => i) : permutation(n, options.random);
     for (let start = 0; start < n; start += size) {
-      if (options.signal?.aborted) throw new AbortedError({ what: 'updatePolicy', cause: options.signal.reason });
+      if (options.signal?.aborted)
+        throw new AbortedError({ what: 'updatePolicy', cause: options.signal.reason });
       const mini = slice(batch, order.slice(start, start + size));
       const lossFn = createLossFunction(mini, settings.loss);
       const result = await policy.update(
@@ -133,7 +173,11 @@ export interface SftExample {
  */
 export function sftExamples(trajectories: readonly Trajectory[]): SftExample[] {
   return trajectories.flatMap((t, i) => {
-    if (t.fullInputIds.length !== t.lossMask.length) throw new InvalidArgumentError({ argument: `trajectories[${i}].lossMask`, message: `has ${t.lossMask.length} entries for ${t.fullInputIds.length} tokens` });
+    if (t.fullInputIds.length !== t.lossMask.length)
+      throw new InvalidArgumentError({
+        argument: `trajectories[${i}].lossMask`,
+        message: `has ${t.lossMask.length} entries for ${t.fullInputIds.length} tokens`,
+      });
     const positions: number[] = [];
     t.lossMask.forEach((m, p) => {
       if (m === 1 && p > 0) positions.push(p);
@@ -149,7 +193,11 @@ export function sftLossFunction(batch: Pick<LogProbBatch, 'positions'>): LossFun
   return (newLogProbs) => {
     let sum = 0;
     for (const row of newLogProbs) for (const v of row) sum += v;
-    return { value: -sum / count, gradNewLogProbs: newLogProbs.map((row) => row.map(() => -1 / count)), metrics: { nll: -sum / count } };
+    return {
+      value: -sum / count,
+      gradNewLogProbs: newLogProbs.map((row) => row.map(() => -1 / count)),
+      metrics: { nll: -sum / count },
+    };
   };
 }
 
@@ -165,14 +213,20 @@ export interface SftSummary {
  * batches so that a batch pads little (a batch costs its longest sequence), and the batches
  * shuffled again so that lengths do not follow a schedule. Every example once per epoch.
  */
-export function lengthBucketedBatches(examples: readonly { inputIds: readonly number[] }[], batchSize: number, random: Random): number[][] {
+export function lengthBucketedBatches(
+  examples: readonly { inputIds: readonly number[] }[],
+  batchSize: number,
+  random: Random,
+): number[][] {
   const order = permutation(examples.length, random);
   const pool = batchSize * 16;
   const batches: number[][] = [];
   for (let start = 0; start < order.length; start += pool) {
     // A stable sort by length alone: examples of the same length keep their shuffled order (by
     // index, the demonstrations of one prompt, which sit together, would share a batch).
-    const sorted = order.slice(start, start + pool).sort((a, b) => examples[a]!.inputIds.length - examples[b]!.inputIds.length);
+    const sorted = order
+      .slice(start, start + pool)
+      .sort((a, b) => examples[a]!.inputIds.length - examples[b]!.inputIds.length);
     for (let k = 0; k < sorted.length; k += batchSize) batches.push(sorted.slice(k, k + batchSize));
   }
   return permutation(batches.length, random).map((i) => batches[i]!);
@@ -185,9 +239,18 @@ export async function runSft(
   settings: { epochs: number; batchSize: number },
   options: { random: Random; signal?: AbortSignal; onEpoch?: (epoch: number, loss: number) => void },
 ): Promise<SftSummary> {
-  if (!(Number.isInteger(settings.epochs) && settings.epochs > 0)) throw new InvalidArgumentError({ argument: 'epochs', message: `must be a positive integer, got ${String(settings.epochs)}` });
-  if (!(Number.isInteger(settings.batchSize) && settings.batchSize > 0)) throw new InvalidArgumentError({ argument: 'batchSize', message: `must be a positive integer, got ${String(settings.batchSize)}` });
-  if (examples.length === 0) throw new InvalidArgumentError({ argument: 'examples', message: 'needs at least one demonstration' });
+  if (!(Number.isInteger(settings.epochs) && settings.epochs > 0))
+    throw new InvalidArgumentError({
+      argument: 'epochs',
+      message: `must be a positive integer, got ${String(settings.epochs)}`,
+    });
+  if (!(Number.isInteger(settings.batchSize) && settings.batchSize > 0))
+    throw new InvalidArgumentError({
+      argument: 'batchSize',
+      message: `must be a positive integer, got ${String(settings.batchSize)}`,
+    });
+  if (examples.length === 0)
+    throw new InvalidArgumentError({ argument: 'examples', message: 'needs at least one demonstration' });
   const summary: SftSummary = { epochLoss: [], updates: 0, skipped: 0 };
   for (let epoch = 0; epoch < settings.epochs; epoch++) {
     const batches = lengthBucketedBatches(examples, settings.batchSize, options.random);
@@ -197,7 +260,11 @@ export async function runSft(
       if (options.signal?.aborted) throw new AbortedError({ what: 'runSft', cause: options.signal.reason });
       const mini = indices.map((i) => examples[i]!);
       const batch = { inputIds: mini.map((e) => e.inputIds), positions: mini.map((e) => e.positions) };
-      const result = await policy.update(batch, sftLossFunction(batch), options.signal ? { signal: options.signal } : {});
+      const result = await policy.update(
+        batch,
+        sftLossFunction(batch),
+        options.signal ? { signal: options.signal } : {},
+      );
       const count = batch.positions.reduce((n, row) => n + row.length, 0);
       weighted += result.value * count;
       tokens += count;

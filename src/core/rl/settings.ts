@@ -5,7 +5,9 @@ import type { LossSettings } from './update-batch';
 export interface RlSettings {
   /** Rollouts per prompt (n_agent). */
   nAgent: number;
-  advantage: Required<Pick<GroupRuleOptions, 'std' | 'normalize' | 'dropZeroVarianceGroups'>> & { eps?: number };
+  advantage: Required<Pick<GroupRuleOptions, 'std' | 'normalize' | 'dropZeroVarianceGroups'>> & {
+    eps?: number;
+  };
   loss: LossSettings;
   /** Passes over each step's batch (verl's ppo_epochs). */
   ppoEpochs: number;
@@ -25,7 +27,14 @@ export interface RlSettings {
 export const DEFAULT_RL_SETTINGS: Readonly<RlSettings> = Object.freeze({
   nAgent: 4,
   advantage: Object.freeze({ std: 'population', normalize: true, dropZeroVarianceGroups: false }),
-  loss: Object.freeze({ kind: 'gspo', clipLow: 3e-4, clipHigh: 4e-4, aggregation: 'seq-mean-token-mean', klCoef: 0, klEstimator: 'k3' }),
+  loss: Object.freeze({
+    kind: 'gspo',
+    clipLow: 3e-4,
+    clipHigh: 4e-4,
+    aggregation: 'seq-mean-token-mean',
+    klCoef: 0,
+    klEstimator: 'k3',
+  }),
   ppoEpochs: 1,
   miniBatchSize: null,
   entropyCoef: 0,

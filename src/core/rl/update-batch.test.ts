@@ -4,11 +4,24 @@ import { klPenalty } from './kl';
 import { policyLoss } from './policy-loss';
 import { buildUpdateBatch, createLossFunction, type LossSettings } from './update-batch';
 
-const loss = (overrides: Partial<LossSettings> = {}): LossSettings => ({ kind: 'ppo_clip', clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', klCoef: 0, klEstimator: 'k3', ...overrides });
+const loss = (overrides: Partial<LossSettings> = {}): LossSettings => ({
+  kind: 'ppo_clip',
+  clipLow: 0.2,
+  clipHigh: 0.2,
+  aggregation: 'token-mean',
+  klCoef: 0,
+  klEstimator: 'k3',
+  ...overrides,
+});
 
 describe('buildUpdateBatch', () => {
   it('keeps mask-1 positions only, cuts after the last policy token, and leaves out missing advantages', () => {
-    const batch = buildUpdateBatch([trajectoryWith('a#0', 12, [3, 4, 7], 0.5), trajectoryWith('a#1', 9, [2, 5], null), trajectoryWith('a#2', 10, [1, 2, 8], -0.5), trajectoryWith('a#3', 6, [], 1)]);
+    const batch = buildUpdateBatch([
+      trajectoryWith('a#0', 12, [3, 4, 7], 0.5),
+      trajectoryWith('a#1', 9, [2, 5], null),
+      trajectoryWith('a#2', 10, [1, 2, 8], -0.5),
+      trajectoryWith('a#3', 6, [], 1),
+    ]);
     expect(batch.sampleIds).toEqual(['a#0', 'a#2']);
     expect(batch.positions).toEqual([
       [3, 4, 7],
@@ -43,7 +56,16 @@ describe('createLossFunction', () => {
     const result = createLossFunction({ oldLogProbs, advantages }, loss())(newLogProbs);
     const mask = oldLogProbs.map((row) => row.map(() => 1));
     const kl = klPenalty({ estimator: 'k3', oldLogProbs, newLogProbs, mask, aggregation: 'token-mean' });
-    const pg = policyLoss({ kind: 'ppo_clip', oldLogProbs, newLogProbs, mask, advantages, clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean' });
+    const pg = policyLoss({
+      kind: 'ppo_clip',
+      oldLogProbs,
+      newLogProbs,
+      mask,
+      advantages,
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      aggregation: 'token-mean',
+    });
     expect(result.metrics!.kl).toBeGreaterThan(0);
     expect(result.metrics!.kl).toBe(kl.value);
     expect(result.value).toBe(pg.value);
@@ -54,9 +76,21 @@ describe('createLossFunction', () => {
     const result = createLossFunction({ oldLogProbs, advantages }, loss({ klCoef: 0.5 }))(newLogProbs);
     const mask = oldLogProbs.map((row) => row.map(() => 1));
     const kl = klPenalty({ estimator: 'k3', oldLogProbs, newLogProbs, mask, aggregation: 'token-mean' });
-    const pg = policyLoss({ kind: 'ppo_clip', oldLogProbs, newLogProbs, mask, advantages, clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean' });
+    const pg = policyLoss({
+      kind: 'ppo_clip',
+      oldLogProbs,
+      newLogProbs,
+      mask,
+      advantages,
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      aggregation: 'token-mean',
+    });
     expect(result.value).toBeCloseTo(pg.value + 0.5 * kl.value, 14);
-    expect(result.gradNewLogProbs[0]![0]).toBeCloseTo(pg.gradNewLogProbs[0]![0]! + 0.5 * kl.gradNewLogProbs[0]![0]!, 14);
+    expect(result.gradNewLogProbs[0]![0]).toBeCloseTo(
+      pg.gradNewLogProbs[0]![0]! + 0.5 * kl.gradNewLogProbs[0]![0]!,
+      14,
+    );
   });
 
   it('passes the verl options through: dual-clip (default bound 3), the log-ratio clamp, the KL against a frozen reference', () => {
@@ -67,12 +101,32 @@ describe('createLossFunction', () => {
     ];
     const result = createLossFunction({ oldLogProbs, advantages, referenceLogProbs }, settings)(newLogProbs);
     const mask = oldLogProbs.map((row) => row.map(() => 1));
-    const pg = policyLoss({ kind: 'ppo_clip', oldLogProbs, newLogProbs, mask, advantages, clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', clipRatioC: 3, logRatioClamp: 20 });
-    const kl = klPenalty({ estimator: 'k3', oldLogProbs: referenceLogProbs, newLogProbs, mask, aggregation: 'token-mean' });
+    const pg = policyLoss({
+      kind: 'ppo_clip',
+      oldLogProbs,
+      newLogProbs,
+      mask,
+      advantages,
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      aggregation: 'token-mean',
+      clipRatioC: 3,
+      logRatioClamp: 20,
+    });
+    const kl = klPenalty({
+      estimator: 'k3',
+      oldLogProbs: referenceLogProbs,
+      newLogProbs,
+      mask,
+      aggregation: 'token-mean',
+    });
     expect(result.metrics).toMatchObject({ clipFractionLower: pg.clipFractionLower, kl: kl.value });
     expect(result.value).toBeCloseTo(pg.value + 0.1 * kl.value, 14);
     // Dual-clip bounds a negative advantage's loss: far above the old policy, -A x 3.
-    const far = createLossFunction({ oldLogProbs: [[-3]], advantages: [-1] }, loss({ dualClip: true }))([[-3 + Math.log(10)]]);
+    const far = createLossFunction(
+      { oldLogProbs: [[-3]], advantages: [-1] },
+      loss({ dualClip: true }),
+    )([[-3 + Math.log(10)]]);
     expect(far.value).toBeCloseTo(3, 12);
     expect(far.metrics!.clipFractionLower).toBe(1);
   });

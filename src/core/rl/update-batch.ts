@@ -25,15 +25,28 @@ export interface UpdateBatch extends LogProbBatch {
  * between the first and the last policy token are scored too; their old log-probs are NaN here
  * (nothing sampled them) and `recomputed` lists where they are, for the caller to fill in.
  */
-export function buildUpdateBatch(trajectories: readonly Trajectory[], options: { stateMasking?: boolean } = {}): UpdateBatch & { recomputed: Array<{ row: number; index: number }> } {
+export function buildUpdateBatch(
+  trajectories: readonly Trajectory[],
+  options: { stateMasking?: boolean } = {},
+): UpdateBatch & { recomputed: Array<{ row: number; index: number }> } {
   const stateMasking = options.stateMasking ?? true;
-  const batch: UpdateBatch & { recomputed: Array<{ row: number; index: number }> } = { inputIds: [], positions: [], oldLogProbs: [], advantages: [], sampleIds: [], recomputed: [] };
+  const batch: UpdateBatch & { recomputed: Array<{ row: number; index: number }> } = {
+    inputIds: [],
+    positions: [],
+    oldLogProbs: [],
+    advantages: [],
+    sampleIds: [],
+    recomputed: [],
+  };
   trajectories.forEach((t, i) => {
     if (t.advantage === null || Number.isNaN(t.advantage)) return;
     if (t.tokenSteps.length === 0) return;
     t.tokenSteps.forEach((step, k) => {
       if (t.fullInputIds[step.position] !== step.tokenId || t.lossMask[step.position] !== 1) {
-        throw new InvalidArgumentError({ argument: `trajectories[${i}].tokenSteps[${k}]`, message: `does not match fullInputIds/lossMask at position ${step.position}` });
+        throw new InvalidArgumentError({
+          argument: `trajectories[${i}].tokenSteps[${k}]`,
+          message: `does not match fullInputIds/lossMask at position ${step.position}`,
+        });
       }
     });
     const last = t.tokenSteps[t.tokenSteps.length - 1]!.position;
@@ -47,7 +60,8 @@ export function buildUpdateBatch(trajectories: readonly Trajectory[], options: {
       const old: number[] = [];
       for (let p = t.tokenSteps[0]!.position; p <= last; p++) {
         const logProb = recorded.get(p);
-        if (logProb === undefined) batch.recomputed.push({ row: batch.positions.length, index: positions.length });
+        if (logProb === undefined)
+          batch.recomputed.push({ row: batch.positions.length, index: positions.length });
         positions.push(p);
         old.push(logProb ?? Number.NaN);
       }
@@ -91,7 +105,10 @@ export const DEFAULT_CLIP_RATIO_C = 3;
  * scored position. Every position of the batch is a policy token, so the mask is all ones. The
  * KL is against `referenceLogProbs` when the batch has them, else against the rollout's.
  */
-export function createLossFunction(batch: Pick<UpdateBatch, 'oldLogProbs' | 'advantages' | 'referenceLogProbs'>, settings: LossSettings): LossFunction {
+export function createLossFunction(
+  batch: Pick<UpdateBatch, 'oldLogProbs' | 'advantages' | 'referenceLogProbs'>,
+  settings: LossSettings,
+): LossFunction {
   const mask = batch.oldLogProbs.map((row) => row.map(() => 1));
   return (newLogProbs) => {
     const pg = policyLoss({
@@ -103,15 +120,31 @@ export function createLossFunction(batch: Pick<UpdateBatch, 'oldLogProbs' | 'adv
       clipLow: settings.clipLow,
       clipHigh: settings.clipHigh,
       aggregation: settings.aggregation,
-      ...(settings.kind === 'ppo_clip' && { clipRatioC: settings.dualClip ? (settings.clipRatioC ?? DEFAULT_CLIP_RATIO_C) : null, logRatioClamp: settings.logRatioClamp ?? null }),
+      ...(settings.kind === 'ppo_clip' && {
+        clipRatioC: settings.dualClip ? (settings.clipRatioC ?? DEFAULT_CLIP_RATIO_C) : null,
+        logRatioClamp: settings.logRatioClamp ?? null,
+      }),
     });
     // The KL is measured whatever klCoef is (a metric to watch); it enters the loss only when klCoef > 0.
-    const kl = klPenalty({ estimator: settings.klEstimator, oldLogProbs: batch.referenceLogProbs ?? batch.oldLogProbs, newLogProbs, mask, aggregation: settings.aggregation });
-    const metrics: Record<string, number> = { policyLoss: pg.value, clipFraction: pg.clipFraction, kl: kl.value, ...(pg.clipFractionLower !== undefined && { clipFractionLower: pg.clipFractionLower }) };
+    const kl = klPenalty({
+      estimator: settings.klEstimator,
+      oldLogProbs: batch.referenceLogProbs ?? batch.oldLogProbs,
+      newLogProbs,
+      mask,
+      aggregation: settings.aggregation,
+    });
+    const metrics: Record<string, number> = {
+      policyLoss: pg.value,
+      clipFraction: pg.clipFraction,
+      kl: kl.value,
+      ...(pg.clipFractionLower !== undefined && { clipFractionLower: pg.clipFractionLower }),
+    };
     if (settings.klCoef === 0) return { value: pg.value, gradNewLogProbs: pg.gradNewLogProbs, metrics };
     return {
       value: pg.value + settings.klCoef * kl.value,
-      gradNewLogProbs: pg.gradNewLogProbs.map((row, i) => row.map((g, t) => g + settings.klCoef * kl.gradNewLogProbs[i]![t]!)),
+      gradNewLogProbs: pg.gradNewLogProbs.map((row, i) =>
+        row.map((g, t) => g + settings.klCoef * kl.gradNewLogProbs[i]![t]!),
+      ),
       metrics,
     };
   };

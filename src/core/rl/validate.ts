@@ -1,22 +1,38 @@
 import { InvalidArgumentError } from '../errors';
 
 export function assertMatrix(name: string, value: unknown): asserts value is number[][] {
-  if (!Array.isArray(value)) throw new InvalidArgumentError({ argument: name, message: 'expected an array of sequences (number[][])' });
+  if (!Array.isArray(value))
+    throw new InvalidArgumentError({
+      argument: name,
+      message: 'expected an array of sequences (number[][])',
+    });
   value.forEach((row, i) => {
-    if (!Array.isArray(row)) throw new InvalidArgumentError({ argument: `${name}[${i}]`, message: 'expected an array of numbers' });
+    if (!Array.isArray(row))
+      throw new InvalidArgumentError({ argument: `${name}[${i}]`, message: 'expected an array of numbers' });
   });
 }
 
 /** Checks that `other` has exactly the shape of `reference` (batch x tokens). */
-export function assertSameShape(referenceName: string, reference: number[][], name: string, other: number[][]): void {
+export function assertSameShape(
+  referenceName: string,
+  reference: number[][],
+  name: string,
+  other: number[][],
+): void {
   if (other.length !== reference.length) {
-    throw new InvalidArgumentError({ argument: name, message: `has ${other.length} sequences but '${referenceName}' has ${reference.length}` });
+    throw new InvalidArgumentError({
+      argument: name,
+      message: `has ${other.length} sequences but '${referenceName}' has ${reference.length}`,
+    });
   }
   for (let i = 0; i < reference.length; i++) {
     const a = reference[i]!;
     const b = other[i]!;
     if (a.length !== b.length) {
-      throw new InvalidArgumentError({ argument: `${name}[${i}]`, message: `has ${b.length} tokens but '${referenceName}[${i}]' has ${a.length}` });
+      throw new InvalidArgumentError({
+        argument: `${name}[${i}]`,
+        message: `has ${b.length} tokens but '${referenceName}[${i}]' has ${a.length}`,
+      });
     }
   }
 }
@@ -26,7 +42,10 @@ export function assertFiniteMasked(name: string, values: number[][], mask: numbe
     const row = values[i]!;
     for (let t = 0; t < row.length; t++) {
       if (mask[i]![t] !== 0 && !Number.isFinite(row[t])) {
-        throw new InvalidArgumentError({ argument: `${name}[${i}][${t}]`, message: `must be a finite number on a masked-in token, got ${row[t]}` });
+        throw new InvalidArgumentError({
+          argument: `${name}[${i}][${t}]`,
+          message: `must be a finite number on a masked-in token, got ${row[t]}`,
+        });
       }
     }
   }
@@ -38,7 +57,10 @@ export function assertMask(mask: number[][]): void {
     for (let t = 0; t < row.length; t++) {
       const m = row[t]!;
       if (!(Number.isFinite(m) && m >= 0)) {
-        throw new InvalidArgumentError({ argument: `mask[${i}][${t}]`, message: `must be a non-negative weight (1 on policy tokens, 0 elsewhere), got ${m}` });
+        throw new InvalidArgumentError({
+          argument: `mask[${i}][${t}]`,
+          message: `must be a non-negative weight (1 on policy tokens, 0 elsewhere), got ${m}`,
+        });
       }
     }
   }

@@ -18,13 +18,23 @@ function verlAggLoss(loss: number[][], mask: number[][], mode: LossAggregation):
   const seqCounts = mask.map((row) => row.reduce((s, m) => s + m, 0));
   if (mode === 'token-mean') return seqSums.reduce((a, b) => a + b, 0) / seqCounts.reduce((a, b) => a + b, 0);
   if (mode === 'seq-mean-token-sum') return seqSums.reduce((a, b) => a + b, 0) / seqSums.length;
-  if (mode === 'seq-mean-token-mean') return seqSums.reduce((s, v, i) => s + v / seqCounts[i]!, 0) / seqSums.length;
+  if (mode === 'seq-mean-token-mean')
+    return seqSums.reduce((s, v, i) => s + v / seqCounts[i]!, 0) / seqSums.length;
   // seq-mean-token-sum-norm: sum of sequence sums over loss_mask.shape[-1] (the padded length).
   return seqSums.reduce((a, b) => a + b, 0) / mask[0]!.length;
 }
 
 /** verl `compute_policy_loss_vanilla` (dual-clip with clip_ratio_c, log-ratio clamped to ±20). */
-function verlVanillaLoss(old: number[][], logp: number[][], advantages: number[], mask: number[][], clipLow: number, clipHigh: number, clipRatioC: number, mode: LossAggregation) {
+function verlVanillaLoss(
+  old: number[][],
+  logp: number[][],
+  advantages: number[],
+  mask: number[][],
+  clipLow: number,
+  clipHigh: number,
+  clipRatioC: number,
+  mode: LossAggregation,
+) {
   let clipped = 0;
   let lower = 0;
   let count = 0;
@@ -44,7 +54,11 @@ function verlVanillaLoss(old: number[][], logp: number[][], advantages: number[]
       return A < 0 ? clip2 : clip1;
     }),
   );
-  return { value: verlAggLoss(losses, mask, mode), clipFraction: clipped / count, clipFractionLower: lower / count };
+  return {
+    value: verlAggLoss(losses, mask, mode),
+    clipFraction: clipped / count,
+    clipFractionLower: lower / count,
+  };
 }
 
 /** verl `kl_penalty_forward(logprob, ref_logprob, 'low_var_kl')`, aggregated with `agg_loss`. */
@@ -58,20 +72,37 @@ function verlLowVarKl(logp: number[][], ref: number[][], mask: number[][], mode:
   return verlAggLoss(kl, mask, mode);
 }
 
-const modes: LossAggregation[] = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'];
+const modes: LossAggregation[] = [
+  'token-mean',
+  'seq-mean-token-mean',
+  'seq-mean-token-sum',
+  'seq-mean-token-sum-norm',
+];
 
 /** Rectangular batches with every sequence's first token masked in (verl's padded tensors; no empty response). */
-const batch = fc
-  .tuple(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 6 }))
-  .chain(([n, t]) =>
-    fc.record({
-      old: fc.array(fc.array(fc.double({ min: -8, max: -0.01, noNaN: true }), { minLength: t, maxLength: t }), { minLength: n, maxLength: n }),
-      // Wide enough to reach the dual clip (ratio 3) and, rarely, the ±20 clamps.
-      delta: fc.array(fc.array(fc.oneof(fc.double({ min: -1.5, max: 1.5, noNaN: true }), fc.constantFrom(-25, 25)), { minLength: t, maxLength: t }), { minLength: n, maxLength: n }),
-      mask: fc.array(fc.array(fc.constantFrom(0, 1, 1), { minLength: t, maxLength: t }), { minLength: n, maxLength: n }).map((m) => m.map((row) => [1, ...row.slice(1)])),
-      advantages: fc.array(fc.double({ min: -3, max: 3, noNaN: true }), { minLength: n, maxLength: n }),
+const batch = fc.tuple(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 6 })).chain(([n, t]) =>
+  fc.record({
+    old: fc.array(fc.array(fc.double({ min: -8, max: -0.01, noNaN: true }), { minLength: t, maxLength: t }), {
+      minLength: n,
+      maxLength: n,
     }),
-  );
+    // Wide enough to reach the dual clip (ratio 3) and, rarely, the ±20 clamps.
+    delta: fc.array(
+      fc.array(fc.oneof(fc.double({ min: -1.5, max: 1.5, noNaN: true }), fc.constantFrom(-25, 25)), {
+        minLength: t,
+        maxLength: t,
+      }),
+      { minLength: n, maxLength: n },
+    ),
+    mask: fc
+      .array(fc.array(fc.constantFrom(0, 1, 1), { minLength: t, maxLength: t }), {
+        minLength: n,
+        maxLength: n,
+      })
+      .map((m) => m.map((row) => [1, ...row.slice(1)])),
+    advantages: fc.array(fc.double({ min: -3, max: 3, noNaN: true }), { minLength: n, maxLength: n }),
+  }),
+);
 
 function finiteDifferences(f: (x: number[][]) => number, x: number[][], analytic: number[][]): void {
   const h = 1e-6;
@@ -93,24 +124,58 @@ describe('verl-compatible options, against verl written out', () => {
       fc.property(batch, fc.constantFrom(...modes), (b, aggregation) => {
         const logp = b.old.map((row, i) => row.map((v, t) => v + b.delta[i]![t]!));
         const ours = (n: number[][]) =>
-          policyLoss({ kind: 'ppo_clip', oldLogProbs: b.old, newLogProbs: n, mask: b.mask, advantages: b.advantages, clipLow: 0.2, clipHigh: 0.28, aggregation, clipRatioC: 3, logRatioClamp: 20 });
+          policyLoss({
+            kind: 'ppo_clip',
+            oldLogProbs: b.old,
+            newLogProbs: n,
+            mask: b.mask,
+            advantages: b.advantages,
+            clipLow: 0.2,
+            clipHigh: 0.28,
+            aggregation,
+            clipRatioC: 3,
+            logRatioClamp: 20,
+          });
         const verl = verlVanillaLoss(b.old, logp, b.advantages, b.mask, 0.2, 0.28, 3, aggregation);
         const result = ours(logp);
         expect(result.value).toBeCloseTo(verl.value, 9);
         expect(result.clipFraction).toBeCloseTo(verl.clipFraction, 12);
         expect(result.clipFractionLower).toBeCloseTo(verl.clipFractionLower, 12);
-        finiteDifferences((n) => verlVanillaLoss(b.old, n, b.advantages, b.mask, 0.2, 0.28, 3, aggregation).value, logp, result.gradNewLogProbs);
+        finiteDifferences(
+          (n) => verlVanillaLoss(b.old, n, b.advantages, b.mask, 0.2, 0.28, 3, aggregation).value,
+          logp,
+          result.gradNewLogProbs,
+        );
       }),
       { numRuns: 300 },
     );
   });
 
   it('the dual clip bounds the loss of a negative advantage at -A x clipRatioC, with no gradient there', () => {
-    const result = policyLoss({ kind: 'ppo_clip', oldLogProbs: [[-2]], newLogProbs: [[-2 + Math.log(5)]], mask: [[1]], advantages: [-1], clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean', clipRatioC: 3 });
+    const result = policyLoss({
+      kind: 'ppo_clip',
+      oldLogProbs: [[-2]],
+      newLogProbs: [[-2 + Math.log(5)]],
+      mask: [[1]],
+      advantages: [-1],
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      aggregation: 'token-mean',
+      clipRatioC: 3,
+    });
     expect(result.value).toBeCloseTo(3, 12);
     expect(result.gradNewLogProbs).toEqual([[0]]);
     expect(result.clipFractionLower).toBe(1);
-    const plain = policyLoss({ kind: 'ppo_clip', oldLogProbs: [[-2]], newLogProbs: [[-2 + Math.log(5)]], mask: [[1]], advantages: [-1], clipLow: 0.2, clipHigh: 0.2, aggregation: 'token-mean' });
+    const plain = policyLoss({
+      kind: 'ppo_clip',
+      oldLogProbs: [[-2]],
+      newLogProbs: [[-2 + Math.log(5)]],
+      mask: [[1]],
+      advantages: [-1],
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      aggregation: 'token-mean',
+    });
     expect(plain.value).toBeCloseTo(5, 12);
   });
 
@@ -118,7 +183,14 @@ describe('verl-compatible options, against verl written out', () => {
     fc.assert(
       fc.property(batch, fc.constantFrom(...modes), (b, aggregation) => {
         const logp = b.old.map((row, i) => row.map((v, t) => v + b.delta[i]![t]!));
-        const ours = (n: number[][]) => klPenalty({ estimator: 'low_var_kl', oldLogProbs: b.old, newLogProbs: n, mask: b.mask, aggregation });
+        const ours = (n: number[][]) =>
+          klPenalty({
+            estimator: 'low_var_kl',
+            oldLogProbs: b.old,
+            newLogProbs: n,
+            mask: b.mask,
+            aggregation,
+          });
         const result = ours(logp);
         expect(result.value).toBeCloseTo(verlLowVarKl(logp, b.old, b.mask, aggregation), 9);
         finiteDifferences((n) => verlLowVarKl(n, b.old, b.mask, aggregation), logp, result.gradNewLogProbs);
@@ -126,7 +198,13 @@ describe('verl-compatible options, against verl written out', () => {
       { numRuns: 300 },
     );
     // A reference far above the policy: k3 would be e^5 - 6; low_var_kl caps it at 10, gradient 0.
-    const capped = klPenalty({ estimator: 'low_var_kl', oldLogProbs: [[-1]], newLogProbs: [[-6]], mask: [[1]], aggregation: 'token-mean' });
+    const capped = klPenalty({
+      estimator: 'low_var_kl',
+      oldLogProbs: [[-1]],
+      newLogProbs: [[-6]],
+      mask: [[1]],
+      aggregation: 'token-mean',
+    });
     expect(capped).toEqual({ value: 10, gradNewLogProbs: [[0]] });
   });
 });

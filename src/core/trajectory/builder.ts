@@ -44,13 +44,28 @@ export class TrajectoryTokens {
         });
       }
       if (!Number.isInteger(step.tokenId) || step.tokenId < 0) {
-        throw new PortOutputError({ port: 'policy', provider: this.provider, field: `steps[${k}].tokenId`, message: `not a token id: ${step.tokenId}` });
+        throw new PortOutputError({
+          port: 'policy',
+          provider: this.provider,
+          field: `steps[${k}].tokenId`,
+          message: `not a token id: ${step.tokenId}`,
+        });
       }
       if (typeof step.tokenText !== 'string') {
-        throw new PortOutputError({ port: 'policy', provider: this.provider, field: `steps[${k}].tokenText`, message: `expected a string, got ${typeof step.tokenText}` });
+        throw new PortOutputError({
+          port: 'policy',
+          provider: this.provider,
+          field: `steps[${k}].tokenText`,
+          message: `expected a string, got ${typeof step.tokenText}`,
+        });
       }
       if (typeof step.logProb !== 'number' || Number.isNaN(step.logProb) || step.logProb > 1e-6) {
-        throw new PortOutputError({ port: 'policy', provider: this.provider, field: `steps[${k}].logProb`, message: `not a log-probability: ${step.logProb}` });
+        throw new PortOutputError({
+          port: 'policy',
+          provider: this.provider,
+          field: `steps[${k}].logProb`,
+          message: `not a log-probability: ${step.logProb}`,
+        });
       }
       this.fullInputIds.push(step.tokenId);
       this.lossMask.push(1);

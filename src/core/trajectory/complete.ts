@@ -47,7 +47,14 @@ export function completeTrajectory(draft: Trajectory, completion: TrajectoryComp
 /** The terminal answer recorded on a completed trajectory, for scoring it again. */
 export function terminalAnswerOf(trajectory: Trajectory): TerminalAnswer {
   if (trajectory.error?.stage === 'generator') {
-    return { status: 'failed', failure: { stage: 'generator', kind: (trajectory.error.kind ?? 'error') as RewardFailure['kind'], message: trajectory.error.message } };
+    return {
+      status: 'failed',
+      failure: {
+        stage: 'generator',
+        kind: (trajectory.error.kind ?? 'error') as RewardFailure['kind'],
+        message: trajectory.error.message,
+      },
+    };
   }
   return { status: 'skipped' };
 }

@@ -8,7 +8,12 @@ import type { Trajectory } from './trajectory';
  * the single key `$number` is reserved for this.
  */
 export const NUMBER_TAG = '$number';
-const SPECIAL_NUMBERS: Record<string, number> = { NaN: Number.NaN, Infinity: Number.POSITIVE_INFINITY, '-Infinity': Number.NEGATIVE_INFINITY, '-0': -0 };
+const SPECIAL_NUMBERS: Record<string, number> = {
+  NaN: Number.NaN,
+  Infinity: Number.POSITIVE_INFINITY,
+  '-Infinity': Number.NEGATIVE_INFINITY,
+  '-0': -0,
+};
 
 /** A `JSON.stringify` replacer that tags the numbers JSON cannot hold. */
 export function encodeSpecialNumbers(_key: string, value: unknown): unknown {
@@ -55,7 +60,8 @@ class Reader {
   }
 
   object(value: unknown, field: Path): Record<string, unknown> {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) this.fail(field, `expected an object, got ${describe(value)}`);
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      this.fail(field, `expected an object, got ${describe(value)}`);
     return value as Record<string, unknown>;
   }
 
@@ -71,7 +77,8 @@ class Reader {
 
   integer(value: unknown, field: Path, min = 0): number {
     const n = this.number(value, field);
-    if (!Number.isInteger(n) || n < min) this.fail(field, `expected an integer >= ${min}, got ${describe(value)}`);
+    if (!Number.isInteger(n) || n < min)
+      this.fail(field, `expected an integer >= ${min}, got ${describe(value)}`);
     return n;
   }
 
@@ -114,19 +121,27 @@ export function trajectoryFromJSON(input: string | unknown, row = -1): Trajector
     try {
       parsed = JSON.parse(input, reviveSpecialNumbers);
     } catch (error) {
-      throw new DatasetValidationError({ row, field: '(json)', message: `not valid JSON: ${(error as Error).message}`, cause: error });
+      throw new DatasetValidationError({
+        row,
+        field: '(json)',
+        message: `not valid JSON: ${(error as Error).message}`,
+        cause: error,
+      });
     }
   } else parsed = reviveTree(input);
   const o = reader.object(parsed, '(root)');
   if (o.formatVersion !== 1) reader.fail('formatVersion', `expected 1, got ${describe(o.formatVersion)}`);
 
-  const fullInputIds = reader.array(o.fullInputIds, 'fullInputIds').map((v, i) => reader.integer(v, `fullInputIds.${i}`));
+  const fullInputIds = reader
+    .array(o.fullInputIds, 'fullInputIds')
+    .map((v, i) => reader.integer(v, `fullInputIds.${i}`));
   const lossMask = reader.array(o.lossMask, 'lossMask').map((v, i) => {
     const m = reader.number(v, `lossMask.${i}`);
     if (m !== 0 && m !== 1) reader.fail(`lossMask.${i}`, `expected 0 or 1, got ${m}`);
     return m;
   });
-  if (lossMask.length !== fullInputIds.length) reader.fail('lossMask', `has ${lossMask.length} entries but fullInputIds has ${fullInputIds.length}`);
+  if (lossMask.length !== fullInputIds.length)
+    reader.fail('lossMask', `has ${lossMask.length} entries but fullInputIds has ${fullInputIds.length}`);
   const tokenSteps = reader.array(o.tokenSteps, 'tokenSteps').map((v, i) => {
     const s = reader.object(v, `tokenSteps.${i}`);
     const step = {
@@ -136,16 +151,27 @@ export function trajectoryFromJSON(input: string | unknown, row = -1): Trajector
       position: reader.integer(s.position, `tokenSteps.${i}.position`),
     };
     if (fullInputIds[step.position] !== step.tokenId) {
-      reader.fail(`tokenSteps.${i}.position`, `fullInputIds[${step.position}] is ${fullInputIds[step.position]}, not the step's token ${step.tokenId}`);
+      reader.fail(
+        `tokenSteps.${i}.position`,
+        `fullInputIds[${step.position}] is ${fullInputIds[step.position]}, not the step's token ${step.tokenId}`,
+      );
     }
-    if (lossMask[step.position] !== 1) reader.fail(`tokenSteps.${i}.position`, `lossMask is 0 at policy token position ${step.position}`);
+    if (lossMask[step.position] !== 1)
+      reader.fail(`tokenSteps.${i}.position`, `lossMask is 0 at policy token position ${step.position}`);
     return step;
   });
-  const generatedPositions = reader.array(o.generatedPositions, 'generatedPositions').map((v, i) => reader.integer(v, `generatedPositions.${i}`));
+  const generatedPositions = reader
+    .array(o.generatedPositions, 'generatedPositions')
+    .map((v, i) => reader.integer(v, `generatedPositions.${i}`));
   const policyTokens = lossMask.reduce((sum, m) => sum + m, 0);
-  if (policyTokens !== tokenSteps.length) reader.fail('lossMask', `marks ${policyTokens} policy tokens but there are ${tokenSteps.length} tokenSteps`);
+  if (policyTokens !== tokenSteps.length)
+    reader.fail(
+      'lossMask',
+      `marks ${policyTokens} policy tokens but there are ${tokenSteps.length} tokenSteps`,
+    );
   const terminated = reader.string(o.terminated, 'terminated');
-  if (!TERMINATIONS.has(terminated)) reader.fail('terminated', `expected one of ${[...TERMINATIONS].join(', ')}, got "${terminated}"`);
+  if (!TERMINATIONS.has(terminated))
+    reader.fail('terminated', `expected one of ${[...TERMINATIONS].join(', ')}, got "${terminated}"`);
 
   return {
     formatVersion: 1,
@@ -155,7 +181,9 @@ export function trajectoryFromJSON(input: string | unknown, row = -1): Trajector
     rolloutIndex: reader.integer(o.rolloutIndex, 'rolloutIndex'),
     query: reader.string(o.query, 'query'),
     reference: reader.nullableString(o.reference, 'reference'),
-    goldenBasenames: reader.array(o.goldenBasenames, 'goldenBasenames').map((v, i) => reader.string(v, `goldenBasenames.${i}`)),
+    goldenBasenames: reader
+      .array(o.goldenBasenames, 'goldenBasenames')
+      .map((v, i) => reader.string(v, `goldenBasenames.${i}`)),
     promptLength: reader.integer(o.promptLength, 'promptLength'),
     tokenSteps,
     generatedText: reader.string(o.generatedText, 'generatedText'),
@@ -164,14 +192,22 @@ export function trajectoryFromJSON(input: string | unknown, row = -1): Trajector
     generatedPositions,
     lossMask,
     turns: reader.plain(reader.array(o.turns, 'turns')) as Trajectory['turns'],
-    retrievedBasenames: reader.array(o.retrievedBasenames, 'retrievedBasenames').map((v, i) => reader.string(v, `retrievedBasenames.${i}`)),
+    retrievedBasenames: reader
+      .array(o.retrievedBasenames, 'retrievedBasenames')
+      .map((v, i) => reader.string(v, `retrievedBasenames.${i}`)),
     evidence: reader.plain(reader.array(o.evidence, 'evidence')) as Trajectory['evidence'],
     terminated: terminated as Trajectory['terminated'],
     error: o.error === null ? null : (reader.plain(reader.object(o.error, 'error')) as Trajectory['error']),
     invalidActions: reader.integer(o.invalidActions, 'invalidActions'),
-    generatorUsage: o.generatorUsage === null ? null : (reader.plain(reader.object(o.generatorUsage, 'generatorUsage')) as Trajectory['generatorUsage']),
+    generatorUsage:
+      o.generatorUsage === null
+        ? null
+        : (reader.plain(reader.object(o.generatorUsage, 'generatorUsage')) as Trajectory['generatorUsage']),
     reward: reader.nullableNumber(o.reward, 'reward'),
-    rewardDetail: o.rewardDetail === null ? null : (reader.plain(reader.object(o.rewardDetail, 'rewardDetail')) as Trajectory['rewardDetail']),
+    rewardDetail:
+      o.rewardDetail === null
+        ? null
+        : (reader.plain(reader.object(o.rewardDetail, 'rewardDetail')) as Trajectory['rewardDetail']),
     advantage: reader.nullableNumber(o.advantage, 'advantage'),
   };
 }

@@ -2,7 +2,6 @@ import type { Action, InvalidActionReason } from '../protocol/actions';
 import type { RewardOutcome } from '../reward/combine';
 import type { BoundingBox, TokenStep, TokenUsage } from '../../ports/types';
 
-
 export type TerminationReason = 'complete' | 'answer' | 'budget' | 'context' | 'error';
 
 export interface SearchRecord {

@@ -6,7 +6,9 @@ import type { SlideEnvironment } from './build';
  * (`createSearcherContainer`): BM25 over the slides (SQLite FTS5), sharp crops, the frozen slide
  * reader, the rule judge. The policy and the store are the caller's.
  */
-export function slideEnvironmentAdapters(env: Pick<SlideEnvironment, 'dbPath' | 'corpusPath'>): Pick<AdaptersConfigInput, 'searchEngine' | 'imageOps' | 'generator' | 'judge'> {
+export function slideEnvironmentAdapters(
+  env: Pick<SlideEnvironment, 'dbPath' | 'corpusPath'>,
+): Pick<AdaptersConfigInput, 'searchEngine' | 'imageOps' | 'generator' | 'judge'> {
   return {
     searchEngine: { type: 'sqlite-fts', dbPath: env.dbPath },
     imageOps: { type: 'sharp' },
@@ -16,4 +18,5 @@ export function slideEnvironmentAdapters(env: Pick<SlideEnvironment, 'dbPath' | 
 }
 
 /** Short instructions for small policies (the prompt is part of every sequence trained on). */
-export const SLIDE_INSTRUCTIONS = 'Find the slide that answers the question. Search, crop small print with bbox, then search_complete.';
+export const SLIDE_INSTRUCTIONS =
+  'Find the slide that answers the question. Search, crop small print with bbox, then search_complete.';

@@ -3,14 +3,30 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { indexPageFolder } from '../../adapters/sqlite-fts/sqlite-fts';
-import { generateSlideCorpus, perceivedSlideText, slideText, SLIDE_HEIGHT, SLIDE_WIDTH, TITLE_FONT_PX, type Slide, type SlideCorpus, type SlideCorpusSettings } from './corpus';
+import {
+  generateSlideCorpus,
+  SLIDE_HEIGHT,
+  SLIDE_WIDTH,
+  TITLE_FONT_PX,
+  type Slide,
+  type SlideCorpus,
+  type SlideCorpusSettings,
+} from './corpus';
+import { perceivedSlideText, slideText } from './slide-text';
 
-const escapeXml = (text: string) => text.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!);
+const escapeXml = (text: string) =>
+  text.replace(
+    /[<>&'"]/g,
+    (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c]!,
+  );
 
 /** A slide as SVG: a title band, facts in large type, small print at the bottom (DejaVu Sans). */
 export function slideSvg(slide: Slide): string {
   const facts = slide.facts
-    .map((f) => `<text x="${f.box[0]}" y="${f.box[3] - Math.ceil(f.fontPx * 0.3)}" font-size="${f.fontPx}" fill="${f.small ? '#444444' : '#111111'}">${escapeXml(f.line)}</text>`)
+    .map(
+      (f) =>
+        `<text x="${f.box[0]}" y="${f.box[3] - Math.ceil(f.fontPx * 0.3)}" font-size="${f.fontPx}" fill="${f.small ? '#444444' : '#111111'}">${escapeXml(f.line)}</text>`,
+    )
     .join('');
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="${SLIDE_WIDTH}" height="${SLIDE_HEIGHT}" font-family="DejaVu Sans, sans-serif">` +
@@ -22,7 +38,9 @@ export function slideSvg(slide: Slide): string {
 }
 
 export async function renderSlide(slide: Slide): Promise<Buffer> {
-  return sharp(Buffer.from(slideSvg(slide))).png({ compressionLevel: 9 }).toBuffer();
+  return sharp(Buffer.from(slideSvg(slide)))
+    .png({ compressionLevel: 9 })
+    .toBuffer();
 }
 
 /** Bumped when the rendering changes, so that cached slides are rendered again. */
@@ -48,11 +66,17 @@ export interface SlideEnvironment {
  * text per slide, `corpus.json`, the FTS5 index) on first use, and reuses it while it is complete
  * and the corpus and renderer are the same. Rendering is the slow part (about 2000 slides).
  */
-export async function buildSlideEnvironment(cacheDir: string, settings: Partial<SlideCorpusSettings> = {}, options: { onProgress?: (done: number, total: number) => void } = {}): Promise<SlideEnvironment> {
+export async function buildSlideEnvironment(
+  cacheDir: string,
+  settings: Partial<SlideCorpusSettings> = {},
+  options: { onProgress?: (done: number, total: number) => void } = {},
+): Promise<SlideEnvironment> {
   const corpus = generateSlideCorpus(settings);
   // One subfolder per corpus (settings, content and renderer version): different corpora share a
   // cache folder without touching each other, and nothing else in the folder is ever deleted.
-  const digest = createHash('sha256').update(`${RENDERER_VERSION}\u0000${JSON.stringify(corpus)}`).digest('hex');
+  const digest = createHash('sha256')
+    .update(`${RENDERER_VERSION}\u0000${JSON.stringify(corpus)}`)
+    .digest('hex');
   const dir = join(cacheDir, `slides-${digest.slice(0, 16)}`);
   const slidesDir = join(dir, 'slides');
   const dbPath = join(dir, 'index.sqlite');
@@ -67,7 +91,13 @@ export async function buildSlideEnvironment(cacheDir: string, settings: Partial<
   }
   if (complete) {
     const present = new Set(await readdir(slidesDir));
-    const missing = slides.filter((slide) => [slide.basename, slide.basename.replace(/\.png$/, '.txt'), slide.basename.replace(/\.png$/, SHOWN_TEXT)].some((name) => !present.has(name)));
+    const missing = slides.filter((slide) =>
+      [
+        slide.basename,
+        slide.basename.replace(/\.png$/, '.txt'),
+        slide.basename.replace(/\.png$/, SHOWN_TEXT),
+      ].some((name) => !present.has(name)),
+    );
     if (missing.length === 0) {
       await indexPageFolder(dbPath, slidesDir, { shownTextExtension: SHOWN_TEXT });
       return { corpus, slidesDir, dbPath, corpusPath, rebuilt: false };
@@ -83,7 +113,10 @@ export async function buildSlideEnvironment(cacheDir: string, settings: Partial<
       for (let slide = queue.shift(); slide; slide = queue.shift()) {
         await writeFile(join(slidesDir, slide.basename), await renderSlide(slide));
         await writeFile(join(slidesDir, slide.basename.replace(/\.png$/, '.txt')), slideText(slide));
-        await writeFile(join(slidesDir, slide.basename.replace(/\.png$/, SHOWN_TEXT)), perceivedSlideText(slide));
+        await writeFile(
+          join(slidesDir, slide.basename.replace(/\.png$/, SHOWN_TEXT)),
+          perceivedSlideText(slide),
+        );
         options.onProgress?.(++done, slides.length);
       }
     }),

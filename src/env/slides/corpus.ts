@@ -45,7 +45,14 @@ export interface CorpusQuestion extends PromptRecord {
   reference: string;
   goldenBasenames: string[];
   /** `query`: the words that find the golden slide (entity, attribute, year when the fact has one). */
-  metadata: { factId: string; entity: string; attribute: string; query: string; small: boolean; split: 'train' | 'validation' | 'test' };
+  metadata: {
+    factId: string;
+    entity: string;
+    attribute: string;
+    query: string;
+    small: boolean;
+    split: 'train' | 'validation' | 'test';
+  };
 }
 
 export interface SlideCorpusSettings {
@@ -60,7 +67,15 @@ export interface SlideCorpusSettings {
   testShare: number;
 }
 
-export const DEFAULT_SLIDE_CORPUS_SETTINGS: Readonly<SlideCorpusSettings> = Object.freeze({ seed: 1, decks: 200, minSlides: 5, maxSlides: 15, smallPrintRate: 0.25, validationShare: 0.1, testShare: 0.1 });
+export const DEFAULT_SLIDE_CORPUS_SETTINGS: Readonly<SlideCorpusSettings> = Object.freeze({
+  seed: 1,
+  decks: 200,
+  minSlides: 5,
+  maxSlides: 15,
+  smallPrintRate: 0.25,
+  validationShare: 0.1,
+  testShare: 0.1,
+});
 
 export interface SlideCorpus {
   settings: SlideCorpusSettings;
@@ -68,10 +83,86 @@ export interface SlideCorpus {
   questions: { train: CorpusQuestion[]; validation: CorpusQuestion[]; test: CorpusQuestion[] };
 }
 
-const SYLLABLES = ['vor', 'tal', 'kel', 'vix', 'mon', 'dra', ' quo', 'zen', 'pra', 'lum', 'tor', 'bex', 'sol', 'nar', 'fin', 'gal', 'rho', 'tek', 'ves', 'pol', 'cor', 'dyn', 'ark', 'lyn'].map((s) => s.trim());
-const CITIES = ['Austin', 'Lyon', 'Osaka', 'Porto', 'Tallinn', 'Quito', 'Perth', 'Bergen', 'Leeds', 'Kyoto', 'Turin', 'Hanoi', 'Denver', 'Malmo', 'Cork', 'Tunis'];
-const GIVEN = ['Ada', 'Bruno', 'Chen', 'Dara', 'Elif', 'Femi', 'Greta', 'Hugo', 'Ines', 'Jonas', 'Kira', 'Luis', 'Mira', 'Nils', 'Omar', 'Priya'];
-const FAMILY = ['Lund', 'Okafor', 'Varga', 'Sato', 'Moreau', 'Kowal', 'Reyes', 'Haas', 'Ito', 'Novak', 'Silva', 'Brandt', 'Costa', 'Falk', 'Ueda', 'Wolfe'];
+const SYLLABLES = [
+  'vor',
+  'tal',
+  'kel',
+  'vix',
+  'mon',
+  'dra',
+  ' quo',
+  'zen',
+  'pra',
+  'lum',
+  'tor',
+  'bex',
+  'sol',
+  'nar',
+  'fin',
+  'gal',
+  'rho',
+  'tek',
+  'ves',
+  'pol',
+  'cor',
+  'dyn',
+  'ark',
+  'lyn',
+].map((s) => s.trim());
+const CITIES = [
+  'Austin',
+  'Lyon',
+  'Osaka',
+  'Porto',
+  'Tallinn',
+  'Quito',
+  'Perth',
+  'Bergen',
+  'Leeds',
+  'Kyoto',
+  'Turin',
+  'Hanoi',
+  'Denver',
+  'Malmo',
+  'Cork',
+  'Tunis',
+];
+const GIVEN = [
+  'Ada',
+  'Bruno',
+  'Chen',
+  'Dara',
+  'Elif',
+  'Femi',
+  'Greta',
+  'Hugo',
+  'Ines',
+  'Jonas',
+  'Kira',
+  'Luis',
+  'Mira',
+  'Nils',
+  'Omar',
+  'Priya',
+];
+const FAMILY = [
+  'Lund',
+  'Okafor',
+  'Varga',
+  'Sato',
+  'Moreau',
+  'Kowal',
+  'Reyes',
+  'Haas',
+  'Ito',
+  'Novak',
+  'Silva',
+  'Brandt',
+  'Costa',
+  'Falk',
+  'Ueda',
+  'Wolfe',
+];
 
 interface AttributeKind {
   attribute: string;
@@ -86,7 +177,7 @@ interface AttributeKind {
 export function textWidthEm(text: string): number {
   let em = 0;
   for (const ch of text) {
-    if (' .,:;\'|!'.includes(ch)) em += 0.34;
+    if (" .,:;'|!".includes(ch)) em += 0.34;
     else if ('ijlft'.includes(ch)) em += 0.42;
     else if ('r'.includes(ch)) em += 0.45;
     else if ('mwMW'.includes(ch)) em += 1.02;
@@ -116,7 +207,11 @@ const ATTRIBUTES: AttributeKind[] = [
     make: (r, e) => {
       const y = year(r, 2010);
       const value = `${1 + r.nextInt(60)},${String(r.nextInt(1000)).padStart(3, '0')}`;
-      return { value, line: `Employees ${y}: ${value}`, question: `How many employees did ${e} have in ${y}?` };
+      return {
+        value,
+        line: `Employees ${y}: ${value}`,
+        question: `How many employees did ${e} have in ${y}?`,
+      };
     },
   },
   {
@@ -149,20 +244,45 @@ const ATTRIBUTES: AttributeKind[] = [
     make: (r, e) => {
       const y = year(r, 1990);
       const value = `${2 + r.nextInt(60)} percent`;
-      return { value, line: `Market share ${y}: ${value}`, question: `What market share did ${e} have in ${y}?` };
+      return {
+        value,
+        line: `Market share ${y}: ${value}`,
+        question: `What market share did ${e} have in ${y}?`,
+      };
     },
   },
 ];
 
 function checkSettings(s: SlideCorpusSettings): void {
   const ints = ['decks', 'minSlides', 'maxSlides'] as const;
-  for (const key of ints) if (!(Number.isInteger(s[key]) && s[key] > 0)) throw new InvalidArgumentError({ argument: `corpus.${key}`, message: `must be a positive integer, got ${String(s[key])}` });
-  if (s.maxSlides < s.minSlides) throw new InvalidArgumentError({ argument: 'corpus.maxSlides', message: `must be >= minSlides (${s.minSlides})` });
+  for (const key of ints)
+    if (!(Number.isInteger(s[key]) && s[key] > 0))
+      throw new InvalidArgumentError({
+        argument: `corpus.${key}`,
+        message: `must be a positive integer, got ${String(s[key])}`,
+      });
+  if (s.maxSlides < s.minSlides)
+    throw new InvalidArgumentError({
+      argument: 'corpus.maxSlides',
+      message: `must be >= minSlides (${s.minSlides})`,
+    });
   for (const key of ['smallPrintRate', 'validationShare', 'testShare'] as const) {
-    if (!(s[key] >= 0 && s[key] <= 1)) throw new InvalidArgumentError({ argument: `corpus.${key}`, message: `must be in [0, 1], got ${String(s[key])}` });
+    if (!(s[key] >= 0 && s[key] <= 1))
+      throw new InvalidArgumentError({
+        argument: `corpus.${key}`,
+        message: `must be in [0, 1], got ${String(s[key])}`,
+      });
   }
-  if (s.validationShare + s.testShare >= 1) throw new InvalidArgumentError({ argument: 'corpus.testShare', message: 'validationShare + testShare must leave questions for training' });
-  if (!Number.isInteger(s.seed)) throw new InvalidArgumentError({ argument: 'corpus.seed', message: `must be an integer, got ${String(s.seed)}` });
+  if (s.validationShare + s.testShare >= 1)
+    throw new InvalidArgumentError({
+      argument: 'corpus.testShare',
+      message: 'validationShare + testShare must leave questions for training',
+    });
+  if (!Number.isInteger(s.seed))
+    throw new InvalidArgumentError({
+      argument: 'corpus.seed',
+      message: `must be an integer, got ${String(s.seed)}`,
+    });
 }
 
 /**
@@ -213,14 +333,32 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
         const fontPx = isSmall ? SMALL_FONT_PX : FACT_FONT_PX;
         const y = isSmall ? SLIDE_HEIGHT - 14 : 110 + 48 * facts.filter((f) => !f.small).length;
         const width = Math.ceil(textWidthEm(made.line) * fontPx);
-        const fact: SlideFact = { id: `${id}_${p}_${k}`, entity, attribute: attr.attribute, value: made.value, line: made.line, small: isSmall, fontPx, box: [40, y - fontPx, Math.min(SLIDE_WIDTH - 8, 40 + width), y + Math.ceil(fontPx * 0.3)] };
+        const fact: SlideFact = {
+          id: `${id}_${p}_${k}`,
+          entity,
+          attribute: attr.attribute,
+          value: made.value,
+          line: made.line,
+          small: isSmall,
+          fontPx,
+          box: [40, y - fontPx, Math.min(SLIDE_WIDTH - 8, 40 + width), y + Math.ceil(fontPx * 0.3)],
+        };
         facts.push(fact);
         questions.push({
           uid: fact.id,
           question: made.question,
           reference: made.value,
           goldenBasenames: [basename],
-          metadata: { factId: fact.id, entity, attribute: attr.attribute, query: [entity, attr.attribute, /\b(19|20)\d\d\b/.exec(made.question)?.[0]].filter(Boolean).join(' '), small: isSmall, split: 'train' },
+          metadata: {
+            factId: fact.id,
+            entity,
+            attribute: attr.attribute,
+            query: [entity, attr.attribute, /\b(19|20)\d\d\b/.exec(made.question)?.[0]]
+              .filter(Boolean)
+              .join(' '),
+            small: isSmall,
+            split: 'train',
+          },
         });
       }
       slides.push({ deck: id, page: p, basename, title: title.slideTitle(entity), facts });
@@ -244,51 +382,4 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
   });
   for (const list of Object.values(split)) list.sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
   return { settings, decks, questions: split };
-}
-
-/** The text a search index sees for a slide: title and every line, small print included. */
-export function slideText(slide: Slide): string {
-  return [slide.title, ...slide.facts.map((f) => f.line)].join('\n');
-}
-
-/**
- * Where a slide's small print sits, in slide pixels: the band at the bottom left that holds every
- * small-print line, narrow enough that the default crop enlargement (longer side 768) makes 7 px
- * type at least 14 px.
- */
-export const SMALL_PRINT_BOX: readonly [number, number, number, number] = [36, SLIDE_HEIGHT - 34, 300, SLIDE_HEIGHT - 10];
-
-/**
- * What a vision model perceives of a slide, as text for a text-only policy
- * (docs/method.md#what-a-text-policy-perceives): the title and the lines printed large enough to
- * read, and in place of small print a marked placeholder with its place on the slide, so that the
- * policy can tell that a crop would reveal more. The search index still sees every line
- * (`slideText`).
- */
-export function perceivedSlideText(slide: Slide, readableFontPx = READABLE_FONT_PX): string {
-  const legible = slide.facts.filter((f) => f.fontPx >= readableFontPx).map((f) => f.line);
-  const small = slide.facts.filter((f) => f.fontPx < readableFontPx);
-  if (small.length === 0) return [slide.title, ...legible].join('\n');
-  const [x1, y1, x2, y2] = SMALL_PRINT_BOX;
-  const inside = small.every((f) => f.box[0] >= x1 && f.box[1] >= y1 && f.box[2] <= x2 && f.box[3] <= y2);
-  const box = inside ? SMALL_PRINT_BOX : [Math.min(...small.map((f) => f.box[0])) - 4, Math.min(...small.map((f) => f.box[1])) - 4, Math.max(...small.map((f) => f.box[2])) + 4, Math.max(...small.map((f) => f.box[3])) + 4];
-  return [slide.title, ...legible, `[small print at ${box.join(', ')}]`].join('\n');
-}
-
-/**
- * Every word of the corpus's slides and questions (letters and digits), and every list of numbers
- * in them (a small-print region's coordinates, as the policy is shown them), sorted: a tokenizer vocabulary. A
- * coordinate list is one token, so that a crop copies the region in one choice
- * (createVocabularyTokenizer).
- */
-export function corpusVocabulary(corpus: SlideCorpus): string[] {
-  const words = new Set<string>();
-  const add = (text: string) => {
-    for (const w of text.match(/[\p{L}\p{N}]+/gu) ?? []) words.add(w);
-    for (const list of text.match(/(?<![\p{L}\p{N}])\p{N}+(?:, \p{N}+)+(?![\p{L}\p{N}])/gu) ?? []) words.add(list);
-  };
-  for (const deck of corpus.decks) for (const slide of deck.slides) add(slideText(slide)), add(perceivedSlideText(slide)), add(slide.basename);
-  for (const list of Object.values(corpus.questions)) for (const q of list) add(q.question);
-  for (const w of ['Question', 'page', 'crop', 'of', 'region', 'png', 'true', 'no', 'results', 'for', 'Try', 'a', 'different', 'query']) words.add(w);
-  return [...words].sort();
 }

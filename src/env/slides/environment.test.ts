@@ -19,17 +19,31 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const episode = { instructions: SLIDE_INSTRUCTIONS, maxTurns: 4, maxTurnTokens: 64, maxContextTokens: 1024, observationMaxChars: 200 };
+const episode = {
+  instructions: SLIDE_INSTRUCTIONS,
+  maxTurns: 4,
+  maxTurnTokens: 64,
+  maxContextTokens: 1024,
+  observationMaxChars: 200,
+};
 
 /** A Searcher on the environment through the composition root, and a way to close what it opened. */
 const containerFor = (policy: PolicyBackend, config: { reward?: { weights: 'default' } } = {}) =>
-  createSearcherContainer({ episode, rl: { nAgent: 1 }, ...config, adapters: slideEnvironmentAdapters(env) }, { ports: { policy } });
+  createSearcherContainer(
+    { episode, rl: { nAgent: 1 }, ...config, adapters: slideEnvironmentAdapters(env) },
+    { ports: { policy } },
+  );
 
 describe('the offline slide environment', () => {
   it('rewards the oracle: precise search, crop of small print, the reader answers, the judge agrees', async () => {
-    const container = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus) }), { reward: { weights: 'default' } });
+    const container = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus) }), {
+      reward: { weights: 'default' },
+    });
     const searcher = await resolveSearcher(container);
-    const questions = [...env.corpus.questions.train.filter((q) => q.metadata.small).slice(0, 6), ...env.corpus.questions.train.filter((q) => !q.metadata.small).slice(0, 6)];
+    const questions = [
+      ...env.corpus.questions.train.filter((q) => q.metadata.small).slice(0, 6),
+      ...env.corpus.questions.train.filter((q) => !q.metadata.small).slice(0, 6),
+    ];
     const batch = await searcher.collect(questions);
     const judged = batch.episodes.map((e) => e.trajectory.rewardDetail?.components.judgeScore);
     expect(judged.filter((s) => s === 1).length).toBeGreaterThanOrEqual(11);
@@ -37,27 +51,43 @@ describe('the offline slide environment', () => {
     const small = new Set(questions.slice(0, 6).map((q) => q.uid));
     const crops = batch.episodes.filter((e) => e.trajectory.turns.some((t) => t.crop));
     expect(crops.filter((e) => small.has(e.trajectory.promptUid))).toHaveLength(6);
-    expect(crops.every((e) => e.trajectory.turns.some((t) => t.observation.includes('[small print at')))).toBe(true);
+    expect(
+      crops.every((e) => e.trajectory.turns.some((t) => t.observation.includes('[small print at'))),
+    ).toBe(true);
     expect(batch.episodes.every((e) => e.trajectory.terminated === 'complete')).toBe(true);
     await closeSearcherContainer(container);
   }, 60_000);
 
   it('fails small-print questions without the crop and vague searches mostly miss', async () => {
     const small = env.corpus.questions.train.filter((q) => q.metadata.small).slice(0, 6);
-    const noCropContainer = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus, { skipCropRate: 1 }) }));
+    const noCropContainer = containerFor(
+      createScriptedPolicy({ script: createOracleScript(env.corpus, { skipCropRate: 1 }) }),
+    );
     const batch = await (await resolveSearcher(noCropContainer)).collect(small);
     await closeSearcherContainer(noCropContainer);
-    expect(batch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length).toBeLessThanOrEqual(1);
+    expect(
+      batch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length,
+    ).toBeLessThanOrEqual(1);
     // A vague query and no second search: mostly the wrong slide. With the second search (the precise query), mostly the right one.
-    const vagueContainer = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1, skipResearchRate: 1 }) }));
+    const vagueContainer = containerFor(
+      createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1, skipResearchRate: 1 }) }),
+    );
     const large = env.corpus.questions.train.filter((q) => !q.metadata.small).slice(0, 12);
     const vagueBatch = await (await resolveSearcher(vagueContainer)).collect(large);
-    expect(vagueBatch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length).toBeLessThan(6);
+    expect(
+      vagueBatch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length,
+    ).toBeLessThan(6);
     await closeSearcherContainer(vagueContainer);
-    const researchContainer = containerFor(createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1 }) }));
+    const researchContainer = containerFor(
+      createScriptedPolicy({ script: createOracleScript(env.corpus, { vagueRate: 1 }) }),
+    );
     const researchBatch = await (await resolveSearcher(researchContainer)).collect(large);
-    expect(researchBatch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length).toBeGreaterThanOrEqual(9);
-    expect(researchBatch.episodes.every((e) => e.trajectory.turns.filter((t) => t.search).length >= 2)).toBe(true);
+    expect(
+      researchBatch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length,
+    ).toBeGreaterThanOrEqual(9);
+    expect(researchBatch.episodes.every((e) => e.trajectory.turns.filter((t) => t.search).length >= 2)).toBe(
+      true,
+    );
     await closeSearcherContainer(researchContainer);
   }, 60_000);
 });

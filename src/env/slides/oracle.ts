@@ -1,6 +1,7 @@
 import { hashString } from '../../core/random';
 import type { ScriptContext } from '../../adapters/scripted-policy/scripted-policy';
-import { SMALL_PRINT_BOX, type CorpusQuestion, type SlideCorpus } from './corpus';
+import type { CorpusQuestion, SlideCorpus } from './corpus';
+import { SMALL_PRINT_BOX } from './slide-text';
 
 export { SMALL_PRINT_BOX };
 
@@ -27,11 +28,15 @@ export interface OracleOptions {
  * `skipCropRate` and `skipResearchRate` it makes the mistakes a warm-started policy makes (a vague
  * query, no crop, giving up after one page), so that RL has something to improve.
  */
-export function createOracleScript(corpus: SlideCorpus, options: OracleOptions = {}): (context: ScriptContext) => string {
+export function createOracleScript(
+  corpus: SlideCorpus,
+  options: OracleOptions = {},
+): (context: ScriptContext) => string {
   const byQuestion = new Map<string, CorpusQuestion>();
   for (const list of Object.values(corpus.questions)) for (const q of list) byQuestion.set(q.question, q);
   const lines = new Map<string, string>();
-  for (const deck of corpus.decks) for (const slide of deck.slides) for (const fact of slide.facts) lines.set(fact.id, fact.line);
+  for (const deck of corpus.decks)
+    for (const slide of deck.slides) for (const fact of slide.facts) lines.set(fact.id, fact.line);
   const vagueRate = options.vagueRate ?? 0;
   const skipCropRate = options.skipCropRate ?? 0;
   const skipResearchRate = options.skipResearchRate ?? 0;
@@ -50,10 +55,12 @@ export function createOracleScript(corpus: SlideCorpus, options: OracleOptions =
     const searches = [...context.matchAll(/<search>/g)].length;
     if (last.startsWith('[crop of')) return complete;
     // Small print is cropped wherever it is shown: the policy cannot know what it says until the reader has it enlarged.
-    if (last.includes('[small print at') && roll(`crop${turn}`) >= skipCropRate) return `<bbox>[${SMALL_PRINT_BOX.join(', ')}]</bbox>`;
+    if (last.includes('[small print at') && roll(`crop${turn}`) >= skipCropRate)
+      return `<bbox>[${SMALL_PRINT_BOX.join(', ')}]</bbox>`;
     if (last.includes(lines.get(asked.metadata.factId) ?? '\u0000')) return complete;
     // A vague query is followed by the precise one; a precise one is repeated for the next result.
-    if (searches < maxSearches && roll(`research${turn}`) >= skipResearchRate) return `<search>${asked.metadata.query}</search>`;
+    if (searches < maxSearches && roll(`research${turn}`) >= skipResearchRate)
+      return `<search>${asked.metadata.query}</search>`;
     return complete;
   };
 }

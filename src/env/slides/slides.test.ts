@@ -40,12 +40,19 @@ describe('slide reader', () => {
   const all = [...corpus.questions.train, ...corpus.questions.test, ...corpus.questions.validation];
   const large = all.find((q) => !q.metadata.small)!;
   const small = all.find((q) => q.metadata.small)!;
-  const slideOf = (q: typeof large) => corpus.decks.flatMap((d) => d.slides).find((s) => s.basename === q.goldenBasenames[0])!;
+  const slideOf = (q: typeof large) =>
+    corpus.decks.flatMap((d) => d.slides).find((s) => s.basename === q.goldenBasenames[0])!;
 
   it('answers from large print on a retrieved slide, and guesses wrong without it', async () => {
     const page: Evidence = { kind: 'page', basename: large.goldenBasenames[0]! };
     expect((await reader.doAnswer(large.question, [page])).answer).toBe(large.reference);
-    const other: Evidence = { kind: 'page', basename: corpus.decks[1]!.slides[0]!.basename === page.basename ? corpus.decks[2]!.slides[0]!.basename : corpus.decks[1]!.slides[0]!.basename };
+    const other: Evidence = {
+      kind: 'page',
+      basename:
+        corpus.decks[1]!.slides[0]!.basename === page.basename
+          ? corpus.decks[2]!.slides[0]!.basename
+          : corpus.decks[1]!.slides[0]!.basename,
+    };
     const guess = (await reader.doAnswer(large.question, [other])).answer;
     expect(guess).not.toBe(large.reference);
     expect(guess).toBe((await reader.doAnswer(large.question, [])).answer);
@@ -55,12 +62,27 @@ describe('slide reader', () => {
   it('reads small print only through a crop that enlarges it', async () => {
     const slide = slideOf(small);
     const fact = slide.facts.find((f) => f.id === small.metadata.factId)!;
-    expect((await reader.doAnswer(small.question, [{ kind: 'page', basename: slide.basename }])).answer).not.toBe(small.reference);
-    const region: [number, number, number, number] = [fact.box[0] - 4, fact.box[1] - 4, fact.box[2] + 4, fact.box[3] + 4];
+    expect(
+      (await reader.doAnswer(small.question, [{ kind: 'page', basename: slide.basename }])).answer,
+    ).not.toBe(small.reference);
+    const region: [number, number, number, number] = [
+      fact.box[0] - 4,
+      fact.box[1] - 4,
+      fact.box[2] + 4,
+      fact.box[3] + 4,
+    ];
     const side = Math.max(region[2] - region[0], region[3] - region[1]);
-    const enlarged: Evidence = { kind: 'crop', basename: slide.basename, sourceRegion: region, image: { mimeType: 'image/png', width: side * 3, height: 30, bytes: new Uint8Array() } };
+    const enlarged: Evidence = {
+      kind: 'crop',
+      basename: slide.basename,
+      sourceRegion: region,
+      image: { mimeType: 'image/png', width: side * 3, height: 30, bytes: new Uint8Array() },
+    };
     expect((await reader.doAnswer(small.question, [enlarged])).answer).toBe(small.reference);
-    const notEnlarged: Evidence = { ...enlarged, image: { mimeType: 'image/png', width: side, height: 10, bytes: new Uint8Array() } };
+    const notEnlarged: Evidence = {
+      ...enlarged,
+      image: { mimeType: 'image/png', width: side, height: 10, bytes: new Uint8Array() },
+    };
     expect((await reader.doAnswer(small.question, [notEnlarged])).answer).not.toBe(small.reference);
     const elsewhere: Evidence = { ...enlarged, sourceRegion: [0, 0, 100, 40] };
     expect((await reader.doAnswer(small.question, [elsewhere])).answer).not.toBe(small.reference);
@@ -86,13 +108,32 @@ describe('buildSlideEnvironment', () => {
     expect((await buildSlideEnvironment(dir, settings)).rebuilt).toBe(false);
 
     // End to end through real pixels: crop the small print with sharp and let the reader read it.
-    const small = env.corpus.questions.train.concat(env.corpus.questions.test, env.corpus.questions.validation).find((q) => q.metadata.small)!;
-    const smallSlide = env.corpus.decks.flatMap((d) => d.slides).find((s) => s.basename === small.goldenBasenames[0])!;
+    const small = env.corpus.questions.train
+      .concat(env.corpus.questions.test, env.corpus.questions.validation)
+      .find((q) => q.metadata.small)!;
+    const smallSlide = env.corpus.decks
+      .flatMap((d) => d.slides)
+      .find((s) => s.basename === small.goldenBasenames[0])!;
     const fact = smallSlide.facts.find((f) => f.small)!;
     const bytes = new Uint8Array(await sharp(join(env.slidesDir, smallSlide.basename)).toBuffer());
-    const region: [number, number, number, number] = [fact.box[0] - 4, fact.box[1] - 4, fact.box[2] + 4, Math.min(SLIDE_HEIGHT, fact.box[3] + 4)];
-    const crop = await createSharpImageOps().doCrop({ mimeType: 'image/png', width: SLIDE_WIDTH, height: SLIDE_HEIGHT, bytes }, region, { minOutputSide: 768 });
+    const region: [number, number, number, number] = [
+      fact.box[0] - 4,
+      fact.box[1] - 4,
+      fact.box[2] + 4,
+      Math.min(SLIDE_HEIGHT, fact.box[3] + 4),
+    ];
+    const crop = await createSharpImageOps().doCrop(
+      { mimeType: 'image/png', width: SLIDE_WIDTH, height: SLIDE_HEIGHT, bytes },
+      region,
+      { minOutputSide: 768 },
+    );
     const reader = createSlideReader(env.corpus);
-    expect((await reader.doAnswer(small.question, [{ kind: 'crop', basename: smallSlide.basename, sourceRegion: region, image: crop }])).answer).toBe(small.reference);
+    expect(
+      (
+        await reader.doAnswer(small.question, [
+          { kind: 'crop', basename: smallSlide.basename, sourceRegion: region, image: crop },
+        ])
+      ).answer,
+    ).toBe(small.reference);
   }, 60_000);
 });

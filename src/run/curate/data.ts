@@ -32,7 +32,8 @@ export async function loadEpisodes(runDir: string, storeRun: string): Promise<Ru
   return { episodes, trajectories };
 }
 
-export const trajectoryOf = (run: RunEpisodes, e: EpisodeSummary) => run.trajectories.get(`${e.step}:${e.sampleId}`)!;
+export const trajectoryOf = (run: RunEpisodes, e: EpisodeSummary) =>
+  run.trajectories.get(`${e.step}:${e.sampleId}`)!;
 
 export interface RunSetting {
   kind: 'slides' | 'data';
@@ -51,11 +52,19 @@ export async function runSetting(runDir: string, options: RunOptions = {}): Prom
   const env = await prepareEnvironment(config, options);
   // The run's Generator and Judge (the policy is not needed to curate).
   const { policy: _policy, ...adapters } = { ...env.adapters, ...config.searcher.adapters };
-  return { kind: env.kind === 'slides' ? 'slides' : 'data', searcher: { ...config.searcher, adapters }, prompts: new Map(env.all.map((p) => [p.uid, p])), dbPath: env.dbPath, raw: config };
+  return {
+    kind: env.kind === 'slides' ? 'slides' : 'data',
+    searcher: { ...config.searcher, adapters },
+    prompts: new Map(env.all.map((p) => [p.uid, p])),
+    dbPath: env.dbPath,
+    raw: config,
+  };
 }
 
 /** The Generator and Judge of a run, through the gateway (the run's call policies), and a closer. */
-export async function curationGateway(setting: RunSetting): Promise<{ gateway: PortGateway; close: () => Promise<void> }> {
+export async function curationGateway(
+  setting: RunSetting,
+): Promise<{ gateway: PortGateway; close: () => Promise<void> }> {
   const container = createSearcherContainer(setting.searcher);
   const generator = await container.getAsync<Generator>(TOKENS.Generator);
   const judge = await container.getAsync<Judge>(TOKENS.Judge);
@@ -64,19 +73,45 @@ export async function curationGateway(setting: RunSetting): Promise<{ gateway: P
 }
 
 /** Golden pages as evidence, read from the page index (text and image), for the verifier. */
-export async function goldenEvidenceFrom(dbPath: string | null): Promise<{ lookup: (candidate: VerificationCandidate) => Promise<Evidence[]>; close: () => void }> {
+export async function goldenEvidenceFrom(
+  dbPath: string | null,
+): Promise<{ lookup: (candidate: VerificationCandidate) => Promise<Evidence[]>; close: () => void }> {
   if (dbPath === null) return { lookup: async () => [], close: () => undefined };
   const { openSqlite } = await import('../../provider-utils/sqlite');
   const db = openSqlite({ file: dbPath }, { readonly: true });
-  const byBasename = db.prepare('SELECT basename, text, image_path AS imagePath, mime, width, height FROM pages WHERE basename = ?');
+  const byBasename = db.prepare(
+    'SELECT basename, text, image_path AS imagePath, mime, width, height FROM pages WHERE basename = ?',
+  );
   return {
     async lookup(candidate) {
       const out: Evidence[] = [];
       for (const basename of candidate.episode.goldenBasenames) {
-        const row = byBasename.get(basename) as { basename: string; text: string; imagePath: string | null; mime: string | null; width: number | null; height: number | null } | undefined;
+        const row = byBasename.get(basename) as
+          | {
+              basename: string;
+              text: string;
+              imagePath: string | null;
+              mime: string | null;
+              width: number | null;
+              height: number | null;
+            }
+          | undefined;
         if (!row) continue;
         const bytes = row.imagePath ? await readFile(row.imagePath).catch(() => null) : null;
-        out.push({ kind: 'page', basename: row.basename, text: row.text, ...(bytes && row.mime && { image: { mimeType: row.mime, width: row.width ?? 0, height: row.height ?? 0, bytes: new Uint8Array(bytes) } }) });
+        out.push({
+          kind: 'page',
+          basename: row.basename,
+          text: row.text,
+          ...(bytes &&
+            row.mime && {
+              image: {
+                mimeType: row.mime,
+                width: row.width ?? 0,
+                height: row.height ?? 0,
+                bytes: new Uint8Array(bytes),
+              },
+            }),
+        });
       }
       return out;
     },

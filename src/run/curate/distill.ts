@@ -17,7 +17,11 @@ export const numberOf = (values: CurationValues, name: string, fallback: number)
   const raw = values[name];
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n)) throw new InvalidArgumentError({ argument: `--${name}`, message: `must be a number, got '${String(raw)}'` });
+  if (!Number.isFinite(n))
+    throw new InvalidArgumentError({
+      argument: `--${name}`,
+      message: `must be a number, got '${String(raw)}'`,
+    });
   return n;
 };
 
@@ -26,13 +30,34 @@ export const numberOf = (values: CurationValues, name: string, fallback: number)
  * the selected rollouts as SFT rows (`curation/sft.parquet`, `sft.jsonl`), with `--rewrite` their
  * thinks rewritten through the run's Generator under the safety post-pass.
  */
-export async function distillRun(runDir: string, phase: string, values: CurationValues, options: RunOptions): Promise<{ rows: SftRow[]; selected: ReturnType<typeof selectRareSuccesses>['selected']; run: Awaited<ReturnType<typeof loadEpisodes>>; counts: Record<string, unknown> }> {
+export async function distillRun(
+  runDir: string,
+  phase: string,
+  values: CurationValues,
+  options: RunOptions,
+): Promise<{
+  rows: SftRow[];
+  selected: ReturnType<typeof selectRareSuccesses>['selected'];
+  run: Awaited<ReturnType<typeof loadEpisodes>>;
+  counts: Record<string, unknown>;
+}> {
   const run = await loadEpisodes(runDir, phase);
-  if (run.episodes.length === 0) throw new InvalidArgumentError({ argument: '--phase', message: `the run folder has no trajectories under '${phase}'` });
+  if (run.episodes.length === 0)
+    throw new InvalidArgumentError({
+      argument: '--phase',
+      message: `the run folder has no trajectories under '${phase}'`,
+    });
   const stats = promptStats(run.episodes);
-  const selection = selectRareSuccesses(run.episodes, stats, { topK: numberOf(values, 'top-k', D.distillTopK), maxSuccessRate: numberOf(values, 'max-success-rate', D.distillMaxSuccessRate), keepZeroSearch: values['keep-zero-search'] === true, keepZeroNdcg: values['keep-zero-ndcg'] === true });
+  const selection = selectRareSuccesses(run.episodes, stats, {
+    topK: numberOf(values, 'top-k', D.distillTopK),
+    maxSuccessRate: numberOf(values, 'max-success-rate', D.distillMaxSuccessRate),
+    keepZeroSearch: values['keep-zero-search'] === true,
+    keepZeroNdcg: values['keep-zero-ndcg'] === true,
+  });
   // The system message is the instructions the run's prompts began with (null: the protocol's own).
-  const runConfig = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8')) as { searcher?: { episode?: { instructions?: string | null } } };
+  const runConfig = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8')) as {
+    searcher?: { episode?: { instructions?: string | null } };
+  };
   const system = runConfig.searcher?.episode?.instructions ?? SEARCHER_INSTRUCTIONS;
   let rows = selection.selected.map((e) => sftRowFromTrajectory(trajectoryOf(run, e), system));
   let rewrite: Record<string, unknown> | null = null;
@@ -50,7 +75,14 @@ export async function distillRun(runDir: string, phase: string, values: Curation
   const out = join(runDir, 'curation');
   const { writeSftDataset } = await import('../../adapters/store/parquet/index');
   await writeSftDataset(join(out, 'sft.parquet'), rows);
-  await writeFile(join(out, 'sft.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''));
-  return { rows, selected: selection.selected, run, counts: { ...selection.counts, rows: rows.length, ...(rewrite && { rewrite }) } };
+  await writeFile(
+    join(out, 'sft.jsonl'),
+    rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''),
+  );
+  return {
+    rows,
+    selected: selection.selected,
+    run,
+    counts: { ...selection.counts, rows: rows.length, ...(rewrite && { rewrite }) },
+  };
 }
-

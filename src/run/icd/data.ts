@@ -1,16 +1,32 @@
 import { withReliability } from '../../core/calls/with-reliability';
 import { CandidatePoolInjector, oracleAtK } from '../../core/icd/injector';
 import { TrajectoryQualityController } from '../../core/icd/controller';
-import { createEmbeddingTable, embeddingRow, similarities, topK, type EmbeddingTable } from '../../core/icd/embeddings';
+import {
+  createEmbeddingTable,
+  embeddingRow,
+  similarities,
+  topK,
+  type EmbeddingTable,
+} from '../../core/icd/embeddings';
 import { pointerToGlobal } from '../../core/icd/index-maps';
 import { GlobalPositiveMiner, type MinedPositive } from '../../core/icd/miner';
 import { normaliseIcdPools } from '../../core/icd/normalise';
 import { createIcdScoreCall, type IcdScoreCall } from '../../core/icd/scoring';
 import { isVqaCorrect } from '../../core/icd/vqa-accuracy';
-import { DEFAULT_ICD_SETTINGS, type IcdGenMethod, type IcdQueryRecord, type IcdTrajectory } from '../../core/icd/types';
+import {
+  DEFAULT_ICD_SETTINGS,
+  type IcdGenMethod,
+  type IcdQueryRecord,
+  type IcdTrajectory,
+} from '../../core/icd/types';
 import { createRandom, permutation, RANDOM_STREAMS, type Random } from '../../core/random';
 import { createHashedEmbedder } from '../../adapters/icd/hashed-embedder';
-import { createIcdDemo, createOfflineIcdScorer, demonstrationText, type IcdDemo } from '../../adapters/icd/demo';
+import {
+  createIcdDemo,
+  createOfflineIcdScorer,
+  demonstrationText,
+  type IcdDemo,
+} from '../../adapters/icd/demo';
 import type { Embedder } from '../../ports/embedder';
 
 export interface IcdDataOptions {
@@ -22,7 +38,12 @@ export interface IcdDataOptions {
   log: (line: string) => void;
 }
 
-export const DEFAULT_ICD_DATA_OPTIONS: Omit<IcdDataOptions, 'log'> = { seed: 7, queries: 360, poolSize: DEFAULT_ICD_SETTINGS.poolSize, heldOutShare: 0.3 };
+export const DEFAULT_ICD_DATA_OPTIONS: Omit<IcdDataOptions, 'log'> = {
+  seed: 7,
+  queries: 360,
+  poolSize: DEFAULT_ICD_SETTINGS.poolSize,
+  heldOutShare: 0.3,
+};
 
 export interface IcdDemoData {
   demo: IcdDemo;
@@ -36,20 +57,37 @@ export interface IcdDemoData {
   final: IcdQueryRecord[];
   trainIds: number[];
   heldOutIds: number[];
-  figures: { oracleBefore: number; oracleAfter: number; injectedCandidates: number; transferred: number; evaluatedPairs: number; warnings: number };
+  figures: {
+    oracleBefore: number;
+    oracleAfter: number;
+    injectedCandidates: number;
+    transferred: number;
+    evaluatedPairs: number;
+    warnings: number;
+  };
 }
 
 async function embedAll(embedder: Embedder, texts: readonly string[]): Promise<EmbeddingTable> {
   const reliable = withReliability(embedder, 'embedder');
   const vectors: number[][] = [];
-  for (let i = 0; i < texts.length; i += 256) vectors.push(...(await reliable.doEmbed(texts.slice(i, i + 256).map((text) => ({ kind: 'text' as const, text })))));
+  for (let i = 0; i < texts.length; i += 256)
+    vectors.push(
+      ...(await reliable.doEmbed(texts.slice(i, i + 256).map((text) => ({ kind: 'text' as const, text })))),
+    );
   return createEmbeddingTable(vectors);
 }
 
 /** The pool's local indices ordered by similarity to the query (the "beam": greedy by similarity). */
-export function bySimilarity(table: EmbeddingTable, query: ArrayLike<number>, pool: readonly number[]): number[] {
+export function bySimilarity(
+  table: EmbeddingTable,
+  query: ArrayLike<number>,
+  pool: readonly number[],
+): number[] {
   const all = similarities(table, query);
-  return pool.map((g, local) => ({ local, s: all[g]! })).sort((a, b) => b.s - a.s || a.local - b.local).map((x) => x.local);
+  return pool
+    .map((g, local) => ({ local, s: all[g]! }))
+    .sort((a, b) => b.s - a.s || a.local - b.local)
+    .map((x) => x.local);
 }
 
 /**
@@ -57,7 +95,12 @@ export function bySimilarity(table: EmbeddingTable, query: ArrayLike<number>, po
  * varying size (K not fixed) and trajectories from beam search by similarity, sampling and
  * random choice, each scored by the frozen model and kept by commit-on-improve.
  */
-async function rawRecords(data: Pick<IcdDemoData, 'demo' | 'table' | 'queryTable' | 'score'>, options: IcdDataOptions, random: Random, controller: TrajectoryQualityController): Promise<IcdQueryRecord[]> {
+async function rawRecords(
+  data: Pick<IcdDemoData, 'demo' | 'table' | 'queryTable' | 'score'>,
+  options: IcdDataOptions,
+  random: Random,
+  controller: TrajectoryQualityController,
+): Promise<IcdQueryRecord[]> {
   const { demo, table, queryTable, score } = data;
   const shots = DEFAULT_ICD_SETTINGS.shots;
   const records: IcdQueryRecord[] = [];
@@ -65,7 +108,9 @@ async function rawRecords(data: Pick<IcdDemoData, 'demo' | 'table' | 'queryTable
     const size = Math.max(shots + 2, options.poolSize - 24 + random.nextInt(48));
     const q = embeddingRow(queryTable, query.id);
     const near = topK(similarities(table, q), Math.round(size * 0.6));
-    const others = permutation(table.rows, random).filter((g) => !near.includes(g)).slice(0, size - near.length);
+    const others = permutation(table.rows, random)
+      .filter((g) => !near.includes(g))
+      .slice(0, size - near.length);
     const pool = [...near, ...others];
     const ranked = bySimilarity(table, q, pool);
     const tries: Array<{ pointer: number[]; method: IcdGenMethod }> = [
@@ -85,40 +130,98 @@ async function rawRecords(data: Pick<IcdDemoData, 'demo' | 'table' | 'queryTable
     }
     const scored: IcdTrajectory[] = [];
     for (const t of tries) {
-      const result = await score(query, pointerToGlobal(t.pointer, pool).map((g) => demo.demonstrations[g]!));
-      scored.push({ pointer: t.pointer, vqa_correct: isVqaCorrect(result.accuracy), vqa_acc_score: result.accuracy, gen_method: t.method });
+      const result = await score(
+        query,
+        pointerToGlobal(t.pointer, pool).map((g) => demo.demonstrations[g]!),
+      );
+      scored.push({
+        pointer: t.pointer,
+        vqa_correct: isVqaCorrect(result.accuracy),
+        vqa_acc_score: result.accuracy,
+        gen_method: t.method,
+      });
     }
     // The top beam is always kept: it is the warm-up's label.
-    records.push({ query_id: query.id, candidate_pool_indices: pool, pointer_candidates: [scored[0]!, ...controller.commitOnImprove(scored.slice(1), [scored[0]!])] });
+    records.push({
+      query_id: query.id,
+      candidate_pool_indices: pool,
+      pointer_candidates: [scored[0]!, ...controller.commitOnImprove(scored.slice(1), [scored[0]!])],
+    });
   }
   return records;
 }
 
 /** The whole data side of the demo: raw data, normalisation to K, mining, injection, quality control. */
-export async function buildIcdDemoData(options: IcdDataOptions, until: 'normalise' | 'mine' | 'inject' | 'control' = 'control'): Promise<IcdDemoData> {
+export async function buildIcdDemoData(
+  options: IcdDataOptions,
+  until: 'normalise' | 'mine' | 'inject' | 'control' = 'control',
+): Promise<IcdDemoData> {
   const random = createRandom(options.seed, RANDOM_STREAMS.icdData);
   const demo = createIcdDemo({ seed: options.seed, queries: options.queries });
   const embedder = createHashedEmbedder({ dimensions: 128, seed: options.seed });
   const table = await embedAll(embedder, demo.demonstrations.map(demonstrationText));
-  const queryTable = await embedAll(embedder, demo.queries.map((q) => q.question));
+  const queryTable = await embedAll(
+    embedder,
+    demo.queries.map((q) => q.question),
+  );
   const scoreCall = createIcdScoreCall(createOfflineIcdScorer());
   const controller = new TrajectoryQualityController();
   const base = { demo, table, queryTable, score: scoreCall };
   const raw = await rawRecords(base, options, random, controller);
   const queryEmbedding = (id: number) => embeddingRow(queryTable, id);
-  const { records: normalised, changes } = normaliseIcdPools(raw, { poolSize: options.poolSize, table, queryEmbedding });
-  options.log(`normalise: ${raw.length} queries, raw pool sizes ${Math.min(...raw.map((r) => r.candidate_pool_indices.length))}..${Math.max(...raw.map((r) => r.candidate_pool_indices.length))} -> ${options.poolSize} (${changes.reduce((n, c) => n + c.added, 0)} candidates added, ${changes.reduce((n, c) => n + c.dropped, 0)} dropped)`);
+  const { records: normalised, changes } = normaliseIcdPools(raw, {
+    poolSize: options.poolSize,
+    table,
+    queryEmbedding,
+  });
+  options.log(
+    `normalise: ${raw.length} queries, raw pool sizes ${Math.min(...raw.map((r) => r.candidate_pool_indices.length))}..${Math.max(...raw.map((r) => r.candidate_pool_indices.length))} -> ${options.poolSize} (${changes.reduce((n, c) => n + c.added, 0)} candidates added, ${changes.reduce((n, c) => n + c.dropped, 0)} dropped)`,
+  );
   const order = permutation(demo.queries.length, createRandom(options.seed, RANDOM_STREAMS.icdData, 1));
   const heldOutCount = Math.round(demo.queries.length * options.heldOutShare);
   const heldOutIds = order.slice(0, heldOutCount).sort((a, b) => a - b);
   const trainIds = order.slice(heldOutCount).sort((a, b) => a - b);
-  const data: IcdDemoData = { ...base, raw, normalised, positives: new Map(), injected: normalised, final: normalised, trainIds, heldOutIds, figures: { oracleBefore: oracleAtK(trainIds.map((i) => normalised[i]!)), oracleAfter: 0, injectedCandidates: 0, transferred: 0, evaluatedPairs: 0, warnings: 0 } };
+  const data: IcdDemoData = {
+    ...base,
+    raw,
+    normalised,
+    positives: new Map(),
+    injected: normalised,
+    final: normalised,
+    trainIds,
+    heldOutIds,
+    figures: {
+      oracleBefore: oracleAtK(trainIds.map((i) => normalised[i]!)),
+      oracleAfter: 0,
+      injectedCandidates: 0,
+      transferred: 0,
+      evaluatedPairs: 0,
+      warnings: 0,
+    },
+  };
   if (until === 'normalise') return data;
 
-  const miner = new GlobalPositiveMiner({ table, demonstration: (g) => demo.demonstrations[g]!, score: scoreCall, searchTopK: DEFAULT_ICD_SETTINGS.searchTopK, maxEvalPairs: DEFAULT_ICD_SETTINGS.maxEvalPairs });
-  for (const id of trainIds) data.positives.set(id, await miner.minePositivesForQuery(demo.queries[id]!, queryEmbedding(id), normalised[id]!.candidate_pool_indices, random));
+  const miner = new GlobalPositiveMiner({
+    table,
+    demonstration: (g) => demo.demonstrations[g]!,
+    score: scoreCall,
+    searchTopK: DEFAULT_ICD_SETTINGS.searchTopK,
+    maxEvalPairs: DEFAULT_ICD_SETTINGS.maxEvalPairs,
+  });
+  for (const id of trainIds)
+    data.positives.set(
+      id,
+      await miner.minePositivesForQuery(
+        demo.queries[id]!,
+        queryEmbedding(id),
+        normalised[id]!.candidate_pool_indices,
+        random,
+      ),
+    );
   data.figures.evaluatedPairs = miner.evaluatedPairs;
-  options.log(`mine: ${miner.evaluatedPairs} pairs scored, ${[...data.positives.values()].filter((p) => p.length > 0).length}/${trainIds.length} training queries with positives`);
+  options.log(
+    `mine: ${miner.evaluatedPairs} pairs scored, ${[...data.positives.values()].filter((p) => p.length > 0).length}/${trainIds.length} training queries with positives`,
+  );
   if (until === 'mine') return data;
 
   const injector = new CandidatePoolInjector({ table, warn: () => data.figures.warnings++ });
@@ -131,7 +234,9 @@ export async function buildIcdDemoData(options: IcdDataOptions, until: 'normalis
     return result.record;
   });
   data.figures.oracleAfter = oracleAtK(trainIds.map((i) => data.injected[i]!));
-  options.log(`inject: ${data.figures.injectedCandidates} candidates replaced, ${data.figures.transferred} positive trajectories transferred, oracle@${options.poolSize} on the training queries ${data.figures.oracleBefore.toFixed(3)} -> ${data.figures.oracleAfter.toFixed(3)} (${data.figures.warnings} queries without a rise: warned)`);
+  options.log(
+    `inject: ${data.figures.injectedCandidates} candidates replaced, ${data.figures.transferred} positive trajectories transferred, oracle@${options.poolSize} on the training queries ${data.figures.oracleBefore.toFixed(3)} -> ${data.figures.oracleAfter.toFixed(3)} (${data.figures.warnings} queries without a rise: warned)`,
+  );
   if (until === 'inject') return data;
 
   data.final = data.injected.map((record) => {
@@ -140,6 +245,8 @@ export async function buildIcdDemoData(options: IcdDataOptions, until: 'normalis
     const committed = [...generated, ...controller.commitOnImprove(transferred, generated)];
     return { ...record, pointer_candidates: controller.selectFinalTrajectories(committed) };
   });
-  options.log(`control: ${data.final.length} queries x ${controller.settings.targetTrajectoryCount} trajectories`);
+  options.log(
+    `control: ${data.final.length} queries x ${controller.settings.targetTrajectoryCount} trajectories`,
+  );
   return data;
 }

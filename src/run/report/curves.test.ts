@@ -2,8 +2,33 @@ import { describe, expect, it } from 'vitest';
 import type { Trajectory } from '../../core/trajectory/trajectory';
 import { difficultyBuckets, emaSmooth, reportCurves, rewardDefinition, type StepRollout } from './curves';
 
-function rollout(step: number, promptUid: string, ndcg: number, extra: { judge?: number | null; crop?: boolean } = {}): StepRollout {
-  const turn = { index: 0, text: '', forced: false, think: null, action: null, invalid: null, ignoredActions: [], observation: '', ...(extra.crop ? { crop: { bbox: [0, 0, 1, 1], basename: 'a.png', sourceRegion: [0, 0, 1, 1], shownWidth: 1, shownHeight: 1 } } : {}) };
+function rollout(
+  step: number,
+  promptUid: string,
+  ndcg: number,
+  extra: { judge?: number | null; crop?: boolean } = {},
+): StepRollout {
+  const turn = {
+    index: 0,
+    text: '',
+    forced: false,
+    think: null,
+    action: null,
+    invalid: null,
+    ignoredActions: [],
+    observation: '',
+    ...(extra.crop
+      ? {
+          crop: {
+            bbox: [0, 0, 1, 1],
+            basename: 'a.png',
+            sourceRegion: [0, 0, 1, 1],
+            shownWidth: 1,
+            shownHeight: 1,
+          },
+        }
+      : {}),
+  };
   const trajectory = {
     promptUid,
     sampleId: `${promptUid}#${step}`,
@@ -17,7 +42,12 @@ function rollout(step: number, promptUid: string, ndcg: number, extra: { judge?:
     terminated: 'complete',
     error: null,
     reward: ndcg,
-    rewardDetail: { status: 'ok', value: ndcg, components: { formatPassed: true, judgeScore: extra.judge ?? null, ndcg }, weights: { judge: 0, ndcg: 1, format: 0 } },
+    rewardDetail: {
+      status: 'ok',
+      value: ndcg,
+      components: { formatPassed: true, judgeScore: extra.judge ?? null, ndcg },
+      weights: { judge: 0, ndcg: 1, format: 0 },
+    },
   } as unknown as Trajectory;
   return { runId: 'phase1', step, trajectory };
 }
@@ -38,11 +68,33 @@ describe('report curves', () => {
   });
 
   it('puts the phases on one step axis, restarts the EMA per phase and reads crop and small-print rates from rollouts', () => {
-    const metric = (step: number, reward: number) => ({ step, rewardMean: reward, successRate: null, ndcgMean: reward, turnsMean: 2 });
+    const metric = (step: number, reward: number) => ({
+      step,
+      rewardMean: reward,
+      successRate: null,
+      ndcgMean: reward,
+      turnsMean: 2,
+    });
     const curves = reportCurves(
       [
-        { name: 'phase1', steps: 3, weights: 'phase1', metrics: [metric(1, 0.1), metric(2, 0.2), metric(3, 0.3)], rollouts: [rollout(1, 'p', 0, { crop: true }), rollout(1, 'q', 0)] },
-        { name: 'phase2', steps: 2, weights: 'default', metrics: [metric(1, 0.9), metric(2, 0.9)], rollouts: [rollout(1, 'small', 0, { judge: 1 }), rollout(1, 'small', 0, { judge: 0 }), rollout(2, 'p', 0)] },
+        {
+          name: 'phase1',
+          steps: 3,
+          weights: 'phase1',
+          metrics: [metric(1, 0.1), metric(2, 0.2), metric(3, 0.3)],
+          rollouts: [rollout(1, 'p', 0, { crop: true }), rollout(1, 'q', 0)],
+        },
+        {
+          name: 'phase2',
+          steps: 2,
+          weights: 'default',
+          metrics: [metric(1, 0.9), metric(2, 0.9)],
+          rollouts: [
+            rollout(1, 'small', 0, { judge: 1 }),
+            rollout(1, 'small', 0, { judge: 0 }),
+            rollout(2, 'p', 0),
+          ],
+        },
       ],
       new Set(['small']),
     );
@@ -59,7 +111,13 @@ describe('report curves', () => {
 
   it('buckets the mean NDCG of each (step, prompt) group, or only each prompt at its last step', () => {
     // Prompt p: at step 1 rollouts 0 and 0.5 (mean 0.25: A), at step 2 rollouts 1 and 1 (B); prompt q: 0 (bucket 0).
-    const rollouts = [rollout(1, 'p', 0), rollout(1, 'p', 0.5), rollout(1, 'q', 0), rollout(2, 'p', 1), rollout(2, 'p', 1)];
+    const rollouts = [
+      rollout(1, 'p', 0),
+      rollout(1, 'p', 0.5),
+      rollout(1, 'q', 0),
+      rollout(2, 'p', 1),
+      rollout(2, 'p', 1),
+    ];
     expect(difficultyBuckets(rollouts)).toEqual({ B: 1, A: 1, '0': 1 });
     expect(difficultyBuckets(rollouts, { groups: 'last-step' })).toEqual({ B: 1, A: 0, '0': 1 });
   });

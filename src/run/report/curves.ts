@@ -44,7 +44,13 @@ export interface PhaseInput {
   /** Planned steps (the config's `steps`): the next phase starts after them. */
   steps: number;
   weights: string | RewardWeights;
-  metrics: ReadonlyArray<{ step: number; rewardMean: number | null; successRate: number | null; ndcgMean: number; turnsMean: number }>;
+  metrics: ReadonlyArray<{
+    step: number;
+    rewardMean: number | null;
+    successRate: number | null;
+    ndcgMean: number;
+    turnsMean: number;
+  }>;
   rollouts: readonly StepRollout[];
 }
 
@@ -57,7 +63,10 @@ function perMetric<T>(make: () => T): Record<CurveMetric, T> {
 /** A phase's reward in words, from its weights (a preset name or explicit): `r = 0` when the format gate fails (docs/method.md#combined-reward). */
 export function rewardDefinition(weights: string | RewardWeights, scheme = 'searcher'): string {
   if (scheme === 'search-r1') return 'Search-R1 exact match';
-  const resolved = typeof weights === 'string' ? (REWARD_PRESETS as Record<string, RewardWeights | undefined>)[weights] : weights;
+  const resolved =
+    typeof weights === 'string'
+      ? (REWARD_PRESETS as Record<string, RewardWeights | undefined>)[weights]
+      : weights;
   if (!resolved) return `weights '${String(weights)}'`;
   const terms = (
     [
@@ -90,24 +99,43 @@ export function emaSmooth(values: ReadonlyArray<number | null>, smoothing: numbe
 const meanOrNull = (xs: readonly number[]) => (xs.length === 0 ? null : mean(xs));
 
 /** Crop rate (share of rollouts with a crop turn) and small-print success (judge >= 0.5 among judged rollouts of small-print questions) per step. */
-export function rolloutRates(rollouts: readonly StepRollout[], smallPrint: ReadonlySet<string>): Map<number, { cropRate: number | null; smallPrintSuccess: number | null }> {
+export function rolloutRates(
+  rollouts: readonly StepRollout[],
+  smallPrint: ReadonlySet<string>,
+): Map<number, { cropRate: number | null; smallPrintSuccess: number | null }> {
   const byStep = new Map<number, Trajectory[]>();
   for (const r of rollouts) byStep.set(r.step, [...(byStep.get(r.step) ?? []), r.trajectory]);
   const rates = new Map<number, { cropRate: number | null; smallPrintSuccess: number | null }>();
   for (const [step, trajectories] of byStep) {
-    const judgedSmall = trajectories.filter((t) => smallPrint.has(t.promptUid)).flatMap((t) => {
-      const score = t.rewardDetail?.components.judgeScore;
-      return score === null || score === undefined ? [] : [score >= 0.5 ? 1 : 0];
+    const judgedSmall = trajectories
+      .filter((t) => smallPrint.has(t.promptUid))
+      .flatMap((t) => {
+        const score = t.rewardDetail?.components.judgeScore;
+        return score === null || score === undefined ? [] : [score >= 0.5 ? 1 : 0];
+      });
+    rates.set(step, {
+      cropRate: meanOrNull(trajectories.map((t) => (t.turns.some((turn) => turn.crop) ? 1 : 0))),
+      smallPrintSuccess: meanOrNull(judgedSmall),
     });
-    rates.set(step, { cropRate: meanOrNull(trajectories.map((t) => (t.turns.some((turn) => turn.crop) ? 1 : 0))), smallPrintSuccess: meanOrNull(judgedSmall) });
   }
   return rates;
 }
 
 /** The run's curves: one axis over the phases, a series per phase, EMA-smoothed per phase. */
-export function reportCurves(phases: readonly PhaseInput[], smallPrint: ReadonlySet<string>, options: { smoothing?: number; scheme?: string } = {}): ReportCurves {
+export function reportCurves(
+  phases: readonly PhaseInput[],
+  smallPrint: ReadonlySet<string>,
+  options: { smoothing?: number; scheme?: string } = {},
+): ReportCurves {
   const smoothing = options.smoothing ?? 0.6;
-  const curves: ReportCurves = { steps: [], phase: [], phaseStep: [], phases: [], metrics: perMetric(() => ({ raw: [], smoothed: [] })), smoothing };
+  const curves: ReportCurves = {
+    steps: [],
+    phase: [],
+    phaseStep: [],
+    phases: [],
+    metrics: perMetric(() => ({ raw: [], smoothed: [] })),
+    smoothing,
+  };
   let stepOffset = 0;
   for (const phase of phases) {
     const rates = rolloutRates(phase.rollouts, smallPrint);
@@ -152,10 +180,17 @@ export type BucketGroups = 'step-prompt' | 'last-step';
  * mean NDCG bucketed B > 0.7, A 0.1-0.7, 0 below 0.1. `step-prompt` counts every (step, prompt)
  * group; `last-step` only each prompt's group at the last step that saw it.
  */
-export function difficultyBuckets(rollouts: readonly StepRollout[], options: { groups?: BucketGroups; thresholds?: { bucketLow: number; bucketHigh: number } } = {}): Record<DifficultyBucket, number> {
+export function difficultyBuckets(
+  rollouts: readonly StepRollout[],
+  options: { groups?: BucketGroups; thresholds?: { bucketLow: number; bucketHigh: number } } = {},
+): Record<DifficultyBucket, number> {
   const byStep = new Map<number, StepRollout[]>();
   for (const r of rollouts) byStep.set(r.step, [...(byStep.get(r.step) ?? []), r]);
-  let stats = [...byStep].sort(([a], [b]) => a - b).flatMap(([step, group]) => promptStats(group.map((r) => summariseTrajectory(r.trajectory, r.runId, step))));
+  let stats = [...byStep]
+    .sort(([a], [b]) => a - b)
+    .flatMap(([step, group]) =>
+      promptStats(group.map((r) => summariseTrajectory(r.trajectory, r.runId, step))),
+    );
   if (options.groups === 'last-step') stats = [...new Map(stats.map((s) => [s.promptUid, s])).values()];
   return countBuckets(assignBuckets(stats, options.thresholds));
 }

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-const escapeHtml = (text: string) => text.replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c]!);
+const escapeHtml = (text: string) =>
+  text.replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c]!);
 
 /**
  * uPlot's browser build and stylesheet, read from the installed package (so it works from `src/`
@@ -11,19 +12,34 @@ const escapeHtml = (text: string) => text.replace(/[<>&"]/g, (c) => ({ '<': '&lt
 function uplotAssets(): { script: string; css: string } {
   const require = createRequire(import.meta.url);
   const script = readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8')
-    .replace(/https?:\/\/github\.com\/leeoniya\/uPlot/g, 'uPlot, MIT licence, (c) Leon Sorokin: github.com/leeoniya/uPlot')
+    .replace(
+      /https?:\/\/github\.com\/leeoniya\/uPlot/g,
+      'uPlot, MIT licence, (c) Leon Sorokin: github.com/leeoniya/uPlot',
+    )
     .replace(/<\/script/gi, '<\\/script');
-  const css = readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8').replace(/<\/style/gi, '<\\/style');
+  const css = readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8').replace(
+    /<\/style/gi,
+    '<\\/style',
+  );
   return { script, css };
 }
 
 /** The report page: `data` is embedded as JSON and drawn by the page's script. */
 export function renderReportPage(title: string, data: unknown): string {
   const { script, css } = uplotAssets();
-  const parts: Record<string, string> = { TITLE: escapeHtml(title), UPLOT_CSS: css, UPLOT_JS: script, DATA: JSON.stringify(data).replace(/</g, '\\u003c'), SCRIPT: PAGE_SCRIPT };
+  const parts: Record<string, string> = {
+    TITLE: escapeHtml(title),
+    UPLOT_CSS: css,
+    UPLOT_JS: script,
+    DATA: JSON.stringify(data).replace(/</g, '\\u003c'),
+    SCRIPT: PAGE_SCRIPT,
+  };
   // One pass with a replacer function: inserted text (model output in the data) is never scanned for
   // placeholders, and `$'` and friends in it are not expanded.
-  return REPORT_TEMPLATE.replace(/__(TITLE|UPLOT_CSS|UPLOT_JS|DATA|SCRIPT)__/g, (_, name: string) => parts[name]!);
+  return REPORT_TEMPLATE.replace(
+    /__(TITLE|UPLOT_CSS|UPLOT_JS|DATA|SCRIPT)__/g,
+    (_, name: string) => parts[name]!,
+  );
 }
 
 const REPORT_TEMPLATE = `<!doctype html>

@@ -3,7 +3,31 @@
 // that makes ONNX Runtime sessions. No onnxruntime-node import at load time (it is passed in), no
 // tfjs: searcher-rl/onnx uses the sessions, and the tfjs policy's ONNX engines import this file
 // (the one edge between adapter families that test/layering.test.ts allows).
-export { encodeOnnxModel, ONNX_FLOAT, ONNX_INT64, type OnnxAttribute, type OnnxElementType, type OnnxGraph, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from './proto';
-export { buildTransformerGraph, GraphBuilder, ONNX_NAMES, ONNX_OPSET, transformerWeightShapes, type TransformerGraphConfig, type TransformerGraphShape } from './transformer-graph';
+export {
+  encodeOnnxModel,
+  ONNX_FLOAT,
+  ONNX_INT64,
+  type OnnxAttribute,
+  type OnnxElementType,
+  type OnnxGraph,
+  type OnnxNode,
+  type OnnxTensor,
+  type OnnxValueInfo,
+} from './proto';
+export {
+  buildTransformerGraph,
+  GraphBuilder,
+  ONNX_NAMES,
+  ONNX_OPSET,
+  transformerWeightShapes,
+  type TransformerGraphConfig,
+  type TransformerGraphShape,
+} from './transformer-graph';
 export { buildTrainingGraph, forwardOnlyGraph, TRAINING_NAMES } from './training-graph';
-export { createOnnxSession, CUDA_INSTALL, providerProblem, type OnnxRuntime, type OnnxSessionOptions } from './session';
+export {
+  createOnnxSession,
+  CUDA_INSTALL,
+  providerProblem,
+  type OnnxRuntime,
+  type OnnxSessionOptions,
+} from './session';

@@ -11,7 +11,12 @@ describe('the ONNX ModelProto encoder', () => {
           { opType: 'Add', inputs: ['x', 'bias'], outputs: ['sum'] },
           { opType: 'Transpose', inputs: ['sum'], outputs: ['turned'], attributes: { perm: [1, 0] } },
           { opType: 'Gather', inputs: ['turned', 'index'], outputs: ['y'], attributes: { axis: -1 } },
-          { opType: 'LayerNormalization', inputs: ['x', 'gain', 'bias'], outputs: ['normed'], attributes: { axis: -1, epsilon: { float: 0.5 } } },
+          {
+            opType: 'LayerNormalization',
+            inputs: ['x', 'gain', 'bias'],
+            outputs: ['normed'],
+            attributes: { axis: -1, epsilon: { float: 0.5 } },
+          },
         ],
         initializers: [
           { name: 'bias', type: ONNX_FLOAT, dims: [3], values: [1, 2, 3] },
@@ -27,12 +32,16 @@ describe('the ONNX ModelProto encoder', () => {
       17,
     );
     const session = await ort.InferenceSession.create(bytes);
-    const out = await session.run({ x: new ort.Tensor('float32', Float32Array.of(0, 0, 0, 10, 20, 30), [2, 3]) });
+    const out = await session.run({
+      x: new ort.Tensor('float32', Float32Array.of(0, 0, 0, 10, 20, 30), [2, 3]),
+    });
     // sum = [[1, 2, 3], [11, 22, 33]]; transposed, the last column is the second row.
     expect(Array.from(out.y!.data as Float32Array)).toEqual([11, 22, 33]);
     // Row [10, 20, 30]: variance 200/3, so (x - 20) / sqrt(200/3 + 0.5) + bias.
     const scale = Math.sqrt(200 / 3 + 0.5);
-    expect(Array.from((out.normed!.data as Float32Array).slice(3)).map((v, i) => v - [1, 2, 3][i]!)).toEqual([-10 / scale, 0, 10 / scale].map((v) => expect.closeTo(v, 5)));
+    expect(Array.from((out.normed!.data as Float32Array).slice(3)).map((v, i) => v - [1, 2, 3][i]!)).toEqual(
+      [-10 / scale, 0, 10 / scale].map((v) => expect.closeTo(v, 5)),
+    );
     await session.release();
   });
 });

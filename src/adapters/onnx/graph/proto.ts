@@ -107,7 +107,10 @@ class ProtoWriter {
 // TensorProto: dims = 1, data_type = 2, name = 8, raw_data = 9 (little-endian values).
 function writeTensor(w: ProtoWriter, tensor: OnnxTensor): void {
   w.packedInts(1, tensor.dims).int(2, tensor.type).string(8, tensor.name);
-  const raw = tensor.type === ONNX_FLOAT ? new Uint8Array(Float32Array.from(tensor.values).buffer) : new Uint8Array(BigInt64Array.from(tensor.values.map((v) => BigInt(v))).buffer);
+  const raw =
+    tensor.type === ONNX_FLOAT
+      ? new Uint8Array(Float32Array.from(tensor.values).buffer)
+      : new Uint8Array(BigInt64Array.from(tensor.values.map((v) => BigInt(v))).buffer);
   w.bytesField(9, raw);
 }
 
@@ -125,7 +128,8 @@ function writeNode(w: ProtoWriter, node: OnnxNode, index: number): void {
   for (const input of node.inputs) w.string(1, input);
   for (const output of node.outputs) w.string(2, output);
   w.string(3, `${node.opType}_${index}`).string(4, node.opType);
-  for (const [name, value] of Object.entries(node.attributes ?? {})) w.message(5, (a) => writeAttribute(a, name, value));
+  for (const [name, value] of Object.entries(node.attributes ?? {}))
+    w.message(5, (a) => writeAttribute(a, name, value));
 }
 
 // ValueInfoProto: name = 1, type = 2; TypeProto.tensor_type = 1 {elem_type = 1, shape = 2 {dim = 1 {dim_value = 1, dim_param = 2}}}.
@@ -136,7 +140,8 @@ function writeValueInfo(w: ProtoWriter, info: OnnxValueInfo): void {
       const dims = info.dims;
       if (dims) {
         tensor.message(2, (shape) => {
-          for (const dim of dims) shape.message(1, (d) => (typeof dim === 'number' ? d.int(1, dim) : d.string(2, dim)));
+          for (const dim of dims)
+            shape.message(1, (d) => (typeof dim === 'number' ? d.int(1, dim) : d.string(2, dim)));
         });
       }
     }),

@@ -32,9 +32,11 @@ function bindingFolder(): string | null {
 export function providerProblem(ort: OnnxRuntime, provider: OnnxExecutionProvider): string | null {
   if (provider === 'cpu') return null;
   const known = ort.listSupportedBackends?.() ?? [];
-  if (!known.some((b) => b.name === 'cuda')) return `this onnxruntime-node build (${process.platform}/${process.arch}) has no CUDA execution provider (it has ${known.map((b) => b.name).join(', ') || 'none listed'})`;
+  if (!known.some((b) => b.name === 'cuda'))
+    return `this onnxruntime-node build (${process.platform}/${process.arch}) has no CUDA execution provider (it has ${known.map((b) => b.name).join(', ') || 'none listed'})`;
   const folder = bindingFolder();
-  if (folder && !existsSync(join(folder, 'libonnxruntime_providers_cuda.so'))) return `onnxruntime-node's CUDA provider library is not installed (no libonnxruntime_providers_cuda.so in ${folder})`;
+  if (folder && !existsSync(join(folder, 'libonnxruntime_providers_cuda.so')))
+    return `onnxruntime-node's CUDA provider library is not installed (no libonnxruntime_providers_cuda.so in ${folder})`;
   return null;
 }
 
@@ -57,14 +59,28 @@ export interface OnnxSessionOptions {
  * (`encodeOnnxModel`). A provider that cannot run is a BackendUnavailableError saying what to
  * install; a model file ONNX Runtime cannot load is an InvalidArgumentError on `modelDir`.
  */
-export async function createOnnxSession(ort: OnnxRuntime, model: string | Uint8Array, options: OnnxSessionOptions = {}): Promise<Ort.InferenceSession> {
+export async function createOnnxSession(
+  ort: OnnxRuntime,
+  model: string | Uint8Array,
+  options: OnnxSessionOptions = {},
+): Promise<Ort.InferenceSession> {
   const provider = options.executionProvider ?? 'cpu';
   if (!(ONNX_EXECUTION_PROVIDERS as readonly string[]).includes(provider)) {
-    throw new BackendUnavailableError({ backend: provider, known: ONNX_EXECUTION_PROVIDERS, message: `unknown execution provider; use one of ${ONNX_EXECUTION_PROVIDERS.join(', ')}` });
+    throw new BackendUnavailableError({
+      backend: provider,
+      known: ONNX_EXECUTION_PROVIDERS,
+      message: `unknown execution provider; use one of ${ONNX_EXECUTION_PROVIDERS.join(', ')}`,
+    });
   }
   const problem = providerProblem(ort, provider);
-  if (problem) throw new BackendUnavailableError({ backend: provider, known: ONNX_EXECUTION_PROVIDERS, message: `${problem}. To use it, ${CUDA_INSTALL}` });
-  const executionProviders: Ort.InferenceSession.ExecutionProviderConfig[] = provider === 'cuda' ? [{ name: 'cuda', deviceId: options.cudaDeviceId ?? 0 }] : ['cpu'];
+  if (problem)
+    throw new BackendUnavailableError({
+      backend: provider,
+      known: ONNX_EXECUTION_PROVIDERS,
+      message: `${problem}. To use it, ${CUDA_INSTALL}`,
+    });
+  const executionProviders: Ort.InferenceSession.ExecutionProviderConfig[] =
+    provider === 'cuda' ? [{ name: 'cuda', deviceId: options.cudaDeviceId ?? 0 }] : ['cpu'];
   const sessionOptions: Ort.InferenceSession.SessionOptions = {
     executionProviders,
     graphOptimizationLevel: 'all',
@@ -72,14 +88,25 @@ export async function createOnnxSession(ort: OnnxRuntime, model: string | Uint8A
     ...(options.sequential && { interOpNumThreads: 1, executionMode: 'sequential' }),
   };
   try {
-    return typeof model === 'string' ? await ort.InferenceSession.create(model, sessionOptions) : await ort.InferenceSession.create(model, sessionOptions);
+    return typeof model === 'string'
+      ? await ort.InferenceSession.create(model, sessionOptions)
+      : await ort.InferenceSession.create(model, sessionOptions);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (provider === 'cuda' && /cuda|provider|shared library|libcu/i.test(message)) {
-      throw new BackendUnavailableError({ backend: 'cuda', known: ONNX_EXECUTION_PROVIDERS, message: `ONNX Runtime could not start its CUDA provider (${message.split('\n')[0]}). To use it, ${CUDA_INSTALL}`, cause: error });
+      throw new BackendUnavailableError({
+        backend: 'cuda',
+        known: ONNX_EXECUTION_PROVIDERS,
+        message: `ONNX Runtime could not start its CUDA provider (${message.split('\n')[0]}). To use it, ${CUDA_INSTALL}`,
+        cause: error,
+      });
     }
     // A graph built in memory that ONNX Runtime refuses is an error in this package, not in the caller's model.
     if (typeof model !== 'string') throw error;
-    throw new InvalidArgumentError({ argument: 'modelDir', message: `ONNX Runtime cannot load '${model}': ${message}`, cause: error });
+    throw new InvalidArgumentError({
+      argument: 'modelDir',
+      message: `ONNX Runtime cannot load '${model}': ${message}`,
+      cause: error,
+    });
   }
 }

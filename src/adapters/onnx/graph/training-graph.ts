@@ -62,9 +62,12 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
   const fromHeads = (t: string) => g.op('Reshape', [g.op('Transpose', [t], { perm: [0, 2, 1, 3] }), flat]);
   const swapLast = (t: string) => g.op('Transpose', [t], { perm: [0, 1, 3, 2] });
   const columnSums = (t: string) => g.op('ReduceSum', [t, zero], { keepdims: 0 });
-  const rowMeans = (t: string) => g.op('Mul', [g.op('ReduceSum', [t, lastAxis], { keepdims: 1 }), inverseWidth]);
-  const linear = (x: string, weight: string, bias: string) => g.op('Add', [g.op('MatMul', [x, weight]), bias]);
-  const gradient = (weight: string, value: string) => g.op('Identity', [value], undefined, N.gradient(weight));
+  const rowMeans = (t: string) =>
+    g.op('Mul', [g.op('ReduceSum', [t, lastAxis], { keepdims: 1 }), inverseWidth]);
+  const linear = (x: string, weight: string, bias: string) =>
+    g.op('Add', [g.op('MatMul', [x, weight]), bias]);
+  const gradient = (weight: string, value: string) =>
+    g.op('Identity', [value], undefined, N.gradient(weight));
 
   interface Norm {
     input: string;
@@ -75,7 +78,10 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
     bias: string;
   }
   const layerNorm = (input: string, gain: string, bias: string): Norm => {
-    const [output, mean, inverseStd] = g.ops('LayerNormalization', [input, gain, bias], 3, { axis: -1, epsilon: { float: config.layerNormEpsilon } }) as [string, string, string];
+    const [output, mean, inverseStd] = g.ops('LayerNormalization', [input, gain, bias], 3, {
+      axis: -1,
+      epsilon: { float: config.layerNormEpsilon },
+    }) as [string, string, string];
     return { input, output, mean, inverseStd, gain, bias };
   };
   /** dx = (dxHat - mean(dxHat) - xHat * mean(dxHat * xHat)) / std, as transformer.ts's layerNorm gradient; records the gain and bias gradients. */
@@ -85,7 +91,10 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
     gradient(norm.gain, columnSums(g.op('Mul', [upstream, normalized])));
     gradient(norm.bias, columnSums(upstream));
     const centred = g.op('Sub', [dNormalized, rowMeans(dNormalized)]);
-    return g.op('Mul', [g.op('Sub', [centred, g.op('Mul', [normalized, rowMeans(g.op('Mul', [dNormalized, normalized]))])]), norm.inverseStd]);
+    return g.op('Mul', [
+      g.op('Sub', [centred, g.op('Mul', [normalized, rowMeans(g.op('Mul', [dNormalized, normalized]))])]),
+      norm.inverseStd,
+    ]);
   };
   /** y = x W + b, backward: returns dx and records dW = x^T dy, db = column sums of dy. */
   const linearBackward = (input: string, weight: string, bias: string, upstream: string): string => {
@@ -96,12 +105,20 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
 
   // Forward, as Transformer.forwardFull over [rows, length] with logits at the places only.
   const positions = g.op('Slice', ['positionEmbedding', zero, length, zero]);
-  let x = g.op('Reshape', [g.op('Add', [g.op('Gather', ['tokenEmbedding', N.ids], { axis: 0 }), positions]), flat]);
+  let x = g.op('Reshape', [
+    g.op('Add', [g.op('Gather', ['tokenEmbedding', N.ids], { axis: 0 }), positions]),
+    flat,
+  ]);
   const saved = [];
   for (let l = 0; l < layers; l++) {
     const p = `blocks.${l}`;
     const norm1 = layerNorm(x, `${p}.norm1.gain`, `${p}.norm1.bias`);
-    const [q, k, v] = g.ops('Split', [linear(norm1.output, `${p}.attention.qkv`, `${p}.attention.qkvBias`)], 3, { axis: 1 }) as [string, string, string];
+    const [q, k, v] = g.ops(
+      'Split',
+      [linear(norm1.output, `${p}.attention.qkv`, `${p}.attention.qkvBias`)],
+      3,
+      { axis: 1 },
+    ) as [string, string, string];
     const queries = toHeads(q);
     const keys = toHeads(k);
     const values = toHeads(v);
@@ -112,24 +129,39 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
     const norm2 = layerNorm(x1, `${p}.norm2.gain`, `${p}.norm2.bias`);
     const up = linear(norm2.output, `${p}.mlp.up`, `${p}.mlp.upBias`);
     const squared = g.op('Mul', [up, up]);
-    const sigma = g.op('Sigmoid', [g.op('Mul', [g.op('Mul', [up, g.op('Add', [g.op('Mul', [squared, geluCubic]), one])]), geluScale])]);
+    const sigma = g.op('Sigmoid', [
+      g.op('Mul', [g.op('Mul', [up, g.op('Add', [g.op('Mul', [squared, geluCubic]), one])]), geluScale]),
+    ]);
     const activated = g.op('Mul', [up, sigma]);
     saved.push({ p, norm1, queries, keys, values, weights, merged, norm2, up, squared, sigma, activated });
     x = g.op('Add', [x1, linear(activated, `${p}.mlp.down`, `${p}.mlp.downBias`)]);
   }
   const residual = x;
-  const finalNorm = layerNorm(g.op('Gather', [residual, N.places], { axis: 0 }), 'finalNorm.gain', 'finalNorm.bias');
+  const finalNorm = layerNorm(
+    g.op('Gather', [residual, N.places], { axis: 0 }),
+    'finalNorm.gain',
+    'finalNorm.bias',
+  );
   const logits = g.op('Gemm', [finalNorm.output, 'tokenEmbedding'], { transB: 1 });
   const logProbs = g.op('LogSoftmax', [g.op('Div', [logits, N.temperature])], { axis: -1 });
   const targetColumn = g.op('Reshape', [N.targets, column]);
-  g.op('Reshape', [g.op('GatherElements', [logProbs, targetColumn], { axis: 1 }), g.ints('shape.vector', [-1])], undefined, N.tokenLogProbs);
+  g.op(
+    'Reshape',
+    [g.op('GatherElements', [logProbs, targetColumn], { axis: 1 }), g.ints('shape.vector', [-1])],
+    undefined,
+    N.tokenLogProbs,
+  );
   const probs = g.op('Exp', [logProbs]);
-  const entropies = g.op('Neg', [g.op('ReduceSum', [g.op('Mul', [probs, logProbs]), lastAxis], { keepdims: 1 })]);
+  const entropies = g.op('Neg', [
+    g.op('ReduceSum', [g.op('Mul', [probs, logProbs]), lastAxis], { keepdims: 1 }),
+  ]);
   g.op('ReduceSum', [entropies], { keepdims: 0 }, N.entropySum);
 
   // Backward. At the logits z / T: d(sum g logp_target)/dz = g (onehot - p); the entropy
   // H = -sum p logp has dH/dz = -p (logp + H), so -w H contributes w p (logp + H); both over T.
-  const onehot = g.op('OneHot', [N.targets, g.ints('vocabulary', [V]), g.floats('onehot.values', [0, 1])], { axis: -1 });
+  const onehot = g.op('OneHot', [N.targets, g.ints('vocabulary', [V]), g.floats('onehot.values', [0, 1])], {
+    axis: -1,
+  });
   const dScaled = g.op('Add', [
     g.op('Mul', [g.op('Reshape', [N.upstream, column]), g.op('Sub', [onehot, probs])]),
     g.op('Mul', [g.op('Mul', [probs, N.entropyWeight]), g.op('Add', [logProbs, entropies])]),
@@ -139,34 +171,80 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
   const dEmbeddingOut = g.op('Gemm', [dLogits, finalNorm.output], { transA: 1 });
   const dPlaces = layerNormBackward(finalNorm, g.op('MatMul', [dLogits, 'tokenEmbedding']));
   // Places are distinct: a plain scatter into zeros is the gather's gradient.
-  let dx = g.op('ScatterND', [g.op('ConstantOfShape', [g.op('Shape', [residual])]), g.op('Reshape', [N.places, column]), dPlaces]);
+  let dx = g.op('ScatterND', [
+    g.op('ConstantOfShape', [g.op('Shape', [residual])]),
+    g.op('Reshape', [N.places, column]),
+    dPlaces,
+  ]);
   for (let l = layers - 1; l >= 0; l--) {
-    const { p, norm1, queries, keys, values, weights, merged, norm2, up, squared, sigma, activated } = saved[l]!;
+    const { p, norm1, queries, keys, values, weights, merged, norm2, up, squared, sigma, activated } =
+      saved[l]!;
     const dActivated = linearBackward(activated, `${p}.mlp.down`, `${p}.mlp.downBias`, dx);
     // GELU' = sigma + x sigma (1 - sigma) 2 du/dx, 2 du/dx = 2k (1 + 3 * 0.044715 x^2).
     const twoDuDx = g.op('Add', [g.op('Mul', [squared, geluSlopeSquared]), geluScale]);
-    const derivative = g.op('Mul', [sigma, g.op('Add', [g.op('Mul', [g.op('Mul', [up, g.op('Sub', [one, sigma])]), twoDuDx]), one])]);
+    const derivative = g.op('Mul', [
+      sigma,
+      g.op('Add', [g.op('Mul', [g.op('Mul', [up, g.op('Sub', [one, sigma])]), twoDuDx]), one]),
+    ]);
     const dUp = g.op('Mul', [dActivated, derivative]);
-    const dx1 = g.op('Add', [dx, layerNormBackward(norm2, linearBackward(norm2.output, `${p}.mlp.up`, `${p}.mlp.upBias`, dUp))]);
+    const dx1 = g.op('Add', [
+      dx,
+      layerNormBackward(norm2, linearBackward(norm2.output, `${p}.mlp.up`, `${p}.mlp.upBias`, dUp)),
+    ]);
     const dAttended = toHeads(linearBackward(merged, `${p}.attention.out`, `${p}.attention.outBias`, dx1));
     const dWeights = g.op('MatMul', [dAttended, swapLast(values)]);
     const dValues = g.op('MatMul', [swapLast(weights), dAttended]);
     // Softmax: dscores = a (da - sum(da a)), then the 1/sqrt(dh) scale; the mask is a constant.
-    const dScores = g.op('Mul', [g.op('Mul', [weights, g.op('Sub', [dWeights, g.op('ReduceSum', [g.op('Mul', [dWeights, weights]), lastAxis], { keepdims: 1 })])]), scale]);
+    const dScores = g.op('Mul', [
+      g.op('Mul', [
+        weights,
+        g.op('Sub', [
+          dWeights,
+          g.op('ReduceSum', [g.op('Mul', [dWeights, weights]), lastAxis], { keepdims: 1 }),
+        ]),
+      ]),
+      scale,
+    ]);
     const dQueries = g.op('MatMul', [dScores, keys]);
     const dKeys = g.op('MatMul', [swapLast(dScores), queries]);
     const dQkv = g.op('Concat', [fromHeads(dQueries), fromHeads(dKeys), fromHeads(dValues)], { axis: 1 });
-    dx = g.op('Add', [dx1, layerNormBackward(norm1, linearBackward(norm1.output, `${p}.attention.qkv`, `${p}.attention.qkvBias`, dQkv))]);
+    dx = g.op('Add', [
+      dx1,
+      layerNormBackward(
+        norm1,
+        linearBackward(norm1.output, `${p}.attention.qkv`, `${p}.attention.qkvBias`, dQkv),
+      ),
+    ]);
   }
   // Embeddings: the token gather scatters back with repeats added; the positions 0..length-1 sum over rows.
-  const dEmbeddingIn = g.op('ScatterND', [g.op('ConstantOfShape', [g.op('Shape', ['tokenEmbedding'])]), g.op('Reshape', [N.ids, column]), dx], { reduction: { string: 'add' } });
+  const dEmbeddingIn = g.op(
+    'ScatterND',
+    [g.op('ConstantOfShape', [g.op('Shape', ['tokenEmbedding'])]), g.op('Reshape', [N.ids, column]), dx],
+    { reduction: { string: 'add' } },
+  );
   gradient('tokenEmbedding', g.op('Add', [dEmbeddingOut, dEmbeddingIn]));
-  const dPositions = g.op('ReduceSum', [g.op('Reshape', [dx, g.op('Concat', [idsShape, g.ints('shape.width', [d])], { axis: 0 })]), zero], { keepdims: 0 });
-  const pads = g.op('Concat', [g.ints('pads.begin', [0, 0]), g.op('Sub', [g.ints('context', [C]), length]), zero], { axis: 0 });
+  const dPositions = g.op(
+    'ReduceSum',
+    [g.op('Reshape', [dx, g.op('Concat', [idsShape, g.ints('shape.width', [d])], { axis: 0 })]), zero],
+    { keepdims: 0 },
+  );
+  const pads = g.op(
+    'Concat',
+    [g.ints('pads.begin', [0, 0]), g.op('Sub', [g.ints('context', [C]), length]), zero],
+    { axis: 0 },
+  );
   gradient('positionEmbedding', g.op('Pad', [dPositions, pads]));
 
-  const float = (name: string, dims: Array<number | string>): OnnxValueInfo => ({ name, type: ONNX_FLOAT, dims });
-  const int64 = (name: string, dims: Array<number | string>): OnnxValueInfo => ({ name, type: ONNX_INT64, dims });
+  const float = (name: string, dims: Array<number | string>): OnnxValueInfo => ({
+    name,
+    type: ONNX_FLOAT,
+    dims,
+  });
+  const int64 = (name: string, dims: Array<number | string>): OnnxValueInfo => ({
+    name,
+    type: ONNX_INT64,
+    dims,
+  });
   const weights = transformerWeightShapes(config);
   return {
     name: 'searcher-rl.tfjs-transformer.training',
@@ -182,7 +260,11 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
       float(N.upstream, ['places']),
       float(N.entropyWeight, []),
     ],
-    outputs: [float(N.tokenLogProbs, ['places']), float(N.entropySum, []), ...weights.map((w) => float(N.gradient(w.name), w.shape))],
+    outputs: [
+      float(N.tokenLogProbs, ['places']),
+      float(N.entropySum, []),
+      ...weights.map((w) => float(N.gradient(w.name), w.shape)),
+    ],
   };
 }
 
@@ -202,7 +284,9 @@ export function forwardOnlyGraph(graph: OnnxGraph): OnnxGraph {
     needed.add(node);
     node.inputs.forEach(visit);
   };
-  const outputs = graph.outputs.filter((v) => v.name === TRAINING_NAMES.tokenLogProbs || v.name === TRAINING_NAMES.entropySum);
+  const outputs = graph.outputs.filter(
+    (v) => v.name === TRAINING_NAMES.tokenLogProbs || v.name === TRAINING_NAMES.entropySum,
+  );
   for (const output of outputs) visit(output.name);
   const nodes = graph.nodes.filter((n) => needed.has(n));
   const read = new Set(nodes.flatMap((n) => n.inputs));

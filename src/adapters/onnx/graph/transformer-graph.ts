@@ -1,4 +1,12 @@
-import { ONNX_FLOAT, ONNX_INT64, type OnnxAttribute, type OnnxGraph, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from './proto';
+import {
+  ONNX_FLOAT,
+  ONNX_INT64,
+  type OnnxAttribute,
+  type OnnxGraph,
+  type OnnxNode,
+  type OnnxTensor,
+  type OnnxValueInfo,
+} from './proto';
 
 // The tfjs Transformer's chunk forward (src/adapters/tfjs/transformer.ts, forwardChunk) as an ONNX
 // graph of standard ops at opset 17, op for op where the rounding matters. The weights are graph
@@ -45,7 +53,9 @@ export const ONNX_NAMES = {
 } as const;
 
 /** The weights' names and shapes, in the Transformer's parameter order. */
-export function transformerWeightShapes(config: TransformerGraphShape): Array<{ name: string; shape: number[] }> {
+export function transformerWeightShapes(
+  config: TransformerGraphShape,
+): Array<{ name: string; shape: number[] }> {
   const { vocabSize: V, contextLength: C, width: d, mlpWidth: m, layers } = config;
   const shapes = [
     { name: 'tokenEmbedding', shape: [V, d] },
@@ -78,14 +88,24 @@ export class GraphBuilder {
   readonly initializers: OnnxTensor[] = [];
   private counter = 0;
 
-  op(opType: string, inputs: readonly string[], attributes?: Record<string, OnnxAttribute>, output?: string): string {
+  op(
+    opType: string,
+    inputs: readonly string[],
+    attributes?: Record<string, OnnxAttribute>,
+    output?: string,
+  ): string {
     const name = output ?? `${opType.toLowerCase()}_${this.counter++}`;
     this.nodes.push({ opType, inputs, outputs: [name], attributes });
     return name;
   }
 
   /** An op with several outputs. */
-  ops(opType: string, inputs: readonly string[], outputCount: number, attributes?: Record<string, OnnxAttribute>): string[] {
+  ops(
+    opType: string,
+    inputs: readonly string[],
+    outputCount: number,
+    attributes?: Record<string, OnnxAttribute>,
+  ): string[] {
     const outputs = Array.from({ length: outputCount }, () => `${opType.toLowerCase()}_${this.counter++}`);
     this.nodes.push({ opType, inputs, outputs, attributes });
     return outputs;
@@ -128,26 +148,37 @@ export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph
   const geluScale = g.floatScalar('gelu.scale', 2 * Math.sqrt(2 / Math.PI));
   const one = g.floatScalar('gelu.one', 1);
 
-  const layerNorm = (x: string, gain: string, bias: string) => g.op('LayerNormalization', [x, gain, bias], { axis: -1, epsilon: { float: config.layerNormEpsilon } });
-  const linear = (x: string, weight: string, bias: string) => g.op('Add', [g.op('MatMul', [x, weight]), bias]);
+  const layerNorm = (x: string, gain: string, bias: string) =>
+    g.op('LayerNormalization', [x, gain, bias], { axis: -1, epsilon: { float: config.layerNormEpsilon } });
+  const linear = (x: string, weight: string, bias: string) =>
+    g.op('Add', [g.op('MatMul', [x, weight]), bias]);
   const gelu = (x: string) => {
     const squared = g.op('Mul', [x, x]);
-    const inner = g.op('Mul', [g.op('Mul', [x, g.op('Add', [g.op('Mul', [squared, geluCubic]), one])]), geluScale]);
+    const inner = g.op('Mul', [
+      g.op('Mul', [x, g.op('Add', [g.op('Mul', [squared, geluCubic]), one])]),
+      geluScale,
+    ]);
     return g.op('Mul', [x, g.op('Sigmoid', [inner])]);
   };
   // The residual stream is [rows * chunk, width], as tfjs's 2-D matmuls: ONNX Runtime runs a 3-D
   // activation times a 2-D weight as one matrix-vector product per row when the chunk is one token.
   const headShape = g.op('Concat', [g.op('Shape', [N.tokens]), headDims], { axis: 0 });
-  const toHeads = (t: string, output?: string) => g.op('Transpose', [g.op('Reshape', [t, headShape])], { perm: [0, 2, 1, 3] }, output);
+  const toHeads = (t: string, output?: string) =>
+    g.op('Transpose', [g.op('Reshape', [t, headShape])], { perm: [0, 2, 1, 3] }, output);
 
-  const embedded = g.op('Add', [g.op('Gather', ['tokenEmbedding', N.tokens], { axis: 0 }), g.op('Gather', ['positionEmbedding', N.positions], { axis: 0 })]);
+  const embedded = g.op('Add', [
+    g.op('Gather', ['tokenEmbedding', N.tokens], { axis: 0 }),
+    g.op('Gather', ['positionEmbedding', N.positions], { axis: 0 }),
+  ]);
   let x = g.op('Reshape', [embedded, flatShape]);
   const pastLength = g.op('Shape', [N.pastKeys(0)], { start: 2, end: 3 });
   const keyCount = g.op('Shape', [N.mask], { start: 3, end: 4 });
   for (let l = 0; l < layers; l++) {
     const p = `blocks.${l}`;
     const h = layerNorm(x, `${p}.norm1.gain`, `${p}.norm1.bias`);
-    const [q, k, v] = g.ops('Split', [linear(h, `${p}.attention.qkv`, `${p}.attention.qkvBias`)], 3, { axis: 1 }) as [string, string, string];
+    const [q, k, v] = g.ops('Split', [linear(h, `${p}.attention.qkv`, `${p}.attention.qkvBias`)], 3, {
+      axis: 1,
+    }) as [string, string, string];
     const queries = toHeads(q);
     const keys = toHeads(k, N.presentKeys(l));
     const values = toHeads(v, N.presentValues(l));
@@ -155,24 +186,42 @@ export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph
     // keys); the past is never copied into a concatenation, only read.
     const pastScores = g.op('MatMul', [queries, g.op('Transpose', [N.pastKeys(l)], { perm: [0, 1, 3, 2] })]);
     const chunkScores = g.op('MatMul', [queries, g.op('Transpose', [keys], { perm: [0, 1, 3, 2] })]);
-    const scores = g.op('Add', [g.op('Mul', [g.op('Concat', [pastScores, chunkScores], { axis: 3 }), scale]), N.mask]);
+    const scores = g.op('Add', [
+      g.op('Mul', [g.op('Concat', [pastScores, chunkScores], { axis: 3 }), scale]),
+      N.mask,
+    ]);
     const weights = g.op('Softmax', [scores], { axis: -1 });
     const pastWeights = g.op('Slice', [weights, zero, pastLength, keyAxis]);
     const chunkWeights = g.op('Slice', [weights, pastLength, keyCount, keyAxis]);
-    const attended = g.op('Add', [g.op('MatMul', [pastWeights, N.pastValues(l)]), g.op('MatMul', [chunkWeights, values])]);
+    const attended = g.op('Add', [
+      g.op('MatMul', [pastWeights, N.pastValues(l)]),
+      g.op('MatMul', [chunkWeights, values]),
+    ]);
     const merged = g.op('Reshape', [g.op('Transpose', [attended], { perm: [0, 2, 1, 3] }), flatShape]);
     const x1 = g.op('Add', [x, linear(merged, `${p}.attention.out`, `${p}.attention.outBias`)]);
     const h2 = layerNorm(x1, `${p}.norm2.gain`, `${p}.norm2.bias`);
-    x = g.op('Add', [x1, linear(gelu(linear(h2, `${p}.mlp.up`, `${p}.mlp.upBias`)), `${p}.mlp.down`, `${p}.mlp.downBias`)]);
+    x = g.op('Add', [
+      x1,
+      linear(gelu(linear(h2, `${p}.mlp.up`, `${p}.mlp.upBias`)), `${p}.mlp.down`, `${p}.mlp.downBias`),
+    ]);
   }
   const last = g.op('Gather', [x, N.lastIndex], { axis: 0 });
   const normed = layerNorm(last, 'finalNorm.gain', 'finalNorm.bias');
   const logits = g.op('Gemm', [normed, 'tokenEmbedding'], { transB: 1 });
   g.op('LogSoftmax', [g.op('Div', [logits, N.temperature])], { axis: -1 }, N.logProbs);
 
-  const float = (name: string, dims: Array<number | string>): OnnxValueInfo => ({ name, type: ONNX_FLOAT, dims });
-  const int64 = (name: string, dims: Array<number | string>): OnnxValueInfo => ({ name, type: ONNX_INT64, dims });
-  const perLayer = (name: (l: number) => string, dims: Array<number | string>) => Array.from({ length: layers }, (_, l) => float(name(l), dims));
+  const float = (name: string, dims: Array<number | string>): OnnxValueInfo => ({
+    name,
+    type: ONNX_FLOAT,
+    dims,
+  });
+  const int64 = (name: string, dims: Array<number | string>): OnnxValueInfo => ({
+    name,
+    type: ONNX_INT64,
+    dims,
+  });
+  const perLayer = (name: (l: number) => string, dims: Array<number | string>) =>
+    Array.from({ length: layers }, (_, l) => float(name(l), dims));
   return {
     name: 'searcher-rl.tfjs-transformer.chunk',
     nodes: g.nodes,
@@ -187,6 +236,10 @@ export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph
       ...perLayer(N.pastKeys, ['rows', H, 'past', dh]),
       ...perLayer(N.pastValues, ['rows', H, 'past', dh]),
     ],
-    outputs: [float(N.logProbs, ['rows', V]), ...perLayer(N.presentKeys, ['rows', H, 'chunk', dh]), ...perLayer(N.presentValues, ['rows', H, 'chunk', dh])],
+    outputs: [
+      float(N.logProbs, ['rows', V]),
+      ...perLayer(N.presentKeys, ['rows', H, 'chunk', dh]),
+      ...perLayer(N.presentValues, ['rows', H, 'chunk', dh]),
+    ],
   };
 }

@@ -1,7 +1,13 @@
 import { appendFile, mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DatasetValidationError, InvalidArgumentError, ProviderCallError } from '../../../core/errors';
-import { checkBlobKey, checkRunId, checkStoreQuery, checkStoreRecords, matchesQuery } from '../../../core/store/records';
+import {
+  checkBlobKey,
+  checkRunId,
+  checkStoreQuery,
+  checkStoreRecords,
+  matchesQuery,
+} from '../../../core/store/records';
 import { encodeSpecialNumbers, reviveSpecialNumbers } from '../../../core/trajectory/serialize';
 import type { Store, StoreQuery, StoreRecord } from '../../../ports/store';
 
@@ -18,7 +24,8 @@ export interface JsonlStoreSettings {
  * Numbers JSON cannot hold (NaN, ±Infinity, -0) are tagged and read back as numbers (see trajectoryToJSON).
  */
 export function createJsonlStore(settings: JsonlStoreSettings): Store {
-  if (typeof settings?.dir !== 'string' || settings.dir.length === 0) throw new InvalidArgumentError({ argument: 'dir', message: 'must be a folder path' });
+  if (typeof settings?.dir !== 'string' || settings.dir.length === 0)
+    throw new InvalidArgumentError({ argument: 'dir', message: 'must be a folder path' });
   const root = resolve(settings.dir);
   const runDir = (runId: string) => join(root, runId);
   const file = (runId: string, kind: string) => join(runDir(runId), `${kind}.jsonl`);
@@ -40,7 +47,11 @@ export function createJsonlStore(settings: JsonlStoreSettings): Store {
         try {
           line = JSON.stringify(record, encodeSpecialNumbers);
         } catch (error) {
-          throw new InvalidArgumentError({ argument: `records[${i}].data`, message: `cannot be written as JSON: ${(error as Error).message}`, cause: error });
+          throw new InvalidArgumentError({
+            argument: `records[${i}].data`,
+            message: `cannot be written as JSON: ${(error as Error).message}`,
+            cause: error,
+          });
         }
         const lines = byFile.get(path);
         if (lines) lines.push(line);
@@ -96,7 +107,12 @@ export function createJsonlStore(settings: JsonlStoreSettings): Store {
         try {
           record = JSON.parse(line, reviveSpecialNumbers) as StoreRecord;
         } catch (error) {
-          throw new DatasetValidationError({ row, field: '(json)', message: `${path} line ${row + 1} is not valid JSON: ${(error as Error).message}`, cause: error });
+          throw new DatasetValidationError({
+            row,
+            field: '(json)',
+            message: `${path} line ${row + 1} is not valid JSON: ${(error as Error).message}`,
+            cause: error,
+          });
         }
         if (matchesQuery(record, query)) out.push(record);
         if (query.limit !== undefined && out.length >= query.limit) break;

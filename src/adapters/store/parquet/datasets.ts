@@ -1,7 +1,16 @@
 import { DatasetValidationError } from '../../../core/errors';
 import type { PromptRecord } from '../../../core/types';
 import type { SftRow } from '../../../core/curation/distill';
-import { group, int64, list, readParquetFile, root, str, writeParquetFile, type ParquetSchemaElement } from './parquet-files';
+import {
+  group,
+  int64,
+  list,
+  readParquetFile,
+  root,
+  str,
+  writeParquetFile,
+  type ParquetSchemaElement,
+} from './parquet-files';
 
 /**
  * The verl / Search-R1 RL dataset layout: `data_source`, `prompt` (chat messages), `ability`,
@@ -18,10 +27,19 @@ export const RL_DATASET_SCHEMA: ParquetSchemaElement[] = root([
   list('prompt', group('element', [[str('content')], [str('role')]])),
   [str('ability')],
   group('reward_model', [group('ground_truth', [list('target', [str('element')])]), [str('style')]]),
-  group('extra_info', [[int64('index')], [str('split')], [str('file_name')], list('reference_page', [str('element')])]),
+  group('extra_info', [
+    [int64('index')],
+    [str('split')],
+    [str('file_name')],
+    list('reference_page', [str('element')]),
+  ]),
 ]);
 
-export const SFT_DATASET_SCHEMA: ParquetSchemaElement[] = root([list('messages', group('element', [[str('content')], [str('role')]])), [str('uid')], [str('format_version')]]);
+export const SFT_DATASET_SCHEMA: ParquetSchemaElement[] = root([
+  list('messages', group('element', [[str('content')], [str('role')]])),
+  [str('uid')],
+  [str('format_version')],
+]);
 
 const asString = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
@@ -29,16 +47,41 @@ const asString = (v: unknown) => (typeof v === 'string' ? v : undefined);
 export function promptFromRlRow(row: Record<string, unknown>, index: number): PromptRecord {
   const prompt = Array.isArray(row.prompt) ? (row.prompt as Array<{ role?: string; content?: string }>) : [];
   const question = asString(row.question) ?? [...prompt].reverse().find((m) => m.role === 'user')?.content;
-  if (!question) throw new DatasetValidationError({ row: index, field: 'question', message: 'no `question` column and no user message in `prompt`' });
+  if (!question)
+    throw new DatasetValidationError({
+      row: index,
+      field: 'question',
+      message: 'no `question` column and no user message in `prompt`',
+    });
   const rewardModel = (row.reward_model ?? {}) as { ground_truth?: unknown };
   const truth = rewardModel.ground_truth;
-  const targets = typeof truth === 'string' ? [truth] : Array.isArray((truth as { target?: unknown })?.target) ? ((truth as { target: unknown[] }).target.filter((t) => typeof t === 'string') as string[]) : Array.isArray(row.golden_answers) ? (row.golden_answers as string[]) : [];
-  const extra = (row.extra_info ?? {}) as { index?: unknown; split?: unknown; file_name?: unknown; reference_page?: unknown };
-  const pages = Array.isArray(extra.reference_page) ? extra.reference_page.map(String) : extra.reference_page !== undefined && extra.reference_page !== null ? [String(extra.reference_page)] : [];
+  const targets =
+    typeof truth === 'string'
+      ? [truth]
+      : Array.isArray((truth as { target?: unknown })?.target)
+        ? ((truth as { target: unknown[] }).target.filter((t) => typeof t === 'string') as string[])
+        : Array.isArray(row.golden_answers)
+          ? (row.golden_answers as string[])
+          : [];
+  const extra = (row.extra_info ?? {}) as {
+    index?: unknown;
+    split?: unknown;
+    file_name?: unknown;
+    reference_page?: unknown;
+  };
+  const pages = Array.isArray(extra.reference_page)
+    ? extra.reference_page.map(String)
+    : extra.reference_page !== undefined && extra.reference_page !== null
+      ? [String(extra.reference_page)]
+      : [];
   const fileStem = asString(extra.file_name)?.replace(/\.[A-Za-z0-9]+$/, '');
   // A bare page number is a page of `file_name`: `{stem}_{page}.png`, the corpus's basename form.
   const golden = pages.map((p) => (/^\d+$/.test(p) && fileStem ? `${fileStem}_${p}.png` : p));
-  const uid = asString(row.id) ?? (extra.index !== undefined && extra.index !== null ? `${asString(extra.split) ?? 'row'}_${String(extra.index)}` : `row_${index}`);
+  const uid =
+    asString(row.id) ??
+    (extra.index !== undefined && extra.index !== null
+      ? `${asString(extra.split) ?? 'row'}_${String(extra.index)}`
+      : `row_${index}`);
   return {
     uid,
     question,
@@ -54,15 +97,29 @@ export async function readRlDataset(path: string): Promise<PromptRecord[]> {
 }
 
 /** Writes prompt records in the RL layout (`prompt` holds the question as one user message after `instructions`, when given). */
-export async function writeRlDataset(path: string, prompts: readonly PromptRecord[], options: { dataSource?: string; ability?: string; split?: string; instructions?: string } = {}): Promise<void> {
+export async function writeRlDataset(
+  path: string,
+  prompts: readonly PromptRecord[],
+  options: { dataSource?: string; ability?: string; split?: string; instructions?: string } = {},
+): Promise<void> {
   const rows = prompts.map((p, index) => ({
     id: p.uid,
     question: p.question,
     data_source: options.dataSource ?? 'searcher-rl',
-    prompt: [{ content: options.instructions ? `${options.instructions}\n${p.question}` : p.question, role: 'user' }],
+    prompt: [
+      { content: options.instructions ? `${options.instructions}\n${p.question}` : p.question, role: 'user' },
+    ],
     ability: options.ability ?? 'visual-search',
-    reward_model: { ground_truth: { target: p.reference === undefined ? [] : [p.reference] }, style: 'model' },
-    extra_info: { index: BigInt(index), split: options.split ?? 'train', file_name: p.goldenBasenames?.[0]?.replace(/_\d+\.[A-Za-z0-9]+$/, '') ?? null, reference_page: p.goldenBasenames ?? [] },
+    reward_model: {
+      ground_truth: { target: p.reference === undefined ? [] : [p.reference] },
+      style: 'model',
+    },
+    extra_info: {
+      index: BigInt(index),
+      split: options.split ?? 'train',
+      file_name: p.goldenBasenames?.[0]?.replace(/_\d+\.[A-Za-z0-9]+$/, '') ?? null,
+      reference_page: p.goldenBasenames ?? [],
+    },
   }));
   await writeParquetFile(path, { schema: RL_DATASET_SCHEMA, rows });
 }
@@ -74,7 +131,16 @@ export async function writeSftDataset(path: string, rows: readonly SftRow[]): Pr
 export async function readSftDataset(path: string): Promise<SftRow[]> {
   const { rows } = await readParquetFile(path);
   return rows.map((row, i) => {
-    if (!Array.isArray(row.messages)) throw new DatasetValidationError({ row: i, field: 'messages', message: 'expected a list of {role, content}' });
-    return { messages: row.messages as SftRow['messages'], uid: String(row.uid ?? `row_${i}`), format_version: String(row.format_version ?? '') };
+    if (!Array.isArray(row.messages))
+      throw new DatasetValidationError({
+        row: i,
+        field: 'messages',
+        message: 'expected a list of {role, content}',
+      });
+    return {
+      messages: row.messages as SftRow['messages'],
+      uid: String(row.uid ?? `row_${i}`),
+      format_version: String(row.format_version ?? ''),
+    };
   });
 }

@@ -26,7 +26,12 @@ export async function readParquetFile(path: string): Promise<ParquetTable> {
   try {
     bytes = await readFile(path);
   } catch (error) {
-    throw new DatasetValidationError({ row: -1, field: '(file)', message: `cannot read the Parquet file '${path}': ${(error as Error).message}`, cause: error });
+    throw new DatasetValidationError({
+      row: -1,
+      field: '(file)',
+      message: `cannot read the Parquet file '${path}': ${(error as Error).message}`,
+      cause: error,
+    });
   }
   const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
   try {
@@ -34,7 +39,12 @@ export async function readParquetFile(path: string): Promise<ParquetTable> {
     const rows = (await parquetReadObjects({ file, metadata })) as Array<Record<string, unknown>>;
     return { schema: metadata.schema as unknown as ParquetSchemaElement[], rows };
   } catch (error) {
-    throw new DatasetValidationError({ row: -1, field: '(file)', message: `'${path}' is not a readable Parquet file: ${(error as Error).message}`, cause: error });
+    throw new DatasetValidationError({
+      row: -1,
+      field: '(file)',
+      message: `'${path}' is not a readable Parquet file: ${(error as Error).message}`,
+      cause: error,
+    });
   }
 }
 
@@ -69,13 +79,31 @@ export async function writeParquetFile(path: string, table: ParquetTable): Promi
 }
 
 // Schema builders for the layouts below.
-export const str = (name: string, repetition: 'OPTIONAL' | 'REQUIRED' = 'OPTIONAL'): ParquetSchemaElement => ({ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: repetition });
-export const int64 = (name: string): ParquetSchemaElement => ({ name, type: 'INT64', repetition_type: 'OPTIONAL' });
-export const group = (name: string, children: ParquetSchemaElement[][]): ParquetSchemaElement[] => [{ name, repetition_type: 'OPTIONAL', num_children: children.length }, ...children.flat()];
+export const str = (
+  name: string,
+  repetition: 'OPTIONAL' | 'REQUIRED' = 'OPTIONAL',
+): ParquetSchemaElement => ({
+  name,
+  type: 'BYTE_ARRAY',
+  converted_type: 'UTF8',
+  repetition_type: repetition,
+});
+export const int64 = (name: string): ParquetSchemaElement => ({
+  name,
+  type: 'INT64',
+  repetition_type: 'OPTIONAL',
+});
+export const group = (name: string, children: ParquetSchemaElement[][]): ParquetSchemaElement[] => [
+  { name, repetition_type: 'OPTIONAL', num_children: children.length },
+  ...children.flat(),
+];
 /** A three-level LIST (`name.list.element`), as pyarrow writes it. */
 export const list = (name: string, element: ParquetSchemaElement[]): ParquetSchemaElement[] => [
   { name, repetition_type: 'OPTIONAL', num_children: 1, converted_type: 'LIST' },
   { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
   ...element.map((e, i) => (i === 0 ? { ...e, name: 'element' } : e)),
 ];
-export const root = (columns: ParquetSchemaElement[][]): ParquetSchemaElement[] => [{ name: 'schema', repetition_type: 'REQUIRED', num_children: columns.length }, ...columns.flat()];
+export const root = (columns: ParquetSchemaElement[][]): ParquetSchemaElement[] => [
+  { name: 'schema', repetition_type: 'REQUIRED', num_children: columns.length },
+  ...columns.flat(),
+];

@@ -19,18 +19,39 @@ describe('the Search-R1 NQ test file', () => {
   it('reads all 3,610 rows, writes them back and reads the same values, nested columns included', async () => {
     const table = await readParquetFile(SEARCH_R1);
     expect(table.rows).toHaveLength(3610);
-    expect(topLevelColumns(table.schema)).toEqual(['id', 'question', 'golden_answers', 'data_source', 'prompt', 'ability', 'reward_model', 'extra_info']);
-    expect(table.rows[0]).toMatchObject({ id: 'test_0', data_source: 'nq', ability: 'fact-reasoning', reward_model: { ground_truth: { target: ['Wilhelm Conrad Röntgen'] }, style: 'rule' }, extra_info: { index: 0n, split: 'test' } });
+    expect(topLevelColumns(table.schema)).toEqual([
+      'id',
+      'question',
+      'golden_answers',
+      'data_source',
+      'prompt',
+      'ability',
+      'reward_model',
+      'extra_info',
+    ]);
+    expect(table.rows[0]).toMatchObject({
+      id: 'test_0',
+      data_source: 'nq',
+      ability: 'fact-reasoning',
+      reward_model: { ground_truth: { target: ['Wilhelm Conrad Röntgen'] }, style: 'rule' },
+      extra_info: { index: 0n, split: 'test' },
+    });
     const path = join(dir, 'nq.parquet');
     await writeParquetFile(path, table);
     const back = await readParquetFile(path);
-    expect(back.schema.map((e) => [e.name, e.type, e.repetition_type, e.num_children])).toEqual(table.schema.map((e) => [e.name, e.type, e.repetition_type, e.num_children]));
+    expect(back.schema.map((e) => [e.name, e.type, e.repetition_type, e.num_children])).toEqual(
+      table.schema.map((e) => [e.name, e.type, e.repetition_type, e.num_children]),
+    );
     expect(back.rows).toEqual(table.rows);
   });
   it('reads as prompt records (question, reference from ground_truth.target)', async () => {
     const prompts = await readRlDataset(SEARCH_R1);
     expect(prompts).toHaveLength(3610);
-    expect(prompts[0]).toMatchObject({ uid: 'test_0', question: 'who got the first nobel prize in physics?', reference: 'Wilhelm Conrad Röntgen' });
+    expect(prompts[0]).toMatchObject({
+      uid: 'test_0',
+      question: 'who got the first nobel prize in physics?',
+      reference: 'Wilhelm Conrad Röntgen',
+    });
   });
 });
 
@@ -38,21 +59,60 @@ describe('our layouts', () => {
   it('an RL dataset with golden pages round-trips as prompt records', async () => {
     const path = join(dir, 'rl.parquet');
     const prompts = [
-      { uid: 'q1', question: 'What was revenue in 2019?', reference: '12 million', goldenBasenames: ['acme_3.png'] },
-      { uid: 'q2', question: '매출은 얼마인가? 图中', reference: '3', goldenBasenames: ['beta_1.png', 'beta_2.png'] },
+      {
+        uid: 'q1',
+        question: 'What was revenue in 2019?',
+        reference: '12 million',
+        goldenBasenames: ['acme_3.png'],
+      },
+      {
+        uid: 'q2',
+        question: '매출은 얼마인가? 图中',
+        reference: '3',
+        goldenBasenames: ['beta_1.png', 'beta_2.png'],
+      },
     ];
     await writeRlDataset(path, prompts, { split: 'train' });
     const raw = await readParquetFile(path);
-    expect(raw.rows[1]).toMatchObject({ data_source: 'searcher-rl', prompt: [{ role: 'user', content: prompts[1]!.question }], reward_model: { ground_truth: { target: ['3'] } }, extra_info: { index: 1n, split: 'train', file_name: 'beta', reference_page: ['beta_1.png', 'beta_2.png'] } });
+    expect(raw.rows[1]).toMatchObject({
+      data_source: 'searcher-rl',
+      prompt: [{ role: 'user', content: prompts[1]!.question }],
+      reward_model: { ground_truth: { target: ['3'] } },
+      extra_info: {
+        index: 1n,
+        split: 'train',
+        file_name: 'beta',
+        reference_page: ['beta_1.png', 'beta_2.png'],
+      },
+    });
     expect((await readRlDataset(path)).map(({ metadata: _m, ...p }) => p)).toEqual(prompts);
   });
   it('page numbers in reference_page are pages of file_name', async () => {
     const { promptFromRlRow } = await import('./datasets');
-    expect(promptFromRlRow({ question: 'q', reward_model: { ground_truth: 'x' }, extra_info: { file_name: 'deck.pdf', reference_page: [3n] } }, 0)).toMatchObject({ reference: 'x', goldenBasenames: ['deck_3.png'], uid: 'row_0' });
+    expect(
+      promptFromRlRow(
+        {
+          question: 'q',
+          reward_model: { ground_truth: 'x' },
+          extra_info: { file_name: 'deck.pdf', reference_page: [3n] },
+        },
+        0,
+      ),
+    ).toMatchObject({ reference: 'x', goldenBasenames: ['deck_3.png'], uid: 'row_0' });
   });
   it('an SFT dataset round-trips', async () => {
     const path = join(dir, 'sft.parquet');
-    const rows = [{ uid: 's#0', format_version: 'searcher-rl-sft-v1', messages: [{ role: 'system' as const, content: 'sys' }, { role: 'user' as const, content: 'q' }, { role: 'assistant' as const, content: '<think>a</think>\n<search>x</search>' }] }];
+    const rows = [
+      {
+        uid: 's#0',
+        format_version: 'searcher-rl-sft-v1',
+        messages: [
+          { role: 'system' as const, content: 'sys' },
+          { role: 'user' as const, content: 'q' },
+          { role: 'assistant' as const, content: '<think>a</think>\n<search>x</search>' },
+        ],
+      },
+    ];
     await writeSftDataset(path, rows);
     expect(await readSftDataset(path)).toEqual(rows);
   });

@@ -9,9 +9,18 @@ import { createJsonlStore } from '../jsonl/index';
  * run folders write them) into another store, run by run, in append order; checkpoint blobs stay
  * where they are. Returns the records copied per run.
  */
-export async function importJsonlRuns(dir: string, target: Store, options: { runIds?: readonly string[]; batchSize?: number } = {}): Promise<Record<string, number>> {
+export async function importJsonlRuns(
+  dir: string,
+  target: Store,
+  options: { runIds?: readonly string[]; batchSize?: number } = {},
+): Promise<Record<string, number>> {
   const source = createJsonlStore({ dir });
-  const runIds = options.runIds ?? (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const runIds =
+    options.runIds ??
+    (await readdir(dir, { withFileTypes: true }))
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort();
   const copied: Record<string, number> = {};
   for (const runId of runIds) {
     let count = 0;
@@ -25,4 +34,3 @@ export async function importJsonlRuns(dir: string, target: Store, options: { run
   }
   return copied;
 }
-

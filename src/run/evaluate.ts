@@ -1,0 +1,102 @@
+import type { Trajectory } from '../core/trajectory/trajectory';
+import type { PromptRecord } from '../core/types';
+import { mean } from '../core/stats';
+import type { SearcherConfigInput } from '../config';
+import type { Searcher } from '../searcher';
+import type { RunConfig } from './config';
+import type { RunEnvironment } from './environment';
+import { clearStoreRun } from './folder';
+import { progressOf, type RunOptions } from './progress';
+
+export interface EvalSummary {
+  /** The split (slide runs) or the dataset file evaluated. */
+  split: string;
+  questions: number;
+  /** Share of questions the judge scored >= 0.5. */
+  judgeSuccess: number;
+  ndcg: number;
+  completion: number;
+  /** Judge success on questions whose answer is in small print (crops needed); null without such questions. */
+  smallPrintSuccess: number | null;
+  /** Share of episodes with a crop. */
+  cropRate: number;
+  /** Share of small-print questions whose episode cropped. */
+  smallPrintCropRate: number | null;
+}
+
+/** What an evaluation needs of an open run (`RunSession` has it). */
+export interface EvaluationSession {
+  config: RunConfig;
+  env: RunEnvironment;
+  runDir: string;
+  searcher(overrides?: Omit<SearcherConfigInput, 'adapters'>): Promise<Searcher>;
+}
+
+function summarise(
+  label: string,
+  questions: readonly PromptRecord[],
+  trajectories: readonly Trajectory[],
+): EvalSummary {
+  const small = new Set(
+    questions
+      .filter((q) => (q.metadata as { small?: unknown } | undefined)?.small === true)
+      .map((q) => q.uid),
+  );
+  const success = (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
+  const smallOnes = trajectories.filter((t) => small.has(t.promptUid));
+  const cropped = (t: Trajectory) => (t.turns.some((turn) => turn.crop) ? 1 : 0);
+  return {
+    split: label,
+    questions: trajectories.length,
+    judgeSuccess: mean(trajectories.map(success)),
+    ndcg: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
+    completion: mean(trajectories.map((t) => (t.terminated === 'complete' ? 1 : 0))),
+    smallPrintSuccess: smallOnes.length === 0 ? null : mean(smallOnes.map(success)),
+    cropRate: mean(trajectories.map(cropped)),
+    smallPrintCropRate: smallOnes.length === 0 ? null : mean(smallOnes.map(cropped)),
+  };
+}
+
+export async function evaluate(
+  session: EvaluationSession,
+  storeRun: string,
+  split: RunConfig['evaluation']['split'],
+  options: RunOptions,
+): Promise<EvalSummary> {
+  const { config } = session;
+  const { label, prompts } = session.env.evaluation(split ?? config.evaluation.split);
+  const questions = config.evaluation.limit === null ? prompts : prompts.slice(0, config.evaluation.limit);
+  await clearStoreRun(session.runDir, storeRun);
+  const searcher = await session.searcher({
+    episode: { ...config.searcher.episode, temperature: config.evaluation.temperature },
+    rl: { ...config.searcher.rl, nAgent: 1 },
+    reward: { ...config.searcher.reward, weights: 'default' },
+  });
+  const trajectories: Trajectory[] = [];
+  const chunk = 64;
+  const progress = progressOf(options, `evaluating (${storeRun})`, questions.length);
+  for (let start = 0; start < questions.length; start += chunk) {
+    const batch = await searcher.collect(questions.slice(start, start + chunk), {
+      nAgent: 1,
+      runId: storeRun,
+      step: 0,
+      ...(options.signal && { signal: options.signal }),
+    });
+    trajectories.push(...batch.episodes.map((e) => e.trajectory));
+    progress.update(Math.min(questions.length, start + chunk));
+  }
+  const summary = summarise(label, questions, trajectories);
+  progress.done(`judge success ${pct(summary.judgeSuccess)}`);
+  return summary;
+}
+
+export const pct = (x: number | null) => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
+
+/** One line of an evaluation's figures. */
+export function describeEval(summary: EvalSummary): string {
+  const small =
+    summary.smallPrintSuccess === null
+      ? ''
+      : `, small print ${pct(summary.smallPrintSuccess)} (cropped ${pct(summary.smallPrintCropRate)})`;
+  return `judge success ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}`;
+}
