@@ -3,7 +3,8 @@
 Frames are the ones `openenv.core.env_client.EnvClient` sends: {"type": "reset", "data": kwargs},
 {"type": "step", "data": action}, {"type": "state"}, {"type": "close"}; replies are read with the
 `_parse_result` shape {"observation": ..., "reward": ..., "done": ...}. Only `websockets` is needed
-(Debian's python3-websockets 10.4 works). Prints one JSON line per episode, then a summary line.
+(Debian's python3-websockets 10.4 and PyPI's 14 and later work: the header keyword
+was renamed from `extra_headers` to `additional_headers` in 14). Prints one JSON line per episode, then a summary line.
 
     python3 episode_client.py ws://127.0.0.1:8000 --episodes 4 [--token T]
 """
@@ -24,8 +25,12 @@ async def request(ws, message):
     return reply["data"]
 
 
+# websockets 14 replaced the legacy client, whose `extra_headers` became `additional_headers`.
+HEADERS_KEYWORD = "additional_headers" if int(websockets.__version__.split(".")[0]) >= 14 else "extra_headers"
+
+
 async def episode(base_url, task, index, headers):
-    async with websockets.connect(f"{base_url}/ws", extra_headers=headers) as ws:
+    async with websockets.connect(f"{base_url}/ws", **{HEADERS_KEYWORD: headers}) as ws:
         first = await request(ws, {"type": "reset", "data": {"seed": index, "episode_id": f"py-{index}", "task": task["id"]}})
         assert first["done"] is False and first["reward"] is None
         assert task["question"] in first["observation"]["text"]
