@@ -22,8 +22,18 @@ const commands = {
   serveEnv: () => import('../server/index'),
 };
 
-/** Log lines to stdout, progress to stderr. */
-const cli = () => cliRunOptions((line) => process.stdout.write(`${line}\n`), process.stderr);
+/**
+ * Log lines to stdout, progress to stderr; the first Ctrl-C stops the run through its AbortSignal
+ * (what it recorded stays, and running the command again continues it), a second one exits.
+ */
+const cli = () => {
+  const controller = new AbortController();
+  process.once('SIGINT', () => {
+    process.stderr.write('\nstopping (Ctrl-C again to exit now); run the same command again to continue\n');
+    controller.abort(new Error('interrupted (SIGINT)'));
+  });
+  return { ...cliRunOptions((line) => process.stdout.write(`${line}\n`), process.stderr), signal: controller.signal };
+};
 
 const USAGE = `searcher-rl <command> [options]
 
