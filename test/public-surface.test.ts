@@ -59,4 +59,13 @@ describe('the public surface', () => {
     }
     expect(offences).toEqual([]);
   });
+
+  it('builds every public subpath: each export of package.json is an entry of tsup.config.ts', () => {
+    const tsup = readFileSync(join(root, 'tsup.config.ts'), 'utf8');
+    const missing = Object.entries(packageJson.exports)
+      .filter(([key]) => key !== './package.json')
+      .map(([, value]) => (value as { import: string }).import.replace('./dist/', '').replace(/\.js$/, ''))
+      .filter((entry) => !tsup.includes(`'${entry}':`) && !tsup.includes(`${entry}:`));
+    expect(missing).toEqual([]);
+  });
 });
