@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -67,4 +67,39 @@ describe('the CLI', () => {
     expect(code).toBe(1);
     expect(stderr).toMatch(/searcher-rl eval --help/);
   });
+
+  it('stops a run at Ctrl-C through its AbortSignal: exit 130, the steps done kept, and a line saying how to continue', async () => {
+    const config = join(dir, 'sigint.yaml');
+    await writeFile(
+      config,
+      [
+        `runsDir: ${join(dir, 'runs')}`,
+        'runId: sigint',
+        `corpus: { decks: 3, minSlides: 5, maxSlides: 5, cacheDir: ${join(dir, 'corpus')} }`,
+        'policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: wasm }',
+        'sft: { demonstrations: 4, epochs: 1 }',
+        'phases: [{ name: phase1, steps: 200, weights: phase1 }]',
+        'trainer: { batchSize: 2, saveFreq: 1 }',
+        'searcher: { episode: { maxTurns: 2, maxTurnTokens: 12, maxContextTokens: 192 }, rl: { nAgent: 2 } }',
+        'evaluation: { limit: 2 }',
+      ].join('\n'),
+    );
+    const child = spawn(tsx, ['src/cli/main.ts', 'train', '--config', config], { cwd: root });
+    let stderr = '';
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve) =>
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        // A progress line of phase 1 (non-TTY: plain lines) means the phase has taken steps.
+        if (/phase1 \d+\/200/.test(stderr)) resolve();
+      }),
+    );
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/stopped; what was done is kept\. Run the same command again to continue/);
+    const metrics = (await readFile(join(dir, 'runs', 'sigint', 'phase1', 'metric.jsonl'), 'utf8'))
+      .trim()
+      .split('\n');
+    expect(metrics.length).toBeGreaterThan(0);
+  }, 120_000);
 });

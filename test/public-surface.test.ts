@@ -64,7 +64,9 @@ describe('the public surface', () => {
     const tsup = readFileSync(join(root, 'tsup.config.ts'), 'utf8');
     const missing = Object.entries(packageJson.exports)
       .filter(([key]) => key !== './package.json')
-      .map(([, value]) => (value as { import: string }).import.replace('./dist/', '').replace(/\.js$/, ''))
+      .map(([, value]) =>
+        (value as unknown as { import: string }).import.replace('./dist/', '').replace(/\.js$/, ''),
+      )
       .filter((entry) => !tsup.includes(`'${entry}':`) && !tsup.includes(`${entry}:`));
     expect(missing).toEqual([]);
   });

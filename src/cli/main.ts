@@ -26,13 +26,19 @@ const commands = {
  * Log lines to stdout, progress to stderr; the first Ctrl-C stops the run through its AbortSignal
  * (what it recorded stays, and running the command again continues it), a second one exits.
  */
+const interrupted = { yes: false };
 const cli = () => {
   const controller = new AbortController();
   process.once('SIGINT', () => {
-    process.stderr.write('\nstopping (Ctrl-C again to exit now); run the same command again to continue\n');
+    interrupted.yes = true;
+    process.stderr.write('\nstopping at the next safe point (Ctrl-C again to exit now)\n');
     controller.abort(new Error('interrupted (SIGINT)'));
+    process.once('SIGINT', () => process.exit(130));
   });
-  return { ...cliRunOptions((line) => process.stdout.write(`${line}\n`), process.stderr), signal: controller.signal };
+  return {
+    ...cliRunOptions((line) => process.stdout.write(`${line}\n`), process.stderr),
+    signal: controller.signal,
+  };
 };
 
 const USAGE = `searcher-rl <command> [options]
@@ -305,6 +311,14 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
+    // Stopped by Ctrl-C: what was done is kept; the same command continues it (exit 130, as a shell's SIGINT).
+    if (interrupted.yes) {
+      process.stderr.write(
+        `searcher-rl: stopped; what was done is kept. Run the same command again to continue.\n`,
+      );
+      process.exitCode = 130;
+      return;
+    }
     const message = SearcherError.isInstance(error) || error instanceof Error ? error.message : String(error);
     process.stderr.write(`searcher-rl: ${message}\n`);
     // The causes say what failed underneath (a file, the database, the backend).

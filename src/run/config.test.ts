@@ -156,6 +156,17 @@ describe('progress', () => {
       expect(parseRunConfig(JSON.parse(JSON.stringify(parsed)))).toEqual(parsed);
     }
     expect(parseRunConfig(dataset).searcher.episode.observationMaxChars).toBe(60);
+    // A partial searcher block merges with the kind's defaults (the ones train --help lists), section by section.
+    const partial = parseRunConfig({ searcher: { rl: { nAgent: 4 } } });
+    expect([
+      partial.searcher.episode.maxTurns,
+      partial.searcher.episode.maxTurnTokens,
+      partial.searcher.episode.temperature,
+      partial.searcher.rl.nAgent,
+    ]).toEqual([4, 48, 0.7, 4]);
+    expect(
+      parseRunConfig({ ...dataset, searcher: { episode: { maxTurns: 3 } } }).searcher.episode,
+    ).toMatchObject({ maxTurns: 3, observationMaxChars: 60, temperature: 0.5 });
     expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(170);
   });
 });

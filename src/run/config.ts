@@ -318,7 +318,19 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
     out.evaluation = { split: 'test', ...(isMapping(input.evaluation) ? input.evaluation : {}) };
   }
   if (!namedPolicy) out.policy ??= {};
-  out.searcher ??= SEARCHER_DEFAULTS[dataset ? 'dataset' : 'slides'];
+  // A partial `searcher` block merges with the kind's defaults (those `train --help` lists), section
+  // by section: `searcher: {rl: {nAgent: 4}}` keeps the run's episode settings, not the core's.
+  const defaults = SEARCHER_DEFAULTS[dataset ? 'dataset' : 'slides'];
+  if (searcher === undefined) out.searcher = defaults;
+  else if (isMapping(input.searcher)) {
+    const merged: Record<string, unknown> = { ...input.searcher };
+    for (const [section, values] of Object.entries(defaults)) {
+      const given = merged[section];
+      if (given === undefined) merged[section] = values;
+      else if (isMapping(given)) merged[section] = { ...values, ...given };
+    }
+    out.searcher = merged;
+  }
   return out;
 }
 
