@@ -146,6 +146,15 @@ describe('layering', () => {
     expect(long.map((f) => relative(root, f))).toEqual([]);
   });
 
+  it('keeps test helpers out of the product: no source file imports from test/', () => {
+    const offences = sourceFiles(join(root, 'src')).flatMap((file) =>
+      imports(file)
+        .filter((spec) => spec.startsWith('.') && relative(root, join(file, '..', spec)).startsWith('test/'))
+        .map((spec) => `${relative(root, file)} imports ${spec}`),
+    );
+    expect(offences).toEqual([]);
+  });
+
   it('keeps inversify in the composition root only', () => {
     const users = sourceFiles(join(root, 'src')).filter((file) =>
       imports(file).some((spec) => spec === 'inversify'),

@@ -1,8 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
+import { ConfigValidationError } from '../core/errors';
 import {
   adaptersConfigSchema,
   refineSearcherSections,
@@ -13,6 +10,7 @@ import { SFT_RUN } from './checkpoints';
 import { trainerSettingsSchema } from './trainer';
 import { issueFields, positiveInt } from '../provider-utils/settings';
 import type { TfjsPolicySettings } from '../adapters/tfjs/settings';
+import { readConfigFile } from './config-file';
 
 const unit = () => z.number().min(0).max(1);
 
@@ -393,62 +391,4 @@ export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
 /** Reads a run configuration from YAML (`.yaml`, `.yml`) or JSON (`.json`); fields are validated by name. */
 export async function loadRunConfig(path: string): Promise<RunConfig> {
   return parseRunConfig(await readConfigFile(path), path);
-}
-
-/** A YAML or JSON configuration file as data (a mapping), not yet validated. */
-export async function readConfigFile(path: string): Promise<Record<string, unknown>> {
-  const ext = extname(path).toLowerCase();
-  if (!['.yaml', '.yml', '.json'].includes(ext))
-    throw new InvalidArgumentError({
-      argument: '--config',
-      message: `'${path}' must be a YAML (.yaml, .yml) or JSON (.json) file`,
-    });
-  let bytes: Uint8Array;
-  try {
-    bytes = await readFile(path);
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    throw new InvalidArgumentError({
-      argument: '--config',
-      message:
-        code === 'ENOENT' ? `no such file '${path}'` : `cannot read '${path}': ${(error as Error).message}`,
-      cause: error,
-    });
-  }
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch (_error) {
-    throw new ConfigValidationError({
-      issues: [{ field: path, message: 'is not UTF-8 text (save it as UTF-8)' }],
-    });
-  }
-  // An empty file is a mistake, not a request for the whole default job.
-  if (
-    text.trim() === '' ||
-    text.split('\n').every((line) => line.trim() === '' || line.trim().startsWith('#'))
-  ) {
-    throw new InvalidArgumentError({
-      argument: '--config',
-      message: `'${path}' is empty; give at least one setting (npx searcher-rl train --help lists them), or leave out --config for the defaults`,
-    });
-  }
-  let data: unknown;
-  try {
-    data = ext === '.json' ? JSON.parse(text) : parseYaml(text);
-  } catch (error) {
-    throw new ConfigValidationError({
-      issues: [
-        {
-          field: path,
-          message: `not valid ${ext === '.json' ? 'JSON' : 'YAML'}: ${error instanceof Error ? error.message : String(error)}`,
-        },
-      ],
-    });
-  }
-  if (typeof data !== 'object' || data === null || Array.isArray(data))
-    throw new ConfigValidationError({
-      issues: [{ field: `${path}: (root)`, message: 'expected a mapping of settings (key: value)' }],
-    });
-  return data as Record<string, unknown>;
 }

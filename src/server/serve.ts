@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { buildSlideEnvironment } from '../env/slides/build';
 import { ConfigValidationError } from '../core/errors';
-import { loadRunConfig, parseRunConfig, readConfigFile } from '../run/config';
+import { loadRunConfig, parseRunConfig } from '../run/config';
+import { readConfigFile } from '../run/config-file';
 import { cluster, createClusterSlots, runSlotPrimary } from './cluster';
 import { createEnvServer } from './env-server';
 import { buildServedEnvironment, type ServedEnvironmentSettings } from './served-environment';

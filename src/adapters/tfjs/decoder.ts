@@ -43,7 +43,7 @@ async function feedAll(
 
 /**
  * Rollout sessions whose key/value caches live across turns, scheduled by the shared rollout
- * scheduler (provider-utils): turns asked for by concurrent sessions decode together, one forward
+ * scheduler (src/rollout-engine): turns asked for by concurrent sessions decode together, one forward
  * per token step for every row that is generating. The forwards are the rollout engine's (tfjs or,
  * with `rollouts: 'onnx'`, ONNX Runtime); sessions that end while an asynchronous forward runs are
  * left out of its results by the scheduler.

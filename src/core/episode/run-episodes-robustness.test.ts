@@ -274,4 +274,13 @@ describe('runEpisodes: robustness', () => {
     expect(generator.calls).toHaveLength(0);
     expect(episode!.trajectory.terminated).toBe('budget');
   });
+
+  it('names the gateway when it has no policy (a typed error, not a bare Error)', async () => {
+    const { createPortGateway } = await import('../calls/gateway');
+    const { runEpisodesThrough } = await import('./run-episodes');
+    const { createEpisodeStages } = await import('../pipeline/episode-stages');
+    const gateway = createPortGateway({ searchEngine: createMockSearchEngine({ pages }) });
+    await expect(runEpisodesThrough(gateway, one(), {})).rejects.toThrow(/Invalid argument 'gateway'/);
+    expect(() => createEpisodeStages(gateway, {} as never)).toThrow(/Invalid argument 'gateway'/);
+  });
 });

@@ -1,5 +1,5 @@
 import { createPortGateway, singleAttemptPolicies, type PortGateway } from '../calls/gateway';
-import { AbortedError } from '../errors';
+import { AbortedError, InvalidArgumentError } from '../errors';
 import { TURN_STOP_TAGS } from '../protocol/tags';
 import type { ImageOps } from '../../ports/image-ops';
 import type { PolicyBackend } from '../../ports/policy-backend';
@@ -60,7 +60,11 @@ export async function runEpisodesThrough(
   const policy = gateway.ports.policy;
   const signal = options.signal;
   checkInstances(instances);
-  if (!policy) throw new Error('runEpisodesThrough: the gateway has no policy');
+  if (!policy)
+    throw new InvalidArgumentError({
+      argument: 'gateway',
+      message: 'runEpisodesThrough needs a gateway with a policy (createPortGateway({ policy, ... }))',
+    });
   const contextTokens = episodeContextTokens(config, policy);
   if (instances.length === 0) return [];
   if (signal?.aborted) throw new AbortedError({ what: 'runEpisodes', cause: signal.reason });

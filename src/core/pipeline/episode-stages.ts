@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../errors';
 import type { PortGateway } from '../calls/gateway';
 import { createSystemClock } from '../concurrency/clock';
 import type { Clock } from '../../ports/clock';
@@ -38,7 +39,11 @@ export function createEpisodeStages(
   clock: Pick<Clock, 'now'> = createSystemClock(),
 ): PipelineStages<EpisodeGroup, EpisodeSample> {
   const policy = gateway.ports.policy;
-  if (!policy) throw new Error('createEpisodeStages: the gateway has no policy');
+  if (!policy)
+    throw new InvalidArgumentError({
+      argument: 'gateway',
+      message: 'createEpisodeStages needs a gateway with a policy (createPortGateway({ policy, ... }))',
+    });
   const stages: PipelineStages<EpisodeGroup, EpisodeSample> = {
     groupSize: (group) => group.instances.length,
     async rollout(group, { signal, emit }) {
