@@ -1,16 +1,9 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from './support/source-files';
 
 const root = join(import.meta.dirname, '..');
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return name === '__fixtures__' ? [] : sourceFiles(path);
-    return path.endsWith('.ts') && !path.endsWith('.test.ts') ? [path] : [];
-  });
-}
 
 /** Module specifiers: `import … from`, `export … from`, side-effect `import '…'`, `import()`, `require()`. */
 function importsOf(text: string): string[] {
@@ -63,7 +56,7 @@ function crossFamilyEdge(importer: string, target: string): boolean {
 describe('layering', () => {
   it('keeps src/core pure: only core and ports, no node:*, no vendor SDKs, no inversify', () => {
     const offences: string[] = [];
-    for (const file of sourceFiles(join(root, 'src/core'))) {
+    for (const file of sourceFiles(join(root, 'src/core'), { fixtures: true })) {
       for (const spec of imports(file)) {
         const where = `${relative(root, file)} imports '${spec}'`;
         const offence = coreOffences(spec);

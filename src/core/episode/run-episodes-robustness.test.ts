@@ -8,7 +8,7 @@ import type { PromptRecord } from '../types';
 import type { EpisodeInstance } from './instances';
 import { runEpisodes } from './run-episodes';
 import { completeWithGenerator, selectEvidence } from './terminal-answer';
-import { checkTokenAccounting, one, pages, prompt } from './__fixtures__/episodes';
+import { checkTokenAccounting, one, pages, prompt } from '../../../test/support/episodes';
 
 describe('completeWithGenerator', () => {
   it('appends the answer block with mask 0 and passes pages first, then crops', async () => {

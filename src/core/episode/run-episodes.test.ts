@@ -4,7 +4,7 @@ import { createScriptedPolicy } from '../../adapters/scripted-policy/index';
 import { mapToSource, shownSize } from './image-frame';
 import { ANSWER_INSTRUCTIONS } from './prompt';
 import { runEpisodes } from './run-episodes';
-import { checkTokenAccounting, one, pages, prompt } from './__fixtures__/episodes';
+import { checkTokenAccounting, one, pages, prompt } from '../../../test/support/episodes';
 
 describe('runEpisodes', () => {
   it('runs search then search_complete, keeping token ids, positions and the loss mask', async () => {

@@ -1,8 +1,8 @@
 import { expect } from 'vitest';
-import { createRawImage } from '../../../adapters/mock/index';
-import type { Trajectory } from '../../trajectory/trajectory';
-import type { PromptRecord } from '../../types';
-import type { EpisodeInstance } from '../instances';
+import { createRawImage } from '../../src/adapters/mock/index';
+import type { Trajectory } from '../../src/core/trajectory/trajectory';
+import type { PromptRecord } from '../../src/core/types';
+import type { EpisodeInstance } from '../../src/core/episode/instances';
 
 // Pages, a question and checks shared by the episode tests.
 
