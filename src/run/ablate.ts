@@ -4,7 +4,7 @@ import { InvalidArgumentError } from '../core/errors';
 import { parseRunConfig, type RunConfig } from './config';
 import { writeJsonAtomic } from './folder';
 import type { RunOptions } from './progress';
-import type { EvalSummary } from './evaluate';
+import { pct, type EvalSummary } from './evaluate';
 import { trainRun } from './run';
 
 /** One row of the ablation table: a change to the run's RL settings, everything else equal. */
@@ -56,8 +56,6 @@ export interface AblationRow {
   after: EvalSummary;
   seconds: number;
 }
-
-const pct = (x: number | null) => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
 
 /** The table as Markdown, one row per ablation. */
 export function ablationTable(rows: readonly AblationRow[]): string {

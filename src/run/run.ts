@@ -75,11 +75,16 @@ export interface RunSession {
 /** What `openRun` loads into the run's own policy: nothing (fresh weights), or the latest checkpoint among store runs. */
 export type RunPolicyStart = { kind: 'fresh' } | { kind: 'latest'; storeRuns: readonly string[] };
 
-const hasResetOptimizer = (
+/**
+ * Starts a new optimizer with these settings where the policy has one (the tfjs policy's
+ * `resetOptimizer`; not a port method: a scripted or ONNX policy has no optimizer).
+ */
+export function resetPolicyOptimizer(
   policy: PolicyBackend,
-): policy is PolicyBackend & {
-  resetOptimizer(settings: { learningRate?: number; warmupSteps?: number }): void;
-} => typeof (policy as { resetOptimizer?: unknown }).resetOptimizer === 'function';
+  settings: { learningRate: number; warmupSteps: number },
+): void {
+  (policy as { resetOptimizer?: (s: typeof settings) => void }).resetOptimizer?.(settings);
+}
 
 /** A store run named `RUN_DIR/STORE_RUN` (`policy.initFrom`): its latest checkpoint. */
 async function readNamedCheckpoint(
@@ -289,8 +294,7 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
     const steps: TrainRunResult['steps'] = [];
     for (const phase of config.phases) {
       if (phase.steps === 0) continue;
-      if (hasResetOptimizer(policy))
-        policy.resetOptimizer({ learningRate: phase.learningRate, warmupSteps: phase.warmupSteps });
+      resetPolicyOptimizer(policy, { learningRate: phase.learningRate, warmupSteps: phase.warmupSteps });
       const searcher = await session.searcher({
         reward: { ...config.searcher.reward, weights: phase.weights },
       });

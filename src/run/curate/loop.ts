@@ -7,17 +7,13 @@ import type { Verdict } from '../../core/curation/verification';
 import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import { runSft, sftExamples } from '../../core/rl/policy-update';
-import type { PolicyBackend } from '../../ports/policy-backend';
 import { SFT_RUN, writePolicyCheckpoint } from '../checkpoints';
 import { readRunFolderConfig } from '../folder';
 import type { RunOptions } from '../progress';
-import { openRun } from '../run';
+import { openRun, resetPolicyOptimizer } from '../run';
 import { createTrainer } from '../trainer';
 import { distillRun, type CurationValues } from './distill';
 import { loadEpisodes, trajectoryOf } from './data';
-
-const resetOptimizer = (policy: PolicyBackend, settings: { learningRate: number; warmupSteps: number }) =>
-  (policy as { resetOptimizer?: (s: typeof settings) => void }).resetOptimizer?.(settings);
 
 /**
  * The closed loop on the offline environment (docs/method.md#rare-success-distillation): distill
@@ -61,7 +57,7 @@ export async function closedLoop(
   };
   try {
     const examples = sftExamples(distilled.selected.map((e) => trajectoryOf(distilled.run, e)));
-    resetOptimizer(policy, { learningRate: sftSettings.learningRate, warmupSteps: 0 });
+    resetPolicyOptimizer(policy, { learningRate: sftSettings.learningRate, warmupSteps: 0 });
     const sft = await runSft(
       policy,
       examples,
@@ -90,7 +86,7 @@ export async function closedLoop(
     );
     if (steps === 0 || prompts.length === 0) return;
     const phaseConfig = config.phases.at(-1)!;
-    resetOptimizer(policy, { learningRate: phaseConfig.learningRate, warmupSteps: 0 });
+    resetPolicyOptimizer(policy, { learningRate: phaseConfig.learningRate, warmupSteps: 0 });
     const searcher = await session.searcher({
       episode: { ...config.searcher.episode, maxTurns: round.budget.maxTurns },
       rl: { ...config.searcher.rl, nAgent: round.budget.nAgent },
