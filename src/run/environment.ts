@@ -139,13 +139,11 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
   options.onLog?.(`dataset: ${train.length} questions (${dataset.path}), evaluation ${evaluated.length}`);
   const engine = config.searcher.adapters.searchEngine;
   const pagesDir = engine?.type === 'sqlite-fts' ? (engine.pagesDir ?? null) : null;
+  const trainUids = new Set(train.map((p) => p.uid));
   return {
     kind: 'dataset',
     train,
-    all:
-      dataset.evalPath === null
-        ? train
-        : [...train, ...evaluated.filter((p) => !train.some((t) => t.uid === p.uid))],
+    all: dataset.evalPath === null ? train : [...train, ...evaluated.filter((p) => !trainUids.has(p.uid))],
     vocabulary: () => datasetVocabulary([...train, ...evaluated]),
     adapters: {},
     evaluation: () => ({

@@ -1,5 +1,5 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
 import { InvalidArgumentError } from '../core/errors';
 import type { Store } from '../ports/store';
@@ -49,6 +49,11 @@ export function runStore(runDir: string): Store {
 /** Deletes a store run's folder (an evaluation replaces the previous one of the same name: the store is append-only). */
 export async function clearStoreRun(runDir: string, storeRun: string): Promise<void> {
   await rm(join(runDir, storeRun), { recursive: true, force: true });
+}
+
+/** An existing run folder's id and path (the id is its folder name). */
+export function existingRunFolder(runDir: string): { runId: string; runDir: string } {
+  return { runId: basename(resolve(runDir)), runDir };
 }
 
 /** The configuration a run folder was run with (its `config.json`). */

@@ -24,6 +24,7 @@ import {
 import { resolveRollouts, runPolicySettings, type RunConfig } from './config';
 import { prepareEnvironment, type RunEnvironment } from './environment';
 import {
+  existingRunFolder,
   EVAL_AFTER,
   EVAL_BEFORE,
   openRunFolder,
@@ -364,7 +365,7 @@ export async function evalRun(
     },
   };
   const storeRuns = [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN);
-  const session = await openRun(config, { kind: 'latest', storeRuns }, options, { runId: runDir, runDir });
+  const session = await openRun(config, { kind: 'latest', storeRuns }, options, existingRunFolder(runDir));
   try {
     const { storeRun } = session.env.evaluation(config.evaluation.split);
     options.onLog?.(

@@ -8,7 +8,7 @@ import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import { runSft, sftExamples } from '../../core/rl/policy-update';
 import { SFT_RUN, writePolicyCheckpoint } from '../checkpoints';
-import { readRunFolderConfig } from '../folder';
+import { existingRunFolder, readRunFolderConfig } from '../folder';
 import type { RunOptions } from '../progress';
 import { openRun, resetPolicyOptimizer } from '../run';
 import { createTrainer } from '../trainer';
@@ -48,7 +48,7 @@ export async function closedLoop(
     config,
     { kind: 'latest', storeRuns: [...config.phases.map((p) => p.name)].reverse().concat(SFT_RUN) },
     options,
-    { runId: runDir, runDir },
+    existingRunFolder(runDir),
   );
   const { policy, store, policyFrom: from } = session;
   const sftSettings = {
