@@ -21,7 +21,9 @@ export const prompt: PromptRecord = {
   reference: '4.5 billion dollars',
   goldenBasenames: ['acme_2.png'],
 };
-export const one = (p: PromptRecord = prompt): EpisodeInstance[] => [{ prompt: p, groupId: 'g', rolloutIndex: 0 }];
+export const one = (p: PromptRecord = prompt): EpisodeInstance[] => [
+  { prompt: p, groupId: 'g', rolloutIndex: 0 },
+];
 
 export function checkTokenAccounting(t: Trajectory) {
   expect(t.lossMask).toHaveLength(t.fullInputIds.length);
