@@ -29,12 +29,15 @@ describe('searcher-rl icd', () => {
       {
         query_id: 3,
         candidate_pool_ids: [5, 6, 7],
-        pointer_candidates: [{ pointer: [7, 5], vqa_acc_score: 0.6, gen_method: 'sample' }],
+        // Global indices are given as pointer_global (a pointer holds local ones: issue 24, item 13).
+        pointer_candidates: [{ pointer_global: [7, 5], vqa_acc_score: 0.6, gen_method: 'sample' }],
       },
       {
         query_id: 4,
         candidate_pool_indices: [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21],
-        pointer_candidates: [{ pointer: [11, 1], pointer_global: [21, 11], vqa_acc_score: 0 }],
+        pointer_candidates: [
+          { pointer: [11, 1], pointer_global: [21, 11], vqa_acc_score: 0, gen_method: 'beam' },
+        ],
       },
     ];
     await writeFile(join(dir, 'raw.jsonl'), raw.map((r) => JSON.stringify(r)).join('\n'));

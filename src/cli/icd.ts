@@ -33,7 +33,9 @@ Commands (each has --help):
   normalise: `searcher-rl icd normalise --data FILE --embeddings FILE --query-embeddings FILE --out FILE [--pool-size K]
 
   --data              RL data: .json (array, or object keyed by query id), .jsonl, or .parquet
-                      candidate_pool_indices or candidate_pool_ids
+                      candidate_pool_indices or candidate_pool_ids; a trajectory's pointer holds
+                      local indices (positions in the pool), pointer_global global ones (give
+                      either or both); gen_method is required
   --embeddings        candidate embeddings by global index: .json (array of vectors) or .jsonl
   --query-embeddings  query embeddings: .json array indexed by query_id, or object keyed by it
   --pool-size         K (default ${DEFAULT_ICD_SETTINGS.poolSize})

@@ -68,4 +68,39 @@ describe('ICD records as Parquet', () => {
     );
     expect((error as Error).message).toMatch(/pointer/);
   });
+
+  it('checks every field as the JSON reader does: a global index in pointer, a missing gen_method, a wrong vqa_correct (issue 24)', async () => {
+    const file = (trajectory: Record<string, unknown>) =>
+      new Uint8Array(
+        parquetWriteBuffer({
+          columnData: [
+            { name: 'query_id', data: [1, 2] },
+            {
+              name: 'candidate_pool_indices',
+              data: [
+                [5, 6, 7],
+                [40, 41, 42],
+              ],
+            },
+            {
+              name: 'pointer_candidates',
+              data: [
+                [{ pointer: [1, 0], vqa_correct: 1, vqa_acc_score: 1, gen_method: 'beam' }],
+                [{ pointer: [1, 0], vqa_correct: 1, vqa_acc_score: 1, gen_method: 'beam', ...trajectory }],
+              ],
+            },
+          ],
+        }),
+      );
+    const refused = async (trajectory: Record<string, unknown>, field: string) => {
+      const error = await readIcdParquet(file(trajectory)).catch((e: unknown) => e);
+      expect(DatasetValidationError.isInstance(error), String(error)).toBe(true);
+      expect((error as DatasetValidationError).row).toBe(1);
+      expect((error as DatasetValidationError).field).toBe(field);
+    };
+    await refused({ pointer: [42, 40] }, 'pointer_candidates.0.pointer.0');
+    await refused({ gen_method: null }, 'pointer_candidates.0.gen_method');
+    await refused({ vqa_correct: 0 }, 'pointer_candidates.0.vqa_correct');
+    await refused({ pointer: [2, 2] }, 'pointer_candidates.0.pointer');
+  });
 });

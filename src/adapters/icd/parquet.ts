@@ -1,6 +1,6 @@
 import { parquetReadObjects } from 'hyparquet';
 import { parquetWriteBuffer } from 'hyparquet-writer';
-import { parseIcdRecords } from '../../core/icd/parse';
+import { type IcdParseOptions, parseIcdRecords } from '../../core/icd/parse';
 import type { IcdQueryRecord } from '../../core/icd/types';
 
 /** Parquet integers may come back as bigint; every ICD field is a safe integer or a float. */
@@ -12,11 +12,15 @@ const plain = (rows: unknown) =>
 /**
  * ICD records from a Parquet file (the layout of the JSON records: `query_id`,
  * `candidate_pool_indices` or `candidate_pool_ids`, `pointer_candidates` as a list of structs),
- * checked like the JSON ones: a bad row is a DatasetValidationError naming it.
+ * checked like the JSON ones: a bad row is a DatasetValidationError naming it and the field (a
+ * null in a struct is an absent field, so a file without `gen_method` is refused, not read as beam).
  */
-export async function readIcdParquet(bytes: Uint8Array): Promise<IcdQueryRecord[]> {
+export async function readIcdParquet(
+  bytes: Uint8Array,
+  options: IcdParseOptions = {},
+): Promise<IcdQueryRecord[]> {
   const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-  return parseIcdRecords(plain(await parquetReadObjects({ file })));
+  return parseIcdRecords(plain(await parquetReadObjects({ file })), options);
 }
 
 /** ICD records as Parquet, nested columns as lists and structs (what `readIcdParquet` and pandas/pyarrow read). */

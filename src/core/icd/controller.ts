@@ -67,14 +67,18 @@ export class TrajectoryQualityController {
   }
 
   /**
-   * The final M trajectories: acc 1.0 up to `positiveQuota` (4), 0 < acc < 1 (the seed's 0.6
-   * bucket) up to `partialQuota` (2), acc 0 fills the rest; when a bucket runs short the others
-   * give more, best first, and when all trajectories are fewer than M they are repeated in that
-   * order, so every query ends with exactly M (property 6). Within a bucket, higher accuracy and
-   * earlier trajectories come first. An empty input is an error: there is nothing to repeat.
+   * The final M trajectories, the quotas holding with copies counted (docs/method.md#commit-on-improve):
+   * acc 1.0 at least `positiveMin` (2) and at most `positiveQuota` (4), 0 < acc < 1 (the seed's
+   * 0.6 bucket) at least `partialMin` (1) and at most `partialQuota` (2), and acc 0 fills the
+   * rest. The minimums are taken first, so that a small M holds both kinds when they exist; within
+   * a bucket, higher accuracy and earlier trajectories come first. When the distinct trajectories
+   * are too few to reach M, the acc-0 ones are repeated in that order (acc 0 is the bucket that
+   * fills the rest, so no quota is passed) and property 6 holds; a query with no acc-0 trajectory
+   * cannot reach M within the quotas, and keeps its positives and partials (at most
+   * positiveQuota + partialQuota), none repeated. An empty input is an error.
    */
   selectFinalTrajectories(all: readonly IcdTrajectory[]): IcdTrajectory[] {
-    const { targetTrajectoryCount: m, positiveQuota, partialQuota } = this.settings;
+    const { targetTrajectoryCount: m, positiveMin, positiveQuota, partialMin, partialQuota } = this.settings;
     if (all.length === 0)
       throw new InvalidArgumentError({
         argument: 'all',
@@ -87,20 +91,13 @@ export class TrajectoryQualityController {
     const positive = ordered.filter((t) => t.vqa_acc_score >= 1);
     const partial = ordered.filter((t) => t.vqa_acc_score > 0 && t.vqa_acc_score < 1);
     const zero = ordered.filter((t) => t.vqa_acc_score <= 0);
-    const { positiveMin, partialMin } = this.settings;
-    // The minimums first, so that a small M still holds both kinds when they exist.
     const chosen = [
       ...positive.slice(0, positiveMin),
       ...partial.slice(0, partialMin),
       ...positive.slice(positiveMin, positiveQuota),
       ...partial.slice(partialMin, partialQuota),
     ].slice(0, m);
-    chosen.push(...zero.slice(0, m - chosen.length));
-    // Short of acc-0 trajectories: the rest of the positives and partials, best first.
-    const rest = ordered.filter((t) => !chosen.includes(t));
-    chosen.push(...rest.slice(0, m - chosen.length));
-    const unique = chosen.length;
-    for (let i = 0; chosen.length < m; i++) chosen.push(chosen[i % unique]!);
+    for (let i = 0; zero.length > 0 && chosen.length < m; i++) chosen.push(zero[i % zero.length]!);
     return chosen;
   }
 }

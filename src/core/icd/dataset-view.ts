@@ -1,4 +1,5 @@
-import { InvalidArgumentError } from '../errors';
+import { DatasetValidationError, InvalidArgumentError } from '../errors';
+import { queryEmbeddingProblem } from './check';
 import type { EmbeddingTable } from './embeddings';
 import { validateIcdRecords } from './index-maps';
 import { gatherPoolEmbeddings } from './normalise';
@@ -34,11 +35,17 @@ export function createIcdDatasetView(
     table: EmbeddingTable;
     queryEmbedding: (queryId: number) => ArrayLike<number>;
     poolSize?: number;
+    /** Shots per prompt: every pointer's length (default 2). */
+    shots?: number;
     labelMethods?: readonly IcdGenMethod[];
   },
 ): IcdDatasetView {
   const poolSize = options.poolSize ?? DEFAULT_ICD_SETTINGS.poolSize;
-  validateIcdRecords(records, { poolSize, embeddingCount: options.table.rows });
+  validateIcdRecords(records, {
+    poolSize,
+    embeddingCount: options.table.rows,
+    ...(options.shots !== undefined && { shots: options.shots }),
+  });
   const methods = new Set(options.labelMethods ?? ['beam']);
   return {
     size: records.length,
@@ -52,11 +59,8 @@ export function createIcdDatasetView(
           message: `item ${index} is outside the dataset of ${records.length} queries`,
         });
       const query = options.queryEmbedding(record.query_id);
-      if (query.length !== options.table.dimensions)
-        throw new InvalidArgumentError({
-          argument: 'queryEmbedding',
-          message: `query ${record.query_id} has ${query.length} dimensions, the table ${options.table.dimensions}`,
-        });
+      const problem = queryEmbeddingProblem(query, options.table.dimensions, record.query_id);
+      if (problem) throw new DatasetValidationError({ row: index, field: 'query_id', message: problem });
       return {
         queryId: record.query_id,
         queryEmbedding: Float32Array.from(query),

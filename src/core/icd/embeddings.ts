@@ -20,16 +20,24 @@ export function l2Normalise(vector: ArrayLike<number>): Float32Array {
 
 /** A table from vectors, each L2-normalised (docs/method.md#candidate-pools): cosine is then a dot product. */
 export function createEmbeddingTable(vectors: readonly ArrayLike<number>[]): EmbeddingTable {
-  const dimensions = vectors[0]?.length ?? 0;
+  if (!Array.isArray(vectors))
+    throw new InvalidArgumentError({
+      argument: 'vectors',
+      message: 'expected an array of vectors (one array of numbers per global index)',
+    });
+  const isVector = (v: unknown) => Array.isArray(v) || (ArrayBuffer.isView(v) && !(v instanceof DataView));
+  const dimensions = isVector(vectors[0]) ? vectors[0]!.length : 0;
   const data = new Float32Array(vectors.length * dimensions);
   vectors.forEach((v, i) => {
+    if (!isVector(v))
+      throw new InvalidArgumentError({ argument: `vectors[${i}]`, message: 'is not an array of numbers' });
     if (v.length !== dimensions)
       throw new InvalidArgumentError({
         argument: `vectors[${i}]`,
         message: `has ${v.length} numbers, the first vector has ${dimensions}`,
       });
     for (let k = 0; k < dimensions; k++)
-      if (!Number.isFinite(v[k]!))
+      if (typeof v[k] !== 'number' || !Number.isFinite(v[k]!))
         throw new InvalidArgumentError({
           argument: `vectors[${i}][${k}]`,
           message: 'must be a finite number',

@@ -1,5 +1,13 @@
 import { DatasetValidationError, InvalidArgumentError } from '../errors';
-import type { IcdQueryRecord } from './types';
+import {
+  checkIndexList,
+  checkLocalPointer,
+  checkShots,
+  checkTrajectoryScalars,
+  isAbsent,
+  trajectoryError,
+} from './check';
+import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from './types';
 
 /**
  * Local index (position in the query's pool) -> global index (row of the embedding table):
@@ -29,65 +37,90 @@ export function globalToLocal(global: number, pool: readonly number[]): number {
 /**
  * The seed's error rules, checked on normalised records (docs/method.md#correctness-properties):
  * a pool of another size names the query and the size; a pointer out of range names the
- * trajectory; a global index beyond the embedding table says to check data consistency. A pool
- * with a repeated index, or a `pointer_global` that disagrees with the pool, is rejected too.
+ * trajectory; a global index beyond the embedding table says to check data consistency. The other
+ * fields are checked as `parseIcdRecords` checks them: a query id given twice, a pool with a
+ * repeated index, a pointer of another length than `shots` or showing a candidate twice, a
+ * `pointer_global` that disagrees with the pool, `vqa_correct` that is not 0/1 or disagrees with
+ * the accuracy, an unknown `gen_method`.
  */
 export function validateIcdRecords(
   records: readonly IcdQueryRecord[],
-  options: { poolSize: number; embeddingCount?: number },
+  options: { poolSize: number; embeddingCount?: number; shots?: number },
 ): void {
+  const shots = checkShots(options.shots ?? DEFAULT_ICD_SETTINGS.shots);
+  const firstRow = new Map<number, number>();
   records.forEach((record, row) => {
+    if (typeof record !== 'object' || record === null)
+      throw new DatasetValidationError({ row, field: '(record)', message: 'expected an object' });
+    const queryId = record.query_id;
+    if (!(Number.isSafeInteger(queryId) && queryId >= 0))
+      throw new DatasetValidationError({
+        row,
+        field: 'query_id',
+        message: `expected an integer >= 0, got ${String(queryId)}`,
+      });
+    const first = firstRow.get(queryId);
+    if (first !== undefined)
+      throw new DatasetValidationError({
+        row,
+        field: 'query_id',
+        message: `query ${queryId} appears twice (first at row ${first}); give each query one record`,
+      });
+    firstRow.set(queryId, row);
     const pool = record.candidate_pool_indices;
-    if (pool.length !== options.poolSize) {
+    if (!Array.isArray(pool) || pool.length !== options.poolSize) {
       throw new DatasetValidationError({
         row,
         field: 'candidate_pool_indices',
-        message: `query ${record.query_id}: pool size ${pool.length} != ${options.poolSize} (expected_pool_size)`,
+        message: `query ${queryId}: pool size ${Array.isArray(pool) ? pool.length : 'none'} != ${options.poolSize} (expected_pool_size)`,
       });
     }
     const seen = new Set<number>();
     pool.forEach((g, i) => {
-      if (!Number.isInteger(g) || g < 0)
+      if (!Number.isSafeInteger(g) || g < 0)
         throw new DatasetValidationError({
           row,
           field: `candidate_pool_indices.${i}`,
-          message: `query ${record.query_id}: global index ${String(g)} is not an integer >= 0`,
+          message: `query ${queryId}: global index ${String(g)} is not an integer >= 0`,
         });
       if (options.embeddingCount !== undefined && g >= options.embeddingCount) {
         throw new DatasetValidationError({
           row,
           field: `candidate_pool_indices.${i}`,
-          message: `query ${record.query_id}: global index ${g} is beyond the embedding table (${options.embeddingCount} rows); check that the RL data and the embeddings come from the same dataset`,
+          message: `query ${queryId}: global index ${g} is beyond the embedding table (${options.embeddingCount} rows); check that the RL data and the embeddings come from the same dataset`,
         });
       }
       if (seen.has(g))
         throw new DatasetValidationError({
           row,
           field: `candidate_pool_indices.${i}`,
-          message: `query ${record.query_id}: global index ${g} appears twice in the pool`,
+          message: `query ${queryId}: global index ${g} appears twice in the pool`,
         });
       seen.add(g);
     });
+    if (!Array.isArray(record.pointer_candidates))
+      throw new DatasetValidationError({ row, field: 'pointer_candidates', message: 'expected an array' });
     record.pointer_candidates.forEach((trajectory, t) => {
-      trajectory.pointer.forEach((p, k) => {
-        if (!Number.isInteger(p) || p < 0 || p >= pool.length) {
-          throw new DatasetValidationError({
-            row,
-            field: `pointer_candidates.${t}.pointer.${k}`,
-            message: `query ${record.query_id}, trajectory ${t} (${trajectory.gen_method}, pointer [${trajectory.pointer.join(', ')}]): index ${String(p)} is outside [0, ${pool.length - 1}]`,
-          });
-        }
+      const place = { row, queryId, t };
+      if (typeof trajectory !== 'object' || trajectory === null)
+        throw trajectoryError(place, '(trajectory)', 'expected an object');
+      const method = (trajectory as { gen_method?: unknown }).gen_method;
+      const pointer = checkLocalPointer(trajectory.pointer, pool, shots, {
+        ...place,
+        detail: `(${String(method)}, pointer [${Array.isArray(trajectory.pointer) ? trajectory.pointer.join(', ') : '?'}])`,
       });
-      if (trajectory.pointer_global) {
-        const mapped = trajectory.pointer.map((p) => pool[p]);
-        if (mapped.some((g, k) => g !== trajectory.pointer_global![k])) {
-          throw new DatasetValidationError({
-            row,
-            field: `pointer_candidates.${t}.pointer_global`,
-            message: `query ${record.query_id}, trajectory ${t}: pointer [${trajectory.pointer.join(', ')}] maps to [${mapped.join(', ')}] through the pool, not to pointer_global [${trajectory.pointer_global.join(', ')}]`,
-          });
+      if (!isAbsent(trajectory.pointer_global)) {
+        const global = checkIndexList(trajectory.pointer_global, shots, place, 'pointer_global');
+        const mapped = pointer.map((p) => pool[p]);
+        if (mapped.some((g, k) => g !== global[k])) {
+          throw trajectoryError(
+            place,
+            'pointer_global',
+            `pointer [${pointer.join(', ')}] maps to [${mapped.join(', ')}] through the pool, not to pointer_global [${global.join(', ')}]`,
+          );
         }
       }
+      checkTrajectoryScalars(trajectory as unknown as Record<string, unknown>, place);
     });
   });
 }

@@ -15,7 +15,7 @@ export {
   topK,
   type EmbeddingTable,
 } from './embeddings';
-export { parseIcdRecords, parseIcdText, formatIcdJsonl } from './parse';
+export { parseIcdRecords, parseIcdText, formatIcdJsonl, type IcdParseOptions } from './parse';
 export {
   normaliseIcdPools,
   gatherPoolEmbeddings,

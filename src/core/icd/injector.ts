@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors';
+import { queryEmbeddingProblem } from './check';
 import { dot, embeddingRow, l2Normalise, type EmbeddingTable } from './embeddings';
 import { pointerToGlobal } from './index-maps';
 import type { MinedPositive } from './miner';
@@ -32,13 +33,19 @@ export function oracleAtK(records: readonly IcdQueryRecord[]): number {
   return records.filter((r) => r.pointer_candidates.some((t) => t.vqa_correct === 1)).length / records.length;
 }
 
+/** The default for error rule 4 ("log a warning, do not stop"): visible when the caller gives no `warn`. */
+const consoleWarning = (message: string) => console.warn(`searcher-rl: ${message}`);
+
 /**
  * CandidatePoolInjector (docs/method.md#pool-injection): puts mined positives into a query's
  * pool in place of the candidates least similar to the query, never one a trajectory points at,
  * at most `maxInjectPerQuery` (8); the pool keeps its K, every pointer still maps to the global
- * index it mapped to, and what was replaced is recorded. A positive whose demonstrations all end
- * up in the pool becomes a `global_positive_transfer` trajectory. When the query's oracle does
- * not rise, `warn` is called (a warning, not an error: the flow goes on).
+ * index it mapped to, and what was replaced is recorded. A positive goes in whole or not at all
+ * (at the cap, one that needs more room than is left is skipped, and a later one that fits goes
+ * in), and a candidate of a positive that is whole in the pool is never replaced. Each positive
+ * whose demonstrations are all in the pool becomes a `global_positive_transfer` trajectory. When
+ * the query's oracle does not rise, `warn` is called (error rule 4: a warning, the flow goes on);
+ * without a `warn` callback the warning goes to `console.warn`.
  */
 export class CandidatePoolInjector {
   readonly maxInjectPerQuery: number;
@@ -58,7 +65,7 @@ export class CandidatePoolInjector {
       });
     this.maxInjectPerQuery = max;
     this.table = options.table;
-    this.warn = options.warn ?? (() => undefined);
+    this.warn = options.warn ?? consoleWarning;
   }
 
   injectPositives(
@@ -66,40 +73,61 @@ export class CandidatePoolInjector {
     positives: readonly MinedPositive[],
     queryEmbedding: ArrayLike<number>,
   ): InjectionResult {
+    const problem = queryEmbeddingProblem(queryEmbedding, this.table.dimensions, record.query_id);
+    if (problem) throw new InvalidArgumentError({ argument: 'queryEmbedding', message: problem });
+    positives.forEach((positive, i) => {
+      const g = positive.global_indices;
+      if (!Array.isArray(g) || g.length === 0 || new Set(g).size !== g.length)
+        throw new InvalidArgumentError({
+          argument: `positives[${i}].global_indices`,
+          message: `query ${record.query_id}: expected distinct global indices, got ${JSON.stringify(g)}`,
+        });
+      for (const index of g) embeddingRow(this.table, index);
+    });
     const pool = [...record.candidate_pool_indices];
     const query = l2Normalise(queryEmbedding);
-    const pointed = new Set(record.pointer_candidates.flatMap((t) => t.pointer));
+    const local = new Map(pool.map((g, i) => [g, i]));
+    // Slots that stay: those a trajectory points at, and those of positives whole in the pool.
+    const kept = new Set(record.pointer_candidates.flatMap((t) => t.pointer));
+    const whole = (positive: MinedPositive) => positive.global_indices.every((g) => local.has(g));
+    for (const positive of positives)
+      if (whole(positive)) for (const g of positive.global_indices) kept.add(local.get(g)!);
     // Replaceable slots, least similar first.
     const slots = pool
-      .map((g, local) => ({ local, similarity: dot(query, embeddingRow(this.table, g)) }))
-      .filter((s) => !pointed.has(s.local))
-      .sort((a, b) => a.similarity - b.similarity || a.local - b.local);
-    const wanted: number[] = [];
-    for (const positive of positives) {
-      for (const g of positive.global_indices) {
-        embeddingRow(this.table, g);
-        if (!pool.includes(g) && !wanted.includes(g)) wanted.push(g);
-      }
-    }
+      .map((g, slot) => ({ slot, similarity: dot(query, embeddingRow(this.table, g)) }))
+      .filter((s) => !kept.has(s.slot))
+      .sort((a, b) => a.similarity - b.similarity || a.slot - b.slot)
+      .map((s) => s.slot);
     const replaced: InjectionReplacement[] = [];
-    for (const g of wanted) {
-      if (replaced.length >= this.maxInjectPerQuery || replaced.length >= slots.length) break;
-      const slot = slots[replaced.length]!;
-      replaced.push({ local: slot.local, removed: pool[slot.local]!, added: g });
-      pool[slot.local] = g;
+    for (const positive of positives) {
+      const members = positive.global_indices;
+      const missing = members.filter((g) => !local.has(g));
+      const present = members.filter((g) => local.has(g)).map((g) => local.get(g)!);
+      const free = slots.filter((slot) => !kept.has(slot) && !present.includes(slot));
+      if (replaced.length + missing.length > this.maxInjectPerQuery || missing.length > free.length) continue;
+      for (const slot of present) kept.add(slot);
+      missing.forEach((g, k) => {
+        const slot = free[k]!;
+        replaced.push({ local: slot, removed: pool[slot]!, added: g });
+        local.delete(pool[slot]!);
+        pool[slot] = g;
+        local.set(g, slot);
+        kept.add(slot);
+      });
     }
-    const local = new Map(pool.map((g, i) => [g, i]));
-    const kept: IcdTrajectory[] = record.pointer_candidates.map((t) => ({
+    const trajectories: IcdTrajectory[] = record.pointer_candidates.map((t) => ({
       ...t,
       pointer: [...t.pointer],
       pointer_global: pointerToGlobal(t.pointer, pool),
     }));
     let transferred = 0;
+    const seen = new Set<string>();
     for (const positive of positives) {
-      if (!positive.global_indices.every((g) => local.has(g))) continue;
-      const pointer = positive.global_indices.map((g) => local.get(g)!);
-      kept.push({
-        pointer,
+      const key = positive.global_indices.join(',');
+      if (!whole(positive) || seen.has(key)) continue;
+      seen.add(key);
+      trajectories.push({
+        pointer: positive.global_indices.map((g) => local.get(g)!),
         pointer_global: [...positive.global_indices],
         vqa_correct: isVqaCorrect(positive.acc_score),
         vqa_acc_score: positive.acc_score,
@@ -110,7 +138,7 @@ export class CandidatePoolInjector {
     const result: IcdQueryRecord = {
       query_id: record.query_id,
       candidate_pool_indices: pool,
-      pointer_candidates: kept,
+      pointer_candidates: trajectories,
     };
     const oracleBefore = queryOracle(record);
     const oracleAfter = queryOracle(result);

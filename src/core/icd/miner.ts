@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../errors';
 import type { Random } from '../random';
 import type { IcdDemonstration, IcdQuery } from '../../ports/icd-scorer';
+import { queryEmbeddingProblem } from './check';
 import { similarities, topK, type EmbeddingTable } from './embeddings';
 import type { IcdScoreCall } from './scoring';
 import { DEFAULT_ICD_SETTINGS } from './types';
@@ -59,6 +60,8 @@ export class GlobalPositiveMiner {
     signal?: AbortSignal,
   ): Promise<MinedPositive[]> {
     const { table, searchTopK, maxEvalPairs, shots } = this.options;
+    const problem = queryEmbeddingProblem(queryEmbedding, table.dimensions, query.id);
+    if (problem) throw new InvalidArgumentError({ argument: 'queryEmbedding', message: problem });
     const exclude = new Set(currentPool);
     const shortlist = topK(similarities(table, queryEmbedding), searchTopK, exclude);
     if (shortlist.length < shots) return [];

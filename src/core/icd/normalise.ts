@@ -1,4 +1,5 @@
 import { DatasetValidationError } from '../errors';
+import { queryEmbeddingProblem } from './check';
 import { embeddingRow, similarities, topK, type EmbeddingTable } from './embeddings';
 import { pointerToGlobal, validateIcdRecords } from './index-maps';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from './types';
@@ -6,6 +7,8 @@ import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from './types';
 export interface NormaliseOptions {
   /** K (default 64). */
   poolSize?: number;
+  /** Shots per prompt: every pointer's length (default 2). */
+  shots?: number;
   /** The candidates' embeddings, by global index. */
   table: EmbeddingTable;
   /** The query's embedding (for similarity to the query). */
@@ -68,7 +71,10 @@ export function normaliseIcdPools(
         field: 'pointer_candidates',
         message: `query ${queryId}: pointers use ${used.size} distinct candidates, more than the pool size ${poolSize}`,
       });
-    const scores = similarities(table, options.queryEmbedding(queryId));
+    const query = options.queryEmbedding(queryId);
+    const problem = queryEmbeddingProblem(query, table.dimensions, queryId);
+    if (problem) throw new DatasetValidationError({ row, field: 'query_id', message: problem });
+    const scores = similarities(table, query);
     let pool: number[];
     let added = 0;
     let dropped = 0;
@@ -97,7 +103,11 @@ export function normaliseIcdPools(
     changes.push({ queryId, added, dropped, merged });
     return { query_id: queryId, candidate_pool_indices: pool, pointer_candidates };
   });
-  validateIcdRecords(records, { poolSize, embeddingCount: table.rows });
+  validateIcdRecords(records, {
+    poolSize,
+    embeddingCount: table.rows,
+    ...(options.shots !== undefined && { shots: options.shots }),
+  });
   return { records, changes };
 }
 

@@ -1,140 +1,195 @@
 import { DatasetValidationError } from '../errors';
-import { isVqaCorrect } from './vqa-accuracy';
-import { ICD_GEN_METHODS, type IcdGenMethod, type IcdQueryRecord, type IcdTrajectory } from './types';
+import {
+  checkIndexList,
+  checkLocalPointer,
+  checkShots,
+  checkTrajectoryScalars,
+  isAbsent,
+  trajectoryError,
+  type TrajectoryPlace,
+} from './check';
+import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord, type IcdTrajectory } from './types';
+
+export interface IcdParseOptions {
+  /** Shots per prompt: every pointer has this many indices (default 2, the seed's). */
+  shots?: number;
+}
+
+/** One record of the input: its row (record index, or line index in JSONL) and the key it had. */
+interface Row {
+  value: unknown;
+  row: number;
+  key?: string;
+  /** `line 4: ` for a line of a JSONL file. */
+  prefix?: string;
+}
 
 /**
  * Reads ICD RL data as found in files: an array of records, or an object keyed by query id (the
  * seed's `rl_data.items()`). The pool is `candidate_pool_indices`, or `candidate_pool_ids` (files
  * in the wild); pools of any length are accepted here (normalise them to K afterwards).
- * Pointers are local when `pointer_global` is present; without it, a pointer whose indices all lie
- * in [0, pool length) is local, and one that does not is read as global indices of the pool's
- * members and mapped to local ones (docs/method.md#candidate-pools).
+ * Every field is checked, and a bad one is a DatasetValidationError naming the row and the field.
+ * Local or global is said by the field, never guessed from the values (docs/method.md#candidate-pools):
+ * `pointer` holds local indices (positions in the pool), `pointer_global` global ones; a
+ * trajectory with only `pointer_global` is mapped to local indices; one with both must agree.
  */
-export function parseIcdRecords(input: unknown): IcdQueryRecord[] {
-  const rows: Array<[string | undefined, unknown]> = Array.isArray(input)
-    ? input.map((r) => [undefined, r])
-    : typeof input === 'object' && input !== null
-      ? Object.entries(input as Record<string, unknown>)
-      : [];
-  if (!Array.isArray(input) && (typeof input !== 'object' || input === null))
+export function parseIcdRecords(input: unknown, options: IcdParseOptions = {}): IcdQueryRecord[] {
+  if (typeof input !== 'object' || input === null)
     throw new DatasetValidationError({
       row: -1,
       field: '(root)',
       message: 'expected an array of query records or an object keyed by query id',
     });
-  return rows.map(([key, value], row) => parseRecord(value, row, key));
+  const rows: Row[] = Array.isArray(input)
+    ? input.map((value, row) => ({ value, row }))
+    : Object.entries(input as Record<string, unknown>).map(([key, value], row) => ({ value, row, key }));
+  return parseRows(rows, checkShots(options.shots ?? DEFAULT_ICD_SETTINGS.shots));
 }
 
-function integers(value: unknown, row: number, field: string): number[] {
-  if (!Array.isArray(value) || !value.every((v) => Number.isInteger(v)))
-    throw new DatasetValidationError({
-      row,
-      field,
-      message: `expected an array of integers, got ${JSON.stringify(value)?.slice(0, 80)}`,
-    });
-  return value as number[];
+function parseRows(rows: readonly Row[], shots: number): IcdQueryRecord[] {
+  const firstRow = new Map<number, number>();
+  return rows.map((row) => {
+    const record = parseRecord(row, shots);
+    const first = firstRow.get(record.query_id);
+    if (first !== undefined)
+      throw new DatasetValidationError({
+        row: row.row,
+        field: 'query_id',
+        message: `${row.prefix ?? ''}query ${record.query_id} appears twice (first at row ${first}); give each query one record`,
+      });
+    firstRow.set(record.query_id, row.row);
+    return record;
+  });
 }
 
-function parseRecord(value: unknown, row: number, key: string | undefined): IcdQueryRecord {
-  if (typeof value !== 'object' || value === null)
-    throw new DatasetValidationError({ row, field: '(record)', message: 'expected an object' });
+const shown = (value: unknown) => JSON.stringify(value)?.slice(0, 80) ?? String(value);
+
+function parseRecord({ value, row, key, prefix = '' }: Row, shots: number): IcdQueryRecord {
+  const fail = (field: string, message: string) =>
+    new DatasetValidationError({ row, field, message: `${prefix}${message}` });
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw fail('(record)', `expected an object, got ${shown(value)}`);
   const r = value as Record<string, unknown>;
-  const rawId = r.query_id ?? key;
-  const queryId = typeof rawId === 'string' && /^\d+$/.test(rawId) ? Number(rawId) : rawId;
-  if (!Number.isInteger(queryId))
-    throw new DatasetValidationError({
-      row,
-      field: 'query_id',
-      message: `expected an integer, got ${JSON.stringify(rawId)}`,
-    });
-  const poolField = r.candidate_pool_indices !== undefined ? 'candidate_pool_indices' : 'candidate_pool_ids';
-  const pool = integers(r[poolField], row, poolField);
-  const candidates = r.pointer_candidates ?? [];
+  if (key !== undefined && !/^\d+$/.test(key))
+    throw fail('query_id', `the key '${key.slice(0, 40)}' is not a query id (an integer >= 0)`);
+  const fromKey = key === undefined ? undefined : Number(key);
+  const queryId = isAbsent(r.query_id) ? fromKey : r.query_id;
+  if (!(Number.isSafeInteger(queryId) && (queryId as number) >= 0))
+    throw fail('query_id', `expected an integer >= 0, got ${shown(queryId)}`);
+  if (fromKey !== undefined && queryId !== fromKey)
+    throw fail('query_id', `query_id ${String(queryId)} disagrees with its key '${key}'`);
+  const id = queryId as number;
+  const hasIndices = !isAbsent(r.candidate_pool_indices);
+  const poolField = hasIndices ? 'candidate_pool_indices' : 'candidate_pool_ids';
+  const pool = r[poolField];
+  if (!Array.isArray(pool))
+    throw fail(poolField, `query ${id}: expected an array of global indices, got ${shown(pool)}`);
+  pool.forEach((g, i) => {
+    if (!(Number.isSafeInteger(g) && (g as number) >= 0))
+      throw fail(
+        `${poolField}.${i}`,
+        `query ${id}: expected a global index (an integer >= 0), got ${shown(g)}`,
+      );
+  });
+  const ids = r.candidate_pool_ids;
+  if (
+    hasIndices &&
+    !isAbsent(ids) &&
+    !(Array.isArray(ids) && ids.length === pool.length && ids.every((g, i) => g === pool[i]))
+  )
+    throw fail(
+      'candidate_pool_ids',
+      `query ${id}: candidate_pool_ids and candidate_pool_indices differ; give one of them`,
+    );
+  const candidates = r.pointer_candidates;
   if (!Array.isArray(candidates))
-    throw new DatasetValidationError({ row, field: 'pointer_candidates', message: 'expected an array' });
-  const trajectories = candidates.map((c: unknown, t) => parseTrajectory(c, pool, row, t, queryId as number));
-  return { query_id: queryId as number, candidate_pool_indices: [...pool], pointer_candidates: trajectories };
+    throw fail(
+      'pointer_candidates',
+      `query ${id}: expected an array of trajectories (possibly empty), got ${shown(candidates)}`,
+    );
+  const trajectories = candidates.map((c: unknown, t) =>
+    parseTrajectory(c, pool as number[], shots, { row, queryId: id, t, prefix }),
+  );
+  return { query_id: id, candidate_pool_indices: [...(pool as number[])], pointer_candidates: trajectories };
 }
 
 function parseTrajectory(
   value: unknown,
   pool: readonly number[],
-  row: number,
-  t: number,
-  queryId: number,
+  shots: number,
+  place: TrajectoryPlace,
 ): IcdTrajectory {
-  const field = (name: string) => `pointer_candidates.${t}.${name}`;
-  if (typeof value !== 'object' || value === null)
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new DatasetValidationError({
-      row,
-      field: `pointer_candidates.${t}`,
-      message: 'expected an object',
+      row: place.row,
+      field: `pointer_candidates.${place.t}`,
+      message: `${place.prefix ?? ''}query ${place.queryId}, trajectory ${place.t}: expected an object, got ${shown(value)}`,
     });
   const c = value as Record<string, unknown>;
-  let pointer = integers(c.pointer, row, field('pointer'));
-  // Null in a columnar file (Parquet) means absent, as undefined does in JSON.
-  const pointerGlobal =
-    c.pointer_global === undefined || c.pointer_global === null
-      ? undefined
-      : integers(c.pointer_global, row, field('pointer_global'));
-  if (!pointerGlobal && pointer.some((p) => p < 0 || p >= pool.length)) {
-    pointer = pointer.map((g, k) => {
+  const pointerGlobal = isAbsent(c.pointer_global)
+    ? undefined
+    : checkIndexList(c.pointer_global, shots, place, 'pointer_global');
+  let rawPointer: unknown = c.pointer;
+  if (isAbsent(rawPointer)) {
+    if (!pointerGlobal)
+      throw trajectoryError(
+        place,
+        'pointer',
+        'no pointer: give pointer (local indices: positions in the pool) or pointer_global (global indices)',
+      );
+    rawPointer = pointerGlobal.map((g, k) => {
       const local = pool.indexOf(g);
       if (local < 0)
-        throw new DatasetValidationError({
-          row,
-          field: `${field('pointer')}.${k}`,
-          message: `query ${queryId}, trajectory ${t}: ${g} is neither a local index (pool of ${pool.length}) nor a global index in the pool`,
-        });
+        throw trajectoryError(
+          place,
+          `pointer_global.${k}`,
+          `global index ${g} is not in the query's pool (${pool.length} candidates)`,
+        );
       return local;
     });
   }
-  const score = c.vqa_acc_score;
-  if (typeof score !== 'number' || !(score >= 0 && score <= 1))
-    throw new DatasetValidationError({
-      row,
-      field: field('vqa_acc_score'),
-      message: `expected a number in [0, 1], got ${JSON.stringify(score)}`,
-    });
-  const method = c.gen_method ?? 'beam';
-  if (!ICD_GEN_METHODS.includes(method as IcdGenMethod))
-    throw new DatasetValidationError({
-      row,
-      field: field('gen_method'),
-      message: `expected one of ${ICD_GEN_METHODS.join(', ')}, got ${JSON.stringify(method)}`,
-    });
-  const correct =
-    c.vqa_correct === undefined ? isVqaCorrect(score) : c.vqa_correct === 1 || c.vqa_correct === true ? 1 : 0;
+  const pointer = checkLocalPointer(rawPointer, pool, shots, place);
+  if (pointerGlobal) {
+    const mapped = pointer.map((p) => pool[p]!);
+    if (mapped.some((g, k) => g !== pointerGlobal[k]))
+      throw trajectoryError(
+        place,
+        'pointer_global',
+        `pointer [${pointer.join(', ')}] maps to [${mapped.join(', ')}] through the pool, not to pointer_global [${pointerGlobal.join(', ')}]`,
+      );
+  }
   return {
     pointer: [...pointer],
     ...(pointerGlobal && { pointer_global: [...pointerGlobal] }),
-    vqa_correct: correct,
-    vqa_acc_score: score,
-    gen_method: method as IcdGenMethod,
+    ...checkTrajectoryScalars(c, place),
   };
 }
 
-/** Parses JSON (an array or an object keyed by query id) or JSONL (one record a line). */
-export function parseIcdText(text: string, format: 'json' | 'jsonl'): IcdQueryRecord[] {
+/** Parses JSON (an array or an object keyed by query id) or JSONL (one record a line; a row is its line). */
+export function parseIcdText(
+  text: string,
+  format: 'json' | 'jsonl',
+  options: IcdParseOptions = {},
+): IcdQueryRecord[] {
   if (format === 'json') {
+    let value: unknown;
     try {
-      return parseIcdRecords(JSON.parse(text));
+      value = JSON.parse(text);
     } catch (error) {
-      if (error instanceof SyntaxError)
-        throw new DatasetValidationError({
-          row: -1,
-          field: '(file)',
-          message: `not valid JSON: ${error.message}`,
-          cause: error,
-        });
-      throw error;
+      throw new DatasetValidationError({
+        row: -1,
+        field: '(file)',
+        message: `not valid JSON: ${(error as Error).message}`,
+        cause: error,
+      });
     }
+    return parseIcdRecords(value, options);
   }
-  const rows: unknown[] = [];
+  const rows: Row[] = [];
   text.split('\n').forEach((line, i) => {
     if (line.trim() === '') return;
     try {
-      rows.push(JSON.parse(line));
+      rows.push({ value: JSON.parse(line), row: i, prefix: `line ${i + 1}: ` });
     } catch (error) {
       throw new DatasetValidationError({
         row: i,
@@ -144,7 +199,7 @@ export function parseIcdText(text: string, format: 'json' | 'jsonl'): IcdQueryRe
       });
     }
   });
-  return parseIcdRecords(rows);
+  return parseRows(rows, checkShots(options.shots ?? DEFAULT_ICD_SETTINGS.shots));
 }
 
 /** JSONL of the records, one a line, with `pointer_global` filled in. */

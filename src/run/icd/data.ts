@@ -36,6 +36,8 @@ export interface IcdDataOptions {
   /** Share of the queries held out for evaluation (never mined, injected or trained on). */
   heldOutShare: number;
   log: (line: string) => void;
+  /** Error rule 4's warnings (injection did not raise a query's oracle); default: `log`, prefixed `warning: `. */
+  warn?: (line: string) => void;
 }
 
 export const DEFAULT_ICD_DATA_OPTIONS: Omit<IcdDataOptions, 'log'> = {
@@ -224,7 +226,14 @@ export async function buildIcdDemoData(
   );
   if (until === 'mine') return data;
 
-  const injector = new CandidatePoolInjector({ table, warn: () => data.figures.warnings++ });
+  const warn = options.warn ?? ((line: string) => options.log(`warning: ${line}`));
+  const injector = new CandidatePoolInjector({
+    table,
+    warn: (line) => {
+      data.figures.warnings++;
+      warn(line);
+    },
+  });
   data.injected = normalised.map((record) => {
     const positives = data.positives.get(record.query_id);
     if (!positives) return record;
@@ -245,8 +254,10 @@ export async function buildIcdDemoData(
     const committed = [...generated, ...controller.commitOnImprove(transferred, generated)];
     return { ...record, pointer_candidates: controller.selectFinalTrajectories(committed) };
   });
+  const m = controller.settings.targetTrajectoryCount;
+  const short = data.final.filter((r) => r.pointer_candidates.length < m).length;
   options.log(
-    `control: ${data.final.length} queries x ${controller.settings.targetTrajectoryCount} trajectories`,
+    `control: ${data.final.length - short} queries x ${m} trajectories, ${short} with fewer (no acc-0 trajectory to fill the rest within the quotas)`,
   );
   return data;
 }
