@@ -3,6 +3,7 @@ import { extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidArgumentError } from '../index';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
+import { decodeUtf8Text, parseJsonlLines } from '../core/text-data';
 import {
   buildIcdDemoData,
   createEmbeddingTable,
@@ -68,16 +69,13 @@ async function readRecords(path: string): Promise<IcdQueryRecord[]> {
   if (ext === '.parquet') {
     return readIcdParquet(await readFile(path));
   }
-  return parseIcdText(await readFile(path, 'utf8'), ext === '.jsonl' ? 'jsonl' : 'json');
+  return parseIcdText(await readFile(path), ext === '.jsonl' ? 'jsonl' : 'json', path);
 }
 
 async function readVectors(path: string): Promise<unknown> {
-  const text = await readFile(path, 'utf8');
+  const text = decodeUtf8Text(await readFile(path), path);
   return extname(path).toLowerCase() === '.jsonl'
-    ? text
-        .split('\n')
-        .filter((l) => l.trim())
-        .map((l) => JSON.parse(l) as unknown)
+    ? parseJsonlLines(text, path).map((l) => l.value)
     : (JSON.parse(text) as unknown);
 }
 

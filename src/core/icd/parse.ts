@@ -1,4 +1,5 @@
 import { DatasetValidationError } from '../errors';
+import { decodeUtf8Text, parseJsonlRows } from '../text-data';
 import { isVqaCorrect } from './vqa-accuracy';
 import { ICD_GEN_METHODS, type IcdGenMethod, type IcdQueryRecord, type IcdTrajectory } from './types';
 
@@ -114,37 +115,32 @@ function parseTrajectory(
   };
 }
 
-/** Parses JSON (an array or an object keyed by query id) or JSONL (one record a line). */
-export function parseIcdText(text: string, format: 'json' | 'jsonl'): IcdQueryRecord[] {
+/**
+ * Parses JSON (an array or an object keyed by query id) or JSONL (one record a line), from a
+ * file's bytes (UTF-8, or a DatasetValidationError naming `source` and the line) or its text. A
+ * byte-order mark and CRLF line ends are accepted; every JSONL line is an object.
+ */
+export function parseIcdText(
+  input: string | Uint8Array,
+  format: 'json' | 'jsonl',
+  source?: string,
+): IcdQueryRecord[] {
+  const text = typeof input === 'string' ? input : decodeUtf8Text(input, source);
   if (format === 'json') {
     try {
-      return parseIcdRecords(JSON.parse(text));
+      return parseIcdRecords(JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text));
     } catch (error) {
       if (error instanceof SyntaxError)
         throw new DatasetValidationError({
           row: -1,
           field: '(file)',
-          message: `not valid JSON: ${error.message}`,
+          message: `${source ?? 'the text'} is not valid JSON: ${error.message.slice(0, 200)}`,
           cause: error,
         });
       throw error;
     }
   }
-  const rows: unknown[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    try {
-      rows.push(JSON.parse(line));
-    } catch (error) {
-      throw new DatasetValidationError({
-        row: i,
-        field: '(line)',
-        message: `line ${i + 1} is not valid JSON`,
-        cause: error,
-      });
-    }
-  });
-  return parseIcdRecords(rows);
+  return parseIcdRecords(parseJsonlRows(text, source, { invalidJsonField: '(line)' }).map((r) => r.value));
 }
 
 /** JSONL of the records, one a line, with `pointer_global` filled in. */
