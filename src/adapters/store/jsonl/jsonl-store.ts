@@ -127,6 +127,11 @@ export function createJsonlStore(settings: JsonlStoreSettings): Store {
         throw fail(`could not write blob ${path}: ${(error as Error).message}`, error);
       }
     },
+    blobLocation(runId, key) {
+      checkRunId(runId);
+      checkBlobKey(key);
+      return join(runDir(runId), 'blobs', key);
+    },
     async doGetBlob(runId, key) {
       checkRunId(runId);
       checkBlobKey(key);
