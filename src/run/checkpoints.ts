@@ -77,7 +77,7 @@ export async function latestCheckpointKey(store: Store, runId: string): Promise<
   const records = await store.doQuery({ kind: 'checkpoint', runId });
   const last = records[records.length - 1];
   if (!last) return null;
-  const key = (last.data as { key?: unknown }).key;
+  const key = (last.data as { key?: unknown } | null)?.key;
   if (typeof key !== 'string')
     throw new PortOutputError({
       port: 'store',
