@@ -7,6 +7,7 @@ import { createJsonlStore } from '../src/adapters/store/jsonl/index';
 import { importJsonlRuns } from '../src/adapters/store/sqlite/import-jsonl';
 import { DatasetValidationError, SearcherError } from '../src/core/errors';
 import { parseIcdText } from '../src/core/icd/parse';
+import { parseIcdVectorsText } from '../src/core/icd/vectors-text';
 import { readConfigFile } from '../src/run/config-file';
 import { readPromptDataset } from '../src/run/dataset';
 import { buildServedEnvironment } from '../src/server/served-environment';
@@ -169,5 +170,32 @@ describe('config files (readConfigFile)', () => {
     expect(await readConfigFile(path)).toEqual({ seed: 3, runId: 'x' });
     const bad = await place(latin1('seed: 3\nrunId: caf\u00e9\n'), 'latin1.yaml');
     await expect(readConfigFile(bad.path)).rejects.toThrow(/latin1\.yaml.*line 2.*not UTF-8/);
+  });
+});
+
+describe('ICD embedding files (parseIcdVectorsText)', () => {
+  it('reads vectors a line (arrays are rows here) or one JSON value; BOM and CRLF accepted; Latin-1 refused naming the line', () => {
+    const bom = [0xef, 0xbb, 0xbf];
+    expect(
+      parseIcdVectorsText(
+        Uint8Array.from([...bom, ...encoder.encode('[1,2]\r\n\r\n[3,4]\r\n')]),
+        'jsonl',
+        'e.jsonl',
+      ),
+    ).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    expect(
+      parseIcdVectorsText(Uint8Array.from([...bom, ...encoder.encode('{"3": [1, 0]}')]), 'json', 'q.json'),
+    ).toEqual({
+      3: [1, 0],
+    });
+    expect(() => parseIcdVectorsText(latin1('[1,2]\n[3,4] \u00e9\n'), 'jsonl', 'e.jsonl')).toThrow(
+      /e\.jsonl line 2 is not UTF-8/,
+    );
+    expect(() => parseIcdVectorsText(encoder.encode('[1,2]\n[3,'), 'jsonl', 'e.jsonl')).toThrow(
+      DatasetValidationError,
+    );
   });
 });

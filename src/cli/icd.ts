@@ -3,7 +3,6 @@ import { extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidArgumentError } from '../index';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
-import { decodeUtf8Text, parseJsonlLines } from '../core/text-data';
 import {
   buildIcdDemoData,
   createEmbeddingTable,
@@ -14,6 +13,7 @@ import {
   normaliseIcdPools,
   oracleAtK,
   parseIcdText,
+  parseIcdVectorsText,
   readIcdParquet,
   runIcdFlow,
   validateIcdRecords,
@@ -73,10 +73,11 @@ async function readRecords(path: string): Promise<IcdQueryRecord[]> {
 }
 
 async function readVectors(path: string): Promise<unknown> {
-  const text = decodeUtf8Text(await readFile(path), path);
-  return extname(path).toLowerCase() === '.jsonl'
-    ? parseJsonlLines(text, path).map((l) => l.value)
-    : (JSON.parse(text) as unknown);
+  return parseIcdVectorsText(
+    await readFile(path),
+    extname(path).toLowerCase() === '.jsonl' ? 'jsonl' : 'json',
+    path,
+  );
 }
 
 const integer = (value: string | undefined, name: string, fallback: number) => {
