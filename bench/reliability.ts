@@ -1,7 +1,8 @@
 // The reliability figures (docs/reliability.md): crash/resume of the CLI trainer, a fault run of
-// 1,000 episodes through local servers injecting faults, bad input, and a secret canary.
-// Prints one JSON line per figure. RELIABILITY_KILLS sets the number of kills (default 20);
-// RELIABILITY_ONLY=crash,faults,bad-input,secrets,icd runs a subset.
+// 1,000 episodes through local servers injecting faults, bad input, a secret canary, and the
+// hostile-input classes (ICD records, checkpoints and data files, ...). Prints one JSON line per
+// figure. RELIABILITY_KILLS sets the number of kills (default 20); RELIABILITY_ONLY=a,b runs a
+// subset of the names below (all by default).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,27 +11,34 @@ import { faultRun } from './reliability/faults';
 import { secrets } from './reliability/secrets';
 import { badInput } from './reliability/bad-input';
 import { icdReliability } from './reliability/icd';
+import { files } from './reliability/files';
 
-const only = new Set((process.env.RELIABILITY_ONLY ?? 'crash,faults,bad-input,secrets,icd').split(','));
+const figures: Record<string, (dir: string) => Promise<unknown>> = {
+  faults: (dir) =>
+    faultRun(
+      dir,
+      Number(process.env.RELIABILITY_EPISODES ?? 1000),
+      Number(process.env.RELIABILITY_FAULT_RATE ?? 0.1),
+    ),
+  'bad-input': badInput,
+  secrets,
+  icd: icdReliability,
+  files,
+  crash: (dir) => crashResume(dir, Number(process.env.RELIABILITY_KILLS ?? 20)),
+};
+
+const only = process.env.RELIABILITY_ONLY?.split(',') ?? Object.keys(figures);
+const unknown = only.filter((name) => !(name in figures));
+if (unknown.length > 0) {
+  console.error(
+    `unknown RELIABILITY_ONLY name(s): ${unknown.join(', ')}; known: ${Object.keys(figures).join(', ')}`,
+  );
+  process.exit(2);
+}
 const root = await mkdtemp(join(tmpdir(), 'searcher-rl-reliability-'));
 try {
-  if (only.has('faults'))
-    console.log(
-      JSON.stringify(
-        await faultRun(
-          join(root, 'faults'),
-          Number(process.env.RELIABILITY_EPISODES ?? 1000),
-          Number(process.env.RELIABILITY_FAULT_RATE ?? 0.1),
-        ),
-      ),
-    );
-  if (only.has('bad-input')) console.log(JSON.stringify(await badInput(join(root, 'bad-input'))));
-  if (only.has('secrets')) console.log(JSON.stringify(await secrets(join(root, 'secrets'))));
-  if (only.has('icd')) console.log(JSON.stringify(await icdReliability(join(root, 'icd'))));
-  if (only.has('crash'))
-    console.log(
-      JSON.stringify(await crashResume(join(root, 'crash'), Number(process.env.RELIABILITY_KILLS ?? 20))),
-    );
+  for (const name of Object.keys(figures))
+    if (only.includes(name)) console.log(JSON.stringify(await figures[name]!(join(root, name))));
 } finally {
   await rm(root, { recursive: true, force: true });
 }

@@ -13,6 +13,7 @@ import {
   normaliseIcdPools,
   oracleAtK,
   parseIcdText,
+  parseIcdVectorsText,
   readIcdParquet,
   runIcdFlow,
   validateIcdRecords,
@@ -70,17 +71,15 @@ async function readRecords(path: string): Promise<IcdQueryRecord[]> {
   if (ext === '.parquet') {
     return readIcdParquet(await readFile(path));
   }
-  return parseIcdText(await readFile(path, 'utf8'), ext === '.jsonl' ? 'jsonl' : 'json');
+  return parseIcdText(await readFile(path), ext === '.jsonl' ? 'jsonl' : 'json', { source: path });
 }
 
 async function readVectors(path: string): Promise<unknown> {
-  const text = await readFile(path, 'utf8');
-  return extname(path).toLowerCase() === '.jsonl'
-    ? text
-        .split('\n')
-        .filter((l) => l.trim())
-        .map((l) => JSON.parse(l) as unknown)
-    : (JSON.parse(text) as unknown);
+  return parseIcdVectorsText(
+    await readFile(path),
+    extname(path).toLowerCase() === '.jsonl' ? 'jsonl' : 'json',
+    path,
+  );
 }
 
 const integer = (value: string | undefined, name: string, fallback: number) => {

@@ -17,29 +17,37 @@ export function checkPromptRecords(
       field: 'prompts',
       message: `expected an array of prompt records ({uid, question, reference?, goldenBasenames?}), got ${prompts === null ? 'null' : typeof prompts}`,
     });
-  prompts.forEach((prompt: PromptRecord | undefined, row) => {
-    const bad = (field: string, message: string) => new DatasetValidationError({ row, field, message });
-    if (typeof prompt !== 'object' || prompt === null || Array.isArray(prompt))
-      throw bad('(record)', 'expected an object {uid, question, reference?, goldenBasenames?}');
-    if (typeof prompt.uid !== 'string' || prompt.uid.length === 0)
-      throw bad('uid', 'must be a non-empty string (rewards and logs are keyed by it)');
-    if (typeof prompt.question !== 'string' || prompt.question.trim().length === 0)
-      throw bad('question', 'must be a non-empty string');
-    if (prompt.reference !== undefined && typeof prompt.reference !== 'string')
-      throw bad('reference', 'must be a string when given');
-    if (options.needsReference && (prompt.reference === undefined || prompt.reference.trim().length === 0)) {
-      throw bad(
-        'reference',
-        'is needed: the reward compares the answer with a reference answer (judge weight above 0, or the Search-R1 answer check)',
-      );
+  // Every index, not forEach: a hole in a sparse array is a missing record, not one to skip.
+  for (let row = 0; row < prompts.length; row++) checkPromptRecord(prompts[row], row, options);
+}
+
+function checkPromptRecord(
+  prompt: PromptRecord | undefined,
+  row: number,
+  options: { needsReference: boolean },
+): void {
+  const bad = (field: string, message: string) => new DatasetValidationError({ row, field, message });
+  if (typeof prompt !== 'object' || prompt === null || Array.isArray(prompt))
+    throw bad('(record)', 'expected an object {uid, question, reference?, goldenBasenames?}');
+  if (typeof prompt.uid !== 'string' || prompt.uid.length === 0)
+    throw bad('uid', 'must be a non-empty string (rewards and logs are keyed by it)');
+  if (typeof prompt.question !== 'string' || prompt.question.trim().length === 0)
+    throw bad('question', 'must be a non-empty string');
+  if (prompt.reference !== undefined && typeof prompt.reference !== 'string')
+    throw bad('reference', 'must be a string when given');
+  if (options.needsReference && (prompt.reference === undefined || prompt.reference.trim().length === 0)) {
+    throw bad(
+      'reference',
+      'is needed: the reward compares the answer with a reference answer (judge weight above 0, or the Search-R1 answer check)',
+    );
+  }
+  if (prompt.goldenBasenames !== undefined) {
+    if (!Array.isArray(prompt.goldenBasenames))
+      throw bad('goldenBasenames', 'must be an array of page basenames when given');
+    for (let k = 0; k < prompt.goldenBasenames.length; k++) {
+      const b: unknown = prompt.goldenBasenames[k];
+      if (typeof b !== 'string' || b.length === 0)
+        throw bad(`goldenBasenames.${k}`, 'must be a non-empty string (a page basename)');
     }
-    if (prompt.goldenBasenames !== undefined) {
-      if (!Array.isArray(prompt.goldenBasenames))
-        throw bad('goldenBasenames', 'must be an array of page basenames when given');
-      prompt.goldenBasenames.forEach((b: unknown, k) => {
-        if (typeof b !== 'string' || b.length === 0)
-          throw bad(`goldenBasenames.${k}`, 'must be a non-empty string (a page basename)');
-      });
-    }
-  });
+  }
 }

@@ -83,6 +83,11 @@ export interface PolicyCheckpoint {
   format: string;
   metadata: Record<string, unknown>;
   blobs: Record<string, Uint8Array>;
+  /**
+   * Where a checkpoint read from storage came from (files, or a store's locations), for the errors
+   * of a refused load to name; not saved.
+   */
+  source?: { state: string; blobs: Readonly<Record<string, string>> };
 }
 
 export interface PolicyBackend extends SetupCheck {

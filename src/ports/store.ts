@@ -35,5 +35,7 @@ export interface Store extends SetupCheck {
   doPutBlob(runId: string, key: string, bytes: Uint8Array, options?: CallOptions): Promise<void>;
   /** `undefined` when there is no such blob. */
   doGetBlob(runId: string, key: string, options?: CallOptions): Promise<Uint8Array | undefined>;
+  /** Where a blob is kept (a file path, a database and key), for errors about its content to name. */
+  blobLocation?(runId: string, key: string): string;
   close?(): Promise<void>;
 }

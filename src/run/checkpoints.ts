@@ -1,4 +1,5 @@
 import { InvalidArgumentError, PortOutputError } from '../core/errors';
+import { firstNonFinite, float32Values, parameterAt } from '../core/finite-values';
 import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
 
@@ -9,7 +10,7 @@ import type { Store } from '../ports/store';
  */
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function checkpointKey(step: number): string {
   return `checkpoints/step-${String(step).padStart(8, '0')}`;
@@ -76,7 +77,7 @@ export async function latestCheckpointKey(store: Store, runId: string): Promise<
   const records = await store.doQuery({ kind: 'checkpoint', runId });
   const last = records[records.length - 1];
   if (!last) return null;
-  const key = (last.data as { key?: unknown }).key;
+  const key = (last.data as { key?: unknown } | null)?.key;
   if (typeof key !== 'string')
     throw new PortOutputError({
       port: 'store',
@@ -87,75 +88,133 @@ export async function latestCheckpointKey(store: Store, runId: string): Promise<
   return key;
 }
 
-/** Reads what `writePolicyCheckpoint` wrote: the saved state and the policy checkpoint. */
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/**
+ * Reads what `writePolicyCheckpoint` wrote: the saved state and the policy checkpoint, verified.
+ * The checkpoint record must carry the SHA-256 of `state.json`, and `state.json` one for every
+ * blob: a deleted checksum is refused, not a reason to skip the check (checkpoints have carried
+ * them since they were first written to run folders). Blobs named `*.f32` (little-endian float32,
+ * every policy's weights and optimizer moments) must be whole float32 values, all finite: a
+ * checksum only says the bytes are those written, and NaN or Infinity may have been written, or
+ * the checksums recomputed. Each refusal is a typed error naming the file (`store.blobLocation`).
+ */
 export async function readPolicyCheckpoint(
   store: Store,
   runId: string,
   key: string,
 ): Promise<{ state: Record<string, unknown>; checkpoint: PolicyCheckpoint }> {
+  const fileOf = (name: string) =>
+    store.blobLocation?.(runId, `${key}/${name}`) ??
+    `store '${store.provider}' blob '${runId}/${key}/${name}'`;
+  const unusable = (name: string, message: string, cause?: unknown) =>
+    new PortOutputError({
+      port: 'store',
+      provider: store.provider,
+      field: `${runId}/${key}/${name}`,
+      message: `${fileOf(name)} ${message}`,
+      cause,
+    });
   const raw = await store.doGetBlob(runId, `${key}/state.json`);
   if (!raw)
     throw new InvalidArgumentError({
       argument: 'settings.resumeMode',
-      message: `no checkpoint at '${runId}/${key}' (no state.json)`,
+      message: `no checkpoint at '${runId}/${key}' (no ${fileOf('state.json')})`,
     });
   const committed = (await store.doQuery({ kind: 'checkpoint', runId }))
-    .filter((r) => (r.data as { key?: unknown }).key === key)
+    .filter((r) => (r.data as { key?: unknown } | null)?.key === key)
     .pop();
-  const expectedState = (committed?.data as { stateSha256?: unknown } | undefined)?.stateSha256;
-  const corrupt = (what: string) =>
-    new PortOutputError({
-      port: 'store',
-      provider: store.provider,
-      field: `${runId}/${key}/${what}`,
-      message:
-        'does not match the checksum written with the checkpoint (a torn or altered file); resume from an earlier checkpoint',
-    });
-  // Checkpoints written before checksums existed carry none, and load unchecked.
-  if (typeof expectedState === 'string' && (await sha256(raw)) !== expectedState) throw corrupt('state.json');
+  if (!committed)
+    throw unusable(
+      'state.json',
+      'is not committed by a checkpoint record (a write cut off before its record, or a copied folder); resume from a committed checkpoint',
+    );
+  const expectedState = (committed.data as { stateSha256?: unknown }).stateSha256;
+  const rejected =
+    'it cannot be verified, so it is not loaded; resume from an earlier checkpoint or start the phase again';
+  if (typeof expectedState !== 'string' || !SHA256_HEX.test(expectedState))
+    throw unusable(
+      'state.json',
+      `has no checksum in its checkpoint record (stateSha256 deleted or altered): ${rejected}`,
+    );
+  const corrupt = (name: string) =>
+    unusable(
+      name,
+      'does not match the checksum written with the checkpoint (a torn or altered file); resume from an earlier checkpoint',
+    );
+  if ((await sha256(raw)) !== expectedState) throw corrupt('state.json');
   let state: Record<string, unknown> & {
-    policy?: { format?: unknown; metadata?: unknown; blobs?: unknown; sha256?: Record<string, unknown> };
+    policy?: { format?: unknown; metadata?: unknown; blobs?: unknown; sha256?: unknown };
   };
   try {
     state = JSON.parse(decoder.decode(raw)) as typeof state;
   } catch (error) {
-    throw new PortOutputError({
-      port: 'store',
-      provider: store.provider,
-      field: `${key}/state.json`,
-      message: 'is not valid JSON',
-      cause: error,
-    });
+    throw unusable('state.json', 'is not valid JSON', error);
   }
-  const policy = state.policy;
-  if (!policy || typeof policy.format !== 'string' || !Array.isArray(policy.blobs)) {
-    throw new PortOutputError({
-      port: 'store',
-      provider: store.provider,
-      field: `${key}/state.json`,
-      message: 'has no policy checkpoint (format, metadata, blobs)',
-    });
+  const policy = typeof state === 'object' && state !== null ? state.policy : undefined;
+  if (
+    !policy ||
+    typeof policy.format !== 'string' ||
+    !Array.isArray(policy.blobs) ||
+    !policy.blobs.every((name) => typeof name === 'string')
+  ) {
+    throw unusable('state.json', 'has no policy checkpoint (format, metadata, blobs)');
   }
+  const names = policy.blobs as string[];
+  const checksums = (
+    typeof policy.sha256 === 'object' && policy.sha256 !== null ? policy.sha256 : {}
+  ) as Record<string, unknown>;
+  const metadata = (policy.metadata ?? {}) as Record<string, unknown>;
   const blobs: PolicyCheckpoint['blobs'] = {};
-  for (const name of policy.blobs as string[]) {
+  const sources: Record<string, string> = {};
+  for (const name of names) {
+    const expected = checksums[name];
+    if (typeof expected !== 'string' || !SHA256_HEX.test(expected))
+      throw unusable(`policy/${name}`, `has no checksum in state.json (deleted or altered): ${rejected}`);
     const bytes = await store.doGetBlob(runId, `${key}/policy/${name}`);
     if (!bytes)
       throw new InvalidArgumentError({
         argument: 'settings.resumeMode',
-        message: `checkpoint '${runId}/${key}' lacks the policy blob '${name}'`,
+        message: `checkpoint '${runId}/${key}' lacks the policy blob '${name}' (${fileOf(`policy/${name}`)})`,
       });
-    const expected = policy.sha256?.[name];
-    if (typeof expected === 'string' && (await sha256(bytes)) !== expected) throw corrupt(`policy/${name}`);
+    if ((await sha256(bytes)) !== expected) throw corrupt(`policy/${name}`);
+    if (name.endsWith('.f32')) {
+      const problem = float32Problem(bytes, metadata);
+      if (problem) throw unusable(`policy/${name}`, `${problem}; resume from an earlier checkpoint`);
+    }
     blobs[name] = bytes;
+    sources[name] = fileOf(`policy/${name}`);
   }
   return {
     state,
     checkpoint: {
       format: policy.format,
-      metadata: (policy.metadata ?? {}) as Record<string, unknown>,
+      metadata,
       blobs,
+      source: { state: fileOf('state.json'), blobs: sources },
     },
   };
+}
+
+/**
+ * What is wrong with a float32 blob, or null: a length that is not whole values, or a value that is
+ * NaN or infinite (named by parameter where the metadata lists them end to end, as the tfjs policy's does).
+ */
+function float32Problem(bytes: Uint8Array, metadata: Record<string, unknown>): string | null {
+  if (bytes.byteLength % 4 !== 0)
+    return `is ${bytes.byteLength} bytes, not a whole number of float32 values (cut short?)`;
+  const bad = firstNonFinite(float32Values(bytes));
+  if (!bad) return null;
+  const listed = metadata.parameters;
+  const parameters = Array.isArray(listed)
+    ? listed.flatMap((p: { name?: unknown; shape?: unknown }) =>
+        typeof p?.name === 'string' && Array.isArray(p.shape)
+          ? [{ name: p.name, size: (p.shape as number[]).reduce((n, d) => n * d, 1) }]
+          : [],
+      )
+    : [];
+  const at = parameterAt(parameters, bad.index);
+  return `holds ${bad.value} at float32 value ${bad.index}${at ? ` (parameter '${at.name}', element ${at.element})` : ''}: a checkpoint's weights and moments must be finite`;
 }
 
 /** The store run that holds the SFT warm start's checkpoint. */

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
+import { decodeUtf8Text } from '../core/text-data';
 
 /** A YAML or JSON configuration file as data (a mapping), not yet validated. */
 export async function readConfigFile(path: string): Promise<Record<string, unknown>> {
@@ -25,10 +26,16 @@ export async function readConfigFile(path: string): Promise<Record<string, unkno
   }
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch (_error) {
+    text = decodeUtf8Text(bytes, path);
+  } catch (error) {
+    // The data reader's message names the line and the byte (a byte-order mark is accepted).
     throw new ConfigValidationError({
-      issues: [{ field: path, message: 'is not UTF-8 text (save it as UTF-8)' }],
+      issues: [
+        {
+          field: path,
+          message: (error as Error).message.replace(/^Invalid record at [^:]*: /, '').replace(`${path} `, ''),
+        },
+      ],
     });
   }
   // An empty file is a mistake, not a request for the whole default job.

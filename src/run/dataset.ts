@@ -2,12 +2,19 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { DatasetValidationError, InvalidArgumentError } from '../core/errors';
 import { checkPromptRecords } from '../core/prompt-records';
+import { readJsonlRows } from '../core/text-data';
 import type { PromptRecord } from '../core/types';
 
 const str = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : undefined);
 
 /** One JSONL row as a prompt record; the field names of common layouts are accepted. */
 export function promptFromJsonRow(row: Record<string, unknown>, index: number): PromptRecord {
+  if (typeof row !== 'object' || row === null || Array.isArray(row))
+    throw new DatasetValidationError({
+      row: index,
+      field: '(row)',
+      message: 'expected an object {uid, question, reference?, goldenBasenames?}',
+    });
   const question = str(row.question) ?? str(row.query);
   if (!question)
     throw new DatasetValidationError({
@@ -37,14 +44,16 @@ export async function readPromptDataset(
 ): Promise<PromptRecord[]> {
   const kind =
     format === 'auto' ? (extname(path).toLowerCase() === '.parquet' ? 'parquet' : 'jsonl') : format;
-  let prompts: PromptRecord[];
+  let prompts: PromptRecord[] = [];
+  /** The file line of each prompt (JSONL only). */
+  let lines: number[] | undefined;
   if (kind === 'parquet') {
     const { readRlDataset } = await import('../adapters/store/parquet/index');
     prompts = await readRlDataset(path);
   } else {
-    let text: string;
+    let bytes: Uint8Array;
     try {
-      text = await readFile(path, 'utf8');
+      bytes = await readFile(path);
     } catch (error) {
       throw new InvalidArgumentError({
         argument: 'dataset.path',
@@ -52,22 +61,39 @@ export async function readPromptDataset(
         cause: error,
       });
     }
-    prompts = text.split('\n').flatMap((line, row) => {
-      if (line.trim() === '') return [];
-      let value: unknown;
+    const rows = readJsonlRows(bytes, path);
+    lines = rows.map((r) => r.line);
+    // A row without a uid is named by its 0-based line (`row_N`), as it always was.
+    prompts = rows.map(({ line, value }) => {
       try {
-        value = JSON.parse(line);
+        return promptFromJsonRow(value, line - 1);
       } catch (error) {
-        throw new DatasetValidationError({
-          row,
-          field: '(json)',
-          message: `${path} line ${row + 1} is not valid JSON`,
-          cause: error,
-        });
+        throw atLine(error, path, line);
       }
-      return [promptFromJsonRow(value as Record<string, unknown>, row)];
     });
   }
+  try {
+    checkDataset(path, prompts, options.needsReference ?? false);
+  } catch (error) {
+    const line = lines && DatasetValidationError.isInstance(error) ? lines[error.row] : undefined;
+    throw line === undefined ? error : atLine(error, path, line);
+  }
+  return prompts;
+}
+
+/** A record's error from a JSONL file, naming the file and the line (row: the 0-based line, as the line reader's). */
+function atLine(error: unknown, path: string, line: number): unknown {
+  if (!DatasetValidationError.isInstance(error)) return error;
+  const message = error.message.replace(/^Invalid record at (?:row \d+, )?field '[^']*': /, '');
+  return new DatasetValidationError({
+    row: line - 1,
+    field: error.field,
+    message: `${path} line ${line}: ${message}`,
+    cause: error,
+  });
+}
+
+function checkDataset(path: string, prompts: readonly PromptRecord[], needsReference: boolean): void {
   if (prompts.length === 0)
     throw new DatasetValidationError({ row: -1, field: '(file)', message: `'${path}' has no questions` });
   const seen = new Set<string>();
@@ -80,6 +106,5 @@ export async function readPromptDataset(
       });
     seen.add(p.uid);
   });
-  checkPromptRecords(prompts, { needsReference: options.needsReference ?? false });
-  return prompts;
+  checkPromptRecords(prompts, { needsReference });
 }

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { createPortGateway } from '../core/calls/gateway';
 import type { PromptRecord } from '../core/types';
 import { parseSearcherConfig, withEnvironmentAdapters, type SearcherConfigInput } from '../config';
@@ -10,6 +9,7 @@ import type { Generator } from '../ports/generator';
 import type { ImageOps } from '../ports/image-ops';
 import type { Judge } from '../ports/judge';
 import type { SearchEngine } from '../ports/search-engine';
+import { readPromptDataset } from '../run/dataset';
 import { resolveRewardWeights } from '../searcher';
 import type { ServedEnvironment } from './environment';
 
@@ -33,10 +33,8 @@ export async function buildServedEnvironment(
   let adapters = settings.searcher?.adapters;
   let tasks: PromptRecord[];
   if (settings.tasksFile) {
-    tasks = (await readFile(settings.tasksFile, 'utf8'))
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => JSON.parse(line) as PromptRecord);
+    // The trainer's dataset reader: UTF-8 or refused naming the line, every row an object, checked.
+    tasks = await readPromptDataset(settings.tasksFile);
   } else {
     const {
       cacheDir,

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { InvalidArgumentError } from '../../core/errors';
+import { firstNonFinite, float32Values } from '../../core/finite-values';
 import { createRandom, RANDOM_STREAMS, type Random } from '../../core/random';
 import { parseSettings } from '../../provider-utils/index';
 // The selector is a tfjs model: it trains with the tfjs family's AdamW on the backend that family
@@ -231,25 +232,43 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
           argument: 'checkpoint.format',
           message: `expected '${POINTER_SELECTOR_FORMAT}', got '${checkpoint.format}'`,
         });
-      const read = (name: string, size: number) => {
+      // Every blob is checked before any is assigned: a refused checkpoint leaves the selector as it was.
+      const read = (name: string, size: number, secondMoments = false) => {
         const bytes = checkpoint.blobs[name];
+        const file = checkpoint.source?.blobs[name] ? ` (in ${checkpoint.source.blobs[name]})` : '';
+        const refuse = (message: string) =>
+          new InvalidArgumentError({ argument: `checkpoint.blobs.${name}`, message: `${message}${file}` });
         if (!bytes || bytes.byteLength !== size * 4)
-          throw new InvalidArgumentError({
-            argument: `checkpoint.blobs.${name}`,
-            message: `expected ${size} float32 values (same inputDimensions and hiddenDimensions)`,
-          });
-        return new Float32Array(bytes.slice().buffer);
+          throw refuse(`expected ${size} float32 values (same inputDimensions and hiddenDimensions)`);
+        const values = float32Values(bytes);
+        const bad = firstNonFinite(values);
+        if (bad)
+          throw refuse(`holds ${bad.value} at element ${bad.index}: a checkpoint's values must be finite`);
+        const negative = secondMoments ? values.findIndex((v) => v < 0) : -1;
+        if (negative >= 0)
+          throw refuse(`holds a negative second moment (${values[negative]}) at element ${negative}`);
+        return values;
       };
-      parameters.forEach((p, i) => {
-        p.variable.assign(tf.tensor(read(`${p.name}.f32`, p.variable.size), p.variable.shape));
-        optimizer.firstMoments[i]!.assign(
-          tf.tensor(read(`${p.name}.m.f32`, p.variable.size), p.variable.shape),
-        );
-        optimizer.secondMoments[i]!.assign(
-          tf.tensor(read(`${p.name}.v.f32`, p.variable.size), p.variable.shape),
-        );
-      });
-      optimizer.step = Number((checkpoint.metadata as { optimizerStep?: unknown }).optimizerStep ?? 0);
+      const step = (checkpoint.metadata as { optimizerStep?: unknown }).optimizerStep ?? 0;
+      if (!(Number.isInteger(step) && (step as number) >= 0))
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.metadata.optimizerStep',
+          message: `must be a non-negative integer, got ${String(step)}`,
+        });
+      const values = parameters.map((p) => ({
+        weights: read(`${p.name}.f32`, p.variable.size),
+        first: read(`${p.name}.m.f32`, p.variable.size),
+        second: read(`${p.name}.v.f32`, p.variable.size, true),
+      }));
+      tf.tidy(() =>
+        parameters.forEach((p, i) => {
+          const { weights, first, second } = values[i]!;
+          p.variable.assign(tf.tensor(weights, p.variable.shape));
+          optimizer.firstMoments[i]!.assign(tf.tensor(first, p.variable.shape));
+          optimizer.secondMoments[i]!.assign(tf.tensor(second, p.variable.shape));
+        }),
+      );
+      optimizer.step = step as number;
     },
     dispose() {
       optimizer.dispose();

@@ -12,6 +12,7 @@ import { createOnnxSession } from './graph/session';
 import { ort } from './runtime';
 import { parseOnnxPolicySettings, type OnnxExecutionProvider, type OnnxPolicySettings } from './settings';
 import { createHfTokenizer } from './tokenizer';
+import { checkOnnxWeights } from './weights';
 
 export const ONNX_CHECKPOINT_FORMAT = 'searcher-rl.onnx-reference.v1';
 
@@ -81,6 +82,18 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     readJson(join(dir, 'tokenizer.json'), true),
     readJson(join(dir, 'tokenizer_config.json'), false),
   ]);
+  let modelBytes: Uint8Array;
+  try {
+    modelBytes = await readFile(modelPath);
+  } catch (error) {
+    throw new InvalidArgumentError({
+      argument: 'modelDir',
+      message: `cannot read '${modelPath}': ${(error as Error).message}`,
+      cause: error,
+    });
+  }
+  // ONNX Runtime runs NaN and Infinity weights without complaint: refused here, naming the initializer.
+  checkOnnxWeights(modelPath, modelBytes);
   const session = await createOnnxSession(ort, modelPath, {
     executionProvider: parsed.executionProvider,
     cudaDeviceId: parsed.cudaDeviceId,

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { InvalidArgumentError } from '../../core/errors';
+import { firstNonFinite, float32Values, parameterAt } from '../../core/finite-values';
 import { createProtocolTokenizer, createVocabularyTokenizer } from '../../core/protocol/tokenizer';
 import { PROTOCOL_TAG_STRINGS } from '../../core/protocol/tags';
 import { hashString } from '../../core/random';
@@ -43,6 +44,11 @@ function assign(data: Float32Array, targets: readonly tf.Variable[]): void {
   });
 }
 
+const BYTE_ORDER = 'little-endian float32';
+
+/** ` (in FILE)` where the checkpoint was read from a file. */
+const from = (file: string | undefined) => (file ? ` (in ${file})` : '');
+
 type SavedMetadata = {
   model?: Record<string, unknown>;
   tokenizer?: { vocabSize?: unknown; fingerprint?: unknown };
@@ -82,7 +88,7 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
           parameters: model.parameters.map((p) => ({ name: p.name, shape: p.variable.shape })),
           optimizer: { step: optimizer.step, settings: optimizer.settings },
           sampling: { seed: state.samplingSeed, sessionCounter: state.sessionCounter },
-          byteOrder: 'little-endian float32',
+          byteOrder: BYTE_ORDER,
         },
         blobs: {
           'weights.f32': pack(model.parameters.map((p) => p.variable)),
@@ -106,15 +112,14 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
         if (meta.model?.[key] !== modelConfig[key]) {
           throw new InvalidArgumentError({
             argument: `checkpoint.metadata.model.${key}`,
-            message: `the checkpoint has ${String(meta.model?.[key])}, this policy ${modelConfig[key]}; create the policy with the checkpoint's model settings`,
+            message: `the checkpoint has ${String(meta.model?.[key])}, this policy ${modelConfig[key]}${from(checkpoint.source?.state)}; create the policy with the checkpoint's model settings`,
           });
         }
       }
       if (meta.tokenizer?.vocabSize !== tokenizer.vocabSize || meta.tokenizer?.fingerprint !== fingerprint) {
         throw new InvalidArgumentError({
           argument: 'checkpoint.metadata.tokenizer',
-          message:
-            'the checkpoint was trained with a different tokenizer (vocabulary, token texts or end-of-sequence id differ)',
+          message: `the checkpoint was trained with a different tokenizer (vocabulary, token texts or end-of-sequence id differ)${from(checkpoint.source?.state)}`,
         });
       }
       const step = meta.optimizer?.step;
@@ -123,36 +128,56 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
       if (!(Number.isInteger(step) && (step as number) >= 0))
         throw new InvalidArgumentError({
           argument: 'checkpoint.metadata.optimizer.step',
-          message: `must be a non-negative integer, got ${String(step)}`,
+          message: `must be a non-negative integer, got ${String(step)}${from(checkpoint.source?.state)}`,
         });
       if (!(Number.isInteger(counter) && (counter as number) >= 0))
         throw new InvalidArgumentError({
           argument: 'checkpoint.metadata.sampling.sessionCounter',
-          message: `must be a non-negative integer, got ${String(counter)}`,
+          message: `must be a non-negative integer, got ${String(counter)}${from(checkpoint.source?.state)}`,
         });
       if (!Number.isInteger(seed))
         throw new InvalidArgumentError({
           argument: 'checkpoint.metadata.sampling.seed',
-          message: `must be an integer, got ${String(seed)}`,
+          message: `must be an integer, got ${String(seed)}${from(checkpoint.source?.state)}`,
         });
       const savedSettings = parseOptimizerSettings(
         meta.optimizer?.settings,
         'checkpoint.metadata.optimizer.settings',
       );
-      const total = model.parameters.reduce((n, p) => n + p.variable.size, 0);
-      const decode = (name: string) => {
+      const byteOrder = (checkpoint.metadata as { byteOrder?: unknown }).byteOrder;
+      if (byteOrder !== undefined && byteOrder !== BYTE_ORDER)
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.metadata.byteOrder',
+          message: `expected '${BYTE_ORDER}', got ${JSON.stringify(byteOrder)}${from(checkpoint.source?.state)}`,
+        });
+      const sizes = model.parameters.map((p) => ({ name: p.name, size: p.variable.size }));
+      const total = sizes.reduce((n, p) => n + p.size, 0);
+      const decode = (name: string, what: 'weights' | 'moments' | 'second moments') => {
         const bytes = checkpoint.blobs[name];
+        const argument = `checkpoint.blobs['${name}']`;
+        const file = from(checkpoint.source?.blobs[name]);
         if (!bytes || bytes.byteLength !== total * 4)
           throw new InvalidArgumentError({
-            argument: `checkpoint.blobs['${name}']`,
-            message: `expected ${total * 4} bytes, got ${bytes?.byteLength ?? 'none'}`,
+            argument,
+            message: `expected ${total * 4} bytes, got ${bytes?.byteLength ?? 'none'}${file}`,
           });
         // A copy: the bytes may sit unaligned inside a larger buffer, and must not alias the caller's.
-        return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+        const values = float32Values(bytes);
+        const bad = firstNonFinite(values);
+        const negative = what === 'second moments' && !bad ? values.findIndex((v) => v < 0) : -1;
+        if (bad || negative >= 0) {
+          const index = bad ? bad.index : negative;
+          const at = parameterAt(sizes, index)!;
+          throw new InvalidArgumentError({
+            argument,
+            message: `${bad ? `holds ${bad.value}` : `holds a negative second moment (${values[index]})`} at parameter '${at.name}', element ${at.element}${file}: a checkpoint's ${what} must be finite${what === 'second moments' ? ' and non-negative' : ''}; load an earlier checkpoint`,
+          });
+        }
+        return values;
       };
-      const weights = decode('weights.f32');
-      const firstMoments = decode('adam-m.f32');
-      const secondMoments = decode('adam-v.f32');
+      const weights = decode('weights.f32', 'weights');
+      const firstMoments = decode('adam-m.f32', 'moments');
+      const secondMoments = decode('adam-v.f32', 'second moments');
       // The optimizer continues as it was saved, settings included (a run may reset it after SFT).
       if (JSON.stringify(savedSettings) !== JSON.stringify(state.optimizer.settings)) {
         state.optimizer.dispose();

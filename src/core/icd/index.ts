@@ -16,6 +16,7 @@ export {
   type EmbeddingTable,
 } from './embeddings';
 export { parseIcdRecords, parseIcdText, formatIcdJsonl, type IcdParseOptions } from './parse';
+export { parseIcdVectorsText } from './vectors-text';
 export {
   normaliseIcdPools,
   gatherPoolEmbeddings,

@@ -8,11 +8,14 @@ import {
   trajectoryError,
   type TrajectoryPlace,
 } from './check';
+import { decodeUtf8Text, parseJsonlRows } from '../text-data';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord, type IcdTrajectory } from './types';
 
 export interface IcdParseOptions {
   /** Shots per prompt: every pointer has this many indices (default 2, the seed's). */
   shots?: number;
+  /** The file the text came from, named in errors. */
+  source?: string;
 }
 
 /** One record of the input: its row (record index, or line index in JSONL) and the key it had. */
@@ -165,40 +168,37 @@ function parseTrajectory(
   };
 }
 
-/** Parses JSON (an array or an object keyed by query id) or JSONL (one record a line; a row is its line). */
+/**
+ * Parses JSON (an array or an object keyed by query id) or JSONL (one record a line; a row is its
+ * line), from a file's bytes (UTF-8, or a DatasetValidationError naming `options.source` and the
+ * line) or its text. A byte-order mark and CRLF line ends are accepted.
+ */
 export function parseIcdText(
-  text: string,
+  input: string | Uint8Array,
   format: 'json' | 'jsonl',
   options: IcdParseOptions = {},
 ): IcdQueryRecord[] {
+  const { source } = options;
+  const text = typeof input === 'string' ? input : decodeUtf8Text(input, source);
   if (format === 'json') {
     let value: unknown;
     try {
-      value = JSON.parse(text);
+      value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     } catch (error) {
       throw new DatasetValidationError({
         row: -1,
         field: '(file)',
-        message: `not valid JSON: ${(error as Error).message}`,
+        message: `${source ?? 'the text'} is not valid JSON: ${(error as Error).message.slice(0, 200)}`,
         cause: error,
       });
     }
     return parseIcdRecords(value, options);
   }
-  const rows: Row[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    try {
-      rows.push({ value: JSON.parse(line), row: i, prefix: `line ${i + 1}: ` });
-    } catch (error) {
-      throw new DatasetValidationError({
-        row: i,
-        field: '(line)',
-        message: `line ${i + 1} is not valid JSON`,
-        cause: error,
-      });
-    }
-  });
+  const rows: Row[] = parseJsonlRows(text, source, { invalidJsonField: '(line)' }).map(({ line, value }) => ({
+    value,
+    row: line - 1,
+    prefix: `${source ? `${source} ` : ''}line ${line}: `,
+  }));
   return parseRows(rows, checkShots(options.shots ?? DEFAULT_ICD_SETTINGS.shots));
 }
 

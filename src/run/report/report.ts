@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import sharp from 'sharp';
 import { InvalidArgumentError } from '../../core/errors';
 import { currentRecords } from '../../core/store/records';
+import { readJsonlRows } from '../../core/text-data';
 import { trajectoryFromJSON } from '../../core/trajectory/serialize';
 import type { RewardWeights } from '../../core/reward/combine';
 import type { StoreRecord } from '../../ports/store';
@@ -29,17 +30,16 @@ interface ReportEpisode {
   turns: Array<{ text: string; observation: string; images: Array<{ label: string; src: string }> }>;
 }
 
+/** A store log's records as written (numbers JSON cannot hold stay tagged: trajectoryFromJSON reads them). */
 async function readJsonl(path: string): Promise<unknown[]> {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = await readFile(path, 'utf8');
+    bytes = await readFile(path);
   } catch {
     return [];
   }
-  return text
-    .split('\n')
-    .filter((line) => line.trim().length > 0)
-    .map((line) => JSON.parse(line) as unknown);
+  // As the JSONL store reads it: a partial last line (a crash mid-append) is not a record.
+  return readJsonlRows(bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1), path).map((row) => row.value);
 }
 
 /** A store's records of one kind in a run folder's subfolder, without those a resumed attempt superseded. */

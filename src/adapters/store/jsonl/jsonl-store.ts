@@ -8,6 +8,7 @@ import {
   checkStoreRecords,
   matchesQuery,
 } from '../../../core/store/records';
+import { readJsonlRows } from '../../../core/text-data';
 import { encodeSpecialNumbers, reviveSpecialNumbers } from '../../../core/trajectory/serialize';
 import type { Store, StoreQuery, StoreRecord } from '../../../ports/store';
 
@@ -89,31 +90,25 @@ export function createJsonlStore(settings: JsonlStoreSettings): Store {
       if (query.limit === 0) return [];
       const path = file(query.runId, query.kind);
       await pending.get(path)?.catch(() => undefined);
-      let text: string;
+      let bytes: Uint8Array;
       try {
-        text = await readFile(path, 'utf8');
+        bytes = await readFile(path);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
         throw fail(`could not read ${path}: ${(error as Error).message}`, error);
       }
-      // The element after the last newline is '' for a complete file, or a partial line left by a
-      // crash mid-append: either way it is not a record.
-      const complete = text.split('\n').slice(0, -1);
+      // What follows the last newline is a partial line left by a crash mid-append (it may end
+      // inside a multi-byte character): not a record, and not decoded.
+      const complete = bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1);
       const out: StoreRecord[] = [];
-      for (let row = 0; row < complete.length; row++) {
-        const line = complete[row]!;
-        if (line.trim().length === 0) continue;
-        let record: StoreRecord;
-        try {
-          record = JSON.parse(line, reviveSpecialNumbers) as StoreRecord;
-        } catch (error) {
+      for (const { line, value } of readJsonlRows(complete, path, { reviver: reviveSpecialNumbers })) {
+        const record = value as unknown as StoreRecord;
+        if (typeof record.kind !== 'string' || typeof record.runId !== 'string')
           throw new DatasetValidationError({
-            row,
-            field: '(json)',
-            message: `${path} line ${row + 1} is not valid JSON: ${(error as Error).message}`,
-            cause: error,
+            row: line - 1,
+            field: typeof record.kind !== 'string' ? 'kind' : 'runId',
+            message: `${path} line ${line} is not a store record (no kind or runId)`,
           });
-        }
         if (matchesQuery(record, query)) out.push(record);
         if (query.limit !== undefined && out.length >= query.limit) break;
       }
@@ -131,6 +126,11 @@ export function createJsonlStore(settings: JsonlStoreSettings): Store {
       } catch (error) {
         throw fail(`could not write blob ${path}: ${(error as Error).message}`, error);
       }
+    },
+    blobLocation(runId, key) {
+      checkRunId(runId);
+      checkBlobKey(key);
+      return join(runDir(runId), 'blobs', key);
     },
     async doGetBlob(runId, key) {
       checkRunId(runId);
