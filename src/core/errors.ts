@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'rewards_missing'
   | 'model_layout'
   | 'not_trainable'
+  | 'unsupported_port_version'
   | 'aborted';
 
 export class SearcherError extends Error {
@@ -356,6 +357,36 @@ export class NotTrainableError extends SearcherError {
 
   static override isInstance(error: unknown): error is NotTrainableError {
     return SearcherError.isInstance(error) && error.code === 'not_trainable';
+  }
+}
+
+/**
+ * An adapter implements a version of its port's specification that this core does not support
+ * (as vercel/ai's UnsupportedModelVersionError): `version` is what it declares
+ * (`specificationVersion`, 'undefined' when it declares none), `supported` the versions the core
+ * calls. Refused when the port is given to the SDK, before any call.
+ */
+export class UnsupportedPortVersionError extends SearcherError {
+  readonly port: PortName;
+  readonly provider: string;
+  readonly version: string;
+  readonly supported: readonly string[];
+
+  constructor(args: { port: PortName; provider: string; version: string; supported: readonly string[] }) {
+    const supported = args.supported.map((v) => `'${v}'`).join(', ');
+    super({
+      code: 'unsupported_port_version',
+      message: `${args.port} '${args.provider}' implements specification version '${args.version}', which this searcher-rl does not support (supported: ${supported}). Use an adapter written for ${supported}, or a searcher-rl release that supports '${args.version}'.`,
+    });
+    this.name = 'UnsupportedPortVersionError';
+    this.port = args.port;
+    this.provider = args.provider;
+    this.version = args.version;
+    this.supported = args.supported;
+  }
+
+  static override isInstance(error: unknown): error is UnsupportedPortVersionError {
+    return SearcherError.isInstance(error) && error.code === 'unsupported_port_version';
   }
 }
 
