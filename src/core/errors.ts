@@ -5,6 +5,8 @@
  * provider failed and whether a retry can help.
  */
 
+import { redactCause, redactSecretsIn } from './secrets';
+
 const BRAND = Symbol.for('searcher-rl.error');
 
 export type ErrorCode =
@@ -26,8 +28,13 @@ export class SearcherError extends Error {
   readonly [BRAND] = true;
   readonly code: ErrorCode;
 
+  // No configured secret (src/core/secrets.ts) reaches a message, whatever it was built from (a
+  // provider's error body, a judge's reply), nor the messages of the causes it keeps.
   constructor(args: { code: ErrorCode; message: string; cause?: unknown }) {
-    super(args.message, args.cause === undefined ? undefined : { cause: args.cause });
+    super(
+      redactSecretsIn(args.message),
+      args.cause === undefined ? undefined : { cause: redactCause(args.cause) },
+    );
     this.name = 'SearcherError';
     this.code = args.code;
   }

@@ -6,6 +6,7 @@ export { loadApiKey } from './api-key';
 export { parseSettings, issueFields } from './settings';
 export { parseRetryAfter, retryDelayFromBody, type HeadersLike } from './retry-after';
 export { redactSecrets, headerSecrets } from './redact';
+export { registerSecret } from '../core/secrets';
 export { toProviderError, type VendorFailure } from './vendor-error';
 export {
   guardedFetch,

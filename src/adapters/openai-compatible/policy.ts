@@ -4,7 +4,7 @@ import { AbortedError, InvalidArgumentError, PortOutputError } from '../../core/
 import { maxTokensAt } from '../../core/episode/token-budget';
 import { DEFAULT_CALL_POLICY, type CallPolicy } from '../../core/calls/call-policy';
 import { createReliableCaller, type ReliabilityDeps } from '../../core/calls/reliable-call';
-import { guardedFetch, parseSettings, toProviderError } from '../../provider-utils/index';
+import { guardedFetch, parseSettings, registerSecret, toProviderError } from '../../provider-utils/index';
 import { positiveInt } from '../../provider-utils/settings';
 import type { CallOptions } from '../../ports/common';
 import type {
@@ -87,6 +87,8 @@ export function createOpenAICompatibleCompletions(
     async doComplete(request, options) {
       if (!client) {
         key = config.apiKey ?? (process.env.OPENAI_COMPATIBLE_API_KEY || undefined) ?? 'EMPTY';
+        // Redacted from every error, log and record from now on ('EMPTY' is too short to register).
+        registerSecret(key);
         client = new OpenAI({
           apiKey: key,
           baseURL: config.baseURL,
