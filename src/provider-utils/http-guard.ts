@@ -83,13 +83,19 @@ export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 export async function readCapped(
   caller: HttpCaller,
   body: AsyncIterable<Uint8Array> & { destroy?: (error?: Error) => unknown },
-  maxResponseBytes: number,
-  contentLength?: string | null,
-  truncate = false,
+  options: {
+    maxBytes: number;
+    /** The response's Content-Length: a declared size over the cap is refused before reading. */
+    contentLength?: string | null | undefined;
+    truncate?: boolean;
+    /** The setting the error names (`maxResponseBytes`, `maxImageBytes`). */
+    setting?: string;
+  },
 ): Promise<Uint8Array> {
-  const declared = declaredLength(contentLength);
+  const { maxBytes: maxResponseBytes, truncate = false, setting } = options;
+  const declared = declaredLength(options.contentLength);
   if (!truncate && declared !== undefined && declared > maxResponseBytes) {
-    const error = responseTooLarge(caller, maxResponseBytes, declared);
+    const error = responseTooLarge(caller, maxResponseBytes, declared, setting);
     body.destroy?.(error);
     throw error;
   }
@@ -97,7 +103,7 @@ export async function readCapped(
   let size = 0;
   for await (const chunk of body) {
     if (size + chunk.byteLength > maxResponseBytes) {
-      const error = responseTooLarge(caller, maxResponseBytes);
+      const error = responseTooLarge(caller, maxResponseBytes, undefined, setting);
       body.destroy?.(error);
       if (!truncate) throw error;
       chunks.push(chunk.subarray(0, maxResponseBytes - size));

@@ -84,16 +84,15 @@ export async function httpJson(options: HttpJsonOptions): Promise<unknown> {
   try {
     const length = response.headers['content-length'];
     text = Buffer.from(
-      await readCapped(
-        caller,
-        response.body,
+      await readCapped(caller, response.body, {
         // An error status's body is only its message: the first bytes are enough.
-        response.statusCode >= 400
-          ? Math.min(options.maxResponseBytes, MAX_ERROR_BODY_BYTES)
-          : options.maxResponseBytes,
-        typeof length === 'string' ? length : undefined,
-        response.statusCode >= 400,
-      ),
+        maxBytes:
+          response.statusCode >= 400
+            ? Math.min(options.maxResponseBytes, MAX_ERROR_BODY_BYTES)
+            : options.maxResponseBytes,
+        contentLength: typeof length === 'string' ? length : undefined,
+        truncate: response.statusCode >= 400,
+      }),
     ).toString('utf8');
   } catch (error) {
     if (signal?.aborted)

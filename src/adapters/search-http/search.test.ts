@@ -182,6 +182,31 @@ describe('createVragImageSearch', () => {
     }
   });
 
+  it('caps a page image at maxImageBytes, from disk and from images.baseUrl (typed, not retried)', async () => {
+    const big = Buffer.concat([ONE_PIXEL_PNG, Buffer.alloc(4096)]);
+    await writeFile(join(root, 'big.png'), big);
+    server.reply({ json: [[{ idx: 0, image_file: 'big.png' }]] });
+    const fromDisk = await createVragImageSearch({ url: server.url, imageRoot: root, maxImageBytes: 1024 })
+      .doSearch('q', { topK: 1 })
+      .catch((e: unknown) => e);
+    expect(fromDisk).toMatchObject({ port: 'searchEngine', isRetryable: false });
+    expect((fromDisk as Error).message).toMatch(/larger than maxImageBytes \(1024 bytes; 4166 bytes\)/);
+    const images = await RecordedServer.start([{ text: big.toString('latin1') }]);
+    try {
+      const fromUrl = await createVragImageSearch({
+        url: server.url,
+        images: { baseUrl: images.url },
+        maxImageBytes: 1024,
+      })
+        .doSearch('q', { topK: 1 })
+        .catch((e: unknown) => e);
+      expect(fromUrl).toMatchObject({ port: 'searchEngine', isRetryable: false });
+      expect((fromUrl as Error).message).toMatch(/larger than maxImageBytes/);
+    } finally {
+      await images.close();
+    }
+  });
+
   describe('faults', () => {
     faultSuite({
       server: () => server,

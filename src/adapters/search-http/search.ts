@@ -105,12 +105,11 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
         });
       }
       const length = response.headers['content-length'];
-      bytes = await readCapped(
-        { port: 'searchEngine', provider },
-        response.body,
-        config.maxImageBytes,
-        typeof length === 'string' ? length : undefined,
-      );
+      bytes = await readCapped({ port: 'searchEngine', provider }, response.body, {
+        maxBytes: config.maxImageBytes,
+        contentLength: typeof length === 'string' ? length : undefined,
+        setting: 'maxImageBytes',
+      });
     }
     const info = imageInfo(bytes);
     if (!info) throw shapeError(provider, 'image_file', `${basename(path)} is not a PNG or JPEG image`);
