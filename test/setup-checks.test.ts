@@ -82,6 +82,11 @@ describe('setup mistakes fail up front', () => {
     })();
     expect(UnsupportedPortVersionError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ port: 'judge', provider: 'rule', version: 'v2', supported: ['v1'] });
+    // Refused as another version even when its methods are another version's too.
+    const v2 = { specificationVersion: 'v2', provider: 'next', doGrade: async () => ({ score: 1 }) };
+    expect(() => createSearcher(ports({ judge: v2 }))).toThrow(
+      /judge 'next' implements specification version 'v2'/,
+    );
     const store = { ...createMemoryStore(), specificationVersion: 'v3' } as unknown as Parameters<
       typeof createTrainer
     >[0]['store'];
