@@ -52,6 +52,7 @@ export {
   BackendUnavailableError,
   ModelLayoutError,
   NotTrainableError,
+  UnsupportedPortVersionError,
   type ErrorCode,
   type PortName,
 } from './core/errors';

@@ -1,5 +1,6 @@
 import { parseSearcherConfig, type SearcherConfig, type SearcherConfigInput } from './config';
 import { createPortGateway } from './core/calls/gateway';
+import { checkPortVersion } from './core/calls/port-version';
 import { AbortedError, InvalidArgumentError, ProviderCallError } from './core/errors';
 import { episodeContextTokens } from './core/episode/config';
 import { checkPromptRecords } from './core/prompt-records';
@@ -129,6 +130,8 @@ function checkPorts(ports: SearcherPorts): void {
         argument: `ports.${name}`,
         message: `must be an adapter object, got ${port === null ? 'null' : typeof port}`,
       });
+    // The version first: an adapter of another version has other methods, and is refused as such.
+    checkPortVersion(name, port);
     for (const method of methods) {
       if (typeof port[method] !== 'function')
         throw new InvalidArgumentError({

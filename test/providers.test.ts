@@ -1,6 +1,7 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMockSearchEngine } from '../src/adapters/mock/index';
 import { createScriptedPolicy } from '../src/adapters/scripted-policy/index';
@@ -39,15 +40,16 @@ const prompt = {
   reference: '4.5 billion dollars',
   goldenBasenames: ['acme_2.png'],
 };
-const searcher = (extra: Record<string, unknown> = {}) =>
+const searcher = (
+  extra: Record<string, unknown> = {},
+  pageText = 'Acme revenue 2019 was 4.5 billion dollars',
+) =>
   createSearcher(
     {
       policy: createScriptedPolicy({
         script: ['<search>acme revenue 2019</search>', '<search_complete>true</search_complete>'],
       }),
-      searchEngine: createMockSearchEngine({
-        pages: [{ basename: 'acme_2.png', text: 'Acme revenue 2019 was 4.5 billion dollars' }],
-      }),
+      searchEngine: createMockSearchEngine({ pages: [{ basename: 'acme_2.png', text: pageText }] }),
       generator: createOpenAIGenerator({
         model: 'gpt-5-mini',
         apiKey: OPENAI_CANARY,
@@ -115,6 +117,49 @@ describe('providers end to end', () => {
       expect(stored).not.toContain(canary);
       expect(causes).not.toContain(canary);
       expect(logged.join('\n')).not.toContain(canary);
+    }
+  });
+
+  it('keeps a key that arrives inside content (a judge reply, an answer, a retrieved page) out of errors, stored records and logs', async () => {
+    const judgeSays = (text: string) => ({
+      json: {
+        candidates: [{ content: { parts: [{ text }], role: 'model' }, finishReason: 'STOP', index: 0 }],
+      },
+    });
+    // One reply quotes the key whole, the other puts it across the 120th character, where a message is cut.
+    gemini.reply(
+      judgeSays(`The key you use is ${GEMINI_CANARY}; {"score": 1}`),
+      judgeSays(`${'x'.repeat(110)}${GEMINI_CANARY} {"score": 1}`),
+    );
+    const generator = structuredClone(openaiFixtures.generator);
+    generator.output[1]!.content![0]!.text = `4.5 billion dollars (key ${OPENAI_CANARY})`;
+    openai.reply({ json: generator });
+    const logged: string[] = [];
+    const spies = (['log', 'info', 'warn', 'error', 'debug'] as const).map((level) =>
+      vi
+        .spyOn(console, level)
+        .mockImplementation((...args: unknown[]) => logged.push(args.map(String).join(' '))),
+    );
+    const batch = await searcher(
+      {},
+      `Acme revenue 2019 was 4.5 billion dollars. Deploy notes: OPENAI_API_KEY=${OPENAI_CANARY}`,
+    ).collect([prompt], { runId: 'quoted' });
+    spies.forEach((spy) => spy.mockRestore());
+    const details = batch.episodes.map((e) => e.trajectory.rewardDetail!);
+    expect(details.map((d) => d.status)).toEqual(['missing', 'missing']);
+    const causes = details.map((d) => (d.status === 'missing' ? d.cause : null));
+    expect(causes.map((c) => c?.kind)).toEqual(['invalid_output', 'invalid_output']);
+    const stored = await everythingStored(dir);
+    // The content made it to the store, the keys did not.
+    expect(stored).toContain('Deploy notes: OPENAI_API_KEY=[redacted]');
+    expect(stored).toContain('4.5 billion dollars (key [redacted])');
+    for (const canary of [OPENAI_CANARY, GEMINI_CANARY]) {
+      for (const k of [canary.length, 12, 8]) {
+        const head = canary.slice(0, k);
+        expect(stored, head).not.toContain(head);
+        expect(inspect(causes, { depth: 10 }), head).not.toContain(head);
+        expect(logged.join('\n')).not.toContain(head);
+      }
     }
   });
 });

@@ -10,6 +10,7 @@ import {
   DatasetValidationError,
   InvalidArgumentError,
   RewardsMissingError,
+  UnsupportedPortVersionError,
   type Judge,
   type PromptRecord,
 } from '../src/index';
@@ -70,6 +71,35 @@ describe('the episode context follows the policy', () => {
 });
 
 describe('setup mistakes fail up front', () => {
+  it('refuses a judge (or any port) written for a specification version the core does not support', () => {
+    const judge = { ...createRuleJudge(), specificationVersion: 'v2' } as unknown as Judge;
+    const error = (() => {
+      try {
+        createSearcher(ports({ judge }));
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(UnsupportedPortVersionError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ port: 'judge', provider: 'rule', version: 'v2', supported: ['v1'] });
+    // Refused as another version even when its methods are another version's too.
+    const v2 = { specificationVersion: 'v2', provider: 'next', doGrade: async () => ({ score: 1 }) };
+    expect(() => createSearcher(ports({ judge: v2 }))).toThrow(
+      /judge 'next' implements specification version 'v2'/,
+    );
+    const store = { ...createMemoryStore(), specificationVersion: 'v3' } as unknown as Parameters<
+      typeof createTrainer
+    >[0]['store'];
+    expect(() =>
+      createTrainer({
+        searcher: createSearcher(ports()),
+        store,
+        prompts: [prompt],
+        settings: { runId: 'r', steps: 1, batchSize: 1 },
+      }),
+    ).toThrow(/store 'memory'.*'v3'/);
+  });
+
   it('names a port object that lacks a method', () => {
     const judge = {
       specificationVersion: 'v1',

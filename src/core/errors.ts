@@ -5,6 +5,8 @@
  * provider failed and whether a retry can help.
  */
 
+import { redactCause, redactSecretsIn } from './secrets';
+
 const BRAND = Symbol.for('searcher-rl.error');
 
 export type ErrorCode =
@@ -19,14 +21,20 @@ export type ErrorCode =
   | 'rewards_missing'
   | 'model_layout'
   | 'not_trainable'
+  | 'unsupported_port_version'
   | 'aborted';
 
 export class SearcherError extends Error {
   readonly [BRAND] = true;
   readonly code: ErrorCode;
 
+  // No configured secret (src/core/secrets.ts) reaches a message, whatever it was built from (a
+  // provider's error body, a judge's reply), nor the messages of the causes it keeps.
   constructor(args: { code: ErrorCode; message: string; cause?: unknown }) {
-    super(args.message, args.cause === undefined ? undefined : { cause: args.cause });
+    super(
+      redactSecretsIn(args.message),
+      args.cause === undefined ? undefined : { cause: redactCause(args.cause) },
+    );
     this.name = 'SearcherError';
     this.code = args.code;
   }
@@ -356,6 +364,36 @@ export class NotTrainableError extends SearcherError {
 
   static override isInstance(error: unknown): error is NotTrainableError {
     return SearcherError.isInstance(error) && error.code === 'not_trainable';
+  }
+}
+
+/**
+ * An adapter implements a version of its port's specification that this core does not support
+ * (as vercel/ai's UnsupportedModelVersionError): `version` is what it declares
+ * (`specificationVersion`, 'undefined' when it declares none), `supported` the versions the core
+ * calls. Refused when the port is given to the SDK, before any call.
+ */
+export class UnsupportedPortVersionError extends SearcherError {
+  readonly port: PortName;
+  readonly provider: string;
+  readonly version: string;
+  readonly supported: readonly string[];
+
+  constructor(args: { port: PortName; provider: string; version: string; supported: readonly string[] }) {
+    const supported = args.supported.map((v) => `'${v}'`).join(', ');
+    super({
+      code: 'unsupported_port_version',
+      message: `${args.port} '${args.provider}' implements specification version '${args.version}', which this searcher-rl does not support (supported: ${supported}). Use an adapter written for ${supported}, or a searcher-rl release that supports '${args.version}'.`,
+    });
+    this.name = 'UnsupportedPortVersionError';
+    this.port = args.port;
+    this.provider = args.provider;
+    this.version = args.version;
+    this.supported = args.supported;
+  }
+
+  static override isInstance(error: unknown): error is UnsupportedPortVersionError {
+    return SearcherError.isInstance(error) && error.code === 'unsupported_port_version';
   }
 }
 

@@ -1,8 +1,10 @@
 import { InvalidArgumentError } from '../core/errors';
+import { registerSecret } from '../core/secrets';
 
 /**
  * An API key from the settings, else from the first set environment variable of `names`, read
- * when the adapter first needs it. A missing key says both ways to provide it.
+ * when the adapter first needs it. A missing key says both ways to provide it. The key is
+ * registered (src/core/secrets.ts): from then on it is redacted from every error, log and record.
  */
 export function loadApiKey(options: {
   apiKey: string | undefined;
@@ -16,7 +18,10 @@ export function loadApiKey(options: {
   const names = options.environmentVariableNames;
   const key =
     options.apiKey ?? names.map((name) => env[name] || undefined).find((value) => value !== undefined);
-  if (key) return key;
+  if (key) {
+    registerSecret(key);
+    return key;
+  }
   const variables = names.length > 1 ? `${names[0]} (or ${names.slice(1).join(' or ')})` : names[0];
   throw new InvalidArgumentError({
     argument: 'apiKey',

@@ -1,11 +1,19 @@
 // For adapter authors, plumbing only: keys, settings, Retry-After, redaction, the one vendor-error
-// mapping, evidence as message parts, optional packages. (The judge's prompt and strict score
+// mapping, HTTP within its origin and a body cap, evidence as message parts, optional packages. (The judge's prompt and strict score
 // parsing are with the rewards, `src/core/reward/judge-prompt.ts`; the in-process rollout engine
 // is `src/rollout-engine/`.)
 export { loadApiKey } from './api-key';
 export { parseSettings, issueFields } from './settings';
 export { parseRetryAfter, retryDelayFromBody, type HeadersLike } from './retry-after';
 export { redactSecrets, headerSecrets } from './redact';
+export { registerSecret } from '../core/secrets';
 export { toProviderError, type VendorFailure } from './vendor-error';
+export {
+  guardedFetch,
+  readCapped,
+  redirectTarget,
+  responseTooLarge,
+  type HttpCaller,
+} from './http-guard';
 export { evidenceParts, type EvidencePart } from './evidence';
 export { loadWithOptionalPackages, type OptionalPackage } from './optional-package';

@@ -1,12 +1,16 @@
-/** Replaces every occurrence of each secret (API keys, auth header values) in a text. */
+import {
+  credentialValues,
+  isCredentialHeader,
+  redactAndCut as redactAndCutInCore,
+  redactSecretsIn,
+} from '../core/secrets';
+
+/**
+ * Replaces every occurrence of each secret (API keys, auth header values) in a text, and every
+ * secret registered in the process (src/core/secrets.ts: whole, encoded, or its head or tail).
+ */
 export function redactSecrets(text: string, secrets: ReadonlyArray<string | undefined>): string {
-  let out = text;
-  // Longest first: a shorter secret inside a longer one ("Bearer k" and "k") must not split it.
-  const ordered = secrets
-    .filter((s): s is string => typeof s === 'string' && s.length >= 4)
-    .sort((a, b) => b.length - a.length);
-  for (const secret of ordered) out = out.split(secret).join('[redacted]');
-  return out;
+  return redactSecretsIn(text, secrets);
 }
 
 /**
@@ -19,24 +23,15 @@ export function redactAndCut(
   secrets: ReadonlyArray<string | undefined>,
   maxChars: number,
 ): string {
-  const cut = redactSecrets(text, secrets).slice(0, maxChars);
-  let tail = 0;
-  for (const secret of secrets) {
-    if (!secret || secret.length < 4) continue;
-    for (let k = Math.min(secret.length - 1, cut.length); k >= 4 && k > tail; k--) {
-      if (cut.endsWith(secret.slice(0, k))) {
-        tail = k;
-        break;
-      }
-    }
-  }
-  return tail > 0 ? `${cut.slice(0, cut.length - tail)}[redacted]` : cut;
+  return redactAndCutInCore(text, secrets, maxChars);
 }
 
-/** Header values that authenticate (and the token after "Bearer "), to redact from messages. */
+/**
+ * The values of the headers that authenticate (every header but the plain ones: content-type,
+ * accept, user-agent...) and the token after "Bearer ", to redact from messages.
+ */
 export function headerSecrets(headers: Record<string, string> | undefined): string[] {
-  return Object.values(headers ?? {}).flatMap((value) => [
-    value,
-    value.replace(/^(Bearer|Basic|Token)\s+/i, ''),
-  ]);
+  return Object.entries(headers ?? {})
+    .filter(([name]) => isCredentialHeader(name))
+    .flatMap(([, value]) => credentialValues(value));
 }

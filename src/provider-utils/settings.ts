@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigValidationError } from '../core/errors';
+import { registerSecretFields } from '../core/secrets';
 
 type Issue = { path: ReadonlyArray<PropertyKey>; message: string; code?: string; keys?: readonly string[] };
 
@@ -23,14 +24,21 @@ export function issueFields(
   });
 }
 
-/** Settings checked at the factory: a wrong field throws ConfigValidationError naming `factory.field`. */
+/**
+ * Settings checked at the factory: a wrong field throws ConfigValidationError naming
+ * `factory.field`. Credentials among them (`apiKey`, credential headers) are registered, so
+ * that they are redacted from every error, log and record from the start.
+ */
 export function parseSettings<S extends z.ZodType>(
   factory: string,
   schema: S,
   settings: unknown,
 ): z.output<S> {
   const result = schema.safeParse(settings);
-  if (result.success) return result.data;
+  if (result.success) {
+    registerSecretFields(result.data);
+    return result.data;
+  }
   throw new ConfigValidationError({
     issues: issueFields(result.error.issues as Issue[], factory).map((f) =>
       f.field === factory ? { ...f, field: `${factory}.(settings)` } : f,

@@ -1,5 +1,5 @@
 import { isConnectionError } from '../core/calls/failures';
-import { AbortedError, ProviderCallError, type PortName, type SearcherError } from '../core/errors';
+import { AbortedError, ProviderCallError, SearcherError, type PortName } from '../core/errors';
 import { redactSecrets } from './redact';
 import { parseRetryAfter, type HeadersLike } from './retry-after';
 
@@ -29,12 +29,15 @@ export interface VendorFailure {
  * AbortedError; an HTTP status keeps it and the server's Retry-After (retryable per
  * 408/409/429/5xx); a body that does not parse is not retried (the call may have run and been
  * billed); anything else is retried only if it is a connection failure. No secret survives in
- * the message.
+ * the message. A SearcherError the adapter's own fetch threw (a refused redirect, a body over
+ * its cap) comes back as it is, even when the SDK wrapped it as a connection error.
  */
 export function toProviderError(failure: VendorFailure): SearcherError {
   const { port, provider, error, signal } = failure;
   if (signal?.aborted || failure.aborted)
     return new AbortedError({ what: `${port} '${provider}' call`, cause: signal?.reason });
+  const typed = searcherErrorIn(error);
+  if (typed) return typed;
   const message = redactSecrets(
     error instanceof Error ? error.message : String(error),
     failure.secrets ?? [],
@@ -66,4 +69,14 @@ export function toProviderError(failure: VendorFailure): SearcherError {
     message,
     isRetryable: failure.connectionFailure === true || isConnectionError(error),
   });
+}
+
+/** The first SearcherError along an error's cause chain (an SDK wraps what its fetch threw). */
+function searcherErrorIn(error: unknown): SearcherError | undefined {
+  let current = error;
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    if (SearcherError.isInstance(current)) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

@@ -2,6 +2,7 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
 import { InvalidArgumentError } from '../core/errors';
+import { redactDeep, withoutSecretFields } from '../core/secrets';
 import type { Store } from '../ports/store';
 import { parseRunConfig, type RunConfig } from './config';
 
@@ -27,9 +28,12 @@ export const RUN_FILES = {
 export const EVAL_BEFORE = 'eval-before-rl';
 export const EVAL_AFTER = 'eval-after-rl';
 
-/** Temp file then rename: a process killed mid-write leaves the previous file or none, never half of one. */
+/**
+ * Temp file then rename: a process killed mid-write leaves the previous file or none, never half
+ * of one. No configured secret is written (src/core/secrets.ts).
+ */
 export async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
-  await writeFile(`${path}.tmp`, `${JSON.stringify(value, null, 2)}\n`);
+  await writeFile(`${path}.tmp`, `${JSON.stringify(redactDeep(value), null, 2)}\n`);
   await rename(`${path}.tmp`, path);
 }
 
@@ -76,9 +80,12 @@ export async function readRunFolderConfig(runDir: string): Promise<RunConfig> {
  * Creates (or continues) the run folder of `config` and writes its `config.json`. Continuing a
  * folder needs the same environment, policy, warm start and seed as before; how sessions share
  * forwards and which engines run rollouts and gradients change the model's numbers in their last
- * bits only, so a folder may continue with another setting of those.
+ * bits only, so a folder may continue with another setting of those. `config.json` holds no
+ * credential: `apiKey` fields are left out (a run continued from the folder reads its keys from
+ * the environment) and credential headers are `[redacted]`.
  */
-export async function openRunFolder(config: RunConfig): Promise<{ runId: string; runDir: string }> {
+export async function openRunFolder(given: RunConfig): Promise<{ runId: string; runDir: string }> {
+  const config = withoutSecretFields(given);
   const runId = config.runId ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const runDir = join(config.runsDir, runId);
   await mkdir(runDir, { recursive: true });

@@ -1,3 +1,5 @@
+import { redactSecretsIn } from '../core/secrets';
+
 /** A step of a long task: rendering the corpus, the warm start's epochs, a phase's steps, an evaluation. */
 export interface RunProgress {
   /** What is running: `rendering slides`, `SFT warm start`, a phase's name, `evaluating (eval-after-rl)`. */
@@ -36,5 +38,26 @@ export function progressOf(
         finished: true,
         ...(detail !== undefined && { detail }),
       }),
+  };
+}
+
+/**
+ * The options with their log lines and progress texts redacted of every configured secret
+ * (src/core/secrets.ts) before they reach the caller's callbacks: the run's entry points take
+ * their options through this.
+ */
+export function redactedRunOptions(options: RunOptions): RunOptions {
+  const { onLog, onProgress } = options;
+  return {
+    ...options,
+    ...(onLog && { onLog: (line: string) => onLog(redactSecretsIn(line)) }),
+    ...(onProgress && {
+      onProgress: (event: RunProgress) =>
+        onProgress({
+          ...event,
+          task: redactSecretsIn(event.task),
+          ...(event.detail !== undefined && { detail: redactSecretsIn(event.detail) }),
+        }),
+    }),
   };
 }

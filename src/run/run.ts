@@ -35,7 +35,7 @@ import {
   writeJsonAtomic,
 } from './folder';
 import { describeEval, evaluate, pct, type EvalSummary } from './evaluate';
-import { progressOf, type RunOptions } from './progress';
+import { progressOf, redactedRunOptions, type RunOptions } from './progress';
 
 import type { StepMetrics } from './step-metrics';
 import { createTrainer } from './trainer';
@@ -154,6 +154,7 @@ export async function openRun(
   options: RunOptions = {},
   folder?: { runId: string; runDir: string },
 ): Promise<RunSession> {
+  options = redactedRunOptions(options);
   const { runId, runDir } = folder ?? (await openRunFolder(config));
   const env = await prepareEnvironment(config, options);
   const store = runStore(runDir);
@@ -256,7 +257,8 @@ async function warmStart(session: RunSession, options: RunOptions): Promise<void
  * all in `runsDir/runId/`. Follow it with `options.onLog`/`onProgress`; stop it with `options.signal`
  * (running it again on the same runId continues it).
  */
-export async function trainRun(config: RunConfig, options: RunOptions = {}): Promise<TrainRunResult> {
+export async function trainRun(config: RunConfig, given: RunOptions = {}): Promise<TrainRunResult> {
+  const options = redactedRunOptions(given);
   const folder = await openRunFolder(config);
   const store = runStore(folder.runDir);
   // A continued run starts from its warm start (the policy then trains phase by phase from there; each phase resumes from its own checkpoints).
@@ -348,8 +350,9 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
 export async function evalRun(
   runDir: string,
   overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null } = {},
-  options: RunOptions = {},
+  given: RunOptions = {},
 ): Promise<EvalSummary & { checkpoint: string }> {
+  const options = redactedRunOptions(given);
   const base = await readRunFolderConfig(runDir);
   if (overrides.split !== undefined && base.dataset)
     throw new InvalidArgumentError({

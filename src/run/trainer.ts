@@ -13,6 +13,7 @@ import {
 import { checkRunId, SUPERSEDABLE_KINDS, type SupersededCounts } from '../core/store/records';
 import type { PromptRecord } from '../core/types';
 import type { Store } from '../ports/store';
+import { checkPortVersion } from '../core/calls/port-version';
 import { stepMetrics, type StepMetrics } from './step-metrics';
 import { eventRecord, runEvent, type LifecycleEvent } from '../core/events';
 import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from './checkpoints';
@@ -129,6 +130,7 @@ export function createTrainer(args: {
   const settings = parseSettings('createTrainer', trainerSettingsSchema, args.settings);
   checkRunId(settings.runId, 'settings.runId');
   const { searcher, store } = args;
+  checkPortVersion('store', store);
   const prompts = [...args.prompts];
   if (prompts.length === 0)
     throw new InvalidArgumentError({ argument: 'prompts', message: 'needs at least one prompt' });

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { PortOutputError, type PortName } from '../../core/errors';
 import {
   evidenceParts as neutralEvidenceParts,
+  guardedFetch,
   loadApiKey,
   parseSettings,
   retryDelayFromBody,
@@ -28,9 +29,16 @@ import { geminiSettingsSchema } from './settings';
 
 export type GeminiSettings = z.input<typeof geminiSettingsSchema>;
 
-function lazyClient(factory: string, settings: z.output<typeof geminiSettingsSchema>) {
+function lazyClient(
+  factory: string,
+  settings: z.output<typeof geminiSettingsSchema>,
+  caller: { port: PortName; provider: string },
+) {
   let client: GoogleGenAI | null = null;
   let key: string | undefined;
+  // Redirects stay within the configured origin (fetch would follow one elsewhere with
+  // x-goog-api-key, which it does not know to be a credential), answers within maxResponseBytes.
+  const safeFetch = guardedFetch(caller, { maxResponseBytes: settings.maxResponseBytes });
   return {
     get(): GoogleGenAI {
       if (client) return client;
@@ -46,20 +54,20 @@ function lazyClient(factory: string, settings: z.output<typeof geminiSettingsSch
         httpOptions: {
           ...(settings.baseUrl && { baseUrl: settings.baseUrl }),
           retryOptions: { attempts: 1 },
+          fetch: safeFetch,
         },
       });
       return client;
     },
     /** One generateContent call, its failures typed for the reliability layer (Retry-After included). */
     async generate(
-      port: PortName,
-      provider: string,
       parts: Part[],
       config: GenerateContentConfig,
       options?: CallOptions,
     ): Promise<GenerateContentResponse> {
       const ai = this.get();
-      const capture = headerCapturingFetch();
+      const { port, provider } = caller;
+      const capture = headerCapturingFetch(safeFetch);
       try {
         return await ai.models.generateContent({
           model: settings.model,
@@ -99,10 +107,10 @@ function lazyClient(factory: string, settings: z.output<typeof geminiSettingsSch
 }
 
 /** A fetch that remembers the last response's headers: the SDK's ApiError drops them, and with them Retry-After. */
-function headerCapturingFetch() {
+function headerCapturingFetch(base: typeof fetch) {
   const seen: { headers?: Headers; status?: number } = {};
   const fetchWithHeaders: typeof fetch = async (input, init) => {
-    const response = await fetch(input, init);
+    const response = await base(input, init);
     seen.headers = response.headers;
     seen.status = response.status;
     return response;
@@ -124,8 +132,8 @@ function vendorEvidenceParts(question: string, evidence: readonly Evidence[]): P
 /** The frozen Generator on Gemini: answers from the evidence images. */
 export function createGeminiGenerator(settings: GeminiSettings): Generator {
   const resolved = parseSettings('createGeminiGenerator', geminiSettingsSchema, settings);
-  const client = lazyClient('createGeminiGenerator', resolved);
   const provider = `gemini:${resolved.model}`;
+  const client = lazyClient('createGeminiGenerator', resolved, { port: 'generator', provider });
   return {
     specificationVersion: 'v1',
     provider,
@@ -139,8 +147,6 @@ export function createGeminiGenerator(settings: GeminiSettings): Generator {
       options?: CallOptions,
     ): Promise<GeneratorAnswer> {
       const response = await client.generate(
-        'generator',
-        provider,
         vendorEvidenceParts(question, evidence),
         { systemInstruction: resolved.instructions ?? GENERATOR_INSTRUCTIONS },
         options,
@@ -178,8 +184,8 @@ export function createGeminiGenerator(settings: GeminiSettings): Generator {
 /** The LLM judge on Gemini, with structured output `{score}` (docs/method.md#judge). */
 export function createGeminiJudge(settings: GeminiSettings): Judge {
   const resolved = parseSettings('createGeminiJudge', geminiSettingsSchema, settings);
-  const client = lazyClient('createGeminiJudge', resolved);
   const provider = `gemini:${resolved.model}`;
+  const client = lazyClient('createGeminiJudge', resolved, { port: 'judge', provider });
   return {
     specificationVersion: 'v1',
     provider,
@@ -194,8 +200,6 @@ export function createGeminiJudge(settings: GeminiSettings): Judge {
       options?: CallOptions,
     ): Promise<JudgeVerdict> {
       const response = await client.generate(
-        'judge',
-        provider,
         [{ text: judgePrompt(question, answer, reference) }],
         {
           systemInstruction: resolved.instructions ?? JUDGE_INSTRUCTIONS,

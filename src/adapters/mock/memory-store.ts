@@ -5,13 +5,14 @@ import {
   checkStoreRecords,
   matchesQuery,
 } from '../../core/store/records';
+import { redactStoreRecord } from '../../core/secrets';
 import type { Store, StoreQuery, StoreRecord } from '../../ports/store';
 
 export interface MemoryStore extends Store {
   readonly records: readonly StoreRecord[];
 }
 
-/** Keeps everything in memory; records are deep-copied in and out, as a real store would serialise them. */
+/** Keeps everything in memory; records are deep-copied in and out (configured secrets redacted), as a real store would serialise them. */
 export function createMemoryStore(): MemoryStore {
   const records: StoreRecord[] = [];
   const blobs = new Map<string, Uint8Array>();
@@ -21,7 +22,7 @@ export function createMemoryStore(): MemoryStore {
     records,
     async doAppend(batch) {
       checkStoreRecords(batch);
-      for (const record of batch) records.push(structuredClone(record));
+      for (const record of batch) records.push(structuredClone(redactStoreRecord(record)));
     },
     async doQuery(query: StoreQuery) {
       checkStoreQuery(query);

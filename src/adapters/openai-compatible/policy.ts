@@ -4,7 +4,8 @@ import { AbortedError, InvalidArgumentError, PortOutputError } from '../../core/
 import { maxTokensAt } from '../../core/episode/token-budget';
 import { DEFAULT_CALL_POLICY, type CallPolicy } from '../../core/calls/call-policy';
 import { createReliableCaller, type ReliabilityDeps } from '../../core/calls/reliable-call';
-import { parseSettings, toProviderError } from '../../provider-utils/index';
+import { guardedFetch, parseSettings, registerSecret, toProviderError } from '../../provider-utils/index';
+import { positiveInt } from '../../provider-utils/settings';
 import type { CallOptions } from '../../ports/common';
 import type {
   AppendOptions,
@@ -30,6 +31,11 @@ const settingsSchema = z
     apiKey: z.string().min(1).optional(),
     /** Extra request fields for the server (sampling extensions, priorities). */
     extraBody: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * The largest response body read, in bytes; a larger one is a ProviderCallError (not retried).
+     * A turn's answer is kilobytes; prompt_logprobs of a 32k-token sequence are a few megabytes.
+     */
+    maxResponseBytes: positiveInt().default(32 * 2 ** 20),
   })
   .strict();
 
@@ -81,7 +87,16 @@ export function createOpenAICompatibleCompletions(
     async doComplete(request, options) {
       if (!client) {
         key = config.apiKey ?? (process.env.OPENAI_COMPATIBLE_API_KEY || undefined) ?? 'EMPTY';
-        client = new OpenAI({ apiKey: key, baseURL: config.baseURL, maxRetries: 0, timeout: 10 * 60_000 });
+        // Redacted from every error, log and record from now on ('EMPTY' is too short to register).
+        registerSecret(key);
+        client = new OpenAI({
+          apiKey: key,
+          baseURL: config.baseURL,
+          maxRetries: 0,
+          timeout: 10 * 60_000,
+          // Redirects stay within the configured origin, answers within maxResponseBytes.
+          fetch: guardedFetch({ port: 'policy', provider }, { maxResponseBytes: config.maxResponseBytes }),
+        });
       }
       let response;
       try {

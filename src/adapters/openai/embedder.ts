@@ -4,7 +4,7 @@ import { l2Normalise } from '../../core/icd/embeddings';
 import { InvalidArgumentError, PortOutputError } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type { Embedder, EmbeddingInput } from '../../ports/embedder';
-import { loadApiKey, parseSettings, toProviderError } from '../../provider-utils/index';
+import { guardedFetch, loadApiKey, parseSettings, toProviderError } from '../../provider-utils/index';
 import { openaiEmbedderSettingsSchema } from './settings';
 
 export type OpenAIEmbedderSettings = z.input<typeof openaiEmbedderSettingsSchema>;
@@ -33,6 +33,8 @@ export function createOpenAIEmbedder(settings: OpenAIEmbedderSettings): Embedder
       organization: resolved.organization,
       maxRetries: 0,
       timeout: 10 * 60_000,
+      // Redirects stay within the configured origin, answers within maxResponseBytes.
+      fetch: guardedFetch({ port: 'embedder', provider }, { maxResponseBytes: resolved.maxResponseBytes }),
     });
     return client;
   };

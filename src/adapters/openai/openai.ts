@@ -4,7 +4,13 @@ import { PortOutputError, type PortName } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
-import { evidenceParts, loadApiKey, parseSettings, toProviderError } from '../../provider-utils/index';
+import {
+  evidenceParts,
+  guardedFetch,
+  loadApiKey,
+  parseSettings,
+  toProviderError,
+} from '../../provider-utils/index';
 import {
   GENERATOR_INSTRUCTIONS,
   JUDGE_INSTRUCTIONS,
@@ -17,7 +23,11 @@ import { openaiSettingsSchema } from './settings';
 export type OpenAISettings = z.input<typeof openaiSettingsSchema>;
 
 /** One client per adapter, made at the first call so that a missing key fails then, saying how to fix it. */
-function lazyClient(factory: string, settings: z.output<typeof openaiSettingsSchema>) {
+function lazyClient(
+  factory: string,
+  settings: z.output<typeof openaiSettingsSchema>,
+  caller: { port: PortName; provider: string },
+) {
   let client: OpenAI | null = null;
   let key: string | undefined;
   return {
@@ -36,6 +46,8 @@ function lazyClient(factory: string, settings: z.output<typeof openaiSettingsSch
         organization: settings.organization,
         maxRetries: 0,
         timeout: 10 * 60_000,
+        // Redirects stay within the configured origin, answers within maxResponseBytes.
+        fetch: guardedFetch(caller, { maxResponseBytes: settings.maxResponseBytes }),
       });
       return client;
     },
@@ -82,8 +94,8 @@ function evidenceContent(question: string, evidence: readonly Evidence[]): Input
 /** The frozen Generator on the OpenAI Responses API: answers from the evidence images. */
 export function createOpenAIGenerator(settings: OpenAISettings): Generator {
   const resolved = parseSettings('createOpenAIGenerator', openaiSettingsSchema, settings);
-  const client = lazyClient('createOpenAIGenerator', resolved);
   const provider = `openai:${resolved.model}`;
+  const client = lazyClient('createOpenAIGenerator', resolved, { port: 'generator', provider });
   return {
     specificationVersion: 'v1',
     provider,
@@ -138,8 +150,8 @@ export function createOpenAIGenerator(settings: OpenAISettings): Generator {
 /** The LLM judge on the OpenAI Responses API, with structured output `{score}` (docs/method.md#judge). */
 export function createOpenAIJudge(settings: OpenAISettings): Judge {
   const resolved = parseSettings('createOpenAIJudge', openaiSettingsSchema, settings);
-  const client = lazyClient('createOpenAIJudge', resolved);
   const provider = `openai:${resolved.model}`;
+  const client = lazyClient('createOpenAIJudge', resolved, { port: 'judge', provider });
   return {
     specificationVersion: 'v1',
     provider,

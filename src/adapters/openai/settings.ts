@@ -2,6 +2,11 @@ import { z } from 'zod';
 import { positiveInt } from '../../provider-utils/settings';
 
 // Apart from the adapter so that a configuration can name it without loading the openai SDK.
+
+/** A generator's or judge's answer is a few kilobytes; 16 MiB leaves room for a long one and stops a runaway body. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 2 ** 20;
+/** 256 texts (a batch of the ICD flow) of 3,072 floats as JSON are about 17 MB. */
+export const DEFAULT_MAX_EMBEDDING_RESPONSE_BYTES = 64 * 2 ** 20;
 export const openaiSettingsSchema = z
   .object({
     model: z.string().min(1),
@@ -13,6 +18,8 @@ export const openaiSettingsSchema = z
     reasoningEffort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
     maxOutputTokens: positiveInt().optional(),
     instructions: z.string().optional(),
+    /** The largest response body read, in bytes; a larger one is a ProviderCallError (not retried). */
+    maxResponseBytes: positiveInt().default(DEFAULT_MAX_RESPONSE_BYTES),
   })
   .strict();
 
@@ -26,5 +33,7 @@ export const openaiEmbedderSettingsSchema = z
     apiKey: z.string().min(1).optional(),
     baseURL: z.string().url().optional(),
     organization: z.string().optional(),
+    /** The largest response body read, in bytes; a larger one is a ProviderCallError (not retried). */
+    maxResponseBytes: positiveInt().default(DEFAULT_MAX_EMBEDDING_RESPONSE_BYTES),
   })
   .strict();

@@ -1,6 +1,13 @@
 import { request } from 'undici';
 import { AbortedError, PortOutputError, ProviderCallError } from '../../core/errors';
-import { parseRetryAfter, redactSecrets, toProviderError } from '../../provider-utils/index';
+import { MAX_ERROR_BODY_BYTES } from '../../provider-utils/http-guard';
+import {
+  parseRetryAfter,
+  readCapped,
+  redactSecrets,
+  redirectTarget,
+  toProviderError,
+} from '../../provider-utils/index';
 import { redactAndCut } from '../../provider-utils/redact';
 
 export interface HttpJsonOptions {
@@ -14,43 +21,83 @@ export interface HttpJsonOptions {
   secrets?: ReadonlyArray<string | undefined>;
   /** A provider's own "come back later" header, when it has no Retry-After (milliseconds). */
   retryAfter?: (headers: Record<string, string | string[] | undefined>) => number | undefined;
+  /** The largest body read; a larger one is a ProviderCallError, not retried, and is not read further. */
+  maxResponseBytes: number;
 }
 
 /**
  * One HTTP attempt with undici, returning parsed JSON. Errors are typed for the core's
  * reliability layer: a status >= 400 keeps its status and Retry-After; a connection failure or a
- * malformed body is retryable; an abort is an AbortedError.
+ * body cut off is retryable; a malformed body, a body over `maxResponseBytes` or a redirect to
+ * another origin is not; an abort is an AbortedError.
  */
 export async function httpJson(options: HttpJsonOptions): Promise<unknown> {
   const { provider, signal } = options;
+  const caller = { port: 'searchEngine' as const, provider };
   const secrets = options.secrets ?? [];
-  let response;
-  try {
-    response = await request(options.url, {
-      method: options.method,
-      headers: {
-        accept: 'application/json',
-        ...(options.body !== undefined && { 'content-type': 'application/json' }),
-        ...options.headers,
-      },
-      ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
-      ...(signal && { signal }),
+  let url = new URL(options.url);
+  const origin = url.origin;
+  let method = options.method;
+  let body = options.body;
+  let response: Awaited<ReturnType<typeof request>>;
+  // undici does not follow redirects; those within the configured origin are followed here, one
+  // elsewhere is refused before the headers (credentials) and the body go there (redirectTarget).
+  for (let hops = 0; ; hops++) {
+    try {
+      response = await request(url, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+          ...options.headers,
+        },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+        ...(signal && { signal }),
+      });
+    } catch (error) {
+      throw toProviderError({
+        port: 'searchEngine',
+        provider,
+        error: new Error(`connection failed: ${(error as Error).message}`, { cause: error }),
+        signal,
+        secrets,
+      });
+    }
+    const location = response.headers.location;
+    const next = redirectTarget(caller, {
+      from: url,
+      origin,
+      status: response.statusCode,
+      location: typeof location === 'string' ? location : null,
+      hops,
     });
-  } catch (error) {
-    throw toProviderError({
-      port: 'searchEngine',
-      provider,
-      error: new Error(`connection failed: ${(error as Error).message}`, { cause: error }),
-      signal,
-      secrets,
-    });
+    if (next === null) break;
+    await response.body.dump().catch(() => undefined);
+    // As fetch does: a 303, or a 301/302 after a POST, is followed with a GET and no body.
+    if (response.statusCode === 303 || (response.statusCode <= 302 && method === 'POST')) {
+      method = 'GET';
+      body = undefined;
+    }
+    url = next;
   }
   let text: string;
   try {
-    text = await response.body.text();
+    const length = response.headers['content-length'];
+    text = Buffer.from(
+      await readCapped(caller, response.body, {
+        // An error status's body is only its message: the first bytes are enough.
+        maxBytes:
+          response.statusCode >= 400
+            ? Math.min(options.maxResponseBytes, MAX_ERROR_BODY_BYTES)
+            : options.maxResponseBytes,
+        contentLength: typeof length === 'string' ? length : undefined,
+        truncate: response.statusCode >= 400,
+      }),
+    ).toString('utf8');
   } catch (error) {
     if (signal?.aborted)
       throw new AbortedError({ what: `searchEngine '${provider}' call`, cause: signal.reason });
+    if (ProviderCallError.isInstance(error)) throw error;
     throw new ProviderCallError({
       port: 'searchEngine',
       provider,

@@ -1,10 +1,10 @@
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { faultSuite } from '../../../test/support/fault-suite';
 import { RecordedServer } from '../../../test/support/recorded-server';
-import { InvalidArgumentError } from '../../core/errors';
+import { InvalidArgumentError, PortOutputError } from '../../core/errors';
 import { withReliability } from '../../core/calls/with-reliability';
 import fixtures from './__fixtures__/responses.json';
 import { imageInfo } from './image-size';
@@ -143,6 +143,68 @@ describe('createVragImageSearch', () => {
     await expect(
       createVragImageSearch({ url: server.url, imageRoot: root }).doSearch('q', { topK: 1 }),
     ).rejects.toThrow(/cannot read page image .*missing\.png/);
+  });
+
+  it('reads only files inside imageRoot: absolute paths, .. segments and links out are refused, naming the field', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'vrag-outside-'));
+    try {
+      await writeFile(join(outside, 'private.png'), ONE_PIXEL_PNG);
+      const imageRoot = join(root, 'search_engine');
+      await symlink(join(outside, 'private.png'), join(imageRoot, 'corpus/img/link.png'));
+      await symlink(outside, join(imageRoot, 'corpus/linked-dir'));
+      await symlink(join(imageRoot, 'corpus/img/acme_report_2.png'), join(imageRoot, 'corpus/inside.png'));
+      const relativeOut = relative(imageRoot, join(outside, 'private.png'));
+      const refused = [
+        join(outside, 'private.png'),
+        relativeOut,
+        `corpus/img/../../${relativeOut}`,
+        'corpus/img/../img/acme_report_2.png',
+        'corpus\\..\\..\\x.png',
+        'C:\\Windows\\win.ini',
+        'corpus/img/link.png',
+        'corpus/linked-dir/private.png',
+      ];
+      for (const path of refused) {
+        server.reply({ json: [[{ idx: 0, image_file: path }]] });
+        const error = await createVragImageSearch({ url: server.url, imageRoot })
+          .doSearch('q', { topK: 1 })
+          .catch((e: unknown) => e);
+        expect(PortOutputError.isInstance(error), path).toBe(true);
+        expect(error, path).toMatchObject({ port: 'searchEngine', field: '[0][0].image_file' });
+        expect((error as Error).message).toMatch(/imageRoot/);
+      }
+      // A link that stays inside the root is read.
+      server.reply({ json: [[{ idx: 0, image_file: 'corpus/inside.png' }]] });
+      const [hit] = await createVragImageSearch({ url: server.url, imageRoot }).doSearch('q', { topK: 1 });
+      expect(Buffer.from(hit!.image!.bytes).equals(ONE_PIXEL_PNG)).toBe(true);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('caps a page image at maxImageBytes, from disk and from images.baseUrl (typed, not retried)', async () => {
+    const big = Buffer.concat([ONE_PIXEL_PNG, Buffer.alloc(4096)]);
+    await writeFile(join(root, 'big.png'), big);
+    server.reply({ json: [[{ idx: 0, image_file: 'big.png' }]] });
+    const fromDisk = await createVragImageSearch({ url: server.url, imageRoot: root, maxImageBytes: 1024 })
+      .doSearch('q', { topK: 1 })
+      .catch((e: unknown) => e);
+    expect(fromDisk).toMatchObject({ port: 'searchEngine', isRetryable: false });
+    expect((fromDisk as Error).message).toMatch(/larger than maxImageBytes \(1024 bytes; 4166 bytes\)/);
+    const images = await RecordedServer.start([{ text: big.toString('latin1') }]);
+    try {
+      const fromUrl = await createVragImageSearch({
+        url: server.url,
+        images: { baseUrl: images.url },
+        maxImageBytes: 1024,
+      })
+        .doSearch('q', { topK: 1 })
+        .catch((e: unknown) => e);
+      expect(fromUrl).toMatchObject({ port: 'searchEngine', isRetryable: false });
+      expect((fromUrl as Error).message).toMatch(/larger than maxImageBytes/);
+    } finally {
+      await images.close();
+    }
   });
 
   describe('faults', () => {

@@ -1,12 +1,11 @@
-import { readFile } from 'node:fs/promises';
-import { isAbsolute, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ProviderCallError } from '../../core/errors';
-import { headerSecrets, loadApiKey, parseSettings } from '../../provider-utils/index';
+import { headerSecrets, loadApiKey, parseSettings, readCapped } from '../../provider-utils/index';
 import { basename } from '../../core/reward/ndcg';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import { httpJson, shapeError } from './http';
 import { imageInfo } from './image-size';
+import { readImageUnderRoot } from './image-file';
 import type { PageImage, SearchHit } from '../../ports/types';
 import { braveSchema, searchR1Schema, vragSchema } from './settings';
 
@@ -18,7 +17,11 @@ const trimSlash = (url: string) => url.replace(/\/+$/, '');
  * text is the document's contents (`"Title"\ntext`).
  */
 export function createSearchR1Retriever(settings: z.input<typeof searchR1Schema>): SearchEngine {
-  const { url, headers } = parseSettings('createSearchR1Retriever', searchR1Schema, settings);
+  const { url, headers, maxResponseBytes } = parseSettings(
+    'createSearchR1Retriever',
+    searchR1Schema,
+    settings,
+  );
   const provider = 'search-r1-http';
   return {
     specificationVersion: 'v1',
@@ -31,6 +34,7 @@ export function createSearchR1Retriever(settings: z.input<typeof searchR1Schema>
         body: { queries: [query], topk: options.topK, return_scores: true },
         ...(headers && { headers }),
         secrets: headerSecrets(headers),
+        maxResponseBytes,
         ...(options.signal && { signal: options.signal }),
       })) as {
         result?: unknown;
@@ -68,24 +72,25 @@ export function createSearchR1Retriever(settings: z.input<typeof searchR1Schema>
 export function createVragImageSearch(settings: z.input<typeof vragSchema>): SearchEngine {
   const config = parseSettings('createVragImageSearch', vragSchema, settings);
   const provider = 'vrag-http';
-  const loadImage = async (path: string, signal?: AbortSignal): Promise<PageImage | undefined> => {
+  const loadImage = async (
+    path: string,
+    field: string,
+    signal?: AbortSignal,
+  ): Promise<PageImage | undefined> => {
     if (config.images === 'none') return undefined;
     let bytes: Uint8Array;
     if (config.images === 'file') {
-      const full = isAbsolute(path) ? path : resolve(config.imageRoot ?? '.', path);
-      try {
-        bytes = new Uint8Array(await readFile(full, signal ? { signal } : {}));
-      } catch (error) {
-        throw new ProviderCallError({
-          port: 'searchEngine',
-          provider,
-          message: `cannot read page image ${full}: ${(error as Error).message}`,
-          isRetryable: false,
-          cause: error,
-        });
-      }
+      bytes = await readImageUnderRoot({
+        provider,
+        field,
+        path,
+        imageRoot: config.imageRoot ?? '.',
+        maxBytes: config.maxImageBytes,
+        signal,
+      });
     } else {
       const { request } = await import('undici');
+      // By basename only, so the server's path cannot point elsewhere under baseUrl; no credential is sent.
       const response = await request(
         `${trimSlash(config.images.baseUrl)}/${encodeURI(basename(path))}`,
         signal ? { signal } : {},
@@ -99,7 +104,12 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
           message: `cannot fetch page image ${basename(path)}`,
         });
       }
-      bytes = new Uint8Array(await response.body.arrayBuffer());
+      const length = response.headers['content-length'];
+      bytes = await readCapped({ port: 'searchEngine', provider }, response.body, {
+        maxBytes: config.maxImageBytes,
+        contentLength: typeof length === 'string' ? length : undefined,
+        setting: 'maxImageBytes',
+      });
     }
     const info = imageInfo(bytes);
     if (!info) throw shapeError(provider, 'image_file', `${basename(path)} is not a PNG or JPEG image`);
@@ -113,6 +123,7 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
         provider,
         ...(config.headers && { headers: config.headers }),
         secrets: headerSecrets(config.headers),
+        maxResponseBytes: config.maxResponseBytes,
         ...(options.signal && { signal: options.signal }),
       };
       const json =
@@ -138,7 +149,7 @@ export function createVragImageSearch(settings: z.input<typeof vragSchema>): Sea
       });
       return Promise.all(
         hits.map(async ({ entry, path, rank }) => {
-          const image = await loadImage(path, options.signal);
+          const image = await loadImage(path, `[0][${rank}].image_file`, options.signal);
           return {
             id: path,
             basename: basename(path),
@@ -182,6 +193,7 @@ export function createBraveWebSearch(settings: z.input<typeof braveSchema> = {})
         url: `${trimSlash(config.baseUrl)}/res/v1/web/search?${params}`,
         headers: { 'x-subscription-token': key },
         secrets: [key],
+        maxResponseBytes: config.maxResponseBytes,
         // Brave says when the window resets in X-RateLimit-Reset (seconds, per window; the first is the shortest).
         retryAfter: (headers) => {
           const reset = Number.parseFloat(String(headers['x-ratelimit-reset'] ?? '').split(',')[0] ?? '');

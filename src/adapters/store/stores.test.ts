@@ -1,7 +1,8 @@
-import { mkdtemp, readFile, appendFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, appendFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { registerSecret } from '../../core/secrets';
 import type { Store, StoreRecord } from '../../ports/store';
 import { createMemoryStore } from '../mock/index';
 import { createJsonlStore } from './jsonl/index';
@@ -34,6 +35,37 @@ const stores: Array<[string, () => Promise<Store>]> = [
 ];
 
 describe.each(stores)('%s store', (_name, make) => {
+  it('writes no configured secret: every string of a record is redacted, in the records and the derived tables', async () => {
+    const key = `sk-store-${_name}-canary-7a6b5c4d3e2f1a0b`;
+    registerSecret(key);
+    const store = await make();
+    const trajectory = {
+      sampleId: 'a#0',
+      promptUid: 'a',
+      rolloutIndex: 0,
+      reference: 'r',
+      terminated: 'complete',
+      reward: 1,
+      query: `q ${key}`,
+      finalAnswer: `the key is ${key}`,
+      turns: [{ index: 0, text: 't', observation: `page ${key.slice(0, 12)}`, forced: false, think: null }],
+      rewardDetail: null,
+    };
+    await store.doAppend([record(0, 'a', trajectory)]);
+    const [read] = await store.doQuery({ kind: 'trajectory', runId: 'run-1' });
+    expect(read!.data).toMatchObject({
+      query: 'q [redacted]',
+      finalAnswer: 'the key is [redacted]',
+      turns: [{ observation: 'page [redacted]' }],
+    });
+    expect(JSON.stringify(read)).not.toContain(key.slice(0, 8));
+    for (const dir of dirs)
+      for (const file of await readdir(dir, { recursive: true })) {
+        const bytes = await readFile(join(dir, file)).catch(() => null);
+        if (bytes) expect(bytes.includes(key.slice(0, 8)), file).toBe(false);
+      }
+  });
+
   it('appends and queries by run, step, prompt and sample, in order', async () => {
     const store = await make();
     await store.doAppend([record(0, 'a'), record(0, 'b'), record(1, 'a')]);

@@ -14,6 +14,7 @@ import type { Store, StoreRecord } from '../../ports/store';
 import type { BoundingBox, Evidence, PageImage, SearchHit } from '../../ports/types';
 import { SINGLE_ATTEMPT_CALL_POLICY, type CallPolicies, type CallPolicy } from './call-policy';
 import { checkSession, checkTurnOutputs, type TurnResult } from './outputs';
+import { checkPortVersion } from './port-version';
 import { createReliableCaller, type ReliabilityDeps } from './reliable-call';
 import { withReliability } from './with-reliability';
 
@@ -90,8 +91,8 @@ export function createPortGateway(
       argument: `ports.${name}`,
       message: `this call needs ${NEEDS[name]}, and none was given`,
     });
-  // Each port is wrapped once, up front (a bad call policy fails here), so that its concurrency cap
-  // and rate limits hold across every call made through the gateway.
+  // Each port is wrapped once, up front (a bad call policy or an unsupported specification version
+  // fails here), so that its concurrency cap and rate limits hold across every call made through the gateway.
   const searchEngine =
     ports.searchEngine && withReliability(ports.searchEngine, 'searchEngine', policies.searchEngine, deps);
   const generator =
@@ -101,6 +102,7 @@ export function createPortGateway(
   const embedder = ports.embedder && withReliability(ports.embedder, 'embedder', policies.embedder, deps);
   const store = ports.store && withReliability(ports.store, 'store', policies.store, deps);
   const policy = ports.policy;
+  if (policy) checkPortVersion('policy', policy);
   const policyCaller = policy && createReliableCaller('policy', policy.provider, policies.policy, deps);
   const policyLane = () => {
     if (!policy || !policyCaller) throw missing('policy');

@@ -7,6 +7,7 @@ import type { SearchEngine } from '../../ports/search-engine';
 import type { Store } from '../../ports/store';
 import type { CallPolicy } from './call-policy';
 import { checkAnswer, checkEmbeddings, checkHits, checkImage, checkVerdict } from './outputs';
+import { checkPortVersion } from './port-version';
 import { createReliableCaller, type ReliabilityDeps } from './reliable-call';
 
 /**
@@ -59,6 +60,7 @@ export function withReliability(
 ): SearchEngine | Generator | Judge | ImageOps | Embedder | Store {
   if (typeof port !== 'object' || port === null)
     throw new InvalidArgumentError({ argument: 'port', message: 'expected an adapter object' });
+  checkPortVersion(name, port);
   const caller = createReliableCaller(name, port.provider, policy, deps);
   // The adapter stays the prototype: its other members (records of calls, settings) are still there.
   const wrapped = Object.create(port) as Record<string, unknown>;

@@ -1,6 +1,7 @@
 import { PortOutputError } from '../errors';
 import { createReliableCaller, type ReliabilityDeps } from '../calls/reliable-call';
 import type { CallPolicy } from '../calls/call-policy';
+import { checkPortVersion } from '../calls/port-version';
 import type { IcdDemonstration, IcdQuery, IcdScore, IcdScorer } from '../../ports/icd-scorer';
 
 /** Scores demonstrations for a query under the reliability rule; an accuracy outside [0, 1] is a failed call. */
@@ -20,6 +21,7 @@ export function createIcdScoreCall(
   policy: Partial<CallPolicy> = {},
   deps: ReliabilityDeps = {},
 ): IcdScoreCall {
+  checkPortVersion('icdScorer', scorer);
   const caller = createReliableCaller('icdScorer', scorer.provider, policy, deps);
   return async (query, demonstrations, signal) => {
     const score = await caller.call('score', (s) => scorer.doScore(query, demonstrations, { signal: s }), {

@@ -1,4 +1,5 @@
 import { PortOutputError, type PortName } from '../errors';
+import { redactAndCut } from '../secrets';
 
 /** Instructions for the frozen Generator: answer only from the evidence (docs/method.md#terminal-answer). */
 export const GENERATOR_INSTRUCTIONS = [
@@ -38,7 +39,7 @@ export function parseJudgeScore(raw: string, port: PortName, provider: string): 
       port,
       provider,
       field: 'score',
-      message: `${why}, got ${JSON.stringify(raw.slice(0, 120))}`,
+      message: `${why}, got ${JSON.stringify(redactAndCut(raw, [], 120))}`,
     });
   const text = raw.replace(/^\uFEFF/, '').trim();
   let parsed: unknown;
@@ -49,7 +50,7 @@ export function parseJudgeScore(raw: string, port: PortName, provider: string): 
       port,
       provider,
       field: 'score',
-      message: `the judge did not reply with JSON: ${JSON.stringify(raw.slice(0, 120))}`,
+      message: `the judge did not reply with JSON: ${JSON.stringify(redactAndCut(raw, [], 120))}`,
     });
   }
   // Exactly one key: an extra "reason" can carry a plea, and a repeated "score" (JSON.parse keeps

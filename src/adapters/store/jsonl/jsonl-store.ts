@@ -9,6 +9,7 @@ import {
   matchesQuery,
 } from '../../../core/store/records';
 import { readJsonlRows } from '../../../core/text-data';
+import { redactStoreRecord } from '../../../core/secrets';
 import { encodeSpecialNumbers, reviveSpecialNumbers } from '../../../core/trajectory/serialize';
 import type { Store, StoreQuery, StoreRecord } from '../../../ports/store';
 
@@ -23,6 +24,7 @@ export interface JsonlStoreSettings {
  * line: reads skip it, and the next append first cuts it off (it was never a complete record), so
  * it is never glued to a new one. A malformed line elsewhere is an error naming the file and row.
  * Numbers JSON cannot hold (NaN, ±Infinity, -0) are tagged and read back as numbers (see trajectoryToJSON).
+ * No configured secret is written (src/core/secrets.ts): every string of a record is redacted.
  */
 export function createJsonlStore(settings: JsonlStoreSettings): Store {
   if (typeof settings?.dir !== 'string' || settings.dir.length === 0)
@@ -46,7 +48,7 @@ export function createJsonlStore(settings: JsonlStoreSettings): Store {
         const path = file(record.runId, record.kind);
         let line: string;
         try {
-          line = JSON.stringify(record, encodeSpecialNumbers);
+          line = JSON.stringify(redactStoreRecord(record), encodeSpecialNumbers);
         } catch (error) {
           throw new InvalidArgumentError({
             argument: `records[${i}].data`,

@@ -1,6 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { parquetWriteBuffer } from 'hyparquet-writer';
+import { redactDeep } from '../../../core/secrets';
 import { DatasetValidationError } from '../../../core/errors';
 
 /** A Parquet schema element as hyparquet reads and hyparquet-writer writes it (the file's flattened schema tree). */
@@ -74,8 +75,9 @@ export function encodeParquet(table: ParquetTable): ArrayBuffer {
   });
 }
 
+/** Writes a table; no configured secret is written (src/core/secrets.ts: every string is redacted). */
 export async function writeParquetFile(path: string, table: ParquetTable): Promise<void> {
-  await writeFile(path, new Uint8Array(encodeParquet(table)));
+  await writeFile(path, new Uint8Array(encodeParquet({ ...table, rows: redactDeep(table.rows) })));
 }
 
 // Schema builders for the layouts below.

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError, PortOutputError, ProviderCallError } from '../../../core/errors';
 import { checkBlobKey, checkRunId, checkStoreQuery, checkStoreRecords } from '../../../core/store/records';
+import { redactStoreRecord } from '../../../core/secrets';
 import { encodeSpecialNumbers, reviveSpecialNumbers } from '../../../core/trajectory/serialize';
 import type { Trajectory } from '../../../core/trajectory/trajectory';
 import type { Store, StoreRecord } from '../../../ports/store';
@@ -263,8 +264,10 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
   return {
     specificationVersion: 'v1',
     provider: 'sqlite',
-    async doAppend(records) {
-      checkStoreRecords(records);
+    async doAppend(given) {
+      checkStoreRecords(given);
+      // No configured secret is written, in the records or the tables derived from them.
+      const records = given.map(redactStoreRecord);
       const rows = records.map((record, i) => {
         try {
           return { record, json: JSON.stringify(record.data, encodeSpecialNumbers) ?? 'null' };
