@@ -76,17 +76,7 @@ export async function stepEpisode(
       message: 'must be a string (the assistant turn)',
     });
   const turn = state.turns.length;
-  const ids = tokenizer.encode(text);
-  const start = state.tokens.length;
-  state.tokens.appendPolicy(
-    ids.map((tokenId, k) => ({
-      tokenId,
-      tokenText: tokenizer.tokenText(tokenId),
-      logProb: 0,
-      position: start + k,
-    })),
-    text,
-  );
+  state.tokens.appendExternalPolicy(tokenizer.encode(text), text, (id) => tokenizer.tokenText(id));
   const record = await executeTurn(
     state,
     turn,
