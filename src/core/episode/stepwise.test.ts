@@ -153,4 +153,43 @@ describe('the stepwise episode', () => {
     );
     expect(tokens.generatedPositions).toEqual(ids.map((_, k) => first + k));
   });
+
+  it('scores without making the token record when asked (tokens: false): the same reward, no TokenStep made', async () => {
+    const tokenizer = createProtocolTokenizer();
+    let tokenTexts = 0;
+    const counting = { ...tokenizer, tokenText: (id: number) => (tokenTexts++, tokenizer.tokenText(id)) };
+    const engine = createMockSearchEngine({ pages });
+    const gateway = createPortGateway(
+      {
+        searchEngine: engine,
+        imageOps: createRawImageOps(),
+        generator: createMockGenerator({ answer: '4.5 billion dollars' }),
+        judge: createRuleJudge(),
+      },
+      singleAttemptPolicies(),
+    );
+    const scores = [];
+    for (const tokens of [true, false]) {
+      const episode = beginStepwiseEpisode(instance, { config, tokenizer: counting });
+      await stepEpisode(episode, '<think>a</think>\n<search>acme revenue 2019</search>', gateway);
+      await stepEpisode(episode, '<think>b</think>\n<search_complete>true</search_complete>', gateway);
+      tokenTexts = 0;
+      const scored = await scoreStepwiseEpisode(episode, gateway, { reward: { scheme: 'searcher' }, tokens });
+      scores.push({ scored, tokenTexts });
+    }
+    const [full, light] = scores;
+    expect(full!.tokenTexts).toBeGreaterThan(0);
+    expect(full!.scored.trajectory.tokenSteps.length).toBeGreaterThan(0);
+    expect(light!.tokenTexts).toBe(0);
+    expect(light!.scored.reward).toEqual(full!.scored.reward);
+    expect(light!.scored.trajectory).toMatchObject({
+      finalAnswer: full!.scored.trajectory.finalAnswer,
+      terminated: full!.scored.trajectory.terminated,
+      reward: full!.scored.trajectory.reward,
+      tokenSteps: [],
+      fullInputIds: [],
+      lossMask: [],
+      generatedPositions: [],
+    });
+  });
 });
