@@ -9,15 +9,19 @@ turn exactly as for any other trainer; the reward arrives at `done`.
     searcher-rl serve-env --port 8000 --max-sessions 64        # >= generation_batch_size
     python3 integrations/trl/train_searcher_grpo.py --env-url ws://127.0.0.1:8000
 
+With `serve-env --token T`, put the token in the URL as credentials (`GenericEnvClient` sends no
+headers; its connection sends these as HTTP Basic, which serve-env takes):
+
+    SEARCHER_ENV_URL="ws://searcher:$TOKEN@gpu-host-reachable-name:8000" python3 integrations/trl/train_searcher_grpo.py
+
 Not run here (needs TRL, vLLM and a GPU); the frames it sends are the ones
 integrations/openenv/episode_client.py sends in the test suite.
 """
 
 import argparse
-import json
 import os
-import urllib.request
 
+import requests
 from datasets import Dataset
 from openenv.core.generic_client import GenericEnvClient
 from trl import GRPOConfig, GRPOTrainer
@@ -96,8 +100,10 @@ def reward_func(environments, **kwargs) -> list[float]:
     return [env.reward for env in environments]
 
 
-with urllib.request.urlopen(ENV_URL.replace("ws", "http", 1) + "/tasks?limit=1000") as r:
-    tasks = json.load(r)["tasks"]
+# requests turns credentials in the URL into HTTP Basic, as the WebSocket client does.
+response = requests.get(ENV_URL.replace("ws", "http", 1) + "/tasks", params={"limit": 1000}, timeout=60)
+response.raise_for_status()
+tasks = response.json()["tasks"]
 dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": t["question"]}] for t in tasks], "task_id": [t["id"] for t in tasks]})
 
 trainer = GRPOTrainer(

@@ -1,23 +1,31 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { timingSafeEqual } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { PromptRecord } from '../core/types';
-import { indexTasks, SessionEnvironment, type ServedEnvironment } from './environment';
-import { clientMessageSchema, errorFrame, schemaResponse, type ServerMessage } from './protocol';
+import { registerSecret } from '../core/secrets';
+import { createTokenCheck } from './auth';
+import { indexTasks, type ServedEnvironment } from './environment';
+import { resolveServerLimits, type ServerLimitOptions } from './limits';
+import { schemaResponse } from './protocol';
+import { runSession, type SessionHost } from './session';
 import { createLocalSlots, type SessionSlots } from './slots';
 
-export interface EnvServerOptions {
+export interface EnvServerOptions extends ServerLimitOptions {
   /** Concurrent sessions (WebSocket connections) allowed; beyond it a connection gets CAPACITY_REACHED. */
   maxSessions?: number;
   /** A session with no message for this long is ended (SESSION_ERROR, then closed). `null`: never. */
   idleTimeoutMs?: number | null;
-  /** When set, every request but `/health` needs `Authorization: Bearer <token>`. */
+  /**
+   * When set, every request but `/health` needs the token: `Authorization: Bearer <token>`, or HTTP
+   * Basic credentials with the token as password (`ws://user:<token>@host:port`, for OpenEnv's clients).
+   */
   token?: string | null;
   /** Shared session slots (the cluster primary's); default: this process's own. */
   slots?: SessionSlots;
   version?: string;
+  /** One line per session that ended on a refused frame or a socket error (default: none). */
+  log?: (line: string) => void;
 }
 
 export interface EnvServer {
@@ -25,6 +33,8 @@ export interface EnvServer {
   listen(port: number, host?: string): Promise<number>;
   /** Active sessions in this process. */
   readonly activeSessions: number;
+  /** Sessions this process has stopped reading from because their replies are not being read. */
+  readonly pausedSessions: number;
   /**
    * Graceful drain: no new connections or episodes; sessions finish the episode they are in (or
    * until `deadlineMs`), then everything closes.
@@ -42,21 +52,27 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
   const slots = options.slots ?? createLocalSlots(maxSessions);
   const idleTimeoutMs = options.idleTimeoutMs ?? null;
   const token = options.token ?? null;
+  // The token is a credential: redacted from every error, log line and stored record from here on.
+  registerSecret(token);
   const taskIndex = indexTasks(served.tasks);
   const sockets = new Set<WebSocket>();
   const busy = new Set<WebSocket>();
   let draining = false;
   let drained: (() => void) | null = null;
 
-  const authorised = (request: IncomingMessage) => {
-    if (token === null) return true;
-    const given = Buffer.from(request.headers.authorization ?? '');
-    const expected = Buffer.from(`Bearer ${token}`);
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  };
+  const limits = resolveServerLimits(served.episode, options);
+  const tokenCheck = createTokenCheck(token);
+  const authorised = (request: IncomingMessage) => tokenCheck(request.headers.authorization);
+  let stalled = 0;
 
   const http = createServer((request, response) => handleHttp(request, response));
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+  // Frames past maxMessageBytes close their connection (1009); no compression (no inflation bombs).
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: limits.maxMessageBytes,
+    perMessageDeflate: false,
+  });
+  wss.on('error', (error) => options.log?.(`serve-env: ${error.message}`));
 
   function json(response: ServerResponse, status: number, body: unknown) {
     response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -96,6 +112,8 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
   }
 
   http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A socket reset before ws takes it over must not reach the process ('error' unhandled).
+    socket.on('error', () => socket.destroy());
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     if (path !== '/ws' || draining || !authorised(request)) {
       const status =
@@ -103,137 +121,36 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
       socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       return;
     }
-    wss.handleUpgrade(request, socket, head, (ws) => void session(ws));
+    wss.handleUpgrade(request, socket, head, (ws) => void runSession(ws, host));
   });
 
-  function send(ws: WebSocket, frame: ServerMessage) {
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
-  }
-
-  async function session(ws: WebSocket) {
-    // Frames that arrive while the slot is asked for (a round trip to the cluster primary) wait here.
-    const early: string[] = [];
-    let deliver: ((raw: string) => void) | null = null;
-    let cleanup: (() => void) | null = null;
-    let closed = false;
-    ws.on('message', (raw, isBinary) => {
-      const text = isBinary ? '' : raw.toString();
-      if (deliver) deliver(text);
-      else early.push(text);
-    });
-    ws.once('close', () => {
-      closed = true;
-      cleanup?.();
-    });
-    // As OpenEnv's `/ws`: the connection is accepted, then refused with a frame when full.
-    const slot = await slots.acquire();
-    if (!slot.ok) {
-      send(
-        ws,
-        errorFrame('CAPACITY_REACHED', `Server at capacity: ${slot.active}/${slot.max} sessions active`, {
-          active_sessions: slot.active,
-          max_sessions: slot.max,
-        }),
-      );
-      ws.close(1000);
-      return;
-    }
-    if (closed) return slots.release();
-    let environment: SessionEnvironment;
-    try {
-      environment = new SessionEnvironment(served, taskIndex);
-    } catch (error) {
-      slots.release();
-      send(ws, errorFrame('FACTORY_ERROR', (error as Error).message, { factory_name: 'SessionEnvironment' }));
-      ws.close(1011);
-      return;
-    }
-    sockets.add(ws);
-    const abort = new AbortController();
-    let timer: NodeJS.Timeout | null = null;
-    const touch = () => {
-      if (idleTimeoutMs === null) return;
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(() => {
-        send(ws, errorFrame('SESSION_ERROR', `session idle for more than ${idleTimeoutMs} ms; closed`));
-        ws.close(1000);
-      }, idleTimeoutMs);
-    };
-    cleanup = () => {
-      if (timer) clearTimeout(timer);
-      abort.abort();
+  const host: SessionHost = {
+    served,
+    taskIndex,
+    slots,
+    limits,
+    idleTimeoutMs,
+    draining: () => draining,
+    opened: (ws) => sockets.add(ws),
+    closed: (ws) => {
       sockets.delete(ws);
       busy.delete(ws);
-      slots.release();
       if (drained && sockets.size === 0) drained();
-    };
-    touch();
-    // Messages are handled one at a time, in order, as the Python server's receive loop does.
-    let queue = Promise.resolve();
-    deliver = (text) => {
-      queue = queue.then(() => handle(text));
-    };
-    early.splice(0).forEach(deliver);
-
-    async function handle(raw: string) {
-      touch();
-      let message: unknown;
-      try {
-        message = JSON.parse(raw);
-      } catch (error) {
-        return send(ws, errorFrame('INVALID_JSON', `Invalid JSON: ${(error as Error).message}`));
-      }
-      const type = (message as { type?: unknown } | null)?.type;
-      if (!['reset', 'step', 'state', 'close'].includes(type as string))
-        return send(ws, errorFrame('UNKNOWN_TYPE', `Unknown message type: ${String(type ?? '')}`));
-      const parsed = clientMessageSchema.safeParse(message);
-      if (!parsed.success)
-        return send(
-          ws,
-          errorFrame('VALIDATION_ERROR', 'Invalid message', {
-            errors: parsed.error.issues.map((i) => ({ loc: i.path, msg: i.message, type: i.code })),
-          }),
-        );
-      const msg = parsed.data;
-      try {
-        switch (msg.type) {
-          case 'reset':
-            if (draining) {
-              send(
-                ws,
-                errorFrame(
-                  'SESSION_ERROR',
-                  'the server is draining (shutting down); reconnect to another worker',
-                ),
-              );
-              ws.close(1001);
-              return;
-            }
-            busy.add(ws);
-            return send(ws, { type: 'observation', data: environment.reset(msg.data) });
-          case 'step': {
-            const reply = await environment.step(msg.data.text, msg.data.finish_reason, abort.signal);
-            if (reply.done) busy.delete(ws);
-            send(ws, { type: 'observation', data: reply });
-            if (reply.done && draining) ws.close(1001);
-            return;
-          }
-          case 'state':
-            return send(ws, { type: 'state', data: environment.state() });
-          case 'close':
-            ws.close(1000);
-            return;
-        }
-      } catch (error) {
-        send(ws, errorFrame('EXECUTION_ERROR', error instanceof Error ? error.message : String(error)));
-      }
-    }
-  }
+    },
+    inEpisode: (ws, value) => (value ? busy.add(ws) : busy.delete(ws)),
+    stalledChange: (value) => {
+      stalled += value ? 1 : -1;
+    },
+    ...(options.log && { log: options.log }),
+  };
 
   return {
     http,
     get activeSessions() {
       return sockets.size;
+    },
+    get pausedSessions() {
+      return stalled;
     },
     listen(port, host = '127.0.0.1') {
       return new Promise((resolve, reject) => {

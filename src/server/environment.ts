@@ -91,8 +91,10 @@ export class SessionEnvironment {
     const images = observation.images.map(dataUri);
     if (!observation.done)
       return { observation: { text: observation.text, images, metadata }, reward: null, done: false };
+    // The trainer holds the turn's tokens; the server needs the reward, not a token record.
     const scored = await scoreStepwiseEpisode(episode, this.served.gateway, {
       reward: this.served.reward,
+      tokens: false,
       ...(signal && { signal }),
     });
     metadata.terminated = scored.trajectory.terminated;

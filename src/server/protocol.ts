@@ -4,8 +4,9 @@ import { z } from 'zod';
  * The OpenEnv WebSocket protocol as meta-pytorch/OpenEnv defines it
  * (src/openenv/core/env_server/types.py, http_server.py `/ws`): every frame is `{type, data}`.
  * Client: `reset` (data: reset parameters, extra keys ignored), `step` (data: the action),
- * `state`, `close` (no data). Server: `observation` (data: `{observation, reward, done}` as
- * `serialize_observation` writes it), `state`, or `error` (data: `{message, code, ...}`).
+ * `state`, `close` (no data), `mcp` (a JSON-RPC request; not served here). Server: `observation`
+ * (data: `{observation, reward, done}` as `serialize_observation` writes it), `state`, `error`
+ * (data: `{message, code, ...}`), or `mcp` (a JSON-RPC error).
  */
 export const WS_ERROR_CODES = [
   'INVALID_JSON',
@@ -117,6 +118,18 @@ export const serverMessageSchema = z.discriminatedUnion('type', [
       data: z.object({ message: z.string(), code: z.enum(WS_ERROR_CODES) }).loose(),
     })
     .strict(),
+  z
+    .object({
+      type: z.literal('mcp'),
+      data: z
+        .object({
+          jsonrpc: z.literal('2.0'),
+          id: z.union([z.string(), z.number(), z.null()]),
+          error: z.object({ code: z.number().int(), message: z.string() }).strict(),
+        })
+        .strict(),
+    })
+    .strict(),
 ]);
 export type ServerMessage = z.infer<typeof serverMessageSchema>;
 
@@ -126,6 +139,40 @@ export function errorFrame(
   extra: Record<string, unknown> = {},
 ): ServerMessage {
   return { type: 'error', data: { message, code, ...extra } };
+}
+
+/** At most this much of what a client sent is quoted back in an error (a type, a method name). */
+export function quoted(value: unknown, max = 80): string {
+  const text = String(value ?? '');
+  return text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
+}
+
+/** JSON-RPC 2.0's codes for a request that is not one, and for a method that is not served. */
+const JSON_RPC_INVALID_REQUEST = -32600;
+const JSON_RPC_METHOD_NOT_FOUND = -32601;
+
+/**
+ * The answer to an `mcp` frame (OpenEnv's `WSMCPMessage`, a JSON-RPC request in `data`): this
+ * environment has no MCP tools, so a JSON-RPC error in a `{"type":"mcp"}` frame, as OpenEnv's server
+ * answers for an environment without MCP, and the session goes on.
+ */
+export function mcpNotServed(data: unknown): ServerMessage {
+  const request =
+    data !== null && typeof data === 'object' && !Array.isArray(data)
+      ? (data as Record<string, unknown>)
+      : null;
+  const id = typeof request?.id === 'string' || typeof request?.id === 'number' ? request.id : null;
+  const error =
+    typeof request?.method === 'string'
+      ? {
+          code: JSON_RPC_METHOD_NOT_FOUND,
+          message: `Method not found: ${quoted(request.method)}: this environment has no MCP tools; its actions are step frames ({"type":"step","data":{"text": <the assistant turn>}}, docs/scale-out.md)`,
+        }
+      : {
+          code: JSON_RPC_INVALID_REQUEST,
+          message: 'Invalid Request: data must be a JSON-RPC request {jsonrpc, method, params, id}',
+        };
+  return { type: 'mcp', data: { jsonrpc: '2.0', id, error } };
 }
 
 /** `GET /schema` (`SchemaResponse`): the JSON schemas of the action, the observation and the state. */

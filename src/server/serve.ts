@@ -5,6 +5,7 @@ import { loadRunConfig, parseRunConfig } from '../run/config';
 import { readConfigFile } from '../run/config-file';
 import { cluster, createClusterSlots, runSlotPrimary } from './cluster';
 import { createEnvServer } from './env-server';
+import type { ServerLimitOptions } from './limits';
 import { buildServedEnvironment, type ServedEnvironmentSettings } from './served-environment';
 
 export interface ServeEnvOptions {
@@ -19,6 +20,8 @@ export interface ServeEnvOptions {
   token: string | null;
   drainMs: number;
   version: string;
+  /** Caps on what a client may send and leave unread (default: from `searcher.episode.maxTurnTokens`). */
+  limits?: ServerLimitOptions;
 }
 
 /** The sections of a configuration file that serve-env uses. */
@@ -54,8 +57,9 @@ async function settingsOf(options: ServeEnvOptions): Promise<ServedEnvironmentSe
 
 /**
  * `searcher-rl serve-env`: an OpenEnv server on one port. With several workers the primary holds
- * the port and the session count, and node:cluster hands connections to the workers. SIGTERM
- * drains: no new sessions, running episodes finish (up to `drainMs`), then exit.
+ * the port and the session count, node:cluster hands connections to the workers, and a worker
+ * that dies is replaced. SIGTERM drains: no new sessions, running episodes finish (up to
+ * `drainMs`), then exit.
  */
 export async function serveEnv(options: ServeEnvOptions, log: (line: string) => void): Promise<void> {
   const workers = Math.max(1, Math.min(options.workers, availableParallelism() * 4));
@@ -67,18 +71,24 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
       await buildSlideEnvironment(cacheDir, corpus);
     }
     const slots = runSlotPrimary(options.maxSessions);
-    let listening = 0;
-    for (let i = 0; i < workers; i++) {
+    const listening = new Set<number>();
+    let announced = false;
+    const fork = () => {
       const worker = cluster.fork();
       slots.attach(worker);
       worker.on('listening', () => {
-        if (++listening === workers)
+        listening.add(worker.id);
+        if (!announced && listening.size === workers) {
+          announced = true;
           log(
             `serve-env: ws://${options.host}:${options.port}/ws, ${workers} workers, at most ${options.maxSessions} sessions`,
           );
+        }
       });
-    }
+    };
+    for (let i = 0; i < workers; i++) fork();
     let stopping = false;
+    let failure: Error | null = null;
     const stop = () => {
       if (stopping) return;
       stopping = true;
@@ -88,11 +98,26 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     await new Promise<void>((resolve) => {
-      cluster.on('exit', (worker, code) => {
-        if (!stopping) log(`serve-env: worker ${worker.id} exited (${code ?? 'signal'})`);
+      cluster.on('exit', (worker, code, signal) => {
+        const served = listening.delete(worker.id);
+        if (!stopping) {
+          if (served) {
+            // A worker that served and died (a crash, a kill) is replaced; its sessions are lost, no others.
+            log(`serve-env: worker ${worker.id} exited (${code ?? signal}); starting another`);
+            fork();
+          } else {
+            // One that never listened would fail again: stop rather than fork in a loop.
+            failure = new Error(
+              `serve-env: worker ${worker.id} exited (${code ?? signal}) before it listened`,
+            );
+            log(failure.message);
+            stop();
+          }
+        }
         if (Object.keys(cluster.workers ?? {}).length === 0) resolve();
       });
     });
+    if (failure) throw failure;
     return;
   }
   const { served, close } = await buildServedEnvironment(settings);
@@ -101,6 +126,8 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
     idleTimeoutMs: options.idleTimeoutMs,
     token: options.token,
     version: options.version,
+    ...options.limits,
+    log,
     ...(cluster.isWorker && { slots: createClusterSlots() }),
   });
   const port = await server.listen(options.port, options.host);

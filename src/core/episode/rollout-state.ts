@@ -65,9 +65,13 @@ export function closeOutOfTurns(
   finish(state, 'budget');
 }
 
-/** The draft trajectory of an ended rollout (reward, advantage and the generator's answer empty). */
-export function toEpisode(state: RolloutState): Episode {
+/**
+ * The draft trajectory of an ended rollout (reward, advantage and the generator's answer empty).
+ * `withTokens: false` leaves its token arrays empty, for scoring only (nothing made per token).
+ */
+export function toEpisode(state: RolloutState, options: { withTokens?: boolean } = {}): Episode {
   const { instance, tokens } = state;
+  const withTokens = options.withTokens ?? true;
   const evidence: EvidenceRef[] = state.evidence.map((e) => ({
     kind: e.kind,
     basename: e.basename,
@@ -84,12 +88,12 @@ export function toEpisode(state: RolloutState): Episode {
     reference: instance.prompt.reference ?? null,
     goldenBasenames: [...(instance.prompt.goldenBasenames ?? [])],
     promptLength: tokens.promptLength,
-    tokenSteps: [...tokens.tokenSteps],
+    tokenSteps: withTokens ? [...tokens.tokenSteps] : [],
     generatedText: tokens.generatedText,
     finalAnswer: state.finalAnswer,
-    fullInputIds: [...tokens.fullInputIds],
-    generatedPositions: [...tokens.generatedPositions],
-    lossMask: [...tokens.lossMask],
+    fullInputIds: withTokens ? [...tokens.fullInputIds] : [],
+    generatedPositions: withTokens ? [...tokens.generatedPositions] : [],
+    lossMask: withTokens ? [...tokens.lossMask] : [],
     turns: state.turns,
     retrievedBasenames: [...state.retrieved],
     evidence,

@@ -122,4 +122,74 @@ describe('the stepwise episode', () => {
     expect(scored.reward).toMatchObject({ status: 'missing', cause: { stage: 'judge' } });
     expect(scored.trajectory.reward).toBeNull();
   });
+
+  it("records a trainer's turn by its ids (no object per token); its TokenSteps are made when read, as before", async () => {
+    const tokenizer = createProtocolTokenizer();
+    let tokenTexts = 0;
+    const counting = {
+      ...tokenizer,
+      tokenText: (id: number) => (tokenTexts++, tokenizer.tokenText(id)),
+    };
+    const gateway = createPortGateway(
+      { searchEngine: createMockSearchEngine({ pages }), imageOps: createRawImageOps() },
+      singleAttemptPolicies(),
+    );
+    const episode = beginStepwiseEpisode(instance, { config, tokenizer: counting });
+    const turn = `<think>${'long thought é '.repeat(2000)}</think>\n<search>acme revenue 2019</search>`;
+    await stepEpisode(episode, turn, gateway);
+    expect(tokenTexts).toBe(0);
+    const ids = tokenizer.encode(turn);
+    const { tokens } = episode.state;
+    const first = tokens.promptLength;
+    expect(tokens.fullInputIds.slice(first, first + ids.length)).toEqual(ids);
+    expect(tokens.lossMask.slice(first, first + ids.length).every((m) => m === 1)).toBe(true);
+    expect(tokens.tokenSteps).toEqual(
+      ids.map((tokenId, k) => ({
+        tokenId,
+        tokenText: tokenizer.tokenText(tokenId),
+        logProb: 0,
+        position: first + k,
+      })),
+    );
+    expect(tokens.generatedPositions).toEqual(ids.map((_, k) => first + k));
+  });
+
+  it('scores without making the token record when asked (tokens: false): the same reward, no TokenStep made', async () => {
+    const tokenizer = createProtocolTokenizer();
+    let tokenTexts = 0;
+    const counting = { ...tokenizer, tokenText: (id: number) => (tokenTexts++, tokenizer.tokenText(id)) };
+    const engine = createMockSearchEngine({ pages });
+    const gateway = createPortGateway(
+      {
+        searchEngine: engine,
+        imageOps: createRawImageOps(),
+        generator: createMockGenerator({ answer: '4.5 billion dollars' }),
+        judge: createRuleJudge(),
+      },
+      singleAttemptPolicies(),
+    );
+    const scores = [];
+    for (const tokens of [true, false]) {
+      const episode = beginStepwiseEpisode(instance, { config, tokenizer: counting });
+      await stepEpisode(episode, '<think>a</think>\n<search>acme revenue 2019</search>', gateway);
+      await stepEpisode(episode, '<think>b</think>\n<search_complete>true</search_complete>', gateway);
+      tokenTexts = 0;
+      const scored = await scoreStepwiseEpisode(episode, gateway, { reward: { scheme: 'searcher' }, tokens });
+      scores.push({ scored, tokenTexts });
+    }
+    const [full, light] = scores;
+    expect(full!.tokenTexts).toBeGreaterThan(0);
+    expect(full!.scored.trajectory.tokenSteps.length).toBeGreaterThan(0);
+    expect(light!.tokenTexts).toBe(0);
+    expect(light!.scored.reward).toEqual(full!.scored.reward);
+    expect(light!.scored.trajectory).toMatchObject({
+      finalAnswer: full!.scored.trajectory.finalAnswer,
+      terminated: full!.scored.trajectory.terminated,
+      reward: full!.scored.trajectory.reward,
+      tokenSteps: [],
+      fullInputIds: [],
+      lossMask: [],
+      generatedPositions: [],
+    });
+  });
 });

@@ -76,17 +76,7 @@ export async function stepEpisode(
       message: 'must be a string (the assistant turn)',
     });
   const turn = state.turns.length;
-  const ids = tokenizer.encode(text);
-  const start = state.tokens.length;
-  state.tokens.appendPolicy(
-    ids.map((tokenId, k) => ({
-      tokenId,
-      tokenText: tokenizer.tokenText(tokenId),
-      logProb: 0,
-      position: start + k,
-    })),
-    text,
-  );
+  state.tokens.appendExternalPolicy(tokenizer.encode(text), text, (id) => tokenizer.tokenText(id));
   const record = await executeTurn(
     state,
     turn,
@@ -126,6 +116,12 @@ export interface ScoredEpisode {
 export interface ScoreStepwiseOptions {
   reward: RewardSettings;
   signal?: AbortSignal;
+  /**
+   * `false`: the trajectory without its token arrays (`tokenSteps`, `fullInputIds`, `lossMask`,
+   * `generatedPositions` empty), for an environment server, whose trainer holds the real tokens:
+   * scoring then makes nothing per token. Default `true`.
+   */
+  tokens?: boolean;
 }
 
 /**
@@ -140,7 +136,8 @@ export async function scoreStepwiseEpisode(
 ): Promise<ScoredEpisode> {
   if (!episode.state.done)
     throw new InvalidArgumentError({ argument: 'episode', message: 'is not done yet' });
-  const draft = toEpisode(episode.state);
+  const withTokens = options.tokens ?? true;
+  const draft = toEpisode(episode.state, { withTokens });
   const { config } = episode;
   let terminal: TerminalAnswer = { status: 'skipped' };
   const gatePassed = options.reward.scheme !== 'searcher' || formatPassed(draft.trajectory);
@@ -156,8 +153,10 @@ export async function scoreStepwiseEpisode(
     gateway,
     ...(options.signal && { signal: options.signal }),
   });
+  const trajectory = completeTrajectory(draft.trajectory, { terminal, reward });
   return {
-    trajectory: completeTrajectory(draft.trajectory, { terminal, reward }),
+    // Without tokens, not the answer block's either (the arrays stay empty, not a fragment).
+    trajectory: withTokens ? trajectory : { ...trajectory, fullInputIds: [], lossMask: [] },
     evidence: draft.evidence,
     reward,
     terminal,
