@@ -19,24 +19,78 @@ export async function loadWithOptionalPackages<T>(
   try {
     return await load();
   } catch (error) {
-    const e = error as { code?: unknown; message?: unknown };
-    const message = typeof e?.message === 'string' ? e.message : '';
-    if (e?.code === 'ERR_MODULE_NOT_FOUND' || /Cannot find (module|package)/.test(message)) {
-      const missing = packages.find(
-        (p) =>
-          message.includes(`'${p.name}'`) ||
-          message.includes(`"${p.name}"`) ||
-          message.includes(`/${p.name}/`) ||
-          message.includes(` ${p.name} `),
-      );
-      if (missing)
-        throw new MissingDependencyError({
-          subpath,
-          packageName: missing.name,
-          install: missing.install,
-          cause: error,
-        });
-    }
+    const missing = packages.find((p) => isMissing(error, p.name));
+    if (missing)
+      throw new MissingDependencyError({
+        subpath,
+        packageName: missing.name,
+        install: missing.install,
+        cause: error,
+      });
     throw error;
   }
+}
+
+/**
+ * Every optional peer dependency and the version package.json's peerDependencies give it (a test
+ * keeps the two equal): what `requireOptionalPackages` puts in its one install line.
+ */
+export const OPTIONAL_PACKAGE_VERSIONS: Readonly<Record<string, string>> = Object.freeze({
+  '@google/genai': '>=2.0.0 <3',
+  '@huggingface/tokenizers': '^0.2.0',
+  '@tensorflow/tfjs': '4.22.0',
+  '@tensorflow/tfjs-backend-wasm': '4.22.0',
+  '@tensorflow/tfjs-node': '4.22.0',
+  '@tensorflow/tfjs-node-gpu': '4.22.0',
+  libsql: '^0.5.29',
+  'onnxruntime-node': '^1.30.0',
+  openai: '>=6.0.0 <7',
+  sharp: '^0.34.5',
+  undici: '>=7.0.0 <8',
+  ws: '^8.23.0',
+});
+
+/** Whether `error` says that `name` (or a file inside it) could not be found. */
+function isMissing(error: unknown, name: string): boolean {
+  const e = error as { code?: unknown; message?: unknown };
+  const message = typeof e?.message === 'string' ? e.message : '';
+  if (!(e?.code === 'ERR_MODULE_NOT_FOUND' || /Cannot find (module|package)/.test(message))) return false;
+  return [`'${name}'`, `"${name}"`, `/${name}/`, ` ${name} `].some((form) => message.includes(form));
+}
+
+/**
+ * Checks up front that every optional package a task will load is installed, and throws one
+ * MissingDependencyError naming all the missing ones with one `npm install` line, instead of
+ * Node's raw error for the first, then the next one after the user installs it. A package that is
+ * installed but fails to load (a native build for another platform) is left to its own loader,
+ * which reports it. `load` is for tests.
+ */
+export async function requireOptionalPackages(
+  subpath: string,
+  names: readonly string[],
+  load: (name: string) => Promise<unknown> = (name) => import(name),
+): Promise<void> {
+  const unique = [...new Set(names)];
+  const results = await Promise.all(
+    unique.map((name) =>
+      load(name).then(
+        () => null,
+        (error: unknown) => (isMissing(error, name) ? { name, error } : null),
+      ),
+    ),
+  );
+  const missing = results.filter((r): r is { name: string; error: unknown } => r !== null);
+  if (missing.length === 0) return;
+  const spec = (name: string) => {
+    const range = OPTIONAL_PACKAGE_VERSIONS[name];
+    if (range === undefined) return name;
+    // A range with spaces or '<' / '>' is quoted for the shell.
+    return /^[\w.^~-]+$/.test(range) ? `${name}@${range}` : `'${name}@${range}'`;
+  };
+  throw new MissingDependencyError({
+    subpath,
+    packageNames: missing.map((m) => m.name),
+    install: `npm install ${missing.map((m) => spec(m.name)).join(' ')}`,
+    cause: missing[0]!.error,
+  });
 }
