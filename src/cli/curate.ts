@@ -1,6 +1,6 @@
 import { DEFAULT_CURATION_SETTINGS } from '../core/curation/settings';
 import { requireOptionalPackages } from '../provider-utils/optional-package';
-import { checkCurationCommand, type CurationValues } from '../run/curate/options';
+import { CURATION_COMMANDS, checkCurationCommand, type CurationValues } from '../run/curate/options';
 import { curationPackages } from '../run/packages';
 import type { RunOptions } from '../index';
 import { readRunFolderConfig } from '../run/folder';
@@ -70,6 +70,11 @@ export async function curateCommand(
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help')
     return (process.stdout.write(CURATE_HELP), 0);
+  if (!(CURATION_COMMANDS as readonly string[]).includes(command))
+    throw usageError({
+      argument: 'curate',
+      message: `unknown command '${command}'; one of ${CURATION_COMMANDS.join(', ')} (searcher-rl curate --help)`,
+    });
   const { values: parsed } = parseCommandArgs('curate', rest, OPTIONS);
   const { help, ...values } = parsed as CurationValues & { help: boolean };
   if (help) return (process.stdout.write(CURATE_HELP), 0);

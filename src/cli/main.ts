@@ -164,8 +164,8 @@ async function main(argv: string[]): Promise<number> {
     return print(`${version()}\n`);
   }
   if (command === 'icd') {
-    if (rest[0] === 'train' && !rest.includes('--help') && !rest.includes('-h'))
-      await requireOptionalPackages('searcher-rl icd train', ['@tensorflow/tfjs']);
+    // The icd commands' module imports the tfjs pointer selector (src/run/icd/flow.ts), --help included.
+    await requireOptionalPackages('searcher-rl icd', ['@tensorflow/tfjs']);
     return (await commands.icd()).icdCommand(rest);
   }
   if (command === 'curate') return (await commands.curate()).curateCommand(rest, cli());
