@@ -4,11 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyOverrides, exitCodeOf, parseOverrides } from '../src/cli/args';
+import { exitCodeOf } from '../src/cli/args';
 import { cliRunOptions } from '../src/cli/progress';
 import { MissingDependencyError } from '../src/core/errors';
-import { OPTIONAL_PACKAGE_VERSIONS, requireOptionalPackages } from '../src/provider-utils/optional-package';
-import { parseRunConfig } from '../src/run/config';
+import {
+  loadWithOptionalPackages,
+  OPTIONAL_PACKAGE_VERSIONS,
+  requireOptionalPackages,
+} from '../src/provider-utils/optional-package';
+import { loadRunConfig, parseRunConfig } from '../src/run/config';
+import { applyOverrides, parseOverrides } from '../src/run/config-file';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..');
@@ -173,7 +178,7 @@ describe('CLI conventions (issue 24, item 22)', () => {
       [['demo', '--out', 'x'], /'--out': goes with --scripted/],
       [
         ['train', '-c', join(dir, 'usage.yaml'), 'searcher.rl.nAgent'],
-        /unexpected argument 'searcher\.rl\.nAgent'/,
+        /'searcher\.rl\.nAgent': unexpected argument/,
       ],
       [['ablate', '-c', join(dir, 'usage.yaml'), '--only', 'nope'], /'--only': unknown ablation 'nope'/],
       [['curate', 'buckets', '-r', join(dir, 'typo')], /'--run'/],
@@ -193,7 +198,7 @@ describe('CLI conventions (issue 24, item 22)', () => {
   }, 300_000);
 
   it('key.path=value arguments apply after the config file, as YAML values; an unknown path is refused naming the argument', async () => {
-    const overrides = parseOverrides('train', [
+    const overrides = parseOverrides([
       'searcher.rl.nAgent=4',
       'searcher.episode.instructions=',
       'evaluation.limit=null',
@@ -210,11 +215,19 @@ describe('CLI conventions (issue 24, item 22)', () => {
       { name: 'p1', steps: 2, weights: 'phase1', learningRate: 1e-4, warmupSteps: 5 },
     ]);
     expect([config.runId, config.seed]).toEqual(['007', 3]);
-    expect(() => applyOverrides({ seed: 3 }, parseOverrides('train', ['seed.x=1']))).toThrow(
-      /'seed' is a value/,
-    );
+    expect(() => applyOverrides({ seed: 3 }, parseOverrides(['seed.x=1']))).toThrow(/'seed' is a value/);
     const runs = join(dir, 'override-runs');
     await writeFile(join(dir, 'override.yaml'), ownDataConfig(runs, 'override'));
+    // The library's loadRunConfig takes the same settings (null: no file, the defaults).
+    const fromFile = await loadRunConfig(join(dir, 'override.yaml'), { overrides: ['searcher.rl.nAgent=3'] });
+    expect([fromFile.searcher.rl.nAgent, fromFile.searcher.episode.instructions, fromFile.runId]).toEqual([
+      3,
+      '',
+      'override',
+    ]);
+    expect((await loadRunConfig(null, { overrides: ['seed=9'] })).seed).toBe(9);
+    expect(() => parseOverrides(['__proto__.polluted=1'])).toThrow(/not a setting/);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     const unknown = await cli('train', '-c', join(dir, 'override.yaml'), 'searcher.rl.nAgnt=4');
     expect(unknown.code, unknown.stderr).toBe(2);
     expect(unknown.stderr).toMatch(/searcher\.rl\.nAgnt.*from the argument 'searcher\.rl\.nAgnt=4'/);
@@ -310,9 +323,22 @@ describe('missing optional packages (issue 24, item 20)', () => {
     };
     expect(OPTIONAL_PACKAGE_VERSIONS).toEqual(pkg.peerDependencies);
     expect(exitCodeOf(error)).toBe(1);
+    // A subpath's loader names every listed package that is missing, not only the one Node tripped on.
+    const [a, b] = ['searcher-rl-no-such-package-a', 'searcher-rl-no-such-package-b'];
+    const subpath = await loadWithOptionalPackages(
+      'searcher-rl/example',
+      [
+        { name: a, install: `npm install ${a}` },
+        { name: 'yaml', install: 'npm install yaml' },
+        { name: b, install: `npm install ${b}` },
+      ],
+      () => import(a),
+    ).catch((e: unknown) => e);
+    expect((subpath as MissingDependencyError).packageNames).toEqual([a, b]);
+    expect((subpath as Error).message).toContain(`npm install ${a} ${b}`);
   });
 
-  it('the CLI checks every package a command will load before it starts, and --help needs none', async () => {
+  it('the CLI checks every package a command will load before it starts; the usage and train's help need none', async () => {
     const hidden = ['sharp', 'libsql', '@tensorflow/tfjs'];
     const runs = join(dir, 'missing-runs');
     await writeFile(join(dir, 'missing.yaml'), ownDataConfig(runs, 'missing'));
@@ -336,13 +362,11 @@ describe('missing optional packages (issue 24, item 20)', () => {
         /needs the packages 'sharp', 'libsql'.*npm install sharp@\S+ libsql@\S+/,
       );
     }
-    for (const args of [
-      ['--help'],
-      ['train', '--help'],
-      ['curate', '--help'],
-      ['help', 'serve-env'],
-      ['-V'],
-    ]) {
+    // The curation commands' module (the help's defaults are its own) renders and indexes pages.
+    const curateHelp = await cliWithout(hidden, 'curate', '--help');
+    expect(curateHelp.code).toBe(1);
+    expect(curateHelp.stderr).toMatch(/searcher-rl curate needs the packages 'sharp', 'libsql'/);
+    for (const args of [['--help'], ['train', '--help'], ['help', 'serve-env'], ['-V']]) {
       const result = await cliWithout([...hidden, 'ws', 'onnxruntime-node', 'openai'], ...args);
       expect(result.code, args.join(' ')).toBe(0);
     }

@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { parse as parseYaml } from 'yaml';
 import { ConfigValidationError, InvalidArgumentError, SearcherError } from '../index';
 
 /**
@@ -100,82 +99,6 @@ export function parseCommandArgs(
       cause: error,
     });
   }
-}
-
-const OVERRIDE = /^([A-Za-z_][\w-]*(?:\.[\w-]+)*)=([\s\S]*)$/;
-
-/**
- * `key.path=value` arguments (as Hydra's and verl's users write them), the value read as a YAML
- * scalar or flow value (`4`, `1e-3`, `true`, `null`, `[a, b]`, `{kind: gspo}`); `key=` is the empty
- * string. An argument that is not one is a usage error.
- */
-export function parseOverrides(
-  command: string,
-  args: readonly string[],
-): Array<{ path: string[]; value: unknown; text: string }> {
-  return args.map((text) => {
-    const match = OVERRIDE.exec(text);
-    if (!match)
-      throw usageError({
-        argument: command,
-        message: `unexpected argument '${text}'; settings after the options are key.path=value (e.g. searcher.rl.nAgent=4); see searcher-rl ${command} --help`,
-      });
-    const raw = match[2]!;
-    let value: unknown;
-    try {
-      value = raw === '' ? '' : parseYaml(raw);
-    } catch (error) {
-      throw usageError({
-        argument: match[1]!,
-        message: `the value of '${text}' is not a YAML value: ${(error as Error).message}`,
-        cause: error,
-      });
-    }
-    return { path: match[1]!.split('.'), value, text };
-  });
-}
-
-const isMapping = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * The config file's mapping with the overrides applied in order (a missing section is created; a
- * numeric segment indexes a list). Unknown paths are left to the schema, which names them.
- */
-export function applyOverrides(
-  config: Record<string, unknown>,
-  overrides: ReadonlyArray<{ path: string[]; value: unknown; text: string }>,
-): Record<string, unknown> {
-  const root = structuredClone(config);
-  for (const { path, value, text } of overrides) {
-    let node: unknown = root;
-    for (const [i, key] of path.entries()) {
-      const last = i === path.length - 1;
-      const container = node as Record<string, unknown> | unknown[];
-      if (Array.isArray(container)) {
-        const index = Number(key);
-        if (!(Number.isInteger(index) && index >= 0 && index <= container.length))
-          throw usageError({
-            argument: path.slice(0, i + 1).join('.'),
-            message: `'${text}': '${path.slice(0, i).join('.')}' is a list of ${container.length}; give an index from 0 to ${container.length}`,
-          });
-        if (last) container[index] = value;
-        else node = container[index] ??= {};
-      } else if (isMapping(container)) {
-        if (last) container[key] = value;
-        else {
-          const next = container[key];
-          if (next !== undefined && next !== null && typeof next !== 'object')
-            throw usageError({
-              argument: path.slice(0, i + 1).join('.'),
-              message: `'${text}': '${path.slice(0, i + 1).join('.')}' is a value (${JSON.stringify(next)}), not a section`,
-            });
-          node = next ?? (container[key] = {});
-        }
-      }
-    }
-  }
-  return root;
 }
 
 /** The message and causes of a failure, for stderr. */

@@ -1,9 +1,10 @@
-import { DEFAULT_CURATION_SETTINGS } from '../core/curation/settings';
-import { requireOptionalPackages } from '../provider-utils/optional-package';
-import { CURATION_COMMANDS, checkCurationCommand, type CurationValues } from '../run/curate/options';
-import { curationPackages } from '../run/packages';
+import {
+  CURATION_COMMANDS,
+  DEFAULT_CURATION_SETTINGS,
+  runCurationCommand,
+  type CurationValues,
+} from '../curation/index';
 import type { RunOptions } from '../index';
-import { readRunFolderConfig } from '../run/folder';
 import { parseCommandArgs, usageError } from './args';
 
 const D = DEFAULT_CURATION_SETTINGS;
@@ -59,10 +60,7 @@ const OPTIONS = {
   steps: { type: 'string' },
 } as const;
 
-/**
- * `searcher-rl curate <command>`: the arguments and the run folder are checked, then the packages
- * the command will load, then the curation library (`searcher-rl/curation`) runs it.
- */
+/** `searcher-rl curate <command>`: the arguments, then the curation library (`searcher-rl/curation`). */
 export async function curateCommand(
   argv: string[],
   options: RunOptions = { onLog: (line) => process.stdout.write(`${line}\n`) },
@@ -80,10 +78,7 @@ export async function curateCommand(
   if (help) return (process.stdout.write(CURATE_HELP), 0);
   const runDir = values.run as string | undefined;
   if (!runDir) throw usageError({ argument: '--run', message: 'curate needs --run DIR (a run folder)' });
-  await checkCurationCommand(command, runDir, values);
-  const config = await readRunFolderConfig(runDir);
-  await requireOptionalPackages(`searcher-rl curate ${command}`, curationPackages(command, config, values));
-  const { runCurationCommand } = await import('../curation/index');
+  // The library checks the options, the run folder and the packages the command needs before it writes anything.
   await runCurationCommand(command, runDir, values, options);
   return 0;
 }

@@ -1,33 +1,30 @@
 #!/usr/bin/env node
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigValidationError, evalRun, parseRunConfig, trainRun, type RunConfig } from '../index';
-import { requireOptionalPackages } from '../provider-utils/optional-package';
-import { readConfigFile } from '../run/config-file';
-import { readRunFolderConfig } from '../run/folder';
-import { RUN_LIBRARY_PACKAGES, runPackages } from '../run/packages';
+import { evalRun, loadRunConfig, trainRun } from '../index';
 import {
-  applyOverrides,
   checkingUsage,
   describeFailure,
   EXIT,
   exitCodeOf,
   parseCommandArgs,
-  parseOverrides,
   usageError,
   type OptionSpec,
 } from './args';
 import { HELP, USAGE } from './help';
+import { loadCommand } from './packages';
 import { cliRunOptions } from './progress';
 
 // The commands' own modules (TensorFlow.js, sharp, SQLite) load only when a command runs them, so
-// `--help` and `--version` work without those packages; each command first checks every package
-// it will load (one MissingDependencyError naming them all).
+// `--help` and `--version` work without those packages; a missing package is named with every
+// other one the command's modules need (loadCommand), and trainRun, evalRun and the commands
+// behind them check what the configuration adds before they start.
+const RUN_LIBRARY = ['sharp', 'libsql'];
 const commands = {
-  run: () => import('../run/index'),
-  icd: () => import('./icd'),
-  curate: () => import('./curate'),
-  serveEnv: () => import('../server/index'),
+  run: (command: string) => loadCommand(command, RUN_LIBRARY, () => import('../run/index')),
+  icd: () => loadCommand('icd', ['@tensorflow/tfjs'], () => import('./icd')),
+  curate: () => loadCommand('curate', RUN_LIBRARY, () => import('./curate')),
+  serveEnv: () => loadCommand('serve-env', ['ws', ...RUN_LIBRARY], () => import('../server/index')),
 };
 
 /**
@@ -60,30 +57,6 @@ function version(): string {
 function print(text: string): number {
   process.stdout.write(text);
   return EXIT.ok;
-}
-
-/**
- * The run configuration of `train` and `ablate`: the config file (or none: the defaults), then the
- * `key.path=value` arguments in order, validated as one; an error names the argument it came from.
- */
-async function runConfigOf(command: string, path: string | undefined, args: string[]): Promise<RunConfig> {
-  const overrides = parseOverrides(command, args);
-  const raw = path === undefined ? {} : await readConfigFile(path);
-  try {
-    return parseRunConfig(applyOverrides(raw, overrides), path ?? 'config');
-  } catch (error) {
-    if (!ConfigValidationError.isInstance(error) || overrides.length === 0) throw error;
-    throw new ConfigValidationError({
-      issues: error.issues.map((issue) => {
-        const field = issue.field.slice(issue.field.indexOf(': ') + 2);
-        const from = overrides.find((o) => {
-          const set = o.path.join('.');
-          return field === set || field.startsWith(`${set}.`) || set.startsWith(`${field}.`);
-        });
-        return from ? { ...issue, message: `${issue.message} (from the argument '${from.text}')` } : issue;
-      }),
-    });
-  }
 }
 
 /** `--run DIR` must name a run folder: a mistyped one is refused before anything is read or written. */
@@ -163,11 +136,8 @@ async function main(argv: string[]): Promise<number> {
       throw usageError({ argument: command, message: `takes no arguments, got '${rest.join(' ')}'` });
     return print(`${version()}\n`);
   }
-  if (command === 'icd') {
-    // The icd commands' module imports the tfjs pointer selector (src/run/icd/flow.ts), --help included.
-    await requireOptionalPackages('searcher-rl icd', ['@tensorflow/tfjs']);
-    return (await commands.icd()).icdCommand(rest);
-  }
+  // The icd commands' module imports the tfjs pointer selector (src/run/icd/flow.ts), --help included.
+  if (command === 'icd') return (await commands.icd()).icdCommand(rest);
   if (command === 'curate') return (await commands.curate()).curateCommand(rest, cli());
   const help = HELP[command];
   if (!help) {
@@ -186,8 +156,7 @@ async function main(argv: string[]): Promise<number> {
         message: 'goes with --scripted (a train run writes under runs/)',
       });
     if (values.scripted) {
-      await requireOptionalPackages('searcher-rl demo', RUN_LIBRARY_PACKAGES);
-      await (await commands.run()).runDemo({ out: (values.out as string | undefined) ?? 'runs' });
+      await (await commands.run('demo')).runDemo({ out: (values.out as string | undefined) ?? 'runs' });
       return EXIT.ok;
     }
     return main(['train']);
@@ -198,7 +167,7 @@ async function main(argv: string[]): Promise<number> {
     const { values, positionals } = parseCommandArgs(command, rest, spec, { positionals: true });
     if (values.help) return print(help());
     const config = await checkingUsage(() =>
-      runConfigOf(command, values.config as string | undefined, positionals),
+      loadRunConfig((values.config as string | undefined) ?? null, { overrides: positionals }),
     );
     const only =
       values.only === undefined
@@ -207,14 +176,16 @@ async function main(argv: string[]): Promise<number> {
             .split(',')
             .map((n) => n.trim())
             .filter((n) => n.length > 0);
-    await requireOptionalPackages(`searcher-rl ${command}`, runPackages(config));
-    const run = await commands.run();
     if (command === 'ablate') {
+      // runAblations checks what the configuration adds; the run's own policy is named here with the library's packages.
+      const own = config.searcher.adapters.policy === undefined ? ['@tensorflow/tfjs'] : [];
+      const run = await loadCommand('ablate', [...RUN_LIBRARY, ...own], () => import('../run/index'));
       await run.runAblations(config, cli(), { only });
       return EXIT.ok;
     }
+    // trainRun checks every package the run needs before it loads or writes anything.
     const result = await trainRun(config, cli());
-    const report = await run.writeReport(result.runDir);
+    const report = await (await commands.run('train')).writeReport(result.runDir);
     const rise = result.after.judgeSuccess - result.before.judgeSuccess;
     process.stdout.write(
       `judge success on the ${result.after.split} ${config.dataset ? 'questions' : 'split'}: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`,
@@ -231,8 +202,6 @@ async function main(argv: string[]): Promise<number> {
     const runDir = runFolderOf(command, values.run);
     const split = splitOption(values.split);
     const limit = values.limit === undefined ? undefined : integerOption(values, 'limit', 1, 1);
-    const config = await checkingUsage(() => readRunFolderConfig(runDir));
-    await requireOptionalPackages('searcher-rl eval', runPackages(config));
     await evalRun(runDir, { ...(split && { split }), ...(limit !== undefined && { limit }) }, cli());
     return EXIT.ok;
   }
@@ -260,7 +229,6 @@ async function main(argv: string[]): Promise<number> {
       drainMs: integerOption(values, 'drain-ms', 30_000, 0),
       version: version(),
     };
-    await requireOptionalPackages('searcher-rl serve-env', ['ws', ...RUN_LIBRARY_PACKAGES]);
     await (await commands.serveEnv()).serveEnv(settings, (line) => process.stderr.write(`${line}\n`));
     return EXIT.ok;
   }
@@ -268,8 +236,7 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseCommandArgs(command, rest, { run: { type: 'string' } });
   if (values.help) return print(help());
   const runDir = runFolderOf(command, values.run);
-  await requireOptionalPackages('searcher-rl report', RUN_LIBRARY_PACKAGES);
-  process.stdout.write(`${await (await commands.run()).writeReport(runDir)}\n`);
+  process.stdout.write(`${await (await commands.run('report')).writeReport(runDir)}\n`);
   return EXIT.ok;
 }
 

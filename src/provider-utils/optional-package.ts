@@ -8,8 +8,9 @@ export interface OptionalPackage {
 
 /**
  * Loads a subpath's implementation, which imports optional peer dependencies: when one of them
- * is not installed, a MissingDependencyError names it and the command that installs it, instead
- * of Node's raw ERR_MODULE_NOT_FOUND. Other failures pass through.
+ * is not installed, one MissingDependencyError names every listed package that is missing (not
+ * only the first Node tripped on) and how to install them, instead of Node's raw
+ * ERR_MODULE_NOT_FOUND. Other failures pass through.
  */
 export async function loadWithOptionalPackages<T>(
   subpath: string,
@@ -19,15 +20,19 @@ export async function loadWithOptionalPackages<T>(
   try {
     return await load();
   } catch (error) {
-    const missing = packages.find((p) => isMissing(error, p.name));
-    if (missing)
-      throw new MissingDependencyError({
-        subpath,
-        packageName: missing.name,
-        install: missing.install,
-        cause: error,
-      });
-    throw error;
+    const first = packages.find((p) => isMissing(error, p.name));
+    if (!first) throw error;
+    const others = await missingPackages(packages.filter((p) => p !== first).map((p) => p.name));
+    const missing = [first, ...packages.filter((p) => others.some((m) => m.name === p.name))];
+    throw new MissingDependencyError({
+      subpath,
+      packageNames: missing.map((p) => p.name),
+      install:
+        missing.length === 1
+          ? first.install
+          : `npm install ${missing.map((p) => installSpec(p.name)).join(' ')}`,
+      cause: error,
+    });
   }
 }
 
@@ -70,27 +75,35 @@ export async function requireOptionalPackages(
   names: readonly string[],
   load: (name: string) => Promise<unknown> = (name) => import(name),
 ): Promise<void> {
-  const unique = [...new Set(names)];
+  const missing = await missingPackages(names, load);
+  if (missing.length === 0) return;
+  throw new MissingDependencyError({
+    subpath,
+    packageNames: missing.map((m) => m.name),
+    install: `npm install ${missing.map((m) => installSpec(m.name)).join(' ')}`,
+    cause: missing[0]!.error,
+  });
+}
+
+/** The packages among `names` that cannot be found (each tried once, all at once). */
+async function missingPackages(
+  names: readonly string[],
+  load: (name: string) => Promise<unknown> = (name) => import(name),
+): Promise<Array<{ name: string; error: unknown }>> {
   const results = await Promise.all(
-    unique.map((name) =>
+    [...new Set(names)].map((name) =>
       load(name).then(
         () => null,
         (error: unknown) => (isMissing(error, name) ? { name, error } : null),
       ),
     ),
   );
-  const missing = results.filter((r): r is { name: string; error: unknown } => r !== null);
-  if (missing.length === 0) return;
-  const spec = (name: string) => {
-    const range = OPTIONAL_PACKAGE_VERSIONS[name];
-    if (range === undefined) return name;
-    // A range with spaces or '<' / '>' is quoted for the shell.
-    return /^[\w.^~-]+$/.test(range) ? `${name}@${range}` : `'${name}@${range}'`;
-  };
-  throw new MissingDependencyError({
-    subpath,
-    packageNames: missing.map((m) => m.name),
-    install: `npm install ${missing.map((m) => spec(m.name)).join(' ')}`,
-    cause: missing[0]!.error,
-  });
+  return results.filter((r): r is { name: string; error: unknown } => r !== null);
+}
+
+/** `name@range` as npm takes it (package.json's peer range), quoted where the shell needs it. */
+function installSpec(name: string): string {
+  const range = OPTIONAL_PACKAGE_VERSIONS[name];
+  if (range === undefined) return name;
+  return /^[\w.^~-]+$/.test(range) ? `${name}@${range}` : `'${name}@${range}'`;
 }

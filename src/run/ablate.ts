@@ -1,7 +1,9 @@
 import { cp, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '../core/errors';
+import { requireOptionalPackages } from '../provider-utils/optional-package';
 import { parseRunConfig, type RunConfig } from './config';
+import { runPackages } from './packages';
 import { writeJsonAtomic } from './folder';
 import type { RunOptions } from './progress';
 import { pct, type EvalSummary } from './evaluate';
@@ -92,6 +94,7 @@ export async function runAblations(
         argument: '--only',
         message: `unknown ablation '${name}'; one of ${ABLATIONS.map((a) => a.name).join(', ')}`,
       });
+  await requireOptionalPackages('searcher-rl ablate', runPackages(base));
   const id = base.runId ?? `ablate-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const root = join(base.runsDir, id);
   const rows: AblationRow[] = [];

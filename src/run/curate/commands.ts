@@ -14,6 +14,9 @@ import { DEFAULT_CURATION_SETTINGS } from '../../core/curation/settings';
 import { verificationCandidates, VERIFICATION_LABELS, type Verdict } from '../../core/curation/verification';
 import { verifyCandidates } from '../../core/curation/verify';
 import { InvalidArgumentError } from '../../core/errors';
+import { requireOptionalPackages } from '../../provider-utils/optional-package';
+import { readRunFolderConfig } from '../folder';
+import { curationPackages } from '../packages';
 import { curationGateway, goldenEvidenceFrom, loadEpisodes, runSetting, type RunSetting } from './data';
 import type { RunOptions } from '../progress';
 import { distillRun } from './distill';
@@ -43,6 +46,11 @@ export async function runCurationCommand(
 ): Promise<void> {
   // Every option and input is checked first: a mistake writes nothing (no curation/ folder).
   const { phase1, phase2 } = await checkCurationCommand(command, runDir, values);
+  // Then every optional package the command will load (the run's Generator and Judge for verify, ...), named together.
+  await requireOptionalPackages(
+    `searcher-rl curate ${command}`,
+    curationPackages(command, await readRunFolderConfig(runDir), values),
+  );
   const context = { log: (line: string) => options.onLog?.(line) };
   const out = join(runDir, 'curation');
   const write = (name: string, data: unknown) => writeCurationFiles(out, [jsonFile(name, data)]);
