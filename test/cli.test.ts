@@ -338,7 +338,7 @@ describe('missing optional packages (issue 24, item 20)', () => {
     expect((subpath as Error).message).toContain(`npm install ${a} ${b}`);
   });
 
-  it('the CLI checks every package a command will load before it starts; the usage and train's help need none', async () => {
+  it('the CLI checks every package a command will load before it starts; the usage and the help of train need none', async () => {
     const hidden = ['sharp', 'libsql', '@tensorflow/tfjs'];
     const runs = join(dir, 'missing-runs');
     await writeFile(join(dir, 'missing.yaml'), ownDataConfig(runs, 'missing'));
