@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +75,8 @@ describe('a run writes nothing until it is checked', () => {
     // The prompt alone is past the window: a smaller turn cannot help, so it is not offered.
     expect(message).not.toContain(`'searcher.episode.maxTurnTokens'`);
     expect(await folders()).not.toContain('trap');
+    // Checked before the other ports are built: not even the page index is written.
+    await expect(stat(join(dir, 'trap.sqlite'))).rejects.toThrow();
   }, 120_000);
 
   it('a turn budget that leaves no room, and a window larger than the policy, are refused by field', async () => {

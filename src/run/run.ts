@@ -5,6 +5,7 @@ import {
   createSearcherContainer,
   resolvePorts,
   resolveSearcher,
+  TOKENS,
   type SearcherContainer,
 } from '../container';
 import { InvalidArgumentError } from '../core/errors';
@@ -187,8 +188,9 @@ export async function openRun(
   const searcherConfig: SearcherConfigInput = { ...config.searcher, adapters };
   const container = createSearcherContainer(searcherConfig, { ports: { store } });
   try {
+    // The policy first: the prompts' fit is checked before the other ports are built (a page index written).
+    checkPromptsFit(config, env.all, await container.getAsync<PolicyBackend>(TOKENS.PolicyBackend));
     const { policy } = await resolvePorts(container);
-    checkPromptsFit(config, env.all, policy);
     if (checkpoint) await policy.load(checkpoint.checkpoint);
     if (planned) await commitRunFolder(config, planned);
     const policyFrom = config.searcher.adapters.policy
