@@ -243,7 +243,7 @@ export const runConfigObjectSchema = z
       // gets SEARCHER_DEFAULTS.dataset (withKindDefaults fills the section before this applies).
       .prefault(SEARCHER_DEFAULTS.slides)
       .describe(
-        'Without this section, a slide run uses the defaults shown; a run on your own data uses maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4.',
+        "Without this section, a slide run uses the defaults shown; a run on your own data uses instructions null (the protocol's, about 480 tokens: set '' for a small policy of your own), maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4. A partial section keeps these for the fields it does not set.",
       ),
     evaluation: z
       .object({
