@@ -1,18 +1,20 @@
-import { parseArgs } from 'node:util';
 import {
   CURATION_COMMANDS,
   DEFAULT_CURATION_SETTINGS,
   runCurationCommand,
   type CurationValues,
 } from '../curation/index';
-import { InvalidArgumentError } from '../index';
 import type { RunOptions } from '../index';
+import { parseCommandArgs, usageError } from './args';
 
 const D = DEFAULT_CURATION_SETTINGS;
-export const CURATE_HELP = `searcher-rl curate <command> --run DIR [options]
+export const CURATE_HELP = `searcher-rl curate <command> -r|--run DIR [options]
 
   Data-centric RL over a run folder (docs/method.md#data-centric-rl); everything is written under
   DIR/curation/. A "store run" is a phase's name in the run folder (phase1, phase2, ...).
+  Options are checked before anything is read or written: an option the command does not take,
+  a value out of range (thresholds in [0, 1], --low below --high), or a store run the folder does
+  not have is refused by name (exit 2). Running a command again replaces its files.
 
   buckets  [--phase phase1] [--low ${D.bucketLow}] [--high ${D.bucketHigh}]
            difficulty buckets on mean NDCG per prompt: B > high, A in [low, high], 0 < low
@@ -30,7 +32,7 @@ export const CURATE_HELP = `searcher-rl curate <command> --run DIR [options]
   funnel   [--phase1 phase1] [--phase2 phase2]
            the funnel with counts, NDCG-vs-judge disagreements, failure causes, hallucination
            share: funnel.json (and a section of report.html)
-  import   --db FILE   the run folder's JSONL logs into an SQLite store
+  import   --db FILE   the run folder's JSONL logs as an SQLite store (rebuilt on each import)
   loop     [--phase phase2] [--epochs 4] [--steps 5]   (offline slide runs)
            the closed loop: distill, SFT the policy on it (store run sft-distilled), then focused
            round 1 from that checkpoint (store run focused-round1) with the round's budget
@@ -56,7 +58,6 @@ const OPTIONS = {
   db: { type: 'string' },
   epochs: { type: 'string' },
   steps: { type: 'string' },
-  help: { type: 'boolean' },
 } as const;
 
 /** `searcher-rl curate <command>`: the arguments, then the curation library (`searcher-rl/curation`). */
@@ -65,25 +66,19 @@ export async function curateCommand(
   options: RunOptions = { onLog: (line) => process.stdout.write(`${line}\n`) },
 ): Promise<number> {
   const [command, ...rest] = argv;
-  if (!command || command === '--help' || command === 'help') return (process.stdout.write(CURATE_HELP), 0);
-  let values: CurationValues;
-  try {
-    values = parseArgs({ args: rest, options: OPTIONS, strict: true }).values as CurationValues;
-  } catch (error) {
-    throw new InvalidArgumentError({
-      argument: 'curate',
-      message: `${(error as Error).message}; see searcher-rl curate --help`,
-    });
-  }
-  if (values.help) return (process.stdout.write(CURATE_HELP), 0);
-  const runDir = values.run as string | undefined;
-  if (!runDir)
-    throw new InvalidArgumentError({ argument: '--run', message: 'curate needs --run DIR (a run folder)' });
+  if (!command || command === '--help' || command === '-h' || command === 'help')
+    return (process.stdout.write(CURATE_HELP), 0);
   if (!(CURATION_COMMANDS as readonly string[]).includes(command))
-    throw new InvalidArgumentError({
+    throw usageError({
       argument: 'curate',
-      message: `unknown command '${command}'; see searcher-rl curate --help`,
+      message: `unknown command '${command}'; one of ${CURATION_COMMANDS.join(', ')} (searcher-rl curate --help)`,
     });
+  const { values: parsed } = parseCommandArgs('curate', rest, OPTIONS);
+  const { help, ...values } = parsed as CurationValues & { help: boolean };
+  if (help) return (process.stdout.write(CURATE_HELP), 0);
+  const runDir = values.run as string | undefined;
+  if (!runDir) throw usageError({ argument: '--run', message: 'curate needs --run DIR (a run folder)' });
+  // The library checks the options, the run folder and the packages the command needs before it writes anything.
   await runCurationCommand(command, runDir, values, options);
   return 0;
 }

@@ -4,6 +4,11 @@ import type { RunOptions, RunProgress } from '../index';
 export interface Progress {
   update(done: number, detail?: string): void;
   done(detail?: string): void;
+  /** On a TTY: erase the bar's line (before another line is printed) and draw it again after. */
+  clear(): void;
+  redraw(): void;
+  /** On a TTY: ends the bar's line where it is (before an error or a stop message). */
+  end(): void;
 }
 
 export interface ProgressStream {
@@ -41,21 +46,37 @@ export function createProgress(
     const bar = tty ? ` [${'#'.repeat(filled)}${'.'.repeat(width - filled)}]` : '';
     return `${label}${bar} ${done}/${total}${detail ? ` ${detail}` : ''} ETA ${formatSeconds(eta)}`;
   };
+  // Whether the bar's line is on the terminal unterminated (a TTY bar between updates).
+  let open = false;
+  let drawn = '';
+  // Erase to the end of the line: a shorter line never keeps the tail of a longer one.
+  const ERASE = '\x1b[K';
   return {
     update(done, detail = '') {
       last = detail;
       if (tty) {
         const text = line(done, detail);
         const max = (stream.columns ?? 120) - 1;
-        stream.write(
-          `\r${text.length > max ? text.slice(0, max) : text.padEnd(Math.min(max, text.length + 2))}`,
-        );
+        drawn = text.length > max ? text.slice(0, max) : text;
+        stream.write(`\r${drawn}${ERASE}`);
+        open = true;
       } else if (done % every === 0 || done === total) stream.write(`${line(done, detail)}\n`);
     },
     done(detail) {
       const elapsed = (now() - started) / 1000;
       const text = `${label} done in ${formatSeconds(elapsed)}${(detail ?? last) ? ` ${detail ?? last}` : ''}`;
-      stream.write(tty ? `\r${text}\n` : `${text}\n`);
+      stream.write(tty ? `\r${ERASE}${text}\n` : `${text}\n`);
+      open = false;
+    },
+    clear() {
+      if (open) stream.write(`\r${ERASE}`);
+    },
+    redraw() {
+      if (open) stream.write(`\r${drawn}${ERASE}`);
+    },
+    end() {
+      if (open) stream.write('\n');
+      open = false;
     },
   };
 }
@@ -67,10 +88,15 @@ export function createProgress(
 export function cliRunOptions(
   log: (line: string) => void,
   stream: ProgressStream = process.stderr,
-): Pick<RunOptions, 'onLog' | 'onProgress'> {
+): Pick<RunOptions, 'onLog' | 'onProgress'> & { endLine(): void } {
   const bars = new Map<string, Progress>();
   return {
-    onLog: log,
+    // A log line goes between bars, never onto one: the open bar is erased, the line printed, the bar drawn again.
+    onLog(line) {
+      for (const bar of bars.values()) bar.clear();
+      log(line);
+      for (const bar of bars.values()) bar.redraw();
+    },
     onProgress(event: RunProgress) {
       let bar = bars.get(event.task);
       if (!bar) bars.set(event.task, (bar = createProgress(event.task, event.total, stream)));
@@ -78,6 +104,10 @@ export function cliRunOptions(
         bar.done(event.detail);
         bars.delete(event.task);
       } else bar.update(event.done, event.detail);
+    },
+    /** Ends an open bar's line (before an error or a stop message). */
+    endLine() {
+      for (const bar of bars.values()) bar.end();
     },
   };
 }

@@ -261,22 +261,34 @@ export class RewardsMissingError extends SearcherError {
 }
 
 /**
- * A subpath's optional peer dependency is not installed (`searcher-rl/image` without `sharp`):
- * `packageName` is what to install; the message gives the command.
+ * A subpath's optional peer dependencies are not installed (`searcher-rl/image` without `sharp`):
+ * `packageNames` lists every one missing (`packageName` is the first), and the message gives the
+ * one command that installs them all.
  */
 export class MissingDependencyError extends SearcherError {
   readonly subpath: string;
   readonly packageName: string;
+  readonly packageNames: readonly string[];
 
-  constructor(args: { subpath: string; packageName: string; install: string; cause?: unknown }) {
+  constructor(
+    args: { subpath: string; install: string; cause?: unknown } & (
+      | { packageName: string }
+      | { packageNames: readonly string[] }
+    ),
+  ) {
+    const names = 'packageNames' in args ? [...args.packageNames] : [args.packageName];
     super({
       code: 'missing_dependency',
-      message: `${args.subpath} needs the '${args.packageName}' package, which is not installed: ${args.install}`,
+      message:
+        names.length === 1
+          ? `${args.subpath} needs the '${names[0]}' package, which is not installed: ${args.install}`
+          : `${args.subpath} needs the packages ${names.map((n) => `'${n}'`).join(', ')}, which are not installed: ${args.install}`,
       cause: args.cause,
     });
     this.name = 'MissingDependencyError';
     this.subpath = args.subpath;
-    this.packageName = args.packageName;
+    this.packageName = names[0] ?? '';
+    this.packageNames = names;
   }
 
   static override isInstance(error: unknown): error is MissingDependencyError {

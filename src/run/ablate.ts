@@ -1,7 +1,9 @@
 import { cp, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '../core/errors';
+import { requireOptionalPackages } from '../provider-utils/optional-package';
 import { parseRunConfig, type RunConfig } from './config';
+import { runPackages } from './packages';
 import { writeJsonAtomic } from './folder';
 import type { RunOptions } from './progress';
 import { pct, type EvalSummary } from './evaluate';
@@ -92,13 +94,18 @@ export async function runAblations(
         argument: '--only',
         message: `unknown ablation '${name}'; one of ${ABLATIONS.map((a) => a.name).join(', ')}`,
       });
+  await requireOptionalPackages('searcher-rl ablate', runPackages(base));
   const id = base.runId ?? `ablate-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const root = join(base.runsDir, id);
-  await mkdir(root, { recursive: true });
   const rows: AblationRow[] = [];
   const baselineDir = join(root, 'baseline');
   const ordered = [ABLATIONS[0]!, ...selected.filter((a) => a.name !== 'baseline')];
-  for (const ablation of ordered) {
+  // Every row's configuration is checked before the first is run; the folders appear with the
+  // baseline's run folder (trainRun writes nothing until its own checks pass).
+  const configs = ordered.map((ablation) =>
+    parseRunConfig(ablation.apply({ ...base, runsDir: root, runId: ablation.name })),
+  );
+  for (const [index, ablation] of ordered.entries()) {
     const runDir = join(root, ablation.name);
     if (ablation.name !== 'baseline') {
       // The same warm start and "before" figures: the baseline's SFT checkpoint and evaluation.
@@ -113,7 +120,7 @@ export async function runAblations(
         errorOnExist: false,
       });
     }
-    const config = parseRunConfig(ablation.apply({ ...base, runsDir: root, runId: ablation.name }));
+    const config = configs[index]!;
     runOptions.onLog?.(`\n== ablation ${ablation.name}: ${ablation.change}`);
     const started = performance.now();
     const result = await trainRun(config, runOptions);

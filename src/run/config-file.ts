@@ -4,6 +4,16 @@ import { parse as parseYaml } from 'yaml';
 import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
 import { decodeUtf8Text } from '../core/text-data';
 
+const isMapping = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A `key.path=value` setting: the path's keys, the value, the argument as given. */
+export interface ConfigOverride {
+  path: string[];
+  value: unknown;
+  text: string;
+}
+
 /** A YAML or JSON configuration file as data (a mapping), not yet validated. */
 export async function readConfigFile(path: string): Promise<Record<string, unknown>> {
   const ext = extname(path).toLowerCase();
@@ -66,4 +76,78 @@ export async function readConfigFile(path: string): Promise<Record<string, unkno
       issues: [{ field: `${path}: (root)`, message: 'expected a mapping of settings (key: value)' }],
     });
   return data as Record<string, unknown>;
+}
+
+const OVERRIDE = /^([A-Za-z_][\w-]*(?:\.[\w-]+)*)=([\s\S]*)$/;
+
+/**
+ * `key.path=value` arguments (as Hydra's and verl's users write them), the value read as a YAML
+ * scalar or flow value (`4`, `1e-3`, `true`, `null`, `[a, b]`, `{kind: gspo}`); `key=` is the empty
+ * string. An argument that is not one is refused, by name.
+ */
+export function parseOverrides(args: readonly string[]): ConfigOverride[] {
+  return args.map((text) => {
+    const match = OVERRIDE.exec(text);
+    if (!match)
+      throw new InvalidArgumentError({
+        argument: text,
+        message: `unexpected argument; settings after the options are key.path=value (e.g. searcher.rl.nAgent=4)`,
+      });
+    const raw = match[2]!;
+    let value: unknown;
+    try {
+      value = raw === '' ? '' : parseYaml(raw);
+    } catch (error) {
+      throw new InvalidArgumentError({
+        argument: match[1]!,
+        message: `the value of '${text}' is not a YAML value: ${(error as Error).message}`,
+        cause: error,
+      });
+    }
+    const path = match[1]!.split('.');
+    // A key that reaches an object's prototype would change every object, not a setting.
+    if (path.some((key) => key === '__proto__' || key === 'constructor' || key === 'prototype'))
+      throw new InvalidArgumentError({ argument: match[1]!, message: 'is not a setting' });
+    return { path, value, text };
+  });
+}
+
+/**
+ * The config file's mapping with the overrides applied in order (a missing section is created; a
+ * numeric segment indexes a list). Unknown paths are left to the schema, which names them.
+ */
+export function applyOverrides(
+  config: Record<string, unknown>,
+  overrides: readonly ConfigOverride[],
+): Record<string, unknown> {
+  const root = structuredClone(config);
+  for (const { path, value, text } of overrides) {
+    let node: unknown = root;
+    for (const [i, key] of path.entries()) {
+      const last = i === path.length - 1;
+      const container = node as Record<string, unknown> | unknown[];
+      if (Array.isArray(container)) {
+        const index = Number(key);
+        if (!(Number.isInteger(index) && index >= 0 && index <= container.length))
+          throw new InvalidArgumentError({
+            argument: path.slice(0, i + 1).join('.'),
+            message: `'${text}': '${path.slice(0, i).join('.')}' is a list of ${container.length}; give an index from 0 to ${container.length}`,
+          });
+        if (last) container[index] = value;
+        else node = container[index] ??= {};
+      } else if (isMapping(container)) {
+        if (last) container[key] = value;
+        else {
+          const next = container[key];
+          if (next !== undefined && next !== null && typeof next !== 'object')
+            throw new InvalidArgumentError({
+              argument: path.slice(0, i + 1).join('.'),
+              message: `'${text}': '${path.slice(0, i + 1).join('.')}' is a value (${JSON.stringify(next)}), not a section`,
+            });
+          node = next ?? (container[key] = {});
+        }
+      }
+    }
+  }
+  return root;
 }

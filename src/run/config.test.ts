@@ -170,3 +170,45 @@ describe('progress', () => {
     expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(170);
   });
 });
+
+describe('run configuration: a partial searcher block (issue 24, item 18)', () => {
+  it("merges with the kind's defaults that train --help lists, at every depth, for both kinds of run", () => {
+    const slide = parseRunConfig({}).searcher;
+    const dataset = { dataset: { path: 'q.jsonl' } };
+    const ownData = parseRunConfig(dataset).searcher;
+    // The issue's example, then a partial block at each depth of each section.
+    const cases: Array<[unknown, (s: typeof slide) => void]> = [
+      [{ searcher: { rl: { nAgent: 4 } } }, (s) => expect(s.rl.nAgent).toBe(4)],
+      [{ searcher: {} }, () => undefined],
+      [{ searcher: { episode: {} } }, () => undefined],
+      [{ searcher: { episode: { maxTurns: 3 } } }, (s) => expect(s.episode.maxTurns).toBe(3)],
+      [{ searcher: { rl: { loss: { clipLow: 0.1 } } } }, (s) => expect(s.rl.loss.clipLow).toBe(0.1)],
+      [{ searcher: { reward: { weights: 'focused' } } }, (s) => expect(s.reward.weights).toBe('focused')],
+      [
+        { searcher: { adapters: { judge: { type: 'rule' } } } },
+        (s) => expect(s.adapters.judge?.type).toBe('rule'),
+      ],
+    ];
+    for (const [input, changed] of cases) {
+      for (const [kind, base, extra] of [
+        ['slides', slide, {}],
+        ['dataset', ownData, dataset],
+      ] as const) {
+        const parsed = parseRunConfig({ ...extra, ...(input as object) }).searcher;
+        changed(parsed);
+        const label = `${kind} ${JSON.stringify(input)}`;
+        // Every default the block does not set is the kind's own, not the core's (maxTurns 7, maxTurnTokens 256, ...).
+        const { maxTurns, ...episode } = base.episode;
+        expect(parsed.episode, label).toMatchObject(
+          (input as { searcher: { episode?: { maxTurns?: number } } }).searcher.episode?.maxTurns
+            ? episode
+            : base.episode,
+        );
+        if ((input as { searcher: { rl?: { nAgent?: number } } }).searcher.rl?.nAgent === undefined)
+          expect(parsed.rl.nAgent, label).toBe(base.rl.nAgent);
+        expect(parsed.episode.maxTurnTokens, label).toBe(48);
+        expect(maxTurns).toBe(4);
+      }
+    }
+  });
+});

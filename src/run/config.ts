@@ -10,7 +10,7 @@ import { SFT_RUN } from './checkpoints';
 import { trainerSettingsSchema } from './trainer';
 import { issueFields, positiveInt } from '../provider-utils/settings';
 import type { TfjsPolicySettings } from '../adapters/tfjs/settings';
-import { readConfigFile } from './config-file';
+import { applyOverrides, parseOverrides, readConfigFile } from './config-file';
 
 const unit = () => z.number().min(0).max(1);
 
@@ -243,7 +243,7 @@ export const runConfigObjectSchema = z
       // gets SEARCHER_DEFAULTS.dataset (withKindDefaults fills the section before this applies).
       .prefault(SEARCHER_DEFAULTS.slides)
       .describe(
-        'Without this section, a slide run uses the defaults shown; a run on your own data uses maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4.',
+        "Without this section, a slide run uses the defaults shown; a run on your own data uses instructions null (the protocol's, about 480 tokens: set '' for a small policy of your own), maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4. A partial section keeps these for the fields it does not set.",
       ),
     evaluation: z
       .object({
@@ -388,7 +388,31 @@ export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
   return parsed.data;
 }
 
-/** Reads a run configuration from YAML (`.yaml`, `.yml`) or JSON (`.json`); fields are validated by name. */
-export async function loadRunConfig(path: string): Promise<RunConfig> {
-  return parseRunConfig(await readConfigFile(path), path);
+/**
+ * Reads a run configuration from YAML (`.yaml`, `.yml`) or JSON (`.json`), or none (`null`: the
+ * defaults), then applies `overrides` in order: `key.path=value` settings as Hydra's and verl's
+ * users write them, values read as YAML. Fields are validated by name; a problem a setting caused
+ * says which argument it came from.
+ */
+export async function loadRunConfig(
+  path: string | null,
+  options: { overrides?: readonly string[] } = {},
+): Promise<RunConfig> {
+  const overrides = parseOverrides(options.overrides ?? []);
+  const raw = path === null ? {} : await readConfigFile(path);
+  try {
+    return parseRunConfig(applyOverrides(raw, overrides), path ?? 'config');
+  } catch (error) {
+    if (!ConfigValidationError.isInstance(error) || overrides.length === 0) throw error;
+    throw new ConfigValidationError({
+      issues: error.issues.map((issue) => {
+        const field = issue.field.slice(issue.field.indexOf(': ') + 2);
+        const from = overrides.find((o) => {
+          const set = o.path.join('.');
+          return field === set || field.startsWith(`${set}.`) || set.startsWith(`${field}.`);
+        });
+        return from ? { ...issue, message: `${issue.message} (from the argument '${from.text}')` } : issue;
+      }),
+    });
+  }
 }

@@ -1,20 +1,16 @@
-import { loadWithOptionalPackages, type OptionalPackage } from '../provider-utils/optional-package';
+import { requireOptionalPackages } from '../provider-utils/optional-package';
 import type { RunConfig } from './config';
+import { readRunFolderConfig } from './folder';
+import { runPackages } from './packages';
 import type { RunOptions } from './progress';
 import type { EvalSummary } from './evaluate';
 import type { TrainRunResult } from './run';
 
 // The run's entry points for the root export. They load the run's modules (the slide environment,
-// TensorFlow.js, sharp, SQLite) when called, so importing `searcher-rl` loads no vendor SDK; a
-// missing package is a MissingDependencyError that says what to install.
-
-/** What the run's modules import (the run's own policy loads TensorFlow.js through the container, with its own error). */
-const RUN_PACKAGES: readonly OptionalPackage[] = [
-  { name: 'sharp', install: 'npm install sharp@^0.34' },
-  { name: 'libsql', install: 'npm install libsql@^0.5' },
-];
-
-const loadRun = () => loadWithOptionalPackages('searcher-rl', RUN_PACKAGES, () => import('./run'));
+// TensorFlow.js, sharp, SQLite) when called, so importing `searcher-rl` loads no vendor SDK. First
+// they check every optional package the run will load (the run library's, its policy's, its
+// adapters'): the missing ones are named together in one MissingDependencyError with one install
+// line, before anything is loaded or written.
 
 /**
  * The main job: the offline slide environment, or your own questions (`config.dataset`); the warm
@@ -23,7 +19,8 @@ const loadRun = () => loadWithOptionalPackages('searcher-rl', RUN_PACKAGES, () =
  * on the same `runId` continues it. `searcher-rl train` calls exactly this.
  */
 export async function trainRun(config: RunConfig, options: RunOptions = {}): Promise<TrainRunResult> {
-  return (await loadRun()).trainRun(config, options);
+  await requireOptionalPackages('searcher-rl train', runPackages(config));
+  return (await import('./run')).trainRun(config, options);
 }
 
 /** Evaluates a run folder's latest checkpoint on a split (slide runs) or its evaluation questions; `searcher-rl eval` calls exactly this. */
@@ -32,5 +29,6 @@ export async function evalRun(
   overrides: { split?: 'train' | 'validation' | 'test'; limit?: number | null } = {},
   options: RunOptions = {},
 ): Promise<EvalSummary & { checkpoint: string }> {
-  return (await loadRun()).evalRun(runDir, overrides, options);
+  await requireOptionalPackages('searcher-rl eval', runPackages(await readRunFolderConfig(runDir)));
+  return (await import('./run')).evalRun(runDir, overrides, options);
 }

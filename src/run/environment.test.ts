@@ -20,6 +20,8 @@ describe('the slide environment of a run', () => {
       runId: 'demos',
       corpus: { decks: 3, minSlides: 5, maxSlides: 5, cacheDir: join(root, 'corpus') },
       policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm' },
+      // The episode's window within the policy's 192 tokens (a run refuses a larger one before it starts).
+      searcher: { episode: { maxContextTokens: 192 } },
     });
     const session = await openRun(config, { kind: 'fresh' });
     try {

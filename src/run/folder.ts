@@ -76,21 +76,25 @@ export async function readRunFolderConfig(runDir: string): Promise<RunConfig> {
   return parseRunConfig(raw, path);
 }
 
+/** A run folder about to be opened: its id and path, and whether it exists already. */
+export interface PlannedRunFolder {
+  runId: string;
+  runDir: string;
+  exists: boolean;
+}
+
 /**
- * Creates (or continues) the run folder of `config` and writes its `config.json`. Continuing a
- * folder needs the same environment, policy, warm start and seed as before; how sessions share
- * forwards and which engines run rollouts and gradients change the model's numbers in their last
- * bits only, so a folder may continue with another setting of those. `config.json` holds no
- * credential: `apiKey` fields are left out (a run continued from the folder reads its keys from
- * the environment) and credential headers are `[redacted]`.
+ * The run folder of `config` (a new one with a timestamped id when `runId` is unset), checked but
+ * not written: continuing a folder needs the same environment, policy, warm start and seed as
+ * before; how sessions share forwards and which engines run rollouts and gradients change the
+ * model's numbers in their last bits only, so a folder may continue with another setting of those.
+ * Credentials take no part in the comparison (`config.json` holds none).
  */
-export async function openRunFolder(given: RunConfig): Promise<{ runId: string; runDir: string }> {
+export async function planRunFolder(given: RunConfig): Promise<PlannedRunFolder> {
   const config = withoutSecretFields(given);
   const runId = config.runId ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const runDir = join(config.runsDir, runId);
-  await mkdir(runDir, { recursive: true });
-  const configPath = join(runDir, RUN_FILES.config);
-  const previous = await readJsonFile<RunConfig>(configPath);
+  const previous = await readJsonFile<RunConfig>(join(runDir, RUN_FILES.config));
   if (previous) {
     const part = (c: RunConfig, key: (typeof KEPT)[number]) =>
       JSON.stringify(
@@ -107,8 +111,24 @@ export async function openRunFolder(given: RunConfig): Promise<{ runId: string; 
       }
     }
   }
-  await writeJsonAtomic(configPath, config);
-  return { runId, runDir };
+  return { runId, runDir, exists: previous !== null };
+}
+
+/**
+ * Creates the planned folder (or continues it) and writes its `config.json`: once every check has
+ * passed. `config.json` holds no credential: `apiKey` fields are left out (a run continued from the
+ * folder reads its keys from the environment) and credential headers are `[redacted]`.
+ */
+export async function commitRunFolder(config: RunConfig, folder: PlannedRunFolder): Promise<void> {
+  await mkdir(folder.runDir, { recursive: true });
+  await writeJsonAtomic(join(folder.runDir, RUN_FILES.config), withoutSecretFields(config));
+}
+
+/** Creates (or continues) the run folder of `config` and writes its `config.json` (planRunFolder, then commitRunFolder). */
+export async function openRunFolder(config: RunConfig): Promise<{ runId: string; runDir: string }> {
+  const folder = await planRunFolder(config);
+  await commitRunFolder(config, folder);
+  return { runId: folder.runId, runDir: folder.runDir };
 }
 
 const KEPT = ['dataset', 'corpus', 'policy', 'sft', 'seed'] as const;

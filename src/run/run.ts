@@ -5,9 +5,11 @@ import {
   createSearcherContainer,
   resolvePorts,
   resolveSearcher,
+  TOKENS,
   type SearcherContainer,
 } from '../container';
 import { InvalidArgumentError } from '../core/errors';
+import { episodeContextTokens } from '../core/episode/config';
 import { eventRecord } from '../core/events';
 import { createRandom, RANDOM_STREAMS } from '../core/random';
 import { runSft, sftExamples } from '../core/rl/policy-update';
@@ -23,11 +25,14 @@ import {
 } from './checkpoints';
 import { resolveRollouts, runPolicySettings, type RunConfig } from './config';
 import { prepareEnvironment, type RunEnvironment } from './environment';
+import { checkPromptsFit } from './fit';
 import {
+  commitRunFolder,
   existingRunFolder,
   EVAL_AFTER,
   EVAL_BEFORE,
-  openRunFolder,
+  planRunFolder,
+  type PlannedRunFolder,
   readJsonFile,
   readRunFolderConfig,
   RUN_FILES,
@@ -146,16 +151,19 @@ export function runAdapters(
 /**
  * Opens a run folder with its environment and ports: the environment's adapters for the ports
  * `searcher.adapters` leaves unset, the run's own tfjs policy (or the one `searcher.adapters.policy`
- * names), the run folder as the store; all built by the composition root.
+ * names), the run folder as the store; all built by the composition root. Everything is checked
+ * before the folder is written (a new or planned folder gets its `config.json` last): the data,
+ * the checkpoint to start from, and that the prompts fit the policy's context (checkPromptsFit).
  */
 export async function openRun(
   config: RunConfig,
   start: RunPolicyStart,
   options: RunOptions = {},
-  folder?: { runId: string; runDir: string },
+  folder?: { runId: string; runDir: string } | PlannedRunFolder,
 ): Promise<RunSession> {
   options = redactedRunOptions(options);
-  const { runId, runDir } = folder ?? (await openRunFolder(config));
+  const planned = folder === undefined ? await planRunFolder(config) : 'exists' in folder ? folder : null;
+  const { runId, runDir } = planned ?? folder!;
   const env = await prepareEnvironment(config, options);
   const store = runStore(runDir);
   let checkpoint: { from: string; checkpoint: PolicyCheckpoint } | null = null;
@@ -181,8 +189,11 @@ export async function openRun(
   const searcherConfig: SearcherConfigInput = { ...config.searcher, adapters };
   const container = createSearcherContainer(searcherConfig, { ports: { store } });
   try {
+    // The policy first: the prompts' fit is checked before the other ports are built (a page index written).
+    checkPromptsFit(config, env.all, await container.getAsync<PolicyBackend>(TOKENS.PolicyBackend));
     const { policy } = await resolvePorts(container);
     if (checkpoint) await policy.load(checkpoint.checkpoint);
+    if (planned) await commitRunFolder(config, planned);
     const policyFrom = config.searcher.adapters.policy
       ? `searcher.adapters.policy (${config.searcher.adapters.policy.type})`
       : (checkpoint?.from ?? 'fresh');
@@ -214,12 +225,12 @@ async function warmStart(session: RunSession, options: RunOptions): Promise<void
   if (!sft || sft.demonstrations === 0 || !env.demonstrations || config.searcher.adapters.policy) return;
   const collectStarted = performance.now();
   const ports = await resolvePorts(session.container);
-  const trajectories = await env.demonstrations(
-    sft.demonstrations,
-    policy.tokenizer,
-    ports,
-    config.searcher.episode,
-  );
+  // The oracle reports no context length: its episodes get the run policy's window, so that every
+  // demonstration fits the model it trains (a null maxContextTokens would give them 8192).
+  const trajectories = await env.demonstrations(sft.demonstrations, policy.tokenizer, ports, {
+    ...config.searcher.episode,
+    maxContextTokens: episodeContextTokens(config.searcher.episode, policy),
+  });
   const examples = sftExamples(trajectories);
   const collectSeconds = (performance.now() - collectStarted) / 1000;
   const sftStarted = performance.now();
@@ -259,7 +270,8 @@ async function warmStart(session: RunSession, options: RunOptions): Promise<void
  */
 export async function trainRun(config: RunConfig, given: RunOptions = {}): Promise<TrainRunResult> {
   const options = redactedRunOptions(given);
-  const folder = await openRunFolder(config);
+  // Nothing is written until the config, the data and the prompts' fit are checked (openRun commits the folder).
+  const folder = await planRunFolder(config);
   const store = runStore(folder.runDir);
   // A continued run starts from its warm start (the policy then trains phase by phase from there; each phase resumes from its own checkpoints).
   const warm = await readLatestCheckpoint(store, SFT_RUN);

@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createJsonlStore } from '../../adapters/store/jsonl/index';
 import {
@@ -14,25 +14,24 @@ import { DEFAULT_CURATION_SETTINGS } from '../../core/curation/settings';
 import { verificationCandidates, VERIFICATION_LABELS, type Verdict } from '../../core/curation/verification';
 import { verifyCandidates } from '../../core/curation/verify';
 import { InvalidArgumentError } from '../../core/errors';
+import { requireOptionalPackages } from '../../provider-utils/optional-package';
+import { readRunFolderConfig } from '../folder';
+import { curationPackages } from '../packages';
 import { curationGateway, goldenEvidenceFrom, loadEpisodes, runSetting, type RunSetting } from './data';
 import type { RunOptions } from '../progress';
-import { distillRun, numberOf, type CurationValues } from './distill';
+import { distillRun } from './distill';
+import { jsonFile, textFile, writeCurationFiles } from './files';
+import {
+  checkCurationCommand,
+  CURATION_COMMANDS,
+  numberOf,
+  type CurationCommand,
+  type CurationValues,
+} from './options';
 
-export type { CurationValues } from './distill';
+export { CURATION_COMMANDS, type CurationCommand, type CurationValues };
 
 const D = DEFAULT_CURATION_SETTINGS;
-
-/** The curation commands (docs/method.md#data-centric-rl). */
-export const CURATION_COMMANDS = [
-  'buckets',
-  'verify',
-  'rounds',
-  'distill',
-  'funnel',
-  'import',
-  'loop',
-] as const;
-export type CurationCommand = (typeof CURATION_COMMANDS)[number];
 
 /**
  * Runs one curation command over the run folder `runDir`, writing under `runDir/curation/`:
@@ -45,16 +44,16 @@ export async function runCurationCommand(
   values: CurationValues,
   options: RunOptions = {},
 ): Promise<void> {
+  // Every option and input is checked first: a mistake writes nothing (no curation/ folder).
+  const { phase1, phase2 } = await checkCurationCommand(command, runDir, values);
+  // Then every optional package the command will load (the run's Generator and Judge for verify, ...), named together.
+  await requireOptionalPackages(
+    `searcher-rl curate ${command}`,
+    curationPackages(command, await readRunFolderConfig(runDir), values),
+  );
   const context = { log: (line: string) => options.onLog?.(line) };
   const out = join(runDir, 'curation');
-  await mkdir(out, { recursive: true });
-  const write = (name: string, data: unknown) =>
-    writeFile(
-      join(out, name),
-      `${JSON.stringify(data, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v), 2)}\n`,
-    );
-  const phase1 = (values.phase1 as string | undefined) ?? 'phase1';
-  const phase2 = (values.phase2 as string | undefined) ?? (values.phase as string | undefined) ?? 'phase2';
+  const write = (name: string, data: unknown) => writeCurationFiles(out, [jsonFile(name, data)]);
   const thresholds = {
     bucketLow: numberOf(values, 'low', D.bucketLow),
     bucketHigh: numberOf(values, 'high', D.bucketHigh),
@@ -152,22 +151,32 @@ export async function runCurationCommand(
       return;
     }
     case 'import': {
-      if (!values.db)
-        throw new InvalidArgumentError({
-          argument: '--db',
-          message: 'import needs --db FILE (an SQLite database)',
-        });
+      const db = values.db as string;
       const { createSqliteStore, importJsonlRuns } = await import('../../adapters/store/sqlite/index');
-      const store = createSqliteStore({ path: values.db as string });
+      await refuseForeignDatabase(db);
+      // A fresh database renamed over the old one: importing again gives the same tables, never twice the records.
+      const temp = `${db}.${process.pid}.importing`;
+      await removeDatabase(temp);
       try {
-        const copied = await importJsonlRuns(runDir, store);
+        const store = createSqliteStore({ path: temp });
+        let copied: Record<string, number>;
+        try {
+          copied = await importJsonlRuns(runDir, store);
+        } finally {
+          await store.close();
+        }
+        // The database with its WAL (the store's connection may leave it until the process exits), main file last.
+        await removeDatabase(db);
+        for (const suffix of ['-wal', '-shm', ''])
+          if (await stat(`${temp}${suffix}`).catch(() => null))
+            await rename(`${temp}${suffix}`, `${db}${suffix}`);
         context.log(
           `imported ${Object.entries(copied)
             .map(([run, n]) => `${run} ${n}`)
-            .join(', ')} records into ${values.db as string}`,
+            .join(', ')} records into ${db}`,
         );
       } finally {
-        await store.close();
+        await removeDatabase(temp);
       }
       return;
     }
@@ -176,12 +185,38 @@ export async function runCurationCommand(
       await closedLoop(runDir, phase2, values, options);
       return;
     }
-    default:
-      throw new InvalidArgumentError({
-        argument: 'curate',
-        message: `unknown command '${command}'; see searcher-rl curate --help`,
-      });
   }
+}
+
+/** A database file and its WAL and shared-memory files. */
+async function removeDatabase(path: string): Promise<void> {
+  for (const suffix of ['', '-wal', '-shm']) await rm(`${path}${suffix}`, { force: true });
+}
+
+/** `import --db` replaces the file: one that is not a searcher-rl store (a page index, anything else) is refused. */
+async function refuseForeignDatabase(db: string): Promise<void> {
+  if ((await stat(db).catch(() => null)) === null) return;
+  const { openSqlite } = await import('../../provider-utils/sqlite');
+  let isStore = false;
+  try {
+    // Not a `mode=ro` connection: that cannot open a WAL database whose -shm file is gone (a closed store's).
+    const connection = openSqlite({ file: db });
+    try {
+      isStore =
+        connection
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('records', 'runs')")
+          .all().length === 2;
+    } finally {
+      connection.close();
+    }
+  } catch {
+    isStore = false;
+  }
+  if (!isStore)
+    throw new InvalidArgumentError({
+      argument: '--db',
+      message: `'${db}' exists and is not a searcher-rl store that import wrote; import replaces the file, so give a new path`,
+    });
 }
 
 export function summariseVerdicts(verdicts: readonly Verdict[]) {
@@ -214,23 +249,39 @@ export async function verifyRun(
   const golden = await goldenEvidenceFrom(setting.dbPath);
   try {
     const verdicts = await verifyCandidates(gateway, candidates, { goldenEvidence: golden.lookup });
-    // Verdicts are logged too (the SQLite store derives its verdicts table from these events).
-    if (verdicts.length > 0)
-      await createJsonlStore({ dir: runDir }).doAppend(
-        verdicts.map((v) => ({
-          kind: 'event' as const,
-          runId: 'curation',
-          step: 0,
-          promptUid: v.promptUid,
-          sampleId: v.sampleId,
-          time: Date.now(),
-          data: { type: 'verdict', ...v },
-        })),
-      );
+    await replaceVerdictEvents(runDir, verdicts);
     return verdicts;
   } finally {
     golden.close();
     await close();
+  }
+}
+
+/**
+ * Verdicts are logged too (the SQLite store derives its verdicts table from these events), as the
+ * store run `curation`: its event log is replaced as a whole, so verifying again gives the latest
+ * verdicts once, not every verification's appended.
+ */
+async function replaceVerdictEvents(runDir: string, verdicts: readonly Verdict[]): Promise<void> {
+  const staging = await mkdtemp(join(runDir, '.verdicts-'));
+  try {
+    await createJsonlStore({ dir: staging }).doAppend(
+      verdicts.map((v) => ({
+        kind: 'event' as const,
+        runId: 'curation',
+        step: 0,
+        promptUid: v.promptUid,
+        sampleId: v.sampleId,
+        time: Date.now(),
+        data: { type: 'verdict', ...v },
+      })),
+    );
+    await mkdir(join(runDir, 'curation'), { recursive: true });
+    const log = join(runDir, 'curation', 'event.jsonl');
+    if (verdicts.length > 0) await rename(join(staging, 'curation', 'event.jsonl'), log);
+    else await rm(log, { force: true });
+  } finally {
+    await rm(staging, { recursive: true, force: true });
   }
 }
 
@@ -239,21 +290,23 @@ async function writeRound(out: string, round: FocusedRound, setting: RunSetting)
     setting.prompts.has(uid) ? [setting.prompts.get(uid)!] : [],
   );
   const { writeRlDataset } = await import('../../adapters/store/parquet/index');
-  await writeRlDataset(join(out, `${round.name}.parquet`), prompts, { split: 'train' });
-  await writeFile(
-    join(out, `${round.name}.jsonl`),
-    prompts
-      .map((p) =>
-        JSON.stringify({
-          uid: p.uid,
-          question: p.question,
-          reference: p.reference,
-          golden: p.goldenBasenames,
-        }),
-      )
-      .join('\n') + (prompts.length ? '\n' : ''),
-  );
-  await writeFile(join(out, `${round.name}.json`), `${JSON.stringify(round, null, 2)}\n`);
+  await writeCurationFiles(out, [
+    { name: `${round.name}.parquet`, write: (path) => writeRlDataset(path, prompts, { split: 'train' }) },
+    textFile(
+      `${round.name}.jsonl`,
+      prompts
+        .map((p) =>
+          JSON.stringify({
+            uid: p.uid,
+            question: p.question,
+            reference: p.reference,
+            golden: p.goldenBasenames,
+          }),
+        )
+        .join('\n') + (prompts.length ? '\n' : ''),
+    ),
+    jsonFile(`${round.name}.json`, round),
+  ]);
 }
 
 export async function funnelReport(

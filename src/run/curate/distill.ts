@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { selectRareSuccesses, sftRowFromTrajectory, type SftRow } from '../../core/curation/distill';
 import { promptStats } from '../../core/curation/episodes';
@@ -8,22 +8,12 @@ import { InvalidArgumentError } from '../../core/errors';
 import { SEARCHER_INSTRUCTIONS } from '../../core/episode/prompt';
 import type { RunOptions } from '../progress';
 import { curationGateway, loadEpisodes, runSetting, trajectoryOf } from './data';
+import { textFile, writeCurationFiles } from './files';
+import { numberOf, type CurationValues } from './options';
+
+export type { CurationValues } from './options';
 
 const D = DEFAULT_CURATION_SETTINGS;
-
-/** The options of the curation commands, by their CLI names (`searcher-rl curate --help`); numbers may be given as strings. */
-export type CurationValues = Record<string, string | boolean | undefined>;
-export const numberOf = (values: CurationValues, name: string, fallback: number) => {
-  const raw = values[name];
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n))
-    throw new InvalidArgumentError({
-      argument: `--${name}`,
-      message: `must be a number, got '${String(raw)}'`,
-    });
-  return n;
-};
 
 /**
  * Rare-success distillation over a store run of a run folder (docs/method.md#rare-success-distillation):
@@ -72,13 +62,11 @@ export async function distillRun(
       await close();
     }
   }
-  const out = join(runDir, 'curation');
   const { writeSftDataset } = await import('../../adapters/store/parquet/index');
-  await writeSftDataset(join(out, 'sft.parquet'), rows);
-  await writeFile(
-    join(out, 'sft.jsonl'),
-    rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''),
-  );
+  await writeCurationFiles(join(runDir, 'curation'), [
+    { name: 'sft.parquet', write: (path) => writeSftDataset(path, rows) },
+    textFile('sft.jsonl', rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '')),
+  ]);
   return {
     rows,
     selected: selection.selected,

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assignBuckets } from '../../core/curation/buckets';
 import { promptStats } from '../../core/curation/episodes';
@@ -8,12 +8,13 @@ import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import { runSft, sftExamples } from '../../core/rl/policy-update';
 import { SFT_RUN, writePolicyCheckpoint } from '../checkpoints';
-import { existingRunFolder, readRunFolderConfig } from '../folder';
+import { clearStoreRun, existingRunFolder, readRunFolderConfig } from '../folder';
 import type { RunOptions } from '../progress';
 import { openRun, resetPolicyOptimizer } from '../run';
 import { createTrainer } from '../trainer';
 import { distillRun, type CurationValues } from './distill';
 import { loadEpisodes, trajectoryOf } from './data';
+import { jsonFile, writeCurationFiles } from './files';
 
 /**
  * The closed loop on the offline environment (docs/method.md#rare-success-distillation): distill
@@ -64,6 +65,8 @@ export async function closedLoop(
       { epochs, batchSize: Math.min(sftSettings.batchSize, examples.length) },
       { random: createRandom(config.seed, RANDOM_STREAMS.sftOrder) },
     );
+    // The loop run again replaces its store runs (the store is append-only): one checkpoint, one round.
+    await clearStoreRun(runDir, 'sft-distilled');
     await writePolicyCheckpoint(store, 'sft-distilled', 0, await policy.save(), {
       from,
       examples: examples.length,
@@ -85,6 +88,7 @@ export async function closedLoop(
       `focused round 1: ${prompts.length} prompts, n_agent ${round.budget.nAgent}, max_turns ${round.budget.maxTurns}`,
     );
     if (steps === 0 || prompts.length === 0) return;
+    await clearStoreRun(runDir, 'focused-round1');
     const phaseConfig = config.phases.at(-1)!;
     resetPolicyOptimizer(policy, { learningRate: phaseConfig.learningRate, warmupSteps: 0 });
     const searcher = await session.searcher({
@@ -112,10 +116,14 @@ export async function closedLoop(
           `focused-round1 step ${m.step}: reward ${m.rewardMean?.toFixed(3) ?? 'missing'}, success ${m.successRate === null ? '-' : (m.successRate * 100).toFixed(1)}%`,
         ),
     });
-    await writeFile(
-      join(runDir, 'curation', 'loop.json'),
-      `${JSON.stringify({ distilled: distilled.counts, sft: { examples: examples.length, epochLoss: sft.epochLoss, from }, round1: { prompts: prompts.length, budget: round.budget }, steps: result.steps }, null, 2)}\n`,
-    );
+    await writeCurationFiles(join(runDir, 'curation'), [
+      jsonFile('loop.json', {
+        distilled: distilled.counts,
+        sft: { examples: examples.length, epochLoss: sft.epochLoss, from },
+        round1: { prompts: prompts.length, budget: round.budget },
+        steps: result.steps,
+      }),
+    ]);
   } finally {
     await session.close();
   }
