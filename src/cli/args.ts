@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigValidationError, InvalidArgumentError, SearcherError } from '../index';
+import { redactSecrets } from '../provider-utils/index';
 
 /**
  * The CLI's exit codes, as POSIX tools and argparse use them: 2 for every usage error (the command
@@ -114,5 +115,6 @@ export function describeFailure(error: unknown): string[] {
     const text = cause instanceof Error ? cause.message : String(cause);
     if (!message.includes(text)) lines.push(`  caused by: ${text}`);
   }
-  return lines;
+  // A SearcherError's message is redacted already; a raw error's (a vendor SDK's, Node's) and the causes may quote a key.
+  return lines.map((line) => redactSecrets(line, []));
 }

@@ -87,7 +87,8 @@ ${describeConfigFields(runConfigSchema.out).join('\n')}
   --workers N          worker processes behind the one port (node:cluster), default 1
   --max-sessions N     concurrent sessions across all workers (CAPACITY_REACHED beyond), default 64
   --idle-timeout-ms N  end a session silent this long, default 600000 (0: never)
-  --token T            require Authorization: Bearer T (or SEARCHER_RL_TOKEN)
+  --token T            require the token T (or SEARCHER_RL_TOKEN): Authorization: Bearer T, or Basic
+                       credentials with T as password (ws://user:T@host:port for OpenEnv's clients)
   --drain-ms N         on SIGTERM, how long running episodes may take to finish, default 30000
 `,
   ablate: () => `searcher-rl ablate [-c|--config FILE] [--only NAME,NAME] [key.path=value ...]
