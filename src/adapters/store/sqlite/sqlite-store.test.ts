@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -167,6 +167,19 @@ describe('SQLite store', () => {
     expect(reader.successRatePerPrompt('run-b')).toHaveLength(2);
     await reader.close();
     await writer.close();
+  });
+
+  it('a closed store is its database file alone: a copy of that one file holds every record', async () => {
+    const path = join(dir, 'c.db');
+    const writer = createSqliteStore({ path });
+    await writer.doAppend(records('run-c'));
+    await writer.close();
+    const copy = join(dir, 'c-copy.db');
+    await copyFile(path, copy);
+    const reader = createSqliteStore({ path: copy });
+    expect(await reader.doQuery({ kind: 'trajectory', runId: 'run-c' })).toHaveLength(3);
+    expect(reader.sql('SELECT count(*) AS n FROM runs')).toEqual([{ n: 1 }]);
+    await reader.close();
   });
 
   it('writes a batch in one transaction: a record that fails writes none of the batch', async () => {

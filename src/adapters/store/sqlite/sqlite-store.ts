@@ -399,7 +399,12 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
     },
     async close() {
       reader.close();
-      if (db.open) db.close();
+      // Everything into the database file itself, and the WAL emptied: a closed store is one file
+      // that can be copied or moved alone (libsql's close leaves the -wal file in place).
+      if (db.open) {
+        db.pragma('wal_checkpoint(TRUNCATE)');
+        db.close();
+      }
     },
   };
 }
