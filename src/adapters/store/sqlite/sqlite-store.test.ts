@@ -170,14 +170,14 @@ describe('SQLite store', () => {
   });
 
   it('a closed store is its database file alone: a copy of that one file holds every record', async () => {
-    const path = join(dir, 'c.db');
+    const path = join(dir, 'closed.db');
     const writer = createSqliteStore({ path });
-    await writer.doAppend(records('run-c'));
+    await writer.doAppend(records('run-closed'));
     await writer.close();
-    const copy = join(dir, 'c-copy.db');
+    const copy = join(dir, 'closed-copy.db');
     await copyFile(path, copy);
     const reader = createSqliteStore({ path: copy });
-    expect(await reader.doQuery({ kind: 'trajectory', runId: 'run-c' })).toHaveLength(3);
+    expect(await reader.doQuery({ kind: 'trajectory', runId: 'run-closed' })).toHaveLength(3);
     expect(reader.sql('SELECT count(*) AS n FROM runs')).toEqual([{ n: 1 }]);
     await reader.close();
   });
