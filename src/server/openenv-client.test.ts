@@ -66,5 +66,6 @@ describe.runIf(hasOpenEnv)("OpenEnv's own GenericEnvClient (openenv-core)", () =
     } finally {
       await server.close();
     }
-  });
+    // The full openenv-core (gradio, pandas, openai) takes 10-25 s to import on a loaded 2-core machine, once per client process.
+  }, 180_000);
 });
