@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../../core/errors';
 import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import type { LogProbBatch, LossFunction, PolicyBackend, UpdateOptions } from '../../ports/policy-backend';
@@ -5,6 +6,7 @@ import type { Tokenizer } from '../../ports/types';
 import { AdamW, type AdamWSettings } from './adamw';
 import { selectTfjsBackend, type BackendModuleLoader, type TfjsBackendName } from './backends';
 import { createCheckpoints } from './checkpoint';
+import type { PretrainedModel } from './hf/pretrained';
 import { cacheShapeOf, createDecoder } from './decoder';
 import { selectEngines } from './engine-selection';
 import type { RolloutEngine, TrainingEngine } from './engines';
@@ -18,6 +20,8 @@ export interface TfjsPolicy extends PolicyBackend {
   /** The backend in use (`tensorflow-gpu`, `tensorflow`, `wasm` or `cpu`) and those passed over. */
   readonly backend: { name: TfjsBackendName; skipped: Array<{ name: TfjsBackendName; reason: string }> };
   readonly modelConfig: TransformerConfig;
+  /** The protocol tags added as tokens to the tokenizer of an `initFrom` folder (none otherwise). */
+  readonly addedTags: readonly string[];
   readonly parameterCount: number;
   /** Optimizer steps taken (skipped steps not counted). */
   readonly optimizerStep: number;
@@ -45,6 +49,26 @@ export interface CreateTfjsPolicyOptions {
   loadOnnxRuntime?: () => Promise<unknown>;
 }
 
+/** An `initFrom` folder, refused with a tokenizer or model settings of its own (the folder sets both). */
+async function readPretrained(
+  dir: string,
+  settings: TfjsPolicySettings,
+  options: CreateTfjsPolicyOptions,
+): Promise<PretrainedModel> {
+  if (options.tokenizer)
+    throw new InvalidArgumentError({
+      argument: 'tokenizer',
+      message: `initFrom '${dir}' brings its own tokenizer (tokenizer.json): leave the tokenizer option out`,
+    });
+  if (settings.model !== undefined)
+    throw new InvalidArgumentError({
+      argument: 'model',
+      message: `initFrom '${dir}' sets the model (config.json): leave createTfjsPolicy's model settings out`,
+    });
+  const { readPretrainedFolder } = await import('./hf/pretrained');
+  return readPretrainedFolder(dir);
+}
+
 /**
  * A trainable causal transformer Searcher on TensorFlow.js. Rollouts are sessions whose key/value
  * caches live across turns; concurrent sessions (one per group in the streaming pipeline) decode
@@ -60,13 +84,15 @@ export async function createTfjsPolicy(
   options: CreateTfjsPolicyOptions = {},
 ): Promise<TfjsPolicy> {
   const parsed = parseTfjsPolicySettings(settings);
-  const tokenizer = options.tokenizer ?? createProtocolTokenizer();
+  const pretrained = parsed.initFrom ? await readPretrained(parsed.initFrom, settings, options) : null;
+  const tokenizer = pretrained?.tokenizer ?? options.tokenizer ?? createProtocolTokenizer();
   const selected = await selectTfjsBackend(parsed.backend, options.loadBackendModule);
   // Before any weights exist: a missing onnxruntime-node fails creation with nothing to free.
   const engines = await selectEngines(parsed, options.loadOnnxRuntime);
-  const modelConfig = transformerConfigOf(parsed.model, tokenizer.vocabSize);
+  const modelConfig = pretrained?.config ?? transformerConfigOf(parsed.model, tokenizer.vocabSize);
   // Stream 1 of the seed draws the weights; sessions sample from stream 2 (see the decoder).
   const model = new Transformer(modelConfig, createRandom(parsed.seed, RANDOM_STREAMS.modelWeights));
+  if (pretrained) model.assignWeights(pretrained.weights);
   const state: PolicyState = {
     model,
     optimizer: new AdamW(model.parameters, parsed.optimizer),
@@ -77,6 +103,7 @@ export async function createTfjsPolicy(
   const context: PolicyContext = {
     settings: parsed,
     tokenizer,
+    ...(pretrained && { tokenizerFiles: pretrained.tokenizerFiles }),
     modelConfig,
     backendTfName: selected.tfName,
     state,
@@ -104,6 +131,7 @@ export async function createTfjsPolicy(
     contextLength: modelConfig.contextLength,
     backend: { name: selected.name, skipped: selected.skipped },
     modelConfig,
+    addedTags: pretrained?.addedTags ?? [],
     get parameterCount() {
       return model.parameterCount;
     },
