@@ -149,7 +149,9 @@ describe('tampered checkpoints', () => {
     // Cut mid-value and by whole values: safetensors' offsets must cover the data exactly.
     for (const cut of [3, 4]) {
       const one = await savedCheckpoint();
-      await one.tamper({ blob: { name: 'optimizer.safetensors', change: (b) => b.subarray(0, b.length - cut) } });
+      await one.tamper({
+        blob: { name: 'optimizer.safetensors', change: (b) => b.subarray(0, b.length - cut) },
+      });
       const error = await refusal(readPolicyCheckpoint(one.store, 'run', one.key));
       expect(error.message).toContain(join(one.folder, 'policy', 'optimizer.safetensors'));
       expect(error.message).toMatch(/cut short/);
@@ -160,7 +162,10 @@ describe('tampered checkpoints', () => {
       policy.load({
         ...intact,
         blobs: { ...intact.blobs, 'model.safetensors': bytes },
-        source: { state: join(folder, 'state.json'), blobs: { 'model.safetensors': join(folder, 'policy', 'model.safetensors') } },
+        source: {
+          state: join(folder, 'state.json'),
+          blobs: { 'model.safetensors': join(folder, 'policy', 'model.safetensors') },
+        },
       }),
     );
     expect(loadError.message).toContain(join(folder, 'policy', 'model.safetensors'));

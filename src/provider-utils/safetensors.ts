@@ -93,7 +93,9 @@ export function decodeSafetensors(
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = view.getBigUint64(0, true);
   if (headerLength > BigInt(Math.min(MAX_HEADER_BYTES, bytes.byteLength - 8)))
-    throw fail(`the header claims ${headerLength} bytes, the file has ${bytes.byteLength - 8} after the length`);
+    throw fail(
+      `the header claims ${headerLength} bytes, the file has ${bytes.byteLength - 8} after the length`,
+    );
   const n = Number(headerLength);
   let header: Record<string, unknown>;
   try {
@@ -119,7 +121,9 @@ export function decodeSafetensors(
     const info = value as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     const dtype = info?.dtype as SafetensorsDtype;
     if (typeof dtype !== 'string' || !(dtype in DTYPE_BYTES))
-      throw fail(`tensor '${name}' has dtype ${JSON.stringify(info?.dtype)} (known: ${Object.keys(DTYPE_BYTES).join(', ')})`);
+      throw fail(
+        `tensor '${name}' has dtype ${JSON.stringify(info?.dtype)} (known: ${Object.keys(DTYPE_BYTES).join(', ')})`,
+      );
     const shape = info.shape;
     if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0))
       throw fail(`tensor '${name}' has shape ${JSON.stringify(shape)}`);
@@ -150,7 +154,9 @@ export function decodeSafetensors(
     tensors.set(name, { dtype, shape, bytes: data.subarray(begin, stop) });
   }
   if (end !== data.byteLength)
-    throw fail(`the tensors cover ${end} bytes of data, the file holds ${data.byteLength} (cut short or padded)`);
+    throw fail(
+      `the tensors cover ${end} bytes of data, the file holds ${data.byteLength} (cut short or padded)`,
+    );
   return { metadata, tensors };
 }
 

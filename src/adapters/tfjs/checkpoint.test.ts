@@ -7,7 +7,13 @@ const tiny = useTinyPolicies();
 const settings = { model: { layers: 1, width: 8, heads: 2, contextLength: 16 }, seed: 3 };
 const batch: LogProbBatch = { inputIds: [[3, 70, 101, 12]], positions: [[1, 2, 3]] };
 
-const withValue = (checkpoint: PolicyCheckpoint, blob: string, tensor: string, index: number, value: number) => ({
+const withValue = (
+  checkpoint: PolicyCheckpoint,
+  blob: string,
+  tensor: string,
+  index: number,
+  value: number,
+) => ({
   ...checkpoint,
   blobs: { ...checkpoint.blobs, [blob]: withTensorValue(checkpoint.blobs[blob]!, tensor, index, value) },
 });
@@ -53,7 +59,10 @@ describe('tfjs policy checkpoints', () => {
     const error = await other
       .load({
         ...withValue(saved, 'model.safetensors', 'transformer.wte.weight', 0, Number.NaN),
-        source: { state: '/runs/x/state.json', blobs: { 'model.safetensors': '/runs/x/policy/model.safetensors' } },
+        source: {
+          state: '/runs/x/state.json',
+          blobs: { 'model.safetensors': '/runs/x/policy/model.safetensors' },
+        },
       })
       .catch((e: unknown) => e);
     expect((error as Error).message).toContain('/runs/x/policy/model.safetensors');

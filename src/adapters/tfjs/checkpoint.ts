@@ -104,7 +104,10 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
     async load(checkpoint) {
       await ensureReady(context);
       // Everything is checked and decoded before anything changes: a refused checkpoint leaves the policy as it was.
-      if (!checkpoint || (checkpoint.format !== CHECKPOINT_FORMAT && checkpoint.format !== CHECKPOINT_FORMAT_V1)) {
+      if (
+        !checkpoint ||
+        (checkpoint.format !== CHECKPOINT_FORMAT && checkpoint.format !== CHECKPOINT_FORMAT_V1)
+      ) {
         throw new InvalidArgumentError({
           argument: 'checkpoint.format',
           message: `expected '${CHECKPOINT_FORMAT}' (or '${CHECKPOINT_FORMAT_V1}'), got '${String(checkpoint?.format)}'`,

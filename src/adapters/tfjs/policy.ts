@@ -12,7 +12,7 @@ import { selectEngines } from './engine-selection';
 import type { RolloutEngine, TrainingEngine } from './engines';
 import { parseTfjsPolicySettings, transformerConfigOf, type TfjsPolicySettings } from './settings';
 import type { PolicyContext, PolicyState } from './state';
-import { gradients, logProbs, resetOptimizer, update } from './training';
+import { gradients, logProbs, resetOptimizer, sequenceLogits, update } from './training';
 import { Transformer, type TransformerConfig } from './transformer';
 
 export interface TfjsPolicy extends PolicyBackend {
@@ -34,6 +34,11 @@ export interface TfjsPolicy extends PolicyBackend {
     lossFn: LossFunction,
     options?: UpdateOptions,
   ): Promise<{ value: number; gradients: Record<string, Float32Array> }>;
+  /**
+   * The logits [T][V] of one sequence (a full forward; no temperature): for comparing the model
+   * with another implementation of it (transformers' GPT2LMHeadModel on a saved checkpoint).
+   */
+  logits(inputIds: readonly number[]): Promise<Float32Array[]>;
   /** Starts a new optimizer (zero moments, step 0), optionally with other settings (e.g. after SFT). */
   resetOptimizer(settings?: Partial<AdamWSettings>): void;
   /** Frees the weights and optimizer state. */
@@ -140,6 +145,7 @@ export async function createTfjsPolicy(
     },
     begin: (promptTokenIds, callOptions) => decoder.begin(promptTokenIds, callOptions),
     logProbs: (batch, callOptions) => logProbs(context, batch, callOptions),
+    logits: (inputIds) => sequenceLogits(context, inputIds),
     update: (batch, lossFn, updateOptions) => update(context, trainingEngine, batch, lossFn, updateOptions),
     gradients: (batch, lossFn, updateOptions) =>
       gradients(context, trainingEngine, batch, lossFn, updateOptions),

@@ -106,7 +106,9 @@ export class Transformer {
     for (const p of this.parameters) {
       const v = values.get(p.name);
       if (!v || v.length !== p.variable.size)
-        throw new Error(`assignWeights: parameter '${p.name}' needs ${p.variable.size} values, got ${v?.length}`);
+        throw new Error(
+          `assignWeights: parameter '${p.name}' needs ${p.variable.size} values, got ${v?.length}`,
+        );
     }
     tf.tidy(() => {
       for (const p of this.parameters) p.variable.assign(tf.tensor(values.get(p.name)!, p.variable.shape));

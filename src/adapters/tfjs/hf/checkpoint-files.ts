@@ -110,7 +110,8 @@ function refuseValues(values: Float32Array, what: What): { index: number; text: 
   if (bad) return { index: bad.index, text: `holds ${bad.value}` };
   if (what === 'second moments') {
     const negative = values.findIndex((v) => v < 0);
-    if (negative >= 0) return { index: negative, text: `holds a negative second moment (${values[negative]})` };
+    if (negative >= 0)
+      return { index: negative, text: `holds a negative second moment (${values[negative]})` };
   }
   return null;
 }

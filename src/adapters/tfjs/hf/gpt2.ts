@@ -119,15 +119,20 @@ export function transformerConfigOfGpt2(config: unknown, source: string): Transf
       `is ${JSON.stringify(activation)}: the tfjs model computes GELU's tanh approximation (${TANH_GELU.join(', ')})`,
     );
   const epsilon = c.layer_norm_epsilon ?? 1e-5;
-  if (epsilon !== LN_EPS) throw refuse('layer_norm_epsilon', `is ${String(epsilon)}: the tfjs model uses ${LN_EPS}`);
+  if (epsilon !== LN_EPS)
+    throw refuse('layer_norm_epsilon', `is ${String(epsilon)}: the tfjs model uses ${LN_EPS}`);
   if (c.tie_word_embeddings === false)
-    throw refuse('tie_word_embeddings', 'is false: the tfjs model ties its output layer to the token embedding');
+    throw refuse(
+      'tie_word_embeddings',
+      'is false: the tfjs model ties its output layer to the token embedding',
+    );
   if (c.scale_attn_weights === false || c.scale_attn_by_inverse_layer_idx === true)
     throw refuse(
       'scale_attn_weights',
       'or scale_attn_by_inverse_layer_idx differ from GPT-2 (scores scaled by 1/sqrt(head width) only)',
     );
-  if (c.add_cross_attention === true) throw refuse('add_cross_attention', 'is true: a decoder-only model is needed');
+  if (c.add_cross_attention === true)
+    throw refuse('add_cross_attention', 'is true: a decoder-only model is needed');
   const inner = c.n_inner;
   if (inner !== undefined && inner !== null && !(Number.isSafeInteger(inner) && (inner as number) > 0))
     throw refuse('n_inner', `must be a positive integer or null, got ${JSON.stringify(inner)}`);

@@ -23,7 +23,11 @@ export interface PretrainedModel {
 const refuse = (message: string, cause?: unknown) =>
   new InvalidArgumentError({ argument: 'initFrom', message, ...(cause !== undefined && { cause }) });
 
-async function readJson(dir: string, name: string, required: boolean): Promise<Record<string, unknown> | null> {
+async function readJson(
+  dir: string,
+  name: string,
+  required: boolean,
+): Promise<Record<string, unknown> | null> {
   const path = join(dir, name);
   let text: string;
   try {
@@ -68,7 +72,9 @@ export async function readPretrainedFolder(dir: string): Promise<PretrainedModel
   const config = transformerConfigOfGpt2(rawConfig, configPath);
   const tokenizerJson = await readJson(dir, 'tokenizer.json', true);
   const tokenizerConfig = (await readJson(dir, 'tokenizer_config.json', false)) ?? {};
-  const eosFromConfig = Array.isArray(rawConfig.eos_token_id) ? rawConfig.eos_token_id[0] : rawConfig.eos_token_id;
+  const eosFromConfig = Array.isArray(rawConfig.eos_token_id)
+    ? rawConfig.eos_token_id[0]
+    : rawConfig.eos_token_id;
   const setup = await createHfTokenizer(tokenizerJson!, tokenizerConfig, {
     modelVocabSize: config.vocabSize,
     ...(Number.isInteger(eosFromConfig) && { eosTokenId: eosFromConfig as number }),
@@ -92,7 +98,8 @@ export async function readPretrainedFolder(dir: string): Promise<PretrainedModel
   const load = (parameter: string, shape: number[]) => {
     const wanted = gpt2TensorName(parameter);
     const found = find(wanted);
-    if (!found) throw refuse(`${path} has no tensor '${wanted}' (nor '${wanted.replace(/^transformer\./, '')}')`);
+    if (!found)
+      throw refuse(`${path} has no tensor '${wanted}' (nor '${wanted.replace(/^transformer\./, '')}')`);
     const [name, tensor] = found;
     if (tensor.shape.join(',') !== shape.join(','))
       throw refuse(
@@ -101,7 +108,10 @@ export async function readPretrainedFolder(dir: string): Promise<PretrainedModel
     const values = float32Of(tensor);
     if (!values) throw refuse(`${path}: tensor '${name}' is ${tensor.dtype}, not floating point`);
     const bad = firstNonFinite(values);
-    if (bad) throw refuse(`${path}: tensor '${name}' holds ${bad.value} at element ${bad.index}: weights must be finite`);
+    if (bad)
+      throw refuse(
+        `${path}: tensor '${name}' holds ${bad.value} at element ${bad.index}: weights must be finite`,
+      );
     weights.set(parameter, values);
   };
   const { width: d, mlpWidth: m, contextLength: C, vocabSize: V } = config;
@@ -124,7 +134,10 @@ export async function readPretrainedFolder(dir: string): Promise<PretrainedModel
   }
   load('finalNorm.gain', [d]);
   load('finalNorm.bias', [d]);
-  weights.set('tokenEmbedding', withTagRows(weights.get('tokenEmbedding')!, V, model.vocabSize, d, setup.addedTags));
+  weights.set(
+    'tokenEmbedding',
+    withTagRows(weights.get('tokenEmbedding')!, V, model.vocabSize, d, setup.addedTags),
+  );
   return {
     config: model,
     tokenizer: setup.tokenizer,

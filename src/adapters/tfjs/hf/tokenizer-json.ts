@@ -26,7 +26,8 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$
 
 /** GPT-2's byte-to-character table (bytes_to_unicode): printable bytes stand for themselves. */
 export function byteLevelAlphabet(): string[] {
-  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  const printable = (b: number) =>
+    (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
   const chars: string[] = [];
   let next = 0;
   for (let b = 0; b < 256; b++) chars.push(String.fromCodePoint(printable(b) ? b : 256 + next++));
@@ -54,7 +55,9 @@ export function tokenizerJsonOf(tokenizer: Tokenizer): Record<string, unknown> {
   const specials = [...PROTOCOL_TAG_STRINGS, '<eos>'];
   specials.forEach((text, i) => {
     if (tokenizer.specialTokenId(text) !== 256 + i)
-      throw new Error(`tokenizerJsonOf: '${text}' is not token ${256 + i} (not a protocol or vocabulary tokenizer)`);
+      throw new Error(
+        `tokenizerJsonOf: '${text}' is not token ${256 + i} (not a protocol or vocabulary tokenizer)`,
+      );
   });
   const words = tokenizer.vocabulary ?? [];
   const base = 256 + specials.length;
