@@ -85,6 +85,24 @@ def test_a_checkpoint_written_by_a_ts_run_loads_in_transformers(tmp_path: Path) 
     assert exported["rereadMaxDiff"] == 0
 
 
+def test_the_tokenizer_json_gives_the_ts_ids_on_random_texts(tmp_path: Path) -> None:
+    """Property over 5,000 seeded texts (unicode, tags inside words, number lists, one-byte words):
+    the released tokenizers (Rust) and transformers' AutoTokenizer give the TS tokenizer's ids."""
+    tsx("tokenizer", str(tmp_path), "5000")
+    cases = json.loads((tmp_path / "texts.json").read_text())
+    assert len(cases) == 5000
+    rust = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "TokenizersBackend"}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    auto = AutoTokenizer.from_pretrained(str(tmp_path))
+    wrong = [c["text"] for c in cases if rust.encode(c["text"], add_special_tokens=False).ids != c["ids"]]
+    assert wrong == []
+    wrong = [c["text"] for c in cases if auto(c["text"], add_special_tokens=False)["input_ids"] != c["ids"]]
+    assert wrong == []
+    undecoded = [c["text"] for c in cases if rust.decode(c["ids"], skip_special_tokens=False) != c["text"]]
+    assert undecoded == []
+
+
 def tiny_gpt2(folder: Path) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
     """A GPT-2 made by transformers, saved with a byte-level BPE tokenizer trained here (offline)."""
     corpus = [

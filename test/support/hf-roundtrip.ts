@@ -3,12 +3,19 @@
 //   export OUT   a tiny slide run (SFT warm start and RL steps) in OUT/runs; writes OUT/export.json:
 //                its latest checkpoint's Hugging Face folder, the slide environment's prompts and
 //                episodes (their text, the TS tokenizer's ids) and the TS logits on each.
+//   tokenizer OUT N
+//                the vocabulary tokenizer of the hard words (src/adapters/tfjs/__fixtures__) as
+//                OUT/tokenizer.json, and N seeded random texts with the TS ids in OUT/texts.json.
 //   forward DIR TEXTS OUT
 //                a tfjs policy made from the Hugging Face folder DIR (initFrom); for each text of
 //                the JSON array TEXTS, its ids and logits, written to OUT with the added tags' ids.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import fc from 'fast-check';
+import { HARD_WORDS, textArbitrary } from '../../src/adapters/tfjs/__fixtures__/tokenizer-texts';
+import { tokenizerJsonOf } from '../../src/adapters/tfjs/hf/tokenizer-json';
 import { createTfjsPolicy, type TfjsPolicy } from '../../src/adapters/tfjs/index';
+import { createVocabularyTokenizer } from '../../src/core/protocol/tokenizer';
 import { buildPrompt } from '../../src/core/episode/prompt';
 import type { Trajectory } from '../../src/core/trajectory/trajectory';
 import { readLatestCheckpoint } from '../../src/run/checkpoints';
@@ -100,10 +107,25 @@ async function forward(dir: string, textsPath: string, out: string): Promise<voi
   policy.dispose();
 }
 
+async function tokenizerCases(out: string, count: number): Promise<void> {
+  const tokenizer = createVocabularyTokenizer(HARD_WORDS);
+  await writeFile(join(out, 'tokenizer.json'), JSON.stringify(tokenizerJsonOf(tokenizer)));
+  // Python's tokenizers takes well-formed Unicode only (a lone surrogate is not a Rust string).
+  const wellFormed = textArbitrary.filter((t) => !/[\uD800-\uDFFF]/u.test(t));
+  const texts = fc.sample(wellFormed, { numRuns: count, seed: 26 });
+  await writeFile(
+    join(out, 'texts.json'),
+    JSON.stringify(texts.map((text) => ({ text, ids: tokenizer.encode(text) }))),
+  );
+}
+
 const [command, ...args] = process.argv.slice(2);
 if (command === 'export' && args.length === 1) await exportRun(args[0]!);
+else if (command === 'tokenizer' && args.length === 2) await tokenizerCases(args[0]!, Number(args[1]));
 else if (command === 'forward' && args.length === 3) await forward(args[0]!, args[1]!, args[2]!);
 else {
-  process.stderr.write('usage: hf-roundtrip.ts export OUT | forward DIR TEXTS.json OUT.json\n');
+  process.stderr.write(
+    'usage: hf-roundtrip.ts export OUT | tokenizer OUT N | forward DIR TEXTS.json OUT.json\n',
+  );
   process.exit(2);
 }

@@ -101,8 +101,11 @@ export async function createHfTokenizer(
       message: `${options.source}: no end-of-sequence token (tokenizer_config.json eos_token, config.json eos_token_id)`,
     });
   const vocabSize = Math.max(options.modelVocabSize, next);
+  // tokenizers.js refuses an empty list.
   const decode = (ids: readonly number[]) =>
-    hf.decode([...ids], { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+    ids.length === 0
+      ? ''
+      : hf.decode([...ids], { skip_special_tokens: false, clean_up_tokenization_spaces: false });
   const specials = new Map<string, number | undefined>();
   const tokenizer: Tokenizer = {
     vocabSize,

@@ -80,7 +80,9 @@ export function tokenizerJsonOf(tokenizer: Tokenizer): Record<string, unknown> {
     lists.length > 0
       ? `(?<!${WORD_CHAR})(?:${lists.map((l) => escapeRegExp(marked(l, oneByte))).join('|')})(?!${WORD_CHAR})|`
       : '';
-  const pieces = `${listPattern}${oneByte.size > 0 ? `${WORD_CHAR}${MARK}|` : ''}${WORD_CHAR}+|[^\\p{L}\\p{N}<]+|<`;
+  // A marked word is one piece with its mark (only the words of one byte carry one).
+  const markedWords = oneByte.size > 0 ? `(?:${[...oneByte].map(escapeRegExp).join('|')})${MARK}|` : '';
+  const pieces = `${listPattern}${markedWords}${WORD_CHAR}+|[^\\p{L}\\p{N}<]+|<`;
   const normalizers = [...oneByte].map((word) => ({
     type: 'Replace',
     pattern: { Regex: `(?<!${WORD_CHAR})${escapeRegExp(word)}(?!${WORD_CHAR})` },
