@@ -193,7 +193,7 @@ export const runConfigObjectSchema = z
           .nullable()
           .default(null)
           .describe(
-            'Start from a checkpoint instead of the warm start: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint.',
+            "Start from a checkpoint instead of the warm start: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint; or a Hugging Face GPT-2-family folder (config.json, model.safetensors, tokenizer.json: GPT-2, DistilGPT-2, a checkpoint's policy/ folder), whose config.json then sets the model (layers, width, heads, contextLength) and whose tokenizer is used.",
           ),
       })
       .optional()

@@ -32,6 +32,17 @@ function tokenizerSize(json: Record<string, unknown>): number {
   return size;
 }
 
+/** The ids that have a token (the model's vocabulary and the added tokens). */
+function knownIds(json: Record<string, unknown>): Set<number> {
+  const ids = new Set<number>();
+  const vocab = (json.model as { vocab?: unknown } | undefined)?.vocab;
+  if (Array.isArray(vocab)) vocab.forEach((_, i) => ids.add(i));
+  else if (vocab && typeof vocab === 'object')
+    for (const id of Object.values(vocab)) if (typeof id === 'number') ids.add(id);
+  for (const t of (json.added_tokens as AddedToken[] | undefined) ?? []) ids.add(t.id);
+  return ids;
+}
+
 /** The content of a token named in tokenizer_config.json (a string, or an AddedToken object). */
 const tokenContent = (value: unknown): string | undefined =>
   typeof value === 'string'
@@ -101,11 +112,15 @@ export async function createHfTokenizer(
       message: `${options.source}: no end-of-sequence token (tokenizer_config.json eos_token, config.json eos_token_id)`,
     });
   const vocabSize = Math.max(options.modelVocabSize, next);
-  // tokenizers.js refuses an empty list.
-  const decode = (ids: readonly number[]) =>
-    ids.length === 0
+  // Ids without a token (rows a model pads its embedding with) have no text: tokenizers.js would
+  // fail on them, and on an empty list.
+  const known = knownIds(json);
+  const decode = (ids: readonly number[]) => {
+    const kept = ids.filter((id) => known.has(id));
+    return kept.length === 0
       ? ''
-      : hf.decode([...ids], { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+      : hf.decode(kept, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+  };
   const specials = new Map<string, number | undefined>();
   const tokenizer: Tokenizer = {
     vocabSize,

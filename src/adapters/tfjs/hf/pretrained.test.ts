@@ -6,6 +6,7 @@ import { InvalidArgumentError } from '../../../core/errors';
 import { PROTOCOL_TAG_STRINGS } from '../../../core/protocol/tags';
 import { createVocabularyTokenizer } from '../../../core/protocol/tokenizer';
 import type { PolicyCheckpoint } from '../../../ports/policy-backend';
+import { decodeSafetensors, float32Of } from '../../../provider-utils/safetensors';
 import { useTinyPolicies, withTensorValue } from '../__fixtures__/tiny-policy';
 
 const tiny = useTinyPolicies();
@@ -63,6 +64,44 @@ describe('createTfjsPolicy({ initFrom })', () => {
     expect(new TextDecoder().decode(again.blobs['tokenizer.json'])).toBe(
       new TextDecoder().decode((await source.save()).blobs['tokenizer.json']),
     );
+  });
+
+  it('a tokenizer without the protocol tags gets them as new tokens, their rows the mean of their pieces', async () => {
+    const tokenizer = createVocabularyTokenizer(['search', 'think', 'Corcor']);
+    const source = await tiny({ model, seed: 9 }, { tokenizer });
+    const dir = await folderOf(await source.save());
+    // A foreign tokenizer: the same words and bytes, no tags (only its end-of-sequence token).
+    const json = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
+    const tags = new Set(PROTOCOL_TAG_STRINGS);
+    json.added_tokens = json.added_tokens.filter((t: { content: string }) => !tags.has(t.content));
+    for (const tag of tags) delete json.model.vocab[tag];
+    await writeFile(join(dir, 'tokenizer.json'), JSON.stringify(json));
+    const policy = await fromFolder(dir);
+    const V = tokenizer.vocabSize;
+    expect(policy.addedTags).toEqual(PROTOCOL_TAG_STRINGS);
+    expect(policy.tokenizer.vocabSize).toBe(V + PROTOCOL_TAG_STRINGS.length);
+    expect(PROTOCOL_TAG_STRINGS.map((t) => policy.tokenizer.specialTokenId(t))).toEqual(
+      PROTOCOL_TAG_STRINGS.map((_, i) => V + i),
+    );
+    const text = 'Corcor search <search>Corcor</search>';
+    const ids = policy.tokenizer.encode(text);
+    expect(ids).toEqual([...tokenizer.encode('Corcor search '), V + 2, ...tokenizer.encode('Corcor'), V + 3]);
+    expect(policy.tokenizer.decode(ids)).toBe(text);
+    // The old tokens' logits are the source model's; a tag's embedding row is its pieces' mean.
+    const plain = tokenizer.encode('Corcor search think');
+    const [mine, theirs] = [await policy.logits(plain), await source.logits(plain)];
+    mine.forEach((row, t) => expect(Array.from(row.subarray(0, V))).toEqual(Array.from(theirs[t]!)));
+    const embedding = (await policy.save()).blobs['model.safetensors']!;
+    const { tensors } = decodeSafetensors(embedding, { argument: 'test' });
+    const table = float32Of(tensors.get('transformer.wte.weight')!)!;
+    const d = model.width;
+    // '<search>' without its tag token: the byte '<', the word 'search', the byte '>'.
+    const pieces = [60, V - 3, 62];
+    expect(tokenizer.encode('search')).toEqual([V - 3]);
+    for (let k = 0; k < d; k++) {
+      const mean = pieces.reduce((sum, p) => sum + table[p * d + k]!, 0) / pieces.length;
+      expect(table[(V + 2) * d + k]).toBeCloseTo(mean, 6);
+    }
   });
 
   it('refuses what the tfjs model does not compute, naming the file and field', async () => {
