@@ -164,9 +164,9 @@ function buildPolicy(config: AdaptersConfig['policy']): PolicyBackend | Promise<
     });
   return Promise.all([import('./adapters/tfjs/index'), import('./core/protocol/tokenizer')]).then(
     ([tfjs, tokenizers]) =>
-      // A model folder (initFrom) brings its own tokenizer.
+      // A model folder (initFrom) brings its own model and tokenizer (the schema's model defaults are not the user's).
       tfjs.createTfjsPolicy(
-        settings,
+        settings.initFrom ? { ...settings, model: undefined } : settings,
         settings.initFrom
           ? {}
           : {

@@ -57,7 +57,13 @@ export async function writePolicyCheckpoint(
         runId,
         step,
         time: Date.now(),
-        data: { key, policyFormat: checkpoint.format, stateSha256: await sha256(stateBytes) },
+        data: {
+          key,
+          policyFormat: checkpoint.format,
+          stateSha256: await sha256(stateBytes),
+          // What the checkpoint's files take (retention reports what it keeps).
+          bytes: stateBytes.byteLength + blobNames.reduce((n, b) => n + checkpoint.blobs[b]!.byteLength, 0),
+        },
       },
     ],
     options,

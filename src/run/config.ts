@@ -230,7 +230,7 @@ export const runConfigObjectSchema = z
         { name: 'phase2', steps: 20, weights: 'default', learningRate: 3e-4, warmupSteps: 0 },
       ]),
     trainer: trainerSettingsSchema
-      .pick({ batchSize: true, saveFreq: true, resumeMode: true })
+      .pick({ batchSize: true, saveFreq: true, resumeMode: true, keepLast: true, keepBestBy: true })
       .extend({ batchSize: positiveInt().default(8) })
       .strict()
       .prefault({}),

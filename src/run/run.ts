@@ -39,6 +39,7 @@ import { describeEval, evaluate, pct, type EvalSummary } from './evaluate';
 import { progressOf, type RunOptions } from './progress';
 
 import type { StepMetrics } from './step-metrics';
+import { describeRetention } from './retention';
 import { createTrainer } from './trainer';
 
 export interface TrainRunResult {
@@ -345,6 +346,8 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
           batchSize: Math.min(config.trainer.batchSize, session.env.train.length),
           saveFreq: config.trainer.saveFreq,
           resumeMode: config.trainer.resumeMode,
+          keepLast: config.trainer.keepLast,
+          keepBestBy: config.trainer.keepBestBy,
           seed: config.seed,
         },
       });
@@ -360,6 +363,8 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
         },
       });
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
+      if (result.retention)
+        options.onLog?.(describeRetention(phase.name, result.retention, config.trainer.keepBestBy));
     }
     const after = await session.evaluate(EVAL_AFTER, undefined, options);
     await writeJsonAtomic(join(runDir, `${EVAL_AFTER}.json`), after);
