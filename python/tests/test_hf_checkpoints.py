@@ -19,7 +19,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel, GPT2Tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-4
@@ -103,7 +103,7 @@ def test_the_tokenizer_json_gives_the_ts_ids_on_random_texts(tmp_path: Path) -> 
     assert undecoded == []
 
 
-def tiny_gpt2(folder: Path) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
+def tiny_gpt2(folder: Path) -> tuple[GPT2LMHeadModel, GPT2Tokenizer]:
     """A GPT-2 made by transformers, saved with a byte-level BPE tokenizer trained here (offline)."""
     corpus = [
         "Corcor revenue grew 4.5 billion dollars in 2019, the report says.",
@@ -122,9 +122,10 @@ def tiny_gpt2(folder: Path) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         ),
     )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, eos_token="<|endoftext|>", bos_token="<|endoftext|>", unk_token="<|endoftext|>"
-    )
+    # GPT2Tokenizer: the class AutoTokenizer gives a GPT-2 folder, and what its save_pretrained writes.
+    trained = json.loads(bpe.to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in trained["merges"]]
+    tokenizer = GPT2Tokenizer(vocab=trained["vocab"], merges=merges)
     eos = tokenizer.convert_tokens_to_ids("<|endoftext|>")
     config = GPT2Config(
         vocab_size=len(tokenizer), n_positions=64, n_embd=32, n_layer=2, n_head=4, bos_token_id=eos, eos_token_id=eos
@@ -161,6 +162,7 @@ def ts_forward(folder: Path, tmp_path: Path) -> dict:
 def test_a_gpt2_saved_by_transformers_loads_into_the_ts_policy(tmp_path: Path) -> None:
     folder = tmp_path / "tiny-gpt2"
     model, tokenizer = tiny_gpt2(folder)
+    assert json.loads((folder / "tokenizer_config.json").read_text())["tokenizer_class"] == "GPT2Tokenizer"
     ts = ts_forward(folder, tmp_path)
     vocab = len(tokenizer)
     assert ts["eos"] == tokenizer.eos_token_id
