@@ -87,7 +87,11 @@ describe('searcher-rl train (small config) and report.html', () => {
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line).data.key);
-    expect(written).toEqual(['checkpoints/step-00000000', 'checkpoints/step-00000001', 'checkpoints/step-00000002']);
+    expect(written).toEqual([
+      'checkpoints/step-00000000',
+      'checkpoints/step-00000001',
+      'checkpoints/step-00000002',
+    ]);
     // On disk: the last two (trainer.keepLast) and the best by reward, which may be step 0.
     const kept = await readdir(join(runDir, 'phase2', 'blobs', 'checkpoints'));
     expect(kept.filter((k) => k !== 'step-00000000')).toEqual(['step-00000001', 'step-00000002']);

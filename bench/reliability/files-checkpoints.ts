@@ -121,7 +121,10 @@ const TFJS_TAMPERING: Tampering[] = [
   },
   {
     name: 'config.json changed, checksum not recomputed',
-    blob: ['config.json', (b) => new TextEncoder().encode(new TextDecoder().decode(b).replace('"n_layer": 1', '"n_layer": 2'))],
+    blob: [
+      'config.json',
+      (b) => new TextEncoder().encode(new TextDecoder().decode(b).replace('"n_layer": 1', '"n_layer": 2')),
+    ],
     rechecksum: false,
     names: 'policy/config.json',
   },
