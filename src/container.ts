@@ -153,14 +153,29 @@ function buildPolicy(config: AdaptersConfig['policy']): PolicyBackend | Promise<
     return import('./adapters/onnx/index').then((m) => m.createOnnxPolicy(settings));
   }
   const { type: _type, tokenizer, ...settings } = config;
+  if (settings.initFrom && tokenizer.kind === 'vocabulary')
+    throw new ConfigValidationError({
+      issues: [
+        {
+          field: 'adapters.policy.tokenizer',
+          message: `initFrom '${settings.initFrom}' brings its own tokenizer (tokenizer.json): leave tokenizer out`,
+        },
+      ],
+    });
   return Promise.all([import('./adapters/tfjs/index'), import('./core/protocol/tokenizer')]).then(
     ([tfjs, tokenizers]) =>
-      tfjs.createTfjsPolicy(settings, {
-        tokenizer:
-          tokenizer.kind === 'vocabulary'
-            ? tokenizers.createVocabularyTokenizer(tokenizer.words)
-            : tokenizers.createProtocolTokenizer(),
-      }),
+      // A model folder (initFrom) brings its own model and tokenizer (the schema's model defaults are not the user's).
+      tfjs.createTfjsPolicy(
+        settings.initFrom ? { ...settings, model: undefined } : settings,
+        settings.initFrom
+          ? {}
+          : {
+              tokenizer:
+                tokenizer.kind === 'vocabulary'
+                  ? tokenizers.createVocabularyTokenizer(tokenizer.words)
+                  : tokenizers.createProtocolTokenizer(),
+            },
+      ),
   );
 }
 

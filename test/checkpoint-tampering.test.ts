@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { useTinyPolicies } from '../src/adapters/tfjs/__fixtures__/tiny-policy';
+import { useTinyPolicies, withTensorValue } from '../src/adapters/tfjs/__fixtures__/tiny-policy';
 import { createJsonlStore } from '../src/adapters/store/jsonl/index';
 import { SearcherError } from '../src/core/errors';
 import { readPolicyCheckpoint, writePolicyCheckpoint } from '../src/run/checkpoints';
@@ -62,12 +62,9 @@ async function savedCheckpoint() {
   return { store, policy, key, folder, tamper };
 }
 
-/** Sets float32 element `index` of the bytes to `value`. */
-const setFloat = (index: number, value: number) => (bytes: Uint8Array) => {
-  const copy = bytes.slice();
-  new DataView(copy.buffer).setFloat32(index * 4, value, true);
-  return copy;
-};
+/** Sets float32 element `index` of tensor `tensor` of a safetensors blob to `value`. */
+const setFloat = (tensor: string, index: number, value: number) => (bytes: Uint8Array) =>
+  withTensorValue(bytes, tensor, index, value);
 
 async function refusal(promise: Promise<unknown>): Promise<Error> {
   const error = await promise.then(
@@ -86,20 +83,20 @@ describe('tampered checkpoints', () => {
   });
 
   it.each([
-    ['weights.f32', 0, Number.NaN, /NaN/],
-    ['weights.f32', 100, Number.POSITIVE_INFINITY, /Infinity/],
-    ['adam-m.f32', 7, Number.NEGATIVE_INFINITY, /-Infinity/],
-    ['adam-v.f32', 3, Number.NaN, /NaN/],
+    ['model.safetensors', 'transformer.wte.weight', 0, Number.NaN, /NaN/],
+    ['model.safetensors', 'transformer.h.0.attn.c_attn.weight', 100, Number.POSITIVE_INFINITY, /Infinity/],
+    ['optimizer.safetensors', 'exp_avg.transformer.wpe.weight', 7, Number.NEGATIVE_INFINITY, /-Infinity/],
+    ['optimizer.safetensors', 'exp_avg_sq.transformer.ln_f.weight', 3, Number.NaN, /NaN/],
   ])(
-    'refuses %s holding a non-finite value (element %i) behind recomputed checksums, naming the file and parameter',
-    async (name, index, value, what) => {
+    'refuses %s holding a non-finite value (tensor %s, element %i) behind recomputed checksums, naming the file and tensor',
+    async (name, tensor, index, value, what) => {
       const { store, folder, tamper } = await savedCheckpoint();
-      await tamper({ blob: { name, change: setFloat(index, value) } });
+      await tamper({ blob: { name, change: setFloat(tensor, index, value) } });
       const error = await refusal(readPolicyCheckpoint(store, 'run', 'checkpoints/step-00000002'));
       expect(error.message).toContain(join(folder, 'policy', name));
       expect(error.message).toMatch(what);
-      // The tfjs checkpoint lists its parameters: the error says which one holds the value.
-      expect(error.message).toMatch(/parameter 'tokenEmbedding'/);
+      // The error says which tensor and element hold the value.
+      expect(error.message).toContain(`tensor '${tensor}', element ${index}`);
     },
   );
 
@@ -115,15 +112,16 @@ describe('tampered checkpoints', () => {
     const { store, key, folder, tamper } = await savedCheckpoint();
     await tamper({ state: (state) => delete state.policy.sha256 });
     const all = await refusal(readPolicyCheckpoint(store, 'run', key));
-    expect(all.message).toContain(join(folder, 'policy', 'weights.f32'));
+    // The first blob of the Hugging Face folder: every file of it carries a checksum.
+    expect(all.message).toContain(join(folder, 'policy', 'config.json'));
     expect(all.message).toMatch(/no checksum/);
 
     const one = await savedCheckpoint();
     await one.tamper({
-      state: (state) => delete (state.policy.sha256 as Record<string, string>)['adam-v.f32'],
+      state: (state) => delete (state.policy.sha256 as Record<string, string>)['optimizer.safetensors'],
     });
     const error = await refusal(readPolicyCheckpoint(one.store, 'run', one.key));
-    expect(error.message).toContain(join(one.folder, 'policy', 'adam-v.f32'));
+    expect(error.message).toContain(join(one.folder, 'policy', 'optimizer.safetensors'));
     expect(error.message).toMatch(/no checksum/);
   });
 
@@ -136,23 +134,41 @@ describe('tampered checkpoints', () => {
 
   it('refuses a changed blob whose checksum was not recomputed, naming the file', async () => {
     const { store, key, folder, tamper } = await savedCheckpoint();
-    await tamper({ blob: { name: 'weights.f32', change: setFloat(5, 0.5) }, rechecksum: false });
+    await tamper({
+      blob: { name: 'model.safetensors', change: setFloat('transformer.wte.weight', 5, 0.5) },
+      rechecksum: false,
+    });
     const error = await refusal(readPolicyCheckpoint(store, 'run', key));
-    expect(error.message).toContain(join(folder, 'policy', 'weights.f32'));
+    expect(error.message).toContain(join(folder, 'policy', 'model.safetensors'));
     expect(error.message).toMatch(/checksum/);
   });
 
-  it('refuses a truncated blob, naming the file: mid-value when reading, a value short when loading', async () => {
+  it('refuses a truncated blob, naming the file: when reading, and when loaded without reading', async () => {
     const { store, key, folder, tamper, policy } = await savedCheckpoint();
-    await tamper({ blob: { name: 'adam-m.f32', change: (b) => b.subarray(0, b.length - 3) } });
-    const error = await refusal(readPolicyCheckpoint(store, 'run', key));
-    expect(error.message).toContain(join(folder, 'policy', 'adam-m.f32'));
-    expect(error.message).toMatch(/float32/);
-
-    await tamper({ blob: { name: 'adam-m.f32', change: (b) => b.subarray(0, b.length - 1) } });
-    const read = await readPolicyCheckpoint(store, 'run', key);
-    const loadError = await refusal(policy.load(read.checkpoint));
-    expect(loadError.message).toContain(join(folder, 'policy', 'adam-m.f32'));
+    const intact = (await readPolicyCheckpoint(store, 'run', key)).checkpoint;
+    // Cut mid-value and by whole values: safetensors' offsets must cover the data exactly.
+    for (const cut of [3, 4]) {
+      const one = await savedCheckpoint();
+      await one.tamper({
+        blob: { name: 'optimizer.safetensors', change: (b) => b.subarray(0, b.length - cut) },
+      });
+      const error = await refusal(readPolicyCheckpoint(one.store, 'run', one.key));
+      expect(error.message).toContain(join(one.folder, 'policy', 'optimizer.safetensors'));
+      expect(error.message).toMatch(/cut short/);
+    }
+    await tamper({ blob: { name: 'model.safetensors', change: (b) => b.subarray(0, b.length - 4) } });
+    const bytes = new Uint8Array(await readFile(join(folder, 'policy', 'model.safetensors')));
+    const loadError = await refusal(
+      policy.load({
+        ...intact,
+        blobs: { ...intact.blobs, 'model.safetensors': bytes },
+        source: {
+          state: join(folder, 'state.json'),
+          blobs: { 'model.safetensors': join(folder, 'policy', 'model.safetensors') },
+        },
+      }),
+    );
+    expect(loadError.message).toContain(join(folder, 'policy', 'model.safetensors'));
     expect(loadError.message).toMatch(/bytes/);
   });
 

@@ -83,11 +83,18 @@ describe('searcher-rl train (small config) and report.html', () => {
       terminated: expect.any(String),
     });
     // Step 0: each phase first saves the policy it starts from (a restart before step 1's checkpoint continues from it).
-    expect(await readdir(join(runDir, 'phase2', 'blobs', 'checkpoints'))).toEqual([
-      'step-00000000',
-      'step-00000001',
-      'step-00000002',
+    const written = (await readFile(join(runDir, 'phase2', 'checkpoint.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).data.key);
+    expect(written).toEqual([
+      'checkpoints/step-00000000',
+      'checkpoints/step-00000001',
+      'checkpoints/step-00000002',
     ]);
+    // On disk: the last two (trainer.keepLast) and the best by reward, which may be step 0.
+    const kept = await readdir(join(runDir, 'phase2', 'blobs', 'checkpoints'));
+    expect(kept.filter((k) => k !== 'step-00000000')).toEqual(['step-00000001', 'step-00000002']);
 
     // Run again in the same folder: the warm start and the "before" figures are reused, the phases
     // are complete (resumed from their last checkpoints), the "after" evaluation replaces the old one.

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createPointerSelector } from '../../src/adapters/icd/pointer-selector';
 import { createOnnxPolicy } from '../../src/adapters/onnx/policy';
 import { createJsonlStore } from '../../src/adapters/store/jsonl/index';
+import { withTensorValue } from '../../src/adapters/tfjs/__fixtures__/safetensors-edit';
 import { createTfjsPolicy } from '../../src/adapters/tfjs/policy';
 import { SearcherError } from '../../src/core/errors';
 import type { PolicyCheckpoint } from '../../src/ports/policy-backend';
@@ -47,56 +48,87 @@ interface Tampering {
   names: string;
 }
 
+/** Sets float32 element `index` of tensor `tensor` in a safetensors file to `value`. */
+const setTensor = (tensor: string, index: number, value: number) => (bytes: Uint8Array) =>
+  withTensorValue(bytes, tensor, index, value);
+
+// The tfjs checkpoint is a Hugging Face folder: model.safetensors, optimizer.safetensors (AdamW's
+// exp_avg and exp_avg_sq per tensor) and the JSON files beside them.
 const TFJS_TAMPERING: Tampering[] = [
   {
     name: 'NaN in weights, checksums recomputed',
-    blob: ['weights.f32', setFloat(0, Number.NaN)],
-    names: 'policy/weights.f32',
+    blob: ['model.safetensors', setTensor('transformer.wte.weight', 0, Number.NaN)],
+    names: 'policy/model.safetensors',
   },
   {
     name: '+Infinity in weights, checksums recomputed',
-    blob: ['weights.f32', setFloat(900, Number.POSITIVE_INFINITY)],
-    names: 'policy/weights.f32',
+    blob: ['model.safetensors', setTensor('transformer.h.0.mlp.c_fc.weight', 900, Number.POSITIVE_INFINITY)],
+    names: 'policy/model.safetensors',
   },
   {
     name: '-Infinity in first moments',
-    blob: ['adam-m.f32', setFloat(3, Number.NEGATIVE_INFINITY)],
-    names: 'policy/adam-m.f32',
+    blob: ['optimizer.safetensors', setTensor('exp_avg.transformer.wpe.weight', 3, Number.NEGATIVE_INFINITY)],
+    names: 'policy/optimizer.safetensors',
   },
   {
     name: 'NaN in second moments',
-    blob: ['adam-v.f32', setFloat(7, Number.NaN)],
-    names: 'policy/adam-v.f32',
+    blob: ['optimizer.safetensors', setTensor('exp_avg_sq.transformer.ln_f.weight', 7, Number.NaN)],
+    names: 'policy/optimizer.safetensors',
   },
-  { name: 'negative second moment', blob: ['adam-v.f32', setFloat(7, -1)], names: 'policy/adam-v.f32' },
+  {
+    name: 'negative second moment',
+    blob: ['optimizer.safetensors', setTensor('exp_avg_sq.transformer.ln_f.weight', 7, -1)],
+    names: 'policy/optimizer.safetensors',
+  },
   { name: "record's state checksum deleted", record: (d) => delete d.stateSha256, names: 'state.json' },
   {
     name: "state.json's blob checksums deleted",
     state: (s) => delete s.policy.sha256,
-    names: 'policy/weights.f32',
+    names: 'policy/config.json',
   },
   {
     name: "one blob's checksum deleted",
-    state: (s) => delete (s.policy.sha256 as Record<string, string>)['adam-m.f32'],
-    names: 'policy/adam-m.f32',
+    state: (s) => delete (s.policy.sha256 as Record<string, string>)['optimizer.safetensors'],
+    names: 'policy/optimizer.safetensors',
   },
   {
     name: 'blob changed, checksum not recomputed',
-    blob: ['weights.f32', setFloat(1, 0.25)],
+    blob: ['model.safetensors', setTensor('transformer.wte.weight', 1, 0.25)],
     rechecksum: false,
-    names: 'policy/weights.f32',
+    names: 'policy/model.safetensors',
   },
   {
     name: 'blob cut mid-value',
-    blob: ['adam-m.f32', (b) => b.subarray(0, b.length - 2)],
-    names: 'policy/adam-m.f32',
+    blob: ['optimizer.safetensors', (b) => b.subarray(0, b.length - 2)],
+    names: 'policy/optimizer.safetensors',
   },
   {
     name: 'blob one value short',
-    blob: ['weights.f32', (b) => b.subarray(0, b.length - 4)],
-    names: 'policy/weights.f32',
+    blob: ['model.safetensors', (b) => b.subarray(0, b.length - 4)],
+    names: 'policy/model.safetensors',
   },
-  { name: 'blob deleted', removeBlob: 'adam-v.f32', names: 'policy/adam-v.f32' },
+  {
+    name: 'safetensors header claims more than the file',
+    blob: [
+      'model.safetensors',
+      (b) => {
+        const copy = b.slice();
+        new DataView(copy.buffer).setBigUint64(0, BigInt(b.length), true);
+        return copy;
+      },
+    ],
+    names: 'policy/model.safetensors',
+  },
+  {
+    name: 'config.json changed, checksum not recomputed',
+    blob: [
+      'config.json',
+      (b) => new TextEncoder().encode(new TextDecoder().decode(b).replace('"n_layer": 1', '"n_layer": 2')),
+    ],
+    rechecksum: false,
+    names: 'policy/config.json',
+  },
+  { name: 'blob deleted', removeBlob: 'optimizer.safetensors', names: 'policy/optimizer.safetensors' },
   {
     name: 'state.json not committed by its record',
     record: (d) => Object.assign(d, { key: 'checkpoints/step-00000099' }),

@@ -35,6 +35,11 @@ export interface Store extends SetupCheck {
   doPutBlob(runId: string, key: string, bytes: Uint8Array, options?: CallOptions): Promise<void>;
   /** `undefined` when there is no such blob. */
   doGetBlob(runId: string, key: string, options?: CallOptions): Promise<Uint8Array | undefined>;
+  /**
+   * Deletes every blob whose key is `keyPrefix` or starts with `keyPrefix/` (a checkpoint's
+   * folder), if any. Optional: without it, checkpoint retention keeps every checkpoint.
+   */
+  doDeleteBlobs?(runId: string, keyPrefix: string, options?: CallOptions): Promise<void>;
   /** Where a blob is kept (a file path, a database and key), for errors about its content to name. */
   blobLocation?(runId: string, key: string): string;
   close?(): Promise<void>;

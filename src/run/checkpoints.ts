@@ -2,6 +2,7 @@ import { InvalidArgumentError, PortOutputError } from '../core/errors';
 import { firstNonFinite, float32Values, parameterAt } from '../core/finite-values';
 import type { PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
+import { decodeSafetensors, float32Of } from '../provider-utils/safetensors';
 
 /**
  * Checkpoints in a run folder: each store run (a trainer phase, the SFT warm start) keeps its own
@@ -56,7 +57,13 @@ export async function writePolicyCheckpoint(
         runId,
         step,
         time: Date.now(),
-        data: { key, policyFormat: checkpoint.format, stateSha256: await sha256(stateBytes) },
+        data: {
+          key,
+          policyFormat: checkpoint.format,
+          stateSha256: await sha256(stateBytes),
+          // What the checkpoint's files take (retention reports what it keeps).
+          bytes: stateBytes.byteLength + blobNames.reduce((n, b) => n + checkpoint.blobs[b]!.byteLength, 0),
+        },
       },
     ],
     options,
@@ -178,10 +185,12 @@ export async function readPolicyCheckpoint(
         message: `checkpoint '${runId}/${key}' lacks the policy blob '${name}' (${fileOf(`policy/${name}`)})`,
       });
     if ((await sha256(bytes)) !== expected) throw corrupt(`policy/${name}`);
-    if (name.endsWith('.f32')) {
-      const problem = float32Problem(bytes, metadata);
-      if (problem) throw unusable(`policy/${name}`, `${problem}; resume from an earlier checkpoint`);
-    }
+    const problem = name.endsWith('.f32')
+      ? float32Problem(bytes, metadata)
+      : name.endsWith('.safetensors')
+        ? safetensorsProblem(bytes)
+        : null;
+    if (problem) throw unusable(`policy/${name}`, `${problem}; resume from an earlier checkpoint`);
     blobs[name] = bytes;
     sources[name] = fileOf(`policy/${name}`);
   }
@@ -215,6 +224,27 @@ function float32Problem(bytes: Uint8Array, metadata: Record<string, unknown>): s
     : [];
   const at = parameterAt(parameters, bad.index);
   return `holds ${bad.value} at float32 value ${bad.index}${at ? ` (parameter '${at.name}', element ${at.element})` : ''}: a checkpoint's weights and moments must be finite`;
+}
+
+/**
+ * What is wrong with a safetensors blob (a Hugging Face checkpoint's weights, the optimizer's
+ * moments), or null: a header or layout the format does not allow, or a floating-point tensor
+ * holding NaN or an infinity (named by tensor and element).
+ */
+function safetensorsProblem(bytes: Uint8Array): string | null {
+  let file: ReturnType<typeof decodeSafetensors>;
+  try {
+    file = decodeSafetensors(bytes, { argument: 'checkpoint' });
+  } catch (error) {
+    return (error as Error).message;
+  }
+  for (const [name, tensor] of file.tensors) {
+    const values = float32Of(tensor);
+    const bad = values && firstNonFinite(values);
+    if (bad)
+      return `holds ${bad.value} at tensor '${name}', element ${bad.index}: a checkpoint's weights and moments must be finite`;
+  }
+  return null;
 }
 
 /** The store run that holds the SFT warm start's checkpoint. */

@@ -31,7 +31,13 @@ searcher:
 `;
     await writeFile(join(dir, 'run.yaml'), yaml);
     const config = await loadRunConfig(join(dir, 'run.yaml'));
-    expect(config.trainer).toEqual({ batchSize: 32, saveFreq: 5, resumeMode: 'disable' });
+    expect(config.trainer).toEqual({
+      batchSize: 32,
+      saveFreq: 5,
+      resumeMode: 'disable',
+      keepLast: 2,
+      keepBestBy: 'rewardMean',
+    });
     expect(config.phases).toEqual([
       { name: 'round1', steps: 100, weights: 'focused', learningRate: 1e-6, warmupSteps: 5 },
     ]);

@@ -193,7 +193,7 @@ export const runConfigObjectSchema = z
           .nullable()
           .default(null)
           .describe(
-            'Start from a checkpoint instead of the warm start: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint.',
+            "Start from a checkpoint instead of the warm start: `RUN_DIR/STORE_RUN` (e.g. runs/x/sft-distilled), its latest checkpoint; or a Hugging Face GPT-2-family folder (config.json, model.safetensors, tokenizer.json: GPT-2, DistilGPT-2, a checkpoint's policy/ folder), whose config.json then sets the model (layers, width, heads, contextLength) and whose tokenizer is used.",
           ),
       })
       .optional()
@@ -230,7 +230,7 @@ export const runConfigObjectSchema = z
         { name: 'phase2', steps: 20, weights: 'default', learningRate: 3e-4, warmupSteps: 0 },
       ]),
     trainer: trainerSettingsSchema
-      .pick({ batchSize: true, saveFreq: true, resumeMode: true })
+      .pick({ batchSize: true, saveFreq: true, resumeMode: true, keepLast: true, keepBestBy: true })
       .extend({ batchSize: positiveInt().default(8) })
       .strict()
       .prefault({}),

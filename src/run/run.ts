@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { withEnvironmentAdapters, type AdaptersConfigInput, type SearcherConfigInput } from '../config';
 import {
@@ -43,6 +44,7 @@ import { describeEval, evaluate, pct, type EvalSummary } from './evaluate';
 import { progressOf, redactedRunOptions, type RunOptions } from './progress';
 
 import type { StepMetrics } from './step-metrics';
+import { describeRetention } from './retention';
 import { createTrainer } from './trainer';
 
 export interface TrainRunResult {
@@ -92,6 +94,17 @@ export function resetPolicyOptimizer(
   (policy as { resetOptimizer?: (s: typeof settings) => void }).resetOptimizer?.(settings);
 }
 
+/**
+ * Whether `policy.initFrom` names a Hugging Face model folder (a `config.json` in it: GPT-2,
+ * DistilGPT-2, a checkpoint's `policy/` folder) rather than `RUN_DIR/STORE_RUN`.
+ */
+export async function isModelFolder(path: string): Promise<boolean> {
+  return stat(join(path, 'config.json')).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+}
+
 /** A store run named `RUN_DIR/STORE_RUN` (`policy.initFrom`): its latest checkpoint. */
 async function readNamedCheckpoint(
   reference: string,
@@ -112,13 +125,26 @@ async function readNamedCheckpoint(
   return { key: `${runId}/${found.key}`, checkpoint: found.checkpoint };
 }
 
-/** The run's own policy as the composition root's `adapters.policy`: the tfjs transformer of `config.policy`, with the tokenizer of its checkpoint or of the environment's words. */
+/**
+ * The run's own policy as the composition root's `adapters.policy`: the tfjs transformer of
+ * `config.policy`, with the tokenizer of its checkpoint or of the environment's words; or, started
+ * from a Hugging Face folder, the folder's model and tokenizer (its checkpoints then load into that).
+ */
 async function runPolicyAdapter(
   config: RunConfig,
   env: RunEnvironment,
   checkpoint: PolicyCheckpoint | null,
 ): Promise<NonNullable<AdaptersConfigInput['policy']>> {
   const policy = config.policy!;
+  if (policy.initFrom && (await isModelFolder(policy.initFrom))) {
+    const { model: _model, ...settings } = await runPolicySettings(policy, config.seed);
+    return {
+      type: 'tfjs',
+      ...settings,
+      initFrom: policy.initFrom,
+      optimizer: { learningRate: config.sft?.learningRate ?? 1e-3, weightDecay: 0 },
+    };
+  }
   const words = checkpoint
     ? checkpointVocabulary(checkpoint)
     : policy.tokenizer === 'vocabulary'
@@ -170,7 +196,9 @@ export async function openRun(
   if (!config.searcher.adapters.policy && start.kind === 'latest') {
     const found = await readFirstCheckpoint(store, start.storeRuns);
     if (found) checkpoint = { from: `${found.runId}/${found.key}`, checkpoint: found.checkpoint };
-    else if (config.policy?.initFrom) {
+    else if (config.policy?.initFrom && (await isModelFolder(config.policy.initFrom))) {
+      // The policy is made from the folder (runPolicyAdapter): nothing to load into it.
+    } else if (config.policy?.initFrom) {
       const named = await readNamedCheckpoint(config.policy.initFrom);
       checkpoint = { from: named.key, checkpoint: named.checkpoint };
     } else
@@ -196,7 +224,10 @@ export async function openRun(
     if (planned) await commitRunFolder(config, planned);
     const policyFrom = config.searcher.adapters.policy
       ? `searcher.adapters.policy (${config.searcher.adapters.policy.type})`
-      : (checkpoint?.from ?? 'fresh');
+      : (checkpoint?.from ??
+        (config.policy?.initFrom && start.kind === 'latest'
+          ? `${config.policy.initFrom} (model folder)`
+          : 'fresh'));
     const session: RunSession = {
       config,
       runId,
@@ -295,8 +326,14 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       );
     else options.onLog?.(`policy: ${policy.provider} (searcher.adapters.policy)`);
     if (warm) options.onLog?.(`SFT warm start: loaded ${SFT_RUN}/${warm.key}`);
-    else if (config.policy?.initFrom) options.onLog?.(`warm start: ${session.policyFrom}`);
-    else await warmStart(session, options);
+    else if (config.policy?.initFrom) {
+      options.onLog?.(`warm start: ${session.policyFrom}`);
+      const added = (policy as { addedTags?: readonly string[] }).addedTags ?? [];
+      if (added.length > 0)
+        options.onLog?.(
+          `the protocol tags are new tokens of its tokenizer (${added.length}, ids from ${policy.tokenizer.specialTokenId(added[0]!)}; embedding rows: the mean of their pieces')`,
+        );
+    } else await warmStart(session, options);
     const beforePath = join(runDir, `${EVAL_BEFORE}.json`);
     let before = await readJsonFile<EvalSummary>(beforePath);
     if (!before) {
@@ -323,6 +360,8 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
           batchSize: Math.min(config.trainer.batchSize, session.env.train.length),
           saveFreq: config.trainer.saveFreq,
           resumeMode: config.trainer.resumeMode,
+          keepLast: config.trainer.keepLast,
+          keepBestBy: config.trainer.keepBestBy,
           seed: config.seed,
         },
       });
@@ -338,6 +377,8 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         },
       });
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
+      if (result.retention)
+        options.onLog?.(describeRetention(phase.name, result.retention, config.trainer.keepBestBy));
     }
     const after = await session.evaluate(EVAL_AFTER, undefined, options);
     await writeJsonAtomic(join(runDir, `${EVAL_AFTER}.json`), after);

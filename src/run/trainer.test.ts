@@ -144,10 +144,12 @@ describe('createTrainer', () => {
     ]);
 
     const storeB = createJsonlStore({ dir: join(dir, 'b') });
-    const first = await run(storeB, 1, { steps: 3 });
+    // Every checkpoint kept (keepLast null), so that a branch below can start from step 2.
+    const first = await run(storeB, 1, { steps: 3, keepLast: null });
     expect(first.steps.map((m) => m.step)).toEqual([1, 2, 3]);
     // A fresh process: a policy with other weights, the same run id; resume picks the latest checkpoint.
-    const second = await run(storeB, 99, {});
+    const second = await run(storeB, 99, { keepLast: null });
+    expect(second.retention?.kept.map((c) => c.step)).toEqual([0, 2, 3, 4, 5]);
     expect(second.resumedFrom).toEqual({ key: 'toy/checkpoints/step-00000003', step: 3 });
     expect(second.steps.map((m) => m.step)).toEqual([4, 5]);
     expect([...first.steps, ...second.steps].map(withoutTiming)).toEqual(straight.steps.map(withoutTiming));

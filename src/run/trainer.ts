@@ -17,6 +17,7 @@ import { checkPortVersion } from '../core/calls/port-version';
 import { stepMetrics, type StepMetrics } from './step-metrics';
 import { eventRecord, runEvent, type LifecycleEvent } from '../core/events';
 import { latestCheckpointKey, readPolicyCheckpoint, writePolicyCheckpoint } from './checkpoints';
+import { applyRetention, CHECKPOINT_METRICS, type Retention } from './retention';
 import type { ScoredBatch, Searcher } from '../searcher';
 import { parseSettings, positiveInt } from '../provider-utils/settings';
 
@@ -32,6 +33,10 @@ export const trainerSettingsSchema = z
     /** `auto`: continue from this run's latest checkpoint if any; `disable`: start fresh; else a checkpoint path (`checkpoints/step-00000010` or `otherRun/checkpoints/step-00000010`). */
     resumeMode: z.string().min(1).default('auto'),
     seed: z.number().int().default(0),
+    /** Checkpoints kept: the latest this many (`null`: every one), with the best by `keepBestBy`; the others' files are deleted. */
+    keepLast: positiveInt().nullable().default(2),
+    /** Also keep the checkpoint whose weights scored best on this step metric (the next step's rollouts; `null`: none). */
+    keepBestBy: z.enum(CHECKPOINT_METRICS).nullable().default('rewardMean'),
     /** Shuffle the prompts each epoch (seeded). */
     shuffle: z.boolean().default(true),
     /**
@@ -57,6 +62,8 @@ export interface TrainerRunResult {
   resumedFrom: { key: string; step: number } | null;
   /** Checkpoints written by this call. */
   checkpoints: string[];
+  /** The checkpoints kept after the last one written (src/run/retention.ts), or null when none was written. */
+  retention: Retention | null;
 }
 
 export interface Trainer {
@@ -171,6 +178,7 @@ export function createTrainer(args: {
     return { batch, next: { epoch, index } };
   };
 
+  let retention: Retention | null = null;
   const saveCheckpoint = async (signal?: AbortSignal): Promise<string> => {
     const checkpoint = await policy.save(signal ? { signal } : {});
     const state: Omit<TrainerCheckpointState, 'policy'> = {
@@ -183,7 +191,9 @@ export function createTrainer(args: {
       shuffle: settings.shuffle,
       dataset: { size: prompts.length, fingerprint: datasetFingerprint },
     };
-    return writePolicyCheckpoint(store, settings.runId, step, checkpoint, { ...state }, signal);
+    const key = await writePolicyCheckpoint(store, settings.runId, step, checkpoint, { ...state }, signal);
+    retention = await applyRetention(store, settings.runId, settings, signal);
+    return key;
   };
 
   const loadCheckpoint = async (runId: string, key: string): Promise<void> => {
@@ -272,7 +282,7 @@ export function createTrainer(args: {
           message: `an earlier run() failed during step ${step + 1}, after the policy may have changed; create a new trainer (resumeMode 'auto') to continue from the last checkpoint`,
         });
       }
-      const result: TrainerRunResult = { steps: [], resumedFrom: null, checkpoints: [] };
+      const result: TrainerRunResult = { steps: [], resumedFrom: null, checkpoints: [], retention: null };
       if (!resumed) {
         resumed = true;
         const signalOption = options.signal ? { signal: options.signal } : {};
@@ -406,6 +416,7 @@ export function createTrainer(args: {
           result.checkpoints.push(await saveCheckpoint(options.signal));
         }
       }
+      result.retention = retention;
       return result;
     },
   };

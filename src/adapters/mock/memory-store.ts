@@ -36,6 +36,12 @@ export function createMemoryStore(): MemoryStore {
       checkBlobKey(key);
       blobs.set(`${runId}/${key}`, new Uint8Array(bytes));
     },
+    async doDeleteBlobs(runId, keyPrefix) {
+      checkRunId(runId);
+      checkBlobKey(keyPrefix);
+      const at = `${runId}/${keyPrefix}`;
+      for (const key of [...blobs.keys()]) if (key === at || key.startsWith(`${at}/`)) blobs.delete(key);
+    },
     async doGetBlob(runId, key) {
       checkRunId(runId);
       checkBlobKey(key);

@@ -121,6 +121,22 @@ describe.each(stores)('%s store', (_name, make) => {
     expect(await store.doGetBlob('run-1', 'missing.bin')).toBeUndefined();
     await expect(store.doPutBlob('run-1', '../../etc/x', new Uint8Array())).rejects.toThrow(/'key'/);
   });
+
+  it("deletes a checkpoint's blobs by folder, and nothing beside it", async () => {
+    const store = await make();
+    const put = (runId: string, key: string) => store.doPutBlob(runId, key, new Uint8Array([1]));
+    await put('run-1', 'checkpoints/step-1/policy/model.safetensors');
+    await put('run-1', 'checkpoints/step-1/state.json');
+    await put('run-1', 'checkpoints/step-10/state.json');
+    await put('run-2', 'checkpoints/step-1/state.json');
+    await store.doDeleteBlobs!('run-1', 'checkpoints/step-1');
+    await store.doDeleteBlobs!('run-1', 'checkpoints/step-7');
+    expect(await store.doGetBlob('run-1', 'checkpoints/step-1/policy/model.safetensors')).toBeUndefined();
+    expect(await store.doGetBlob('run-1', 'checkpoints/step-1/state.json')).toBeUndefined();
+    expect(await store.doGetBlob('run-1', 'checkpoints/step-10/state.json')).toBeDefined();
+    expect(await store.doGetBlob('run-2', 'checkpoints/step-1/state.json')).toBeDefined();
+    await expect(store.doDeleteBlobs!('run-1', '../run-2')).rejects.toThrow(/'key'/);
+  });
 });
 
 describe('jsonl store files', () => {

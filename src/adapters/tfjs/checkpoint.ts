@@ -1,13 +1,20 @@
 import * as tf from '@tensorflow/tfjs';
 import { InvalidArgumentError } from '../../core/errors';
-import { firstNonFinite, float32Values, parameterAt } from '../../core/finite-values';
 import { createProtocolTokenizer, createVocabularyTokenizer } from '../../core/protocol/tokenizer';
 import { PROTOCOL_TAG_STRINGS } from '../../core/protocol/tags';
 import { hashString } from '../../core/random';
 import type { PolicyCheckpoint } from '../../ports/policy-backend';
 import type { Tokenizer } from '../../ports/types';
 import { AdamW } from './adamw';
-import { CHECKPOINT_FORMAT, parseOptimizerSettings } from './settings';
+import {
+  checkpointBlobs,
+  MODEL_FILE,
+  OPTIMIZER_FILE,
+  readPackedV1,
+  readTensors,
+  tokenizerFilesOf,
+} from './hf/checkpoint-files';
+import { CHECKPOINT_FORMAT, CHECKPOINT_FORMAT_V1, parseOptimizerSettings } from './settings';
 import { ensureReady, type PolicyContext } from './state';
 import type { TransformerConfig } from './transformer';
 
@@ -22,25 +29,11 @@ function tokenizerFingerprint(tokenizer: Tokenizer): string {
     .padStart(8, '0');
 }
 
-/** The tensors' values end to end, as little-endian float32 bytes. */
-function pack(tensors: readonly tf.Tensor[]): Uint8Array {
-  const total = tensors.reduce((n, t) => n + t.size, 0);
-  const data = new Float32Array(total);
-  let offset = 0;
-  for (const t of tensors) {
-    data.set(t.dataSync() as Float32Array, offset);
-    offset += t.size;
-  }
-  return new Uint8Array(data.buffer);
-}
-
-function assign(data: Float32Array, targets: readonly tf.Variable[]): void {
-  let offset = 0;
+function assign(values: readonly Float32Array[], targets: readonly tf.Variable[]): void {
   tf.tidy(() => {
-    for (const t of targets) {
-      t.assign(tf.tensor(data.subarray(offset, offset + t.size), t.shape));
-      offset += t.size;
-    }
+    targets.forEach((t, i) => {
+      t.assign(tf.tensor(values[i]!, t.shape));
+    });
   });
 }
 
@@ -66,6 +59,7 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
   const { tokenizer, modelConfig, state } = context;
   const model = state.model;
   const fingerprint = tokenizerFingerprint(tokenizer);
+  let tokenizerFiles: ReturnType<typeof tokenizerFilesOf> | undefined;
 
   return {
     async save() {
@@ -90,21 +84,33 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
           sampling: { seed: state.samplingSeed, sessionCounter: state.sessionCounter },
           byteOrder: BYTE_ORDER,
         },
-        blobs: {
-          'weights.f32': pack(model.parameters.map((p) => p.variable)),
-          'adam-m.f32': pack(optimizer.firstMoments),
-          'adam-v.f32': pack(optimizer.secondMoments),
-        },
+        blobs: checkpointBlobs(
+          modelConfig,
+          tokenizer,
+          (tokenizerFiles ??= tokenizerFilesOf(tokenizer, modelConfig.contextLength, context.tokenizerFiles)),
+          model.parameters.map((p) => ({
+            name: p.name,
+            shape: p.variable.shape,
+            values: p.variable.dataSync() as Float32Array,
+          })),
+          {
+            first: optimizer.firstMoments.map((m) => m.dataSync() as Float32Array),
+            second: optimizer.secondMoments.map((v) => v.dataSync() as Float32Array),
+          },
+        ),
       };
     },
 
     async load(checkpoint) {
       await ensureReady(context);
       // Everything is checked and decoded before anything changes: a refused checkpoint leaves the policy as it was.
-      if (!checkpoint || checkpoint.format !== CHECKPOINT_FORMAT) {
+      if (
+        !checkpoint ||
+        (checkpoint.format !== CHECKPOINT_FORMAT && checkpoint.format !== CHECKPOINT_FORMAT_V1)
+      ) {
         throw new InvalidArgumentError({
           argument: 'checkpoint.format',
-          message: `expected '${CHECKPOINT_FORMAT}', got '${String(checkpoint?.format)}'`,
+          message: `expected '${CHECKPOINT_FORMAT}' (or '${CHECKPOINT_FORMAT_V1}'), got '${String(checkpoint?.format)}'`,
         });
       }
       const meta = checkpoint.metadata as SavedMetadata;
@@ -150,34 +156,19 @@ export function createCheckpoints(context: PolicyContext): Checkpoints {
           argument: 'checkpoint.metadata.byteOrder',
           message: `expected '${BYTE_ORDER}', got ${JSON.stringify(byteOrder)}${from(checkpoint.source?.state)}`,
         });
-      const sizes = model.parameters.map((p) => ({ name: p.name, size: p.variable.size }));
-      const total = sizes.reduce((n, p) => n + p.size, 0);
-      const decode = (name: string, what: 'weights' | 'moments' | 'second moments') => {
-        const bytes = checkpoint.blobs[name];
-        const argument = `checkpoint.blobs['${name}']`;
-        const file = from(checkpoint.source?.blobs[name]);
-        if (!bytes || bytes.byteLength !== total * 4)
-          throw new InvalidArgumentError({
-            argument,
-            message: `expected ${total * 4} bytes, got ${bytes?.byteLength ?? 'none'}${file}`,
-          });
-        // A copy: the bytes may sit unaligned inside a larger buffer, and must not alias the caller's.
-        const values = float32Values(bytes);
-        const bad = firstNonFinite(values);
-        const negative = what === 'second moments' && !bad ? values.findIndex((v) => v < 0) : -1;
-        if (bad || negative >= 0) {
-          const index = bad ? bad.index : negative;
-          const at = parameterAt(sizes, index)!;
-          throw new InvalidArgumentError({
-            argument,
-            message: `${bad ? `holds ${bad.value}` : `holds a negative second moment (${values[index]})`} at parameter '${at.name}', element ${at.element}${file}: a checkpoint's ${what} must be finite${what === 'second moments' ? ' and non-negative' : ''}; load an earlier checkpoint`,
-          });
-        }
-        return values;
-      };
-      const weights = decode('weights.f32', 'weights');
-      const firstMoments = decode('adam-m.f32', 'moments');
-      const secondMoments = decode('adam-v.f32', 'second moments');
+      const parameters = model.parameters.map((p) => ({ name: p.name, shape: p.variable.shape }));
+      const [weights, firstMoments, secondMoments] =
+        checkpoint.format === CHECKPOINT_FORMAT
+          ? [
+              readTensors(checkpoint, MODEL_FILE, parameters, 'weights'),
+              readTensors(checkpoint, OPTIMIZER_FILE, parameters, 'moments', 'exp_avg.'),
+              readTensors(checkpoint, OPTIMIZER_FILE, parameters, 'second moments', 'exp_avg_sq.'),
+            ]
+          : [
+              readPackedV1(checkpoint, 'weights.f32', parameters, 'weights'),
+              readPackedV1(checkpoint, 'adam-m.f32', parameters, 'moments'),
+              readPackedV1(checkpoint, 'adam-v.f32', parameters, 'second moments'),
+            ];
       // The optimizer continues as it was saved, settings included (a run may reset it after SFT).
       if (JSON.stringify(savedSettings) !== JSON.stringify(state.optimizer.settings)) {
         state.optimizer.dispose();

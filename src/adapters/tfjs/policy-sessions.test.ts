@@ -125,8 +125,8 @@ describe('TfjsPolicy: learning, sessions, checkpoints, settings', () => {
     await expect(wide.load(checkpoint)).rejects.toThrow(/checkpoint.metadata.model.width/);
     await expect(b.load({ ...checkpoint, format: 'other' })).rejects.toThrow(/checkpoint.format/);
     await expect(
-      b.load({ ...checkpoint, blobs: { ...checkpoint.blobs, 'weights.f32': new Uint8Array(8) } }),
-    ).rejects.toThrow(/weights.f32/);
+      b.load({ ...checkpoint, blobs: { ...checkpoint.blobs, 'model.safetensors': new Uint8Array(8) } }),
+    ).rejects.toThrow(/model.safetensors/);
   });
 
   it('ends one session without disturbing another decoding alongside it, and refuses overlapping turns', async () => {
@@ -211,8 +211,8 @@ describe('TfjsPolicy: learning, sessions, checkpoints, settings', () => {
     const checkpoint = await a.save();
     const b = await tiny({ seed: 2 });
     const before = await b.logProbs(batch);
-    const { 'adam-v.f32': _dropped, ...withoutMoments } = checkpoint.blobs;
-    await expect(b.load({ ...checkpoint, blobs: withoutMoments })).rejects.toThrow(/adam-v.f32/);
+    const { 'optimizer.safetensors': _dropped, ...withoutMoments } = checkpoint.blobs;
+    await expect(b.load({ ...checkpoint, blobs: withoutMoments })).rejects.toThrow(/optimizer.safetensors/);
     await expect(
       b.load({ ...checkpoint, metadata: { ...checkpoint.metadata, sampling: {} } }),
     ).rejects.toThrow(/sessionCounter/);

@@ -8,6 +8,8 @@ import { selectTfjsBackend } from './backends';
 import { createTfjsPolicy, type TfjsPolicy } from './policy';
 import { incrementalLogProbError, rollTwoTurns } from '../../testing/policy-contract';
 import { useTinyPolicies } from './__fixtures__/tiny-policy';
+import { gpt2TensorName } from './hf/gpt2';
+import { decodeSafetensors, encodeSafetensors, float32Of } from '../../provider-utils/safetensors';
 
 const tiny = useTinyPolicies();
 
@@ -112,14 +114,18 @@ describe('TfjsPolicy', () => {
     const names = Object.keys(gradients);
     const flat = (name: string) => gradients[name]!;
     const shift = async (direction: Record<string, Float32Array>, epsilon: number) => {
-      const weights = new Float32Array(base.blobs['weights.f32']!.slice().buffer);
-      let offset = 0;
-      for (const name of names) {
-        const d = direction[name]!;
-        for (let i = 0; i < d.length; i++) weights[offset + i]! += epsilon * d[i]!;
-        offset += d.length;
-      }
-      await policy.load({ ...base, blobs: { ...base.blobs, 'weights.f32': new Uint8Array(weights.buffer) } });
+      const { tensors } = decodeSafetensors(base.blobs['model.safetensors']!, { argument: 'test' });
+      const weights = [...tensors].map(([tensor, { shape }]) => {
+        const values = float32Of(tensors.get(tensor)!)!;
+        const name = names.find((n) => gpt2TensorName(n) === tensor);
+        const d = name ? direction[name]! : new Float32Array(0);
+        for (let i = 0; i < d.length; i++) values[i]! += epsilon * d[i]!;
+        return { name: tensor, shape, values };
+      });
+      await policy.load({
+        ...base,
+        blobs: { ...base.blobs, 'model.safetensors': encodeSafetensors(weights, { format: 'pt' }) },
+      });
       return objective();
     };
     const directional = async (direction: Record<string, Float32Array>) => {

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../../core/errors';
 import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import type { LogProbBatch, LossFunction, PolicyBackend, UpdateOptions } from '../../ports/policy-backend';
@@ -5,12 +6,13 @@ import type { Tokenizer } from '../../ports/types';
 import { AdamW, type AdamWSettings } from './adamw';
 import { selectTfjsBackend, type BackendModuleLoader, type TfjsBackendName } from './backends';
 import { createCheckpoints } from './checkpoint';
+import type { PretrainedModel } from './hf/pretrained';
 import { cacheShapeOf, createDecoder } from './decoder';
 import { selectEngines } from './engine-selection';
 import type { RolloutEngine, TrainingEngine } from './engines';
 import { parseTfjsPolicySettings, transformerConfigOf, type TfjsPolicySettings } from './settings';
 import type { PolicyContext, PolicyState } from './state';
-import { gradients, logProbs, resetOptimizer, update } from './training';
+import { gradients, logProbs, resetOptimizer, sequenceLogits, update } from './training';
 import { Transformer, type TransformerConfig } from './transformer';
 
 export interface TfjsPolicy extends PolicyBackend {
@@ -18,6 +20,8 @@ export interface TfjsPolicy extends PolicyBackend {
   /** The backend in use (`tensorflow-gpu`, `tensorflow`, `wasm` or `cpu`) and those passed over. */
   readonly backend: { name: TfjsBackendName; skipped: Array<{ name: TfjsBackendName; reason: string }> };
   readonly modelConfig: TransformerConfig;
+  /** The protocol tags added as tokens to the tokenizer of an `initFrom` folder (none otherwise). */
+  readonly addedTags: readonly string[];
   readonly parameterCount: number;
   /** Optimizer steps taken (skipped steps not counted). */
   readonly optimizerStep: number;
@@ -30,6 +34,11 @@ export interface TfjsPolicy extends PolicyBackend {
     lossFn: LossFunction,
     options?: UpdateOptions,
   ): Promise<{ value: number; gradients: Record<string, Float32Array> }>;
+  /**
+   * The logits [T][V] of one sequence (a full forward; no temperature): for comparing the model
+   * with another implementation of it (transformers' GPT2LMHeadModel on a saved checkpoint).
+   */
+  logits(inputIds: readonly number[]): Promise<Float32Array[]>;
   /** Starts a new optimizer (zero moments, step 0), optionally with other settings (e.g. after SFT). */
   resetOptimizer(settings?: Partial<AdamWSettings>): void;
   /** Frees the weights and optimizer state. */
@@ -43,6 +52,26 @@ export interface CreateTfjsPolicyOptions {
   loadBackendModule?: BackendModuleLoader;
   /** Loads `onnxruntime-node` for `rollouts: 'onnx'` and `training: 'onnx'`; for tests. */
   loadOnnxRuntime?: () => Promise<unknown>;
+}
+
+/** An `initFrom` folder, refused with a tokenizer or model settings of its own (the folder sets both). */
+async function readPretrained(
+  dir: string,
+  settings: TfjsPolicySettings,
+  options: CreateTfjsPolicyOptions,
+): Promise<PretrainedModel> {
+  if (options.tokenizer)
+    throw new InvalidArgumentError({
+      argument: 'tokenizer',
+      message: `initFrom '${dir}' brings its own tokenizer (tokenizer.json): leave the tokenizer option out`,
+    });
+  if (settings.model !== undefined)
+    throw new InvalidArgumentError({
+      argument: 'model',
+      message: `initFrom '${dir}' sets the model (config.json): leave createTfjsPolicy's model settings out`,
+    });
+  const { readPretrainedFolder } = await import('./hf/pretrained');
+  return readPretrainedFolder(dir);
 }
 
 /**
@@ -60,13 +89,15 @@ export async function createTfjsPolicy(
   options: CreateTfjsPolicyOptions = {},
 ): Promise<TfjsPolicy> {
   const parsed = parseTfjsPolicySettings(settings);
-  const tokenizer = options.tokenizer ?? createProtocolTokenizer();
+  const pretrained = parsed.initFrom ? await readPretrained(parsed.initFrom, settings, options) : null;
+  const tokenizer = pretrained?.tokenizer ?? options.tokenizer ?? createProtocolTokenizer();
   const selected = await selectTfjsBackend(parsed.backend, options.loadBackendModule);
   // Before any weights exist: a missing onnxruntime-node fails creation with nothing to free.
   const engines = await selectEngines(parsed, options.loadOnnxRuntime);
-  const modelConfig = transformerConfigOf(parsed.model, tokenizer.vocabSize);
+  const modelConfig = pretrained?.config ?? transformerConfigOf(parsed.model, tokenizer.vocabSize);
   // Stream 1 of the seed draws the weights; sessions sample from stream 2 (see the decoder).
   const model = new Transformer(modelConfig, createRandom(parsed.seed, RANDOM_STREAMS.modelWeights));
+  if (pretrained) model.assignWeights(pretrained.weights);
   const state: PolicyState = {
     model,
     optimizer: new AdamW(model.parameters, parsed.optimizer),
@@ -77,6 +108,7 @@ export async function createTfjsPolicy(
   const context: PolicyContext = {
     settings: parsed,
     tokenizer,
+    ...(pretrained && { tokenizerFiles: pretrained.tokenizerFiles }),
     modelConfig,
     backendTfName: selected.tfName,
     state,
@@ -104,6 +136,7 @@ export async function createTfjsPolicy(
     contextLength: modelConfig.contextLength,
     backend: { name: selected.name, skipped: selected.skipped },
     modelConfig,
+    addedTags: pretrained?.addedTags ?? [],
     get parameterCount() {
       return model.parameterCount;
     },
@@ -112,6 +145,7 @@ export async function createTfjsPolicy(
     },
     begin: (promptTokenIds, callOptions) => decoder.begin(promptTokenIds, callOptions),
     logProbs: (batch, callOptions) => logProbs(context, batch, callOptions),
+    logits: (inputIds) => sequenceLogits(context, inputIds),
     update: (batch, lossFn, updateOptions) => update(context, trainingEngine, batch, lossFn, updateOptions),
     gradients: (batch, lossFn, updateOptions) =>
       gradients(context, trainingEngine, batch, lossFn, updateOptions),

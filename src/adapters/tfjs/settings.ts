@@ -10,7 +10,9 @@ import type { TransformerConfig } from './transformer';
 export const TFJS_BACKENDS = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] as const;
 export type TfjsBackendName = (typeof TFJS_BACKENDS)[number];
 
-export const CHECKPOINT_FORMAT = 'searcher-rl.tfjs-transformer.v1';
+/** v2: a Hugging Face GPT-2 folder with the optimizer beside it (hf/checkpoint-files.ts); v1 (float32 blobs) is still read. */
+export const CHECKPOINT_FORMAT = 'searcher-rl.tfjs-transformer.v2';
+export const CHECKPOINT_FORMAT_V1 = 'searcher-rl.tfjs-transformer.v1';
 
 export const tfjsPolicySettingsSchema = z
   .object({
@@ -37,6 +39,12 @@ export const tfjsPolicySettingsSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * A Hugging Face GPT-2-family folder (GPT-2, DistilGPT-2, a checkpoint written here) to start
+     * from: its `config.json` sets the model (leave `model` out), `model.safetensors` the weights,
+     * `tokenizer.json` the tokenizer (the protocol tags added as tokens where it lacks them).
+     */
+    initFrom: z.string().min(1).optional(),
     /** Seeds the initial weights and the sampling streams. */
     seed: z.number().int().default(0),
     /** `auto`: tfjs-node-gpu, tfjs-node, wasm, cpu, the first that initialises. */

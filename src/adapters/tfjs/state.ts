@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../../core/errors';
 import type { Tokenizer } from '../../ports/types';
 import type { AdamW } from './adamw';
+import type { TokenizerFiles } from './hf/checkpoint-files';
 import { activateTfjsBackend } from './backends';
 import type { ParsedTfjsPolicySettings } from './settings';
 import type { Transformer, TransformerConfig } from './transformer';
@@ -24,6 +25,8 @@ export interface PolicyState {
 export interface PolicyContext {
   readonly settings: ParsedTfjsPolicySettings;
   readonly tokenizer: Tokenizer;
+  /** The tokenizer files of the folder the policy was made from (`initFrom`), written with its checkpoints. */
+  readonly tokenizerFiles?: TokenizerFiles;
   readonly modelConfig: TransformerConfig;
   /** tfjs's own name for the backend chosen at creation. */
   readonly backendTfName: string;

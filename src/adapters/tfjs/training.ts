@@ -126,6 +126,22 @@ export function checkLoss(result: ReturnType<LossFunction>, batch: LogProbBatch)
   return result;
 }
 
+/** One sequence's logits [T][V] from a full forward: for comparing with other implementations. */
+export async function sequenceLogits(
+  context: PolicyContext,
+  inputIds: readonly number[],
+): Promise<Float32Array[]> {
+  await ensureReady(context);
+  const { modelConfig, state } = context;
+  checkBatch({ inputIds: [[...inputIds]], positions: [[]] }, modelConfig);
+  const ids = Int32Array.from(inputIds);
+  const logits = tf.tidy(() => state.model.forwardFull(tf.tensor2d(ids, [1, ids.length], 'int32'), ids));
+  const data = logits.dataSync() as Float32Array;
+  logits.dispose();
+  const V = modelConfig.vocabSize;
+  return Array.from(ids, (_, t) => data.slice(t * V, (t + 1) * V));
+}
+
 export async function logProbs(
   context: PolicyContext,
   batch: LogProbBatch,

@@ -101,6 +101,20 @@ export class Transformer {
     for (const p of this.parameters) p.variable.dispose();
   }
 
+  /** Sets every parameter from `values` (by parameter name, each of the parameter's size): pretrained weights. */
+  assignWeights(values: ReadonlyMap<string, Float32Array>): void {
+    for (const p of this.parameters) {
+      const v = values.get(p.name);
+      if (!v || v.length !== p.variable.size)
+        throw new Error(
+          `assignWeights: parameter '${p.name}' needs ${p.variable.size} values, got ${v?.length}`,
+        );
+    }
+    tf.tidy(() => {
+      for (const p of this.parameters) p.variable.assign(tf.tensor(values.get(p.name)!, p.variable.shape));
+    });
+  }
+
   /**
    * Full causal forward over right-padded rows [B, T] (`idValues`: the same ids, row-major):
    * logits [B * T, V], or with `scoredRows` (indices into the B * T places, distinct) only those

@@ -1,4 +1,4 @@
-import { appendFile, mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { DatasetValidationError, InvalidArgumentError, ProviderCallError } from '../../../core/errors';
 import {
@@ -127,6 +127,16 @@ export function createJsonlStore(settings: JsonlStoreSettings): Store {
         await rename(`${path}.tmp`, path);
       } catch (error) {
         throw fail(`could not write blob ${path}: ${(error as Error).message}`, error);
+      }
+    },
+    async doDeleteBlobs(runId, keyPrefix) {
+      checkRunId(runId);
+      checkBlobKey(keyPrefix);
+      const path = join(runDir(runId), 'blobs', keyPrefix);
+      try {
+        await rm(path, { recursive: true, force: true });
+      } catch (error) {
+        throw fail(`could not delete ${path}: ${(error as Error).message}`, error);
       }
     },
     blobLocation(runId, key) {

@@ -343,6 +343,16 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
         Buffer.from(bytes),
       );
     },
+    async doDeleteBlobs(runId, keyPrefix) {
+      checkRunId(runId);
+      checkBlobKey(keyPrefix);
+      db.prepare('DELETE FROM blobs WHERE run_id = ? AND (key = ? OR substr(key, 1, ?) = ?)').run(
+        runId,
+        keyPrefix,
+        keyPrefix.length + 1,
+        `${keyPrefix}/`,
+      );
+    },
     async doGetBlob(runId, key) {
       checkRunId(runId);
       checkBlobKey(key);

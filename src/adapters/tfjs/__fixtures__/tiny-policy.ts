@@ -18,3 +18,5 @@ export function useTinyPolicies(): (overrides?: TfjsPolicySettings, options?: Pa
     return policy;
   };
 }
+
+export { withTensorValue } from './safetensors-edit';
