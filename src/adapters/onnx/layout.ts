@@ -24,7 +24,7 @@ export interface CausalLmLayout {
 }
 
 export const LAYOUT_HINT =
-  "Expected Hugging Face Optimum's causal-LM export with a key/value cache (`optimum-cli export onnx --task text-generation-with-past`): inputs input_ids, attention_mask, position_ids (optional) and past_key_values.{i}.key/value; outputs logits and present.{i}.key/value; float32 key/values and logits, int64 ids.";
+  "Expected Hugging Face Optimum's causal-LM export with a key/value cache (`optimum-cli export onnx --task text-generation-with-past`; optimum 2.x needs `pip install optimum-onnx` for it): inputs input_ids, attention_mask, position_ids (optional) and past_key_values.{i}.key/value; outputs logits and present.{i}.key/value; float32 key/values and logits, int64 ids.";
 
 const PAST = /^past_key_values\.(\d+)\.(key|value)$/;
 const PRESENT = /^present\.(\d+)\.(key|value)$/;
