@@ -275,8 +275,12 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
       expect(ModelLayoutError.isInstance(error)).toBe(true);
       expect((error as ModelLayoutError).mismatches).toEqual([
         `config.json has vocab_size 500, the graph's logits ${reference.vocabSize}`,
-        'config.json names no max_position_embeddings / n_positions (the context length)',
+        'config.json names no max_position_embeddings / n_positions (the context length); for a model without one (ALiBi: BLOOM, MPT) set contextLength',
       ]);
+      // A model with relative positions only names no context length: the setting gives it.
+      await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, n_positions: undefined }));
+      const policy = await tiny({ modelDir: dir, contextLength: 200 });
+      expect(policy.contextLength).toBe(200);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
