@@ -7,12 +7,13 @@ run offline, without Python, on what a user's export really looks like.
     python3 -m venv .cache/export-env
     .cache/export-env/bin/pip install -r python/export-requirements.txt
     .cache/export-env/bin/python scripts/make-onnx-fixture.py [FIXTURES_DIR]
-        (default src/adapters/onnx/__fixtures__; about 4 minutes on 2 cores)
+        (default src/adapters/onnx/__fixtures__; 4 minutes on 2 idle cores, 15 on a loaded machine)
 
 The environment is pinned in python/export-requirements.txt: optimum-onnx 0.1.0 (optimum 2.x moved
 the ONNX exporter out of `optimum` into it; its newest release needs optimum~=2.1.0 and
 transformers<4.58), optimum 2.1.0, accelerate 1.15.0, transformers 4.57.6, tokenizers 0.22.2,
-torch 2.15.0, onnx 1.23.2, onnxruntime 1.32.0. Nothing is downloaded from the Hub: the tokenizer is learned here.
+torch 2.15.0, onnx 1.23.2, onnxruntime 1.32.0. Nothing is downloaded from the Hub: the tokenizer is
+learned here. Training is seeded: a second run here wrote the same model.safetensors, byte for byte.
 
 Writes two fixtures, each a folder Optimum exported (model.onnx, config.json,
 generation_config.json, tokenizer.json, tokenizer_config.json, special_tokens_map.json) plus
@@ -33,12 +34,12 @@ hundred steps on protocol-shaped text so that they write tags
 (`<think>…</think>\\n<search>…</search>`) and the stop-on-tag paths get exercised.
 """
 import json
-import time
 import os
 import random
 import shutil
 import subprocess
 import sys
+import time
 from importlib.metadata import version
 
 import torch
