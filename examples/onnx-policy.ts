@@ -1,6 +1,7 @@
 // A pretrained causal LM exported to ONNX (Hugging Face Optimum's layout) as the Searcher, run by
 // ONNX Runtime on the CPU: rollouts and evaluation only (it does not train). The model folder here
-// is the tiny test fixture (scripts/make-onnx-fixture.py); point MODEL_DIR at your own export.
+// is the tiny test fixture (a GPT-2 exported by Optimum: scripts/make-onnx-fixture.py); point MODEL_DIR
+// at your own export.
 import { join } from 'node:path';
 import { createSearcher } from 'searcher-rl';
 import { createMockGenerator, createMockSearchEngine } from 'searcher-rl/mock';

@@ -1,39 +1,68 @@
-#!/usr/bin/python3
-"""Builds the ONNX policy's test fixture: a tiny GPT-2-like causal LM in Hugging Face Optimum's
-causal-LM export layout, so the searcher-rl/onnx tests run offline without Python.
+#!/usr/bin/env python3
+"""Makes the ONNX policy's test fixtures: tiny causal LMs made and trained by `transformers`,
+saved with `save_pretrained`, and exported by Hugging Face Optimum's own exporter
+(`optimum-cli export onnx --task text-generation-with-past`), so that the searcher-rl/onnx tests
+run offline, without Python, on what a user's export really looks like.
 
-    /usr/bin/python3 scripts/make-onnx-fixture.py [OUT_DIR]   (default src/adapters/onnx/__fixtures__/tiny-gpt)
+    python3 -m venv .cache/export-env
+    .cache/export-env/bin/pip install -r python/export-requirements.txt
+    .cache/export-env/bin/python scripts/make-onnx-fixture.py [FIXTURES_DIR]
+        (default src/adapters/onnx/__fixtures__; 4 minutes on 2 idle cores, 15 on a loaded machine)
 
-Needs torch and onnx (Debian: python3-torch python3-onnx python3-numpy). Writes:
-  model.onnx              inputs input_ids, attention_mask, position_ids, past_key_values.{i}.key/value;
-                          outputs logits, present.{i}.key/value (Optimum's names and dynamic axes)
-  tokenizer.json          a byte-level BPE tokenizer (learned here, use_regex off) with the protocol
-                          tags and <|endoftext|> as added special tokens
-  config.json, generation_config.json
-  reference.json          prompts, their token ids, greedy continuations and per-token log-probs by torch
-  no-position-ids/        the same weights exported without the position_ids input (positions from the
-                          past length), as some exports are
+The environment is pinned in python/export-requirements.txt: optimum-onnx 0.1.0 (optimum 2.x moved
+the ONNX exporter out of `optimum` into it; its newest release needs optimum~=2.1.0 and
+transformers<4.58), optimum 2.1.0, accelerate 1.15.0, transformers 4.57.6, tokenizers 0.22.2,
+torch 2.15.0, onnx 1.23.2, onnxruntime 1.32.0. Nothing is downloaded from the Hub: the tokenizer is
+learned here. Training is seeded: a second run here wrote the same model.safetensors, byte for byte.
 
-The model is trained for a few hundred steps on protocol-shaped text so that it writes tags
+Writes two fixtures, each a folder Optimum exported (model.onnx, config.json,
+generation_config.json, tokenizer.json, tokenizer_config.json, special_tokens_map.json) plus
+  reference.json   prompts, their token ids, greedy continuations and per-token log-probs computed by
+                   transformers (float64, full forward without cache), and the versions that made it
+  hf/              the transformers folder the export was made from (save_pretrained: config.json,
+                   model.safetensors, generation_config.json and the tokenizer files); python/tests/
+                   test_onnx_fixture.py loads it with the tests' transformers and checks reference.json
+- tiny-gpt/    a GPT-2 (GPT2LMHeadModel: 2 layers, width 32, 2 heads, 256 positions). Optimum's GPT-2
+               export takes position_ids.
+- tiny-gemma/  a Gemma (GemmaForCausalLM: 2 layers, 2 query heads sharing 1 key/value head of width
+               16). Optimum exports Gemma without position_ids: the graph takes its positions from the
+               past length, so the policy may batch only rows with equal past lengths.
+
+Both share one byte-level BPE tokenizer (GPT-2's pre-tokenizer), learned here with `tokenizers`,
+with the protocol tags and <|endoftext|> as added special tokens. Both models are trained for a few
+hundred steps on protocol-shaped text so that they write tags
 (`<think>…</think>\\n<search>…</search>`) and the stop-on-tag paths get exercised.
 """
 import json
 import os
 import random
 import shutil
+import subprocess
 import sys
+import time
+from importlib.metadata import version
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import (
+    AutoTokenizer,
+    GemmaConfig,
+    GemmaForCausalLM,
+    GenerationConfig,
+    GPT2Config,
+    GPT2LMHeadModel,
+    PreTrainedTokenizerFast,
+)
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..', 'src', 'adapters', 'onnx', '__fixtures__', 'tiny-gpt')
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'src', 'adapters', 'onnx', '__fixtures__')
 SEED = 17
-LAYERS, WIDTH, HEADS, POSITIONS = 2, 32, 2, 256
-MERGES = 28
+POSITIONS = 256
+VOCAB_BEFORE_ADDED = 384
 TAGS = ['think', 'search', 'bbox', 'search_complete', 'answer', 'information']
-ADDED = ['<|endoftext|>'] + [t for tag in TAGS for t in (f'<{tag}>', f'</{tag}>')]
 EOS = '<|endoftext|>'
+ADDED = [EOS] + [t for tag in TAGS for t in (f'<{tag}>', f'</{tag}>')]
+PACKAGES = ['optimum-onnx', 'optimum', 'accelerate', 'transformers', 'tokenizers', 'torch', 'onnx', 'onnxruntime']
 
 random.seed(SEED)
 torch.manual_seed(SEED)
@@ -57,269 +86,123 @@ def episode():
 
 CORPUS = [episode() for _ in range(600)]
 
-# ---------------------------------------------------------------- byte-level BPE
-BYTE_CHARS = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + list(range(ord('®'), ord('ÿ') + 1))
 
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable character map (tokenizers' ByteLevel)."""
-    bs = BYTE_CHARS[:]
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-B2U = bytes_to_unicode()
-
-
+# ---------------------------------------------------------------- tokenizer
 def split_added(text):
-    """Pieces of text between added tokens, and the added tokens themselves (longest first)."""
-    out, i = [], 0
-    order = sorted(ADDED, key=len, reverse=True)
-    start = 0
-    while i < len(text):
-        hit = next((t for t in order if text.startswith(t, i)), None)
-        if hit:
-            if start < i:
-                out.append(('text', text[start:i]))
-            out.append(('added', hit))
-            i += len(hit)
-            start = i
-        else:
-            i += 1
-    if start < len(text):
-        out.append(('text', text[start:]))
-    return out
+    """The text between added tokens (what BPE learns from: the trainer does not split them out)."""
+    pieces = [text]
+    for token in sorted(ADDED, key=len, reverse=True):
+        pieces = [part for piece in pieces for part in piece.split(token)]
+    return [p for p in pieces if p]
 
 
-def symbols(piece):
-    return [B2U[b] for b in piece.encode('utf-8')]
+def make_tokenizer():
+    """GPT-2's byte-level BPE (its pre-tokenizer regex, no prefix space), learned on the corpus;
+    the tags and <|endoftext|> are added special tokens after the learned vocabulary."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_BEFORE_ADDED, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator([p for text in CORPUS for p in split_added(text)], trainer=trainer)
+    tokenizer.add_special_tokens(ADDED)
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token=EOS, eos_token=EOS, unk_token=EOS, pad_token=EOS, model_max_length=POSITIONS, clean_up_tokenization_spaces=False)
 
 
-def learn_merges(corpus, count):
-    words = [symbols(p) for text in corpus for kind, p in split_added(text) if kind == 'text']
-    merges = []
-    for _ in range(count):
-        pairs = {}
-        for w in words:
-            for a, b in zip(w, w[1:]):
-                pairs[(a, b)] = pairs.get((a, b), 0) + 1
-        best = max(sorted(pairs), key=lambda p: pairs[p])
-        merges.append(best)
-        words = [apply_merge(w, best) for w in words]
-    return merges
+# ---------------------------------------------------------------- models
+def gpt2(vocab_size, eos_id):
+    return GPT2LMHeadModel(GPT2Config(vocab_size=vocab_size, n_positions=POSITIONS, n_embd=32, n_layer=2, n_head=2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=eos_id))
 
 
-def apply_merge(w, pair):
-    out, i = [], 0
-    while i < len(w):
-        if i + 1 < len(w) and (w[i], w[i + 1]) == pair:
-            out.append(w[i] + w[i + 1])
-            i += 2
-        else:
-            out.append(w[i])
-            i += 1
-    return out
+def gemma(vocab_size, eos_id):
+    return GemmaForCausalLM(GemmaConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=POSITIONS, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=eos_id))
 
 
-MERGE_LIST = learn_merges(CORPUS, MERGES)
-RANKS = {m: r for r, m in enumerate(MERGE_LIST)}
-VOCAB = {}
-for b in range(256):
-    VOCAB.setdefault(B2U[b], len(VOCAB))
-for a, b in MERGE_LIST:
-    VOCAB.setdefault(a + b, len(VOCAB))
-ADDED_IDS = {t: len(VOCAB) + k for k, t in enumerate(ADDED)}
-VOCAB_SIZE = len(VOCAB) + len(ADDED)
-EOS_ID = ADDED_IDS[EOS]
-
-
-def bpe(word):
-    while len(word) > 1:
-        ranked = [(RANKS.get(p, 1 << 30), k) for k, p in enumerate(zip(word, word[1:]))]
-        rank, k = min(ranked)
-        if rank == 1 << 30:
-            break
-        pair = (word[k], word[k + 1])
-        word = apply_merge(word, pair)
-    return word
-
-
-def encode(text):
-    ids = []
-    for kind, piece in split_added(text):
-        if kind == 'added':
-            ids.append(ADDED_IDS[piece])
-        else:
-            ids.extend(VOCAB[s] for s in bpe(symbols(piece)))
-    return ids
-
-
-def tokenizer_json():
-    return {
-        'version': '1.0',
-        'truncation': None,
-        'padding': None,
-        'added_tokens': [{'id': ADDED_IDS[t], 'content': t, 'single_word': False, 'lstrip': False, 'rstrip': False, 'normalized': False, 'special': True} for t in ADDED],
-        'normalizer': None,
-        'pre_tokenizer': {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': False},
-        'post_processor': None,
-        'decoder': {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': False},
-        'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None, 'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False, 'vocab': VOCAB, 'merges': [f'{a} {b}' for a, b in MERGE_LIST]},
-    }
-
-
-# ---------------------------------------------------------------- model
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(WIDTH)
-        self.c_attn = nn.Linear(WIDTH, 3 * WIDTH)
-        self.c_proj = nn.Linear(WIDTH, WIDTH)
-        self.ln_2 = nn.LayerNorm(WIDTH)
-        self.fc = nn.Linear(WIDTH, 4 * WIDTH)
-        self.proj = nn.Linear(4 * WIDTH, WIDTH)
-
-    def forward(self, x, allowed, past_k, past_v):
-        b, t, _ = x.shape
-        q, k, v = self.c_attn(self.ln_1(x)).split(WIDTH, dim=2)
-        heads = lambda z: z.view(b, t, HEADS, WIDTH // HEADS).transpose(1, 2)
-        q, k, v = heads(q), heads(k), heads(v)
-        k = torch.cat([past_k, k], dim=2)
-        v = torch.cat([past_v, v], dim=2)
-        scores = (q @ k.transpose(-1, -2)) / (WIDTH // HEADS) ** 0.5
-        # A large finite value, not -inf: a row whose keys are all masked stays finite.
-        scores = scores.masked_fill(~allowed, -1e9)
-        y = (F.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, t, WIDTH)
-        x = x + self.c_proj(y)
-        x = x + self.proj(F.gelu(self.fc(self.ln_2(x))))
-        return x, k, v
-
-
-class TinyGpt(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.wte = nn.Embedding(VOCAB_SIZE, WIDTH)
-        self.wpe = nn.Embedding(POSITIONS, WIDTH)
-        self.blocks = nn.ModuleList([Block() for _ in range(LAYERS)])
-        self.ln_f = nn.LayerNorm(WIDTH)
-
-    def forward(self, input_ids, attention_mask, position_ids, past):
-        t = input_ids.shape[1]
-        total = attention_mask.shape[1]
-        # Key j is visible to query i when j <= past + i (causal) and attention_mask[j] is 1.
-        key_index = torch.arange(total)
-        query_index = torch.arange(t) + (total - t)
-        allowed = (key_index[None, :] <= query_index[:, None])[None, None] & (attention_mask[:, None, None, :] > 0)
-        x = self.wte(input_ids) + self.wpe(position_ids)
-        presents = []
-        for layer, block in enumerate(self.blocks):
-            x, k, v = block(x, allowed, past[2 * layer], past[2 * layer + 1])
-            presents += [k, v]
-        logits = self.ln_f(x) @ self.wte.weight.t()
-        return logits, presents
-
-
-class Exported(nn.Module):
-    """Optimum's signature: positional tensors in (input_ids, attention_mask, position_ids?, past...) order."""
-
-    def __init__(self, model, with_position_ids):
-        super().__init__()
-        self.model, self.with_position_ids = model, with_position_ids
-
-    def forward(self, input_ids, attention_mask, *rest):
-        if self.with_position_ids:
-            position_ids, past = rest[0], list(rest[1:])
-        else:
-            past = list(rest)
-            t = input_ids.shape[1]
-            position_ids = (torch.arange(t) + (attention_mask.shape[1] - t))[None, :].expand(input_ids.shape[0], t)
-        logits, presents = self.model(input_ids, attention_mask, position_ids, past)
-        return (logits, *presents)
-
-
-def train(model):
-    data = [encode(text) for text in CORPUS]
+def train(model, tokenizer, name):
+    eos_id = tokenizer.convert_tokens_to_ids(EOS)
+    data = [tokenizer(text, add_special_tokens=False)['input_ids'] for text in CORPUS]
+    assert max(len(s) for s in data) <= POSITIONS, 'an episode is longer than the context'
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    model.train()
     for step in range(500):
         batch = random.sample(data, 32)
         length = max(len(s) for s in batch)
-        ids = torch.tensor([s + [EOS_ID] * (length - len(s)) for s in batch])
+        ids = torch.tensor([s + [eos_id] * (length - len(s)) for s in batch])
         mask = torch.tensor([[1] * len(s) + [0] * (length - len(s)) for s in batch])
-        positions = torch.arange(length)[None, :].expand(len(batch), length)
-        empty = [torch.zeros(len(batch), HEADS, 0, WIDTH // HEADS) for _ in range(2 * LAYERS)]
-        logits, _ = model(ids, mask, positions, empty)
-        target = ids[:, 1:].masked_fill(mask[:, 1:] == 0, -100)
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, VOCAB_SIZE), target.reshape(-1), ignore_index=-100)
+        loss = model(input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100), use_cache=False).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         if step % 100 == 0 or step == 499:
-            print(f'step {step} loss {loss.item():.3f}')
+            print(f'{name}: step {step} loss {loss.item():.3f}')
+    model.eval()
 
 
-def export(model, folder, with_position_ids):
-    os.makedirs(folder, exist_ok=True)
-    head = WIDTH // HEADS
-    batch, t, past_len = 2, 3, 4
-    inputs = [torch.randint(0, VOCAB_SIZE, (batch, t)), torch.ones(batch, past_len + t, dtype=torch.int64)]
-    names = ['input_ids', 'attention_mask']
-    axes = {'input_ids': {0: 'batch_size', 1: 'sequence_length'}, 'attention_mask': {0: 'batch_size', 1: 'total_sequence_length'}}
-    if with_position_ids:
-        inputs.append(torch.arange(past_len, past_len + t)[None, :].expand(batch, t).contiguous())
-        names.append('position_ids')
-        axes['position_ids'] = {0: 'batch_size', 1: 'sequence_length'}
-    outputs = ['logits']
-    axes['logits'] = {0: 'batch_size', 1: 'sequence_length'}
-    for layer in range(LAYERS):
-        for kind in ('key', 'value'):
-            inputs.append(torch.randn(batch, HEADS, past_len, head))
-            names.append(f'past_key_values.{layer}.{kind}')
-            axes[names[-1]] = {0: 'batch_size', 2: 'past_sequence_length'}
-            outputs.append(f'present.{layer}.{kind}')
-            axes[outputs[-1]] = {0: 'batch_size', 2: 'total_sequence_length'}
-    torch.onnx.export(Exported(model, with_position_ids), tuple(inputs), os.path.join(folder, 'model.onnx'), input_names=names, output_names=outputs, dynamic_axes=axes, opset_version=14, do_constant_folding=True)
-    json.dump(tokenizer_json(), open(os.path.join(folder, 'tokenizer.json'), 'w'), ensure_ascii=False)
-    json.dump({'architectures': ['GPT2LMHeadModel'], 'model_type': 'gpt2', 'vocab_size': VOCAB_SIZE, 'n_positions': POSITIONS, 'n_embd': WIDTH, 'n_layer': LAYERS, 'n_head': HEADS, 'bos_token_id': EOS_ID, 'eos_token_id': EOS_ID, 'torch_dtype': 'float32'}, open(os.path.join(folder, 'config.json'), 'w'), indent=2)
-    json.dump({'bos_token_id': EOS_ID, 'eos_token_id': [EOS_ID], 'pad_token_id': EOS_ID}, open(os.path.join(folder, 'generation_config.json'), 'w'), indent=2)
+PROMPTS = ['Question: what is the size of the apple?\n', 'Question: what is the price of the moon?\n<think>', 'Question: river growth\n']
+ENCODINGS = ['<search>cats and dogs</search>', 'héllo <answer>4.5 billion</answer>\n', '<information>[page a.png] x</information>']
 
 
 @torch.no_grad()
-def reference(model):
-    prompts = ['Question: what is the size of the apple?\n', 'Question: what is the price of the moon?\n<think>', 'Question: river growth\n']
+def reference(model, tokenizer, steps=40):
+    """Greedy continuations by full recomputation in float64 without a cache: the ONNX policy's
+    cached float32 decode must match them."""
+    model = model.double()
     rows = []
-    for text in prompts:
-        ids = encode(text)
+    for text in PROMPTS:
+        ids = tokenizer(text, add_special_tokens=False)['input_ids']
         sequence = list(ids)
-        steps = []
-        for _ in range(40):
-            n = len(sequence)
-            empty = [torch.zeros(1, HEADS, 0, WIDTH // HEADS) for _ in range(2 * LAYERS)]
-            # Full recomputation in float64, no cache: the ONNX policy's cached float32 decode must match it.
-            logits, _ = model.double()(torch.tensor([sequence]), torch.ones(1, n, dtype=torch.int64), torch.arange(n)[None, :], [e.double() for e in empty])
+        greedy = []
+        for _ in range(steps):
+            logits = model(input_ids=torch.tensor([sequence]), use_cache=False).logits
             logp = F.log_softmax(logits[0, -1], dim=-1)
             token = int(torch.argmax(logp))
-            steps.append({'tokenId': token, 'logProb': float(logp[token])})
+            greedy.append({'tokenId': token, 'logProb': float(logp[token])})
             sequence.append(token)
-        model.float()
-        rows.append({'text': text, 'promptIds': ids, 'greedy': steps})
-    return {'vocabSize': VOCAB_SIZE, 'eosTokenId': EOS_ID, 'addedTokens': ADDED_IDS, 'encodings': {t: encode(t) for t in ['<search>cats and dogs</search>', 'héllo <answer>4.5 billion</answer>\n', '<information>[page a.png] x</information>']}, 'prompts': rows}
+        rows.append({'text': text, 'promptIds': ids, 'greedy': greedy})
+    model.float()
+    return {
+        'madeBy': 'scripts/make-onnx-fixture.py',
+        'versions': {p: version(p) for p in PACKAGES},
+        'vocabSize': model.config.vocab_size,
+        'eosTokenId': tokenizer.convert_tokens_to_ids(EOS),
+        'addedTokens': {t: tokenizer.convert_tokens_to_ids(t) for t in ADDED},
+        'encodings': {t: tokenizer(t, add_special_tokens=False)['input_ids'] for t in ENCODINGS},
+        'prompts': rows,
+    }
+
+
+def make(name, build, tokenizer):
+    folder = os.path.join(OUT, name)
+    hf = os.path.join(folder, 'hf')
+    shutil.rmtree(folder, ignore_errors=True)
+    eos_id = tokenizer.convert_tokens_to_ids(EOS)
+    model = build(len(tokenizer), eos_id)
+    start = time.time()
+    train(model, tokenizer, name)
+    print(f'{name}: trained in {time.time() - start:.0f} s')
+    model.generation_config = GenerationConfig(bos_token_id=eos_id, eos_token_id=[eos_id], pad_token_id=eos_id)
+    model.save_pretrained(hf)
+    tokenizer.save_pretrained(hf)
+    # Optimum's exporter as a user runs it, with its defaults (opset 18; tied weights deduplicated,
+    # as accelerate is installed): one model.onnx that takes past_key_values, empty at the start.
+    command = ['optimum-cli', 'export', 'onnx', '--model', hf, '--task', 'text-generation-with-past', folder]
+    print(' '.join(command))
+    subprocess.run([os.path.join(os.path.dirname(sys.executable), command[0]), *command[1:]], check=True, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+    data = reference(model, tokenizer)
+    with open(os.path.join(folder, 'reference.json'), 'w') as f:
+        json.dump(data, f, ensure_ascii=False, indent=1)
+    print(f'{name}: vocabulary {data["vocabSize"]}, eos {data["eosTokenId"]}, wrote {folder}')
 
 
 def main():
-    model = TinyGpt()
-    train(model)
-    model.eval()
-    shutil.rmtree(OUT, ignore_errors=True)
-    export(model, OUT, True)
-    export(model, os.path.join(OUT, 'no-position-ids'), False)
-    json.dump(reference(model), open(os.path.join(OUT, 'reference.json'), 'w'), ensure_ascii=False, indent=1)
-    print(f'vocabulary {VOCAB_SIZE}, eos {EOS_ID}, wrote {OUT}')
+    tokenizer = make_tokenizer()
+    # The tokenizer as a user's AutoTokenizer reads it back (the fixture's ids are these).
+    scratch = os.path.join(OUT, '.tokenizer')
+    tokenizer.save_pretrained(scratch)
+    tokenizer = AutoTokenizer.from_pretrained(scratch)
+    shutil.rmtree(scratch)
+    make('tiny-gpt', gpt2, tokenizer)
+    make('tiny-gemma', gemma, tokenizer)
 
 
 if __name__ == '__main__':

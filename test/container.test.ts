@@ -135,7 +135,8 @@ describe('the composition root', () => {
 
   it("builds an ONNX policy (kind 'onnx') from a model folder, collects with it, and refuses to train it", async () => {
     const modelDir = join(import.meta.dirname, '..', 'src', 'adapters', 'onnx', '__fixtures__', 'tiny-gpt');
-    // The fixture model was trained on questions like this one (scripts/make-onnx-fixture.py).
+    // The fixture model (a GPT-2 exported by Optimum) was trained on questions like this one
+    // (scripts/make-onnx-fixture.py).
     const pages = [{ basename: 'apple_1.png', text: 'the apple size is 7' }];
     const onnxConfig = {
       episode: { instructions: '', maxTurns: 2, maxTurnTokens: 32, temperature: 0 },

@@ -41,7 +41,7 @@ describe('examples', () => {
   it('onnx-policy runs episodes with the ONNX fixture model and prints one line per episode', async () => {
     const { stdout } = await run(tsx, ['examples/onnx-policy.ts'], { cwd: root });
     const lines = stdout.trim().split('\n');
-    expect(lines[0]).toBe('policy: onnx on cpu, 2 layers, vocabulary 297, context 256');
+    expect(lines[0]).toBe('policy: onnx on cpu, 2 layers, vocabulary 397, context 256');
     const episodes = lines.filter((line) => line.startsWith('s0-'));
     expect(episodes).toHaveLength(6);
     for (const line of episodes)

@@ -244,10 +244,10 @@ export async function tamperedCheckpoints(root: string) {
   };
   control.onnx = await onnx(null);
   results['onnx: NaN in the token embedding'] = await onnx((m) =>
-    setInitializer(m, 'model.wte.weight', 5, Number.NaN),
+    setInitializer(m, 'transformer.wte.weight', 5, Number.NaN),
   );
   results['onnx: +Infinity in a layer norm'] = await onnx((m) =>
-    setInitializer(m, 'model.blocks.1.ln_2.weight', 0, Number.POSITIVE_INFINITY),
+    setInitializer(m, 'transformer.h.1.ln_2.weight', 0, Number.POSITIVE_INFINITY),
   );
   const values = Object.values(results);
   return {

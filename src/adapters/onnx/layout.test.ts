@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ModelLayoutError } from '../../core/errors';
-import { checkCausalLmLayout, type GraphValue } from './layout';
+import { checkCausalLmLayout, readCausalLmConfig, type GraphValue } from './layout';
 
 const ids = (name: string): GraphValue => ({
   name,
@@ -83,5 +83,64 @@ describe('the Optimum causal-LM layout check', () => {
     expect(mismatches([ids('input_ids'), ids('attention_mask')], [outputs()[0]!])).toEqual([
       "no 'past_key_values.{i}.key/value' inputs (export the model with its key/value cache: --task text-generation-with-past)",
     ]);
+  });
+});
+
+describe("config.json of Optimum's exports", () => {
+  const graph = (heads?: number) => ({ layers: 2, hasPositionIds: false, ...(heads && { heads }) });
+  const eos = { eos_token_id: [2] };
+
+  it('reads the key/value heads under each family name; the graph wins and a disagreement is named', () => {
+    // Fields as transformers 4.57 writes them for each family.
+    const falconMultiQuery = {
+      num_attention_heads: 2,
+      num_kv_heads: 2,
+      multi_query: true,
+      new_decoder_architecture: false,
+      hidden_size: 32,
+      vocab_size: 397,
+      max_position_embeddings: 2048,
+    };
+    expect(readCausalLmConfig('config.json', falconMultiQuery, eos, graph(1)).heads).toBe(1);
+    expect(readCausalLmConfig('config.json', falconMultiQuery, eos, graph()).heads).toBe(1);
+    const falconNew = {
+      ...falconMultiQuery,
+      num_attention_heads: 4,
+      num_kv_heads: 2,
+      new_decoder_architecture: true,
+    };
+    expect(readCausalLmConfig('config.json', falconNew, eos, graph(2))).toMatchObject({
+      heads: 2,
+      headWidth: 8,
+    });
+    const bigCode = { n_head: 2, n_embd: 32, multi_query: true, n_positions: 128, vocab_size: 397 };
+    expect(readCausalLmConfig('config.json', bigCode, eos, graph(1)).heads).toBe(1);
+    const llama = {
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      hidden_size: 32,
+      vocab_size: 397,
+      max_position_embeddings: 128,
+    };
+    expect(readCausalLmConfig('config.json', llama, eos, graph(2))).toMatchObject({ heads: 2, headWidth: 8 });
+    expect(() => readCausalLmConfig('config.json', llama, eos, graph(4))).toThrow(
+      /config\.json has 2 key\/value heads, the graph 4/,
+    );
+  });
+
+  it('a model with ALiBi positions names no context length: the contextLength setting gives it', () => {
+    const bloom = { n_head: 2, hidden_size: 32, n_layer: 2, vocab_size: 397 };
+    expect(() => readCausalLmConfig('config.json', bloom, eos, graph(2))).toThrow(/set contextLength/);
+    expect(readCausalLmConfig('config.json', bloom, eos, graph(2), 512)).toMatchObject({
+      contextLength: 512,
+      heads: 2,
+      headWidth: 16,
+    });
+    const mpt = { n_heads: 2, d_model: 32, max_seq_len: 128, vocab_size: 397 };
+    expect(readCausalLmConfig('config.json', mpt, eos, graph())).toMatchObject({
+      contextLength: 128,
+      heads: 2,
+      headWidth: 16,
+    });
   });
 });

@@ -24,7 +24,7 @@ export interface CausalLmLayout {
 }
 
 export const LAYOUT_HINT =
-  "Expected Hugging Face Optimum's causal-LM export with a key/value cache (`optimum-cli export onnx --task text-generation-with-past`): inputs input_ids, attention_mask, position_ids (optional) and past_key_values.{i}.key/value; outputs logits and present.{i}.key/value; float32 key/values and logits, int64 ids.";
+  "Expected Hugging Face Optimum's causal-LM export with a key/value cache (`optimum-cli export onnx --task text-generation-with-past`; optimum 2.x needs `pip install optimum-onnx` for it): inputs input_ids, attention_mask, position_ids (optional) and past_key_values.{i}.key/value; outputs logits and present.{i}.key/value; float32 key/values and logits, int64 ids.";
 
 const PAST = /^past_key_values\.(\d+)\.(key|value)$/;
 const PRESENT = /^present\.(\d+)\.(key|value)$/;
@@ -141,28 +141,45 @@ const ids = (v: unknown): number[] =>
   Array.isArray(v) ? v.filter((x): x is number => typeof x === 'number') : typeof v === 'number' ? [v] : [];
 
 /**
+ * The key/value heads config.json gives, under the names of the families Optimum exports:
+ * num_key_value_heads (Llama, Qwen2, Gemma, Mistral, Phi-3), Falcon's num_kv_heads (its new
+ * decoder architecture only: otherwise multi_query means one head, whatever num_kv_heads says),
+ * multi_query (GPT-BigCode, Falcon: one head); else the attention heads.
+ */
+function configKeyValueHeads(config: Record<string, unknown>, attentionHeads: number | undefined) {
+  if (config.new_decoder_architecture === true) return num(config.num_kv_heads) ?? attentionHeads;
+  if (config.multi_query === true) return 1;
+  return num(config.num_key_value_heads) ?? num(config.num_kv_heads) ?? attentionHeads;
+}
+
+/**
  * Reads the model's sizes from config.json (the names of GPT-2 and of Llama-like models) and its
  * end-of-sequence ids from generation_config.json (else config.json); what the graph fixes wins,
- * and a disagreement between the two is a mismatch.
+ * and a disagreement between the two is a mismatch. A model with relative positions only (ALiBi:
+ * BLOOM, MPT, Falcon with `alibi`) may name no context length: `contextLength` (the policy's
+ * setting) gives it then.
  */
 export function readCausalLmConfig(
   model: string,
   config: Record<string, unknown>,
   generation: Record<string, unknown>,
   layout: CausalLmLayout,
+  contextLength?: number,
 ): CausalLmConfig {
   const mismatches: string[] = [];
-  const attentionHeads = num(config.num_attention_heads) ?? num(config.n_head);
+  const attentionHeads = num(config.num_attention_heads) ?? num(config.n_head) ?? num(config.n_heads);
   const width = num(config.hidden_size) ?? num(config.n_embd) ?? num(config.d_model);
-  const configHeads = num(config.num_key_value_heads) ?? attentionHeads;
+  const configHeads = configKeyValueHeads(config, attentionHeads);
   const configHeadWidth =
     num(config.head_dim) ?? (width !== undefined && attentionHeads ? width / attentionHeads : undefined);
   const configVocab = num(config.vocab_size);
-  const contextLength =
+  const configContext =
     num(config.max_position_embeddings) ??
     num(config.n_positions) ??
     num(config.n_ctx) ??
-    num(config.seq_length);
+    num(config.seq_length) ??
+    num(config.max_seq_len);
+  const context = configContext ?? contextLength;
   const heads = layout.heads ?? configHeads;
   const headWidth = layout.headWidth ?? configHeadWidth;
   const vocabSize = layout.vocabSize ?? configVocab;
@@ -180,8 +197,10 @@ export function readCausalLmConfig(
     );
   if (vocabSize === undefined)
     mismatches.push('config.json names no vocab_size, and the graph does not fix it');
-  if (contextLength === undefined)
-    mismatches.push('config.json names no max_position_embeddings / n_positions (the context length)');
+  if (context === undefined)
+    mismatches.push(
+      'config.json names no max_position_embeddings / n_positions (the context length); for a model without one (ALiBi: BLOOM, MPT) set contextLength',
+    );
   const eosTokenIds =
     ids(generation.eos_token_id).length > 0 ? ids(generation.eos_token_id) : ids(config.eos_token_id);
   if (eosTokenIds.length === 0)
@@ -194,7 +213,7 @@ export function readCausalLmConfig(
     });
   return {
     vocabSize: vocabSize!,
-    contextLength: contextLength!,
+    contextLength: context!,
     heads: heads!,
     headWidth: headWidth!,
     eosTokenIds,

@@ -16,16 +16,26 @@ import { ONNX_OPTIONAL_PACKAGES } from './packages';
 import { createOnnxPolicy, type OnnxPolicy } from './policy';
 import type { OnnxPolicySettings } from './settings';
 
-// The fixture is made by scripts/make-onnx-fixture.py (torch); these tests need no Python.
-const FIXTURE = join(import.meta.dirname, '__fixtures__', 'tiny-gpt');
+// The fixtures are real Optimum exports of tiny models made by transformers, with reference.json
+// computed by transformers (scripts/make-onnx-fixture.py; python/tests/test_onnx_fixture.py keeps
+// reference.json equal to what the pinned transformers computes). These tests need no Python.
+const FIXTURES = join(import.meta.dirname, '__fixtures__');
+/** A GPT-2 export: position_ids is an input. */
+const FIXTURE = join(FIXTURES, 'tiny-gpt');
+/** A Gemma export: no position_ids (the graph counts positions from the past length), 1 key/value head. */
+const GEMMA = join(FIXTURES, 'tiny-gemma');
 interface Reference {
+  versions: Record<string, string>;
   vocabSize: number;
   eosTokenId: number;
   addedTokens: Record<string, number>;
   encodings: Record<string, number[]>;
   prompts: Array<{ text: string; promptIds: number[]; greedy: Array<{ tokenId: number; logProb: number }> }>;
 }
-const reference = JSON.parse(await readFile(join(FIXTURE, 'reference.json'), 'utf8')) as Reference;
+const readReference = async (dir: string) =>
+  JSON.parse(await readFile(join(dir, 'reference.json'), 'utf8')) as Reference;
+const reference = await readReference(FIXTURE);
+const gemmaReference = await readReference(GEMMA);
 
 const created: OnnxPolicy[] = [];
 async function tiny(overrides: Partial<OnnxPolicySettings> = {}): Promise<OnnxPolicy> {
@@ -71,19 +81,35 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
     expect(tok.specialTokenId('apple pie')).toBeUndefined();
   });
 
-  it('greedy tokens and their log-probs equal the torch reference (float64, no cache) within 1e-4', async () => {
-    const policy = await tiny();
-    for (const p of reference.prompts) {
+  /**
+   * Greedy decoding from each prompt until the reference's first end-of-sequence token (then the
+   * turn ends 'eos') or its length ('length'): the same tokens, log-probs within `tolerance`.
+   */
+  async function expectGreedyAsReference(policy: OnnxPolicy, data: Reference, tolerance: number) {
+    let worst = 0;
+    for (const p of data.prompts) {
+      const eos = p.greedy.findIndex((s) => s.tokenId === data.eosTokenId);
+      const expected = eos >= 0 ? p.greedy.slice(0, eos + 1) : p.greedy;
       const session = await policy.begin([p.promptIds]);
       const [out] = await session.generateTurn([0], { stopAfter: [], maxTokens: p.greedy.length, ...greedy });
       await session.end();
-      expect(out!.steps.map((s) => s.tokenId)).toEqual(p.greedy.map((s) => s.tokenId));
+      expect(out!.steps.map((s) => s.tokenId)).toEqual(expected.map((s) => s.tokenId));
       out!.steps.forEach((s, k) => {
-        expect(Math.abs(s.logProb - p.greedy[k]!.logProb)).toBeLessThan(1e-4);
+        worst = Math.max(worst, Math.abs(s.logProb - expected[k]!.logProb));
         expect(s.position).toBe(p.promptIds.length + k);
       });
-      expect(out!.finishReason).toBe('length');
+      expect(out!.finishReason).toBe(eos >= 0 ? 'eos' : 'length');
     }
+    expect(worst).toBeLessThan(tolerance);
+    return worst;
+  }
+
+  it("greedy tokens and their log-probs equal transformers' (float64, no cache) within 1e-4", async () => {
+    expect(reference.versions).toMatchObject({
+      'optimum-onnx': expect.any(String),
+      transformers: expect.any(String),
+    });
+    await expectGreedyAsReference(await tiny(), reference, 1e-4);
   });
 
   it('numeric contract: cached decoding equals a full forward without cache (logProbs) within 1e-5', async () => {
@@ -163,15 +189,32 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
     await expect(policy.logProbs({ inputIds: [[1, 2]], positions: [[0]] })).rejects.toThrow(/position 0/);
   });
 
-  it('a graph without position_ids (positions from the past length) decodes the same', async () => {
-    const policy = await tiny({ modelDir: join(FIXTURE, 'no-position-ids') });
-    expect(policy.modelConfig.hasPositionIds).toBe(false);
-    const { maxError } = await incrementalLogProbError(policy, { temperature: 1, topP: 1 });
-    expect(maxError).toBeLessThan(1e-5);
-    const p = reference.prompts[2]!;
-    const session = await policy.begin([p.promptIds]);
-    const [out] = await session.generateTurn([0], { stopAfter: [], maxTokens: 10, ...greedy });
-    expect(out!.steps.map((s) => s.tokenId)).toEqual(p.greedy.slice(0, 10).map((s) => s.tokenId));
+  it('a Gemma export (no position_ids, 1 key/value head) decodes as transformers does, cached and not', async () => {
+    const policy = await tiny({ modelDir: GEMMA });
+    expect(policy.modelConfig).toEqual({
+      layers: 2,
+      heads: 1,
+      headWidth: 16,
+      vocabSize: gemmaReference.vocabSize,
+      contextLength: 256,
+      hasPositionIds: false,
+      eosTokenIds: [gemmaReference.eosTokenId],
+    });
+    await expectGreedyAsReference(policy, gemmaReference, 1e-4);
+    for (const options of [greedy, { temperature: 1, topP: 1 }]) {
+      const { maxError, positionsHold } = await incrementalLogProbError(policy, options);
+      expect(positionsHold).toBe(true);
+      expect(maxError).toBeLessThan(1e-5);
+    }
+    // Sessions at different past lengths decode together as they do alone.
+    const sampled = { temperature: 1, topP: 0.9 };
+    const alone = await tiny({ modelDir: GEMMA, seed: 5 });
+    const ra = await rollTwoTurns(alone, sampled);
+    const rb = await rollTwoTurns(alone, sampled);
+    const together = await tiny({ modelDir: GEMMA, seed: 5 });
+    const [rc, rd] = await Promise.all([rollTwoTurns(together, sampled), rollTwoTurns(together, sampled)]);
+    expect(rc.sequences).toEqual(ra.sequences);
+    expect(rd.sequences).toEqual(rb.sequences);
   });
 
   it('runs rollouts only: update is a NotTrainableError; a checkpoint carries the sampling state, not weights', async () => {
@@ -232,8 +275,12 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
       expect(ModelLayoutError.isInstance(error)).toBe(true);
       expect((error as ModelLayoutError).mismatches).toEqual([
         `config.json has vocab_size 500, the graph's logits ${reference.vocabSize}`,
-        'config.json names no max_position_embeddings / n_positions (the context length)',
+        'config.json names no max_position_embeddings / n_positions (the context length); for a model without one (ALiBi: BLOOM, MPT) set contextLength',
       ]);
+      // A model with relative positions only names no context length: the setting gives it.
+      await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, n_positions: undefined }));
+      const policy = await tiny({ modelDir: dir, contextLength: 200 });
+      expect(policy.contextLength).toBe(200);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -107,7 +107,7 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
       session.inputMetadata as readonly GraphValue[],
       session.outputMetadata as readonly GraphValue[],
     );
-    facts = readCausalLmConfig(join(dir, 'config.json'), config, generation, layout);
+    facts = readCausalLmConfig(join(dir, 'config.json'), config, generation, layout, parsed.contextLength);
     const contextLength = Math.min(facts.contextLength, parsed.contextLength ?? Number.POSITIVE_INFINITY);
     model = {
       session,

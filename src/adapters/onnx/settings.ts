@@ -33,7 +33,7 @@ export const onnxPolicySettingsSchema = z
     contextLength: positiveInt()
       .optional()
       .describe(
-        "Caps the context below the model's own (config.json's max_position_embeddings / n_positions).",
+        "Caps the context below the model's own (config.json's max_position_embeddings / n_positions); gives it for a model whose config.json names none (ALiBi: BLOOM, MPT).",
       ),
     coalesceSessions: z
       .boolean()

@@ -59,9 +59,9 @@ const text = (field: number, s: string) => {
 
 describe('the weights of an ONNX export', () => {
   it.each([
-    ['model.wte.weight', 0, Number.NaN, /NaN/],
-    ['model.blocks.0.ln_1.weight', 3, Number.POSITIVE_INFINITY, /Infinity/],
-    ['model.blocks.0.c_attn.bias', 1, Number.NEGATIVE_INFINITY, /-Infinity/],
+    ['transformer.wte.weight', 0, Number.NaN, /NaN/],
+    ['transformer.h.0.ln_1.weight', 3, Number.POSITIVE_INFINITY, /Infinity/],
+    ['transformer.h.0.attn.c_attn.bias', 1, Number.NEGATIVE_INFINITY, /-Infinity/],
   ])(
     'createOnnxPolicy refuses %s holding a non-finite value, naming the file and initializer',
     async (name, index, value, what) => {
