@@ -87,6 +87,7 @@ export type {
   StoreRecord,
   PolicyBackend,
   RolloutSession,
+  Tracker,
   PolicyCheckpoint,
   Evidence,
   PageImage,

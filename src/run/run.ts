@@ -39,6 +39,8 @@ import { progressOf, type RunOptions } from './progress';
 
 import type { StepMetrics } from './step-metrics';
 import { createTrainer } from './trainer';
+import { describeTrackers, openRunTrackers, phaseOffsets } from './trackers';
+import { AbortedError } from '../core/errors';
 
 export interface TrainRunResult {
   runId: string;
@@ -272,6 +274,11 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
     folder,
   );
   const { runId, runDir, policy } = session;
+  // The trackers besides the run folder's records (TensorBoard, MLflow): they never stop the run.
+  const trackers = await openRunTrackers({ config, runId, runDir, store, onLog: options.onLog });
+  trackers.logConfig(config);
+  const offsets = phaseOffsets(config);
+  let status: 'finished' | 'failed' | 'killed' = 'failed';
   try {
     const own = config.searcher.adapters.policy === undefined;
     const described = policy as PolicyBackend & { parameterCount?: number; backend?: { name: string } };
@@ -289,6 +296,7 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
       before = await session.evaluate(EVAL_BEFORE, undefined, options);
       await writeJsonAtomic(beforePath, before);
     }
+    trackers.logEvaluation(EVAL_BEFORE, 0, before);
     options.onLog?.(
       `before RL${session.env.kind === 'slides' && !config.policy?.initFrom ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
     );
@@ -317,6 +325,7 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
         ...(options.signal && { signal: options.signal }),
         onStep: (m) => {
           steps.push({ ...m, phase: phase.name });
+          trackers.logStep(phase.name, offsets.get(phase.name)! + m.step, m);
           progress.update(
             m.step,
             `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`,
@@ -328,14 +337,26 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
     const after = await session.evaluate(EVAL_AFTER, undefined, options);
     await writeJsonAtomic(join(runDir, `${EVAL_AFTER}.json`), after);
     options.onLog?.(`after RL on ${after.split}: ${describeEval(after)}`);
+    trackers.logEvaluation(
+      EVAL_AFTER,
+      config.phases.reduce((n, p) => n + p.steps, 0),
+      after,
+    );
     await writeJsonAtomic(join(runDir, RUN_FILES.summary), {
       runId,
       before,
       after,
       corpus: session.env.corpus,
     });
+    status = 'finished';
     return { runId, runDir, before, after, steps };
+  } catch (error) {
+    if (options.signal?.aborted || AbortedError.isInstance(error)) status = 'killed';
+    throw error;
   } finally {
+    const states = await trackers.finish(status);
+    const line = describeTrackers(states);
+    if (line) options.onLog?.(line);
     await session.close();
   }
 }
