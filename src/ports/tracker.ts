@@ -20,6 +20,12 @@ export interface TrackerStart {
    * continues the same run where it can; `null` for a new run.
    */
   resume: TrackerResume | null;
+  /**
+   * The run's step this attempt continues at, when it continues an interrupted one: what a
+   * tracker holds at and after it came from the steps run again (TensorBoard drops it, MLflow
+   * keeps its history, the latest value of a step counting). `null`: nothing is run again.
+   */
+  continuesAt: number | null;
 }
 
 /** What a tracker needs to continue its run later (JSON; kept in the run folder, never a secret). */

@@ -295,8 +295,9 @@ export async function trainRun(config: RunConfig, options: RunOptions = {}): Pro
     if (!before) {
       before = await session.evaluate(EVAL_BEFORE, undefined, options);
       await writeJsonAtomic(beforePath, before);
+      // An earlier attempt logged the one it read (a tracker new to the folder gets it with the recorded steps).
+      trackers.logEvaluation(EVAL_BEFORE, 0, before);
     }
-    trackers.logEvaluation(EVAL_BEFORE, 0, before);
     options.onLog?.(
       `before RL${session.env.kind === 'slides' && !config.policy?.initFrom ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
     );

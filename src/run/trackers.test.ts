@@ -5,9 +5,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeMlflow } from '../../test/support/fake-mlflow';
 import { parseRunConfig } from './config';
 import type { EvalSummary } from './evaluate';
-import { runStore } from './folder';
+import { runStore, writeJsonAtomic } from './folder';
 import type { StepMetrics } from './step-metrics';
 import {
+  continuesAt,
   describeTrackers,
   flattenParams,
   openRunTrackers,
@@ -207,21 +208,33 @@ describe('openRunTrackers', () => {
     expect(states.tensorboard!.steps).toBe(1);
   });
 
-  it('a tracker new to a run folder first gets the steps its phases recorded (on the run axis)', async () => {
+  it('a tracker new to a run folder first gets the evaluation and the steps not run again (on the run axis)', async () => {
     const store = runStore(runDir);
+    const checkpoint = (runId: string, step: number) => ({
+      kind: 'checkpoint' as const,
+      runId,
+      step,
+      time: 0,
+      data: {},
+    });
     await store.doAppend([
       { kind: 'metric', runId: 'phase1', step: 1, time: 1, data: metrics(1) },
       { kind: 'metric', runId: 'phase1', step: 2, time: 2, data: metrics(2) },
+      checkpoint('phase1', 2),
+      checkpoint('phase2', 0),
+      // Run again by this attempt (after phase 2's last checkpoint): not sent twice.
       { kind: 'metric', runId: 'phase2', step: 1, time: 3, data: metrics(1) },
     ]);
+    await writeJsonAtomic(join(runDir, 'eval-before-rl.json'), summary);
     const config = runConfig([{ type: 'mlflow', trackingUri: server.url }]);
+    expect(await continuesAt(config, store)).toBe(3);
     const trackers = await openRunTrackers({ config, runId: 'r', runDir, store });
     const states = await trackers.finish('finished');
     const [run] = [...server.runs.values()];
     expect([...new Set(run!.metrics.map((m) => `${m.key.split('/')[0]}@${m.step}`))]).toEqual([
+      'eval-before-rl@0',
       'phase1@1',
       'phase1@2',
-      'phase2@3',
     ]);
     expect(states.mlflow!.steps).toBe(3);
   });

@@ -13,7 +13,7 @@ import type {
 import type { TrackerConfig } from '../tracker-config';
 import type { RunConfig } from './config';
 import type { EvalSummary } from './evaluate';
-import { readJsonFile, writeJsonAtomic } from './folder';
+import { EVAL_BEFORE, readJsonFile, writeJsonAtomic } from './folder';
 import type { StepMetrics } from './step-metrics';
 
 /** Where a run keeps its trackers' state: what continues each tracker's run, and its failures. */
@@ -75,6 +75,14 @@ export function stepScalars(phase: string, metrics: StepMetrics): Record<string,
   return values;
 }
 
+/** An evaluation's figures as scalars `eval-before-rl/judgeSuccess`. */
+export function evaluationScalars(storeRun: string, summary: EvalSummary): Record<string, number> {
+  const values: Record<string, number> = {};
+  for (const [key, value] of Object.entries(summary))
+    if (typeof value === 'number') values[`${storeRun}/${key}`] = value;
+  return values;
+}
+
 /** The first step of each phase on the run's axis: phase k starts after the planned steps of phases 1..k-1 (as the report draws them). */
 export function phaseOffsets(config: RunConfig): Map<string, number> {
   const offsets = new Map<string, number>();
@@ -84,6 +92,28 @@ export function phaseOffsets(config: RunConfig): Map<string, number> {
     offset += phase.steps;
   }
   return offsets;
+}
+
+/**
+ * The run's step an attempt continues at (`resumeMode: auto`): the step after the last checkpoint
+ * of the first phase not done, what the trainer resumes from; everything logged from there on
+ * comes again. `null` when every phase is done, or when each phase starts from a named checkpoint
+ * (`resumeMode: checkpoints/step-…`): the steps run again are then not one stretch, and trackers
+ * keep both values of them.
+ */
+export async function continuesAt(config: RunConfig, store: Store): Promise<number | null> {
+  const mode = config.trainer.resumeMode;
+  if (mode === 'disable') return 1;
+  if (mode !== 'auto') return null;
+  let offset = 0;
+  for (const phase of config.phases) {
+    if (phase.steps > 0) {
+      const last = (await store.doQuery({ kind: 'checkpoint', runId: phase.name })).at(-1)?.step ?? 0;
+      if (last < phase.steps) return offset + last + 1;
+    }
+    offset += phase.steps;
+  }
+  return null;
 }
 
 interface Lane {
@@ -115,6 +145,7 @@ export async function openRunTrackers(args: {
   env?: Readonly<Record<string, string | undefined>>;
 }): Promise<RunTrackers> {
   const { config, runDir } = args;
+  const from = await continuesAt(config, args.store);
   const path = join(runDir, TRACKERS_FILE);
   // An unreadable state file loses only the continuation: the trackers start new runs.
   const saved = (await readJsonFile<Record<string, TrackerState>>(path).catch(() => null)) ?? {};
@@ -195,10 +226,12 @@ export async function openRunTrackers(args: {
     });
   };
 
-  /** The steps a run folder already holds, for a tracker it did not have before. */
+  /** The evaluation and the steps a run folder already holds (those not run again), for a tracker it did not have before. */
   const backfill = async (lane: Lane) => {
     const offsets = phaseOffsets(config);
     const scalars: TrackerScalars[] = [];
+    const before = await readJsonFile<EvalSummary>(join(runDir, `${EVAL_BEFORE}.json`)).catch(() => null);
+    if (before) scalars.push({ step: 0, time: Date.now(), values: evaluationScalars(EVAL_BEFORE, before) });
     for (const phase of config.phases) {
       const [metrics, events] = await Promise.all([
         args.store.doQuery({ kind: 'metric', runId: phase.name }),
@@ -206,6 +239,7 @@ export async function openRunTrackers(args: {
       ]);
       for (const record of currentRecords(metrics, events)) {
         const m = record.data as StepMetrics;
+        if (from !== null && offsets.get(phase.name)! + m.step >= from) continue;
         scalars.push({
           step: offsets.get(phase.name)! + m.step,
           time: record.time,
@@ -227,7 +261,7 @@ export async function openRunTrackers(args: {
           maxRetries: lane.config.maxRetries,
         });
         const resume = await caller.call('start', (signal) =>
-          tracker.doStart({ runName: args.runId, resume: lane.state.resume }, { signal }),
+          tracker.doStart({ runName: args.runId, resume: lane.state.resume, continuesAt: from }, { signal }),
         );
         const isNew = lane.state.resume === null;
         lane.state.resume = resume;
@@ -256,10 +290,7 @@ export async function openRunTrackers(args: {
       scalars(runStep, stepScalars(phase, metrics), 1);
     },
     logEvaluation(storeRun, runStep, summary) {
-      const values: Record<string, number> = {};
-      for (const [key, value] of Object.entries(summary))
-        if (typeof value === 'number') values[`${storeRun}/${key}`] = value;
-      scalars(runStep, values, 0);
+      scalars(runStep, evaluationScalars(storeRun, summary), 0);
     },
     async finish(status) {
       for (const lane of lanes) {

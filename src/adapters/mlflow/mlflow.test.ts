@@ -17,7 +17,7 @@ afterEach(async () => {
 describe('createMlflowTracker', () => {
   it('creates the experiment and a run, logs params and metrics in batches, and ends the run', async () => {
     const tracker = createMlflowTracker({ trackingUri: server.url, experiment: 'searcher', token: TOKEN });
-    const resume = await tracker.doStart({ runName: 'demo-run', resume: null });
+    const resume = await tracker.doStart({ runName: 'demo-run', resume: null, continuesAt: null });
     expect(server.calls('experiments/get-by-name')[0]!.query.get('experiment_name')).toBe('searcher');
     expect(server.calls('experiments/create')[0]!.json).toEqual({ name: 'searcher' });
     const create = server.calls('runs/create')[0]!;
@@ -61,10 +61,10 @@ describe('createMlflowTracker', () => {
 
   it('continues the run a resumed run started, logging only the params it lacks', async () => {
     const first = createMlflowTracker({ trackingUri: server.url });
-    const resume = await first.doStart({ runName: 'r', resume: null });
+    const resume = await first.doStart({ runName: 'r', resume: null, continuesAt: null });
     await first.doLogParams({ a: 1, b: 'x' });
     const second = createMlflowTracker({ trackingUri: server.url });
-    expect(await second.doStart({ runName: 'r', resume })).toEqual(resume);
+    expect(await second.doStart({ runName: 'r', resume, continuesAt: null })).toEqual(resume);
     expect(server.calls('runs/create')).toHaveLength(1);
     expect(server.calls('runs/update').at(-1)!.json).toEqual({ run_id: first.runId, status: 'RUNNING' });
     await second.doLogParams({ a: 1, b: 'x', c: 2 });
@@ -80,7 +80,7 @@ describe('createMlflowTracker', () => {
     // Another server, or a deleted run: a new run.
     server.runs.get(first.runId!)!.lifecycleStage = 'deleted';
     const third = createMlflowTracker({ trackingUri: server.url });
-    await third.doStart({ runName: 'r', resume });
+    await third.doStart({ runName: 'r', resume, continuesAt: null });
     expect(third.runId).not.toBe(first.runId);
   });
 
@@ -91,7 +91,7 @@ describe('createMlflowTracker', () => {
       MLFLOW_TRACKING_TOKEN: TOKEN,
     };
     const tracker = createMlflowTracker({}, { env });
-    await tracker.doStart({ runName: 'r', resume: null });
+    await tracker.doStart({ runName: 'r', resume: null, continuesAt: null });
     expect(server.experiments.has('from-env')).toBe(true);
     expect(server.calls('runs/create')[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`);
     const basic = createMlflowTracker(
@@ -104,7 +104,7 @@ describe('createMlflowTracker', () => {
         },
       },
     );
-    await basic.doStart({ runName: 'r', resume: null });
+    await basic.doStart({ runName: 'r', resume: null, continuesAt: null });
     expect(server.calls('runs/create')[1]!.headers.authorization).toBe(
       `Basic ${Buffer.from('u:pw12').toString('base64')}`,
     );
@@ -120,7 +120,9 @@ describe('createMlflowTracker', () => {
     server.fault = (r) =>
       r.path.endsWith('runs/create') ? { status: 401, text: `bad credentials: Bearer ${TOKEN}` } : null;
     const tracker = createMlflowTracker({ trackingUri: server.url, token: TOKEN });
-    const error = await tracker.doStart({ runName: 'r', resume: null }).catch((e: unknown) => e);
+    const error = await tracker
+      .doStart({ runName: 'r', resume: null, continuesAt: null })
+      .catch((e: unknown) => e);
     expect(ProviderCallError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ port: 'tracker', provider: 'mlflow', status: 401, isRetryable: false });
     for (const text of [(error as Error).message, inspect(error, { depth: 5 }), JSON.stringify(error)])
@@ -130,11 +132,15 @@ describe('createMlflowTracker', () => {
       json: { error_code: 'RESOURCE_EXHAUSTED', message: 'slow down' },
       headers: { 'retry-after': '2' },
     });
-    const limited = await tracker.doStart({ runName: 'r', resume: null }).catch((e: unknown) => e);
+    const limited = await tracker
+      .doStart({ runName: 'r', resume: null, continuesAt: null })
+      .catch((e: unknown) => e);
     expect(limited).toMatchObject({ status: 429, isRetryable: true, retryAfterMs: 2000 });
     expect((limited as Error).message).toMatch(/RESOURCE_EXHAUSTED: slow down/);
     server.fault = () => 'reset';
-    expect(await tracker.doStart({ runName: 'r', resume: null }).catch((e: unknown) => e)).toMatchObject({
+    expect(
+      await tracker.doStart({ runName: 'r', resume: null, continuesAt: null }).catch((e: unknown) => e),
+    ).toMatchObject({
       isRetryable: true,
     });
   });
@@ -142,7 +148,9 @@ describe('createMlflowTracker', () => {
   it('through the call rule: a 503 and a reset are retried, a metric batch sent twice is stored once', async () => {
     const tracker = createMlflowTracker({ trackingUri: server.url });
     const caller = createReliableCaller('tracker', 'mlflow', { initialRetryDelayMs: 1, maxRetryDelayMs: 2 });
-    await caller.call('start', (signal) => tracker.doStart({ runName: 'r', resume: null }, { signal }));
+    await caller.call('start', (signal) =>
+      tracker.doStart({ runName: 'r', resume: null, continuesAt: null }, { signal }),
+    );
     let faults = 0;
     server.fault = (r) =>
       r.path.endsWith('log-batch') && faults++ < 2 ? (faults === 1 ? { status: 503 } : 'reset') : null;

@@ -89,12 +89,20 @@ function summaryValue(value: SummaryValue): ProtoWriter {
   return out.message(8, tensor).message(9, metadata);
 }
 
-/** An Event: wall_time = 1 (seconds), step = 2, file_version = 3, summary = 5. */
+/** SessionLog.SessionStatus.START */
+const SESSION_START = 1;
+
+/**
+ * An Event: wall_time = 1 (seconds), step = 2, file_version = 3, summary = 5, session_log = 7.
+ * A `start` session log says the program restarted at `step`: readers drop what they hold from
+ * that step on (EventAccumulator's purge of orphaned data).
+ */
 export function encodeEvent(event: {
   wallTime: number;
   step?: number;
   fileVersion?: string;
   values?: readonly SummaryValue[];
+  sessionLog?: 'start';
 }): Uint8Array {
   const out = new ProtoWriter()
     .double(1, event.wallTime)
@@ -105,5 +113,6 @@ export function encodeEvent(event: {
     for (const value of event.values) summary.message(1, summaryValue(value));
     out.message(5, summary);
   }
+  if (event.sessionLog === 'start') out.message(7, new ProtoWriter().enum(1, SESSION_START));
   return out.finish();
 }

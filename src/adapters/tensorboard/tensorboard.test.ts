@@ -94,7 +94,7 @@ describe('createTensorBoardTracker', () => {
     const logDir = await mkdtemp(join(tmpdir(), 'tb-'));
     dirs.push(logDir);
     const tracker = createTensorBoardTracker({ logDir });
-    expect(await tracker.doStart({ runName: 'r', resume: null })).toEqual({ logDir });
+    expect(await tracker.doStart({ runName: 'r', resume: null, continuesAt: null })).toEqual({ logDir });
     await tracker.doLogParams({ 'policy.layers': 2, 'phases.0.name': 'phase1' });
     await tracker.doLogScalars([
       { step: 1, time: 1_700_000_000_000, values: { 'phase1/loss': 0.5 } },
@@ -123,19 +123,25 @@ describe('createTensorBoardTracker', () => {
     await expect(tracker.doLogScalars([{ step: 3, time: 0, values: {} }])).rejects.toThrow(/not started/);
   });
 
-  it('continues a resumed run in a new file that sorts after the earlier ones', async () => {
+  it('continues a resumed run in a new file that sorts after the earlier ones and starts with a restart at the step continued', async () => {
     const logDir = await mkdtemp(join(tmpdir(), 'tb-'));
     dirs.push(logDir);
     const first = createTensorBoardTracker({ logDir });
-    const resume = await first.doStart({ runName: 'r', resume: null });
+    const resume = await first.doStart({ runName: 'r', resume: null, continuesAt: 1 });
+    await first.doLogScalars([{ step: 3, time: Date.now(), values: { a: 1 } }]);
     await first.doFinish('killed');
+    // A new folder gets no restart event: nothing to drop.
+    expect(readRecords(await readFile(first.file!))).toHaveLength(2);
     const second = createTensorBoardTracker({ logDir });
-    await second.doStart({ runName: 'r', resume });
-    await second.doLogScalars([{ step: 1, time: Date.now(), values: { a: 1 } }]);
+    await second.doStart({ runName: 'r', resume, continuesAt: 3 });
+    await second.doLogScalars([{ step: 3, time: Date.now(), values: { a: 2 } }]);
     await second.doFinish('finished');
     const files = (await readdir(logDir)).sort();
     expect(files).toHaveLength(2);
     expect(join(logDir, files[1]!)).toBe(second.file);
-    expect(readRecords(await readFile(second.file!))).toHaveLength(2);
+    const records = readRecords(await readFile(second.file!));
+    expect(records).toHaveLength(3);
+    // event_pb2.Event(wall_time=…, step=3, session_log=SessionLog(status=START)), after the wall time.
+    expect(hex(records[1]!).slice(18)).toBe('10033a020801');
   });
 });

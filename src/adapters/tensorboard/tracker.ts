@@ -31,10 +31,10 @@ function paramsMarkdown(params: Readonly<Record<string, TrackerParamValue>>): st
 /**
  * TensorBoard event files written directly: TFRecord framing with masked CRC-32C around Event
  * protos, scalars as `simple_value` summaries, the run's parameters as a text summary (`config`).
- * No TensorFlow and no native package. A resumed run writes a new file in the same folder; the
- * steps it runs again come later in the folder's order, and TensorBoard's readers drop a tag's
- * values from the step where it went back (its out-of-order purge), so the new values replace the
- * old ones.
+ * No TensorFlow and no native package. A resumed run writes a new file in the same folder, which
+ * sorts after the earlier ones and starts with a SessionLog START at the step the run continues
+ * at: TensorBoard's readers then drop what the interrupted attempt wrote from that step on, and
+ * the steps run again replace it (TensorFlow's restart rule).
  */
 export function createTensorBoardTracker(settings: TensorBoardTrackerSettings): Tracker & {
   /** The event file this tracker writes (after `doStart`). */
@@ -66,7 +66,7 @@ export function createTensorBoardTracker(settings: TensorBoardTrackerSettings): 
     get file() {
       return file;
     },
-    async doStart(_start: TrackerStart, _options?: CallOptions): Promise<TrackerResume> {
+    async doStart(start: TrackerStart, _options?: CallOptions): Promise<TrackerResume> {
       if (handle) return { logDir: resolve(logDir) };
       await mkdir(logDir, { recursive: true });
       // Readers take a folder's files in name order: a later file must sort after the earlier
@@ -81,7 +81,14 @@ export function createTensorBoardTracker(settings: TensorBoardTrackerSettings): 
         `events.out.tfevents.${String(seconds).padStart(10, '0')}.${hostname()}.${process.pid}.0`,
       );
       handle = await open(file, 'wx');
-      await write([encodeEvent({ wallTime: Date.now() / 1000, fileVersion: FILE_VERSION })]);
+      const now = Date.now() / 1000;
+      await write([
+        encodeEvent({ wallTime: now, fileVersion: FILE_VERSION }),
+        // The steps run again replace what the interrupted attempt wrote from there on.
+        ...(earlier.length > 0 && start.continuesAt !== null
+          ? [encodeEvent({ wallTime: now, step: start.continuesAt, sessionLog: 'start' })]
+          : []),
+      ]);
       return { logDir: resolve(logDir) };
     },
     async doLogParams(params) {
