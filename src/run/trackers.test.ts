@@ -191,6 +191,24 @@ describe('openRunTrackers', () => {
     expect(describeTrackers(states)).toMatch(/mlflow 0 steps \(not started\)/);
   });
 
+  it("the run's end waits for a hanging tracker only its grace period, then gives its calls up", async () => {
+    server.fault = (r) => (r.path.endsWith('log-batch') ? 'hang' : null);
+    const config = runConfig(['tensorboard', { type: 'mlflow', trackingUri: server.url, timeoutMs: 600_000 }]);
+    const trackers = await openRunTrackers({
+      config,
+      runId: 'r',
+      runDir,
+      store: runStore(runDir),
+      finishGraceMs: 100,
+    });
+    for (let step = 1; step <= 3; step++) trackers.logStep('phase1', step, metrics(step));
+    const states = await trackers.finish('finished');
+    expect(states.mlflow).toMatchObject({ failures: 1, dropped: 2, steps: 0 });
+    expect(states.mlflow!.firstError).toMatch(/aborted/);
+    expect(states.tensorboard).toMatchObject({ failures: 0, steps: 3 });
+    expect(server.calls('runs/update')).toHaveLength(0);
+  });
+
   it('a tracker without a server set is warned once and the others go on', async () => {
     const config = runConfig(['mlflow', 'tensorboard']);
     const lines: string[] = [];

@@ -22,6 +22,9 @@ export const TRACKERS_FILE = 'trackers.json';
 /** Failures in a row after which a tracker is left off for the rest of the attempt (its server is down). */
 const FAILURES_TO_LEAVE_OFF = 3;
 
+/** How long the end of a run waits for its trackers' calls; a tracker's calls still running then are abandoned. */
+export const TRACKERS_FINISH_GRACE_MS = 30_000;
+
 /** One tracker's entry of `trackers.json`. */
 export interface TrackerState {
   type: string;
@@ -143,7 +146,10 @@ export async function openRunTrackers(args: {
   store: Store;
   onLog?: ((line: string) => void) | undefined;
   env?: Readonly<Record<string, string | undefined>>;
+  /** How long `finish` waits for the trackers' calls (default TRACKERS_FINISH_GRACE_MS). */
+  finishGraceMs?: number;
 }): Promise<RunTrackers> {
+  const graceMs = args.finishGraceMs ?? TRACKERS_FINISH_GRACE_MS;
   const { config, runDir } = args;
   const from = await continuesAt(config, args.store);
   const path = join(runDir, TRACKERS_FILE);
@@ -179,6 +185,8 @@ export async function openRunTrackers(args: {
     };
   });
   const all = { ...saved };
+  // Fired when the run's end has waited long enough: what a tracker still sends is given up.
+  const closing = new AbortController();
   // One write at a time (the lanes start concurrently; each write goes through the same temp file).
   let saving = Promise.resolve();
   const save = () => {
@@ -211,13 +219,13 @@ export async function openRunTrackers(args: {
     steps = 0,
   ) => {
     lane.queue = lane.queue.then(async () => {
-      if (lane.off || !lane.tracker || !lane.caller) {
+      if (lane.off || !lane.tracker || !lane.caller || closing.signal.aborted) {
         lane.state.dropped++;
         return;
       }
       const tracker = lane.tracker;
       try {
-        await lane.caller.call(operation, (signal) => run(tracker, signal));
+        await lane.caller.call(operation, (signal) => run(tracker, signal), { signal: closing.signal });
         lane.inARow = 0;
         lane.state.steps += steps;
       } catch (error) {
@@ -260,8 +268,14 @@ export async function openRunTrackers(args: {
           timeoutMs: lane.config.timeoutMs,
           maxRetries: lane.config.maxRetries,
         });
-        const resume = await caller.call('start', (signal) =>
-          tracker.doStart({ runName: args.runId, resume: lane.state.resume, continuesAt: from }, { signal }),
+        const resume = await caller.call(
+          'start',
+          (signal) =>
+            tracker.doStart(
+              { runName: args.runId, resume: lane.state.resume, continuesAt: from },
+              { signal },
+            ),
+          { signal: closing.signal },
         );
         const isNew = lane.state.resume === null;
         lane.state.resume = resume;
@@ -296,16 +310,20 @@ export async function openRunTrackers(args: {
       for (const lane of lanes) {
         lane.queue = lane.queue.then(async () => {
           const started = lane.tracker;
-          if (!started || !lane.caller) return;
+          if (!started || !lane.caller || closing.signal.aborted) return;
           try {
             // A tracker left off still ends its run (and closes its files) when it can.
-            await lane.caller.call('finish', (signal) => started.doFinish(status, { signal }));
+            await lane.caller.call('finish', (signal) => started.doFinish(status, { signal }), {
+              signal: closing.signal,
+            });
           } catch (error) {
             fail(lane, error);
           }
         });
       }
+      const grace = setTimeout(() => closing.abort(new Error(`the run ended ${graceMs} ms ago`)), graceMs);
       await Promise.all(lanes.map((lane) => lane.queue));
+      clearTimeout(grace);
       if (lanes.length > 0) await save();
       return Object.fromEntries(lanes.map((lane) => [lane.key, lane.state]));
     },
