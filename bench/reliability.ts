@@ -12,6 +12,7 @@ import { secrets } from './reliability/secrets';
 import { badInput } from './reliability/bad-input';
 import { icdReliability } from './reliability/icd';
 import { files } from './reliability/files';
+import { trackersReliability } from './reliability/trackers';
 
 const figures: Record<string, (dir: string) => Promise<unknown>> = {
   faults: (dir) =>
@@ -24,6 +25,7 @@ const figures: Record<string, (dir: string) => Promise<unknown>> = {
   secrets,
   icd: icdReliability,
   files,
+  trackers: (dir) => trackersReliability(dir, Number(process.env.RELIABILITY_TRACKER_FAULT_RATE ?? 0.2)),
   crash: (dir) => crashResume(dir, Number(process.env.RELIABILITY_KILLS ?? 20)),
 };
 

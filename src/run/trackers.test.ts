@@ -186,14 +186,40 @@ describe('openRunTrackers', () => {
     });
     trackers.logStep('phase1', 1, metrics(1));
     const states = await trackers.finish('finished');
-    expect(states.mlflow).toMatchObject({ resume: null, failures: 1, dropped: 1 });
+    // The start, then the start again before the step: both time out; the step is not sent.
+    expect(states.mlflow).toMatchObject({ resume: null, failures: 2, dropped: 1 });
     expect(lines).toEqual([expect.stringMatching(/^tracker mlflow: .*timed out after 50 ms/)]);
     expect(describeTrackers(states)).toMatch(/mlflow 0 steps \(not started\)/);
   });
 
+  it('a server down at the start is tried again with the next calls, and gets the steps from when it answers', async () => {
+    let refused = 0;
+    server.fault = (r) => (r.path.endsWith('get-by-name') && refused++ < 2 ? 'reset' : null);
+    const config = runConfig([{ type: 'mlflow', trackingUri: server.url, maxRetries: 0 }]);
+    const lines: string[] = [];
+    const trackers = await openRunTrackers({
+      config,
+      runId: 'r',
+      runDir,
+      store: runStore(runDir),
+      onLog: (l) => lines.push(l),
+    });
+    for (let step = 1; step <= 3; step++) trackers.logStep('phase1', step, metrics(step));
+    const states = await trackers.finish('finished');
+    // The start fails, step 1's start fails (two in a row), step 2's start succeeds: steps 2 and 3 go.
+    expect(states.mlflow).toMatchObject({ failures: 2, dropped: 1, steps: 2 });
+    const [run] = [...server.runs.values()];
+    expect([...new Set(run!.metrics.map((m) => m.step))]).toEqual([2, 3]);
+    expect(run!.status).toBe('FINISHED');
+    expect(lines).toHaveLength(1);
+  });
+
   it("the run's end waits for a hanging tracker only its grace period, then gives its calls up", async () => {
     server.fault = (r) => (r.path.endsWith('log-batch') ? 'hang' : null);
-    const config = runConfig(['tensorboard', { type: 'mlflow', trackingUri: server.url, timeoutMs: 600_000 }]);
+    const config = runConfig([
+      'tensorboard',
+      { type: 'mlflow', trackingUri: server.url, timeoutMs: 600_000 },
+    ]);
     const trackers = await openRunTrackers({
       config,
       runId: 'r',

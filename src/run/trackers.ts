@@ -121,6 +121,8 @@ export async function continuesAt(config: RunConfig, store: Store): Promise<numb
 
 interface Lane {
   key: string;
+  /** The tracker's run is open (`doStart` succeeded in this attempt). */
+  started: boolean;
   config: Exclude<TrackerConfig, { type: 'jsonl' }>;
   state: TrackerState;
   tracker: Tracker | null;
@@ -176,6 +178,7 @@ export async function openRunTrackers(args: {
         firstError: null,
         steps: 0,
       },
+      started: false,
       tracker: null,
       caller: null,
       queue: Promise.resolve(),
@@ -219,7 +222,7 @@ export async function openRunTrackers(args: {
     steps = 0,
   ) => {
     lane.queue = lane.queue.then(async () => {
-      if (lane.off || !lane.tracker || !lane.caller || closing.signal.aborted) {
+      if (lane.off || !lane.tracker || !lane.caller || closing.signal.aborted || !(await start(lane))) {
         lane.state.dropped++;
         return;
       }
@@ -235,7 +238,7 @@ export async function openRunTrackers(args: {
   };
 
   /** The evaluation and the steps a run folder already holds (those not run again), for a tracker it did not have before. */
-  const backfill = async (lane: Lane) => {
+  const backfill = async (): Promise<TrackerScalars[]> => {
     const offsets = phaseOffsets(config);
     const scalars: TrackerScalars[] = [];
     const before = await readJsonFile<EvalSummary>(join(runDir, `${EVAL_BEFORE}.json`)).catch(() => null);
@@ -255,37 +258,59 @@ export async function openRunTrackers(args: {
         });
       }
     }
-    if (scalars.length > 0)
-      enqueue(lane, 'logScalars', (t, signal) => t.doLogScalars(scalars, { signal }), scalars.length);
+    return scalars;
+  };
+
+  /**
+   * Opens the tracker's run if it is not open yet (a server down at the run's start is tried again
+   * with each call, until three failures in a row leave it off); a tracker new to the run folder
+   * then gets what the folder already holds. False when it could not be opened.
+   */
+  const start = async (lane: Lane): Promise<boolean> => {
+    if (lane.started) return true;
+    const tracker = lane.tracker!;
+    const caller = lane.caller!;
+    try {
+      const resume = await caller.call(
+        'start',
+        (signal) =>
+          tracker.doStart({ runName: args.runId, resume: lane.state.resume, continuesAt: from }, { signal }),
+        { signal: closing.signal },
+      );
+      const isNew = lane.state.resume === null;
+      lane.state.resume = resume;
+      lane.started = true;
+      lane.inARow = 0;
+      await save();
+      const earlier = isNew ? await backfill() : [];
+      if (earlier.length > 0) {
+        await caller.call('logScalars', (signal) => tracker.doLogScalars(earlier, { signal }), {
+          signal: closing.signal,
+        });
+        lane.state.steps += earlier.length;
+      }
+      return true;
+    } catch (error) {
+      fail(lane, error);
+      return lane.started;
+    }
   };
 
   for (const lane of lanes) {
     lane.queue = (async () => {
       try {
-        const tracker = await createTracker(lane.config, args.env ? { env: args.env } : {});
-        await tracker.doCheck?.();
-        const caller = createReliableCaller('tracker', tracker.provider, {
+        // A tracker that cannot be made (no server set, a bad setting) is left off at once.
+        lane.tracker = await createTracker(lane.config, args.env ? { env: args.env } : {});
+        await lane.tracker.doCheck?.();
+        lane.caller = createReliableCaller('tracker', lane.tracker.provider, {
           timeoutMs: lane.config.timeoutMs,
           maxRetries: lane.config.maxRetries,
         });
-        const resume = await caller.call(
-          'start',
-          (signal) =>
-            tracker.doStart(
-              { runName: args.runId, resume: lane.state.resume, continuesAt: from },
-              { signal },
-            ),
-          { signal: closing.signal },
-        );
-        const isNew = lane.state.resume === null;
-        lane.state.resume = resume;
-        lane.tracker = tracker;
-        lane.caller = caller;
-        await save();
-        if (isNew) await backfill(lane);
       } catch (error) {
         fail(lane, error, true);
+        return;
       }
+      await start(lane);
     })();
   }
 
@@ -310,7 +335,7 @@ export async function openRunTrackers(args: {
       for (const lane of lanes) {
         lane.queue = lane.queue.then(async () => {
           const started = lane.tracker;
-          if (!started || !lane.caller || closing.signal.aborted) return;
+          if (!started || !lane.started || !lane.caller || closing.signal.aborted) return;
           try {
             // A tracker left off still ends its run (and closes its files) when it can.
             await lane.caller.call('finish', (signal) => started.doFinish(status, { signal }), {

@@ -137,6 +137,21 @@ describe('createMlflowTracker', () => {
       .catch((e: unknown) => e);
     expect(limited).toMatchObject({ status: 429, isRetryable: true, retryAfterMs: 2000 });
     expect((limited as Error).message).toMatch(/RESOURCE_EXHAUSTED: slow down/);
+    // A malformed answer: retryable where sending again changes nothing (a log-batch), not for runs/create.
+    server.fault = (r) => (r.path.endsWith('runs/create') ? { status: 200, text: '{"run": ' } : null);
+    expect(
+      await tracker.doStart({ runName: 'r', resume: null, continuesAt: null }).catch((e: unknown) => e),
+    ).toMatchObject({
+      isRetryable: false,
+    });
+    server.fault = null;
+    await tracker.doStart({ runName: 'r', resume: null, continuesAt: null });
+    server.fault = () => ({ status: 200, text: '{"run": ' });
+    expect(
+      await tracker.doLogScalars([{ step: 1, time: 1, values: { a: 1 } }]).catch((e: unknown) => e),
+    ).toMatchObject({
+      isRetryable: true,
+    });
     server.fault = () => 'reset';
     expect(
       await tracker.doStart({ runName: 'r', resume: null, continuesAt: null }).catch((e: unknown) => e),

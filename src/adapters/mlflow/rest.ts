@@ -23,6 +23,11 @@ export async function mlflowCall(options: {
   headers: Record<string, string>;
   secrets: ReadonlyArray<string | undefined>;
   signal?: AbortSignal | undefined;
+  /**
+   * Sending it again changes nothing (a read, a log-batch: MLflow keeps one metric per key, step,
+   * time and value; a status update): a malformed answer is then worth a retry.
+   */
+  idempotent: boolean;
 }): Promise<Record<string, unknown>> {
   const { secrets, signal } = options;
   const url = new URL(
@@ -98,7 +103,7 @@ export async function mlflowCall(options: {
     return body as Record<string, unknown>;
   } catch {
     throw fail(`${options.path}: malformed response body: ${JSON.stringify(text.slice(0, 80))}`, {
-      isRetryable: false,
+      isRetryable: options.idempotent,
     });
   }
 }

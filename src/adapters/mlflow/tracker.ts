@@ -77,6 +77,8 @@ export function createMlflowTracker(
   ) => {
     const { trackingUri, headers, secrets } = connection();
     return mlflowCall({
+      // runs/create and experiments/create make something each time they land.
+      idempotent: !path.endsWith('/create'),
       baseUrl: trackingUri,
       method,
       path,
