@@ -88,7 +88,12 @@ def tiny_config(root: Path, mlflow_url: str) -> dict:
             "rl": {"nAgent": 2},
         },
         "evaluation": {"limit": 4},
-        "trackers": ["jsonl", "tensorboard", {"type": "mlflow", "trackingUri": mlflow_url, "experiment": EXPERIMENT}],
+        # A long timeout: the server (one worker, SQLite) shares a loaded 2-core machine in CI.
+        "trackers": [
+            "jsonl",
+            "tensorboard",
+            {"type": "mlflow", "trackingUri": mlflow_url, "experiment": EXPERIMENT, "timeoutMs": 120000},
+        ],
     }
 
 

@@ -225,11 +225,13 @@ describe('openRunTrackers', () => {
       runId: 'r',
       runDir,
       store: runStore(runDir),
-      finishGraceMs: 100,
+      finishGraceMs: 1000,
     });
     for (let step = 1; step <= 3; step++) trackers.logStep('phase1', step, metrics(step));
     const states = await trackers.finish('finished');
-    expect(states.mlflow).toMatchObject({ failures: 1, dropped: 2, steps: 0 });
+    // One call hangs until the grace ends (the first step's, or the start's on a slow machine); the rest are given up.
+    expect(states.mlflow).toMatchObject({ failures: 1, steps: 0 });
+    expect(states.mlflow!.dropped).toBeGreaterThanOrEqual(2);
     expect(states.mlflow!.firstError).toMatch(/aborted/);
     expect(states.tensorboard).toMatchObject({ failures: 0, steps: 3 });
     expect(server.calls('runs/update')).toHaveLength(0);

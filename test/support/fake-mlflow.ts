@@ -21,10 +21,12 @@ export interface FakeMlflowRun {
 }
 
 /** What a fault hook may do with a request instead of serving it. */
+/** `lost-answer`: the request is served, then the connection dropped before the answer. */
 export type FakeMlflowFault =
   | { status: number; json?: unknown; text?: string; headers?: Record<string, string> }
   | 'hang'
-  | 'reset';
+  | 'reset'
+  | 'lost-answer';
 
 /**
  * An in-memory MLflow tracking server on 127.0.0.1 for tests: the REST routes a tracker uses
@@ -89,7 +91,7 @@ export class FakeMlflow {
       req.socket.destroy();
       return;
     }
-    if (fault) {
+    if (fault && fault !== 'lost-answer') {
       res.writeHead(fault.status, { 'content-type': 'application/json', ...fault.headers });
       res.end(
         fault.text ?? JSON.stringify(fault.json ?? { error_code: 'INTERNAL_ERROR', message: 'injected' }),
@@ -97,6 +99,10 @@ export class FakeMlflow {
       return;
     }
     const reply = (status: number, body: unknown) => {
+      if (fault === 'lost-answer') {
+        req.socket.destroy();
+        return;
+      }
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
@@ -138,6 +144,19 @@ export class FakeMlflow {
         return reply(200, {
           run: { info: { run_id: runId, experiment_id: run.experimentId, status: 'RUNNING' } },
         });
+      }
+      case 'POST runs/search': {
+        // The one filter a tracker sends: tags.`key` = 'value'.
+        const match = /^tags\.`([^`]+)` = '([^']*)'$/.exec(String(body.filter ?? ''));
+        if (!match) return error(400, 'INVALID_PARAMETER_VALUE', `unsupported filter ${String(body.filter)}`);
+        const ids = (body.experiment_ids ?? []) as string[];
+        const runs = [...this.runs.values()].filter(
+          (r) => ids.includes(r.experimentId) && r.tags.get(match[1]!) === match[2],
+        );
+        return reply(
+          200,
+          runs.length === 0 ? {} : { runs: runs.map((r) => ({ info: { run_id: r.runId } })) },
+        );
       }
       case 'GET runs/get': {
         const run = runOf(url.searchParams.get('run_id'));

@@ -24,7 +24,10 @@ describe('createMlflowTracker', () => {
     expect(create.json).toMatchObject({
       experiment_id: '1',
       run_name: 'demo-run',
-      tags: [{ key: 'searcher-rl.run_id', value: 'demo-run' }],
+      tags: [
+        { key: 'searcher-rl.run_id', value: 'demo-run' },
+        { key: 'searcher-rl.start_id', value: expect.stringMatching(/^[0-9a-f-]{36}$/) },
+      ],
     });
     expect(create.headers.authorization).toBe(`Bearer ${TOKEN}`);
     expect(resume).toEqual({ runId: tracker.runId, experimentId: '1', trackingUri: server.url });
@@ -137,13 +140,7 @@ describe('createMlflowTracker', () => {
       .catch((e: unknown) => e);
     expect(limited).toMatchObject({ status: 429, isRetryable: true, retryAfterMs: 2000 });
     expect((limited as Error).message).toMatch(/RESOURCE_EXHAUSTED: slow down/);
-    // A malformed answer: retryable where sending again changes nothing (a log-batch), not for runs/create.
-    server.fault = (r) => (r.path.endsWith('runs/create') ? { status: 200, text: '{"run": ' } : null);
-    expect(
-      await tracker.doStart({ runName: 'r', resume: null, continuesAt: null }).catch((e: unknown) => e),
-    ).toMatchObject({
-      isRetryable: false,
-    });
+    // A malformed answer is retryable: every call may be sent again.
     server.fault = null;
     await tracker.doStart({ runName: 'r', resume: null, continuesAt: null });
     server.fault = () => ({ status: 200, text: '{"run": ' });
@@ -158,6 +155,23 @@ describe('createMlflowTracker', () => {
     ).toMatchObject({
       isRetryable: true,
     });
+  });
+
+  it('a start whose runs/create answer was lost finds the run it made instead of making a second one', async () => {
+    const tracker = createMlflowTracker({ trackingUri: server.url });
+    const caller = createReliableCaller('tracker', 'mlflow', { initialRetryDelayMs: 1, maxRetryDelayMs: 2 });
+    let lost = 0;
+    server.fault = (r) => (r.path.endsWith('runs/create') && lost++ === 0 ? 'lost-answer' : null);
+    await caller.call('start', (signal) =>
+      tracker.doStart({ runName: 'r', resume: null, continuesAt: null }, { signal }),
+    );
+    expect(server.calls('runs/create')).toHaveLength(1);
+    expect(server.calls('runs/search')).toHaveLength(1);
+    expect([...server.runs.keys()]).toEqual([tracker.runId]);
+    // The next start of another run makes its own.
+    const other = createMlflowTracker({ trackingUri: server.url });
+    await other.doStart({ runName: 'r2', resume: null, continuesAt: null });
+    expect(server.runs.size).toBe(2);
   });
 
   it('through the call rule: a 503 and a reset are retried, a metric batch sent twice is stored once', async () => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { InvalidArgumentError } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type {
@@ -16,6 +17,9 @@ import { mlflowTrackerSettingsSchema, type MlflowTrackerSettings } from './setti
 const MAX_METRICS_PER_BATCH = 1000;
 const MAX_PARAMS_PER_BATCH = 100;
 const MAX_PARAM_VALUE_LENGTH = 6000;
+
+/** Tags each created run with the start that made it, so that a retried start finds it. */
+const START_ID_TAG = 'searcher-rl.start_id';
 
 const STATUS: Record<TrackerRunStatus, string> = { finished: 'FINISHED', failed: 'FAILED', killed: 'KILLED' };
 
@@ -44,6 +48,25 @@ export function createMlflowTracker(
   let experimentId: string | null = null;
   /** Params the MLflow run already holds (a resumed run): MLflow keeps a parameter's first value. */
   let loggedParams = new Map<string, string>();
+  /** The start id of a runs/create sent whose answer did not come back. */
+  let pendingStart: string | null = null;
+
+  const runWithStartId = async (experiment: string, startId: string, options?: CallOptions) => {
+    const found = await call(
+      'POST',
+      'runs/search',
+      {
+        body: {
+          experiment_ids: [experiment],
+          filter: `tags.\`${START_ID_TAG}\` = '${startId}'`,
+          max_results: 1,
+        },
+      },
+      options,
+    );
+    const runs = (found.runs ?? []) as Array<{ info: { run_id: string } }>;
+    return runs[0]?.info.run_id ?? null;
+  };
 
   const connection = () => {
     const trackingUri = parsed.trackingUri ?? (env.MLFLOW_TRACKING_URI || undefined);
@@ -77,8 +100,9 @@ export function createMlflowTracker(
   ) => {
     const { trackingUri, headers, secrets } = connection();
     return mlflowCall({
-      // runs/create and experiments/create make something each time they land.
-      idempotent: !path.endsWith('/create'),
+      // Every call may be sent again: runs/create finds a run an earlier attempt made by its start
+      // id, experiments/create finds the experiment made meanwhile.
+      idempotent: true,
       baseUrl: trackingUri,
       method,
       path,
@@ -165,19 +189,26 @@ export function createMlflowTracker(
       if (!(start.resume && (await continueRun(start.resume, trackingUri, options)))) {
         const experiment = parsed.experiment ?? (env.MLFLOW_EXPERIMENT_NAME || 'Default');
         experimentId = await experimentIdOf(experiment, options);
-        const tags = Object.entries({ 'searcher-rl.run_id': start.runName, ...parsed.tags }).map(
-          ([key, value]) => ({
-            key,
-            value,
-          }),
-        );
-        const created = await call(
-          'POST',
-          'runs/create',
-          { body: { experiment_id: experimentId, run_name: start.runName, start_time: Date.now(), tags } },
-          options,
-        );
-        runId = String((created.run as { info: { run_id: string } }).info.run_id);
+        // runs/create makes a run each time it lands: an attempt whose answer was lost may have
+        // made one, found again by the start id it was tagged with (so a retry makes no second run).
+        const earlier = pendingStart && (await runWithStartId(experimentId, pendingStart, options));
+        if (earlier) runId = earlier;
+        else {
+          pendingStart ??= randomUUID();
+          const tags = Object.entries({
+            'searcher-rl.run_id': start.runName,
+            [START_ID_TAG]: pendingStart,
+            ...parsed.tags,
+          }).map(([key, value]) => ({ key, value }));
+          const created = await call(
+            'POST',
+            'runs/create',
+            { body: { experiment_id: experimentId, run_name: start.runName, start_time: Date.now(), tags } },
+            options,
+          );
+          runId = String((created.run as { info: { run_id: string } }).info.run_id);
+        }
+        pendingStart = null;
         loggedParams = new Map();
       }
       return { runId, experimentId, trackingUri };
