@@ -287,7 +287,7 @@ export async function openRunTrackers(args: {
         await caller.call('logScalars', (signal) => tracker.doLogScalars(earlier, { signal }), {
           signal: closing.signal,
         });
-        lane.state.steps += earlier.length;
+        lane.state.steps += earlier.filter((s) => s.step > 0).length;
       }
       return true;
     } catch (error) {
