@@ -282,7 +282,7 @@ describe('openRunTrackers', () => {
       'phase1@1',
       'phase1@2',
     ]);
-    expect(states.mlflow!.steps).toBe(3);
+    expect(states.mlflow!.steps).toBe(2);
   });
 });
 
