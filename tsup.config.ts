@@ -18,6 +18,8 @@ export default defineConfig({
     'adapters/tfjs/index': 'src/adapters/tfjs/index.ts',
     'adapters/onnx/index': 'src/adapters/onnx/index.ts',
     'adapters/image/index': 'src/adapters/image/index.ts',
+    'adapters/tensorboard/index': 'src/adapters/tensorboard/index.ts',
+    'adapters/mlflow/index': 'src/adapters/mlflow/index.ts',
     'adapters/sqlite-fts/index': 'src/adapters/sqlite-fts/index.ts',
     'adapters/icd/index': 'src/adapters/icd/index.ts',
     'provider-utils/index': 'src/provider-utils/index.ts',

@@ -15,6 +15,7 @@ import { files } from './reliability/files';
 import { trust } from './reliability/trust';
 import { serverReliability } from './reliability/server';
 import { cliHostileInput } from './reliability/cli';
+import { trackersReliability } from './reliability/trackers';
 
 const figures: Record<string, (dir: string) => Promise<unknown>> = {
   faults: (dir) =>
@@ -30,6 +31,7 @@ const figures: Record<string, (dir: string) => Promise<unknown>> = {
   trust,
   server: () => serverReliability(),
   cli: cliHostileInput,
+  trackers: (dir) => trackersReliability(dir, Number(process.env.RELIABILITY_TRACKER_FAULT_RATE ?? 0.2)),
   crash: (dir) => crashResume(dir, Number(process.env.RELIABILITY_KILLS ?? 20)),
 };
 

@@ -9,9 +9,9 @@ import { scriptedPolicyConfigSchema } from './adapters/scripted-policy/settings'
 import { braveSchema, searchR1Schema, vragSchema } from './adapters/search-http/settings';
 import { sqliteSearchSettingsSchema } from './adapters/sqlite-fts/settings';
 import { tfjsPolicySettingsSchema } from './adapters/tfjs/settings';
-import { DEFAULT_CALL_POLICIES, PORT_NAMES } from './core/calls/call-policy';
+import { DEFAULT_CALL_POLICIES, PORT_NAMES, type SearcherPortName } from './core/calls/call-policy';
 import { DEFAULT_EPISODE_CONFIG } from './core/episode/config';
-import { ConfigValidationError, type PortName } from './core/errors';
+import { ConfigValidationError } from './core/errors';
 import {
   DEFAULT_PIPELINE_DEADLINES,
   DEFAULT_PIPELINE_LIMITS,
@@ -149,7 +149,7 @@ export const rlConfigSchema = z
   })
   .strict();
 
-const callPolicy = (port: PortName) => {
+const callPolicy = (port: SearcherPortName) => {
   const d = DEFAULT_CALL_POLICIES[port];
   return z
     .object({
@@ -183,7 +183,7 @@ const callPolicy = (port: PortName) => {
 export const callsConfigSchema = z
   .object(
     Object.fromEntries(PORT_NAMES.map((port) => [port, callPolicy(port)])) as Record<
-      PortName,
+      SearcherPortName,
       ReturnType<typeof callPolicy>
     >,
   )

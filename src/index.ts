@@ -88,6 +88,7 @@ export type {
   StoreRecord,
   PolicyBackend,
   RolloutSession,
+  Tracker,
   PolicyCheckpoint,
   Evidence,
   PageImage,

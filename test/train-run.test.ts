@@ -138,8 +138,23 @@ describe('searcher-rl train (small config) and report.html', () => {
       page.on('pageerror', (error) => errors.push(error.message));
       await page.goto(`file://${report}`);
       expect(errors).toEqual([]);
-      // Six uPlot charts on one step axis: a canvas each, a band per phase with phase 2's boundary.
-      const charts = ['reward', 'success', 'ndcg', 'turns', 'cropRate', 'smallPrintSuccess'];
+      // Thirteen uPlot charts on one step axis (the episodes' figures, then the update's): a canvas
+      // each, a band per phase with phase 2's boundary.
+      const charts = [
+        'reward',
+        'success',
+        'ndcg',
+        'turns',
+        'cropRate',
+        'smallPrintSuccess',
+        'loss',
+        'kl',
+        'entropy',
+        'gradNorm',
+        'clipFraction',
+        'rolloutTokensPerSecond',
+        'trainTokensPerSecond',
+      ];
       expect(
         await page
           .locator('[data-chart]')

@@ -14,6 +14,7 @@ import {
 } from '../../src/adapters/mock/index';
 import { createRuleJudge } from '../../src/adapters/rule-judge/index';
 import { createScriptedPolicy } from '../../src/adapters/scripted-policy/index';
+import { checkPortVersion } from '../../src/core/calls/port-version';
 import { createPortGateway } from '../../src/core/calls/gateway';
 import { withReliability } from '../../src/core/calls/with-reliability';
 import { createIcdScoreCall } from '../../src/core/icd/scoring';
@@ -186,8 +187,16 @@ function portVersions() {
     store: createMemoryStore(),
     policy,
     icdScorer: { provider: 'icd', doScore: async () => ({ answer: '', accuracy: 0 }) },
+    tracker: {
+      provider: 'trk',
+      doStart: async () => null,
+      doLogParams: async () => undefined,
+      doLogScalars: async () => undefined,
+      doFinish: async () => undefined,
+    },
   };
   const give = (name: PortName, port: object) => {
+    if (name === 'tracker') return checkPortVersion('tracker', port);
     if (name === 'icdScorer') return createIcdScoreCall(port as never);
     createPortGateway({ [name]: port });
     if (name === 'policy')

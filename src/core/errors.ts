@@ -124,7 +124,8 @@ export type PortName =
   | 'store'
   | 'imageOps'
   | 'embedder'
-  | 'icdScorer';
+  | 'icdScorer'
+  | 'tracker';
 
 /**
  * A call to a port's implementation failed (a remote provider, a local index, a file).

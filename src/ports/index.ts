@@ -8,6 +8,14 @@ export type { Embedder, EmbeddingInput } from './embedder';
 export type { IcdScorer, IcdScore, IcdQuery, IcdDemonstration } from './icd-scorer';
 export type { Store, StoreRecord, StoreRecordKind, StoreQuery } from './store';
 export type {
+  Tracker,
+  TrackerParamValue,
+  TrackerScalars,
+  TrackerStart,
+  TrackerResume,
+  TrackerRunStatus,
+} from './tracker';
+export type {
   PolicyBackend,
   RolloutSession,
   AppendOptions,

@@ -11,6 +11,7 @@ import { trainerSettingsSchema } from './trainer';
 import { issueFields, positiveInt } from '../provider-utils/settings';
 import type { TfjsPolicySettings } from '../adapters/tfjs/settings';
 import { applyOverrides, parseOverrides, readConfigFile } from './config-file';
+import { trackerConfigSchema } from '../tracker-config';
 
 const unit = () => z.number().min(0).max(1);
 
@@ -256,6 +257,12 @@ export const runConfigObjectSchema = z
       })
       .strict()
       .prefault({}),
+    trackers: z
+      .array(trackerConfigSchema)
+      .prefault(['jsonl'])
+      .describe(
+        "Where the run's figures go: `jsonl` (the run folder's records, always written), `tensorboard`, `mlflow`, as names or `{type, ...settings}` (README: Trackers).",
+      ),
   })
   .strict();
 

@@ -46,6 +46,8 @@ import { progressOf, redactedRunOptions, type RunOptions } from './progress';
 import type { StepMetrics } from './step-metrics';
 import { describeRetention } from './retention';
 import { createTrainer } from './trainer';
+import { describeTrackers, openRunTrackers, phaseOffsets } from './trackers';
+import { AbortedError } from '../core/errors';
 
 export interface TrainRunResult {
   runId: string;
@@ -317,6 +319,11 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     folder,
   );
   const { runId, runDir, policy } = session;
+  // The trackers besides the run folder's records (TensorBoard, MLflow): they never stop the run.
+  const trackers = await openRunTrackers({ config, runId, runDir, store, onLog: options.onLog });
+  trackers.logConfig(config);
+  const offsets = phaseOffsets(config);
+  let status: 'finished' | 'failed' | 'killed' = 'failed';
   try {
     const own = config.searcher.adapters.policy === undefined;
     const described = policy as PolicyBackend & { parameterCount?: number; backend?: { name: string } };
@@ -339,6 +346,8 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     if (!before) {
       before = await session.evaluate(EVAL_BEFORE, undefined, options);
       await writeJsonAtomic(beforePath, before);
+      // An earlier attempt logged the one it read (a tracker new to the folder gets it with the recorded steps).
+      trackers.logEvaluation(EVAL_BEFORE, 0, before);
     }
     options.onLog?.(
       `before RL${session.env.kind === 'slides' && !config.policy?.initFrom ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
@@ -370,6 +379,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         ...(options.signal && { signal: options.signal }),
         onStep: (m) => {
           steps.push({ ...m, phase: phase.name });
+          trackers.logStep(phase.name, offsets.get(phase.name)! + m.step, m);
           progress.update(
             m.step,
             `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`,
@@ -383,14 +393,26 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     const after = await session.evaluate(EVAL_AFTER, undefined, options);
     await writeJsonAtomic(join(runDir, `${EVAL_AFTER}.json`), after);
     options.onLog?.(`after RL on ${after.split}: ${describeEval(after)}`);
+    trackers.logEvaluation(
+      EVAL_AFTER,
+      config.phases.reduce((n, p) => n + p.steps, 0),
+      after,
+    );
     await writeJsonAtomic(join(runDir, RUN_FILES.summary), {
       runId,
       before,
       after,
       corpus: session.env.corpus,
     });
+    status = 'finished';
     return { runId, runDir, before, after, steps };
+  } catch (error) {
+    if (options.signal?.aborted || AbortedError.isInstance(error)) status = 'killed';
+    throw error;
   } finally {
+    const states = await trackers.finish(status);
+    const line = describeTrackers(states);
+    if (line) options.onLog?.(line);
     await session.close();
   }
 }

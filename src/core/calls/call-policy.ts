@@ -39,7 +39,20 @@ export const SINGLE_ATTEMPT_CALL_POLICY: Readonly<CallPolicy> = Object.freeze({
   maxRetries: 0,
 });
 
-export const PORT_NAMES: readonly PortName[] = [
+/** The ports a Searcher calls (the configuration's `calls` section); a run's trackers take their policy from their own settings. */
+export type SearcherPortName = Exclude<PortName, 'tracker'>;
+
+/**
+ * A run's trackers (TensorBoard files, an MLflow server): 15 s per attempt, two retries. Their calls
+ * run beside the training, which never waits on them; a tracker's log call repeated after a lost
+ * answer changes nothing (MLflow keeps one metric per key, step, time and value).
+ */
+export const TRACKER_CALL_POLICY: Readonly<CallPolicy> = Object.freeze({
+  ...DEFAULT_CALL_POLICY,
+  timeoutMs: 15_000,
+});
+
+export const PORT_NAMES: readonly SearcherPortName[] = [
   'searchEngine',
   'generator',
   'judge',
@@ -60,6 +73,7 @@ export const DEFAULT_CALL_POLICIES: Readonly<Record<PortName, Readonly<CallPolic
   icdScorer: DEFAULT_CALL_POLICY,
   policy: SINGLE_ATTEMPT_CALL_POLICY,
   store: SINGLE_ATTEMPT_CALL_POLICY,
+  tracker: TRACKER_CALL_POLICY,
 });
 
 export type CallPolicies = Partial<Record<PortName, Partial<CallPolicy>>>;

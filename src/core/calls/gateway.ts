@@ -75,6 +75,7 @@ const NEEDS: Record<PortName, string> = {
   icdScorer: 'an IcdScorer',
   policy: 'a PolicyBackend',
   store: 'a Store',
+  tracker: 'a Tracker',
 };
 
 /**

@@ -10,7 +10,7 @@ import type { Store } from '../../ports/store';
 import { UnsupportedPortVersionError, type PortName } from '../errors';
 import { createIcdScoreCall } from '../icd/scoring';
 import { createPortGateway } from './gateway';
-import { SUPPORTED_PORT_VERSIONS } from './port-version';
+import { checkPortVersion, SUPPORTED_PORT_VERSIONS } from './port-version';
 import { withReliability } from './with-reliability';
 
 const fail = async () => {
@@ -39,13 +39,16 @@ const PORTS = {
     load: fail,
   } as unknown as PolicyBackend,
   icdScorer: { provider: 'icd', doScore: fail } as unknown as IcdScorer,
+  tracker: { provider: 'trk', doStart: fail, doLogParams: fail, doLogScalars: fail, doFinish: fail },
 } satisfies Record<PortName, unknown>;
 
 /** Every way the core takes a port of `name`. */
 function give(name: PortName, port: unknown): void {
-  if (name === 'icdScorer') createIcdScoreCall(port as IcdScorer);
+  // A run checks each tracker it makes (src/run/trackers.ts) with this function.
+  if (name === 'tracker') checkPortVersion('tracker', port);
+  else if (name === 'icdScorer') createIcdScoreCall(port as IcdScorer);
   else createPortGateway({ [name]: port });
-  if (name !== 'policy' && name !== 'icdScorer')
+  if (name !== 'policy' && name !== 'icdScorer' && name !== 'tracker')
     (withReliability as (p: unknown, n: PortName) => unknown)(port, name);
 }
 

@@ -15,6 +15,7 @@ export const SUPPORTED_PORT_VERSIONS: Readonly<Record<PortName, readonly string[
   store: ['v1'],
   policy: ['v1'],
   icdScorer: ['v1'],
+  tracker: ['v1'],
 };
 
 /** Throws UnsupportedPortVersionError unless `adapter` declares a version of port `port` that the core supports. */

@@ -12,8 +12,33 @@ export interface StepRollout {
   trajectory: Trajectory;
 }
 
-/** The per-step metrics the report draws (`StepMetrics` from `metric.jsonl`, the rest from the rollouts). */
-export const CURVE_METRICS = ['reward', 'success', 'ndcg', 'turns', 'cropRate', 'smallPrintSuccess'] as const;
+/** The per-step metrics the report draws (`StepMetrics` from `metric.jsonl`, crop and small-print rates from the rollouts). */
+export const CURVE_METRICS = [
+  'reward',
+  'success',
+  'ndcg',
+  'turns',
+  'cropRate',
+  'smallPrintSuccess',
+  'loss',
+  'kl',
+  'entropy',
+  'gradNorm',
+  'clipFraction',
+  'rolloutTokensPerSecond',
+  'trainTokensPerSecond',
+] as const;
+
+/** The update's figures of `StepMetrics` drawn as they are (older run folders may lack them: no points). */
+const UPDATE_METRICS = [
+  'loss',
+  'kl',
+  'entropy',
+  'gradNorm',
+  'clipFraction',
+  'rolloutTokensPerSecond',
+  'trainTokensPerSecond',
+] as const satisfies readonly CurveMetric[];
 export type CurveMetric = (typeof CURVE_METRICS)[number];
 
 export interface ReportPhase {
@@ -44,13 +69,15 @@ export interface PhaseInput {
   /** Planned steps (the config's `steps`): the next phase starts after them. */
   steps: number;
   weights: string | RewardWeights;
-  metrics: ReadonlyArray<{
-    step: number;
-    rewardMean: number | null;
-    successRate: number | null;
-    ndcgMean: number;
-    turnsMean: number;
-  }>;
+  metrics: ReadonlyArray<
+    {
+      step: number;
+      rewardMean: number | null;
+      successRate: number | null;
+      ndcgMean: number;
+      turnsMean: number;
+    } & Partial<Record<(typeof UPDATE_METRICS)[number], number>>
+  >;
   rollouts: readonly StepRollout[];
 }
 
@@ -152,6 +179,7 @@ export function reportCurves(
       raw.turns.push(m?.turnsMean ?? null);
       raw.cropRate.push(r?.cropRate ?? null);
       raw.smallPrintSuccess.push(r?.smallPrintSuccess ?? null);
+      for (const metric of UPDATE_METRICS) raw[metric].push(m?.[metric] ?? null);
       curves.steps.push(stepOffset + step);
       curves.phase.push(phase.name);
       curves.phaseStep.push(step);

@@ -59,7 +59,10 @@ h1{font-size:20px}h2{font-size:16px;margin-top:28px}.caption{color:#57606a;font-
 .bucket{height:18px;border-radius:3px;min-width:1px}.bucket.B{background:#2da44e}.bucket.A{background:#bf8700}.bucket.zero{background:#cf222e}
 .turn{border-left:3px solid #1f3a5f;padding:4px 10px;margin:8px 0}
 .turn pre{white-space:pre-wrap;margin:4px 0;background:#f6f8fa;padding:6px}.images img{max-width:320px;border:1px solid #d0d7de;margin:4px}
-figure{display:inline-block;margin:4px}figcaption{font-size:12px;color:#57606a}
+figure{display:inline-block;margin:4px;vertical-align:top}figcaption{font-size:12px;color:#57606a}
+#episode-filters{display:flex;gap:12px;flex-wrap:wrap;align-items:center;margin:8px 0}#episode-filters input{width:70px}.origin{color:#57606a}
+.page-figure>div{position:relative;line-height:0}.page-figure img{width:480px;max-width:none}
+.crop-region{position:absolute;border:2px solid #cf222e;background:rgba(207,34,46,.12);box-sizing:border-box}.images img.crop-full{max-width:none;image-rendering:pixelated}
 </style>
 <script>
 // uPlot formats numbers with Intl in navigator.language, which throws on tags like 'en-US@posix'
@@ -73,7 +76,11 @@ try { new Intl.NumberFormat(navigator.language); } catch { Object.defineProperty
 <h2>Training curves</h2><p class="caption" id="curves-caption"></p><div class="charts" id="charts"></div>
 <h2>Difficulty buckets</h2><p class="caption" id="buckets-caption"></p><div class="buckets" id="buckets"></div>
 <div id="curation"></div>
-<h2>Episodes</h2><label>Episode <select id="episode-select"></select></label><div id="episode"></div>
+<h2>Episodes</h2>
+<div id="episode-filters"><label>Phase <select id="filter-phase"></select></label><label>Step <select id="filter-step"></select></label>
+<label>Reward from <input id="filter-reward-min" type="number" step="any"></label><label>to <input id="filter-reward-max" type="number" step="any"></label>
+<label>Ending <select id="filter-ending"></select></label><span id="episode-count" class="caption"></span></div>
+<label>Episode <select id="episode-select"></select></label><div id="episode"></div>
 <script type="application/json" id="data">__DATA__</script>
 <script>__SCRIPT__</script></body></html>
 `;
@@ -93,10 +100,13 @@ const C = data.curves, COLORS = ['#1f6feb', '#cf222e', '#2da44e', '#8250df', '#b
 const CHARTS = [
   ['reward', 'Reward (mean per step)', 'score'], ['success', 'Judge success rate', 'share'], ['ndcg', 'NDCG (mean per step)', 'score'],
   ['turns', 'Turns (mean per step)', 'number'], ['cropRate', 'Crop rate (rollouts with a crop)', 'share'], ['smallPrintSuccess', 'Small-print success (judge >= 0.5)', 'share'],
+  ['loss', 'Policy loss (the update, mean per step)', 'signed'], ['kl', 'KL to the reference (mean per step)', 'signed'], ['entropy', 'Entropy of the policy (mean per token)', 'number'],
+  ['gradNorm', 'Gradient norm (mean over the step\\'s updates)', 'number'], ['clipFraction', 'Clip fraction (tokens clipped)', 'share'],
+  ['rolloutTokensPerSecond', 'Rollout tokens/s', 'rate'], ['trainTokensPerSecond', 'Training tokens/s', 'rate'],
 ];
 document.getElementById('curves-caption').textContent = 'x: the run\\'s step (phases one after another; the legend gives each phase\\'s own step). Dots: the value of each step; lines: EMA (smoothing ' + C.smoothing +
   ', restarted at each phase). Hover a chart for values. Reward per phase: ' + C.phases.map((p) => p.name + ' = ' + p.reward).join('; ') + ' (0 when the format check fails). Crop rate and small-print success come from every rollout of the step (small print: judged rollouts of small-print questions).';
-const format = (kind) => (u, v) => v === null || v === undefined ? '-' : kind === 'share' ? (v * 100).toFixed(1) + '%' : v.toFixed(3);
+const format = (kind) => (u, v) => v === null || v === undefined ? '-' : kind === 'share' ? (v * 100).toFixed(1) + '%' : kind === 'rate' ? v.toFixed(0) : v.toFixed(3);
 const stepLabel = (u, v, si, idx) => idx === null || idx === undefined || C.steps[idx] === undefined ? '-' : C.steps[idx] + ' (' + C.phase[idx] + ' step ' + C.phaseStep[idx] + ')';
 
 /** Phase bands over the plot area: a dashed boundary and the phase's name, redrawn on every draw (zoom, resize). */
@@ -130,10 +140,12 @@ function chart(key, title, kind) {
   if (series.length === 1) { box.append(el('div', { class: 'empty' }, 'no values recorded')); return; }
   const all = columns.slice(1).flat().filter((v) => v !== null);
   // Room above the highest value for the phase labels; shares and scores stay within [0, 1].
-  const top = Math.max(...all), ceiling = kind === 'number' ? (top > 0 ? top * 1.25 : 1) : Math.min(1, Math.max(0.1, Math.ceil(top * 12.5) / 10));
+  const top = Math.max(...all), bottom = Math.min(...all), ceiling = kind === 'number' || kind === 'rate' ? (top > 0 ? top * 1.25 : 1) : Math.min(1, Math.max(0.1, Math.ceil(top * 12.5) / 10));
+  // A signed figure (a loss, k1's KL) spans its values, with room above for the phase labels.
+  const span = top - bottom || Math.abs(top) || 1, yRange = kind === 'signed' ? [bottom - span * 0.1, top + span * 0.3] : [0, ceiling];
   new uPlot({
     width: Math.max(300, box.clientWidth - 16), height: 220,
-    scales: { x: { time: false, range: (u, min, max) => [min - 0.5, max + 0.5] }, y: { range: () => [0, ceiling] } },
+    scales: { x: { time: false, range: (u, min, max) => [min - 0.5, max + 0.5] }, y: { range: () => yRange } },
     axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], size: 36, labelSize: 18 }, { values: (u, splits) => splits.map((v) => values(u, v)), size: 64 }],
     cursor: { sync: { key: 'curves' }, points: { size: 8 } },
     legend: { live: true },
@@ -169,21 +181,65 @@ if (data.curation) {
     el('h2', {}, 'Failure causes'),
     el('p', {}, 'search failure ' + c.failureCauses.searchFailure + ', generator failure ' + c.failureCauses.generatorFailure + ', ground-truth error ' + c.failureCauses.groundTruthError + ' of ' + c.failureCauses.failures + ' failed rollouts; verification removed ' + c.verification.removed + ' of ' + c.verification.candidates + ' candidates'));
 }
-const select = document.getElementById('episode-select');
-data.episodes.forEach((e, i) => select.append(el('option', { value: String(i) }, (i + 1) + '. ' + e.question)));
+const E = data.episodes, PAGES = data.pages, select = document.getElementById('episode-select');
+const F = { phase: document.getElementById('filter-phase'), step: document.getElementById('filter-step'), min: document.getElementById('filter-reward-min'), max: document.getElementById('filter-reward-max'), ending: document.getElementById('filter-ending') };
+const option = (value, text) => el('option', { value: String(value) }, text);
+const runs = [...new Set(E.map((e) => e.origin.storeRun))];
+F.phase.append(option('all', 'all'), ...runs.map((r) => option(r, r)));
+F.phase.value = runs.includes(data.evalSplit) ? data.evalSplit : 'all';
+F.ending.append(option('all', 'all'), ...[...new Set(E.map((e) => e.terminated))].sort().map((t) => option(t, t)));
+function fillSteps() {
+  const steps = [...new Set(E.filter((e) => F.phase.value === 'all' || e.origin.storeRun === F.phase.value).map((e) => e.origin.step))].sort((a, b) => a - b);
+  F.step.textContent = ''; F.step.append(option('all', 'all'), ...steps.map((s) => option(s, String(s))));
+}
+/** Episodes that pass the filters; a reward bound leaves out missing rewards. */
+function matching() {
+  const min = F.min.value === '' ? null : Number(F.min.value), max = F.max.value === '' ? null : Number(F.max.value);
+  return E.map((e, i) => [e, i]).filter(([e]) => (F.phase.value === 'all' || e.origin.storeRun === F.phase.value) && (F.step.value === 'all' || String(e.origin.step) === F.step.value)
+    && (F.ending.value === 'all' || e.terminated === F.ending.value)
+    && ((min === null && max === null) || (e.reward !== null && (min === null || e.reward >= min) && (max === null || e.reward <= max))));
+}
+let listed = [];
+function refresh() {
+  const list = matching(); listed = list.map(([, i]) => i); select.textContent = '';
+  list.forEach(([e], k) => select.append(option(k, (k + 1) + '. ' + e.question)));
+  document.getElementById('episode-count').textContent = list.length + ' of ' + E.length + ' episodes';
+  show(list.length > 0 ? list[0][1] : -1);
+}
+const where = (o) => (o.kind === 'training' ? o.storeRun + ' step ' + o.step + ' (run step ' + o.runStep + ')' : o.storeRun + ' (evaluation)') + ', prompt ' + o.promptUid + ', rollout ' + o.rollout + ' (' + o.sampleId + ')';
+function pageFigure(basename, region) {
+  const page = PAGES[basename], f = el('figure', { class: region ? 'page-figure' : '' }), box = el('div');
+  const im = el('img', { src: page.src, alt: basename }); box.append(im);
+  if (region) {
+    // The region in the page's pixels, drawn over the page shown 480 px wide.
+    const k = 480 / page.width, r = el('div', { class: 'crop-region', 'data-region': region.map((v) => Math.round(v)).join(',') });
+    r.style.left = region[0] * k + 'px'; r.style.top = region[1] * k + 'px'; r.style.width = (region[2] - region[0]) * k + 'px'; r.style.height = (region[3] - region[1]) * k + 'px';
+    box.append(r);
+  }
+  f.append(box, el('figcaption', {}, region ? 'crop of ' + basename + ' [' + region.map((v) => Math.round(v)).join(', ') + '] on the page' : basename));
+  return f;
+}
 function show(i) {
-  const e = data.episodes[i], box = document.getElementById('episode'); box.textContent = '';
-  if (!e) { box.append(el('p', {}, 'No episodes recorded.')); return; }
-  box.append(el('p', {}, 'Question: ' + e.question), el('p', {}, 'Reference: ' + e.reference + ' | answer: ' + e.answer + ' | golden: ' + e.golden.join(', ')),
+  const e = E[i], box = document.getElementById('episode'); box.textContent = '';
+  if (!e) { box.append(el('p', {}, E.length === 0 ? 'No episodes recorded.' : 'No episode matches the filters.')); return; }
+  box.append(el('p', {}, 'Question: ' + e.question), el('p', { class: 'origin', 'data-phase': e.origin.storeRun, 'data-step': String(e.origin.step) }, 'From: ' + where(e.origin)),
+    el('p', {}, 'Reference: ' + e.reference + ' | answer: ' + e.answer + ' | golden: ' + e.golden.join(', ')),
     el('p', { class: 'rewards' }, 'reward ' + (e.reward === null ? 'missing' : e.reward.toFixed(3)) + ' | judge ' + (e.judge === null ? '-' : e.judge) + ' | NDCG ' + (e.ndcg === null ? '-' : e.ndcg.toFixed(3)) + ' | ended: ' + e.terminated));
   e.turns.forEach((t, k) => {
     const turn = el('div', { class: 'turn' }); turn.append(el('b', {}, 'Turn ' + (k + 1)), el('pre', {}, t.text));
     if (t.observation) turn.append(el('pre', {}, t.observation));
     const images = el('div', { class: 'images' });
-    for (const img of t.images) { const f = el('figure'); const im = el('img', { src: img.src, alt: img.label }); f.append(im, el('figcaption', {}, img.label)); images.append(f); }
+    if (t.page) images.append(pageFigure(t.page));
+    if (t.crop) {
+      const full = el('figure'); full.append(el('img', { class: 'crop-full', src: t.crop.src, alt: 'crop', width: String(t.crop.width), height: String(t.crop.height) }), el('figcaption', {}, 'the crop at full size (' + t.crop.width + ' x ' + t.crop.height + ' px)'));
+      images.append(pageFigure(t.crop.basename, t.crop.region), full);
+    }
     turn.append(images); box.append(turn);
   });
 }
-select.addEventListener('change', () => show(Number(select.value)));
-show(0);
+select.addEventListener('change', () => show(listed[Number(select.value)]));
+F.phase.addEventListener('change', () => { fillSteps(); refresh(); });
+for (const f of [F.step, F.ending]) f.addEventListener('change', refresh);
+for (const f of [F.min, F.max]) f.addEventListener('input', refresh);
+fillSteps(); refresh();
 `;

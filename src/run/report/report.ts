@@ -1,6 +1,5 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import sharp from 'sharp';
 import { InvalidArgumentError } from '../../core/errors';
 import { currentRecords } from '../../core/store/records';
 import { readJsonlRows } from '../../core/text-data';
@@ -14,21 +13,10 @@ import {
   type PhaseInput,
   type StepRollout,
 } from './curves';
+import { reportEpisodes, spread, type EpisodeOrigin } from './episodes';
 import { renderReportPage } from './page';
 
 export { difficultyBuckets, reportCurves, rewardDefinition, emaSmooth, type ReportCurves } from './curves';
-
-interface ReportEpisode {
-  question: string;
-  reference: string | null;
-  answer: string;
-  terminated: string;
-  reward: number | null;
-  judge: number | null;
-  ndcg: number | null;
-  golden: string[];
-  turns: Array<{ text: string; observation: string; images: Array<{ label: string; src: string }> }>;
-}
 
 /** A store log's records as written (numbers JSON cannot hold stay tagged: trajectoryFromJSON reads them). */
 async function readJsonl(path: string): Promise<unknown[]> {
@@ -70,16 +58,19 @@ async function smallPrintQuestions(slidesDir: string): Promise<Set<string>> {
 
 /**
  * Writes `report.html` into a run folder: curves per step over the phases (reward per phase with its
- * definition, judge success, NDCG, turns, crop rate, small-print success; raw and EMA-smoothed, drawn
- * with uPlot), the difficulty buckets of each phase's rollouts and of the evaluations, and an episode
- * browser with each turn's text, the retrieved slides and crops as images, and the rewards. One
- * self-contained file (uPlot and images inline).
+ * definition, judge success, NDCG, turns, crop rate, small-print success, and the update's loss,
+ * KL, entropy, gradient norm, clip fraction and tokens/s; raw and EMA-smoothed, drawn with uPlot),
+ * the difficulty buckets of each phase's rollouts and of the evaluations, and an episode browser:
+ * up to `episodes` (40) episodes of each evaluation and of each phase (spread over its steps),
+ * filtered by phase, step, reward and ending, each saying where it came from (phase, step, prompt,
+ * rollout), with each turn's text, the retrieved slide, and a crop's region drawn on its slide
+ * beside the crop at full size. One self-contained file (uPlot and images inline).
  */
 export async function writeReport(
   runDir: string,
   options: { episodes?: number; bucketGroups?: BucketGroups } = {},
 ): Promise<string> {
-  let summary: { runId: string; before: unknown; after: unknown; corpus: { slidesDir: string } };
+  let summary: { runId: string; before: unknown; after: unknown; corpus?: { slidesDir?: string } };
   try {
     summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as typeof summary;
   } catch (error) {
@@ -95,6 +86,14 @@ export async function writeReport(
   };
   const bucketGroups = options.bucketGroups ?? 'step-prompt';
   const phases: PhaseInput[] = [];
+  const episodeRuns: Array<{
+    storeRun: string;
+    kind: EpisodeOrigin['kind'];
+    stepOffset: number;
+    rollouts: StepRollout[];
+  }> = [];
+  const perRun = options.episodes ?? 40;
+  let stepOffset = 0;
   const buckets: Array<{ name: string; note: string; counts: ReturnType<typeof difficultyBuckets> }> = [];
   for (const phase of config.phases) {
     const metrics = (await phaseRecords(join(runDir, phase.name), 'metric')).map(
@@ -102,13 +101,21 @@ export async function writeReport(
     );
     const rollouts = (await phaseRecords(join(runDir, phase.name), 'trajectory')).map(rollout);
     phases.push({ name: phase.name, steps: phase.steps, weights: phase.weights, metrics, rollouts });
+    episodeRuns.push({
+      storeRun: phase.name,
+      kind: 'training',
+      stepOffset,
+      rollouts: spread(rollouts, perRun),
+    });
+    stepOffset += phase.steps;
     buckets.push({
       name: phase.name,
       note: 'training rollouts, mean NDCG per (step, prompt)',
       counts: difficultyBuckets(rollouts, { groups: bucketGroups }),
     });
   }
-  const curves = reportCurves(phases, await smallPrintQuestions(summary.corpus.slidesDir), {
+  const slidesDir = summary.corpus?.slidesDir ?? null;
+  const curves = reportCurves(phases, slidesDir ? await smallPrintQuestions(slidesDir) : new Set<string>(), {
     scheme: config.searcher?.reward?.scheme,
   });
   const folders = await readdir(runDir);
@@ -124,55 +131,20 @@ export async function writeReport(
     });
   }
   const evalDir = folders.includes('eval-after-rl') ? 'eval-after-rl' : 'eval-before-rl';
-  const trajectories = (evaluations[evalDir] ?? []).map((r) => r.trajectory);
-  const thumbnail = async (basename: string, region?: readonly number[]) => {
-    try {
-      let image = sharp(join(summary.corpus.slidesDir, basename));
-      if (region) {
-        const [x1, y1, x2, y2] = region as [number, number, number, number];
-        image = image.extract({
-          left: Math.floor(x1),
-          top: Math.floor(y1),
-          width: Math.max(1, Math.ceil(x2) - Math.floor(x1)),
-          height: Math.max(1, Math.ceil(y2) - Math.floor(y1)),
-        });
-      }
-      const png = await image
-        .resize({ width: region ? 480 : 320, withoutEnlargement: false })
-        .png()
-        .toBuffer();
-      return `data:image/png;base64,${png.toString('base64')}`;
-    } catch {
-      return '';
-    }
-  };
-  const episodes: ReportEpisode[] = [];
-  for (const t of trajectories.slice(0, options.episodes ?? 40)) {
-    const turns: ReportEpisode['turns'] = [];
-    for (const turn of t.turns) {
-      const images: Array<{ label: string; src: string }> = [];
-      if (turn.search?.chosenBasename)
-        images.push({ label: turn.search.chosenBasename, src: await thumbnail(turn.search.chosenBasename) });
-      if (turn.crop)
-        images.push({
-          label: `crop of ${turn.crop.basename} [${turn.crop.sourceRegion.map((v) => Math.round(v)).join(', ')}]`,
-          src: await thumbnail(turn.crop.basename, turn.crop.sourceRegion),
-        });
-      turns.push({ text: turn.text, observation: turn.observation, images });
-    }
-    const detail = t.rewardDetail;
-    episodes.push({
-      question: t.query,
-      reference: t.reference,
-      answer: t.finalAnswer,
-      terminated: t.terminated,
-      reward: t.reward,
-      judge: detail?.components.judgeScore ?? null,
-      ndcg: detail?.components.ndcg ?? null,
-      golden: t.goldenBasenames,
-      turns,
-    });
-  }
+  // The evaluations first (their first questions, as the report always showed), then each phase's
+  // rollouts spread over its steps; the browser filters them by phase, step, reward and ending.
+  const { episodes, pages } = await reportEpisodes(
+    [
+      ...Object.entries(evaluations).map(([storeRun, rollouts]) => ({
+        storeRun,
+        kind: 'evaluation' as const,
+        stepOffset: 0,
+        rollouts: rollouts.slice(0, perRun),
+      })),
+      ...episodeRuns,
+    ],
+    slidesDir,
+  );
   // The curation funnel and analyses, when `searcher-rl curate funnel` has written them.
   const curation = await readFile(join(runDir, 'curation', 'funnel.json'), 'utf8').then(
     (text) => JSON.parse(text) as unknown,
@@ -187,6 +159,7 @@ export async function writeReport(
     bucketGroups,
     evalSplit: evalDir,
     episodes,
+    pages,
     curation,
   };
   const html = renderReportPage(summary.runId, data);
