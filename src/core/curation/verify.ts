@@ -58,7 +58,7 @@ export async function verifyCandidates(
             ...base,
             label: labelGoldenReview(goldenVerdict.score),
             detail: {
-              goldenPages: evidence.map((e) => e.basename),
+              goldenPages: [...new Set(evidence.map((e) => e.basename))],
               goldenAnswer: golden.answer,
               goldenScore: goldenVerdict.score,
               reference: episode.reference,
