@@ -7,6 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { curateCommand } from '../../cli/curate';
 import { loadRunConfig, parseRunConfig } from '../config';
+import type { RunProgress } from '../progress';
 import { trainRun } from '../run';
 
 // Issue 25, seed 000's loop in full, on runs of both kinds. A run on your own questions where one
@@ -17,7 +18,13 @@ const root = resolve(import.meta.dirname, '../../..');
 const example = join(root, 'examples/own-data');
 let dir = '';
 const lines: string[] = [];
-const context = { onLog: (line: string) => lines.push(line) };
+const finished: string[] = [];
+const context = {
+  onLog: (line: string) => lines.push(line),
+  onProgress: (event: RunProgress) => {
+    if (event.finished) finished.push(`${event.task} ${event.done}/${event.total}`);
+  },
+};
 const curate = (...argv: string[]) => curateCommand(argv, context);
 const json = async (path: string) => JSON.parse(await readFile(path, 'utf8'));
 const exists = (path: string) =>
@@ -66,7 +73,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'curate-loop-'));
 });
 afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
+  if (!process.env.KEEP) await rm(dir, { recursive: true, force: true });
 });
 
 describe('a wrong golden page is caught by verification and kept out of round 1', () => {
@@ -77,6 +84,8 @@ describe('a wrong golden page is caught by verification and kept out of round 1'
     expect(await curate('buckets', '--run', runDir)).toBe(0);
     expect((await json(join(runDir, 'curation', 'buckets.json'))).counts['0']).toBe(6);
     expect(await curate('verify', '--run', runDir)).toBe(0);
+    // Verification reports progress (a line that fills as the golden pages are checked).
+    expect(finished).toContain('verifying 6/6');
     const verdicts = await json(join(runDir, 'curation', 'verdicts.json'));
     const label = (uid: string) => verdicts.verdicts.find((v: { promptUid: string }) => v.promptUid === uid);
     expect(label('acme-revenue')).toMatchObject({
@@ -110,7 +119,17 @@ describe('curate loop on a run on your own data that started from a checkpoint (
     });
     const { runDir } = await trainRun(config, context);
     lines.length = 0;
+    finished.length = 0;
     expect(await curate('loop', '--run', runDir, '--steps', '1')).toBe(0);
+    // The loop's long steps each report progress.
+    expect(finished).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^verifying /),
+        'focused-round1 1/1',
+        'focused-round2 1/1',
+        'focused-round3 1/1',
+      ]),
+    );
     for (const storeRun of ['focused-round1', 'focused-round2', 'focused-round3'])
       expect(await exists(join(runDir, storeRun, 'trajectory.jsonl')), storeRun).toBe(true);
     const round1 = await json(join(runDir, 'curation', 'focused_round1.json'));
@@ -190,6 +209,84 @@ describe('curate loop on a slide run', () => {
     expect(stdout).toMatch(/warm start: sft-distilled\//);
     expect(
       await exists(join(dir, 'runs', 'slides-focused-round3', 'focused-round3', 'trajectory.jsonl')),
+    ).toBe(true);
+  }, 300_000);
+});
+
+/** A run on the example's questions whose rollouts follow `scripts` (one per rollout index): every episode is scored. */
+async function scriptedRun(runId: string, scripts: string[][], searcher: RawConfig = {}) {
+  const raw = parseYaml(await readFile(join(example, 'config.yaml'), 'utf8')) as RawConfig;
+  const { policy: _own, ...rest } = raw;
+  return trainRun(
+    parseRunConfig({
+      ...rest,
+      runsDir: join(dir, 'runs'),
+      runId,
+      dataset: { path: join(example, 'questions.jsonl') },
+      phases: raw.phases.map((p: Record<string, unknown>) => ({ ...p, steps: 2 })),
+      searcher: {
+        ...raw.searcher,
+        ...searcher,
+        // Room for a whole scripted turn (the example's 24 tokens cut the longer ones).
+        episode: { ...raw.searcher.episode, maxTurnTokens: 48, ...searcher.episode },
+        adapters: {
+          ...raw.searcher.adapters,
+          searchEngine: {
+            ...raw.searcher.adapters.searchEngine,
+            pagesDir: join(example, 'pages'),
+            dbPath: join(dir, 'pages.sqlite'),
+          },
+          policy: { type: 'scripted', script: scripts },
+        },
+      },
+    }),
+    context,
+  );
+}
+const sftRows = async (runDir: string) =>
+  (await readFile(join(runDir, 'curation', 'sft.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { messages: Array<{ role: string; content: string }> });
+
+describe('curate distill', () => {
+  it('drops a successful rollout whose <think> holds an action tag (the parser accepts it as a valid turn)', async () => {
+    const polluted = '<think>use <bbox> then</think><search>Acme revenue 2019</search>';
+    const { runDir } = await scriptedRun('polluted', [
+      [polluted, '<think>b</think><search_complete>true</search_complete>'],
+      [
+        '<think>a</think><search>Acme revenue 2019</search>',
+        '<think>b</think><search_complete>true</search_complete>',
+      ],
+    ]);
+    expect(await curate('distill', '--run', runDir, '--max-success-rate', '1')).toBe(0);
+    const rows = await sftRows(runDir);
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.flatMap((r) => r.messages.map((m) => m.content)).some((c) => c.includes('<bbox>'))).toBe(
+      false,
+    );
+    const counts = await json(join(runDir, 'curation', 'distill.json'));
+    expect(counts.excludedActionTagInThink).toBeGreaterThan(0);
+    expect(counts.rows).toBe(counts.selected - counts.excludedActionTagInThink);
+  }, 300_000);
+
+  it('distills a Search-R1-layout run (answer mode, no judge) with the reward as the success signal', async () => {
+    const search = '<think>a</think><search>Acme revenue 2019</search>';
+    const { runDir } = await scriptedRun(
+      'answer-mode',
+      [
+        [search, '<think>b</think><answer>4.5 billion dollars</answer>'],
+        [search, '<think>b</think><answer>no idea</answer>'],
+      ],
+      { episode: { mode: 'answer' }, reward: { scheme: 'search-r1' } },
+    );
+    expect(await curate('distill', '--run', runDir)).toBe(0);
+    const rows = await sftRows(runDir);
+    // acme-revenue: one exact match in two rollouts (rare); no other question is ever answered.
+    expect(rows.length).toBeGreaterThan(0);
+    expect(
+      rows.every((r) => r.messages.at(-1)!.content.includes('<answer>4.5 billion dollars</answer>')),
     ).toBe(true);
   }, 300_000);
 });
