@@ -99,9 +99,9 @@ export function roundRunConfig(input: {
       },
     ],
     trainer: {
+      ...config.trainer,
       batchSize: Math.max(1, Math.min(round.budget.batchSize, input.prompts)),
       saveFreq: Math.max(1, input.steps),
-      resumeMode: config.trainer.resumeMode,
     },
     searcher: {
       ...config.searcher,
