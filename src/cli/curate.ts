@@ -46,7 +46,7 @@ export const CURATE_HELP = `searcher-rl curate <command> -r|--run DIR [options]
            disagreements, failure causes, hallucination share: funnel.json (and a section of report.html)
   import   --db FILE   the run folder's JSONL logs as an SQLite store (rebuilt on each import)
   loop     [--phase phase2] [--phase1 phase1] [--epochs 4] [--steps N] [distill's options]
-           seed 000's loop on any run (slides or your own data) with its own tfjs policy: verify,
+           the whole loop on any run (slides or your own data) with its own tfjs policy: verify,
            round 1 trained from the run's latest checkpoint (store run focused-round1), round 2
            from round 1's results (focused-round2), the rounds' rare successes distilled and
            SFT'd (sft-distilled), round 3 from that checkpoint (focused-round3); each round with

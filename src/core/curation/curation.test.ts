@@ -212,7 +212,7 @@ describe('analyses', () => {
   });
 });
 
-// Issue 25: seed 000's loop in full.
+// Issue 25: the data-centric loop in full (docs/method.md#focused-rounds).
 describe('GT errors and uncertain items leave every round', () => {
   const phase1 = promptStats([
     ep('hardA', { ndcg: 0.4 }),

@@ -117,7 +117,7 @@ export function sftRowFromTrajectory(trajectory: Trajectory, system: string): Sf
 
 /**
  * The policy turns of a row whose `<think>` holds an action tag as text (`<think>use <bbox>
- * then</think>`): seed 000 §7.2 removes such rows (format pollution teaches the policy to write
+ * then</think>`): docs/method.md#rare-success-distillation removes such rows (format pollution teaches the policy to write
  * actions inside its reasoning). There is no clean original to roll back to, so the row goes.
  */
 export function thinkActionTagTurns(row: SftRow): number[] {

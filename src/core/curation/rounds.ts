@@ -86,7 +86,7 @@ export function buildRound2(
 }
 
 /**
- * Round 3 (seed 000 §9.7): round 2's data again, started from the SFT checkpoint distilled from
+ * Round 3 (docs/method.md#settings-table): round 2's data again, started from the SFT checkpoint distilled from
  * the focused rounds' rare successes, with the largest budget; GT errors and uncertain items found
  * since round 2 was built are left out as well.
  */

@@ -7,7 +7,7 @@
 export const ACTION_TAG_PATTERN = /<\/?\s*(search|bbox|search_complete|answer)\b/i;
 
 /**
- * New observation claims: a think that says it sees something in a page (seed 000 §7.2: "이미지에서
+ * New observation claims: a think that says it sees something in a page (docs/method.md#think-only-rewriting: "이미지에서
  * 보인다 / I can see / the image shows" must not be added). The rule's own phrases and the forms a
  * rewriting model uses as well ("The picture shows", "I see", "is visible in", "如图所示"), each
  * tested on real sentences in think-rewrite.test.ts. The original copies were double-escaped
@@ -95,7 +95,7 @@ export interface RewriteCheck {
 /**
  * Checks one rewritten assistant turn against its original. An action tag in an original think
  * drops the row whatever the rewrite says (the data was polluted already, and there is no clean
- * think to roll back to: seed 000 §7.2). Outside text changed or a different number of thinks: the
+ * think to roll back to: docs/method.md#think-only-rewriting). Outside text changed or a different number of thinks: the
  * rewrite is refused (the original is kept). An action tag in a rewritten think reverts that think;
  * so does a new observation claim (one the original think did not make).
  */

@@ -19,7 +19,7 @@ export type VerificationLabel = (typeof VERIFICATION_LABELS)[number];
 /**
  * Why a prompt is verified: a rollout found the evidence but was judged wrong (the two bands), or
  * the prompt is in bucket 0, where no rollout finds the golden page and a wrong golden page or
- * reference would never show up as a rollout candidate (seed 000 §9.1.1 reviews bucket 0 itself).
+ * reference would never show up as a rollout candidate (docs/method.md#ground-truth-verification: bucket 0 is reviewed itself).
  */
 export type CandidateReason = 'judge_zero_ndcg_high' | 'judge_low_ndcg_high' | 'bucket0_review';
 

@@ -25,7 +25,7 @@ const D = DEFAULT_CURATION_SETTINGS;
 /**
  * Rare-success distillation over store runs of a run folder (docs/method.md#rare-success-distillation):
  * the selected rollouts as SFT rows (`curation/sft.parquet`, `sft.jsonl`). Rows with an action tag
- * inside a `<think>` are dropped (seed 000 §7.2), with or without `--rewrite`, which rewrites the
+ * inside a `<think>` are dropped (docs/method.md#rare-success-distillation), with or without `--rewrite`, which rewrites the
  * thinks through the run's Generator under the safety post-pass. `phase` is one store run or
  * several (the loop distills its focused rounds together). `selected` are the rollouts of the rows kept.
  */

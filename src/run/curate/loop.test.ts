@@ -10,7 +10,7 @@ import { loadRunConfig, parseRunConfig } from '../config';
 import type { RunProgress } from '../progress';
 import { trainRun } from '../run';
 
-// Issue 25, seed 000's loop in full, on runs of both kinds. A run on your own questions where one
+// Issue 25, the data-centric loop in full (docs/method.md#focused-rounds), on runs of both kinds. A run on your own questions where one
 // question's golden page is wrong (a page that exists but says something else), and a slide run.
 // biome-ignore lint/suspicious/noExplicitAny: the example YAML is edited field by field below.
 type RawConfig = Record<string, any>;

@@ -22,7 +22,7 @@ const D = DEFAULT_CURATION_SETTINGS;
 const DISTILLED = 'sft-distilled';
 
 /**
- * Seed 000's loop in full, on any run folder (a slide run or one on your own data;
+ * The data-centric loop in full, on any run folder (a slide run or one on your own data;
  * docs/method.md#focused-rounds): verification of phase 2's candidates and of every bucket-0
  * prompt with its golden page; focused round 1 (hard A + bucket 0, GT errors and uncertain items
  * out) trained from the run's latest checkpoint; round 2 from round 1's own results, trained on

@@ -37,7 +37,7 @@ export interface RoundStart {
 export const roundPrompts = (round: FocusedRound, prompts: ReadonlyMap<string, PromptRecord>) =>
   round.promptUids.flatMap((uid) => (prompts.has(uid) ? [prompts.get(uid)!] : []));
 
-/** One epoch over the round's prompts (seed 000 §9.7: `trainer.total_epochs=1`) at its B, at least one step. */
+/** One epoch over the round's prompts (docs/method.md#focused-rounds: `total_epochs=1`) at its B, at least one step. */
 export const oneEpochSteps = (prompts: number, batchSize: number) =>
   Math.max(1, Math.ceil(prompts / Math.max(1, Math.min(batchSize, prompts))));
 

@@ -29,7 +29,7 @@ export function summariseVerdicts(verdicts: readonly Verdict[]) {
     counts,
     removed,
     removedShare: verdicts.length === 0 ? 0 : removed / verdicts.length,
-    /** Bucket 0 reviewed with the golden page (seed 000 §9.1.1: 55 of 637 removed, 8.6%). */
+    /** Bucket 0 reviewed with the golden page (docs/method.md#difficulty-buckets: 55 of 637 removed, 8.6%). */
     bucket0: {
       reviewed: reviews.length,
       removed: reviewRemoved,
