@@ -30,7 +30,8 @@ export const CURATE_HELP = `searcher-rl curate <command> -r|--run DIR [options]
            round 1: bucket A with mean --phase2 score <= round1-max, plus bucket 0; round 2: the
            round-1 prompts scoring <= round2-max in round 1's own results (--results, default
            the loop's store run focused-round1; a round-1 run of its own: RUN_DIR/focused-round1);
-           round 3: round 2's prompts again, from the distilled SFT checkpoint. GT errors and
+           round 3: round 2's prompts again, from the distilled SFT checkpoint (sft-distilled,
+           which curate loop makes; refused without it). GT errors and
            uncertain items (verdicts.json) are out of every round. Writes focused_roundN.parquet
            (verl/Search-R1 layout), .jsonl, .json and focused_roundN.config.yaml: a run config
            with the round's budget (settings table: B 16/8/32, n_agent 8/16/16, max_turns 7/15/15)

@@ -152,6 +152,13 @@ describe('curate loop on a run on your own data that started from a checkpoint (
     expect(ready.phases).toMatchObject([{ name: 'focused-round3', weights: 'focused' }]);
     const loop = await json(join(runDir, 'curation', 'loop.json'));
     expect(loop.round1.config).toBe(join(runDir, 'curation', 'focused_round1.config.yaml'));
+    // Round 2 on its own from the loop's round-1 results; round 3 needs the distilled checkpoint, which this run has none of.
+    expect(await curate('rounds', '--run', runDir, '--round', '2')).toBe(0);
+    expect((await json(join(runDir, 'curation', 'focused_round2.json'))).promptUids).toEqual(
+      round2.promptUids,
+    );
+    const refused = await curate('rounds', '--run', runDir, '--round', '3').catch((e: Error) => e);
+    expect(String(refused)).toMatch(/--round.*sft-distilled/);
   }, 300_000);
 });
 
@@ -200,6 +207,9 @@ describe('curate loop on a slide run', () => {
     const path = join(runDir, 'curation', 'focused_round3.config.yaml');
     const ready = await loadRunConfig(path);
     expect(ready.policy?.initFrom).toBe(resolve(runDir, 'sft-distilled'));
+    // The command builds round 3 the same way on its own once the checkpoint exists.
+    expect(await curate('rounds', '--run', runDir, '--round', '3')).toBe(0);
+    expect((await loadRunConfig(path)).policy?.initFrom).toBe(resolve(runDir, 'sft-distilled'));
     // The slide environment's ports, made explicit: the ready config is a run on its own.
     expect(ready.searcher.adapters.generator).toMatchObject({ type: 'slide-reader' });
     const tsx = join(root, 'node_modules', '.bin', 'tsx');

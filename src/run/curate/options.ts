@@ -168,6 +168,12 @@ export async function checkCurationCommand(
         'round',
         "round 3 is round 2's data again: build round 2 first (searcher-rl curate rounds --round 2)",
       );
+    // It starts from the SFT checkpoint distilled from the rounds, which only the loop makes.
+    if (((await stat(join(runDir, 'sft-distilled', 'checkpoint.jsonl')).catch(() => null))?.size ?? 0) === 0)
+      throw bad(
+        'round',
+        `round 3 starts from the SFT checkpoint distilled from the focused rounds ('${join(runDir, 'sft-distilled')}'), which '${runDir}' does not have: searcher-rl curate loop --run ${runDir} distills it (and writes round 3)`,
+      );
   }
   if (command === 'import') {
     const db = values.db;
