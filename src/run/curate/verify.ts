@@ -91,7 +91,7 @@ export async function verifyRun(
     const verdicts = await verifyCandidates(gateway, candidates, {
       goldenEvidence: golden.lookup,
       ...(options.signal && { signal: options.signal }),
-      onProgress: (done) => progress.update(done, 'golden pages through the Generator and Judge'),
+      onProgress: (done) => progress.update(done),
     });
     for (const v of verdicts) labels[v.label] = (labels[v.label] ?? 0) + 1;
     progress.done(
