@@ -159,6 +159,21 @@ describe('curate loop on a run on your own data that started from a checkpoint (
     );
     const refused = await curate('rounds', '--run', runDir, '--round', '3').catch((e: Error) => e);
     expect(String(refused)).toMatch(/--round.*sft-distilled/);
+    // Run again, the loop replaces what it wrote: the same records, not twice as many.
+    const count = async (path: string) => (await readFile(path, 'utf8')).trim().split('\n').length;
+    const before = await Promise.all(
+      ['focused-round1/trajectory.jsonl', 'focused-round3/trajectory.jsonl', 'curation/event.jsonl'].map(
+        (f) => count(join(runDir, f)),
+      ),
+    );
+    expect(await curate('loop', '--run', runDir, '--steps', '1')).toBe(0);
+    expect(
+      await Promise.all(
+        ['focused-round1/trajectory.jsonl', 'focused-round3/trajectory.jsonl', 'curation/event.jsonl'].map(
+          (f) => count(join(runDir, f)),
+        ),
+      ),
+    ).toEqual(before);
   }, 300_000);
 });
 

@@ -20,6 +20,7 @@ import { describeVerdicts, summariseVerdicts, verifyRun } from './verify';
 
 const D = DEFAULT_CURATION_SETTINGS;
 const DISTILLED = 'sft-distilled';
+const LOOP_ROUNDS = ['focused-round1', 'focused-round2', 'focused-round3'];
 
 /**
  * The data-centric loop in full, on any run folder (a slide run or one on your own data;
@@ -73,6 +74,8 @@ export async function closedLoop(
     existingRunFolder(runDir),
   );
   try {
+    // A loop run again replaces every store run the loop makes, so none is left from an earlier loop.
+    for (const storeRun of [...LOOP_ROUNDS, DISTILLED]) await clearStoreRun(runDir, storeRun);
     const ctx: LoopContext = { runDir, setting, session, options, steps };
     const first = await focusedRound(ctx, round1, { runDir, storeRun: latest }, phase);
     record.round1 = first;
