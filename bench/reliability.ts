@@ -1,6 +1,6 @@
 // The reliability figures (docs/reliability.md): crash/resume of the CLI trainer, a fault run of
 // 1,000 episodes through local servers injecting faults, bad input, a secret canary, and the
-// hostile-input classes (ICD records, checkpoints and data files, credentials, paths and bodies, serve-env's clients, the CLI). Prints one JSON line per
+// hostile-input classes (ICD records, checkpoints and data files, credentials, paths and bodies, serve-env's clients, the CLI) and the data-centric loop's checks. Prints one JSON line per
 // figure. RELIABILITY_KILLS sets the number of kills (default 20); RELIABILITY_ONLY=a,b runs a
 // subset of the names below (all by default).
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -16,6 +16,7 @@ import { trust } from './reliability/trust';
 import { serverReliability } from './reliability/server';
 import { cliHostileInput } from './reliability/cli';
 import { trackersReliability } from './reliability/trackers';
+import { curationReliability } from './reliability/curation';
 
 const figures: Record<string, (dir: string) => Promise<unknown>> = {
   faults: (dir) =>
@@ -32,6 +33,7 @@ const figures: Record<string, (dir: string) => Promise<unknown>> = {
   server: () => serverReliability(),
   cli: cliHostileInput,
   trackers: (dir) => trackersReliability(dir, Number(process.env.RELIABILITY_TRACKER_FAULT_RATE ?? 0.2)),
+  curation: curationReliability,
   crash: (dir) => crashResume(dir, Number(process.env.RELIABILITY_KILLS ?? 20)),
 };
 

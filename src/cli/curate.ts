@@ -18,24 +18,41 @@ export const CURATE_HELP = `searcher-rl curate <command> -r|--run DIR [options]
 
   buckets  [--phase phase1] [--low ${D.bucketLow}] [--high ${D.bucketHigh}]
            difficulty buckets on mean NDCG per prompt: B > high, A in [low, high], 0 < low
-  verify   [--phase phase2] [--ndcg ${D.candidateNdcg}] [--judge-high ${D.candidateJudgeHigh}]
-           ground-truth verification of the candidates (judge 0, or 0 < judge <= judge-high, with
-           NDCG >= ndcg) through the run's Generator (given the golden page) and Judge; labels
-           GT_ERROR, GEN_ERROR, UNCERTAIN, BOTH_WRONG, FORMAT_DIFF; verdicts.json
-  rounds   [--phase1 phase1] [--phase2 phase2] [--round 1|2] [--round1-max ${D.round1MaxScore}] [--round2-max ${D.round2MaxScore}]
-           focused round 1 (bucket A with mean score <= round1-max, plus verified bucket 0) or
-           round 2 (round-1 prompts scoring <= round2-max in --phase2, minus GT errors), written as
-           focused_roundN.parquet (verl/Search-R1 layout) and .jsonl, with its budget
+  verify   [--phase phase2] [--phase1 phase1] [--ndcg ${D.candidateNdcg}] [--judge-high ${D.candidateJudgeHigh}] [--low ${D.bucketLow}] [--high ${D.bucketHigh}]
+           ground-truth verification through the run's Generator (given the golden page alone)
+           and Judge: the rollouts of --phase judged wrong although they found the evidence (judge
+           0, or 0 < judge <= judge-high, with NDCG >= ndcg), and every bucket-0 prompt of --phase1
+           (no rollout finds its golden page, so a wrong golden page or reference shows only
+           here: a golden page that cannot give the reference is GT_ERROR); labels GT_ERROR,
+           GEN_ERROR, UNCERTAIN, BOTH_WRONG, FORMAT_DIFF, GT_OK; verdicts.json; a progress line
+  rounds   [--round 1|2|3] [--phase1 phase1] [--phase2 phase2] [--round1-max ${D.round1MaxScore}] [--round2-max ${D.round2MaxScore}]
+           [--results STORE_RUN|RUN_DIR/STORE_RUN] [--steps N]
+           round 1: bucket A with mean --phase2 score <= round1-max, plus bucket 0; round 2: the
+           round-1 prompts scoring <= round2-max in round 1's own results (--results, default
+           the loop's store run focused-round1; a round-1 run of its own: RUN_DIR/focused-round1);
+           round 3: round 2's prompts again, from the distilled SFT checkpoint (sft-distilled,
+           which curate loop makes; refused without it). GT errors and
+           uncertain items (verdicts.json) are out of every round. Writes focused_roundN.parquet
+           (verl/Search-R1 layout), .jsonl, .json and focused_roundN.config.yaml: a run config
+           with the round's budget (settings table: B 16/8/32, n_agent 8/16/16, max_turns 7/15/15)
+           and its start as policy.initFrom, for searcher-rl train --config (--steps: its steps;
+           default one epoch over the round)
   distill  [--phase phase2] [--top-k ${D.distillTopK}] [--max-success-rate ${D.distillMaxSuccessRate}] [--keep-zero-search] [--keep-zero-ndcg] [--rewrite]
-           rare-success SFT data: sft.parquet and sft.jsonl (messages, uid, format_version);
-           --rewrite: think-only rewriting through the Generator with the safety post-pass
+           rare-success SFT data: sft.parquet and sft.jsonl (messages, uid, format_version); a
+           success is judge score 1 (answer mode, the Search-R1 reward: an exact match); rows
+           with an action tag inside a <think> are dropped; --rewrite: think-only rewriting
+           through the Generator with the safety post-pass
   funnel   [--phase1 phase1] [--phase2 phase2]
-           the funnel with counts, NDCG-vs-judge disagreements, failure causes, hallucination
-           share: funnel.json (and a section of report.html)
+           the funnel with counts (rounds 2 and 3 once round 1 has results), NDCG-vs-judge
+           disagreements, failure causes, hallucination share: funnel.json (and a section of report.html)
   import   --db FILE   the run folder's JSONL logs as an SQLite store (rebuilt on each import)
-  loop     [--phase phase2] [--epochs 4] [--steps 5]   (offline slide runs)
-           the closed loop: distill, SFT the policy on it (store run sft-distilled), then focused
-           round 1 from that checkpoint (store run focused-round1) with the round's budget
+  loop     [--phase phase2] [--phase1 phase1] [--epochs 4] [--steps N] [distill's options]
+           the whole loop on any run (slides or your own data) with its own tfjs policy: verify,
+           round 1 trained from the run's latest checkpoint (store run focused-round1), round 2
+           from round 1's results (focused-round2), the rounds' rare successes distilled and
+           SFT'd (sft-distilled), round 3 from that checkpoint (focused-round3); each round with
+           its budget and written as a ready config; --steps per round (default one epoch;
+           0: round 1's files only)
 `;
 
 const OPTIONS = {
@@ -58,6 +75,7 @@ const OPTIONS = {
   db: { type: 'string' },
   epochs: { type: 'string' },
   steps: { type: 'string' },
+  results: { type: 'string' },
 } as const;
 
 /** `searcher-rl curate <command>`: the arguments, then the curation library (`searcher-rl/curation`). */

@@ -19,4 +19,5 @@ export {
 } from '../run/curate/commands';
 export { distillRun, type CurationValues } from '../run/curate/distill';
 export { closedLoop } from '../run/curate/loop';
+export { roundRunConfig, writeRoundFiles, type RoundStart } from '../run/curate/round-files';
 export { loadEpisodes, runSetting, type RunEpisodes, type RunSetting } from '../run/curate/data';

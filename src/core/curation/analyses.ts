@@ -1,4 +1,4 @@
-import type { EpisodeSummary } from './episodes';
+import { answerScoreOf, type EpisodeSummary } from './episodes';
 import type { Verdict } from './verification';
 
 const deckOf = (basename: string) =>
@@ -33,7 +33,8 @@ export function ndcgJudgeDisagreements(
     if (result.examples.length < maxExamples) result.examples.push({ sampleId, kind });
   };
   for (const e of episodes) {
-    if (e.judgeScore !== null && e.judgeScore >= successAt && e.ndcg === 0) {
+    const score = answerScoreOf(e);
+    if (score !== null && score >= successAt && e.ndcg === 0) {
       result.judgeSuccessNdcgZero++;
       const goldenDocs = new Set(e.goldenBasenames.map(deckOf));
       if (e.retrievedBasenames.some((b) => goldenDocs.has(deckOf(b)))) {
@@ -43,7 +44,7 @@ export function ndcgJudgeDisagreements(
         result.ungrounded++;
         example(e.sampleId, 'ungrounded');
       }
-    } else if (e.judgeScore === 0 && (e.ndcg ?? 0) >= 0.5) {
+    } else if (score === 0 && (e.ndcg ?? 0) >= 0.5) {
       result.ndcgHighJudgeZero++;
       example(e.sampleId, 'ndcg_high_judge_zero');
     }
@@ -72,7 +73,8 @@ export function failureCauses(
   const gtErrors = new Set(verdicts.filter((v) => v.label === 'GT_ERROR').map((v) => v.promptUid));
   const out: FailureCauses = { failures: 0, searchFailure: 0, generatorFailure: 0, groundTruthError: 0 };
   for (const e of episodes) {
-    if (e.judgeScore !== null && e.judgeScore >= successAt) continue;
+    const score = answerScoreOf(e);
+    if (score !== null && score >= successAt) continue;
     out.failures++;
     if (gtErrors.has(e.promptUid)) out.groundTruthError++;
     else if ((e.ndcg ?? 0) < ndcgFound) out.searchFailure++;
@@ -86,7 +88,7 @@ export function hallucinationShare(
   episodes: readonly EpisodeSummary[],
   successAt = 1,
 ): { judgeSuccesses: number; ungrounded: number; share: number } {
-  const successes = episodes.filter((e) => e.judgeScore !== null && e.judgeScore >= successAt);
+  const successes = episodes.filter((e) => (answerScoreOf(e) ?? -1) >= successAt);
   const { ungrounded } = ndcgJudgeDisagreements(successes, successAt, 0);
   return {
     judgeSuccesses: successes.length,
@@ -101,13 +103,14 @@ export interface FunnelStage {
   note?: string;
 }
 
-/** The funnel as docs/method.md#difficulty-buckets reports it: questions, buckets, bucket 0 review, round 1, round 2. */
+/** The funnel as docs/method.md#difficulty-buckets reports it: questions, buckets, bucket 0 review, rounds 1, 2 and 3. */
 export function funnelStages(input: {
   questions: number;
   buckets: Record<'B' | 'A' | '0', number>;
   bucket0Excluded?: number;
-  round1?: { hardA: number; bucket0Kept: number; total: number };
-  round2?: { lowScore: number; excluded: number; total: number };
+  round1?: { hardA: number; bucket0Kept: number; total: number; hardAExcluded?: number };
+  round2?: { lowScore: number; excluded: number; total: number; from?: string };
+  round3?: { excluded: number; total: number };
 }): FunnelStage[] {
   const stages: FunnelStage[] = [
     { stage: 'questions', count: input.questions },
@@ -127,13 +130,19 @@ export function funnelStages(input: {
     stages.push({
       stage: 'focused round 1',
       count: input.round1.total,
-      note: `hard A ${input.round1.hardA} + bucket 0 kept ${input.round1.bucket0Kept}`,
+      note: `hard A ${input.round1.hardA} + bucket 0 kept ${input.round1.bucket0Kept}${input.round1.hardAExcluded ? `; ${input.round1.hardAExcluded} hard A removed by verification` : ''}`,
     });
   if (input.round2)
     stages.push({
       stage: 'focused round 2',
       count: input.round2.total,
-      note: `score <= 0.3: ${input.round2.lowScore}, minus ${input.round2.excluded} excluded`,
+      note: `score <= 0.3${input.round2.from ? ` in ${input.round2.from}` : ''}: ${input.round2.lowScore}, minus ${input.round2.excluded} excluded`,
+    });
+  if (input.round3)
+    stages.push({
+      stage: 'focused round 3',
+      count: input.round3.total,
+      note: `round 2's data from the distilled SFT checkpoint, minus ${input.round3.excluded} excluded`,
     });
   return stages;
 }

@@ -1,5 +1,6 @@
 import type { Trajectory } from '../trajectory/trajectory';
-import type { EpisodeSummary, PromptStats } from './episodes';
+import { answerScoreOf, type EpisodeSummary, type PromptStats } from './episodes';
+import { ACTION_TAG_PATTERN, thinkSpans } from './think-rewrite';
 import { DEFAULT_CURATION_SETTINGS } from './settings';
 
 export interface DistillOptions {
@@ -26,7 +27,8 @@ export interface DistillSelection {
 
 /**
  * Rare-success selection (docs/method.md#rare-success-distillation): prompts with success rate
- * <= 0.5 that have a success; their rollouts with judge score == 1; top-k per prompt ordered by
+ * <= 0.5 that have a success; their rollouts with answer score == 1 (the judge's, or the Search-R1
+ * reward's exact match where no judge was asked); top-k per prompt ordered by
  * (score, NDCG) descending, then fewer searches, fewer crops, shorter text.
  */
 export function selectRareSuccesses(
@@ -50,7 +52,8 @@ export function selectRareSuccesses(
   };
   const byPrompt = new Map<string, EpisodeSummary[]>();
   for (const e of episodes) {
-    if (!eligible.has(e.promptUid) || e.judgeScore === null || e.judgeScore < successAt) continue;
+    const score = answerScoreOf(e);
+    if (!eligible.has(e.promptUid) || score === null || score < successAt) continue;
     counts.successes++;
     if (!options.keepZeroSearch && e.searches === 0) {
       counts.excludedZeroSearch++;
@@ -71,7 +74,7 @@ export function selectRareSuccesses(
 
 export function compareForDistillation(a: EpisodeSummary, b: EpisodeSummary): number {
   return (
-    (b.judgeScore ?? 0) - (a.judgeScore ?? 0) ||
+    (answerScoreOf(b) ?? 0) - (answerScoreOf(a) ?? 0) ||
     (b.ndcg ?? 0) - (a.ndcg ?? 0) ||
     a.searches - b.searches ||
     a.crops - b.crops ||
@@ -110,4 +113,24 @@ export function sftRowFromTrajectory(trajectory: Trajectory, system: string): Sf
     if (turn.observation.length > 0) messages.push({ role: 'user', content: turn.observation });
   }
   return { messages, uid: trajectory.sampleId, format_version: SFT_FORMAT_VERSION };
+}
+
+/**
+ * The policy turns of a row whose `<think>` holds an action tag as text (`<think>use <bbox>
+ * then</think>`): docs/method.md#rare-success-distillation removes such rows (format pollution teaches the policy to write
+ * actions inside its reasoning). There is no clean original to roll back to, so the row goes.
+ */
+export function thinkActionTagTurns(row: SftRow): number[] {
+  const turns: number[] = [];
+  row.messages.forEach((message, index) => {
+    if (message.role === 'assistant' && thinkSpans(message.content).some((t) => ACTION_TAG_PATTERN.test(t)))
+      turns.push(index);
+  });
+  return turns;
+}
+
+/** Rows without an action tag inside a think, and how many were dropped. */
+export function dropThinkActionTagRows(rows: readonly SftRow[]): { rows: SftRow[]; dropped: number } {
+  const kept = rows.filter((row) => thinkActionTagTurns(row).length === 0);
+  return { rows: kept, dropped: rows.length - kept.length };
 }

@@ -16,6 +16,12 @@ export interface EpisodeSummary {
   goldenBasenames: string[];
   retrievedBasenames: string[];
   judgeScore: number | null;
+  /**
+   * How right the answer was by the reward where no judge was asked: the Search-R1 reward's answer
+   * check scaled to [0, 1] (exact match 1, a close match 0.5, the not-found answer 0.25, else 0).
+   * Absent or null: the judge score is the answer's score (answerScoreOf).
+   */
+  rewardScore?: number | null;
   ndcg: number | null;
   /** The combined reward, `null` when missing. */
   reward: number | null;
@@ -30,8 +36,35 @@ export interface EpisodeSummary {
   errorStage: string | null;
 }
 
-export function summariseTrajectory(trajectory: Trajectory, runId: string, step: number): EpisodeSummary {
+/** The reward scheme a run scored its episodes with (`searcher.reward.scheme`). */
+export type RewardSchemeName = 'searcher' | 'search-r1';
+
+/**
+ * The answer part of a Search-R1 reward, scaled to [0, 1]: the reward is format (0.5 passed, -1
+ * failed) + answer (2, 1, 0.5 or 0; docs/method.md#search-r1-reward), so answer = reward - format.
+ */
+export function searchR1AnswerScore(reward: number, formatPassed: boolean): number {
+  const answer = reward - (formatPassed ? 0.5 : -1);
+  return Math.min(1, Math.max(0, answer / 2));
+}
+
+/**
+ * The per-episode record of a stored trajectory. `scheme` is the run's reward scheme: under
+ * `search-r1` (answer mode: no Generator, no judge) the reward's answer check is the answer's
+ * score (`rewardScore`), so such runs can be bucketed into rounds and distilled like judged ones.
+ */
+export function summariseTrajectory(
+  trajectory: Trajectory,
+  runId: string,
+  step: number,
+  options: { scheme?: RewardSchemeName } = {},
+): EpisodeSummary {
   const components = trajectory.rewardDetail?.components;
+  const detail = trajectory.rewardDetail;
+  const rewardScore =
+    options.scheme === 'search-r1' && detail?.status === 'ok' && trajectory.reward !== null
+      ? searchR1AnswerScore(trajectory.reward, detail.components.formatPassed)
+      : null;
   return {
     runId,
     step,
@@ -43,6 +76,7 @@ export function summariseTrajectory(trajectory: Trajectory, runId: string, step:
     goldenBasenames: trajectory.goldenBasenames,
     retrievedBasenames: trajectory.retrievedBasenames,
     judgeScore: components?.judgeScore ?? null,
+    ...(rewardScore !== null && { rewardScore }),
     ndcg: components?.ndcg ?? null,
     reward: trajectory.reward,
     formatPassed: components?.formatPassed ?? null,
@@ -55,6 +89,11 @@ export function summariseTrajectory(trajectory: Trajectory, runId: string, step:
   };
 }
 
+/** The answer's score in [0, 1]: the judge's, else the reward's (`rewardScore`); null when neither exists. */
+export function answerScoreOf(e: Pick<EpisodeSummary, 'judgeScore' | 'rewardScore'>): number | null {
+  return e.judgeScore ?? e.rewardScore ?? null;
+}
+
 export interface PromptStats {
   promptUid: string;
   query: string;
@@ -63,14 +102,14 @@ export interface PromptStats {
   rollouts: number;
   /** Mean NDCG over the rollouts with one (0 when none has). */
   meanNdcg: number;
-  /** Mean judge score over the rollouts judged, else the mean reward; `null` when neither exists. */
+  /** Mean answer score (answerScoreOf) over the rollouts that have one, else the mean reward; `null` when neither exists. */
   meanScore: number | null;
-  /** Share of rollouts with judge score >= the success threshold. */
+  /** Share of rollouts with answer score >= the success threshold. */
   successRate: number;
   successes: number;
 }
 
-/** Per-prompt statistics, in first-seen order. A rollout succeeds when its judge score is >= `successAt` (1 by default: docs/method.md#rare-success-distillation counts score == 1). */
+/** Per-prompt statistics, in first-seen order. A rollout succeeds when its answer score is >= `successAt` (1 by default: docs/method.md#rare-success-distillation counts score == 1). */
 export function promptStats(episodes: readonly EpisodeSummary[], successAt = 1): PromptStats[] {
   const byPrompt = new Map<string, EpisodeSummary[]>();
   for (const e of episodes) {
@@ -79,7 +118,10 @@ export function promptStats(episodes: readonly EpisodeSummary[], successAt = 1):
     else byPrompt.set(e.promptUid, [e]);
   }
   return [...byPrompt].map(([promptUid, list]) => {
-    const judged = list.flatMap((e) => (e.judgeScore === null ? [] : [e.judgeScore]));
+    const judged = list.flatMap((e) => {
+      const score = answerScoreOf(e);
+      return score === null ? [] : [score];
+    });
     const rewards = list.flatMap((e) => (e.reward === null ? [] : [e.reward]));
     const successes = judged.filter((s) => s >= successAt).length;
     return {

@@ -4,7 +4,15 @@ export {
   type CurationSettings,
   type RoundBudget,
 } from './settings';
-export { summariseTrajectory, promptStats, type EpisodeSummary, type PromptStats } from './episodes';
+export {
+  summariseTrajectory,
+  promptStats,
+  answerScoreOf,
+  searchR1AnswerScore,
+  type EpisodeSummary,
+  type PromptStats,
+  type RewardSchemeName,
+} from './episodes';
 export {
   bucketOf,
   assignBuckets,
@@ -16,7 +24,9 @@ export {
   VERIFICATION_LABELS,
   EXCLUDING_LABELS,
   verificationCandidates,
+  bucketZeroCandidates,
   labelCandidate,
+  labelGoldenReview,
   parseVerificationLabel,
   excludedPrompts,
   type VerificationLabel,
@@ -25,11 +35,13 @@ export {
   type Verdict,
 } from './verification';
 export { verifyCandidates, type VerifyOptions } from './verify';
-export { buildRound1, buildRound2, type FocusedRound } from './rounds';
+export { buildRound1, buildRound2, buildRound3, type FocusedRound } from './rounds';
 export {
   selectRareSuccesses,
   compareForDistillation,
   sftRowFromTrajectory,
+  thinkActionTagTurns,
+  dropThinkActionTagRows,
   SFT_FORMAT_VERSION,
   type DistillOptions,
   type DistillSelection,

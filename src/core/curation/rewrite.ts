@@ -1,6 +1,12 @@
 import type { PortGateway } from '../calls/gateway';
 import type { SftRow } from './distill';
-import { checkThinkRewrite, THINK_REWRITE_INSTRUCTIONS, type RewriteRejection } from './think-rewrite';
+import {
+  ACTION_TAG_PATTERN,
+  checkThinkRewrite,
+  THINK_REWRITE_INSTRUCTIONS,
+  thinkSpans,
+  type RewriteRejection,
+} from './think-rewrite';
 
 export interface RewriteReport {
   rows: SftRow[];
@@ -17,7 +23,8 @@ export interface RewriteReport {
 /**
  * Think-only rewriting through the Generator port (docs/method.md#think-only-rewriting): each
  * assistant turn is sent with the instructions, and the answer passes `checkThinkRewrite`. A
- * failed call keeps the turn as it was; a row with a polluted think is dropped.
+ * failed call keeps the turn as it was; a row with a polluted think (an action tag inside it) is
+ * dropped before any call is spent on it.
  */
 export async function rewriteThinks(
   gateway: PortGateway,
@@ -42,6 +49,11 @@ export async function rewriteThinks(
         continue;
       }
       counts.turns++;
+      if (thinkSpans(message.content).some((think) => ACTION_TAG_PATTERN.test(think))) {
+        rejections.action_tag_in_original_think++;
+        dropped = true;
+        break;
+      }
       let rewritten: string;
       try {
         rewritten = (

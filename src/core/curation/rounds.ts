@@ -14,8 +14,9 @@ export interface FocusedRound {
 
 /**
  * Round 1 (docs/method.md#focused-rounds): bucket A prompts with mean final score <= 0.2 ("hard
- * A"), plus bucket 0 prompts that verification did not exclude. `stats` are from the run that
- * scored final answers (phase 2), `buckets` from phase 1.
+ * A"), plus bucket 0 prompts; GT errors and uncertain items (`verdicts`) are left out of both, as
+ * of every round. `stats` are from the run that scored final answers (phase 2), `buckets` from
+ * phase 1. `counts.hardA` and `bucket0Kept` are the prompts kept.
  */
 export function buildRound1(
   buckets: readonly BucketAssignment[],
@@ -26,14 +27,15 @@ export function buildRound1(
   const maxScore = options.maxScore ?? DEFAULT_CURATION_SETTINGS.round1MaxScore;
   const score = new Map(stats.map((s) => [s.promptUid, s.meanScore]));
   const excluded = excludedPrompts(verdicts);
-  const hardA = buckets
-    .filter((b) => b.bucket === 'A' && (score.get(b.promptUid) ?? 0) <= maxScore)
-    .map((b) => b.promptUid);
+  const hardAll = buckets.filter((b) => b.bucket === 'A' && (score.get(b.promptUid) ?? 0) <= maxScore);
+  const hardA = hardAll.filter((b) => !excluded.has(b.promptUid)).map((b) => b.promptUid);
   const zero = buckets.filter((b) => b.bucket === '0');
   const keptZero = zero.filter((b) => !excluded.has(b.promptUid)).map((b) => b.promptUid);
-  const left = zero
-    .filter((b) => excluded.has(b.promptUid))
-    .map((b) => ({ promptUid: b.promptUid, label: excluded.get(b.promptUid)! }));
+  const leftOut = (list: readonly BucketAssignment[]) =>
+    list
+      .filter((b) => excluded.has(b.promptUid))
+      .map((b) => ({ promptUid: b.promptUid, label: excluded.get(b.promptUid)! }));
+  const left = [...leftOut(hardAll), ...leftOut(zero)];
   return {
     name: 'focused_round1',
     budget: options.budget ?? { ...FOCUSED_ROUND_BUDGETS.round1 },
@@ -41,15 +43,20 @@ export function buildRound1(
     excluded: left,
     counts: {
       hardA: hardA.length,
+      hardAExcluded: hardAll.length - hardA.length,
       bucket0: zero.length,
-      bucket0Excluded: left.length,
+      bucket0Excluded: zero.length - keptZero.length,
       bucket0Kept: keptZero.length,
       total: hardA.length + keptZero.length,
     },
   };
 }
 
-/** Round 2: prompts of the previous round with mean final score <= 0.3, minus GT errors (and uncertain ones). */
+/**
+ * Round 2: prompts of the previous round with mean final score <= 0.3 in that round's own results
+ * (`stats`: round 1's rollouts, not phase 2's), minus GT errors and uncertain ones. A prompt round
+ * 1 never sampled has no score there and is not carried over.
+ */
 export function buildRound2(
   previousRound: readonly string[],
   stats: readonly PromptStats[],
@@ -75,5 +82,28 @@ export function buildRound2(
       excluded: left.length,
       total: kept.length,
     },
+  };
+}
+
+/**
+ * Round 3 (docs/method.md#settings-table): round 2's data again, started from the SFT checkpoint distilled from
+ * the focused rounds' rare successes, with the largest budget; GT errors and uncertain items found
+ * since round 2 was built are left out as well.
+ */
+export function buildRound3(
+  round2: readonly string[],
+  verdicts: readonly Verdict[],
+  options: { budget?: RoundBudget } = {},
+): FocusedRound {
+  const excluded = excludedPrompts(verdicts);
+  const kept = round2.filter((uid) => !excluded.has(uid));
+  return {
+    name: 'focused_round3',
+    budget: options.budget ?? { ...FOCUSED_ROUND_BUDGETS.round3 },
+    promptUids: kept,
+    excluded: round2
+      .filter((uid) => excluded.has(uid))
+      .map((uid) => ({ promptUid: uid, label: excluded.get(uid)! })),
+    counts: { previous: round2.length, excluded: round2.length - kept.length, total: kept.length },
   };
 }

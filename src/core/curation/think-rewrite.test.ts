@@ -123,3 +123,82 @@ describe('checkThinkRewrite', () => {
     expect(check).toMatchObject({ kept: 1, reverted: 1 });
   });
 });
+
+// Issue 25: the claim check missed "The picture shows" and "I see"; these are sentences of the kind
+// a rewriting model adds to a think (each language of the original data), and reasoning it must leave.
+const MORE_CLAIMS = {
+  en: [
+    'The picture shows a table of revenue by year.',
+    'I see the number 12000 next to "employees".',
+    'We can see that the 2019 column is the highest.',
+    'The slide displays a pie chart of market share.',
+    'Looking at the image, the logo sits in the top corner.',
+    'The total is clearly visible on the second row.',
+    'The revenue figure is shown in the lower half.',
+    "I'm looking at the cropped region now and it has the date.",
+    'I notice a footnote about 2018 under the chart.',
+    'This page lists the founders and the year.',
+    'As shown in the chart, sales doubled.',
+  ],
+  ko: [
+    '그림에서 2019년 매출이 나타나 있다.',
+    '화면에 회사 로고가 보인다.',
+    '슬라이드에서 직원 수를 알 수 있다.',
+    '표의 두 번째 줄에서 12000이라는 숫자를 볼 수 있다.',
+    '오른쪽 위에 작은 글씨가 보입니다.',
+    '이미지를 보면 매출이 두 배로 늘었다.',
+    '페이지에 설립 연도가 적혀 있다.',
+  ],
+  zh: [
+    '图片上写着2019年的收入。',
+    '我可以看到标题是市场份额。',
+    '如图所示，销售额翻了一番。',
+    '从图中可以看出利润下降了。',
+    '截图中显示了员工人数。',
+    '我们注意到右下角有一个脚注。',
+    '图片清楚地显示了公司的标志。',
+  ],
+};
+const MORE_PLAIN = {
+  en: [
+    'Let me search for the 2019 revenue.',
+    'I seem to have the wrong deck; search again with the company name.',
+    'The question asks for the number of employees, so crop the small print.',
+    'Seeing no match yet, I will try a shorter query.',
+    'If the first page does not answer, try the appendix.',
+  ],
+  ko: [
+    '질문은 2019년 직원 수를 묻는다.',
+    '검색 결과가 부족한 것으로 보인다. 다른 검색어를 써야 한다.',
+    '회사 이름으로 다시 검색한다.',
+  ],
+  zh: ['我需要再搜索一次。', '下一步是裁剪右上角。', '问题问的是员工人数。'],
+};
+
+describe('observation claim patterns (issue 25: broader)', () => {
+  for (const [lang, sentences] of Object.entries(MORE_CLAIMS)) {
+    it(`match every further ${lang} claim`, () => {
+      for (const s of sentences) expect(OBSERVATION_CLAIM_PATTERNS[lang as 'en'].test(s), s).toBe(true);
+    });
+  }
+  for (const [lang, sentences] of Object.entries(MORE_PLAIN)) {
+    it(`leave further plain ${lang} reasoning alone`, () => {
+      for (const s of sentences) expect(hasObservationClaim(s), s).toBe(false);
+    });
+  }
+  it('a rewrite that adds one of them is reverted', () => {
+    for (const claim of [MORE_CLAIMS.en[0]!, MORE_CLAIMS.en[1]!, MORE_CLAIMS.ko[1]!, MORE_CLAIMS.zh[1]!])
+      expect(checkThinkRewrite(turn('Find the chart.'), turn(claim)).rejections, claim).toEqual([
+        'observation_claim_added',
+      ]);
+  });
+});
+
+describe('an action tag inside an original think (issue 25)', () => {
+  it('drops the row even when the rewrite took the tag out: there is no clean think to roll back to', () => {
+    expect(checkThinkRewrite(turn('use <bbox> then'), turn('crop the small print next'))).toMatchObject({
+      text: null,
+      rejections: ['action_tag_in_original_think'],
+    });
+  });
+});

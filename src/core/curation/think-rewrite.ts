@@ -7,14 +7,57 @@
 export const ACTION_TAG_PATTERN = /<\/?\s*(search|bbox|search_complete|answer)\b/i;
 
 /**
- * New observation claims. The original copies were double-escaped (`\\b`) and never matched; these are
- * tested on real English, Korean and Chinese text.
+ * New observation claims: a think that says it sees something in a page (docs/method.md#think-only-rewriting: "이미지에서
+ * 보인다 / I can see / the image shows" must not be added). The rule's own phrases and the forms a
+ * rewriting model uses as well ("The picture shows", "I see", "is visible in", "如图所示"), each
+ * tested on real sentences in think-rewrite.test.ts. The original copies were double-escaped
+ * (`\\b`) and never matched. A false match only keeps the original think, so the patterns lean broad.
  */
 export const OBSERVATION_CLAIM_PATTERNS: Readonly<Record<'en' | 'ko' | 'zh', RegExp>> = Object.freeze({
-  en: /\b(the image shows|in the image|i can see|visible in the image|it clearly shows)\b/i,
-  // 보이 as written in the rule misses 보인다/보였다/보임 (the syllable 인 is not 이 + ㄴ as text), so those forms are listed too.
-  ko: /(이미지에서|사진에서)[^.!?。\n]*?(보이|보인|보였|보임|확인)/u,
-  zh: /(图中|图片中)[^。！？\n]*?(显示|可以看到)/u,
+  en: new RegExp(
+    [
+      // the rule's phrases
+      'the image shows',
+      'in the image',
+      'i can see',
+      'visible in the image',
+      'it clearly shows',
+      // a page, picture or crop that shows / displays / depicts ... something
+      '(?:the|this|that) (?:image|picture|photo(?:graph)?|screenshot|slide|page|figure|chart|graph|diagram|table|crop(?:ped (?:region|area|image))?)s? (?:here |above |clearly |also |now )?(?:shows?|displays?|depicts?|reveals?|illustrates?|contains?|presents?|lists?|reads?|says)',
+      'in (?:the|this) (?:picture|photo|screenshot|figure|chart|crop|cropped (?:region|area|image)|slide image)',
+      '(?:i|we) (?:can |could |now |clearly )*(?:see|saw|notice|noticed|observe|observed|spot|spotted)',
+      "(?:i'm|i am|we're|we are) (?:looking at|seeing)",
+      '(?:is|are|was|were) (?:clearly |also )?(?:visible|shown|displayed|depicted|pictured)',
+      'visible (?:in|on) the',
+      'as (?:shown|seen|displayed) (?:in|on)',
+      'looking at the (?:image|picture|photo|screenshot|slide|page|crop|chart|figure)',
+    ]
+      .map((phrase) => `\\b${phrase}\\b`)
+      .join('|'),
+    'i',
+  ),
+  // 보이 as written in the rule misses 보인다/보였다/보임/보입니다 (the syllable 인 is not 이 + ㄴ as
+  // text), so those forms are listed too; a place (이미지에서, 화면에, 그림을 보면) then a verb of seeing,
+  // or a thing seen (…이/가 보인다, …을 볼 수 있다) anywhere.
+  ko: new RegExp(
+    [
+      '(?:이미지|사진|그림|화면|슬라이드|페이지|도표|차트|스크린샷|캡처|크롭)(?:에서|에는|에|상에서|속에서|을 보면|를 보면|을 보니|를 보니)[^.!?。\\n]*?(?:보이|보인|보였|보임|보입|확인|나타나|나타난|나와 있|나와있|표시되|표시된|적혀|볼 수 있|알 수 있)',
+      '(?:이미지|사진|그림|화면|슬라이드|페이지|도표|차트|스크린샷|캡처|크롭)[을를] (?:보면|보니|보았|봤|살펴보)',
+      '[이가] (?:잘 |분명히 |명확히 )?(?:보인|보이|보였|보임|보입)',
+      '[을를] 볼 수 있',
+    ].join('|'),
+    'u',
+  ),
+  zh: new RegExp(
+    [
+      '(?:图中|图片中|图像中|照片中|画面中|截图中|幻灯片中|页面中|图上|图片上|页面上|截图上|幻灯片上|图里|图片里)[^。！？\\n]*?(?:显示|可以看到|能看到|看到|可见|展示|呈现|写着|标着|列出|标注)',
+      '(?:我|我们)(?:可以|能|能够|已经|清楚地)?(?:看到|看见|注意到|观察到)',
+      '如图所示',
+      '从图(?:片|像)?中?(?:可以|能)?看出',
+      '图(?:片|像)?(?:清楚地)?(?:显示|展示|表明)',
+    ].join('|'),
+    'u',
+  ),
 });
 
 const THINK = /<think>([\s\S]*?)<\/think>/g;
@@ -50,14 +93,17 @@ export interface RewriteCheck {
 }
 
 /**
- * Checks one rewritten assistant turn against its original. Outside text changed or a different
- * number of thinks: the rewrite is refused (the original is kept). An action tag in a rewritten
- * think drops the row when the original think had one too (the data was polluted already), else
- * reverts that think; a new observation claim (one the original think did not make) reverts that think.
+ * Checks one rewritten assistant turn against its original. An action tag in an original think
+ * drops the row whatever the rewrite says (the data was polluted already, and there is no clean
+ * think to roll back to: docs/method.md#think-only-rewriting). Outside text changed or a different number of thinks: the
+ * rewrite is refused (the original is kept). An action tag in a rewritten think reverts that think;
+ * so does a new observation claim (one the original think did not make).
  */
 export function checkThinkRewrite(original: string, rewritten: string): RewriteCheck {
   const before = thinkSpans(original);
   const after = thinkSpans(rewritten);
+  if (before.some((think) => ACTION_TAG_PATTERN.test(think)))
+    return { text: null, kept: 0, reverted: 0, rejections: ['action_tag_in_original_think'] };
   if (before.length !== after.length)
     return { text: original, kept: 0, reverted: before.length, rejections: ['think_count_changed'] };
   if (outsideThinks(original) !== outsideThinks(rewritten))
@@ -68,8 +114,6 @@ export function checkThinkRewrite(original: string, rewritten: string): RewriteC
     const old = before[i]!;
     const next = after[i]!;
     if (ACTION_TAG_PATTERN.test(next)) {
-      if (ACTION_TAG_PATTERN.test(old))
-        return { text: null, kept: 0, reverted: 0, rejections: ['action_tag_in_original_think'] };
       rejections.push('action_tag_added');
       chosen.push(old);
     } else if (hasObservationClaim(next) && !hasObservationClaim(old)) {

@@ -127,3 +127,52 @@ describe('rewriteThinks through the Generator port', () => {
     });
   });
 });
+
+describe('bucket-0 review through the gateway (issue 25)', () => {
+  it('the Generator answers from the golden page; a page that cannot give the reference is GT_ERROR, one that can GT_OK; no rollout comparison', async () => {
+    // wrong: its golden page says 12 but the reference is 4.5 (a wrong golden page); right: the page says 7.
+    const pages: Record<string, string> = { wrong_1: '12', right_1: '7' };
+    const scored: string[] = [];
+    const countingJudge: Judge = {
+      ...judge,
+      async doScore(q, answer, reference, signal) {
+        scored.push(`${answer}|${reference}`);
+        return judge.doScore(q, answer, reference, signal);
+      },
+    };
+    const gateway = createPortGateway({ generator: generator({}), judge: countingJudge });
+    const progress: Array<[number, number]> = [];
+    const verdicts = await verifyCandidates(
+      gateway,
+      [episode('wrong', '', '4.5'), episode('right', '', '7'), episode('gone', '', '1')].map((e) => ({
+        episode: e,
+        reason: 'bucket0_review' as const,
+      })),
+      {
+        goldenEvidence: async (c) => {
+          const text = pages[`${c.episode.promptUid}_1`];
+          return text ? [{ kind: 'page', basename: c.episode.goldenBasenames[0]!, text }] : [];
+        },
+        onProgress: (done, total) => progress.push([done, total]),
+        concurrency: 1,
+      },
+    );
+    expect(verdicts.map((v) => [v.promptUid, v.reason, v.label])).toEqual([
+      ['wrong', 'bucket0_review', 'GT_ERROR'],
+      ['right', 'bucket0_review', 'GT_OK'],
+      ['gone', 'bucket0_review', 'UNCERTAIN'],
+    ]);
+    expect(verdicts[0]!.detail).toMatchObject({
+      goldenPages: ['wrong_1.png'],
+      goldenAnswer: '12',
+      goldenScore: 0,
+      reference: '4.5',
+    });
+    expect(scored).toEqual(['12|4.5', '7|7']);
+    expect(progress).toEqual([
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ]);
+  });
+});

@@ -1,6 +1,8 @@
 import type { PortGateway } from '../calls/gateway';
 import type { Evidence } from '../../ports/types';
-import { labelCandidate, type Verdict, type VerificationCandidate } from './verification';
+import { AbortedError } from '../errors';
+import { answerScoreOf } from './episodes';
+import { labelCandidate, labelGoldenReview, type Verdict, type VerificationCandidate } from './verification';
 
 export interface VerifyOptions {
   /** The golden page(s) of a prompt as evidence; `[]` when they cannot be found (the label is then UNCERTAIN). */
@@ -8,13 +10,17 @@ export interface VerifyOptions {
   signal?: AbortSignal;
   /** Calls in flight at once (the gateway's caps still hold). */
   concurrency?: number;
+  /** After each candidate: how many are done of how many. */
+  onProgress?: (done: number, total: number) => void;
 }
 
 /**
  * Ground-truth verification through the ports (docs/method.md#ground-truth-verification): the
  * Generator answers the question from the golden page alone, the Judge scores that answer against
- * the reference and the rollout's answer against it, and `labelCandidate` names the case. A failed
- * call labels the candidate UNCERTAIN with the failure kept in `detail`.
+ * the reference and the rollout's answer against it, and `labelCandidate` names the case. A
+ * bucket-0 review has no rollout answer to compare: the judge's score of the golden-page answer
+ * against the reference decides alone (`labelGoldenReview`). A failed call labels the candidate
+ * UNCERTAIN with the failure kept in `detail`.
  */
 export async function verifyCandidates(
   gateway: PortGateway,
@@ -23,6 +29,7 @@ export async function verifyCandidates(
 ): Promise<Verdict[]> {
   const verdicts: Verdict[] = new Array(candidates.length);
   let next = 0;
+  let done = 0;
   const worker = async () => {
     while (next < candidates.length) {
       const index = next++;
@@ -46,11 +53,25 @@ export async function verifyCandidates(
           episode.reference,
           options.signal,
         );
+        if (candidate.reason === 'bucket0_review') {
+          verdicts[index] = {
+            ...base,
+            label: labelGoldenReview(goldenVerdict.score),
+            detail: {
+              goldenPages: [...new Set(evidence.map((e) => e.basename))],
+              goldenAnswer: golden.answer,
+              goldenScore: goldenVerdict.score,
+              reference: episode.reference,
+              judgeRaw: goldenVerdict.raw ?? null,
+            },
+          };
+          continue;
+        }
         const agreement = await gateway.score(episode.query, episode.answer, golden.answer, options.signal);
         const label = labelCandidate({
           goldenScore: goldenVerdict.score,
           rolloutVsGolden: agreement.score,
-          rolloutJudge: episode.judgeScore ?? 0,
+          rolloutJudge: answerScoreOf(episode) ?? 0,
         });
         verdicts[index] = {
           ...base,
@@ -65,11 +86,15 @@ export async function verifyCandidates(
           },
         };
       } catch (error) {
+        // A stopped verification is not a verdict: it stops, and nothing is written.
+        if (AbortedError.isInstance(error)) throw error;
         verdicts[index] = {
           ...base,
           label: 'UNCERTAIN',
           detail: { failure: error instanceof Error ? error.message : String(error) },
         };
+      } finally {
+        options.onProgress?.(++done, candidates.length);
       }
     }
   };

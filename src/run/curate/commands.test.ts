@@ -85,8 +85,18 @@ describe('curate: options and inputs are checked before anything is written', ()
   it('refuses --round other than 1 or 2, a --phase1/--phase2/--phase the run folder does not have, and an option the command does not take', async () => {
     expect(await curateCommand(['buckets', '--run', runDir], quiet)).toBe(0);
     expect(await curateCommand(['rounds', '--run', runDir, '--round', '1'], quiet)).toBe(0);
-    expect(await curateCommand(['rounds', '--run', runDir, '--round', '2'], quiet)).toBe(0);
+    // Round 2 is built from round 1's results (issue 25): none in this folder, so it is refused by name
+    // until a store run holding them is given.
+    await refused(['rounds', '--run', runDir, '--round', '2'], '--results');
+    expect(
+      await curateCommand(['rounds', '--run', runDir, '--round', '2', '--results', 'phase2'], quiet),
+    ).toBe(0);
     await refused(['rounds', '--run', runDir, '--round', 'foo'], '--round');
+    await refused(['rounds', '--run', runDir, '--round', '1', '--results', 'phase2'], '--results');
+    await refused(
+      ['rounds', '--run', runDir, '--round', '2', '--results', join(dir, 'nowhere', 'focused-round1')],
+      '--results',
+    );
     const typo = await refused(['rounds', '--run', runDir, '--round', '2', '--phase2', 'phsae2'], '--phase2');
     expect(typo.message).toMatch(/'phsae2'.*store runs: .*phase1.*phase2/);
     await refused(['funnel', '--run', runDir, '--phase1', 'phsae1'], '--phase1');

@@ -1,6 +1,5 @@
-import { mkdir, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
+import { readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createJsonlStore } from '../../adapters/store/jsonl/index';
 import {
   failureCauses,
   funnelStages,
@@ -9,27 +8,29 @@ import {
 } from '../../core/curation/analyses';
 import { assignBuckets, countBuckets } from '../../core/curation/buckets';
 import { promptStats } from '../../core/curation/episodes';
-import { buildRound1, buildRound2, type FocusedRound } from '../../core/curation/rounds';
+import { buildRound1, buildRound2, buildRound3, type FocusedRound } from '../../core/curation/rounds';
 import { DEFAULT_CURATION_SETTINGS } from '../../core/curation/settings';
-import { verificationCandidates, VERIFICATION_LABELS, type Verdict } from '../../core/curation/verification';
-import { verifyCandidates } from '../../core/curation/verify';
+import type { Verdict } from '../../core/curation/verification';
 import { InvalidArgumentError } from '../../core/errors';
 import { requireOptionalPackages } from '../../provider-utils/optional-package';
 import { readRunFolderConfig } from '../folder';
 import { curationPackages } from '../packages';
-import { curationGateway, goldenEvidenceFrom, loadEpisodes, runSetting, type RunSetting } from './data';
+import { loadEpisodes, runSetting, storeRunRef } from './data';
 import type { RunOptions } from '../progress';
 import { distillRun } from './distill';
-import { jsonFile, textFile, writeCurationFiles } from './files';
+import { jsonFile, writeCurationFiles } from './files';
 import {
   checkCurationCommand,
   CURATION_COMMANDS,
   numberOf,
+  ROUND1_RESULTS,
   type CurationCommand,
   type CurationValues,
 } from './options';
+import { describeRound, roundResults, writeRoundFiles, type RoundStart } from './round-files';
+import { describeVerdicts, readVerdicts, summariseVerdicts, verifyRun } from './verify';
 
-export { CURATION_COMMANDS, type CurationCommand, type CurationValues };
+export { CURATION_COMMANDS, summariseVerdicts, verifyRun, type CurationCommand, type CurationValues };
 
 const D = DEFAULT_CURATION_SETTINGS;
 
@@ -70,9 +71,6 @@ export async function runCurationCommand(
       });
     return assignBuckets(promptStats(run.episodes), thresholds);
   };
-  const readVerdicts = async (): Promise<Verdict[]> =>
-    JSON.parse(await readFile(join(out, 'verdicts.json'), 'utf8').catch(() => '{"verdicts":[]}'))
-      .verdicts as Verdict[];
 
   switch (command) {
     case 'buckets': {
@@ -83,49 +81,55 @@ export async function runCurationCommand(
       return;
     }
     case 'verify': {
-      const verdicts = await verifyRun(runDir, phase2, values, options);
-      await write('verdicts.json', summariseVerdicts(verdicts));
-      const byLabel = summariseVerdicts(verdicts).counts;
-      context.log(
-        `verified ${verdicts.length} candidates: ${VERIFICATION_LABELS.map((l) => `${l} ${byLabel[l]}`).join(', ')}; removed ${summariseVerdicts(verdicts).removed}`,
-      );
+      const verdicts = await verifyRun(runDir, phase2, values, options, phase1);
+      const summary = summariseVerdicts(verdicts);
+      await write('verdicts.json', summary);
+      context.log(describeVerdicts(summary));
       return;
     }
     case 'rounds': {
       const setting = await runSetting(runDir, options);
-      const verdicts = await readVerdicts();
-      const which = values.round === '2' ? 2 : 1;
+      const verdicts = await readVerdicts(runDir);
+      const which = Number(values.round ?? '1');
+      const steps = values.steps === undefined ? null : numberOf(values, 'steps', 0);
+      const latest = setting.config.phases.at(-1)?.name ?? phase2;
       let round: FocusedRound;
-      if (which === 1)
+      let start: RoundStart;
+      let from = phase2;
+      if (which === 1) {
         round = buildRound1(
           await bucketsOf(),
           promptStats((await loadEpisodes(runDir, phase2)).episodes),
           verdicts,
-          { maxScore: numberOf(values, 'round1-max', D.round1MaxScore) },
+          {
+            maxScore: numberOf(values, 'round1-max', D.round1MaxScore),
+          },
         );
-      else {
-        const previous = JSON.parse(
-          await readFile(join(out, 'focused_round1.json'), 'utf8').catch(() => 'null'),
-        ) as { promptUids: string[] } | null;
-        if (!previous)
-          throw new InvalidArgumentError({
-            argument: '--round',
-            message: 'round 2 needs round 1 first (curate rounds --round 1)',
-          });
+        start = { runDir, storeRun: latest };
+      } else if (which === 2) {
+        const previous = await readRound(out, 'focused_round1');
+        // Round 1's own results (the loop's store run, or the run of round 1's ready config).
+        const results = storeRunRef(runDir, (values.results as string | undefined) ?? ROUND1_RESULTS);
+        from = results.runDir === runDir ? results.storeRun : join(results.runDir, results.storeRun);
         round = buildRound2(
           previous.promptUids,
-          promptStats((await loadEpisodes(runDir, phase2)).episodes),
+          promptStats((await loadEpisodes(results.runDir, results.storeRun)).episodes),
           verdicts,
           { maxScore: numberOf(values, 'round2-max', D.round2MaxScore) },
         );
+        start = results;
+      } else {
+        round = buildRound3((await readRound(out, 'focused_round2')).promptUids, verdicts);
+        // Started from the SFT checkpoint distilled from the focused rounds (curate loop writes it).
+        start = { runDir, storeRun: 'sft-distilled' };
+        from = 'focused_round2';
       }
-      await writeRound(out, round, setting);
+      const written = await writeRoundFiles({ setting, runDir, round, start, steps });
+      context.log(describeRound(round, written.prompts.length, from));
       context.log(
-        `${round.name}: ${round.promptUids.length} prompts (${Object.entries(round.counts)
-          .map(([k, v]) => `${k} ${v}`)
-          .join(
-            ', ',
-          )}); budget B ${round.budget.batchSize} x n_agent ${round.budget.nAgent}, max_turns ${round.budget.maxTurns}, temperature ${round.budget.temperature}`,
+        written.configPath
+          ? `next run: searcher-rl train --config ${written.configPath} (${written.steps} steps; its results: ${roundResults(setting, runDir, round)})`
+          : `${round.name} has no prompts: no config written`,
       );
       return;
     }
@@ -136,7 +140,7 @@ export async function runCurationCommand(
       return;
     }
     case 'funnel': {
-      const funnel = await funnelReport(runDir, phase1, phase2, thresholds, await readVerdicts());
+      const funnel = await funnelReport(runDir, phase1, phase2, thresholds, await readVerdicts(runDir));
       await write('funnel.json', funnel);
       for (const stage of funnel.stages)
         context.log(
@@ -182,7 +186,7 @@ export async function runCurationCommand(
     }
     case 'loop': {
       const { closedLoop } = await import('./loop');
-      await closedLoop(runDir, phase2, values, options);
+      await closedLoop(runDir, phase2, { ...values, phase1 }, options);
       return;
     }
   }
@@ -219,94 +223,8 @@ async function refuseForeignDatabase(db: string): Promise<void> {
     });
 }
 
-export function summariseVerdicts(verdicts: readonly Verdict[]) {
-  const counts = Object.fromEntries(
-    VERIFICATION_LABELS.map((l) => [l, verdicts.filter((v) => v.label === l).length]),
-  ) as Record<(typeof VERIFICATION_LABELS)[number], number>;
-  const removed = counts.GT_ERROR + counts.UNCERTAIN;
-  return {
-    candidates: verdicts.length,
-    counts,
-    removed,
-    removedShare: verdicts.length === 0 ? 0 : removed / verdicts.length,
-    verdicts,
-  };
-}
-
-export async function verifyRun(
-  runDir: string,
-  phase: string,
-  values: CurationValues,
-  options: RunOptions,
-): Promise<Verdict[]> {
-  const setting = await runSetting(runDir, options);
-  const run = await loadEpisodes(runDir, phase);
-  const candidates = verificationCandidates(run.episodes, {
-    candidateNdcg: numberOf(values, 'ndcg', D.candidateNdcg),
-    candidateJudgeHigh: numberOf(values, 'judge-high', D.candidateJudgeHigh),
-  });
-  const { gateway, close } = await curationGateway(setting);
-  const golden = await goldenEvidenceFrom(setting.dbPath);
-  try {
-    const verdicts = await verifyCandidates(gateway, candidates, { goldenEvidence: golden.lookup });
-    await replaceVerdictEvents(runDir, verdicts);
-    return verdicts;
-  } finally {
-    golden.close();
-    await close();
-  }
-}
-
-/**
- * Verdicts are logged too (the SQLite store derives its verdicts table from these events), as the
- * store run `curation`: its event log is replaced as a whole, so verifying again gives the latest
- * verdicts once, not every verification's appended.
- */
-async function replaceVerdictEvents(runDir: string, verdicts: readonly Verdict[]): Promise<void> {
-  const staging = await mkdtemp(join(runDir, '.verdicts-'));
-  try {
-    await createJsonlStore({ dir: staging }).doAppend(
-      verdicts.map((v) => ({
-        kind: 'event' as const,
-        runId: 'curation',
-        step: 0,
-        promptUid: v.promptUid,
-        sampleId: v.sampleId,
-        time: Date.now(),
-        data: { type: 'verdict', ...v },
-      })),
-    );
-    await mkdir(join(runDir, 'curation'), { recursive: true });
-    const log = join(runDir, 'curation', 'event.jsonl');
-    if (verdicts.length > 0) await rename(join(staging, 'curation', 'event.jsonl'), log);
-    else await rm(log, { force: true });
-  } finally {
-    await rm(staging, { recursive: true, force: true });
-  }
-}
-
-async function writeRound(out: string, round: FocusedRound, setting: RunSetting): Promise<void> {
-  const prompts = round.promptUids.flatMap((uid) =>
-    setting.prompts.has(uid) ? [setting.prompts.get(uid)!] : [],
-  );
-  const { writeRlDataset } = await import('../../adapters/store/parquet/index');
-  await writeCurationFiles(out, [
-    { name: `${round.name}.parquet`, write: (path) => writeRlDataset(path, prompts, { split: 'train' }) },
-    textFile(
-      `${round.name}.jsonl`,
-      prompts
-        .map((p) =>
-          JSON.stringify({
-            uid: p.uid,
-            question: p.question,
-            reference: p.reference,
-            golden: p.goldenBasenames,
-          }),
-        )
-        .join('\n') + (prompts.length ? '\n' : ''),
-    ),
-    jsonFile(`${round.name}.json`, round),
-  ]);
+async function readRound(out: string, name: string): Promise<FocusedRound> {
+  return JSON.parse(await readFile(join(out, `${name}.json`), 'utf8')) as FocusedRound;
 }
 
 export async function funnelReport(
@@ -321,21 +239,29 @@ export async function funnelReport(
   const buckets = assignBuckets(promptStats(first.episodes), thresholds);
   const stats2 = promptStats(second.episodes);
   const round1 = buildRound1(buckets, stats2, verdicts);
-  const round2 = buildRound2(round1.promptUids, stats2, verdicts);
+  // Round 2 (and 3) exist once round 1 has results of its own (curate loop's store run).
+  const results1 = (await loadEpisodes(runDir, ROUND1_RESULTS)).episodes;
+  const round2 = results1.length > 0 ? buildRound2(round1.promptUids, promptStats(results1), verdicts) : null;
+  const round3 = round2 ? buildRound3(round2.promptUids, verdicts) : null;
   const stages = funnelStages({
     questions: buckets.length,
     buckets: countBuckets(buckets),
     bucket0Excluded: round1.counts.bucket0Excluded!,
     round1: {
       hardA: round1.counts.hardA!,
+      hardAExcluded: round1.counts.hardAExcluded!,
       bucket0Kept: round1.counts.bucket0Kept!,
       total: round1.counts.total!,
     },
-    round2: {
-      lowScore: round2.counts.lowScore!,
-      excluded: round2.counts.excluded!,
-      total: round2.counts.total!,
-    },
+    ...(round2 && {
+      round2: {
+        lowScore: round2.counts.lowScore!,
+        excluded: round2.counts.excluded!,
+        total: round2.counts.total!,
+        from: ROUND1_RESULTS,
+      },
+    }),
+    ...(round3 && { round3: { excluded: round3.counts.excluded!, total: round3.counts.total! } }),
   });
   const v = summariseVerdicts(verdicts);
   return {
@@ -346,6 +272,7 @@ export async function funnelReport(
       counts: v.counts,
       removed: v.removed,
       removedShare: v.removedShare,
+      bucket0: v.bucket0,
     },
     disagreements: ndcgJudgeDisagreements(second.episodes),
     failureCauses: failureCauses(second.episodes, verdicts),

@@ -1,16 +1,23 @@
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createJsonlStore } from '../../adapters/store/jsonl/index';
 import { closeSearcherContainer, createSearcherContainer, TOKENS } from '../../container';
-import { parseSearcherConfig, type SearcherConfigInput } from '../../config';
+import { parseSearcherConfig, withEnvironmentAdapters, type SearcherConfigInput } from '../../config';
 import { createPortGateway, type PortGateway } from '../../core/calls/gateway';
-import { summariseTrajectory, type EpisodeSummary } from '../../core/curation/episodes';
+import {
+  summariseTrajectory,
+  type EpisodeSummary,
+  type RewardSchemeName,
+} from '../../core/curation/episodes';
 import type { VerificationCandidate } from '../../core/curation/verification';
 import type { Trajectory } from '../../core/trajectory/trajectory';
 import type { PromptRecord } from '../../core/types';
 import type { Evidence } from '../../ports/types';
 import type { Generator } from '../../ports/generator';
+import type { ImageOps } from '../../ports/image-ops';
 import type { Judge } from '../../ports/judge';
 import { prepareEnvironment } from '../environment';
+import type { RunConfig } from '../config';
 import { readRunFolderConfig } from '../folder';
 import type { RunOptions } from '../progress';
 
@@ -19,17 +26,39 @@ export interface RunEpisodes {
   trajectories: Map<string, Trajectory>;
 }
 
-/** The episodes a store run of a run folder recorded (a phase's name, or `eval-after-rl`). */
+/** The reward scheme a run folder's episodes were scored with (`searcher.reward.scheme` of its config.json). */
+async function rewardSchemeOf(runDir: string): Promise<RewardSchemeName> {
+  const raw = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8').catch(() => '{}')) as {
+    searcher?: { reward?: { scheme?: RewardSchemeName } };
+  };
+  return raw.searcher?.reward?.scheme ?? 'searcher';
+}
+
+/**
+ * The episodes a store run of a run folder recorded (a phase's name, a focused round, or
+ * `eval-after-rl`). Under the Search-R1 reward (answer mode) the reward's answer check is each
+ * episode's answer score, so rounds and distillation work without a judge.
+ */
 export async function loadEpisodes(runDir: string, storeRun: string): Promise<RunEpisodes> {
+  const scheme = await rewardSchemeOf(runDir);
   const records = await createJsonlStore({ dir: runDir }).doQuery({ kind: 'trajectory', runId: storeRun });
   const trajectories = new Map<string, Trajectory>();
   const episodes = records.map((record) => {
     const t = record.data as Trajectory;
     // A sample id is unique within a step; across steps the step keeps it apart.
     trajectories.set(`${record.step}:${t.sampleId}`, t);
-    return summariseTrajectory(t, storeRun, record.step);
+    return summariseTrajectory(t, storeRun, record.step, { scheme });
   });
   return { episodes, trajectories };
+}
+
+/**
+ * A store run named on the command line: `STORE_RUN` of this run folder, or `RUN_DIR/STORE_RUN`
+ * of another (a focused round run with `train --config curation/focused_round1.config.yaml`).
+ */
+export function storeRunRef(runDir: string, ref: string): { runDir: string; storeRun: string } {
+  const at = ref.lastIndexOf('/');
+  return at <= 0 ? { runDir, storeRun: ref } : { runDir: ref.slice(0, at), storeRun: ref.slice(at + 1) };
 }
 
 export const trajectoryOf = (run: RunEpisodes, e: EpisodeSummary) =>
@@ -44,6 +73,10 @@ export interface RunSetting {
   dbPath: string | null;
   /** The raw config (for the closed loop). */
   raw: unknown;
+  /** The run's configuration. */
+  config: RunConfig;
+  /** The questions the run evaluated (its split, or the dataset's evaluation file). */
+  evaluation: readonly PromptRecord[];
 }
 
 /** What a run folder was run with: its Searcher configuration (adapters included) and its questions. */
@@ -51,30 +84,44 @@ export async function runSetting(runDir: string, options: RunOptions = {}): Prom
   const config = await readRunFolderConfig(runDir);
   const env = await prepareEnvironment(config, options);
   // The run's Generator and Judge (the policy is not needed to curate).
-  const { policy: _policy, ...adapters } = { ...env.adapters, ...config.searcher.adapters };
+  const { policy: _policy, ...adapters } = withEnvironmentAdapters(env.adapters, config.searcher.adapters);
   return {
     kind: env.kind === 'slides' ? 'slides' : 'data',
     searcher: { ...config.searcher, adapters },
     prompts: new Map(env.all.map((p) => [p.uid, p])),
     dbPath: env.dbPath,
     raw: config,
+    config,
+    evaluation: env.evaluation(config.evaluation.split).prompts,
   };
 }
 
-/** The Generator and Judge of a run, through the gateway (the run's call policies), and a closer. */
+/** The Generator and Judge of a run, through the gateway (the run's call policies), its image operations, and a closer. */
 export async function curationGateway(
   setting: RunSetting,
-): Promise<{ gateway: PortGateway; close: () => Promise<void> }> {
+): Promise<{ gateway: PortGateway; imageOps: ImageOps; close: () => Promise<void> }> {
   const container = createSearcherContainer(setting.searcher);
   const generator = await container.getAsync<Generator>(TOKENS.Generator);
   const judge = await container.getAsync<Judge>(TOKENS.Judge);
+  const imageOps = await container.getAsync<ImageOps>(TOKENS.ImageOps);
   const gateway = createPortGateway({ generator, judge }, parseSearcherConfig(setting.searcher).calls);
-  return { gateway, close: () => closeSearcherContainer(container) };
+  return { gateway, imageOps, close: () => closeSearcherContainer(container) };
 }
 
-/** Golden pages as evidence, read from the page index (text and image), for the verifier. */
+/** Pages up to this many pixels on their longer side are also shown enlarged (ZOOM x) to the verifier. */
+const ZOOM_BELOW_PX = 1024;
+const ZOOM = 2;
+
+/**
+ * Golden pages as evidence, read from the page index (text and image), for the verifier. The
+ * golden page itself is what is checked, so a small page image is also given enlarged (the whole
+ * page as a crop at twice its size, through the run's ImageOps): small print that a reader needs a
+ * crop for (docs/method.md#crops) is legible to it, as it is to a reviewer who zooms in, and is not
+ * taken for a wrong reference.
+ */
 export async function goldenEvidenceFrom(
   dbPath: string | null,
+  options: { imageOps?: ImageOps; signal?: AbortSignal } = {},
 ): Promise<{ lookup: (candidate: VerificationCandidate) => Promise<Evidence[]>; close: () => void }> {
   if (dbPath === null) return { lookup: async () => [], close: () => undefined };
   const { openSqlite } = await import('../../provider-utils/sqlite');
@@ -98,20 +145,28 @@ export async function goldenEvidenceFrom(
           | undefined;
         if (!row) continue;
         const bytes = row.imagePath ? await readFile(row.imagePath).catch(() => null) : null;
-        out.push({
-          kind: 'page',
-          basename: row.basename,
-          text: row.text,
-          ...(bytes &&
-            row.mime && {
-              image: {
+        const image =
+          bytes && row.mime
+            ? {
                 mimeType: row.mime,
                 width: row.width ?? 0,
                 height: row.height ?? 0,
                 bytes: new Uint8Array(bytes),
-              },
-            }),
-        });
+              }
+            : null;
+        out.push({ kind: 'page', basename: row.basename, text: row.text, ...(image && { image }) });
+        const side = image ? Math.max(image.width, image.height) : 0;
+        if (image && options.imageOps && side > 0 && side <= ZOOM_BELOW_PX) {
+          const region = [0, 0, image.width, image.height] as const;
+          // A page that cannot be enlarged is still verified on the page itself.
+          const zoomed = await options.imageOps
+            .doCrop(image, region, {
+              minOutputSide: side * ZOOM,
+              ...(options.signal && { signal: options.signal }),
+            })
+            .catch(() => null);
+          if (zoomed) out.push({ kind: 'crop', basename: row.basename, image: zoomed, sourceRegion: region });
+        }
       }
       return out;
     },

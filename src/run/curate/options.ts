@@ -23,13 +23,16 @@ const DISTILL = ['phase', 'top-k', 'max-success-rate', 'keep-zero-search', 'keep
 /** The options each command takes (besides --run and --help); any other is refused, not ignored. */
 export const CURATION_OPTIONS: Readonly<Record<CurationCommand, readonly string[]>> = {
   buckets: ['phase', 'low', 'high'],
-  verify: ['phase', 'ndcg', 'judge-high'],
-  rounds: ['phase1', 'phase2', 'round', 'round1-max', 'round2-max', 'low', 'high'],
+  verify: ['phase', 'phase1', 'ndcg', 'judge-high', 'low', 'high'],
+  rounds: ['phase1', 'phase2', 'round', 'round1-max', 'round2-max', 'low', 'high', 'results', 'steps'],
   distill: DISTILL,
   funnel: ['phase1', 'phase2', 'low', 'high'],
   import: ['db'],
-  loop: [...DISTILL, 'epochs', 'steps'],
+  loop: [...DISTILL, 'phase1', 'ndcg', 'judge-high', 'low', 'high', 'epochs', 'steps'],
 };
+
+/** Where round 2 reads round 1's results by default: the store run `curate loop` trains it as. */
+export const ROUND1_RESULTS = 'focused-round1';
 
 const D = DEFAULT_CURATION_SETTINGS;
 const UNIT = [
@@ -109,8 +112,10 @@ export async function checkCurationCommand(
   const low = numberOf(values, 'low', D.bucketLow);
   const high = numberOf(values, 'high', D.bucketHigh);
   if (!(low < high)) throw bad('low', `must be below --high (${high}), got ${low}`);
-  if (values.round !== undefined && values.round !== '1' && values.round !== '2')
-    throw bad('round', `must be 1 or 2, got '${String(values.round)}'`);
+  if (values.round !== undefined && !['1', '2', '3'].includes(values.round as string))
+    throw bad('round', `must be 1, 2 or 3, got '${String(values.round)}'`);
+  if (values.results !== undefined && values.round !== '2')
+    throw bad('results', "goes with --round 2 (the store run holding round 1's results)");
   if ((await stat(join(runDir, 'config.json')).catch(() => null))?.isFile() !== true)
     throw new InvalidArgumentError({
       argument: '--run',
@@ -126,9 +131,14 @@ export async function checkCurationCommand(
             ['phase1', phase1],
             ['phase2', phase2],
           ]
-        : command === 'import'
-          ? []
-          : [['phase', phase2]];
+        : command === 'verify' || command === 'loop'
+          ? [
+              ['phase', phase2],
+              ['phase1', phase1],
+            ]
+          : command === 'import'
+            ? []
+            : [['phase', phase2]];
   const available = named.length > 0 ? await storeRunsWithTrajectories(runDir) : [];
   for (const [option, storeRun] of named)
     if (!STORE_RUN.test(storeRun) || !available.includes(storeRun))
@@ -140,6 +150,30 @@ export async function checkCurationCommand(
     const round1 = await readFile(join(runDir, 'curation', 'focused_round1.json'), 'utf8').catch(() => null);
     if (round1 === null)
       throw bad('round', 'round 2 needs round 1 first (searcher-rl curate rounds --round 1)');
+    // Round 2 is built from round 1's own results, never from phase 2's scores again.
+    const ref = (values.results as string | undefined) ?? ROUND1_RESULTS;
+    const at = ref.lastIndexOf('/');
+    const [dir, storeRun] = at <= 0 ? [runDir, ref] : [ref.slice(0, at), ref.slice(at + 1)];
+    const there = await storeRunsWithTrajectories(dir);
+    if (!STORE_RUN.test(storeRun) || !there.includes(storeRun))
+      throw bad(
+        'results',
+        `round 2 is built from round 1's results, and '${ref}' has none: train round 1 first (searcher-rl curate loop --run ${runDir}, or searcher-rl train --config ${join(runDir, 'curation', 'focused_round1.config.yaml')}) and give --results RUN_DIR/${ROUND1_RESULTS} (store runs ${values.results === undefined ? `of '${runDir}'` : `of '${dir}'`}: ${there.join(', ') || 'none'})`,
+      );
+  }
+  if (command === 'rounds' && values.round === '3') {
+    const round2 = await readFile(join(runDir, 'curation', 'focused_round2.json'), 'utf8').catch(() => null);
+    if (round2 === null)
+      throw bad(
+        'round',
+        "round 3 is round 2's data again: build round 2 first (searcher-rl curate rounds --round 2)",
+      );
+    // It starts from the SFT checkpoint distilled from the rounds, which only the loop makes.
+    if (((await stat(join(runDir, 'sft-distilled', 'checkpoint.jsonl')).catch(() => null))?.size ?? 0) === 0)
+      throw bad(
+        'round',
+        `round 3 starts from the SFT checkpoint distilled from the focused rounds ('${join(runDir, 'sft-distilled')}'), which '${runDir}' does not have: searcher-rl curate loop --run ${runDir} distills it (and writes round 3)`,
+      );
   }
   if (command === 'import') {
     const db = values.db;
