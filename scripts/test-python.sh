@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# npm run test:python: the Python-side tests (python/tests) with the pinned environment
-# (scripts/python-env.sh). Arguments go to pytest.
+# npm run test:python: the Python-side tests with their pinned environments (scripts/python-env.sh):
+# python/tests in the main one (transformers, TRL, OpenEnv, TensorBoard, MLflow, ONNX Runtime),
+# python/tests_verl in verl's. Arguments go to both pytest runs.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-python="$("$root/scripts/python-env.sh")"
 cd "$root"
-export SEARCHER_RL_PYTHON="$python"
-exec "$python" -m pytest python/tests "$@"
+status=0
+python="$("$root/scripts/python-env.sh")"
+SEARCHER_RL_PYTHON="$python" "$python" -m pytest python/tests "$@" || status=$?
+if [ -d python/tests_verl ]; then
+  verl_python="$("$root/scripts/python-env.sh" verl)"
+  SEARCHER_RL_PYTHON="$verl_python" "$verl_python" -m pytest python/tests_verl "$@" || status=$?
+fi
+exit "$status"
