@@ -5,6 +5,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+# This checkout's package first (an environment shared between checkouts has another one installed).
+export PYTHONPATH="$root/python/src${PYTHONPATH:+:$PYTHONPATH}"
 status=0
 python="$("$root/scripts/python-env.sh")"
 SEARCHER_RL_PYTHON="$python" "$python" -m pytest python/tests "$@" || status=$?
