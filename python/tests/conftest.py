@@ -1,0 +1,113 @@
+"""Fixtures shared by the trainer-side tests: serve-env processes of this checkout and a small SFT
+checkpoint made by the CLI. Each is started once per pytest session, and only when a test asks."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+from serve_env import TINY_CORPUS, TINY_EPISODE, FakeJudge, ServeEnv, searcher_cli, write_config  # noqa: E402
+
+# A token with characters a URL reserves: the glue must percent-encode it (a raw one gets 401).
+TOKEN = "t@k:/27#?%&x"
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("trainers")
+
+
+@pytest.fixture(scope="session")
+def corpus(workdir: Path) -> dict:
+    return {**TINY_CORPUS, "cacheDir": str(workdir / "corpus")}
+
+
+@pytest.fixture(scope="session")
+def serve_config(workdir: Path, corpus: dict) -> Path:
+    """The tiny slide environment with phase 1's reward (0.1 + 0.9·NDCG when the format passes)."""
+    return write_config(
+        workdir / "serve.json",
+        {"corpus": corpus, "searcher": {"episode": TINY_EPISODE, "reward": {"weights": "phase1"}}},
+    )
+
+
+@pytest.fixture(scope="session")
+def server(workdir: Path, serve_config: Path):
+    """serve-env with a token, the default idle timeout, at most 64 sessions."""
+    env = ServeEnv(serve_config, workdir / "serve.log", TOKEN)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="session")
+def strict_server(workdir: Path, serve_config: Path):
+    """serve-env that ends a session silent for 1.5 s and holds one session at a time."""
+    env = ServeEnv(serve_config, workdir / "strict.log", TOKEN, "--idle-timeout-ms", "1500", "--max-sessions", "1")
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="session")
+def fake_judge():
+    """A judge endpoint that fails (HTTP 500) on every second call: a judge outage on some episodes."""
+    judge = FakeJudge(lambda n: None if n % 2 == 1 else (1.0 if n % 4 == 0 else 0.0))
+    yield judge
+    judge.close()
+
+
+@pytest.fixture(scope="session")
+def judged_server(workdir: Path, corpus: dict, fake_judge: FakeJudge):
+    """serve-env whose judge is `fake_judge` (OpenAI Responses API, no retries): the default reward
+    (judge 0.8, NDCG 0.2), missing wherever the judge failed."""
+    config = write_config(
+        workdir / "judged.json",
+        {
+            "corpus": corpus,
+            "searcher": {
+                "episode": TINY_EPISODE,
+                "reward": {"weights": "default"},
+                "calls": {"judge": {"maxRetries": 0}},
+                "adapters": {
+                    "judge": {"type": "openai", "model": "fake-judge", "apiKey": "sk-test", "baseURL": fake_judge.base_url}
+                },
+            },
+        },
+    )
+    env = ServeEnv(config, workdir / "judged.log", TOKEN)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="session")
+def sft_checkpoint(workdir: Path, corpus: dict) -> Path:
+    """A small SFT warm start made by `searcher-rl train` on the tiny slide environment (the demo's
+    policy and episode settings, fewer demonstrations): a Hugging Face GPT-2 folder that emits
+    valid action tags. SEARCHER_RL_SFT_CHECKPOINT names an existing one instead (e.g. the demo's)."""
+    given = os.environ.get("SEARCHER_RL_SFT_CHECKPOINT")
+    if given:
+        return Path(given)
+    config = write_config(
+        workdir / "sft.json",
+        {
+            "runsDir": str(workdir / "runs"),
+            "runId": "tiny-sft",
+            "seed": 1,
+            "corpus": corpus,
+            "policy": {"layers": 2, "width": 64, "heads": 4, "contextLength": 256, "tokenizer": "vocabulary"},
+            "sft": {"demonstrations": 400, "epochs": 3, "batchSize": 8, "learningRate": 3.0e-3},
+            "phases": [{"name": "phase1", "steps": 0, "weights": "phase1", "learningRate": 3.0e-4}],
+            "searcher": {"episode": TINY_EPISODE},
+            "evaluation": {"split": "test", "limit": 4, "temperature": 0},
+        },
+    )
+    searcher_cli("train", "--config", str(config))
+    folder = workdir / "runs/tiny-sft/sft/blobs/checkpoints/step-00000000/policy"
+    assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
+    return folder
