@@ -56,8 +56,8 @@ def strict_server(workdir: Path, serve_config: Path):
 
 @pytest.fixture(scope="session")
 def fake_judge():
-    """A judge endpoint that fails (HTTP 500) on every second call: a judge outage on some episodes."""
-    judge = FakeJudge(lambda n: None if n % 2 == 1 else (1.0 if n % 4 == 0 else 0.0))
+    """A judge endpoint that fails (HTTP 500) on the calls a test chooses (`reset`)."""
+    judge = FakeJudge(lambda n: 1.0)
     yield judge
     judge.close()
 

@@ -115,6 +115,7 @@ class FakeJudge:
     def __init__(self, answer: Callable[[int], float | None]):
         self.calls = 0
         self.failed = 0
+        self.answer = answer
         lock = threading.Lock()
         judge = self
 
@@ -128,7 +129,7 @@ class FakeJudge:
                 with lock:
                     n = judge.calls
                     judge.calls += 1
-                score = answer(n)
+                score = judge.answer(n)
                 if score is None:
                     with lock:
                         judge.failed += 1
@@ -164,6 +165,10 @@ class FakeJudge:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def reset(self, answer: Callable[[int], float | None]) -> None:
+        """Answer from now on with `answer`, counting calls from 0."""
+        self.answer, self.calls, self.failed = answer, 0, 0
 
     def close(self) -> None:
         self.server.shutdown()

@@ -116,10 +116,12 @@ def test_a_second_client_backs_off_on_capacity_reached_and_completes(strict_serv
     task = first_tasks(strict_server, 1)[0]
     holder = env_client(strict_server.url, strict_server.token).sync()
     reset_fresh_sync(holder, task=task["id"])  # the one session --max-sessions 1 allows
-    # Without the glue the second client is refused.
+    # Without the glue the second client is refused: the CAPACITY_REACHED frame, or only the close
+    # that follows it when the client's reset went out after the close.
     second = env_client(strict_server.url, strict_server.token).sync()
-    with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+    with pytest.raises((RuntimeError, ConnectionClosed)) as refused:
         second.reset(task=task["id"])
+    assert isinstance(refused.value, ConnectionClosed) or "CAPACITY_REACHED" in str(refused.value)
     waits: list[float] = []
 
     def sleep(seconds: float) -> None:
@@ -165,9 +167,9 @@ def test_a_reward_the_judge_could_not_give_is_none_never_zero(judged_server, fak
                 results.append(await client.step({"text": COMPLETE}))
             return results
 
-    calls_before = fake_judge.calls
+    fake_judge.reset(lambda n: None if n % 2 == 1 else 1.0)  # every second call fails
     results = asyncio.run(run())
-    assert fake_judge.calls - calls_before == 4
+    assert fake_judge.calls == 4 and fake_judge.failed == 2
     missing = [r for r in results if r.observation["metadata"]["reward_status"] == "missing"]
     scored = [r for r in results if r.observation["metadata"]["reward_status"] == "ok"]
     assert len(missing) == 2 and len(scored) == 2

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { mockServedEnvironment } from '../../test/support/fixture-environment';
 import { createEnvServer } from './env-server';
 
-// OpenEnv's released client (openenv-core, pinned in integrations/requirements-openenv.txt),
+// OpenEnv's released client (openenv-core, pinned in python/requirements.txt),
 // unmodified, against a server with a token; skipped where no Python has openenv-core installed.
 const PYTHON = process.env.SEARCHER_RL_PYTHON ?? '/usr/bin/python3';
 const hasOpenEnv = (() => {
@@ -15,11 +15,14 @@ const hasOpenEnv = (() => {
     return false;
   }
 })();
-const client = fileURLToPath(new URL('../../integrations/openenv/openenv_core_client.py', import.meta.url));
+// The client is a module of the trainer-side package (python/src/searcher_rl_trainers).
+const packageRoot = fileURLToPath(new URL('../../python/src', import.meta.url));
+const client = ['-m', 'searcher_rl_trainers.openenv_episodes'];
+const env = { ...process.env, PYTHONPATH: packageRoot };
 
 function run(args: string[]): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile(PYTHON, [client, ...args], { timeout: 60_000 }, (error, out, err) =>
+    execFile(PYTHON, [...client, ...args], { timeout: 60_000, env }, (error, out, err) =>
       error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
     ),
   );

@@ -4,8 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { createEnvServer } from './env-server';
 import { mockServedEnvironment } from '../../test/support/fixture-environment';
 
-// A real Python client (the `websockets` package, e.g. Debian's python3-websockets) through whole
-// episodes; skipped where no such Python is installed.
+// A real Python client (the `websockets` package: the pinned one of python/requirements.txt, which
+// .ci/run gives as SEARCHER_RL_PYTHON, or Debian's python3-websockets) through whole episodes;
+// skipped where no such Python is installed.
 const PYTHON = process.env.SEARCHER_RL_PYTHON ?? '/usr/bin/python3';
 const hasWebsockets = (() => {
   try {
@@ -15,7 +16,10 @@ const hasWebsockets = (() => {
     return false;
   }
 })();
-const client = fileURLToPath(new URL('../../integrations/openenv/episode_client.py', import.meta.url));
+// The client is a module of the trainer-side package (python/src/searcher_rl_trainers).
+const packageRoot = fileURLToPath(new URL('../../python/src', import.meta.url));
+const client = ['-m', 'searcher_rl_trainers.ws_episodes'];
+const env = { ...process.env, PYTHONPATH: packageRoot };
 
 describe.runIf(hasWebsockets)('a Python OpenEnv client', () => {
   it('runs whole episodes concurrently, with the token, and gets their rewards', async () => {
@@ -25,8 +29,8 @@ describe.runIf(hasWebsockets)('a Python OpenEnv client', () => {
       const stdout = await new Promise<string>((resolve, reject) =>
         execFile(
           PYTHON,
-          [client, `ws://127.0.0.1:${port}`, '--episodes', '6', '--token', 'tok'],
-          { timeout: 20_000 },
+          [...client, `ws://127.0.0.1:${port}`, '--episodes', '6', '--token', 'tok'],
+          { timeout: 20_000, env },
           (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
         ),
       );

@@ -1,4 +1,5 @@
-"""Drives whole serve-env episodes over the OpenEnv WebSocket protocol, as OpenEnv's EnvClient does.
+"""Drives whole serve-env episodes over the OpenEnv WebSocket protocol, as OpenEnv's EnvClient does,
+with nothing but `websockets` (src/server/python-client.test.ts runs it).
 
 Frames are the ones `openenv.core.env_client.EnvClient` sends: {"type": "reset", "data": kwargs},
 {"type": "step", "data": action}, {"type": "state"}, {"type": "close"}; replies are read with the
@@ -6,7 +7,7 @@ Frames are the ones `openenv.core.env_client.EnvClient` sends: {"type": "reset",
 (Debian's python3-websockets 10.4 and PyPI's 14 and later work: the header keyword
 was renamed from `extra_headers` to `additional_headers` in 14). Prints one JSON line per episode, then a summary line.
 
-    python3 episode_client.py ws://127.0.0.1:8000 --episodes 4 [--token T]
+    PYTHONPATH=python/src python3 -m searcher_rl_trainers.ws_episodes ws://127.0.0.1:8000 --episodes 4 [--token T]
 """
 
 import argparse

@@ -3,14 +3,14 @@
 The client sends no headers of its own, so with `serve-env --token T` the token rides in the URL
 given as `base_url`, as HTTP Basic credentials: `ws://searcher:T@host:port`. The client's
 `websockets` connection sends them as `Authorization: Basic ...`, which serve-env takes (any user
-name, the token as password). TRL's `environment_factory` classes wrap this same client
-(integrations/trl/train_searcher_grpo.py).
+name, the token as password). TRL's `environment_factory` class wraps this same client
+(searcher_rl_trainers.trl_env). src/server/openenv-client.test.ts runs this module.
 
 Runs the episodes concurrently with the async client, one more with the `.sync()` wrapper TRL's
 environments use, and an `mcp` frame (OpenEnv's MCP passthrough) through the client's own
 connection. Prints one JSON line per episode, one for the mcp answer, then a summary line.
 
-    python3 openenv_core_client.py ws://searcher:TOKEN@127.0.0.1:8000 --tasks t1,t2 --episodes 4
+    PYTHONPATH=python/src python3 -m searcher_rl_trainers.openenv_episodes ws://searcher:TOKEN@127.0.0.1:8000 --tasks t1,t2 --episodes 4
 """
 
 import argparse

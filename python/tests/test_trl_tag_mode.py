@@ -1,0 +1,188 @@
+"""TRL 1.16's GRPOTrainer against `searcher-rl serve-env`, in the Searcher's tag protocol
+(`rollout_func=TagRollout`), on CPU, from a small SFT checkpoint made by this SDK's CLI (a Hugging
+Face GPT-2 folder).
+
+- End to end: the trainer's own model samples the turns, the server runs the episodes and sends
+  the rewards; the rewards arrive in TRL's logs, the gradient is not zero, the weights change, and
+  the trained model, saved by TRL, loads back into this SDK (`policy.initFrom`) and evaluates.
+  (Not "the loss moves": with one iteration per batch and no KL, GRPO's loss is about 0 by
+  construction.)
+- A reward the server could not compute (its judge failed) reaches TRL as None: the rollout is
+  left out of its group's mean and std and gets advantage 0, so the group's other advantages are
+  those of the group without it; a 0 in its place gives others, and fails this test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+
+from searcher_rl_trainers.openenv_glue import fetch_tasks
+from searcher_rl_trainers.trl_rollout import TagRollout, server_reward, tag_dataset
+from serve_env import TINY_EPISODE, searcher_cli, write_config
+
+
+def capture_advantages(trainer: GRPOTrainer) -> list[list[float]]:
+    """The advantages TRL computes for each generation batch (its own `_generate_and_score_completions`)."""
+    seen: list[list[float]] = []
+    original = trainer._generate_and_score_completions
+
+    def wrapped(inputs):
+        output = original(inputs)
+        seen.append(output["advantages"].tolist())
+        return output
+
+    trainer._generate_and_score_completions = wrapped
+    return seen
+
+
+def group_normalized(rewards: list[float | None], group: int) -> list[float]:
+    """GRPO's advantages with TRL's formula ((r - mean) / (std + 1e-4), unbiased std), a None
+    rollout left out of its group's statistics with advantage 0; a group with fewer than two
+    scored rollouts gets 0 throughout."""
+    out: list[float] = []
+    for start in range(0, len(rewards), group):
+        chunk = rewards[start : start + group]
+        scored = torch.tensor([r for r in chunk if r is not None], dtype=torch.float64)
+        if len(scored) < 2:
+            out += [0.0] * len(chunk)
+            continue
+        mean, std = scored.mean().item(), scored.std().item()
+        out += [0.0 if r is None else (r - mean) / (std + 1e-4) for r in chunk]
+    return out
+
+
+def config(tmp_path, **overrides) -> GRPOConfig:
+    settings = dict(
+        output_dir=str(tmp_path / "grpo"),
+        use_cpu=True,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=256,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        learning_rate=3e-4,
+        temperature=0.7,
+        seed=1,
+        bf16=False,  # GRPOConfig's default bf16 would autocast generation on the CPU
+    )
+    return GRPOConfig(**{**settings, **overrides})
+
+
+def test_a_none_reward_is_left_out_of_its_group_by_trl(sft_checkpoint, tmp_path):
+    rewards = [1.0, 0.0, 1.0, None, 0.5, None, None, None]
+    dataset = Dataset.from_dict({"prompt": ["Question: What was the revenue of Acme in 2019?\n"] * 8})
+    trainer = GRPOTrainer(
+        model=str(sft_checkpoint),
+        reward_funcs=lambda prompts, completions, **kw: list(rewards[: len(prompts)]),
+        args=config(tmp_path, max_steps=1, max_completion_length=8),
+        train_dataset=dataset,
+    )
+    seen = capture_advantages(trainer)
+    trainer.train()
+    expected = group_normalized(rewards, 4)
+    assert seen[0] == pytest.approx(expected, abs=1e-3)
+    assert expected[:4] == pytest.approx([0.5773, -1.1546, 0.5773, 0.0], abs=1e-3)
+    # The same batch with 0 in place of each None: other advantages (the test fails on a 0).
+    zeroed = group_normalized([0.0 if r is None else r for r in rewards], 4)
+    assert max(abs(a - b) for a, b in zip(seen[0], zeroed)) > 0.2
+
+
+def test_a_reward_the_servers_judge_failed_reaches_trl_as_none(sft_checkpoint, judged_server, fake_judge, tmp_path):
+    task = fetch_tasks(judged_server.url, judged_server.token, page_size=1)[:1]
+    # Every second judge call fails: of a group's 4 completed episodes, 2 have no reward; the
+    # others are judged 1 and 0.
+    fake_judge.reset(lambda n: None if n % 2 == 1 else (1.0 if n % 4 == 0 else 0.0))
+
+    def scripted(model, tokenizer, rows, max_new):
+        turns = []
+        for row in rows:
+            text = tokenizer.decode(row, skip_special_tokens=False)
+            question = text.split("Question: ", 1)[1].split("\n", 1)[0]
+            action = "<search_complete>true</search_complete>" if "<information>" in text else f"<search>{question}</search>"
+            turns.append(tokenizer(action, add_special_tokens=False)["input_ids"])
+        return turns
+
+    rollout = TagRollout(judged_server.url, judged_server.token, generate=scripted)
+    received: list[list] = []
+
+    def recording(prompts, trainer_):
+        out = rollout(prompts, trainer_)
+        received.append(list(out["server_reward"]))
+        return out
+
+    trainer = GRPOTrainer(
+        model=str(sft_checkpoint),
+        reward_funcs=server_reward,
+        args=config(tmp_path, max_steps=1, per_device_train_batch_size=4),
+        train_dataset=tag_dataset(task * 4),
+        rollout_func=recording,
+    )
+    seen = capture_advantages(trainer)
+    trainer.train()
+    rewards = received[0]
+    assert fake_judge.calls == 4 and fake_judge.failed == 2
+    assert sum(r is None for r in rewards) == 2 and sorted(rollout.stats["endings"]) == ["complete"]
+    scored = sorted(r for r in rewards if r is not None)
+    assert scored[1] - scored[0] == pytest.approx(0.8)  # judged 1 and 0 (judge weight 0.8), same pages
+    assert seen[0] == pytest.approx(group_normalized(rewards, 4), abs=1e-3)
+    assert [a for a, r in zip(seen[0], rewards) if r is None] == [0.0, 0.0]
+    zeroed = group_normalized([0.0 if r is None else r for r in rewards], 4)
+    assert max(abs(a - b) for a, b in zip(seen[0], zeroed)) > 0.2
+    logged = trainer.state.log_history[0]
+    assert logged["reward"] == pytest.approx(sum(scored) / 2, abs=1e-4)  # the mean of the scored ones
+
+
+def test_grpo_trains_the_sft_checkpoint_against_serve_env_and_the_sdk_loads_the_result(
+    sft_checkpoint, server, workdir, corpus, tmp_path
+):
+    tasks = fetch_tasks(server.url, server.token)
+    rollout = TagRollout(server.url, server.token)
+    steps = 4
+    trainer = GRPOTrainer(
+        model=str(sft_checkpoint),
+        reward_funcs=server_reward,
+        args=config(tmp_path, max_steps=steps),
+        train_dataset=tag_dataset(tasks),
+        rollout_func=rollout,
+    )
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.train()
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    print("steps:", [{k: round(h[k], 4) for k in ("reward", "reward_std", "grad_norm", "step_time")} for h in logs])
+    print("rollouts:", rollout.stats)
+    assert len(logs) == steps
+    # The server's rewards arrived: phase 1's reward is at least 0.1 for a completed episode.
+    assert all(math.isfinite(h["reward"]) for h in logs) and max(h["reward"] for h in logs) >= 0.1
+    assert all(math.isfinite(h["grad_norm"]) for h in logs) and max(h["grad_norm"] for h in logs) > 0
+    after = list(trainer.model.parameters())
+    assert all(torch.isfinite(p).all() for p in after)
+    assert sum((p - q).abs().sum().item() for p, q in zip(after, before)) > 0
+    assert rollout.stats["episodes"] == steps * 8 and rollout.stats["endings"]["complete"] > 0
+    assert rollout.stats["steps"] >= steps * 8
+
+    # The trained model back in this SDK: a run that starts from TRL's folder and evaluates it.
+    saved = tmp_path / "trl-model"
+    trainer.save_model(str(saved))
+    run_config = write_config(
+        tmp_path / "eval.json",
+        {
+            "runsDir": str(tmp_path / "runs"),
+            "runId": "from-trl",
+            "seed": 1,
+            "corpus": corpus,
+            "policy": {"initFrom": str(saved)},
+            "phases": [{"name": "phase1", "steps": 0, "weights": "phase1", "learningRate": 3.0e-4}],
+            "searcher": {"episode": TINY_EPISODE},
+            "evaluation": {"split": "test", "limit": 4, "temperature": 0},
+        },
+    )
+    searcher_cli("train", "--config", str(run_config))
+    summary = json.loads((tmp_path / "runs/from-trl/eval-before-rl.json").read_text())
+    assert summary["questions"] == 4 and summary["completion"] > 0
