@@ -111,3 +111,25 @@ def sft_checkpoint(workdir: Path, corpus: dict) -> Path:
     folder = workdir / "runs/tiny-sft/sft/blobs/checkpoints/step-00000000/policy"
     assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
     return folder
+
+
+@pytest.fixture(scope="session")
+def chat_model(sft_checkpoint, tmp_path_factory) -> Path:
+    """A tiny random GPT-2 with a chat tokenizer: the SFT checkpoint's tokenizer plus <|im_start|>
+    and <|im_end|> (end of turn), and TRL's Qwen3 chat template (tool calls it can parse)."""
+    import trl
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+    from trl.chat_template_utils import supports_tool_calling
+
+    out = tmp_path_factory.mktemp("chat-model")
+    tokenizer = AutoTokenizer.from_pretrained(sft_checkpoint)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tokenizer.eos_token = "<|im_end|>"
+    tokenizer.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
+    assert supports_tool_calling(tokenizer)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=2, n_positions=8192))
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    return out

@@ -20,6 +20,7 @@ import math
 import pytest
 import torch
 from datasets import Dataset
+from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
 from searcher_rl_trainers.openenv_glue import fetch_tasks
@@ -186,3 +187,43 @@ def test_grpo_trains_the_sft_checkpoint_against_serve_env_and_the_sdk_loads_the_
     searcher_cli("train", "--config", str(run_config))
     summary = json.loads((tmp_path / "runs/from-trl/eval-before-rl.json").read_text())
     assert summary["questions"] == 4 and summary["completion"] > 0
+
+
+def test_a_chat_model_gets_its_end_of_turn_token_and_each_observation_as_a_user_turn(chat_model, server, tmp_path):
+    """Tag mode with a chat model: a turn cut at a closing tag (the stop string; the model would
+    have gone on) is closed with the end-of-turn token, not trained; the observation comes as a
+    user turn of the template with the next generation prompt, not trained."""
+    tasks = fetch_tasks(server.url, server.token)[:1]
+    tokenizer = AutoTokenizer.from_pretrained(chat_model)
+    turns = ["<think>look</think><search>revenue</search> and more words", "<search_complete>true</search_complete> and more"]
+
+    def scripted(model, tokenizer_, rows, max_new):
+        return [tokenizer_(turns[tokenizer_.decode(row).count("<|im_start|>user") - 1], add_special_tokens=False)["input_ids"] for row in rows]
+
+    rollout = TagRollout(server.url, server.token, generate=scripted)
+    outputs = []
+
+    def recording(prompts, trainer_):
+        outputs.append(rollout(prompts, trainer_))
+        return outputs[-1]
+
+    trainer = GRPOTrainer(
+        model=str(chat_model),
+        reward_funcs=server_reward,
+        args=config(tmp_path, max_steps=1, per_device_train_batch_size=4, max_completion_length=2048),
+        train_dataset=tag_dataset(tasks * 4),
+        rollout_func=recording,
+    )
+    trainer.train()
+    out = outputs[0]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    prompt = tokenizer.decode(out["prompt_ids"][0])
+    assert prompt.startswith("<|im_start|>user\nQuestion: ") and prompt.endswith("<|im_start|>assistant\n")
+    ids, mask = out["completion_ids"][0], out["env_mask"][0]
+    trained = tokenizer.decode([t for t, m in zip(ids, mask) if m == 1])
+    assert trained == "<think>look</think><search>revenue</search><search_complete>true</search_complete>"
+    text = tokenizer.decode(ids)
+    assert text.startswith("<think>look</think><search>revenue</search><|im_end|>\n<|im_start|>user\n<information>[page ")
+    assert "</information><|im_end|>\n<|im_start|>assistant\n<search_complete>true</search_complete><|im_end|>" in text
+    assert [m for t, m in zip(ids, mask) if t == end] == [0, 0, 0]  # two closed turns and the observation's
+    assert out["episode_ending"] == ["complete"] * 4 and all(r is not None and r >= 0.1 for r in out["server_reward"])

@@ -13,36 +13,15 @@ from __future__ import annotations
 import functools
 import json
 import time
-from pathlib import Path
 
 import pytest
-import trl
 from PIL import Image
-from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
-from trl.chat_template_utils import supports_tool_calling
 
 from searcher_rl_trainers.openenv_glue import fetch_tasks
 from searcher_rl_trainers.trl_env import TOOL_INSTRUCTIONS, SearcherToolEnv, tool_dataset
 from serve_env import first_tasks
-
-
-@pytest.fixture(scope="module")
-def chat_model(sft_checkpoint, tmp_path_factory) -> Path:
-    """A tiny random GPT-2 with a chat tokenizer: the SFT checkpoint's tokenizer plus <|im_start|>
-    and <|im_end|> (end of turn), and TRL's Qwen3 chat template (tool calls it can parse)."""
-    out = tmp_path_factory.mktemp("chat-model")
-    tokenizer = AutoTokenizer.from_pretrained(sft_checkpoint)
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
-    tokenizer.eos_token = "<|im_end|>"
-    tokenizer.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
-    assert supports_tool_calling(tokenizer)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=2, n_positions=8192))
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    tokenizer.save_pretrained(out)
-    model.save_pretrained(out)
-    return out
 
 
 class RecordingEnv(SearcherToolEnv):

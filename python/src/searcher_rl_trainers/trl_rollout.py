@@ -13,7 +13,8 @@ goes to the server, whose observation is appended; at `done` the server's reward
   its `generation_config.json` eos ids), and the observation follows directly, as the SDK's own
   rollouts lay out the context; nothing is appended. A chat model (its tokenizer has a chat
   template) gets its end-of-turn token (`eos_token`, e.g. `<|im_end|>`) appended after a turn cut
-  at a stop string, and the observation as a user turn rendered by its template.
+  at a stop string, and the observation as a user turn rendered by its template (`end_of_turn`:
+  "auto" the tokenizer's eos token, an id, or None for the plain layout).
 - Rewards: the server's (`server_reward` column, for `server_reward` the reward function); `None`
   where the server could not compute it or the session was lost mid-episode (TRL leaves it out of
   its group's mean and std, advantage 0); 0.0 where the context window ran out (this SDK's
@@ -39,18 +40,21 @@ MAX_TURNS_GUARD = 64
 
 def chat_observation_ids(tokenizer: Any, text: str) -> list[int]:
     """The ids that follow an assistant turn closed by the end-of-turn token: the rest of the
-    template's turn separator, `text` as a user turn, and the next generation prompt."""
-    base = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
-    rendered_base = tokenizer.apply_chat_template(base, tokenize=False)
-    rendered = tokenizer.apply_chat_template(
-        [*base, {"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
-    )
-    if not rendered.startswith(rendered_base):
-        raise ValueError("the chat template renders an earlier turn differently once a turn follows it; tag mode needs one that does not")
+    template's turn separator, `text` as a user turn, and the next generation prompt. Read from the
+    template's rendering of a conversation where an assistant turn is followed by that user turn
+    (templates render the last assistant turn differently, e.g. Qwen3's empty think block, so the
+    turn is not rendered last)."""
+    marker = "\u2063searcher-rl-assistant-turn\u2063"
     eos = tokenizer.eos_token or ""
-    cut = rendered_base.rfind(eos) if eos else -1
-    separator = rendered_base[cut + len(eos) :] if cut >= 0 else ""
-    return tokenizer(separator + rendered[len(rendered_base) :], add_special_tokens=False)["input_ids"]
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "q"}, {"role": "assistant", "content": marker}, {"role": "user", "content": text}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    closed = marker + eos
+    if closed not in rendered:
+        raise ValueError(f"the chat template does not end an assistant turn with the tokenizer's eos_token ({eos!r}); pass end_of_turn=None")
+    return tokenizer(rendered[rendered.index(closed) + len(closed) :], add_special_tokens=False)["input_ids"]
 
 
 def server_reward(prompts: list, completions: list, server_reward: list, **kwargs: Any) -> list[float | None]:
@@ -137,7 +141,8 @@ class TagRollout:
 
     # -- one wave of sessions ---------------------------------------------------------------------
     async def _run_wave(self, tasks: list[str], model: Any, tokenizer: Any, sampling: dict, budget: int) -> list[_Episode]:
-        chat = getattr(tokenizer, "chat_template", None) is not None
+        # A chat model's layout (its template's turns) unless end_of_turn=None asks for the plain one.
+        chat = self.end_of_turn is not None and getattr(tokenizer, "chat_template", None) is not None
         episodes = [_Episode(task, env_client(self.base_url, self.token)) for task in tasks]
         context = self.context_tokens or _context_of(model)
         started = time.perf_counter()
@@ -194,8 +199,7 @@ class TagRollout:
             episode.completion += ids
             episode.mask += [1] * len(ids)
             episode.turns += 1
-            closing_eos = chat and self.end_of_turn is not None and reason != "eos"
-            if closing_eos:
+            if chat and reason != "eos":
                 eos = tokenizer.eos_token_id if self.end_of_turn == "auto" else int(self.end_of_turn)
                 episode.completion.append(eos)
                 episode.mask.append(0)
