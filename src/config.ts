@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { extractiveGeneratorSettingsSchema } from './adapters/extractive/settings';
 import { geminiSettingsSchema } from './adapters/gemini/settings';
 import { sharpImageOpsSettingsSchema } from './adapters/image/settings';
 import { mockGeneratorConfigSchema, mockSearchEngineConfigSchema } from './adapters/mock/settings';
@@ -274,6 +275,7 @@ export const adaptersConfigSchema = z
     generator: z
       .discriminatedUnion('type', [
         adapter('mock', mockGeneratorConfigSchema),
+        adapter('extractive', extractiveGeneratorSettingsSchema),
         adapter('openai', openaiSettingsSchema),
         adapter('gemini', geminiSettingsSchema),
         z.object({ type: z.literal('slide-reader'), corpusPath: z.string().min(1) }).strict(),

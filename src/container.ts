@@ -75,6 +75,10 @@ function buildGenerator(config: AdaptersConfig['generator']): Generator | Promis
       const { type: _type, ...settings } = config;
       return createMockGenerator(settings);
     }
+    case 'extractive': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/extractive/index').then((m) => m.createExtractiveGenerator(settings));
+    }
     case 'openai': {
       const { type: _type, ...settings } = config;
       return import('./adapters/openai/index').then((m) => m.createOpenAIGenerator(settings));
