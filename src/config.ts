@@ -241,7 +241,16 @@ export const adaptersConfigSchema = z
               .string()
               .min(1)
               .optional()
-              .describe('a folder of page images with a .txt beside each, indexed into dbPath first'),
+              .describe(
+                'a folder of pages indexed into dbPath first: images with a .txt of their text beside each, or .txt files alone',
+              ),
+            corpusPath: z
+              .string()
+              .min(1)
+              .optional()
+              .describe(
+                'a JSONL corpus indexed into dbPath first, one passage a line: {"id", "contents"} (Search-R1) or {"id", "title", "text"}; a passage is named by its id',
+              ),
           }),
         ),
         adapter('search-r1', searchR1Schema),
