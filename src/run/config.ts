@@ -10,7 +10,7 @@ import { SFT_RUN } from './checkpoints';
 import { trainerSettingsSchema } from './trainer';
 import { issueFields, positiveInt } from '../provider-utils/settings';
 import type { TfjsPolicySettings } from '../adapters/tfjs/settings';
-import { applyOverrides, parseOverrides, readConfigFile } from './config-file';
+import { applyOverrides, parseOverrides, readConfigFile, resolveInputPaths } from './config-file';
 
 const unit = () => z.number().min(0).max(1);
 
@@ -92,7 +92,14 @@ const sftSchema = z
       .int()
       .min(0)
       .default(2000)
-      .describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
+      .describe(
+        "Training questions demonstrated (0: no warm start): by the slide oracle, or, on your own data, by the demonstrator's searches over your search engine, its successful episodes kept.",
+      ),
+    keepPerQuestion: positiveInt()
+      .default(1)
+      .describe(
+        'Your own data: successful demonstrations kept per question at most (rejection sampling, as in rare-success harvesting), the shortest searches first: one consistent way per question is what a small policy imitates best.',
+      ),
     epochs: positiveInt().default(6),
     batchSize: positiveInt()
       .default(8)
@@ -111,7 +118,21 @@ const sftSchema = z
       .describe('Share of pages without the asked fact after which the demonstration does not search again.'),
   })
   .strict()
-  .describe("The warm start of a slide run: SFT on the oracle's demonstrations.");
+  .describe(
+    "The warm start: SFT on demonstrations (a slide run's oracle; on your own data, the demonstrator's successful episodes: docs/method.md#warm-start-on-your-own-data).",
+  );
+
+/** The sft fields of the slide oracle, which a run on your own data does not use. */
+const SLIDE_SFT_FIELDS = ['vagueRate', 'skipCropRate', 'skipResearchRate'] as const;
+
+/**
+ * The instructions of a run on your own data with its own small policy, unless set: one line
+ * naming the actions (the protocol's own, about 480 tokens, leave no room in a 256-token context).
+ */
+export const COMPACT_INSTRUCTIONS = {
+  searcher: 'Search: <search>query</search> then <search_complete>true</search_complete>',
+  answer: 'Search: <search>query</search> then answer: <answer>answer</answer>',
+} as const;
 
 const datasetSchema = z
   .object({
@@ -127,7 +148,15 @@ const datasetSchema = z
       .min(1)
       .nullable()
       .default(null)
-      .describe('Questions to evaluate on (same formats); `null`: the training questions.'),
+      .describe(
+        'Questions to evaluate on (same formats; `eval --split validation`); `null`: the rows of `path` whose split column (JSONL `split`, Parquet `extra_info.split`) is validation or test, else the training questions.',
+      ),
+    allowMissingGolden: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Train although some golden pages are not in the search engine's index (counted in the log); by default such a run is refused before it starts.",
+      ),
   })
   .strict()
   .describe(
@@ -250,7 +279,9 @@ export const runConfigObjectSchema = z
         split: z
           .enum(['train', 'validation', 'test'])
           .optional()
-          .describe('Slide runs: the split evaluated (default `test`).'),
+          .describe(
+            'The split evaluated: slide runs default to `test`; on your own data, the rows of that split (validation: `dataset.evalPath` where set), by default the evaluation questions.',
+          ),
         limit: positiveInt().nullable().default(null).describe('Questions evaluated (`null`: all).'),
         temperature: z.number().min(0).default(0),
       })
@@ -297,28 +328,38 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
       'searcher.adapters.policy names the policy, so the run has no tfjs policy of its own to configure; remove `policy`',
     );
   if (dataset) {
-    for (const field of ['corpus', 'sft'] as const)
-      if (input[field] !== undefined)
-        refuse(
-          [field],
-          `belongs to the offline slide environment; a run on your own data (dataset) does not use it`,
-        );
-    if (isMapping(input.evaluation) && input.evaluation.split !== undefined)
+    if (input.corpus !== undefined)
       refuse(
-        ['evaluation', 'split'],
-        'a run on your own data evaluates dataset.evalPath (or dataset.path); remove it',
+        ['corpus'],
+        'belongs to the offline slide environment; a run on your own data (dataset) does not use it',
       );
+    if (isMapping(input.sft))
+      for (const field of SLIDE_SFT_FIELDS)
+        if (input.sft[field] !== undefined)
+          refuse(
+            ['sft', field],
+            "belongs to the slide oracle's demonstrations; a run on your own data keeps the demonstrator's successful episodes only (sft.keepPerQuestion)",
+          );
   } else {
     out.corpus ??= {};
-    if (initFrom && input.sft !== undefined)
-      refuse(['sft'], 'the warm start is skipped when policy.initFrom names a checkpoint; remove `sft`');
-    if (!initFrom && !namedPolicy) out.sft ??= {};
     out.evaluation = { split: 'test', ...(isMapping(input.evaluation) ? input.evaluation : {}) };
   }
+  if (initFrom && input.sft !== undefined)
+    refuse(['sft'], 'the warm start is skipped when policy.initFrom names a checkpoint; remove `sft`');
+  if (!initFrom && !namedPolicy) out.sft ??= {};
   if (!namedPolicy) out.policy ??= {};
   // A partial `searcher` block merges with the kind's defaults (those `train --help` lists), section
   // by section: `searcher: {rl: {nAgent: 4}}` keeps the run's episode settings, not the core's.
-  const defaults = SEARCHER_DEFAULTS[dataset ? 'dataset' : 'slides'];
+  let defaults: Record<string, Record<string, unknown>> = SEARCHER_DEFAULTS[dataset ? 'dataset' : 'slides'];
+  if (dataset && !namedPolicy) {
+    // A small policy of the run's own: one line of instructions, not the protocol's (which cannot fit its context).
+    const episode = isMapping(searcher?.episode) ? searcher.episode : {};
+    const mode = episode.mode === 'answer' ? 'answer' : 'searcher';
+    defaults = {
+      ...defaults,
+      episode: { ...SEARCHER_DEFAULTS.dataset.episode, instructions: COMPACT_INSTRUCTIONS[mode] },
+    };
+  }
   if (searcher === undefined) out.searcher = defaults;
   else if (isMapping(input.searcher)) {
     const merged: Record<string, unknown> = { ...input.searcher };
@@ -399,7 +440,8 @@ export async function loadRunConfig(
   options: { overrides?: readonly string[] } = {},
 ): Promise<RunConfig> {
   const overrides = parseOverrides(options.overrides ?? []);
-  const raw = path === null ? {} : await readConfigFile(path);
+  // Paths in the file are the file's (resolveInputPaths); those given as arguments the working directory's.
+  const raw = path === null ? {} : resolveInputPaths(await readConfigFile(path), path);
   try {
     return parseRunConfig(applyOverrides(raw, overrides), path ?? 'config');
   } catch (error) {

@@ -26,6 +26,7 @@ import {
 import { resolveRollouts, runPolicySettings, type RunConfig } from './config';
 import { prepareEnvironment, type RunEnvironment } from './environment';
 import { checkPromptsFit } from './fit';
+import { checkRunIndex } from './index-checks';
 import {
   commitRunFolder,
   existingRunFolder,
@@ -44,6 +45,7 @@ import { progressOf, redactedRunOptions, type RunOptions } from './progress';
 
 import type { StepMetrics } from './step-metrics';
 import { createTrainer } from './trainer';
+import { createPhaseWatch } from './phase-watch';
 
 export interface TrainRunResult {
   runId: string;
@@ -51,6 +53,8 @@ export interface TrainRunResult {
   before: EvalSummary;
   after: EvalSummary;
   steps: Array<StepMetrics & { phase: string }>;
+  /** What the run warned about (a warm start without demonstrations, a phase that could not learn), also in summary.json. */
+  warnings: string[];
 }
 
 /**
@@ -165,6 +169,8 @@ export async function openRun(
   const planned = folder === undefined ? await planRunFolder(config) : 'exists' in folder ? folder : null;
   const { runId, runDir } = planned ?? folder!;
   const env = await prepareEnvironment(config, options);
+  // The split evaluated must exist (a run on your own data has the ones its split column or evalPath gives).
+  env.evaluation(config.evaluation.split);
   const store = runStore(runDir);
   let checkpoint: { from: string; checkpoint: PolicyCheckpoint } | null = null;
   if (!config.searcher.adapters.policy && start.kind === 'latest') {
@@ -192,6 +198,8 @@ export async function openRun(
     // The policy first: the prompts' fit is checked before the other ports are built (a page index written).
     checkPromptsFit(config, env.all, await container.getAsync<PolicyBackend>(TOKENS.PolicyBackend));
     const { policy } = await resolvePorts(container);
+    // What the index holds (pages, the golden ones): before the folder is written.
+    await checkRunIndex(config, env, options);
     if (checkpoint) await policy.load(checkpoint.checkpoint);
     if (planned) await commitRunFolder(config, planned);
     const policyFrom = config.searcher.adapters.policy
@@ -218,19 +226,38 @@ export async function openRun(
   }
 }
 
-/** The SFT warm start: the environment's demonstrations, SFT, a checkpoint in store run `sft`. Once per run folder. */
-async function warmStart(session: RunSession, options: RunOptions): Promise<void> {
+/**
+ * The SFT warm start: the environment's demonstrations, SFT, a checkpoint in store run `sft`. Once
+ * per run folder. Returns whether the policy was trained, or the warning saying why not.
+ */
+async function warmStart(
+  session: RunSession,
+  options: RunOptions,
+): Promise<{ trained: boolean; warning: string | null }> {
   const { config, policy, store, env } = session;
   const sft = config.sft;
-  if (!sft || sft.demonstrations === 0 || !env.demonstrations || config.searcher.adapters.policy) return;
+  if (!sft || sft.demonstrations === 0 || !env.demonstrations || config.searcher.adapters.policy)
+    return { trained: false, warning: null };
   const collectStarted = performance.now();
   const ports = await resolvePorts(session.container);
   // The oracle reports no context length: its episodes get the run policy's window, so that every
   // demonstration fits the model it trains (a null maxContextTokens would give them 8192).
-  const trajectories = await env.demonstrations(sft.demonstrations, policy.tokenizer, ports, {
-    ...config.searcher.episode,
-    maxContextTokens: episodeContextTokens(config.searcher.episode, policy),
-  });
+  const trajectories = await env.demonstrations(
+    sft.demonstrations,
+    policy.tokenizer,
+    ports,
+    {
+      ...config.searcher.episode,
+      maxContextTokens: episodeContextTokens(config.searcher.episode, policy),
+    },
+    options,
+  );
+  if (trajectories.length === 0)
+    return {
+      trained: false,
+      warning:
+        "warm start: no demonstration succeeded, so the policy starts RL from fresh weights (it will rarely write a valid action). Likely cause: the searches made of the questions' words never retrieved a golden page (are the golden pages the index's page names?) or the answers read from them were never judged right (the generator, the references); or start from a checkpoint (policy.initFrom)",
+    };
   const examples = sftExamples(trajectories);
   const collectSeconds = (performance.now() - collectStarted) / 1000;
   const sftStarted = performance.now();
@@ -257,6 +284,7 @@ async function warmStart(session: RunSession, options: RunOptions): Promise<void
     result.epochLoss.map((loss, epoch) => eventRecord(SFT_RUN, epoch + 1, { type: 'sft-epoch', loss })),
   );
   await writePolicyCheckpoint(store, SFT_RUN, 0, await policy.save());
+  return { trained: true, warning: null };
 }
 
 /**
@@ -294,9 +322,19 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         `policy: ${described.parameterCount} parameters on ${described.backend?.name} (rollouts: ${await resolveRollouts(config.policy!.rollouts)}, training: ${config.policy!.training}), vocabulary ${policy.tokenizer.vocabSize} tokens${config.policy!.initFrom ? ` (from ${config.policy!.initFrom})` : ''}`,
       );
     else options.onLog?.(`policy: ${policy.provider} (searcher.adapters.policy)`);
+    const warnings: string[] = [];
+    const warn = (line: string) => {
+      warnings.push(line);
+      options.onLog?.(`warning: ${line}`);
+    };
+    let warmStarted = warm !== null;
     if (warm) options.onLog?.(`SFT warm start: loaded ${SFT_RUN}/${warm.key}`);
     else if (config.policy?.initFrom) options.onLog?.(`warm start: ${session.policyFrom}`);
-    else await warmStart(session, options);
+    else {
+      const started = await warmStart(session, options);
+      warmStarted = started.trained;
+      if (started.warning) warn(started.warning);
+    }
     const beforePath = join(runDir, `${EVAL_BEFORE}.json`);
     let before = await readJsonFile<EvalSummary>(beforePath);
     if (!before) {
@@ -304,7 +342,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       await writeJsonAtomic(beforePath, before);
     }
     options.onLog?.(
-      `before RL${session.env.kind === 'slides' && !config.policy?.initFrom ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
+      `before RL${warmStarted ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
     );
     const steps: TrainRunResult['steps'] = [];
     for (const phase of config.phases) {
@@ -327,13 +365,25 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         },
       });
       const progress = progressOf(options, phase.name, phase.steps);
+      const watch = createPhaseWatch(
+        { phase: phase.name, policyFrom: session.policyFrom, warmStarted },
+        phase.steps,
+      );
+      let dead = '';
       const result = await trainer.run({
         ...(options.signal && { signal: options.signal }),
-        onStep: (m) => {
+        onStep: (m, batch) => {
           steps.push({ ...m, phase: phase.name });
+          const warning = watch.observe(m.step, batch);
+          if (warning) {
+            warn(warning);
+            dead = warning.includes('no episode made a valid action')
+              ? ' (no valid action!)'
+              : ' (all rewards 0!)';
+          }
           progress.update(
             m.step,
-            `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`,
+            `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}${dead}`,
           );
         },
       });
@@ -347,8 +397,10 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       before,
       after,
       corpus: session.env.corpus,
+      ...(warnings.length > 0 && { warnings }),
     });
-    return { runId, runDir, before, after, steps };
+    for (const line of warnings) options.onLog?.(`warning (also in ${RUN_FILES.summary}): ${line}`);
+    return { runId, runDir, before, after, steps, warnings };
   } finally {
     await session.close();
   }
@@ -356,8 +408,9 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
 
 /**
  * Evaluates a run folder's latest checkpoint (its last phase that saved one, else its warm start)
- * or the policy its `searcher.adapters.policy` names, on a split (slide runs) or its evaluation
- * questions; the summary is written to `<storeRun>.json` (`eval-<split>.json`, `eval-dataset.json`).
+ * or the policy its `searcher.adapters.policy` names, on a split (slide runs; on your own data the
+ * rows of that split, validation from `dataset.evalPath` where set) or its evaluation questions;
+ * the summary is written to `<storeRun>.json` (`eval-<split>.json`, `eval-dataset.json`).
  */
 export async function evalRun(
   runDir: string,
@@ -366,11 +419,6 @@ export async function evalRun(
 ): Promise<EvalSummary & { checkpoint: string }> {
   const options = redactedRunOptions(given);
   const base = await readRunFolderConfig(runDir);
-  if (overrides.split !== undefined && base.dataset)
-    throw new InvalidArgumentError({
-      argument: '--split',
-      message: `'${runDir}' is a run on your own data: it evaluates dataset.evalPath (or dataset.path), not a split`,
-    });
   const config: RunConfig = {
     ...base,
     evaluation: {

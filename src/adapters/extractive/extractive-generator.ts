@@ -21,6 +21,9 @@ const STOPWORDS = new Set(
     'whom whose when where why how many much long old year years per via also only just not no'
   ).split(' '),
 );
+/** Whether a word (any case) is an English function word: the extractive reader's, shared with the run's demonstrator. */
+export const isStopword = (word: string) => STOPWORDS.has(word.toLowerCase());
+
 /** Words that join the parts of one answer ("hammocks and doomsday devices", "Bank of America"). */
 const JOINERS = new Set(['and', 'or', 'of', '&']);
 const TOKEN = /[\p{L}\p{N}]+(?:[.,'’-][\p{L}\p{N}]+)*|&/gu;
@@ -120,7 +123,13 @@ function spansOf(sentence: string, questionStems: Set<string>, expected: Expecte
         : expected === 'name'
           ? (capitals > 0 ? 1 : 0) + (capitals > 1 ? 1 : 0)
           : 0;
-    spans.push({ start: tokens[first]!.start, end: end.end, score: kind + (near ? 1 : 0) });
+    // After the last of the question's words ("Zorvia main export copper": the value follows its name).
+    const after = !role.slice(j).includes('question');
+    spans.push({
+      start: tokens[first]!.start,
+      end: end.end,
+      score: kind + (near ? 1 : 0) + (after ? 0.5 : 0),
+    });
     i = j;
   }
   return spans;

@@ -53,6 +53,7 @@ describe('the extractive generator', () => {
     expect(
       extractAnswer('Where are the headquarters of Initech?', ['Initech headquarters: Austin, Texas.']),
     ).toBe('Austin, Texas');
+    expect(extractAnswer('What does Zorvia export?', ['Zorvia main export copper'])).toBe('copper');
     expect(
       extractAnswer('How long is the Zorbel bridge?', [
         'The Zorbel bridge. It spans 412 metres over the bay.',
