@@ -333,9 +333,10 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
         ['corpus'],
         'belongs to the offline slide environment; a run on your own data (dataset) does not use it',
       );
+    // Refused when set to anything but the default (a run folder's config.json holds the defaults).
     if (isMapping(input.sft))
       for (const field of SLIDE_SFT_FIELDS)
-        if (input.sft[field] !== undefined)
+        if (input.sft[field] !== undefined && input.sft[field] !== sftSchema.shape[field].parse(undefined))
           refuse(
             ['sft', field],
             "belongs to the slide oracle's demonstrations; a run on your own data keeps the demonstrator's successful episodes only (sft.keepPerQuestion)",

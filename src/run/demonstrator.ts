@@ -48,7 +48,7 @@ function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], ju
   if (t.terminated !== 'complete' || detail?.status !== 'ok' || !detail.components.formatPassed) return false;
   if (t.goldenBasenames.length > 0 && detail.components.ndcg <= 0) return false;
   if (t.reference !== null && judged) {
-    // As rare-success harvesting keeps them: a judge score of 1 (Search-R1's answer check in answer mode).
+    // As rare-success distillation keeps them: a judge score of 1 (Search-R1's answer check in answer mode).
     const right =
       scheme === 'search-r1'
         ? checkAnswerCorrectness(t.finalAnswer, t.reference) >= 1
@@ -59,8 +59,8 @@ function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], ju
 }
 
 /**
- * The warm start on your own data: rejection sampling over your own search engine, as seed 000's
- * rare-success harvesting keeps successes only. For each question a scripted Searcher tries
+ * The warm start on your own data (docs/method.md#warm-start-on-your-own-data): rejection sampling
+ * over your own search engine, successes only, as rare-success distillation keeps them. For each question a scripted Searcher tries
  * `DEMONSTRATION_ATTEMPTS` searches with queries made of the question's words
  * (`demonstrationQueries`), then stops (searcher mode: the run's Generator answers) or answers from
  * what it read (answer mode: the extractive reading of the retrieved text). Each episode is scored
