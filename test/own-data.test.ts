@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -92,4 +92,48 @@ describe('a brand-new dataset through the CLI', () => {
     expect(none.code).not.toBe(0);
     expect(none.stderr).toMatch(/evaluation\.split.*no validation questions.*dataset\.evalPath/);
   }, 600_000);
+
+  it('runs examples/own-data from an installed package: the built CLI, the package read-only, from the project folder', async () => {
+    // node_modules/searcher-rl as npm would lay it out (package.json, dist, examples), its dependencies beside it.
+    const project = join(dir, 'installed');
+    const pkg = join(project, 'node_modules', 'searcher-rl');
+    await mkdir(pkg, { recursive: true });
+    const built = await run(
+      join(root, 'node_modules', '.bin', 'tsup'),
+      ['--out-dir', join(pkg, 'dist'), '--no-dts'],
+      {
+        cwd: root,
+      },
+    );
+    expect(built.stderr).not.toMatch(/error/i);
+    await cp(join(root, 'package.json'), join(pkg, 'package.json'));
+    await cp(join(root, 'examples'), join(pkg, 'examples'), { recursive: true });
+    for (const name of await readdir(join(root, 'node_modules')))
+      if (name !== 'searcher-rl' && !name.startsWith('.'))
+        await symlink(join(root, 'node_modules', name), join(project, 'node_modules', name));
+    const setMode = async (path: string, file: number, folder: number) => {
+      await chmod(path, 0o755);
+      for (const entry of await readdir(path, { withFileTypes: true }))
+        if (entry.isDirectory()) await setMode(join(path, entry.name), file, folder);
+        else await chmod(join(path, entry.name), file);
+      await chmod(path, folder);
+    };
+    await setMode(pkg, 0o444, 0o555);
+    const { stdout } = await run(
+      process.execPath,
+      [
+        join(pkg, 'dist', 'cli', 'main.js'),
+        'train',
+        '--config',
+        'node_modules/searcher-rl/examples/own-data/config.yaml',
+      ],
+      { cwd: project },
+    );
+    expect(stdout).toMatch(
+      /judge success on the .*questions\.jsonl questions: [\d.]+% before RL -> [\d.]+% after RL/,
+    );
+    await stat(join(project, 'runs', 'own-data', 'summary.json'));
+    await stat(join(project, '.cache', 'searcher-rl', 'own-data.sqlite'));
+    await setMode(pkg, 0o644, 0o755);
+  }, 300_000);
 });

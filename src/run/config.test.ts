@@ -136,7 +136,10 @@ describe('progress', () => {
       /config: corpus.*offline slide environment/,
     );
     // Issue 25: a run on your own data has a warm start (sft) and splits; the slide oracle's own settings it would ignore.
-    expect(parseRunConfig({ ...dataset, sft: { epochs: 1 } }).sft).toMatchObject({ epochs: 1, keepPerQuestion: 1 });
+    expect(parseRunConfig({ ...dataset, sft: { epochs: 1 } }).sft).toMatchObject({
+      epochs: 1,
+      keepPerQuestion: 1,
+    });
     expect(parseRunConfig({ ...dataset, evaluation: { split: 'test' } }).evaluation.split).toBe('test');
     expect(() => parseRunConfig({ ...dataset, sft: { vagueRate: 0.5 } })).toThrow(
       /config: sft\.vagueRate.*slide oracle/,

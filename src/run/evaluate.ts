@@ -96,7 +96,9 @@ export async function evaluate(
     progress.update(Math.min(questions.length, start + chunk));
   }
   const summary = summarise(label, questions, trajectories, config.searcher.reward.scheme);
-  progress.done(`judge success ${pct(summary.judgeSuccess)}`);
+  progress.done(
+    `${summary.successBy === 'answer' ? 'answer' : 'judge'} success ${pct(summary.judgeSuccess)}`,
+  );
   return summary;
 }
 

@@ -256,7 +256,7 @@ async function warmStart(
     return {
       trained: false,
       warning:
-        "warm start: no demonstration succeeded, so the policy starts RL from fresh weights (it will rarely write a valid action). Likely cause: the searches made of the questions' words never retrieved a golden page (are the golden pages the index's page names?) or the answers read from them were never judged right (the generator, the references); or start from a checkpoint (policy.initFrom)",
+        "warm start: no demonstration succeeded, so the policy starts RL from fresh weights and will rarely write a valid action. Likely cause (the demonstrations line says what counted as a success): the golden pages are not the index's page names, the pages do not hold the answers (a corpus that does not cover the questions), or the answers read from them were never judged right (the generator, the references); or start from a checkpoint (policy.initFrom)",
     };
   const examples = sftExamples(trajectories);
   const collectSeconds = (performance.now() - collectStarted) / 1000;
