@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeNewDataset } from './support/new-dataset';
+import { NEW_DATASET_CONFIG as CONFIG, writeNewDataset } from './support/new-dataset';
 
 // Issue 25, "your own pages learn": a brand-new dataset made by the test (invented countries, text
 // pages, questions with a split column), trained with `searcher-rl train --config` as a user runs
@@ -23,27 +23,6 @@ const cli = (cwd: string, ...args: string[]) =>
       stderr: error.stderr,
     }),
   );
-
-/** The settings of the run: a small policy, the warm start's SFT, two RL phases; everything else default. */
-const CONFIG = [
-  'runsDir: runs',
-  'runId: countries',
-  'seed: 1',
-  'dataset: { path: data/questions.jsonl }',
-  'policy: { layers: 1, width: 48, heads: 4, contextLength: 128, coalesceSessions: false }',
-  'sft: { demonstrations: 1000, epochs: 20, batchSize: 4 }',
-  'phases:',
-  '  - { name: phase1, steps: 20, weights: phase1, learningRate: 1.0e-3, warmupSteps: 0 }',
-  '  - { name: phase2, steps: 20, weights: default, learningRate: 1.0e-3, warmupSteps: 0 }',
-  'trainer: { batchSize: 8 }',
-  'searcher:',
-  '  episode: { maxTurns: 3, maxTurnTokens: 16, maxContextTokens: 128, temperature: 0.7 }',
-  '  rl: { nAgent: 4 }',
-  '  adapters:',
-  '    searchEngine: { type: sqlite-fts, pagesDir: data/pages, dbPath: .cache/searcher-rl/countries.sqlite }',
-  '    generator: { type: extractive }',
-  '    judge: { type: rule }',
-].join('\n');
 
 let dir = '';
 beforeAll(async () => {

@@ -85,3 +85,29 @@ export async function writeNewDataset(dir: string, countries = 20): Promise<NewD
   const test = rows.filter((r) => r.split === 'test').length;
   return { pagesDir, questionsPath, pages: rows.length, train: rows.length - test, test };
 }
+
+/**
+ * The run of the new dataset, as `dir/train.yaml` beside `data/`: a small policy, the warm start's
+ * SFT on the demonstrator's episodes, two RL phases; the paths are the file's, the index a cache
+ * in the working directory. Everything else is the default (the instructions included).
+ */
+export const NEW_DATASET_CONFIG = [
+  'runsDir: runs',
+  'runId: countries',
+  'seed: 1',
+  'dataset: { path: data/questions.jsonl }',
+  'policy: { layers: 1, width: 48, heads: 4, contextLength: 128, coalesceSessions: false }',
+  'sft: { demonstrations: 1000, epochs: 20, batchSize: 4 }',
+  'phases:',
+  '  - { name: phase1, steps: 20, weights: phase1, learningRate: 1.0e-3, warmupSteps: 0 }',
+  '  - { name: phase2, steps: 20, weights: default, learningRate: 1.0e-3, warmupSteps: 0 }',
+  'trainer: { batchSize: 8 }',
+  'searcher:',
+  '  episode: { maxTurns: 3, maxTurnTokens: 16, maxContextTokens: 128, temperature: 0.7 }',
+  '  rl: { nAgent: 4 }',
+  '  adapters:',
+  '    searchEngine: { type: sqlite-fts, pagesDir: data/pages, dbPath: .cache/searcher-rl/countries.sqlite }',
+  '    generator: { type: extractive }',
+  '    judge: { type: rule }',
+  '',
+].join('\n');
