@@ -157,4 +157,34 @@ describe('a run on your own data is checked before it starts', () => {
     expect(result.after.questions).toBe(6);
     await stat(join(dir, 'made', 'as', 'needed.sqlite'));
   }, 120_000);
+
+  it("indexes a Search-R1 JSONL corpus from the config (searchEngine.corpusPath) and evaluates NQ's parquet in answer mode by Search-R1's answer check", async () => {
+    const fixtures = join(import.meta.dirname, '..', 'adapters');
+    const result = await trainRun(
+      parseRunConfig({
+        runsDir: join(dir, 'runs'),
+        runId: 'nq',
+        dataset: { path: join(fixtures, 'store', 'parquet', '__fixtures__', 'nq_search_test.parquet') },
+        policy: { layers: 1, width: 16, heads: 2, contextLength: 256, backend: 'cpu' },
+        sft: { demonstrations: 4 },
+        phases: [],
+        evaluation: { limit: 3 },
+        searcher: {
+          episode: { mode: 'answer', maxTurns: 2, maxTurnTokens: 16 },
+          reward: { scheme: 'search-r1' },
+          adapters: {
+            searchEngine: {
+              type: 'sqlite-fts',
+              corpusPath: join(fixtures, 'sqlite-fts', '__fixtures__', 'search-r1-corpus.jsonl'),
+              dbPath: join(dir, 'nq.sqlite'),
+            },
+          },
+        },
+      }),
+      quiet,
+    );
+    expect(result.after).toMatchObject({ questions: 3, successBy: 'answer' });
+    // The 10-passage sample answers none of NQ's questions: the warm start says so instead of training on nothing.
+    expect(result.warnings[0]).toMatch(/^warm start: no demonstration succeeded/);
+  }, 120_000);
 });
