@@ -196,3 +196,30 @@ def test_settings_that_would_let_a_failed_reward_into_a_group_are_refused(
         asyncio.run(worker.generate_sequences(make_batch([TASK], n=1)))
     assert message in str(refused.value)
     assert llm.calls == []  # refused before any generation
+
+
+@pytest.mark.parametrize("images", ["auto", "off"])
+def test_page_images_reach_a_vision_language_processor_as_image_parts(tmp_path_factory, server, env_for, tmp_path, images):
+    from searcher_rl_trainers.verl_testing import build_tiny_vision_model
+
+    model = build_tiny_vision_model(tmp_path_factory.mktemp("tiny-vision"))
+    entry = yaml.safe_load(AGENT_LOOP_YAML.read_text())[0]
+    (tmp_path / "agent_loop.yaml").write_text(yaml.safe_dump([{**entry, "images": images}]))
+    env_for(server)
+    _config, llm, worker = worker_for(model, "actor_rollout_ref.rollout.n=1", yaml_path=tmp_path / "agent_loop.yaml")
+    assert type(worker.processor).__name__ == "MllamaProcessor"
+    out = asyncio.run(worker.generate_sequences(make_batch([TASK], n=1)))
+    assert list(out.non_tensor_batch["reward_status"]) == ["ok"]
+    image_token = worker.tokenizer.convert_tokens_to_ids("<|image|>")
+    response, mask = out.batch["responses"][0], out.batch["response_mask"][0]
+    inputs = out.non_tensor_batch["multi_modal_inputs"][0]
+    if images == "off":
+        assert [call["images"] for call in llm.calls] == [[], []]
+        assert int((response == image_token).sum()) == 0 and "pixel_values" not in inputs
+        return
+    # The search's page (a 640x360 slide) reaches the model with its observation, as an image part.
+    assert [call["images"] for call in llm.calls] == [[], [(640, 360)]]
+    at = (response == image_token).nonzero().flatten().tolist()
+    assert len(at) == 1 and int(mask[at[0]]) == 0
+    assert "<|im_start|>user\n<|image|><information>[page arklummon_10.png (640x360)]" in worker.tokenizer.decode(response)
+    assert tuple(inputs["pixel_values"].shape) == (1, 1, 1, 3, 28, 28)  # verl's processor run over the image

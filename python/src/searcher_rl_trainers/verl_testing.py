@@ -67,6 +67,42 @@ def build_tiny_chat_model(folder: Union[str, Path], model_type: str = "qwen2") -
     return str(folder)
 
 
+def build_tiny_vision_model(folder: Union[str, Path]) -> str:
+    """A vision-language folder verl loads with a processor: Mllama's (one of the processors verl 0.9.1's
+    `hf_processor` accepts whose image side needs no torchvision), one `<|image|>` per image."""
+    import transformers
+    from tokenizers import AddedToken
+    from transformers import AutoConfig, AutoTokenizer, MllamaProcessor
+
+    folder = Path(build_tiny_chat_model(folder))
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_special_tokens({"bos_token": "<|bos|>"})
+    # Not a special token: verl decodes with skip_special_tokens before it re-runs the processor.
+    tokenizer.add_tokens([AddedToken("<|image|>", special=False, normalized=False)])
+    template = (
+        "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}{% if message['content'] is string %}"
+        "{{ message['content'] }}{% else %}{% for part in message['content'] %}{% if part['type'] == 'image' %}<|image|>"
+        "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}{{ '<|im_end|>\\n' }}"
+        "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    )
+    tokenizer.chat_template = template
+    image_processor = getattr(transformers, "MllamaImageProcessorPil", transformers.MllamaImageProcessor)(
+        size={"height": 28, "width": 28}, max_image_tiles=1
+    )
+    MllamaProcessor(image_processor=image_processor, tokenizer=tokenizer, chat_template=template).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    AutoConfig.for_model(
+        "mllama",
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, cross_attention_layers=[0]),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_global_layers=1, attention_heads=2,
+                           image_size=28, patch_size=14, max_num_tiles=4, intermediate_layers_indices=[0], vision_output_dim=64),
+        image_token_index=tokenizer.convert_tokens_to_ids("<|image|>"),
+        architectures=["MllamaForConditionalGeneration"],
+    ).save_pretrained(folder)
+    return str(folder)
+
+
 def compose_ppo_config(model_path: str, agent_loop_config_path: Union[str, Path] = AGENT_LOOP_YAML, overrides: tuple[str, ...] = ()) -> Any:
     """verl's `ppo_trainer` config with the model, the agent loop yaml and `overrides`."""
     import verl
@@ -124,7 +160,7 @@ class ScriptedLLMServer:
         turn = self.turns.get(request_id, 0)
         self.turns[request_id] = turn + 1
         prompt_text = self.tokenizer.decode(prompt_ids)
-        self.calls.append(dict(request_id=request_id, episode=episode, turn=turn, prompt_ids=list(prompt_ids), sampling_params=dict(sampling_params), images=len(image_data or [])))
+        self.calls.append(dict(request_id=request_id, episode=episode, turn=turn, prompt_ids=list(prompt_ids), sampling_params=dict(sampling_params), images=[im.size for im in image_data or []]))
         answer = self.policy(episode, turn, prompt_text)
         text, stall_s = (answer, 0.0) if isinstance(answer, str) else answer
         if stall_s:
