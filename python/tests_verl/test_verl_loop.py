@@ -223,3 +223,37 @@ def test_page_images_reach_a_vision_language_processor_as_image_parts(tmp_path_f
     assert len(at) == 1 and int(mask[at[0]]) == 0
     assert "<|im_start|>user\n<|image|><information>[page arklummon_10.png (640x360)]" in worker.tokenizer.decode(response)
     assert tuple(inputs["pixel_values"].shape) == (1, 1, 1, 3, 28, 28)  # verl's processor run over the image
+
+
+def test_make_dataset_rows_go_through_verls_dataset_to_the_loop(model_path, server, env_for, tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    import numpy as np
+    from transformers import AutoTokenizer
+    from verl.protocol import DataProto
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+
+    from searcher_rl_trainers.verl_testing import REPO_ROOT
+
+    monkeypatch.setenv("SEARCHER_RL_TOKEN", server.token)  # make_dataset.py reads it; never on its command line
+    made = subprocess.run([sys.executable, str(REPO_ROOT / "integrations" / "verl" / "make_dataset.py"), server.http_url,
+                           str(tmp_path / "train.parquet")], capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    total = server.get("/tasks?limit=1")["total"]
+    assert made.stdout.strip() == f"{total} rows -> {tmp_path / 'train.parquet'}"  # every task, not the first page
+
+    config = compose_ppo_config(model_path, AGENT_LOOP_YAML, ("actor_rollout_ref.rollout.n=2", f"+data.cache_dir={tmp_path}"))
+    dataset = RLHFDataset(str(tmp_path / "train.parquet"), AutoTokenizer.from_pretrained(model_path), config.data)
+    assert len(dataset) == total
+    rows = [dataset[i] for i in (0, total - 1)]
+    batch = DataProto.from_single_dict(collate_fn(rows))
+    batch.non_tensor_batch["uid"] = np.array(["first", "last"], dtype=object)
+    batch = batch.repeat(repeat_times=2, interleave=True)  # as verl's trainer does for rollout.n
+    env_for(server)
+    _config, _llm, worker = worker_for(model_path, "actor_rollout_ref.rollout.n=2")
+    out = asyncio.run(worker.generate_sequences(batch))
+    assert list(out.non_tensor_batch["reward_status"]) == ["ok"] * 4
+    assert [info["task_id"] for info in out.non_tensor_batch["extra_info"]] == [rows[0]["extra_info"]["task_id"]] * 2 + [
+        rows[1]["extra_info"]["task_id"]] * 2
+    assert list(out.non_tensor_batch["task_id"]) == [info["task_id"] for info in out.non_tensor_batch["extra_info"]]
