@@ -2,7 +2,7 @@
 serve-env this script starts on 127.0.0.1, with a scripted stand-in for verl's LLM server (so the
 figure is the loop, the Continuous Token templating and the server, not a model).
 
-    PYTHONPATH=python/src /work/cache/pyenv-verl/bin/python integrations/verl/bench_loop.py \
+    PYTHONPATH=python/src "$(scripts/python-env.sh verl)" integrations/verl/bench_loop.py \
         [--prompts 16] [--n 4] [--rounds 3] [--workers 1] [--max-sessions 64]
 
 Each episode: reset, `<search>` the question, the observation merged, `<search_complete>`, the

@@ -257,3 +257,24 @@ def test_make_dataset_rows_go_through_verls_dataset_to_the_loop(model_path, serv
     assert [info["task_id"] for info in out.non_tensor_batch["extra_info"]] == [rows[0]["extra_info"]["task_id"]] * 2 + [
         rows[1]["extra_info"]["task_id"]] * 2
     assert list(out.non_tensor_batch["task_id"]) == [info["task_id"] for info in out.non_tensor_batch["extra_info"]]
+
+
+@pytest.mark.parametrize(
+    "template, close",
+    [
+        ("chatml", "<|im_end|>\n"),
+        ("{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n{{ m['content'] }}<|eot_id|>{% endfor %}",
+         "<|eot_id|>"),  # Llama 3's shape
+        ("{% for m in messages %}<start_of_turn>{{ m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}",
+         "<end_of_turn>\n"),  # Gemma's shape
+        (None, "<|im_end|>"),  # no template: the eos token
+    ],
+)
+def test_the_end_of_turn_is_read_from_the_chat_template(model_path, template, close):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|eot_id|>", "<end_of_turn>", "<|im_start|>", "<|im_end|>"]})
+    if template != "chatml":
+        tokenizer.chat_template = template
+    assert turn_close_ids(tokenizer) == tokenizer.encode(close, add_special_tokens=False)
