@@ -6,6 +6,7 @@ export default defineConfig({
     index: 'src/index.ts',
     'adapters/mock/index': 'src/adapters/mock/index.ts',
     'adapters/rule-judge/index': 'src/adapters/rule-judge/index.ts',
+    'adapters/extractive/index': 'src/adapters/extractive/index.ts',
     'adapters/scripted-policy/index': 'src/adapters/scripted-policy/index.ts',
     'adapters/store/jsonl/index': 'src/adapters/store/jsonl/index.ts',
     'adapters/store/sqlite/index': 'src/adapters/store/sqlite/index.ts',

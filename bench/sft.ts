@@ -6,7 +6,7 @@ import { resolvePorts } from '../src/container';
 import { createRandom, RANDOM_STREAMS } from '../src/core/random';
 import { runSft, sftExamples } from '../src/core/rl/policy-update';
 import { parseRunConfig } from '../src/run/config';
-import { openRun } from '../src/run/run';
+import { openRun } from '../src/run/session';
 
 const demos = Number(process.env.BENCH_SFT_DEMOS ?? 400);
 const print = (figure: string, value: number, extra: Record<string, unknown> = {}) =>

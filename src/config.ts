@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { extractiveGeneratorSettingsSchema } from './adapters/extractive/settings';
 import { geminiSettingsSchema } from './adapters/gemini/settings';
 import { sharpImageOpsSettingsSchema } from './adapters/image/settings';
 import { mockGeneratorConfigSchema, mockSearchEngineConfigSchema } from './adapters/mock/settings';
@@ -240,7 +241,16 @@ export const adaptersConfigSchema = z
               .string()
               .min(1)
               .optional()
-              .describe('a folder of page images with a .txt beside each, indexed into dbPath first'),
+              .describe(
+                'a folder of pages indexed into dbPath first: images with a .txt of their text beside each, or .txt files alone',
+              ),
+            corpusPath: z
+              .string()
+              .min(1)
+              .optional()
+              .describe(
+                'a JSONL corpus indexed into dbPath first, one passage a line: {"id", "contents"} (Search-R1) or {"id", "title", "text"}; a passage is named by its id',
+              ),
           }),
         ),
         adapter('search-r1', searchR1Schema),
@@ -274,6 +284,7 @@ export const adaptersConfigSchema = z
     generator: z
       .discriminatedUnion('type', [
         adapter('mock', mockGeneratorConfigSchema),
+        adapter('extractive', extractiveGeneratorSettingsSchema),
         adapter('openai', openaiSettingsSchema),
         adapter('gemini', geminiSettingsSchema),
         z.object({ type: z.literal('slide-reader'), corpusPath: z.string().min(1) }).strict(),

@@ -50,9 +50,19 @@ function buildSearchEngine(config: AdaptersConfig['searchEngine']): SearchEngine
     }
     case 'sqlite-fts':
       return import('./adapters/sqlite-fts/index').then(
-        async ({ createSqliteSearchEngine, indexPageFolder }) => {
-          const { type: _type, pagesDir, ...settings } = config;
+        async ({ createSqliteSearchEngine, indexCorpusFile, indexPageFolder }) => {
+          const { type: _type, pagesDir, corpusPath, ...settings } = config;
+          if (pagesDir !== undefined && corpusPath !== undefined)
+            throw new ConfigValidationError({
+              issues: [
+                {
+                  field: 'adapters.searchEngine.corpusPath',
+                  message: 'give pagesDir or corpusPath, not both (one index holds one corpus)',
+                },
+              ],
+            });
           if (pagesDir !== undefined) await indexPageFolder(settings.dbPath, pagesDir);
+          if (corpusPath !== undefined) await indexCorpusFile(settings.dbPath, corpusPath);
           return createSqliteSearchEngine(settings);
         },
       );
@@ -76,6 +86,10 @@ function buildGenerator(config: AdaptersConfig['generator']): Generator | Promis
     case 'mock': {
       const { type: _type, ...settings } = config;
       return createMockGenerator(settings);
+    }
+    case 'extractive': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/extractive/index').then((m) => m.createExtractiveGenerator(settings));
     }
     case 'openai': {
       const { type: _type, ...settings } = config;

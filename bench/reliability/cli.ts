@@ -107,7 +107,8 @@ export async function cliHostileInput(dir: string): Promise<Record<string, unkno
       '    imageOps: { type: sharp }',
     ].join('\n');
   const ok = await file('own.yaml', own('fresh'));
-  const trap = await file('trap.yaml', own('trap', '  rl: { nAgent: 2 }'));
+  // The protocol's own instructions (null): a run of its own policy on your data gets a compact line by default since issue 25.
+  const trap = await file('trap.yaml', own('trap', '  episode: { instructions: null }\n  rl: { nAgent: 2 }'));
   const bad = await file(
     'bad.yaml',
     'seed: one\nrunId: ../escape\ncorpus: { decks: -1 }\npolicy: { layers: 0 }\nsearcher: { rl: { nAgent: 0 } }\nextra: 1\n',

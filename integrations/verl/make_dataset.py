@@ -1,6 +1,6 @@
 """Writes a verl parquet dataset whose rows select the Searcher agent loop.
 
-    python3 make_dataset.py http://127.0.0.1:8000 train.parquet [--token T]
+    SEARCHER_RL_TOKEN=... python3 make_dataset.py http://127.0.0.1:8000 train.parquet
 
 Each row: `prompt` (the question as a chat message, for verl's length filter and logs; the loop
 replaces it with the server's first observation), `agent_name: searcher_env` (the agent loop
@@ -10,6 +10,7 @@ config entry), `extra_info.task_id` (the task the server resets to), and an empt
 
 import argparse
 import json
+import os
 import urllib.request
 
 import pandas as pd
@@ -19,7 +20,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base_url")
     parser.add_argument("out")
-    parser.add_argument("--token")
+    parser.add_argument("--token", default=os.environ.get("SEARCHER_RL_TOKEN"), help="default: SEARCHER_RL_TOKEN")
     parser.add_argument("--agent-name", default="searcher_env")
     args = parser.parse_args()
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}

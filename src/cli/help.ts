@@ -48,14 +48,19 @@ export const HELP: Record<string, () => string> = {
   with report.html. Running it again on the same runId continues the run.
 
   With a \`dataset\`, FILE is a run on your own questions and pages (examples/own-data/): no
-  corpus and no warm start; the ports \`searcher.adapters\` leaves unset are the Searcher's
-  defaults (searchEngine: sqlite-fts with pagesDir, search-r1, vrag, brave, mock; generator: openai,
-  gemini, mock, slide-reader; judge: openai, gemini, rule). Without one, the unset ports are the
-  slide environment's. Settings the run would ignore are refused, by name.
+  corpus; the warm start is SFT on the demonstrator's successful episodes (it searches each
+  training question with its own words and keeps those that found a golden page and were judged
+  right; \`sft\`), or policy.initFrom. The ports \`searcher.adapters\` leaves unset are the
+  Searcher's defaults (searchEngine: sqlite-fts with pagesDir or corpusPath, search-r1, vrag,
+  brave, mock; generator: extractive, openai, gemini, mock, slide-reader; judge: openai, gemini,
+  rule). Without one, the unset ports are the slide environment's. Settings the run would ignore
+  are refused, by name. Paths FILE names for the run to read are relative to FILE.
 
-  The run is checked before anything is written: the config, the questions, and that the longest
+  The run is checked before anything is written: the config, the questions, that the longest
   prompt (instructions and question, in the policy's tokens) and one turn fit the policy's
-  context; a refusal names the fields to change.
+  context, and on your own data that the index holds pages and every golden page
+  (dataset.allowMissingGolden to train anyway); a refusal names the fields to change. A phase whose
+  first steps make no valid action or only zero rewards is flagged with the likely cause.
 
   key.path=value arguments set fields after FILE (Hydra-style), values read as YAML: e.g.
   searcher.rl.nAgent=4 searcher.episode.instructions= 'phases=[{name: p1, steps: 5, weights: phase1}]'.
@@ -63,13 +68,15 @@ export const HELP: Record<string, () => string> = {
 
   FILE is YAML (.yaml, .yml) or JSON (.json); every field is optional. Fields and defaults (a
   slide run's; without a \`searcher\` section, a run on your own data uses observationMaxChars 60,
-  temperature 0.5 and nAgent 4):
+  temperature 0.5, nAgent 4 and, for its own policy, one line of instructions):
 ${describeConfigFields(runConfigSchema.out).join('\n')}
 `,
   eval: () => `searcher-rl eval -r|--run DIR [--split test|validation|train] [--limit N]
 
   Evaluates the latest checkpoint of the run folder DIR (one rollout per question at the run's
-  evaluation temperature) and writes DIR/eval-<split>.json.
+  evaluation temperature) and writes DIR/eval-<split>.json. On a run of your own data, --split
+  takes the rows its split column marks (validation: dataset.evalPath where set); without it, the
+  run's evaluation questions (DIR/eval-dataset.json).
 `,
   'serve-env':
     () => `searcher-rl serve-env [-c|--config FILE] [--tasks FILE] [--split S] [--host H] [--port N]

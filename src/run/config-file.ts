@@ -1,5 +1,6 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
+import { dirname, extname, isAbsolute, resolve as resolvePath } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
 import { decodeUtf8Text } from '../core/text-data';
@@ -150,4 +151,52 @@ export function applyOverrides(
     }
   }
   return root;
+}
+
+/**
+ * The fields of a run configuration that name a file or folder the run reads (not what it writes:
+ * `runsDir`, caches and a page index built from pages are found from the working directory). Each
+ * is a path of keys; `dbPath` is read only where no pages or corpus are indexed into it.
+ */
+const INPUT_PATHS: ReadonlyArray<{
+  path: readonly string[];
+  when?: (parent: Record<string, unknown>) => boolean;
+}> = [
+  { path: ['dataset', 'path'] },
+  { path: ['dataset', 'evalPath'] },
+  { path: ['searcher', 'adapters', 'searchEngine', 'pagesDir'] },
+  { path: ['searcher', 'adapters', 'searchEngine', 'corpusPath'] },
+  {
+    path: ['searcher', 'adapters', 'searchEngine', 'dbPath'],
+    when: (engine) => engine.pagesDir === undefined && engine.corpusPath === undefined,
+  },
+  { path: ['searcher', 'adapters', 'searchEngine', 'imageRoot'] },
+  { path: ['searcher', 'adapters', 'generator', 'corpusPath'] },
+  { path: ['searcher', 'adapters', 'policy', 'modelDir'] },
+];
+
+/**
+ * A configuration file's input paths resolved from the file's folder, so that a config works from
+ * any working directory (and from an installed package): a relative path is the one beside the
+ * file where that exists, else the one from the working directory where that exists (configs
+ * written before paths were the file's), else the one beside the file (which the error names).
+ */
+export function resolveInputPaths(
+  raw: Record<string, unknown>,
+  configPath: string,
+  exists: (path: string) => boolean = existsSync,
+): Record<string, unknown> {
+  const base = dirname(resolvePath(configPath));
+  const out = structuredClone(raw);
+  for (const { path, when } of INPUT_PATHS) {
+    let parent: unknown = out;
+    for (const key of path.slice(0, -1)) parent = isMapping(parent) ? parent[key] : undefined;
+    if (!isMapping(parent)) continue;
+    const key = path[path.length - 1]!;
+    const value = parent[key];
+    if (typeof value !== 'string' || value === '' || isAbsolute(value) || (when && !when(parent))) continue;
+    const beside = resolvePath(base, value);
+    parent[key] = exists(beside) || !exists(value) ? beside : resolvePath(value);
+  }
+  return out;
 }

@@ -122,7 +122,7 @@ describe('progress', () => {
   });
 
   it("keeps a slide run's configured ports over the environment's, and refuses settings the run would ignore, by name", async () => {
-    const { runAdapters } = await import('./run');
+    const { runAdapters } = await import('./session');
     const environment = {
       searchEngine: { type: 'sqlite-fts' as const, dbPath: 'slides.sqlite' },
       imageOps: { type: 'sharp' as const },
@@ -141,11 +141,14 @@ describe('progress', () => {
     expect(() => parseRunConfig({ ...dataset, corpus: { decks: 3 } })).toThrow(
       /config: corpus.*offline slide environment/,
     );
-    expect(() => parseRunConfig({ ...dataset, sft: { epochs: 1 } })).toThrow(
-      /config: sft.*offline slide environment/,
-    );
-    expect(() => parseRunConfig({ ...dataset, evaluation: { split: 'test' } })).toThrow(
-      /config: evaluation\.split/,
+    // Issue 25: a run on your own data has a warm start (sft) and splits; the slide oracle's own settings it would ignore.
+    expect(parseRunConfig({ ...dataset, sft: { epochs: 1 } }).sft).toMatchObject({
+      epochs: 1,
+      keepPerQuestion: 1,
+    });
+    expect(parseRunConfig({ ...dataset, evaluation: { split: 'test' } }).evaluation.split).toBe('test');
+    expect(() => parseRunConfig({ ...dataset, sft: { vagueRate: 0.5 } })).toThrow(
+      /config: sft\.vagueRate.*slide oracle/,
     );
     expect(() => parseRunConfig({ searcher: { adapters: { store: { type: 'memory' } } } })).toThrow(
       /config: searcher\.adapters\.store.*run folder/,

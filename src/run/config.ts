@@ -10,8 +10,11 @@ import { SFT_RUN } from './checkpoints';
 import { trainerSettingsSchema } from './trainer';
 import { issueFields, positiveInt } from '../provider-utils/settings';
 import type { TfjsPolicySettings } from '../adapters/tfjs/settings';
-import { applyOverrides, parseOverrides, readConfigFile } from './config-file';
+import { applyOverrides, parseOverrides, readConfigFile, resolveInputPaths } from './config-file';
 import { trackerConfigSchema } from '../tracker-config';
+import { COMPACT_INSTRUCTIONS, datasetSchema, SLIDE_SFT_FIELDS, sftSchema } from './config-sections';
+
+export { COMPACT_INSTRUCTIONS } from './config-sections';
 
 const unit = () => z.number().min(0).max(1);
 
@@ -85,55 +88,6 @@ const corpusSchema = z
   })
   .strict()
   .describe('The offline slide environment (runs without a `dataset`).');
-
-const sftSchema = z
-  .object({
-    demonstrations: z
-      .number()
-      .int()
-      .min(0)
-      .default(2000)
-      .describe('Training questions demonstrated by the scripted oracle (0: no warm start).'),
-    epochs: positiveInt().default(6),
-    batchSize: positiveInt()
-      .default(8)
-      .describe(
-        'Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).',
-      ),
-    learningRate: z.number().positive().default(3e-3),
-    vagueRate: unit()
-      .default(0.55)
-      .describe(
-        'Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.',
-      ),
-    skipCropRate: unit().default(0.6),
-    skipResearchRate: unit()
-      .default(0.6)
-      .describe('Share of pages without the asked fact after which the demonstration does not search again.'),
-  })
-  .strict()
-  .describe("The warm start of a slide run: SFT on the oracle's demonstrations.");
-
-const datasetSchema = z
-  .object({
-    path: z
-      .string()
-      .min(1)
-      .describe(
-        'Questions: JSONL ({uid|id, question, reference|answer, golden|goldenBasenames: page basenames}) or Parquet in the verl/Search-R1 layout.',
-      ),
-    format: z.enum(['auto', 'jsonl', 'parquet']).default('auto').describe('`auto`: by the file extension.'),
-    evalPath: z
-      .string()
-      .min(1)
-      .nullable()
-      .default(null)
-      .describe('Questions to evaluate on (same formats); `null`: the training questions.'),
-  })
-  .strict()
-  .describe(
-    'Your own questions (then the pages come from `searcher.adapters.searchEngine`); without it, the offline slide environment.',
-  );
 
 /**
  * The Searcher of a run. Rollouts of slide runs at temperature 0.7: the warm start copies names
@@ -244,14 +198,16 @@ export const runConfigObjectSchema = z
       // gets SEARCHER_DEFAULTS.dataset (withKindDefaults fills the section before this applies).
       .prefault(SEARCHER_DEFAULTS.slides)
       .describe(
-        "Without this section, a slide run uses the defaults shown; a run on your own data uses instructions null (the protocol's, about 480 tokens: set '' for a small policy of your own), maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4. A partial section keeps these for the fields it does not set.",
+        "Without this section, a slide run uses the defaults shown; a run on your own data uses maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4, and instructions: one line naming the actions for the run's own policy (the protocol's, about 480 tokens, cannot fit its context; null asks for them), the protocol's for a named policy. A partial section keeps these for the fields it does not set.",
       ),
     evaluation: z
       .object({
         split: z
           .enum(['train', 'validation', 'test'])
           .optional()
-          .describe('Slide runs: the split evaluated (default `test`).'),
+          .describe(
+            'The split evaluated: slide runs default to `test`; on your own data, the rows of that split (validation: `dataset.evalPath` where set), by default the evaluation questions.',
+          ),
         limit: positiveInt().nullable().default(null).describe('Questions evaluated (`null`: all).'),
         temperature: z.number().min(0).default(0),
       })
@@ -304,28 +260,39 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
       'searcher.adapters.policy names the policy, so the run has no tfjs policy of its own to configure; remove `policy`',
     );
   if (dataset) {
-    for (const field of ['corpus', 'sft'] as const)
-      if (input[field] !== undefined)
-        refuse(
-          [field],
-          `belongs to the offline slide environment; a run on your own data (dataset) does not use it`,
-        );
-    if (isMapping(input.evaluation) && input.evaluation.split !== undefined)
+    if (input.corpus !== undefined)
       refuse(
-        ['evaluation', 'split'],
-        'a run on your own data evaluates dataset.evalPath (or dataset.path); remove it',
+        ['corpus'],
+        'belongs to the offline slide environment; a run on your own data (dataset) does not use it',
       );
+    // Refused when set to anything but the default (a run folder's config.json holds the defaults).
+    if (isMapping(input.sft))
+      for (const field of SLIDE_SFT_FIELDS)
+        if (input.sft[field] !== undefined && input.sft[field] !== sftSchema.shape[field].parse(undefined))
+          refuse(
+            ['sft', field],
+            "belongs to the slide oracle's demonstrations; a run on your own data keeps the demonstrator's successful episodes only (sft.keepPerQuestion)",
+          );
   } else {
     out.corpus ??= {};
-    if (initFrom && input.sft !== undefined)
-      refuse(['sft'], 'the warm start is skipped when policy.initFrom names a checkpoint; remove `sft`');
-    if (!initFrom && !namedPolicy) out.sft ??= {};
     out.evaluation = { split: 'test', ...(isMapping(input.evaluation) ? input.evaluation : {}) };
   }
+  if (initFrom && input.sft !== undefined)
+    refuse(['sft'], 'the warm start is skipped when policy.initFrom names a checkpoint; remove `sft`');
+  if (!initFrom && !namedPolicy) out.sft ??= {};
   if (!namedPolicy) out.policy ??= {};
   // A partial `searcher` block merges with the kind's defaults (those `train --help` lists), section
   // by section: `searcher: {rl: {nAgent: 4}}` keeps the run's episode settings, not the core's.
-  const defaults = SEARCHER_DEFAULTS[dataset ? 'dataset' : 'slides'];
+  let defaults: Record<string, Record<string, unknown>> = SEARCHER_DEFAULTS[dataset ? 'dataset' : 'slides'];
+  if (dataset && !namedPolicy) {
+    // A small policy of the run's own: one line of instructions, not the protocol's (which cannot fit its context).
+    const episode = isMapping(searcher?.episode) ? searcher.episode : {};
+    const mode = episode.mode === 'answer' ? 'answer' : 'searcher';
+    defaults = {
+      ...defaults,
+      episode: { ...SEARCHER_DEFAULTS.dataset.episode, instructions: COMPACT_INSTRUCTIONS[mode] },
+    };
+  }
   if (searcher === undefined) out.searcher = defaults;
   else if (isMapping(input.searcher)) {
     const merged: Record<string, unknown> = { ...input.searcher };
@@ -406,7 +373,8 @@ export async function loadRunConfig(
   options: { overrides?: readonly string[] } = {},
 ): Promise<RunConfig> {
   const overrides = parseOverrides(options.overrides ?? []);
-  const raw = path === null ? {} : await readConfigFile(path);
+  // Paths in the file are the file's (resolveInputPaths); those given as arguments the working directory's.
+  const raw = path === null ? {} : resolveInputPaths(await readConfigFile(path), path);
   try {
     return parseRunConfig(applyOverrides(raw, overrides), path ?? 'config');
   } catch (error) {

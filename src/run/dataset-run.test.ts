@@ -10,6 +10,7 @@ import { readSftDataset } from '../adapters/store/parquet/index';
 import { curateCommand } from '../cli/curate';
 import { cliRunOptions } from '../cli/progress';
 import { parseRunConfig } from './config';
+import { resolveInputPaths } from './config-file';
 import { trainRun } from './run';
 import { readPromptDataset } from './dataset';
 import { writeReport } from './report/report';
@@ -22,8 +23,11 @@ const lines: string[] = [];
 const context = cliRunOptions((line: string) => lines.push(line), { write: () => true, isTTY: false });
 // biome-ignore lint/suspicious/noExplicitAny: the example YAML is edited field by field below.
 type RawConfig = Record<string, any>;
-const exampleConfig = async (name: string) =>
-  parseYaml(await readFile(new URL(`../../examples/own-data/${name}`, import.meta.url), 'utf8')) as RawConfig;
+const exampleConfig = async (name: string) => {
+  const path = new URL(`../../examples/own-data/${name}`, import.meta.url);
+  // The example's paths are the file's, as loadRunConfig reads them.
+  return resolveInputPaths(parseYaml(await readFile(path, 'utf8')), path.pathname) as RawConfig;
+};
 const tiny = (raw: RawConfig, runId: string) => ({
   ...raw,
   runsDir: dir,
@@ -127,6 +131,8 @@ describe('train on your own questions and pages', () => {
         /config: policy.*searcher\.adapters\.policy names the policy/,
       );
       delete (raw as Record<string, unknown>).policy;
+      // A named policy gets the protocol's instructions unless told otherwise; this scripted one needs none.
+      raw.searcher.episode = { ...raw.searcher.episode, instructions: '' };
       const result = await trainRun(parseRunConfig(raw), context);
       expect(generator.requests.length).toBeGreaterThan(0);
       expect(judge.requests.length).toBe(generator.requests.length);

@@ -28,12 +28,27 @@ export function promptFromJsonRow(row: Record<string, unknown>, index: number): 
     str(row.reference) ??
     str(row.answer) ??
     (Array.isArray(row.golden_answers) ? (row.golden_answers as string[]).join(' | ') : undefined);
+  const split = str(row.split);
   return {
     uid: str(row.uid) ?? str(row.id) ?? `row_${index}`,
     question,
     ...(reference !== undefined && { reference }),
     ...(goldenList.length > 0 && { goldenBasenames: goldenList }),
+    ...(split !== undefined && { metadata: { split } }),
   };
+}
+
+export type DatasetSplit = 'train' | 'validation' | 'test';
+
+/** A row's split (JSONL `split`, Parquet `extra_info.split`), with the common spellings (`val`, `dev`, `valid`) read as validation. */
+export function splitOf(prompt: PromptRecord): DatasetSplit | null {
+  const split = (prompt.metadata as { split?: unknown } | undefined)?.split;
+  if (typeof split !== 'string') return null;
+  const name = split.trim().toLowerCase();
+  if (name === 'train' || name === 'training') return 'train';
+  if (['validation', 'valid', 'val', 'dev'].includes(name)) return 'validation';
+  if (name === 'test') return 'test';
+  return null;
 }
 
 /** Reads a dataset of questions (JSONL or verl/Search-R1 Parquet) and checks it before anything runs. */

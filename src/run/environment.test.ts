@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolvePorts } from '../container';
 import { parseRunConfig } from './config';
-import { openRun } from './run';
+import { openRun } from './session';
 
 const dirs: string[] = [];
 afterAll(async () => {

@@ -1,5 +1,7 @@
 import { createScriptedPolicy } from '../adapters/scripted-policy/index';
 import type { AdaptersConfigInput, SearcherConfig } from '../config';
+import { InvalidArgumentError } from '../core/errors';
+import type { SearcherPorts } from '../searcher';
 import { runEpisodes } from '../core/episode/run-episodes';
 import type { Tokenizer } from '../ports/types';
 import { createRandom, permutation, RANDOM_STREAMS } from '../core/random';
@@ -13,7 +15,8 @@ import { createOracleScript } from '../env/slides/oracle';
 import type { ImageOps } from '../ports/image-ops';
 import type { SearchEngine } from '../ports/search-engine';
 import type { RunConfig } from './config';
-import { readPromptDataset } from './dataset';
+import { type DatasetSplit, readPromptDataset, splitOf } from './dataset';
+import { DEMONSTRATION_ATTEMPTS, harvestDemonstrations } from './demonstrator';
 import { progressOf, type RunOptions } from './progress';
 
 /**
@@ -36,13 +39,17 @@ export interface RunEnvironment {
     prompts: readonly PromptRecord[];
     storeRun: string;
   };
-  /** The warm start's demonstrations: the slide oracle's episodes on `count` training questions (slide runs only). */
+  /**
+   * The warm start's demonstrations on (at most) `count` training questions: the slide oracle's
+   * episodes, or on your own data the demonstrator's successful episodes (`harvestDemonstrations`).
+   */
   demonstrations:
     | ((
         count: number,
         tokenizer: Tokenizer,
-        ports: { searchEngine: SearchEngine; imageOps: ImageOps },
+        ports: Omit<SearcherPorts, 'policy'> & { searchEngine: SearchEngine; imageOps: ImageOps },
         episode: SearcherConfig['episode'],
+        options?: RunOptions,
       ) => Promise<Trajectory[]>)
     | null;
   /** Where the pages are, for the summary and the report's episode browser. */
@@ -131,35 +138,88 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
       (p) =>
         p.steps > 0 && p.weights !== 'phase1' && (typeof p.weights === 'string' || p.weights.judge !== 0),
     );
-  const train = await readPromptDataset(dataset.path, dataset.format, { needsReference });
-  const evaluated =
+  const rows = await readPromptDataset(dataset.path, dataset.format, { needsReference });
+  const evalFile =
     dataset.evalPath === null
-      ? train
+      ? null
       : await readPromptDataset(dataset.evalPath, dataset.format, { needsReference });
-  options.onLog?.(`dataset: ${train.length} questions (${dataset.path}), evaluation ${evaluated.length}`);
+  // Rows marked validation or test are held out, unless every row is (a file of one split is the user's training set).
+  const heldOut = rows.filter((p) => splitOf(p) === 'validation' || splitOf(p) === 'test');
+  const train = heldOut.length < rows.length ? rows.filter((p) => !heldOut.includes(p)) : rows;
+  const held = heldOut.length < rows.length ? heldOut : [];
+  const bySplit = (split: DatasetSplit) => held.filter((p) => splitOf(p) === split);
+  const splits: Record<DatasetSplit, { label: string; prompts: readonly PromptRecord[] } | null> = {
+    train: { label: `${dataset.path} (train)`, prompts: train },
+    validation: evalFile
+      ? { label: dataset.evalPath!, prompts: evalFile }
+      : bySplit('validation').length > 0
+        ? { label: `${dataset.path} (validation)`, prompts: bySplit('validation') }
+        : null,
+    test: bySplit('test').length > 0 ? { label: `${dataset.path} (test)`, prompts: bySplit('test') } : null,
+  };
+  // Without a split asked for: the evaluation file, else the held-out rows (test first), else the training questions.
+  const evaluated = evalFile
+    ? { label: dataset.evalPath!, prompts: evalFile }
+    : (splits.test ?? splits.validation ?? { label: dataset.path, prompts: train });
+  options.onLog?.(
+    `dataset: ${train.length} training questions (${dataset.path}${held.length > 0 ? `; ${held.length} held out by its split column` : ''}), evaluation ${evaluated.prompts.length} (${evaluated.label})`,
+  );
   const engine = config.searcher.adapters.searchEngine;
   const pagesDir = engine?.type === 'sqlite-fts' ? (engine.pagesDir ?? null) : null;
-  const trainUids = new Set(train.map((p) => p.uid));
+  const all: PromptRecord[] = [];
+  const seen = new Set<string>();
+  for (const p of [...rows, ...(evalFile ?? [])])
+    if (!seen.has(p.uid)) {
+      seen.add(p.uid);
+      all.push(p);
+    }
+  const instructions = config.searcher.episode.instructions ?? '';
   return {
     kind: 'dataset',
     train,
-    all: dataset.evalPath === null ? train : [...train, ...evaluated.filter((p) => !trainUids.has(p.uid))],
-    vocabulary: () => datasetVocabulary([...train, ...evaluated]),
+    all,
+    vocabulary: () => datasetVocabulary(all, instructions),
     adapters: {},
-    evaluation: () => ({
-      label: dataset.evalPath ?? dataset.path,
-      prompts: evaluated,
-      storeRun: 'eval-dataset',
-    }),
-    demonstrations: null,
+    evaluation: (split) => {
+      if (split === undefined) return { ...evaluated, storeRun: 'eval-dataset' };
+      const chosen = splits[split];
+      if (!chosen)
+        throw new InvalidArgumentError({
+          argument: 'evaluation.split',
+          message: `'${dataset.path}' has no ${split} questions (eval --split ${split}): give its rows a split column ('split' in JSONL, extra_info.split in Parquet)${split === 'validation' ? ' or set dataset.evalPath' : ''}`,
+        });
+      return { ...chosen, storeRun: `eval-${split}` };
+    },
+    demonstrations: config.sft
+      ? async (count, tokenizer, ports, episode, runOptions = options) => {
+          const sft = config.sft!;
+          const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions))
+            .slice(0, count)
+            .map((i) => train[i]!);
+          const { adapters: _adapters, ...sections } = config.searcher;
+          const result = await harvestDemonstrations({
+            prompts: questions,
+            ports,
+            tokenizer,
+            searcher: { ...sections, episode },
+            keepPerQuestion: sft.keepPerQuestion,
+            options: runOptions,
+          });
+          runOptions.onLog?.(
+            `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (the demonstrator: ${DEMONSTRATION_ATTEMPTS} searches a question with its own words, ${result.episodes} episodes; kept where ${result.criterion})`,
+          );
+          return result.trajectories;
+        }
+      : null,
     corpus: { slidesDir: pagesDir },
     dbPath: engine?.type === 'sqlite-fts' ? engine.dbPath : null,
   };
 }
 
-/** The words of the questions and references: the vocabulary tokenizer's tokens. */
-function datasetVocabulary(prompts: readonly PromptRecord[]): string[] {
+/** The words of the questions, references and instructions: the vocabulary tokenizer's tokens. */
+function datasetVocabulary(prompts: readonly PromptRecord[], instructions: string): string[] {
   const words = new Set<string>();
+  for (const w of instructions.match(/[\p{L}\p{N}]+/gu) ?? []) words.add(w);
   for (const p of prompts)
     for (const text of [p.question, p.reference ?? '', ...(p.goldenBasenames ?? [])])
       for (const w of text.match(/[\p{L}\p{N}]+/gu) ?? []) words.add(w);

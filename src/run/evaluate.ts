@@ -1,6 +1,7 @@
 import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
 import { mean } from '../core/stats';
+import { checkAnswerCorrectness } from '../core/reward/search-r1';
 import type { SearcherConfigInput } from '../config';
 import type { Searcher } from '../searcher';
 import type { RunConfig } from './config';
@@ -12,8 +13,10 @@ export interface EvalSummary {
   /** The split (slide runs) or the dataset file evaluated. */
   split: string;
   questions: number;
-  /** Share of questions the judge scored >= 0.5. */
+  /** Share of questions the judge scored >= 0.5 (answer mode, `reward.scheme: search-r1`: whose own answer Search-R1's check finds right). */
   judgeSuccess: number;
+  /** What `judgeSuccess` counts: the judge's score, or (answer mode) the policy's own answer by Search-R1's check. */
+  successBy?: 'judge' | 'answer';
   ndcg: number;
   completion: number;
   /** Judge success on questions whose answer is in small print (crops needed); null without such questions. */
@@ -36,19 +39,26 @@ function summarise(
   label: string,
   questions: readonly PromptRecord[],
   trajectories: readonly Trajectory[],
+  scheme: RunConfig['searcher']['reward']['scheme'] = 'searcher',
 ): EvalSummary {
   const small = new Set(
     questions
       .filter((q) => (q.metadata as { small?: unknown } | undefined)?.small === true)
       .map((q) => q.uid),
   );
-  const success = (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
+  // Answer mode has no judge: the policy's own answer is checked as Search-R1's reward checks it (1 or more: right).
+  const success =
+    scheme === 'search-r1'
+      ? (t: Trajectory) =>
+          t.reference !== null && checkAnswerCorrectness(t.finalAnswer, t.reference) >= 1 ? 1 : 0
+      : (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
   const smallOnes = trajectories.filter((t) => small.has(t.promptUid));
   const cropped = (t: Trajectory) => (t.turns.some((turn) => turn.crop) ? 1 : 0);
   return {
     split: label,
     questions: trajectories.length,
     judgeSuccess: mean(trajectories.map(success)),
+    ...(scheme === 'search-r1' && { successBy: 'answer' as const }),
     ndcg: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
     completion: mean(trajectories.map((t) => (t.terminated === 'complete' ? 1 : 0))),
     smallPrintSuccess: smallOnes.length === 0 ? null : mean(smallOnes.map(success)),
@@ -85,8 +95,10 @@ export async function evaluate(
     trajectories.push(...batch.episodes.map((e) => e.trajectory));
     progress.update(Math.min(questions.length, start + chunk));
   }
-  const summary = summarise(label, questions, trajectories);
-  progress.done(`judge success ${pct(summary.judgeSuccess)}`);
+  const summary = summarise(label, questions, trajectories, config.searcher.reward.scheme);
+  progress.done(
+    `${summary.successBy === 'answer' ? 'answer' : 'judge'} success ${pct(summary.judgeSuccess)}`,
+  );
   return summary;
 }
 
@@ -98,5 +110,5 @@ export function describeEval(summary: EvalSummary): string {
     summary.smallPrintSuccess === null
       ? ''
       : `, small print ${pct(summary.smallPrintSuccess)} (cropped ${pct(summary.smallPrintCropRate)})`;
-  return `judge success ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}`;
+  return `${summary.successBy === 'answer' ? 'answer success' : 'judge success'} ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}`;
 }

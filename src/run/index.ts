@@ -1,7 +1,7 @@
 // searcher-rl/run: the run as a library (the main job and everything around a run folder). The
 // root export keeps its entry points (`trainRun`, `evalRun`, `parseRunConfig`, ...); this subpath
 // adds the pieces a caller composes their own run from.
-export { openRun, type RunSession, type RunPolicyStart } from './run';
+export { openRun, type RunSession, type RunPolicyStart } from './session';
 export { describeEval } from './evaluate';
 export { prepareEnvironment, type RunEnvironment } from './environment';
 export {

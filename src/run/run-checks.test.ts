@@ -58,9 +58,15 @@ describe('a run writes nothing until it is checked', () => {
     expect(await folders()).not.toContain('bad-data');
   }, 120_000);
 
-  it("the config trap: the protocol's instructions (a run on your own data without instructions) do not fit a 256-token policy; refused before the run starts, naming the fields to change", async () => {
+  it("the config trap: the protocol's instructions (searcher.episode.instructions null) do not fit a 256-token policy; refused before the run starts, naming the fields to change", async () => {
+    // Issue 25: without instructions a run of its own policy on your data now gets one line that fits
+    // (COMPACT_INSTRUCTIONS); the protocol's own, asked for by null, still cannot fit and is refused.
     const error = await trainRun(
-      parseRunConfig(ownData('trap', { searcher: { rl: { nAgent: 2 } } as RunConfigInput['searcher'] })),
+      parseRunConfig(
+        ownData('trap', {
+          searcher: { rl: { nAgent: 2 }, episode: { instructions: null } } as RunConfigInput['searcher'],
+        }),
+      ),
       quiet,
     ).catch((e: unknown) => e);
     expect(ConfigValidationError.isInstance(error)).toBe(true);

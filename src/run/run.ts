@@ -1,53 +1,32 @@
-import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { withEnvironmentAdapters, type AdaptersConfigInput, type SearcherConfigInput } from '../config';
-import {
-  closeSearcherContainer,
-  createSearcherContainer,
-  resolvePorts,
-  resolveSearcher,
-  TOKENS,
-  type SearcherContainer,
-} from '../container';
-import { InvalidArgumentError } from '../core/errors';
+import { resolvePorts } from '../container';
+import { AbortedError } from '../core/errors';
 import { episodeContextTokens } from '../core/episode/config';
 import { eventRecord } from '../core/events';
 import { createRandom, RANDOM_STREAMS } from '../core/random';
 import { runSft, sftExamples } from '../core/rl/policy-update';
-import type { PolicyBackend, PolicyCheckpoint } from '../ports/policy-backend';
-import type { Store } from '../ports/store';
-import type { Searcher } from '../searcher';
+import type { PolicyBackend } from '../ports/policy-backend';
+import { readLatestCheckpoint, SFT_RUN, writePolicyCheckpoint } from './checkpoints';
+import { resolveRollouts, type RunConfig } from './config';
 import {
-  checkpointVocabulary,
-  readFirstCheckpoint,
-  readLatestCheckpoint,
-  SFT_RUN,
-  writePolicyCheckpoint,
-} from './checkpoints';
-import { resolveRollouts, runPolicySettings, type RunConfig } from './config';
-import { prepareEnvironment, type RunEnvironment } from './environment';
-import { checkPromptsFit } from './fit';
-import {
-  commitRunFolder,
   existingRunFolder,
   EVAL_AFTER,
   EVAL_BEFORE,
   planRunFolder,
-  type PlannedRunFolder,
   readJsonFile,
   readRunFolderConfig,
   RUN_FILES,
   runStore,
   writeJsonAtomic,
 } from './folder';
-import { describeEval, evaluate, pct, type EvalSummary } from './evaluate';
+import { describeEval, pct, type EvalSummary } from './evaluate';
 import { progressOf, redactedRunOptions, type RunOptions } from './progress';
-
 import type { StepMetrics } from './step-metrics';
 import { describeRetention } from './retention';
 import { createTrainer } from './trainer';
 import { describeTrackers, openRunTrackers, phaseOffsets } from './trackers';
-import { AbortedError } from '../core/errors';
+import { createPhaseWatch } from './phase-watch';
+import { openRun, resetPolicyOptimizer, type RunSession } from './session';
 
 export interface TrainRunResult {
   runId: string;
@@ -55,215 +34,42 @@ export interface TrainRunResult {
   before: EvalSummary;
   after: EvalSummary;
   steps: Array<StepMetrics & { phase: string }>;
+  /** What the run warned about (a warm start without demonstrations, a phase that could not learn), also in summary.json. */
+  warnings: string[];
 }
 
 /**
- * An open run: its folder, environment, composition root (every port, the policy included) and
- * store. `trainRun` and `evalRun` are built on it; so are curation's closed loop and the benches.
+ * The SFT warm start: the environment's demonstrations, SFT, a checkpoint in store run `sft`. Once
+ * per run folder. Returns whether the policy was trained, or the warning saying why not.
  */
-export interface RunSession {
-  config: RunConfig;
-  runId: string;
-  runDir: string;
-  env: RunEnvironment;
-  container: SearcherContainer;
-  store: Store;
-  policy: PolicyBackend;
-  /** Where the policy's weights came from: `fresh`, a store run's checkpoint, or the named adapter. */
-  policyFrom: string;
-  /** A Searcher over the run's ports with these overrides of the run's `searcher` sections. */
-  searcher(overrides?: Omit<SearcherConfigInput, 'adapters'>): Promise<Searcher>;
-  /** One rollout per question at the evaluation temperature, recorded as store run `storeRun`. */
-  evaluate(
-    storeRun: string,
-    split?: RunConfig['evaluation']['split'],
-    options?: RunOptions,
-  ): Promise<EvalSummary>;
-  close(): Promise<void>;
-}
-
-/** What `openRun` loads into the run's own policy: nothing (fresh weights), or the latest checkpoint among store runs. */
-export type RunPolicyStart = { kind: 'fresh' } | { kind: 'latest'; storeRuns: readonly string[] };
-
-/**
- * Starts a new optimizer with these settings where the policy has one (the tfjs policy's
- * `resetOptimizer`; not a port method: a scripted or ONNX policy has no optimizer).
- */
-export function resetPolicyOptimizer(
-  policy: PolicyBackend,
-  settings: { learningRate: number; warmupSteps: number },
-): void {
-  (policy as { resetOptimizer?: (s: typeof settings) => void }).resetOptimizer?.(settings);
-}
-
-/**
- * Whether `policy.initFrom` names a Hugging Face model folder (a `config.json` in it: GPT-2,
- * DistilGPT-2, a checkpoint's `policy/` folder) rather than `RUN_DIR/STORE_RUN`.
- */
-export async function isModelFolder(path: string): Promise<boolean> {
-  return stat(join(path, 'config.json')).then(
-    (s) => s.isFile(),
-    () => false,
-  );
-}
-
-/** A store run named `RUN_DIR/STORE_RUN` (`policy.initFrom`): its latest checkpoint. */
-async function readNamedCheckpoint(
-  reference: string,
-): Promise<{ key: string; checkpoint: PolicyCheckpoint }> {
-  const at = reference.lastIndexOf('/');
-  if (at <= 0)
-    throw new InvalidArgumentError({
-      argument: 'policy.initFrom',
-      message: `expected RUN_DIR/STORE_RUN, got '${reference}'`,
-    });
-  const runId = reference.slice(at + 1);
-  const found = await readLatestCheckpoint(runStore(reference.slice(0, at)), runId);
-  if (!found)
-    throw new InvalidArgumentError({
-      argument: 'policy.initFrom',
-      message: `'${reference}' has no checkpoint`,
-    });
-  return { key: `${runId}/${found.key}`, checkpoint: found.checkpoint };
-}
-
-/**
- * The run's own policy as the composition root's `adapters.policy`: the tfjs transformer of
- * `config.policy`, with the tokenizer of its checkpoint or of the environment's words; or, started
- * from a Hugging Face folder, the folder's model and tokenizer (its checkpoints then load into that).
- */
-async function runPolicyAdapter(
-  config: RunConfig,
-  env: RunEnvironment,
-  checkpoint: PolicyCheckpoint | null,
-): Promise<NonNullable<AdaptersConfigInput['policy']>> {
-  const policy = config.policy!;
-  if (policy.initFrom && (await isModelFolder(policy.initFrom))) {
-    const { model: _model, ...settings } = await runPolicySettings(policy, config.seed);
-    return {
-      type: 'tfjs',
-      ...settings,
-      initFrom: policy.initFrom,
-      optimizer: { learningRate: config.sft?.learningRate ?? 1e-3, weightDecay: 0 },
-    };
-  }
-  const words = checkpoint
-    ? checkpointVocabulary(checkpoint)
-    : policy.tokenizer === 'vocabulary'
-      ? env.vocabulary()
-      : null;
-  return {
-    type: 'tfjs',
-    ...(await runPolicySettings(policy, config.seed)),
-    optimizer: { learningRate: config.sft?.learningRate ?? 1e-3, weightDecay: 0 },
-    tokenizer: words ? { kind: 'vocabulary', words } : { kind: 'protocol' },
-  };
-}
-
-/**
- * The run's ports as the composition root's `adapters`: those `searcher.adapters` sets (a judge, a
- * generator, a search engine of your own), the environment's for the rest, and the run's own
- * policy unless `searcher.adapters.policy` names one.
- */
-export function runAdapters(
-  config: RunConfig,
-  environment: AdaptersConfigInput,
-  ownPolicy: AdaptersConfigInput['policy'] | null,
-): AdaptersConfigInput {
-  return {
-    ...withEnvironmentAdapters(environment, config.searcher.adapters),
-    ...(ownPolicy && { policy: ownPolicy }),
-  };
-}
-
-/**
- * Opens a run folder with its environment and ports: the environment's adapters for the ports
- * `searcher.adapters` leaves unset, the run's own tfjs policy (or the one `searcher.adapters.policy`
- * names), the run folder as the store; all built by the composition root. Everything is checked
- * before the folder is written (a new or planned folder gets its `config.json` last): the data,
- * the checkpoint to start from, and that the prompts fit the policy's context (checkPromptsFit).
- */
-export async function openRun(
-  config: RunConfig,
-  start: RunPolicyStart,
-  options: RunOptions = {},
-  folder?: { runId: string; runDir: string } | PlannedRunFolder,
-): Promise<RunSession> {
-  options = redactedRunOptions(options);
-  const planned = folder === undefined ? await planRunFolder(config) : 'exists' in folder ? folder : null;
-  const { runId, runDir } = planned ?? folder!;
-  const env = await prepareEnvironment(config, options);
-  const store = runStore(runDir);
-  let checkpoint: { from: string; checkpoint: PolicyCheckpoint } | null = null;
-  if (!config.searcher.adapters.policy && start.kind === 'latest') {
-    const found = await readFirstCheckpoint(store, start.storeRuns);
-    if (found) checkpoint = { from: `${found.runId}/${found.key}`, checkpoint: found.checkpoint };
-    else if (config.policy?.initFrom && (await isModelFolder(config.policy.initFrom))) {
-      // The policy is made from the folder (runPolicyAdapter): nothing to load into it.
-    } else if (config.policy?.initFrom) {
-      const named = await readNamedCheckpoint(config.policy.initFrom);
-      checkpoint = { from: named.key, checkpoint: named.checkpoint };
-    } else
-      throw new InvalidArgumentError({
-        argument: 'run',
-        message: `'${runDir}' has no checkpoint (train it first)`,
-      });
-  }
-  const adapters = runAdapters(
-    config,
-    env.adapters,
-    config.searcher.adapters.policy
-      ? null
-      : await runPolicyAdapter(config, env, checkpoint?.checkpoint ?? null),
-  );
-  const searcherConfig: SearcherConfigInput = { ...config.searcher, adapters };
-  const container = createSearcherContainer(searcherConfig, { ports: { store } });
-  try {
-    // The policy first: the prompts' fit is checked before the other ports are built (a page index written).
-    checkPromptsFit(config, env.all, await container.getAsync<PolicyBackend>(TOKENS.PolicyBackend));
-    const { policy } = await resolvePorts(container);
-    if (checkpoint) await policy.load(checkpoint.checkpoint);
-    if (planned) await commitRunFolder(config, planned);
-    const policyFrom = config.searcher.adapters.policy
-      ? `searcher.adapters.policy (${config.searcher.adapters.policy.type})`
-      : (checkpoint?.from ??
-        (config.policy?.initFrom && start.kind === 'latest'
-          ? `${config.policy.initFrom} (model folder)`
-          : 'fresh'));
-    const session: RunSession = {
-      config,
-      runId,
-      runDir,
-      env,
-      container,
-      store,
-      policy,
-      policyFrom,
-      searcher: (overrides = {}) =>
-        resolveSearcher(container, { ...config.searcher, ...overrides, adapters }),
-      evaluate: (storeRun, split, evalOptions = options) => evaluate(session, storeRun, split, evalOptions),
-      close: () => closeSearcherContainer(container),
-    };
-    return session;
-  } catch (error) {
-    await closeSearcherContainer(container);
-    throw error;
-  }
-}
-
-/** The SFT warm start: the environment's demonstrations, SFT, a checkpoint in store run `sft`. Once per run folder. */
-async function warmStart(session: RunSession, options: RunOptions): Promise<void> {
+async function warmStart(
+  session: RunSession,
+  options: RunOptions,
+): Promise<{ trained: boolean; warning: string | null }> {
   const { config, policy, store, env } = session;
   const sft = config.sft;
-  if (!sft || sft.demonstrations === 0 || !env.demonstrations || config.searcher.adapters.policy) return;
+  if (!sft || sft.demonstrations === 0 || !env.demonstrations || config.searcher.adapters.policy)
+    return { trained: false, warning: null };
   const collectStarted = performance.now();
   const ports = await resolvePorts(session.container);
   // The oracle reports no context length: its episodes get the run policy's window, so that every
   // demonstration fits the model it trains (a null maxContextTokens would give them 8192).
-  const trajectories = await env.demonstrations(sft.demonstrations, policy.tokenizer, ports, {
-    ...config.searcher.episode,
-    maxContextTokens: episodeContextTokens(config.searcher.episode, policy),
-  });
+  const trajectories = await env.demonstrations(
+    sft.demonstrations,
+    policy.tokenizer,
+    ports,
+    {
+      ...config.searcher.episode,
+      maxContextTokens: episodeContextTokens(config.searcher.episode, policy),
+    },
+    options,
+  );
+  if (trajectories.length === 0)
+    return {
+      trained: false,
+      warning:
+        "warm start: no demonstration succeeded, so the policy starts RL from fresh weights and will rarely write a valid action. Likely cause (the demonstrations line says what counted as a success): the golden pages are not the index's page names, the pages do not hold the answers (a corpus that does not cover the questions), or the answers read from them were never judged right (the generator, the references); or start from a checkpoint (policy.initFrom)",
+    };
   const examples = sftExamples(trajectories);
   const collectSeconds = (performance.now() - collectStarted) / 1000;
   const sftStarted = performance.now();
@@ -290,6 +96,7 @@ async function warmStart(session: RunSession, options: RunOptions): Promise<void
     result.epochLoss.map((loss, epoch) => eventRecord(SFT_RUN, epoch + 1, { type: 'sft-epoch', loss })),
   );
   await writePolicyCheckpoint(store, SFT_RUN, 0, await policy.save());
+  return { trained: true, warning: null };
 }
 
 /**
@@ -332,6 +139,12 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         `policy: ${described.parameterCount} parameters on ${described.backend?.name} (rollouts: ${await resolveRollouts(config.policy!.rollouts)}, training: ${config.policy!.training}), vocabulary ${policy.tokenizer.vocabSize} tokens${config.policy!.initFrom ? ` (from ${config.policy!.initFrom})` : ''}`,
       );
     else options.onLog?.(`policy: ${policy.provider} (searcher.adapters.policy)`);
+    const warnings: string[] = [];
+    const warn = (line: string) => {
+      warnings.push(line);
+      options.onLog?.(`warning: ${line}`);
+    };
+    let warmStarted = warm !== null;
     if (warm) options.onLog?.(`SFT warm start: loaded ${SFT_RUN}/${warm.key}`);
     else if (config.policy?.initFrom) {
       options.onLog?.(`warm start: ${session.policyFrom}`);
@@ -340,7 +153,11 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         options.onLog?.(
           `the protocol tags are new tokens of its tokenizer (${added.length}, ids from ${policy.tokenizer.specialTokenId(added[0]!)}; embedding rows: the mean of their pieces')`,
         );
-    } else await warmStart(session, options);
+    } else {
+      const started = await warmStart(session, options);
+      warmStarted = started.trained;
+      if (started.warning) warn(started.warning);
+    }
     const beforePath = join(runDir, `${EVAL_BEFORE}.json`);
     let before = await readJsonFile<EvalSummary>(beforePath);
     if (!before) {
@@ -350,7 +167,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       trackers.logEvaluation(EVAL_BEFORE, 0, before);
     }
     options.onLog?.(
-      `before RL${session.env.kind === 'slides' && !config.policy?.initFrom ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
+      `before RL${warmStarted ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
     );
     const steps: TrainRunResult['steps'] = [];
     for (const phase of config.phases) {
@@ -375,14 +192,26 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         },
       });
       const progress = progressOf(options, phase.name, phase.steps);
+      const watch = createPhaseWatch(
+        { phase: phase.name, policyFrom: session.policyFrom, warmStarted },
+        phase.steps,
+      );
+      let dead = '';
       const result = await trainer.run({
         ...(options.signal && { signal: options.signal }),
-        onStep: (m) => {
+        onStep: (m, batch) => {
           steps.push({ ...m, phase: phase.name });
           trackers.logStep(phase.name, offsets.get(phase.name)! + m.step, m);
+          const warning = watch.observe(m.step, batch);
+          if (warning) {
+            warn(warning);
+            dead = warning.includes('no episode made a valid action')
+              ? ' (no valid action!)'
+              : ' (all rewards 0!)';
+          }
           progress.update(
             m.step,
-            `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}`,
+            `reward ${m.rewardMean?.toFixed(3) ?? 'missing'} success ${pct(m.successRate)} NDCG ${m.ndcgMean.toFixed(2)}${dead}`,
           );
         },
       });
@@ -403,9 +232,11 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       before,
       after,
       corpus: session.env.corpus,
+      ...(warnings.length > 0 && { warnings }),
     });
+    for (const line of warnings) options.onLog?.(`warning (also in ${RUN_FILES.summary}): ${line}`);
     status = 'finished';
-    return { runId, runDir, before, after, steps };
+    return { runId, runDir, before, after, steps, warnings };
   } catch (error) {
     if (options.signal?.aborted || AbortedError.isInstance(error)) status = 'killed';
     throw error;
@@ -419,8 +250,9 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
 
 /**
  * Evaluates a run folder's latest checkpoint (its last phase that saved one, else its warm start)
- * or the policy its `searcher.adapters.policy` names, on a split (slide runs) or its evaluation
- * questions; the summary is written to `<storeRun>.json` (`eval-<split>.json`, `eval-dataset.json`).
+ * or the policy its `searcher.adapters.policy` names, on a split (slide runs; on your own data the
+ * rows of that split, validation from `dataset.evalPath` where set) or its evaluation questions;
+ * the summary is written to `<storeRun>.json` (`eval-<split>.json`, `eval-dataset.json`).
  */
 export async function evalRun(
   runDir: string,
@@ -429,11 +261,6 @@ export async function evalRun(
 ): Promise<EvalSummary & { checkpoint: string }> {
   const options = redactedRunOptions(given);
   const base = await readRunFolderConfig(runDir);
-  if (overrides.split !== undefined && base.dataset)
-    throw new InvalidArgumentError({
-      argument: '--split',
-      message: `'${runDir}' is a run on your own data: it evaluates dataset.evalPath (or dataset.path), not a split`,
-    });
   const config: RunConfig = {
     ...base,
     evaluation: {

@@ -21,7 +21,8 @@ import type { Trajectory } from '../../src/core/trajectory/trajectory';
 import { readLatestCheckpoint } from '../../src/run/checkpoints';
 import { parseRunConfig } from '../../src/run/config';
 import { runStore } from '../../src/run/folder';
-import { openRun, trainRun } from '../../src/run/run';
+import { trainRun } from '../../src/run/run';
+import { openRun } from '../../src/run/session';
 
 const round = (row: Float32Array) => Array.from(row);
 

@@ -14,5 +14,7 @@ const sqliteFts = await loadWithOptionalPackages(
 export const createSqliteSearchEngine = sqliteFts.createSqliteSearchEngine;
 export const indexPages = sqliteFts.indexPages;
 export const indexPageFolder = sqliteFts.indexPageFolder;
+export const indexCorpusFile = sqliteFts.indexCorpusFile;
+export const inspectPageIndex = sqliteFts.inspectPageIndex;
 export type { SqliteSearchEngine, SqliteSearchSettings, PageRecord, IndexResult } from './sqlite-fts';
 export { sqliteSearchSettingsSchema } from './settings';

@@ -12,6 +12,7 @@ import {
   type SlideCorpus,
   type SlideCorpusSettings,
 } from './corpus';
+import { withFileLock } from './build-lock';
 import { perceivedSlideText, slideText } from './slide-text';
 
 const escapeXml = (text: string) =>
@@ -83,47 +84,51 @@ export async function buildSlideEnvironment(
   const marker = join(dir, 'complete.json');
   const corpusPath = join(dir, 'corpus.json');
   const slides = corpus.decks.flatMap((d) => d.slides);
-  let complete = false;
-  try {
-    complete = JSON.parse(await readFile(marker, 'utf8')).digest === digest;
-  } catch {
-    complete = false;
-  }
-  if (complete) {
-    const present = new Set(await readdir(slidesDir));
-    const missing = slides.filter((slide) =>
-      [
-        slide.basename,
-        slide.basename.replace(/\.png$/, '.txt'),
-        slide.basename.replace(/\.png$/, SHOWN_TEXT),
-      ].some((name) => !present.has(name)),
-    );
-    if (missing.length === 0) {
-      await indexPageFolder(dbPath, slidesDir, { shownTextExtension: SHOWN_TEXT });
-      return { corpus, slidesDir, dbPath, corpusPath, rebuilt: false };
+  await mkdir(cacheDir, { recursive: true });
+  // One build at a time per corpus: processes sharing the cache wait for it, then reuse it.
+  return withFileLock(`${dir}.lock`, async (): Promise<SlideEnvironment> => {
+    let complete = false;
+    try {
+      complete = JSON.parse(await readFile(marker, 'utf8')).digest === digest;
+    } catch {
+      complete = false;
     }
-  }
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(slidesDir, { recursive: true });
-  let done = 0;
-  // A few at a time: libvips renders on its own threads.
-  const queue = [...slides];
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      for (let slide = queue.shift(); slide; slide = queue.shift()) {
-        await writeFile(join(slidesDir, slide.basename), await renderSlide(slide));
-        await writeFile(join(slidesDir, slide.basename.replace(/\.png$/, '.txt')), slideText(slide));
-        await writeFile(
-          join(slidesDir, slide.basename.replace(/\.png$/, SHOWN_TEXT)),
-          perceivedSlideText(slide),
-        );
-        options.onProgress?.(++done, slides.length);
+    if (complete) {
+      const present = new Set(await readdir(slidesDir));
+      const missing = slides.filter((slide) =>
+        [
+          slide.basename,
+          slide.basename.replace(/\.png$/, '.txt'),
+          slide.basename.replace(/\.png$/, SHOWN_TEXT),
+        ].some((name) => !present.has(name)),
+      );
+      if (missing.length === 0) {
+        await indexPageFolder(dbPath, slidesDir, { shownTextExtension: SHOWN_TEXT });
+        return { corpus, slidesDir, dbPath, corpusPath, rebuilt: false };
       }
-    }),
-  );
-  await writeFile(corpusPath, JSON.stringify(corpus));
-  await indexPageFolder(dbPath, slidesDir, { shownTextExtension: SHOWN_TEXT });
-  // Written last: an interrupted build is redone next time.
-  await writeFile(marker, JSON.stringify({ digest, settings: corpus.settings }));
-  return { corpus, slidesDir, dbPath, corpusPath, rebuilt: true };
+    }
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(slidesDir, { recursive: true });
+    let done = 0;
+    // A few at a time: libvips renders on its own threads.
+    const queue = [...slides];
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let slide = queue.shift(); slide; slide = queue.shift()) {
+          await writeFile(join(slidesDir, slide.basename), await renderSlide(slide));
+          await writeFile(join(slidesDir, slide.basename.replace(/\.png$/, '.txt')), slideText(slide));
+          await writeFile(
+            join(slidesDir, slide.basename.replace(/\.png$/, SHOWN_TEXT)),
+            perceivedSlideText(slide),
+          );
+          options.onProgress?.(++done, slides.length);
+        }
+      }),
+    );
+    await writeFile(corpusPath, JSON.stringify(corpus));
+    await indexPageFolder(dbPath, slidesDir, { shownTextExtension: SHOWN_TEXT });
+    // Written last: an interrupted build is redone next time.
+    await writeFile(marker, JSON.stringify({ digest, settings: corpus.settings }));
+    return { corpus, slidesDir, dbPath, corpusPath, rebuilt: true };
+  });
 }

@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -90,6 +91,31 @@ describe('slide reader', () => {
 });
 
 describe('buildSlideEnvironment', () => {
+  it('builds once when several processes start on an empty cache at the same moment (two serve-env in one checkout)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-slides-race-'));
+    dirs.push(dir);
+    const settings = { seed: 5, decks: 3, minSlides: 5, maxSlides: 5, smallPrintRate: 0.5 };
+    const script = `import { buildSlideEnvironment } from ${JSON.stringify(join(import.meta.dirname, 'build.ts'))};
+const env = await buildSlideEnvironment(process.argv[2], JSON.parse(process.argv[3]));
+console.log(JSON.stringify({ rebuilt: env.rebuilt, dbPath: env.dbPath }));`;
+    const scriptPath = join(dir, 'build.mts');
+    await writeFile(scriptPath, script);
+    const tsx = join(import.meta.dirname, '../../../node_modules/.bin/tsx');
+    const run = () =>
+      new Promise<{ rebuilt: boolean; dbPath: string }>((resolve, reject) =>
+        execFile(tsx, [scriptPath, dir, JSON.stringify(settings)], { timeout: 120_000 }, (error, out, err) =>
+          error
+            ? reject(new Error(`${error.message}\n${err}`))
+            : resolve(JSON.parse(out.trim().split('\n').at(-1)!)),
+        ),
+      );
+    const results = await Promise.all([run(), run(), run()]);
+    expect(results.filter((r) => r.rebuilt)).toHaveLength(1);
+    const engine = createSqliteSearchEngine({ dbPath: results[0]!.dbPath });
+    expect((await engine.doSearch('revenue', { topK: 3 })).length).toBeGreaterThan(0);
+    engine.close();
+  }, 180_000);
+
   it('renders the slides, indexes them for BM25, and reuses the build', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-slides-'));
     dirs.push(dir);

@@ -8,6 +8,7 @@ import { curateCommand } from '../../cli/curate';
 import { InvalidArgumentError } from '../../core/errors';
 import { openSqlite } from '../../provider-utils/sqlite';
 import { parseRunConfig } from '../config';
+import { resolveInputPaths } from '../config-file';
 import { trainRun } from '../run';
 
 // Item 17 of issue 24: every curation command checks its options and inputs before it writes
@@ -44,9 +45,9 @@ async function refused(argv: string[], argument: string | RegExp) {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'curate-'));
-  const raw = parseYaml(
-    await readFile(new URL('../../../examples/own-data/config.yaml', import.meta.url), 'utf8'),
-  ) as RawConfig;
+  const example = new URL('../../../examples/own-data/config.yaml', import.meta.url);
+  // The example's paths are the file's (issue 25), as loadRunConfig reads them.
+  const raw = resolveInputPaths(parseYaml(await readFile(example, 'utf8')), example.pathname) as RawConfig;
   const { policy: _ownPolicy, ...rest } = raw;
   const config = parseRunConfig({
     ...rest,
@@ -55,6 +56,8 @@ beforeAll(async () => {
     phases: raw.phases.map((p: Record<string, unknown>) => ({ ...p, steps: 1 })),
     searcher: {
       ...raw.searcher,
+      // A named policy gets the protocol's instructions unless told otherwise; this scripted one needs none.
+      episode: { ...raw.searcher.episode, instructions: '' },
       adapters: {
         ...raw.searcher.adapters,
         searchEngine: { ...raw.searcher.adapters.searchEngine, dbPath: join(dir, 'pages.sqlite') },

@@ -46,9 +46,12 @@ async function questionsWithWrongGoldenPage(): Promise<string> {
 }
 
 async function dataRunConfig(runId: string, extra: RawConfig = {}) {
-  const raw = parseYaml(await readFile(join(example, 'config.yaml'), 'utf8')) as RawConfig;
+  const { sft, ...raw } = parseYaml(await readFile(join(example, 'config.yaml'), 'utf8')) as RawConfig;
   return parseRunConfig({
     ...raw,
+    // A run from a checkpoint has no warm start; otherwise no warm start either, as a fresh policy
+    // (the case of the issue: every question in bucket 0, where nothing was verified before).
+    ...(extra.policy?.initFrom ? {} : { sft: { ...sft, demonstrations: 0 } }),
     runsDir: join(dir, 'runs'),
     runId,
     dataset: { path: await questionsWithWrongGoldenPage() },
@@ -93,10 +96,11 @@ describe('a wrong golden page is caught by verification and kept out of round 1'
       label: 'GT_ERROR',
       detail: {
         goldenPages: ['initech_1.png'],
-        goldenAnswer: 'March 2020',
         reference: '4.5 billion dollars',
       },
     });
+    // What the generator read from Initech's page (the example's extractive reader) is not the reference.
+    expect(label('acme-revenue').detail.goldenAnswer).not.toMatch(/4\.5 billion/);
     expect(label('acme-headcount')).toMatchObject({ reason: 'bucket0_review', label: 'GT_OK' });
     expect(verdicts.bucket0).toMatchObject({ reviewed: 6 });
     expect(lines.some((l) => /bucket 0 reviewed with the golden page: 6, removed [1-6]/.test(l))).toBe(true);
@@ -252,8 +256,9 @@ async function scriptedRun(runId: string, scripts: string[][], searcher: RawConf
       searcher: {
         ...raw.searcher,
         ...searcher,
-        // Room for a whole scripted turn (the example's 24 tokens cut the longer ones).
-        episode: { ...raw.searcher.episode, maxTurnTokens: 48, ...searcher.episode },
+        // Room for a whole scripted turn (the example's 24 tokens cut the longer ones); no
+        // instructions (a named policy gets the protocol's, which do not fit the 256-token context).
+        episode: { ...raw.searcher.episode, maxTurnTokens: 48, instructions: '', ...searcher.episode },
         adapters: {
           ...raw.searcher.adapters,
           searchEngine: {

@@ -9,7 +9,7 @@ import { runSft, sftExamples } from '../../core/rl/policy-update';
 import { SFT_RUN, writePolicyCheckpoint } from '../checkpoints';
 import { clearStoreRun, existingRunFolder, readRunFolderConfig } from '../folder';
 import { progressOf, redactedRunOptions, type RunOptions } from '../progress';
-import { openRun, resetPolicyOptimizer, type RunSession } from '../run';
+import { openRun, resetPolicyOptimizer, type RunSession } from '../session';
 import { createTrainer } from '../trainer';
 import { loadEpisodes, runSetting, type RunSetting } from './data';
 import { distillRun, type CurationValues } from './distill';

@@ -87,7 +87,11 @@ export function promptFromRlRow(row: Record<string, unknown>, index: number): Pr
     question,
     ...(targets.length > 0 && { reference: targets.join(' | ') }),
     ...(golden.length > 0 && { goldenBasenames: golden }),
-    metadata: { dataSource: row.data_source ?? null, ...(targets.length > 1 && { references: targets }) },
+    metadata: {
+      dataSource: row.data_source ?? null,
+      ...(targets.length > 1 && { references: targets }),
+      ...(asString(extra.split) !== undefined && { split: asString(extra.split) }),
+    },
   };
 }
 

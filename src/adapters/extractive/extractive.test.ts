@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigValidationError } from '../../core/errors';
+import { createRuleJudge } from '../rule-judge/index';
+import { createExtractiveGenerator, extractAnswer } from './index';
+
+// The pages and questions of examples/own-data, which the extractive reader answers with no facts table.
+const PAGES: Record<string, string> = {
+  'acme_1.png': 'Acme Corp annual report 2019 overview of the year',
+  'acme_2.png': 'Acme revenue 2019 was 4.5 billion dollars up from 3.9 billion',
+  'acme_3.png': 'Acme employees 2019 headcount 12000 across 14 countries',
+  'globex_1.png': 'Globex history founded 1989 in Springfield by Hank Scorpio',
+  'globex_2.png': 'Globex products hammocks and doomsday devices sold worldwide',
+  'initech_1.png': 'Initech TPS report cover sheets required from March 2020',
+};
+const QUESTIONS: Array<[string, string, string]> = [
+  ['What was Acme revenue in 2019?', '4.5 billion dollars', 'acme_2.png'],
+  ['How many employees did Acme have in 2019?', '12000', 'acme_3.png'],
+  ['When was Globex founded?', '1989', 'globex_1.png'],
+  ['Who founded Globex?', 'Hank Scorpio', 'globex_1.png'],
+  ['From when are TPS report cover sheets required at Initech?', 'March 2020', 'initech_1.png'],
+  ['What products does Globex sell?', 'hammocks and doomsday devices', 'globex_2.png'],
+];
+
+describe('the extractive generator', () => {
+  it('answers each example question from its golden page alone, and the rule judge accepts every answer', async () => {
+    const generator = createExtractiveGenerator();
+    const judge = createRuleJudge();
+    for (const [question, reference, page] of QUESTIONS) {
+      const { answer } = await generator.doAnswer(question, [
+        { kind: 'page', basename: page, text: PAGES[page]! },
+      ]);
+      const { score } = await judge.doScore(question, answer, reference);
+      expect(score, `${question} -> ${answer}`).toBe(1);
+    }
+  });
+
+  it('reads the page that shares the most of the question, wherever it was retrieved', async () => {
+    const generator = createExtractiveGenerator();
+    const evidence = ['acme_1.png', 'globex_2.png', 'acme_2.png'].map((basename) => ({
+      kind: 'page' as const,
+      basename,
+      text: PAGES[basename]!,
+    }));
+    expect((await generator.doAnswer('What was Acme revenue in 2019?', evidence)).answer).toBe(
+      '4.5 billion dollars',
+    );
+  });
+
+  it('takes the clause after a colon, keeps "City, State" whole, and cuts at a comma before a lower-case clause', () => {
+    expect(
+      extractAnswer('What was the revenue of Acme?', ['Acme revenue: 4.5 billion dollars, up 12 percent']),
+    ).toBe('4.5 billion dollars');
+    expect(
+      extractAnswer('Where are the headquarters of Initech?', ['Initech headquarters: Austin, Texas.']),
+    ).toBe('Austin, Texas');
+    expect(extractAnswer('What does Zorvia export?', ['Zorvia main export copper'])).toBe('copper');
+    expect(
+      extractAnswer('How long is the Zorbel bridge?', [
+        'The Zorbel bridge. It spans 412 metres over the bay.',
+      ]),
+    ).toBe('spans 412 metres');
+  });
+
+  it('says the fallback when no text shares a word with the question, and caps the span', async () => {
+    const generator = createExtractiveGenerator({ fallback: 'no idea', maxAnswerWords: 2 });
+    expect((await generator.doAnswer('Who founded Globex?', [])).answer).toBe('no idea');
+    expect(
+      (
+        await generator.doAnswer('Who founded Globex?', [
+          { kind: 'page', basename: 'x', text: 'Zebras run fast' },
+        ])
+      ).answer,
+    ).toBe('no idea');
+    expect(
+      (
+        await generator.doAnswer('What does Globex sell?', [
+          { kind: 'page', basename: 'x', text: 'Globex sells hammocks and doomsday devices' },
+        ])
+      ).answer,
+    ).toBe('hammocks');
+    expect(extractAnswer('the of and', ['the of and'])).toBeNull();
+  });
+
+  it('refuses settings it does not know, naming the field', () => {
+    expect(() => createExtractiveGenerator({ maxAnswerWords: 0 })).toThrow(ConfigValidationError);
+    expect(() => createExtractiveGenerator({ facts: {} } as never)).toThrow(/facts/);
+  });
+});

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { positiveInt } from '../provider-utils/settings';
+
+// The run configuration's warm start and dataset sections (src/run/config.ts composes them).
+
+const unit = () => z.number().min(0).max(1);
+
+export const sftSchema = z
+  .object({
+    demonstrations: z
+      .number()
+      .int()
+      .min(0)
+      .default(2000)
+      .describe(
+        "Training questions demonstrated (0: no warm start): by the slide oracle, or, on your own data, by the demonstrator's searches over your search engine, its successful episodes kept.",
+      ),
+    keepPerQuestion: positiveInt()
+      .default(1)
+      .describe(
+        'Your own data: successful demonstrations kept per question at most (rejection sampling, as in rare-success harvesting), the shortest searches first: one consistent way per question is what a small policy imitates best.',
+      ),
+    epochs: positiveInt().default(6),
+    batchSize: positiveInt()
+      .default(8)
+      .describe(
+        'Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).',
+      ),
+    learningRate: z.number().positive().default(3e-3),
+    vagueRate: unit()
+      .default(0.55)
+      .describe(
+        'Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.',
+      ),
+    skipCropRate: unit().default(0.6),
+    skipResearchRate: unit()
+      .default(0.6)
+      .describe('Share of pages without the asked fact after which the demonstration does not search again.'),
+  })
+  .strict()
+  .describe(
+    "The warm start: SFT on demonstrations (a slide run's oracle; on your own data, the demonstrator's successful episodes: docs/method.md#warm-start-on-your-own-data).",
+  );
+
+/** The sft fields of the slide oracle, which a run on your own data does not use. */
+export const SLIDE_SFT_FIELDS = ['vagueRate', 'skipCropRate', 'skipResearchRate'] as const;
+
+/**
+ * The instructions of a run on your own data with its own small policy, unless set: one line
+ * naming the actions (the protocol's own, about 480 tokens, leave no room in a 256-token context).
+ */
+export const COMPACT_INSTRUCTIONS = {
+  searcher: 'Search: <search>query</search> then <search_complete>true</search_complete>',
+  answer: 'Search: <search>query</search> then answer: <answer>answer</answer>',
+} as const;
+
+export const datasetSchema = z
+  .object({
+    path: z
+      .string()
+      .min(1)
+      .describe(
+        'Questions: JSONL ({uid|id, question, reference|answer, golden|goldenBasenames: page basenames}) or Parquet in the verl/Search-R1 layout.',
+      ),
+    format: z.enum(['auto', 'jsonl', 'parquet']).default('auto').describe('`auto`: by the file extension.'),
+    evalPath: z
+      .string()
+      .min(1)
+      .nullable()
+      .default(null)
+      .describe(
+        'Questions to evaluate on (same formats; `eval --split validation`); `null`: the rows of `path` whose split column (JSONL `split`, Parquet `extra_info.split`) is validation or test, else the training questions.',
+      ),
+    allowMissingGolden: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Train although some golden pages are not in the search engine's index (counted in the log); by default such a run is refused before it starts.",
+      ),
+  })
+  .strict()
+  .describe(
+    'Your own questions (then the pages come from `searcher.adapters.searchEngine`); without it, the offline slide environment.',
+  );

@@ -1,0 +1,145 @@
+import { extractAnswer, isStopword } from '../adapters/extractive/index';
+import { createScriptedPolicy, type ScriptContext } from '../adapters/scripted-policy/index';
+import type { SearcherConfig } from '../config';
+import { neutraliseTags } from '../core/protocol/observation';
+import { checkAnswerCorrectness } from '../core/reward/search-r1';
+import type { Trajectory } from '../core/trajectory/trajectory';
+import type { PromptRecord } from '../core/types';
+import type { Tokenizer } from '../ports/types';
+import { createSearcher, type SearcherPorts } from '../searcher';
+import { progressOf, type RunOptions } from './progress';
+
+/** Searches tried per question: each a different query made from the question's own words. */
+export const DEMONSTRATION_ATTEMPTS = 4;
+
+/**
+ * The queries the demonstrator tries for a question, all of the question's own words (so that a
+ * small policy learns to copy them): its content words, the whole question, the first half and the
+ * second half of its content words. Repeats removed.
+ */
+export function demonstrationQueries(question: string): string[] {
+  const words = question.match(/[\p{L}\p{N}]+(?:[.,'’-][\p{L}\p{N}]+)*/gu) ?? [];
+  const content = words.filter((w) => !isStopword(w));
+  const half = Math.ceil(content.length / 2);
+  const queries = [
+    content.join(' '),
+    words.join(' '),
+    content.length > 1 ? content.slice(0, half).join(' ') : '',
+    content.length > 1 ? content.slice(half).join(' ') : '',
+  ];
+  return [...new Set(queries.filter((q) => q.length > 0))];
+}
+
+export interface HarvestResult {
+  /** The successful episodes kept, at most `keepPerQuestion` a question. */
+  trajectories: Trajectory[];
+  /** Questions tried, and how many had at least one success. */
+  questions: number;
+  solved: number;
+  /** Episodes run. */
+  episodes: number;
+  /** What made an episode a success: the judge, a golden page, or both. */
+  criterion: string;
+}
+
+/** Whether a demonstration episode is worth imitating: a golden page retrieved (where the question names one) and the answer right (where it has a reference). */
+function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], judged: boolean): boolean {
+  const detail = t.rewardDetail;
+  if (t.terminated !== 'complete' || detail?.status !== 'ok' || !detail.components.formatPassed) return false;
+  if (t.goldenBasenames.length > 0 && detail.components.ndcg <= 0) return false;
+  if (t.reference !== null && judged) {
+    // As rare-success distillation keeps them: a judge score of 1 (Search-R1's answer check in answer mode).
+    const right =
+      scheme === 'search-r1'
+        ? checkAnswerCorrectness(t.finalAnswer, t.reference) >= 1
+        : (detail.components.judgeScore ?? 0) >= 1;
+    if (!right) return false;
+  }
+  return t.goldenBasenames.length > 0 || (t.reference !== null && judged);
+}
+
+/**
+ * The warm start on your own data (docs/method.md#warm-start-on-your-own-data): rejection sampling
+ * over your own search engine, successes only, as rare-success distillation keeps them. For each question a scripted Searcher tries
+ * `DEMONSTRATION_ATTEMPTS` searches with queries made of the question's words
+ * (`demonstrationQueries`), then stops (searcher mode: the run's Generator answers) or answers from
+ * what it read (answer mode: the extractive reading of the retrieved text). Each episode is scored
+ * by the run's own ports; the episodes that retrieved a golden page and whose answer was right
+ * are kept, at most `keepPerQuestion` a question, the shortest searches first.
+ */
+export async function harvestDemonstrations(args: {
+  prompts: readonly PromptRecord[];
+  ports: Omit<SearcherPorts, 'policy'>;
+  tokenizer: Tokenizer;
+  searcher: Omit<SearcherConfig, 'adapters'>;
+  keepPerQuestion: number;
+  options?: RunOptions;
+}): Promise<HarvestResult> {
+  const { prompts, searcher, keepPerQuestion } = args;
+  const options = args.options ?? {};
+  const scheme = searcher.reward.scheme;
+  const answerMode = searcher.episode.mode === 'answer';
+  // The judge is asked only where every question has a reference (a judge needs one for each).
+  const judged =
+    prompts.every((p) => p.reference !== undefined) && (answerMode || args.ports.judge !== undefined);
+  const byQuestion = new Map(prompts.map((p) => [neutraliseTags(p.question), p]));
+  const script = ({ turn, context, rolloutId }: ScriptContext): string => {
+    const asked = /Question: (.*)\n/.exec(context)?.[1] ?? '';
+    const prompt = byQuestion.get(asked);
+    const queries = prompt ? demonstrationQueries(prompt.question) : [];
+    if (turn === 0 && queries.length > 0)
+      return `<search>${queries[(rolloutId % DEMONSTRATION_ATTEMPTS) % queries.length]}</search>`;
+    if (!answerMode) return '<search_complete>true</search_complete>';
+    const read = [...context.matchAll(/<information>([\s\S]*?)<\/information>/g)].map((m) => m[1]!);
+    return `<answer>${extractAnswer(prompt?.question ?? asked, read) ?? 'unknown'}</answer>`;
+  };
+  const demonstrator = createSearcher(
+    { ...args.ports, policy: createScriptedPolicy({ tokenizer: args.tokenizer, script }) },
+    {
+      ...searcher,
+      reward: {
+        ...searcher.reward,
+        weights: judged && !answerMode ? { judge: 1, ndcg: 0, format: 0 } : 'phase1',
+      },
+      rl: {
+        ...searcher.rl,
+        nAgent: DEMONSTRATION_ATTEMPTS,
+        loss: { ...searcher.rl.loss, klReference: 'rollout' },
+      },
+    },
+  );
+  const kept: Trajectory[] = [];
+  let solved = 0;
+  let episodes = 0;
+  const chunk = 32;
+  const progress = progressOf(options, 'demonstrations', prompts.length);
+  for (let start = 0; start < prompts.length; start += chunk) {
+    const batch = await demonstrator.collect(prompts.slice(start, start + chunk), {
+      ...(options.signal && { signal: options.signal }),
+    });
+    episodes += batch.episodes.length;
+    const successes = new Map<string, Trajectory[]>();
+    for (const { trajectory: t } of batch.episodes) {
+      if (!succeeded(t, scheme, judged)) continue;
+      const list = successes.get(t.promptUid) ?? [];
+      // One episode per query: the same search twice teaches nothing more.
+      if (!list.some((other) => other.turns[0]?.search?.query === t.turns[0]?.search?.query)) list.push(t);
+      successes.set(t.promptUid, list);
+    }
+    for (const list of successes.values()) {
+      solved++;
+      // The shortest searches that worked first: a concise demonstration is the easiest to imitate.
+      const words = (t: Trajectory) => t.turns[0]?.search?.query.split(' ').length ?? 0;
+      kept.push(...[...list].sort((a, b) => words(a) - words(b)).slice(0, keepPerQuestion));
+    }
+    progress.update(Math.min(prompts.length, start + chunk), `${kept.length} kept`);
+  }
+  progress.done(`${kept.length} kept from ${solved} of ${prompts.length} questions`);
+  const criterion = [
+    prompts.some((p) => (p.goldenBasenames?.length ?? 0) > 0) ? 'a golden page retrieved' : null,
+    judged ? (answerMode ? 'the answer right (Search-R1 check)' : 'judge score 1') : null,
+  ]
+    .filter((c) => c !== null)
+    .join(' and ');
+  return { trajectories: kept, questions: prompts.length, solved, episodes, criterion: criterion || 'none' };
+}
