@@ -186,10 +186,11 @@ class TagRollout:
         limits = [min(self.turn_tokens, self._room(e, context, budget)) for e in active]
         started = time.perf_counter()
         rows = [e.prompt_ids + e.completion for e in active]
+        # In a thread: the sessions' event loop keeps answering the server (pings) during a long turn.
         if self.generate is not None:
-            generated = self.generate(model, tokenizer, rows, max(limits))
+            generated = await asyncio.to_thread(self.generate, model, tokenizer, rows, max(limits))
         else:
-            generated = _sample(model, tokenizer, rows, max(limits), self.stop_strings, sampling)
+            generated = await asyncio.to_thread(_sample, model, tokenizer, rows, max(limits), self.stop_strings, sampling)
         self.stats["generate_s"] += time.perf_counter() - started
         end_ids = _end_ids(model, tokenizer)
         pad = {tokenizer.pad_token_id, *end_ids} - {None}
