@@ -227,3 +227,20 @@ def test_a_chat_model_gets_its_end_of_turn_token_and_each_observation_as_a_user_
     assert "</information><|im_end|>\n<|im_start|>assistant\n<search_complete>true</search_complete><|im_end|>" in text
     assert [m for t, m in zip(ids, mask) if t == end] == [0, 0, 0]  # two closed turns and the observation's
     assert out["episode_ending"] == ["complete"] * 4 and all(r is not None and r >= 0.1 for r in out["server_reward"])
+
+
+def test_the_train_trl_command_trains_against_serve_env_and_saves_the_model(sft_checkpoint, server, tmp_path, monkeypatch, capsys):
+    from searcher_rl_trainers.train_trl import main
+
+    monkeypatch.setenv("SEARCHER_RL_TOKEN", server.token)  # read from the environment, not argv
+    out = tmp_path / "out"
+    summary = main(
+        ["--env-url", server.url, "--model", str(sft_checkpoint), "--steps", "2", "--prompts-per-step", "2", "--n-agent", "4", "--output-dir", str(out)]
+    )
+    # Its JSON lines (transformers prints its own dicts, Python's repr, to the same stdout).
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"')]
+    steps = [line for line in lines if "reward" in line]
+    assert [s["step"] for s in steps] == [1, 2] and all(math.isfinite(s["reward"]) for s in steps)
+    assert lines[-1] == summary and summary["episodes"] == 16 and summary["endings"].get("complete", 0) > 0
+    assert (out / "model/config.json").is_file() and (out / "model/model.safetensors").is_file()
+    assert server.token not in json.dumps(lines)
