@@ -98,7 +98,7 @@ ${describeConfigFields(runConfigSchema.out).join('\n')}
                        credentials with T as password (ws://user:T@host:port for OpenEnv's clients)
   --drain-ms N         on SIGTERM, how long running episodes may take to finish, default 30000
 `,
-  ablate: () => `searcher-rl ablate [-c|--config FILE] [--only NAME,NAME] [key.path=value ...]
+  ablate: () => `searcher-rl ablate [-c|--config FILE] [--only NAME,NAME] [--seeds N,N] [key.path=value ...]
 
   Trains the run of FILE (default: the demo's settings) once as the baseline, then each ablation's
   RL phases from the baseline's SFT checkpoint with the same seed, and prints a table of judge
@@ -107,6 +107,10 @@ ${describeConfigFields(runConfigSchema.out).join('\n')}
   Rerunning continues the folders. key.path=value arguments set fields after FILE (as for train).
 
   --only NAME,NAME     run only these ablations (the baseline always runs first)
+  --seeds N,N          the baseline and ablations on the first seed, then the baseline on each
+                       other one (seed, sampling and corpus; <runId>/seed-N); prints one JSON line
+                       per figure and seed (judge success, right-region crops, ... before and
+                       after RL, seconds) and writes seeds.json (npm run bench:learning: 1,2,3)
 `,
   report: () => `searcher-rl report -r|--run DIR
 

@@ -163,7 +163,10 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'train' || command === 'ablate') {
     const spec: OptionSpec = { config: { type: 'string' } };
-    if (command === 'ablate') spec.only = { type: 'string' };
+    if (command === 'ablate') {
+      spec.only = { type: 'string' };
+      spec.seeds = { type: 'string' };
+    }
     const { values, positionals } = parseCommandArgs(command, rest, spec, { positionals: true });
     if (values.help) return print(help());
     const config = await checkingUsage(() =>
@@ -180,7 +183,26 @@ async function main(argv: string[]): Promise<number> {
       // runAblations checks what the configuration adds; the run's own policy is named here with the library's packages.
       const own = config.searcher.adapters.policy === undefined ? ['@tensorflow/tfjs'] : [];
       const run = await loadCommand('ablate', [...RUN_LIBRARY, ...own], () => import('../run/index'));
-      await run.runAblations(config, cli(), { only });
+      const seeds =
+        values.seeds === undefined
+          ? []
+          : (values.seeds as string)
+              .split(',')
+              .map((n) => n.trim())
+              .filter((n) => n.length > 0)
+              .map((n) => {
+                if (!/^-?\d+$/.test(n))
+                  throw usageError({
+                    argument: '--seeds',
+                    message: `must be integers joined by ',', got '${n}'`,
+                  });
+                return Number(n);
+              });
+      await run.runAblations(config, cli(), {
+        only,
+        seeds,
+        print: (line) => process.stdout.write(`${line}\n`),
+      });
       return EXIT.ok;
     }
     // trainRun checks every package the run needs before it loads or writes anything.

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { ABLATIONS, ablationTable, runAblations, type AblationRow } from './ablate';
+import {
+  ABLATIONS,
+  ablationTable,
+  runAblations,
+  seedFigureLines,
+  withSeed,
+  type AblationRow,
+} from './ablate';
 import { parseRunConfig } from './config';
 import type { EvalSummary } from './evaluate';
 
@@ -12,6 +19,9 @@ const summary = (judgeSuccess: number): EvalSummary => ({
   smallPrintSuccess: 0.25,
   cropRate: 0.1,
   smallPrintCropRate: 0.5,
+  rightRegionRate: 0.8,
+  wrongRegionRate: 0.2,
+  needlessCropRate: 0.05,
 });
 
 describe('searcher-rl ablate', () => {
@@ -45,8 +55,43 @@ describe('searcher-rl ablate', () => {
     ];
     const table = ablationTable(rows).split('\n');
     expect(table).toHaveLength(4);
-    expect(table[2]).toBe('| baseline | x | 50.0% -> 75.0% | +25.0 | 0.500 | 50.0% | 25.0% | 12 |');
+    expect(table[2]).toBe(
+      '| baseline | x | 50.0% -> 75.0% | +25.0 | 0.500 | 50.0% | 80.0% | 20.0% | 5.0% | 25.0% | 12 |',
+    );
     expect(table[3]).toContain('| -10.0 |');
+  });
+
+  it("prints one JSON line per figure of a seed's run, right-region crops among them, before and after RL", () => {
+    const lines = seedFigureLines({
+      seed: 2,
+      before: { ...summary(0.25), rightRegionRate: null },
+      after: summary(0.75),
+      seconds: 123.456,
+      runDir: 'runs/x/seed-2',
+    }).map((line) => JSON.parse(line));
+    expect(lines.map((l) => l.figure)).toEqual([
+      'judge_success',
+      'ndcg',
+      'small_print_cropped',
+      'right_region',
+      'wrong_region',
+      'needless_crops',
+      'small_print_success',
+      'seconds',
+    ]);
+    expect(lines[0]).toEqual({
+      bench: 'learning',
+      seed: 2,
+      figure: 'judge_success',
+      split: 'test',
+      before: 0.25,
+      after: 0.75,
+    });
+    expect(lines[3]).toMatchObject({ figure: 'right_region', before: null, after: 0.8 });
+    expect(lines[7]).toEqual({ bench: 'learning', seed: 2, figure: 'seconds', value: 123.5 });
+    // A seed is the policy's, the sampling's and the corpus's.
+    const seeded = withSeed(parseRunConfig({}), 3);
+    expect([seeded.seed, seeded.corpus?.seed]).toEqual([3, 3]);
   });
 
   it('names an unknown ablation before training anything', async () => {

@@ -62,28 +62,88 @@ export interface AblationRow {
 /** The table as Markdown, one row per ablation. */
 export function ablationTable(rows: readonly AblationRow[]): string {
   const lines = [
-    '| ablation | change | judge success before -> after | points | NDCG after | small print cropped after | small print success after | seconds |',
-    '|---|---|---|---|---|---|---|---|',
+    '| ablation | change | judge success before -> after | points | NDCG after | small print cropped after | right region after | wrong region after | needless crops after | small print success after | seconds |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
     const points = (r.after.judgeSuccess - r.before.judgeSuccess) * 100;
     lines.push(
-      `| ${r.name} | ${r.change} | ${pct(r.before.judgeSuccess)} -> ${pct(r.after.judgeSuccess)} | ${points >= 0 ? '+' : ''}${points.toFixed(1)} | ${r.after.ndcg.toFixed(3)} | ${pct(r.after.smallPrintCropRate)} | ${pct(r.after.smallPrintSuccess)} | ${r.seconds.toFixed(0)} |`,
+      `| ${r.name} | ${r.change} | ${pct(r.before.judgeSuccess)} -> ${pct(r.after.judgeSuccess)} | ${points >= 0 ? '+' : ''}${points.toFixed(1)} | ${r.after.ndcg.toFixed(3)} | ${pct(r.after.smallPrintCropRate)} | ${pct(r.after.rightRegionRate ?? null)} | ${pct(r.after.wrongRegionRate ?? null)} | ${pct(r.after.needlessCropRate ?? null)} | ${pct(r.after.smallPrintSuccess)} | ${r.seconds.toFixed(0)} |`,
     );
   }
   return lines.join('\n');
+}
+
+/** A slide run on another seed: the policy's, the sampling's and the corpus's (a run on your own data keeps its data). */
+export function withSeed(config: RunConfig, seed: number): RunConfig {
+  return { ...config, seed, ...(config.corpus && { corpus: { ...config.corpus, seed } }) };
+}
+
+/** One seed's run of the baseline: its evaluations before and after RL, and its time. */
+export interface SeedRow {
+  seed: number;
+  before: EvalSummary;
+  after: EvalSummary;
+  seconds: number;
+  runDir: string;
+}
+
+const SEED_FIGURES = [
+  ['judge_success', 'judgeSuccess'],
+  ['ndcg', 'ndcg'],
+  ['small_print_cropped', 'smallPrintCropRate'],
+  ['right_region', 'rightRegionRate'],
+  ['wrong_region', 'wrongRegionRate'],
+  ['needless_crops', 'needlessCropRate'],
+  ['small_print_success', 'smallPrintSuccess'],
+] as const;
+
+/** One JSON line per figure of a seed's run: before and after RL (shares), then its seconds. */
+export function seedFigureLines(row: SeedRow): string[] {
+  const round = (x: number | null | undefined) =>
+    x === null || x === undefined ? null : Number(x.toFixed(4));
+  return [
+    ...SEED_FIGURES.map(([figure, key]) =>
+      JSON.stringify({
+        bench: 'learning',
+        seed: row.seed,
+        figure,
+        split: row.after.split,
+        before: round(row.before[key]),
+        after: round(row.after[key]),
+      }),
+    ),
+    JSON.stringify({
+      bench: 'learning',
+      seed: row.seed,
+      figure: 'seconds',
+      value: Number(row.seconds.toFixed(1)),
+    }),
+  ];
 }
 
 /**
  * `searcher-rl ablate`: the run's warm start once (SFT and the "before" evaluation, in
  * `<runsDir>/<id>/baseline`), then each ablation's RL phases from that same checkpoint, with the
  * same seed, each in its own run folder. Writes `ablations.json` and `ablations.md` beside them.
+ * With `seeds`, the baseline and the ablations run on the first seed, then the baseline on each
+ * other one (`<root>/seed-<n>`: its own corpus, warm start and RL), and each seed's figures are
+ * printed as JSON lines (`seedFigureLines`) and written to `seeds.json`.
  */
 export async function runAblations(
-  base: RunConfig,
+  given: RunConfig,
   runOptions: RunOptions = {},
-  options: { only?: readonly string[] } = {},
+  options: { only?: readonly string[]; seeds?: readonly number[]; print?: (line: string) => void } = {},
 ): Promise<AblationRow[]> {
+  const seeds = options.seeds ?? [];
+  for (const seed of seeds)
+    if (!Number.isInteger(seed))
+      throw new InvalidArgumentError({
+        argument: '--seeds',
+        message: `must be integers, got '${String(seed)}'`,
+      });
+  const base = seeds.length > 0 ? withSeed(given, seeds[0]!) : given;
+  const print = options.print ?? ((line: string) => runOptions.onLog?.(line));
   const selected =
     options.only && options.only.length > 0
       ? ABLATIONS.filter((a) => options.only!.includes(a.name))
@@ -98,6 +158,7 @@ export async function runAblations(
   const id = base.runId ?? `ablate-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const root = join(base.runsDir, id);
   const rows: AblationRow[] = [];
+  const seedRows: SeedRow[] = [];
   const baselineDir = join(root, 'baseline');
   const ordered = [ABLATIONS[0]!, ...selected.filter((a) => a.name !== 'baseline')];
   // Every row's configuration is checked before the first is run; the folders appear with the
@@ -105,6 +166,9 @@ export async function runAblations(
   const configs = ordered.map((ablation) =>
     parseRunConfig(ablation.apply({ ...base, runsDir: root, runId: ablation.name })),
   );
+  const seedConfigs = seeds
+    .slice(1)
+    .map((seed) => parseRunConfig({ ...withSeed(given, seed), runsDir: root, runId: `seed-${seed}` }));
   for (const [index, ablation] of ordered.entries()) {
     const runDir = join(root, ablation.name);
     if (ablation.name !== 'baseline') {
@@ -135,7 +199,27 @@ export async function runAblations(
     // Written after each row: an interrupted run keeps what it measured (a rerun continues each folder).
     await writeJsonAtomic(join(root, 'ablations.json'), rows);
     await writeFile(join(root, 'ablations.md'), `${ablationTable(rows)}\n`);
+    if (ablation.name === 'baseline' && seeds.length > 0) {
+      seedRows.push({ seed: seeds[0]!, ...row, runDir: result.runDir });
+      for (const line of seedFigureLines(seedRows[0]!)) print(line);
+    }
   }
   runOptions.onLog?.(`\n${ablationTable(rows)}\n\nablation runs in ${root}`);
+  for (const config of seedConfigs) {
+    runOptions.onLog?.(`\n== baseline on seed ${config.seed}`);
+    const started = performance.now();
+    const result = await trainRun(config, runOptions);
+    const row: SeedRow = {
+      seed: config.seed,
+      before: result.before,
+      after: result.after,
+      seconds: (performance.now() - started) / 1000,
+      runDir: result.runDir,
+    };
+    seedRows.push(row);
+    await writeJsonAtomic(join(root, 'seeds.json'), seedRows);
+    for (const line of seedFigureLines(row)) print(line);
+  }
+  if (seeds.length > 0) await writeJsonAtomic(join(root, 'seeds.json'), seedRows);
   return rows;
 }

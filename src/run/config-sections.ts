@@ -28,11 +28,11 @@ export const sftSchema = z
       ),
     learningRate: z.number().positive().default(3e-3),
     vagueRate: unit()
-      .default(0.55)
+      .default(0.7)
       .describe(
         'Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.',
       ),
-    skipCropRate: unit().default(0.6),
+    skipCropRate: unit().default(0.65),
     skipResearchRate: unit()
       .default(0.6)
       .describe('Share of pages without the asked fact after which the demonstration does not search again.'),

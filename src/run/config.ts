@@ -101,7 +101,7 @@ const SEARCHER_DEFAULTS = {
       maxTurns: 4,
       maxTurnTokens: 48,
       maxContextTokens: 256,
-      observationMaxChars: 170,
+      observationMaxChars: 260,
       temperature: 0.7,
     },
     rl: { nAgent: 8 },

@@ -6,6 +6,7 @@ import type { SearcherConfigInput } from '../config';
 import type { Searcher } from '../searcher';
 import type { RunConfig } from './config';
 import type { RunEnvironment } from './environment';
+import { cropFigures } from './crop-outcome';
 import { clearStoreRun } from './folder';
 import { progressOf, type RunOptions } from './progress';
 
@@ -25,6 +26,15 @@ export interface EvalSummary {
   cropRate: number;
   /** Share of small-print questions whose episode cropped. */
   smallPrintCropRate: number | null;
+  /**
+   * Of the small-print questions whose episode cropped, the share whose crop covered the region
+   * holding the fact on its page, and the share whose crops missed it; of the questions whose fact
+   * is legible on its page, the share cropped anyway (src/run/crop-outcome.ts). Absent from
+   * evaluations written before they were counted; null without such questions.
+   */
+  rightRegionRate?: number | null;
+  wrongRegionRate?: number | null;
+  needlessCropRate?: number | null;
 }
 
 /** What an evaluation needs of an open run (`RunSession` has it). */
@@ -35,7 +45,7 @@ export interface EvaluationSession {
   searcher(overrides?: Omit<SearcherConfigInput, 'adapters'>): Promise<Searcher>;
 }
 
-function summarise(
+export function summarise(
   label: string,
   questions: readonly PromptRecord[],
   trajectories: readonly Trajectory[],
@@ -54,6 +64,7 @@ function summarise(
       : (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
   const smallOnes = trajectories.filter((t) => small.has(t.promptUid));
   const cropped = (t: Trajectory) => (t.turns.some((turn) => turn.crop) ? 1 : 0);
+  const crops = cropFigures(questions, trajectories);
   return {
     split: label,
     questions: trajectories.length,
@@ -64,6 +75,9 @@ function summarise(
     smallPrintSuccess: smallOnes.length === 0 ? null : mean(smallOnes.map(success)),
     cropRate: mean(trajectories.map(cropped)),
     smallPrintCropRate: smallOnes.length === 0 ? null : mean(smallOnes.map(cropped)),
+    rightRegionRate: crops.rightRegionRate,
+    wrongRegionRate: crops.wrongRegionRate,
+    needlessCropRate: crops.needlessCropRate,
   };
 }
 
@@ -109,6 +123,6 @@ export function describeEval(summary: EvalSummary): string {
   const small =
     summary.smallPrintSuccess === null
       ? ''
-      : `, small print ${pct(summary.smallPrintSuccess)} (cropped ${pct(summary.smallPrintCropRate)})`;
+      : `, small print ${pct(summary.smallPrintSuccess)} (cropped ${pct(summary.smallPrintCropRate)}; of those, right region ${pct(summary.rightRegionRate ?? null)}, wrong ${pct(summary.wrongRegionRate ?? null)}), needless crops ${pct(summary.needlessCropRate ?? null)}`;
   return `${summary.successBy === 'answer' ? 'answer success' : 'judge success'} ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}`;
 }

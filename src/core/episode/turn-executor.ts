@@ -2,6 +2,7 @@ import type { PortGateway } from '../calls/gateway';
 import { classifyFailure } from '../calls/failures';
 import { AbortedError, SearcherError } from '../errors';
 import { parseAction, type ParsedTurn } from '../protocol/actions';
+import { locationBinsToBox } from '../protocol/location';
 import {
   correctiveMessage,
   renderNoResults,
@@ -171,7 +172,12 @@ export async function executeTurn(
           markInvalid({ reason: 'bbox_no_image', message: 'there is no image to crop yet; search first' });
           return record;
         }
-        const [, , x2, y2] = action.bbox;
+        // Location tokens are bins of the shown image's sides: pixels of the shown image from here on.
+        const bbox =
+          action.unit === 'location'
+            ? locationBinsToBox(action.bbox, shown.shownWidth, shown.shownHeight)
+            : action.bbox;
+        const [, , x2, y2] = bbox;
         if (x2 > shown.shownWidth || y2 > shown.shownHeight) {
           markInvalid({
             reason: 'bbox_outside_image',
@@ -179,7 +185,7 @@ export async function executeTurn(
           });
           return record;
         }
-        const mapped = mapToSource(action.bbox, shown);
+        const mapped = mapToSource(bbox, shown);
         if (mapped[2] - mapped[0] < 1 || mapped[3] - mapped[1] < 1) {
           markInvalid({
             reason: 'bbox_empty_area',
@@ -203,7 +209,7 @@ export async function executeTurn(
         state.evidence.push({ kind: 'crop', basename: shown.basename, image: crop, sourceRegion: region });
         state.observationImages = [crop];
         const cropRecord: CropRecord = {
-          bbox: action.bbox,
+          bbox,
           basename: shown.basename,
           sourceRegion: region,
           shownWidth: shown.shownWidth,

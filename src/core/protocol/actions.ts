@@ -1,9 +1,14 @@
 import type { BoundingBox } from '../../ports/types';
+import { LOCATION_BINS, parseLocationBins } from './location';
 import type { ActionTag } from './tags';
 
 export type Action =
   | { type: 'search'; query: string }
-  | { type: 'bbox'; bbox: BoundingBox }
+  /**
+   * `unit: 'location'`: `bbox` holds location-token bins (`<loc_k>`, src/core/protocol/location.ts),
+   * which the episode maps onto the shown image; otherwise pixels of the shown image.
+   */
+  | { type: 'bbox'; bbox: BoundingBox; unit?: 'location' }
   | { type: 'search_complete' }
   | { type: 'answer'; answer: string };
 
@@ -152,7 +157,10 @@ export function parseAction(text: string): ParsedTurn {
       return valid({ type: 'search_complete' });
     }
     case 'bbox': {
-      const bbox = parseBoundingBox(body);
+      const bins = parseLocationBins(body);
+      if (bins !== null && typeof bins !== 'string')
+        return valid({ type: 'bbox', bbox: bins, unit: 'location' });
+      const bbox = bins ?? parseBoundingBox(body);
       if (typeof bbox === 'string')
         return invalid(
           think,
@@ -171,7 +179,7 @@ export function parseAction(text: string): ParsedTurn {
 function bboxMessage(problem: 'format' | 'negative' | 'empty'): string {
   if (problem === 'negative') return 'bbox coordinates must not be negative';
   if (problem === 'empty') return 'bbox must have x2 > x1 and y2 > y1';
-  return 'bbox must be four numbers [x1, y1, x2, y2] in the pixel space of the image you were shown';
+  return `bbox must be four numbers [x1, y1, x2, y2] in the pixel space of the image you were shown, or four location tokens <loc_0> to <loc_${LOCATION_BINS}>`;
 }
 
 /** `[x1, y1, x2, y2]` (brackets optional, commas or spaces) -> numbers, or what is wrong. */
@@ -193,7 +201,9 @@ export function renderAction(action: Action): string {
     case 'search':
       return `<search>${action.query}</search>`;
     case 'bbox':
-      return `<bbox>[${action.bbox.join(', ')}]</bbox>`;
+      return action.unit === 'location'
+        ? `<bbox>${action.bbox.map((bin) => `<loc_${bin}>`).join('')}</bbox>`
+        : `<bbox>[${action.bbox.join(', ')}]</bbox>`;
     case 'search_complete':
       return '<search_complete>true</search_complete>';
     case 'answer':

@@ -61,6 +61,8 @@ const SPECIALS = [...PROTOCOL_TAG_STRINGS, '<eos>'];
 
 /** A vocabulary entry that is a list of numbers (`36, 326, 300, 350`): one token for the whole list. */
 const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
+/** A location token (`<loc_12>`, src/core/protocol/location.ts): one token for one coordinate bin. */
+const LOCATION = /^<loc_\d+>$/;
 
 /**
  * Words (letters and digits) as single tokens after the bytes, tags and `<eos>`; anything else, or
@@ -72,13 +74,20 @@ const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
  * wherever it stands alone (not inside a longer number), as vision-language models write a box in
  * location tokens. Written number by number, a small policy miscounts the repeated separators and
  * writes `[36, 300, 350]` for `[36, 326, 300, 350]` (docs/method.md#why-the-demos-policy-did-not-learn-to-crop).
+ * An entry may be a location token (`<loc_12>`): one token wherever it stands, so that a box in
+ * location tokens is four choices, and one vocabulary serves every region.
  */
 export function createVocabularyTokenizer(vocabulary: readonly string[]): Tokenizer {
-  const words = [...new Set(vocabulary.filter((w) => /^[\p{L}\p{N}]+$/u.test(w) || NUMBER_LIST.test(w)))];
+  const words = [
+    ...new Set(
+      vocabulary.filter((w) => /^[\p{L}\p{N}]+$/u.test(w) || NUMBER_LIST.test(w) || LOCATION.test(w)),
+    ),
+  ];
   if (words.length !== vocabulary.length)
     throw new InvalidArgumentError({
       argument: 'vocabulary',
-      message: 'must be distinct words of letters and digits, or lists of numbers joined by ", "',
+      message:
+        'must be distinct words of letters and digits, lists of numbers joined by ", ", or location tokens <loc_N>',
     });
   const base = 256 + SPECIALS.length;
   const wordIds = new Map(words.map((w, i) => [w, base + i] as const));
@@ -88,8 +97,10 @@ export function createVocabularyTokenizer(vocabulary: readonly string[]): Tokeni
   const lists = words.filter((w) => NUMBER_LIST.test(w)).sort((a, b) => b.length - a.length);
   const listPattern =
     lists.length > 0 ? `(?<![\\p{L}\\p{N}])(?:${lists.map(escapeRegExp).join('|')})(?![\\p{L}\\p{N}])|` : '';
+  const locations = words.filter((w) => LOCATION.test(w));
+  const locationPattern = locations.length > 0 ? `${locations.map(escapeRegExp).join('|')}|` : '';
   const pattern = new RegExp(
-    `${SPECIALS.map(escapeRegExp).join('|')}|${listPattern}[\\p{L}\\p{N}]+|[^\\p{L}\\p{N}<]+|<`,
+    `${SPECIALS.map(escapeRegExp).join('|')}|${locationPattern}${listPattern}[\\p{L}\\p{N}]+|[^\\p{L}\\p{N}<]+|<`,
     'gu',
   );
   return {

@@ -45,7 +45,7 @@ export async function renderSlide(slide: Slide): Promise<Buffer> {
 }
 
 /** Bumped when the rendering changes, so that cached slides are rendered again. */
-const RENDERER_VERSION = 2;
+const RENDERER_VERSION = 3;
 
 /** Beside each slide's `.txt` (what the index searches): what a hit shows a text-only policy. */
 const SHOWN_TEXT = '.shown.txt';

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS, type Random } from '../../core/random';
 import type { PromptRecord } from '../../core/types';
+import { drawSmallPrintPlaces, REGION_MARGIN_PX, SMALL_PRINT_ROLES, type SmallPrintRole } from './regions';
 
 /** Slide size in pixels (16:9). */
 export const SLIDE_WIDTH = 640;
@@ -24,6 +25,9 @@ export interface SlideFact {
   fontPx: number;
   /** Where the line is printed, in slide pixels. */
   box: BoxPx;
+  /** Small print: the region's role (what kind of fact it holds) and its box as the policy is told it. */
+  role?: SmallPrintRole;
+  region?: BoxPx;
 }
 
 export interface Slide {
@@ -52,6 +56,10 @@ export interface CorpusQuestion extends PromptRecord {
     query: string;
     small: boolean;
     split: 'train' | 'validation' | 'test';
+    /** Where the fact is printed on its golden page (slide pixels): a crop that covers it is the right region. */
+    factBox: BoxPx;
+    /** Small print: the role of the region that holds it (null: large type, legible on the page). */
+    role: SmallPrintRole | null;
   };
 }
 
@@ -60,7 +68,7 @@ export interface SlideCorpusSettings {
   decks: number;
   minSlides: number;
   maxSlides: number;
-  /** Share of slides with one fact in small print. */
+  /** Share of slides with small print (one to three regions, each one fact). */
   smallPrintRate: number;
   /** Shares of questions for validation and test (the rest is train). */
   validationShare: number;
@@ -287,8 +295,9 @@ function checkSettings(s: SlideCorpusSettings): void {
 
 /**
  * A seeded slide-deck corpus: each deck is about one invented organisation; each slide has a
- * title and up to three facts in large type, and on some slides one more fact in small print at
- * the bottom. Every fact is the answer to one question whose golden page is its slide. The same
+ * title and up to three facts in large type, and on some slides one to three small-print regions
+ * (src/env/slides/regions.ts) at varied places and sizes, each with a role (source, footnote,
+ * contact line) and one fact of an attribute its role holds. Every fact is the answer to one question whose golden page is its slide. The same
  * settings give the same corpus on every machine.
  */
 export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}): SlideCorpus {
@@ -315,33 +324,57 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
       const basename = `${id}_${p}.png`;
       const facts: SlideFact[] = [];
       const lines = 1 + random.nextInt(3);
-      const small = random.nextFloat() < settings.smallPrintRate;
+      const places =
+        random.nextFloat() < settings.smallPrintRate
+          ? drawSmallPrintPlaces(random, 1 + random.nextInt(3))
+          : [];
       let title = kind;
-      for (let k = 0; k < lines + (small ? 1 : 0); k++) {
-        const isSmall = small && k === lines;
+      for (let k = 0; k < lines + places.length; k++) {
+        const place = k >= lines ? places[k - lines]! : null;
+        // Small print holds an attribute of its region's role that no large line of the slide shows,
+        // so that whether the asked fact is on the page follows from the question's attribute.
+        const allowed = place
+          ? ATTRIBUTES.filter(
+              (a) =>
+                (SMALL_PRINT_ROLES[place.role] as readonly string[]).includes(a.attribute) &&
+                !facts.some((f) => !f.small && f.attribute === a.attribute),
+            )
+          : ATTRIBUTES;
+        if (allowed.length === 0) continue;
         // One question per distinct question text in a deck (a repeated one would be ambiguous):
         // draw again, a bounded number of times, rather than leave the line out.
-        let attr = k === 0 ? kind : ATTRIBUTES[random.nextInt(ATTRIBUTES.length)]!;
+        let attr = k === 0 ? kind : allowed[random.nextInt(allowed.length)]!;
         let made = attr.make(random, entity);
         for (let tries = 0; used.has(made.question) && tries < 20; tries++) {
-          attr = ATTRIBUTES[random.nextInt(ATTRIBUTES.length)]!;
+          attr = allowed[random.nextInt(allowed.length)]!;
           made = attr.make(random, entity);
         }
         if (used.has(made.question)) continue;
         if (k === 0) title = attr;
         used.add(made.question);
-        const fontPx = isSmall ? SMALL_FONT_PX : FACT_FONT_PX;
-        const y = isSmall ? SLIDE_HEIGHT - 14 : 110 + 48 * facts.filter((f) => !f.small).length;
+        const fontPx = place ? place.fontPx : FACT_FONT_PX;
+        const x = place ? place.x : 40;
+        const y = place ? place.baseline : 110 + 48 * facts.filter((f) => !f.small).length;
         const width = Math.ceil(textWidthEm(made.line) * fontPx);
+        const box: BoxPx = [x, y - fontPx, Math.min(SLIDE_WIDTH - 8, x + width), y + Math.ceil(fontPx * 0.3)];
         const fact: SlideFact = {
           id: `${id}_${p}_${k}`,
           entity,
           attribute: attr.attribute,
           value: made.value,
           line: made.line,
-          small: isSmall,
+          small: place !== null,
           fontPx,
-          box: [40, y - fontPx, Math.min(SLIDE_WIDTH - 8, 40 + width), y + Math.ceil(fontPx * 0.3)],
+          box,
+          ...(place && {
+            role: place.role,
+            region: [
+              box[0] - REGION_MARGIN_PX,
+              box[1] - REGION_MARGIN_PX,
+              box[2] + REGION_MARGIN_PX,
+              box[3] + REGION_MARGIN_PX,
+            ] as BoxPx,
+          }),
         };
         facts.push(fact);
         questions.push({
@@ -356,8 +389,10 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
             query: [entity, attr.attribute, /\b(19|20)\d\d\b/.exec(made.question)?.[0]]
               .filter(Boolean)
               .join(' '),
-            small: isSmall,
+            small: place !== null,
             split: 'train',
+            factBox: box,
+            role: place ? place.role : null,
           },
         });
       }

@@ -7,6 +7,8 @@ import { closeSearcherContainer, createSearcherContainer, resolveSearcher } from
 import type { PolicyBackend } from '../../ports/policy-backend';
 import { SLIDE_INSTRUCTIONS, slideEnvironmentAdapters } from './adapters-config';
 import { buildSlideEnvironment, type SlideEnvironment } from './build';
+import { locationBinsToBox } from '../../core/protocol/location';
+import { cropFigures } from '../../run/crop-outcome';
 import { createOracleScript } from './oracle';
 
 let dir = '';
@@ -47,13 +49,32 @@ describe('the offline slide environment', () => {
     const batch = await searcher.collect(questions);
     const judged = batch.episodes.map((e) => e.trajectory.rewardDetail?.components.judgeScore);
     expect(judged.filter((s) => s === 1).length).toBeGreaterThanOrEqual(11);
-    // Every small-print question is cropped; so is any page that shows small print (here half of them).
+    // Every small-print question is cropped, in the region that holds its fact; no question whose
+    // fact was on the page is (src/run/crop-outcome.ts).
     const small = new Set(questions.slice(0, 6).map((q) => q.uid));
     const crops = batch.episodes.filter((e) => e.trajectory.turns.some((t) => t.crop));
     expect(crops.filter((e) => small.has(e.trajectory.promptUid))).toHaveLength(6);
-    expect(
-      crops.every((e) => e.trajectory.turns.some((t) => t.observation.includes('[small print at'))),
-    ).toBe(true);
+    const figures = cropFigures(
+      questions,
+      batch.episodes.map((e) => e.trajectory),
+    );
+    expect(figures.rightRegionRate).toBe(1);
+    expect(figures.crops.right).toBe(6);
+    // Each crop was written in location tokens and cut the grid box they name.
+    for (const { trajectory } of crops)
+      for (const turn of trajectory.turns.filter((t) => t.crop)) {
+        const bins = /<bbox>((?:<loc_\d+>){4})<\/bbox>/.exec(turn.text)?.[1];
+        expect(bins).toBeDefined();
+        const parsed = [...bins!.matchAll(/<loc_(\d+)>/g)].map((m) => Number(m[1]));
+        const box = locationBinsToBox(parsed as unknown as [number, number, number, number], 640, 360);
+        // Whole pixels, rounded outwards (alignToPixels).
+        expect(turn.crop!.sourceRegion).toEqual([
+          Math.floor(box[0]),
+          Math.floor(box[1]),
+          Math.ceil(box[2]),
+          Math.ceil(box[3]),
+        ]);
+      }
     expect(batch.episodes.every((e) => e.trajectory.terminated === 'complete')).toBe(true);
     await closeSearcherContainer(container);
   }, 60_000);

@@ -1,9 +1,7 @@
 import { hashString } from '../../core/random';
 import type { ScriptContext } from '../../adapters/scripted-policy/scripted-policy';
 import type { CorpusQuestion, SlideCorpus } from './corpus';
-import { SMALL_PRINT_BOX } from './slide-text';
-
-export { SMALL_PRINT_BOX };
+import { roleOfAttribute } from './regions';
 
 export interface OracleOptions {
   /** Share of episodes that search with the entity name only (a vague query). */
@@ -22,9 +20,11 @@ export interface OracleOptions {
  * A scripted Searcher for demonstrations. It decides from what the policy itself is shown (the
  * last observation in the context), so that every action it demonstrates is predictable from the
  * context: first a search for the entity, attribute and year named in the question; then, when
- * the page marks small print, a crop of it (what it says is unknown until the reader has it
- * enlarged), then search_complete; when the asked fact is legible on the page, search_complete;
- * otherwise the same search again (the next result), up to `maxSearches`. With `vagueRate`,
+ * the asked fact is legible on the page, search_complete; when the page is the asked
+ * organisation's and names a small-print region of the role that holds the asked attribute
+ * (src/env/slides/regions.ts), a crop of that region in its location tokens (what it says is
+ * unknown until the reader has it enlarged), then search_complete; otherwise the same search
+ * again (the next result), up to `maxSearches`. It never crops when the fact is on the page. With `vagueRate`,
  * `skipCropRate` and `skipResearchRate` it makes the mistakes a warm-started policy makes (a vague
  * query, no crop, giving up after one page), so that RL has something to improve.
  */
@@ -54,10 +54,13 @@ export function createOracleScript(
     const last = observations[observations.length - 1] ?? '';
     const searches = [...context.matchAll(/<search>/g)].length;
     if (last.startsWith('[crop of')) return complete;
-    // Small print is cropped wherever it is shown: the policy cannot know what it says until the reader has it enlarged.
-    if (last.includes('[small print at') && roll(`crop${turn}`) >= skipCropRate)
-      return `<bbox>[${SMALL_PRINT_BOX.join(', ')}]</bbox>`;
     if (last.includes(lines.get(asked.metadata.factId) ?? '\u0000')) return complete;
+    // The region whose role holds the asked attribute, chosen by the question: what it says is
+    // unknown until the reader has it enlarged.
+    const role = roleOfAttribute(asked.metadata.attribute);
+    const region = [...last.matchAll(/\[([a-z ]+) at ((?:<loc_\d+>){4})\]/g)].find((m) => m[1] === role);
+    if (region && last.includes(asked.metadata.entity) && roll(`crop${turn}`) >= skipCropRate)
+      return `<bbox>${region[2]}</bbox>`;
     // A vague query is followed by the precise one; a precise one is repeated for the next result.
     if (searches < maxSearches && roll(`research${turn}`) >= skipResearchRate)
       return `<search>${asked.metadata.query}</search>`;

@@ -92,7 +92,7 @@ const pct = (x) => x === null || x === undefined ? '-' : (x * 100).toFixed(1) + 
 document.getElementById('run-id').textContent = data.runId;
 for (const [label, s] of [['before RL', data.before], ['after RL', data.after]]) {
   const card = el('div', { class: 'card' });
-  card.append(el('b', {}, label), el('div', {}, 'judge success ' + pct(s.judgeSuccess)), el('div', {}, 'NDCG ' + s.ndcg.toFixed(3)), el('div', {}, 'small print ' + pct(s.smallPrintSuccess)), el('div', {}, 'crops ' + pct(s.cropRate)));
+  card.append(el('b', {}, label), el('div', {}, 'judge success ' + pct(s.judgeSuccess)), el('div', {}, 'NDCG ' + s.ndcg.toFixed(3)), el('div', {}, 'small print ' + pct(s.smallPrintSuccess)), el('div', {}, 'crops ' + pct(s.cropRate)), el('div', {}, 'small print cropped ' + pct(s.smallPrintCropRate)), el('div', { 'data-figure': 'right-region' }, 'right region ' + pct(s.rightRegionRate)), el('div', { 'data-figure': 'wrong-region' }, 'wrong region ' + pct(s.wrongRegionRate)), el('div', { 'data-figure': 'needless-crops' }, 'needless crops ' + pct(s.needlessCropRate)));
   document.getElementById('summary').append(card);
 }
 

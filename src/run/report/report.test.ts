@@ -106,8 +106,9 @@ async function runFolder(): Promise<string> {
   };
   await writeJsonAtomic(join(runDir, 'summary.json'), {
     runId: 'run',
+    // Written before crops were classified: no right/wrong/needless fields.
     before: evaluation,
-    after: evaluation,
+    after: { ...evaluation, rightRegionRate: 0.875, wrongRegionRate: 0.125, needlessCropRate: 0.05 },
     corpus: { slidesDir },
   });
   await writeJsonAtomic(join(runDir, 'config.json'), {
@@ -162,6 +163,17 @@ describe('report.html', () => {
       await expect.poll(() => lossLegend.textContent()).toBe('-0.500');
 
       // By default the evaluation, as before: one episode; then phase 1's four (2 steps x 2 rollouts).
+      // The crops' figures after RL, and '-' for an evaluation that has none.
+      expect(await page.locator('#summary [data-figure="right-region"]').allTextContents()).toEqual([
+        'right region -',
+        'right region 87.5%',
+      ]);
+      expect(await page.locator('#summary [data-figure="wrong-region"]').nth(1).textContent()).toBe(
+        'wrong region 12.5%',
+      );
+      expect(await page.locator('#summary [data-figure="needless-crops"]').nth(1).textContent()).toBe(
+        'needless crops 5.0%',
+      );
       const options = () => page.locator('#episode-select option').count();
       expect(await options()).toBe(1);
       expect(await page.locator('#episode .origin').textContent()).toMatch(

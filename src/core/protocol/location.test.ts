@@ -1,0 +1,101 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseAction, renderAction } from './actions';
+import {
+  boxToLocationBins,
+  LOCATION_BINS,
+  LOCATION_TOKENS,
+  locationBinsToBox,
+  locationText,
+  parseLocationBins,
+} from './location';
+import { createVocabularyTokenizer } from './tokenizer';
+
+describe('location tokens', () => {
+  it('quantize a box to the smallest grid box that covers it, in any image size', () => {
+    expect(boxToLocationBins([36, 326, 300, 350], 640, 360)).toEqual([1, 28, 15, 32]);
+    expect(locationText([36, 326, 300, 350], 640, 360)).toBe('<loc_1><loc_28><loc_15><loc_32>');
+    // The same place on a slide shown at half size has the same tokens.
+    expect(locationText([18, 163, 150, 175], 320, 180)).toBe('<loc_1><loc_28><loc_15><loc_32>');
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 16, max: 2000 }),
+        fc.integer({ min: 16, max: 2000 }),
+        fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true })),
+        fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true })),
+        (width, height, [a, b], [c, d]) => {
+          const box = [
+            Math.min(a, b) * width,
+            Math.min(c, d) * height,
+            Math.max(a, b) * width,
+            Math.max(c, d) * height,
+          ] as const;
+          const back = locationBinsToBox(boxToLocationBins(box, width, height), width, height);
+          const eps = 1e-6;
+          return (
+            back[0] <= box[0] + eps &&
+            back[1] <= box[1] + eps &&
+            back[2] >= box[2] - eps &&
+            back[3] >= box[3] - eps &&
+            back.every((v) => v >= 0) &&
+            back[2] <= width + eps &&
+            back[3] <= height + eps
+          );
+        },
+      ),
+    );
+  });
+
+  it('parse as a bbox in location units, with or without brackets and separators; plain numbers stay pixels', () => {
+    for (const body of [
+      '<loc_1><loc_28><loc_15><loc_32>',
+      '[<loc_1>, <loc_28>, <loc_15>, <loc_32>]',
+      ' <loc_1> <loc_28> <loc_15> <loc_32> ',
+    ]) {
+      const turn = parseAction(`<bbox>${body}</bbox>`);
+      expect(turn.kind === 'valid' && turn.action).toEqual({
+        type: 'bbox',
+        bbox: [1, 28, 15, 32],
+        unit: 'location',
+      });
+    }
+    const pixels = parseAction('<bbox>[36, 326, 300, 350]</bbox>');
+    expect(pixels.kind === 'valid' && pixels.action).toEqual({ type: 'bbox', bbox: [36, 326, 300, 350] });
+    const action = { type: 'bbox', bbox: [1, 28, 15, 32], unit: 'location' } as const;
+    expect(renderAction(action)).toBe('<bbox><loc_1><loc_28><loc_15><loc_32></bbox>');
+    const round = parseAction(renderAction(action));
+    expect(round.kind === 'valid' && round.action).toEqual(action);
+  });
+
+  it('refuse three tokens, a bin past the grid, a mix with numbers and an empty box, with the reason', () => {
+    const reason = (body: string) => {
+      const turn = parseAction(`<bbox>${body}</bbox>`);
+      return turn.kind === 'invalid' ? turn.reason : 'valid';
+    };
+    expect(reason('<loc_1><loc_28><loc_15>')).toBe('bbox_not_four_numbers');
+    expect(reason(`<loc_1><loc_28><loc_15><loc_${LOCATION_BINS + 1}>`)).toBe('bbox_not_four_numbers');
+    expect(reason('<loc_1>, 28, <loc_15>, <loc_32>')).toBe('bbox_not_four_numbers');
+    expect(reason('<loc_15><loc_28><loc_15><loc_32>')).toBe('bbox_empty_area');
+    expect(parseLocationBins('1, 2, 3, 4')).toBeNull();
+    const invalid = parseAction('<bbox><loc_1><loc_2></bbox>');
+    expect(invalid.kind === 'invalid' && invalid.message).toContain(`<loc_${LOCATION_BINS}>`);
+  });
+
+  it('are one token each in a vocabulary that holds them, and never read inside a longer one', () => {
+    const tokenizer = createVocabularyTokenizer(['Revenue', ...LOCATION_TOKENS]);
+    const ids = tokenizer.encode('<bbox><loc_1><loc_12><loc_3><loc_32></bbox>');
+    expect(ids).toHaveLength(6);
+    expect(ids.slice(1, 5).map((id) => tokenizer.tokenText(id))).toEqual([
+      '<loc_1>',
+      '<loc_12>',
+      '<loc_3>',
+      '<loc_32>',
+    ]);
+    expect(tokenizer.decode(ids)).toBe('<bbox><loc_1><loc_12><loc_3><loc_32></bbox>');
+    // A token not in the vocabulary falls back to bytes and still round-trips.
+    const text = '[source at <loc_99><loc_1>] Revenue';
+    expect(tokenizer.decode(tokenizer.encode(text))).toBe(text);
+    expect(LOCATION_TOKENS).toHaveLength(LOCATION_BINS + 1);
+    expect(() => createVocabularyTokenizer(['<loc_x>'])).toThrow(/location tokens/);
+  });
+});

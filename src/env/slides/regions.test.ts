@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { boxToLocationBins, locationBinsToBox } from '../../core/protocol/location';
+import type { Evidence } from '../../ports/types';
+import { generateSlideCorpus, READABLE_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, type SlideFact } from './corpus';
+import { createOracleScript } from './oracle';
+import { createSlideReader } from './reader';
+import { roleOfAttribute, SMALL_PRINT_ROLES, SMALL_PRINT_SIZES_PX } from './regions';
+import { corpusVocabulary, perceivedSlideText, regionLine } from './slide-text';
+
+const corpus = generateSlideCorpus({ seed: 11, decks: 60, smallPrintRate: 0.8 });
+const slides = corpus.decks.flatMap((d) => d.slides);
+const smallOf = (facts: SlideFact[]) => facts.filter((f) => f.small);
+const overlap = (a: readonly number[], b: readonly number[]) =>
+  a[0]! < b[2]! && b[0]! < a[2]! && a[1]! < b[3]! && b[1]! < a[3]!;
+
+/** What the crop of a region's location tokens shows the reader: the grid box, enlarged as the environment's crops are (longer side 768). */
+function cropOf(basename: string, fact: SlideFact): Evidence {
+  const bins = boxToLocationBins(fact.region!, SLIDE_WIDTH, SLIDE_HEIGHT);
+  const region = locationBinsToBox(bins, SLIDE_WIDTH, SLIDE_HEIGHT);
+  const w = region[2] - region[0];
+  const h = region[3] - region[1];
+  const scale = 768 / Math.max(w, h);
+  const image = {
+    bytes: new Uint8Array(0),
+    width: Math.round(w * scale),
+    height: Math.round(h * scale),
+    mimeType: 'image/png',
+  };
+  return { kind: 'crop', basename, sourceRegion: region, image };
+}
+
+describe('small-print regions to choose', () => {
+  it('are the same for the same seed and differ for another', () => {
+    expect(generateSlideCorpus({ seed: 11, decks: 60, smallPrintRate: 0.8 })).toEqual(corpus);
+    const other = generateSlideCorpus({ seed: 12, decks: 60, smallPrintRate: 0.8 });
+    const regions = (c: typeof corpus) =>
+      c.decks.flatMap((d) => d.slides.flatMap((s) => smallOf(s.facts).map((f) => f.region)));
+    expect(regions(other)).not.toEqual(regions(corpus));
+  });
+
+  it('come one to three a slide, distinct roles, apart, at varied places and sizes, each fact of its role', () => {
+    const counts = new Set<number>();
+    const places = new Set<string>();
+    const sizes = new Set<number>();
+    for (const slide of slides) {
+      const small = smallOf(slide.facts);
+      counts.add(small.length);
+      expect(new Set(small.map((f) => f.role)).size).toBe(small.length);
+      for (const [i, fact] of small.entries()) {
+        expect(fact.role).toBeDefined();
+        expect(roleOfAttribute(fact.attribute)).toBe(fact.role);
+        expect((SMALL_PRINT_ROLES[fact.role!] as readonly string[]).includes(fact.attribute)).toBe(true);
+        // The asked attribute is never also in large type on the same slide.
+        expect(slide.facts.some((f) => !f.small && f.attribute === fact.attribute)).toBe(false);
+        const region = fact.region!;
+        expect(region[0] <= fact.box[0] && region[1] <= fact.box[1]).toBe(true);
+        expect(region[2] >= fact.box[2] && region[3] >= fact.box[3]).toBe(true);
+        expect(fact.fontPx).toBeLessThan(READABLE_FONT_PX);
+        for (const other of [...small.slice(i + 1), ...slide.facts.filter((f) => !f.small)])
+          expect(overlap(region, other.box)).toBe(false);
+        places.add(region.join(','));
+        sizes.add(fact.fontPx);
+      }
+    }
+    expect([...counts].sort()).toEqual([0, 1, 2, 3]);
+    expect(places.size).toBeGreaterThan(100);
+    expect([...sizes].sort()).toEqual([...SMALL_PRINT_SIZES_PX]);
+  });
+
+  it("show the policy each region's role and place in location tokens, never its text", () => {
+    for (const slide of slides) {
+      const shown = perceivedSlideText(slide);
+      for (const fact of slide.facts) {
+        if (!fact.small) {
+          expect(shown).toContain(fact.line);
+          continue;
+        }
+        expect(shown).not.toContain(fact.line);
+        expect(shown).not.toContain(fact.value);
+        expect(shown).toContain(regionLine(fact));
+        expect(regionLine(fact)).toMatch(new RegExp(`^\\[${fact.role} at (<loc_\\d+>){4}\\]$`));
+      }
+    }
+    // One vocabulary for every region: the location tokens, not one entry per region.
+    const vocabulary = corpusVocabulary(corpus);
+    expect(vocabulary.filter((w) => w.startsWith('<loc_'))).toHaveLength(33);
+    expect(vocabulary.some((w) => w.includes(', '))).toBe(false);
+  });
+
+  it("let the reader read a region's fact through a crop of its own tokens, and no other region's", async () => {
+    const reader = createSlideReader(corpus);
+    const questions = new Map(
+      Object.values(corpus.questions)
+        .flat()
+        .map((q) => [q.metadata.factId, q]),
+    );
+    let checked = 0;
+    for (const slide of slides.filter((s) => smallOf(s.facts).length >= 2)) {
+      for (const fact of smallOf(slide.facts)) {
+        const question = questions.get(fact.id)!;
+        expect((await reader.doAnswer(question.question, [cropOf(slide.basename, fact)])).answer).toBe(
+          fact.value,
+        );
+        for (const other of smallOf(slide.facts).filter((f) => f !== fact))
+          expect((await reader.doAnswer(question.question, [cropOf(slide.basename, other)])).answer).not.toBe(
+            fact.value,
+          );
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(30);
+  });
+
+  it('make the oracle crop the region of the asked role, and never a page that shows the fact', () => {
+    const script = createOracleScript(corpus);
+    let cropped = 0;
+    for (const slide of slides.filter((s) => smallOf(s.facts).length >= 2)) {
+      const shown = `[page ${slide.basename} (640x360)]\n${perceivedSlideText(slide)}`;
+      for (const fact of slide.facts) {
+        const question = Object.values(corpus.questions)
+          .flat()
+          .find((q) => q.metadata.factId === fact.id)!;
+        const context = `Question: ${question.question}\n<search>${question.metadata.query}</search><information>${shown}</information>`;
+        const turn = script({ turn: 1, context, rolloutId: 0 } as Parameters<typeof script>[0]);
+        if (fact.small) {
+          const bins = boxToLocationBins(fact.region!, SLIDE_WIDTH, SLIDE_HEIGHT);
+          expect(turn).toBe(`<bbox>${bins.map((b) => `<loc_${b}>`).join('')}</bbox>`);
+          cropped++;
+        } else expect(turn).toBe('<search_complete>true</search_complete>');
+      }
+    }
+    expect(cropped).toBeGreaterThan(30);
+  });
+});
