@@ -176,6 +176,9 @@ describe('CLI conventions (issue 24, item 22)', () => {
       [['serve-env', '--port', '70000'], /'--port': must be an integer from 0 to 65535/],
       [['serve-env', '--tasks', join(dir, 'no-tasks.jsonl')], /'--tasks': no such file/],
       [['demo', '--out', 'x'], /'--out': goes with --scripted/],
+      [['demo', '--scripted', 'seed=2'], /'seed=2': settings go with the train demo/],
+      [['demo', 'searcher.rl.nAgent'], /'searcher\.rl\.nAgent': unexpected argument/],
+      [['ablate', '-c', join(dir, 'usage.yaml'), '--seeds', '1,x'], /'--seeds': must be integers/],
       [
         ['train', '-c', join(dir, 'usage.yaml'), 'searcher.rl.nAgent'],
         /'searcher\.rl\.nAgent': unexpected argument/,

@@ -41,9 +41,9 @@ afterAll(async () => {
 const episode = {
   instructions: '',
   maxTurns: 4,
-  maxTurnTokens: 32,
+  maxTurnTokens: 48,
   maxContextTokens: 256,
-  observationMaxChars: 170,
+  observationMaxChars: 260,
 };
 
 /** Greedy (temperature 0) episode on one question: did it crop, did the judge accept the answer? */
@@ -66,7 +66,15 @@ describe('learning to crop (seeded, small)', () => {
     // A small-print question whose precise query finds its slide first: only a crop is missing.
     const probe = createSearcherContainer(
       { episode, rl: { nAgent: 1 }, reward: { weights: 'default' }, adapters: slideEnvironmentAdapters(env) },
-      { ports: { policy: createScriptedPolicy({ script: createOracleScript(env.corpus) }) } },
+      {
+        ports: {
+          policy: createScriptedPolicy({
+            // The run's tokenizer: a page's regions in bytes would not fit the 256-token context.
+            tokenizer: createVocabularyTokenizer(corpusVocabulary(env.corpus)),
+            script: createOracleScript(env.corpus),
+          }),
+        },
+      },
     );
     const candidates = env.corpus.questions.train.filter((q) => q.metadata.small);
     const solved = (await (await resolveSearcher(probe)).collect(candidates)).episodes.filter(
@@ -95,8 +103,8 @@ describe('learning to crop (seeded, small)', () => {
     );
     try {
       // Demonstrations that mostly skip the crop of the golden page (searching on instead): the
-      // warm-started policy's greedy choice is not to crop there. With the region one token
-      // (corpusVocabulary), a few crops among 16 demonstrations are already copied well.
+      // warm-started policy's greedy choice is not to crop there. With the region in
+      // four location tokens (corpusVocabulary), a few crops among 16 demonstrations are already copied well.
       const ports = await resolvePorts(container);
       const oracle = createScriptedPolicy({
         tokenizer: policy.tokenizer,

@@ -34,10 +34,11 @@ done is kept).
 `;
 
 export const HELP: Record<string, () => string> = {
-  demo: () => `searcher-rl demo [--scripted [--out DIR]]
+  demo: () => `searcher-rl demo [key.path=value ...] | demo --scripted [--out DIR]
 
-  The main job on the offline slide environment with the default settings (\`train\` with no
-  --config). With --scripted: a scripted Searcher over the mock adapters instead, printing the
+  The main job on the offline slide environment with the default settings and the fast training
+  engine (\`train policy.training=onnx\`, needs onnxruntime-node; policy.training=tfjs trains with
+  TensorFlow.js). key.path=value arguments set fields as for train. With --scripted: a scripted Searcher over the mock adapters instead, printing the
   rewards and advantages of one batch (3 questions x 4 rollouts) and writing them under DIR
   (default: runs).
 `,

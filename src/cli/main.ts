@@ -98,6 +98,9 @@ const integerOption = (
 };
 
 const SPLITS = ['train', 'validation', 'test'] as const;
+
+/** What `demo` sets over `train`'s defaults: the fast training engine (README, Quick start). */
+const DEMO_SETTINGS = ['policy.training=onnx'] as const;
 type Split = (typeof SPLITS)[number];
 const splitOption = (value: unknown): Split | undefined => {
   if (value === undefined) return undefined;
@@ -145,21 +148,30 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   if (command === 'demo') {
-    const { values } = parseCommandArgs(command, rest, {
-      out: { type: 'string' },
-      scripted: { type: 'boolean', default: false },
-    });
+    const { values, positionals } = parseCommandArgs(
+      command,
+      rest,
+      { out: { type: 'string' }, scripted: { type: 'boolean', default: false } },
+      { positionals: true },
+    );
     if (values.help) return print(help());
     if (values.out !== undefined && !values.scripted)
       throw usageError({
         argument: '--out',
         message: 'goes with --scripted (a train run writes under runs/)',
       });
+    if (values.scripted && positionals.length > 0)
+      throw usageError({
+        argument: positionals[0]!,
+        message: 'settings go with the train demo, not --scripted (it has no run configuration)',
+      });
     if (values.scripted) {
       await (await commands.run('demo')).runDemo({ out: (values.out as string | undefined) ?? 'runs' });
       return EXIT.ok;
     }
-    return main(['train']);
+    // The demo trains with ONNX Runtime's gradients (the fast engine); key.path=value arguments
+    // after it win (policy.training=tfjs: TensorFlow.js's).
+    return main(['train', ...DEMO_SETTINGS, ...positionals]);
   }
   if (command === 'train' || command === 'ablate') {
     const spec: OptionSpec = { config: { type: 'string' } };

@@ -86,6 +86,8 @@ export interface SeedRow {
   after: EvalSummary;
   seconds: number;
   runDir: string;
+  /** The run's seconds per stage (TrainRunResult.stageSeconds). */
+  stageSeconds?: Record<string, number>;
 }
 
 const SEED_FIGURES = [
@@ -200,7 +202,7 @@ export async function runAblations(
     await writeJsonAtomic(join(root, 'ablations.json'), rows);
     await writeFile(join(root, 'ablations.md'), `${ablationTable(rows)}\n`);
     if (ablation.name === 'baseline' && seeds.length > 0) {
-      seedRows.push({ seed: seeds[0]!, ...row, runDir: result.runDir });
+      seedRows.push({ seed: seeds[0]!, ...row, runDir: result.runDir, stageSeconds: result.stageSeconds });
       for (const line of seedFigureLines(seedRows[0]!)) print(line);
     }
   }
@@ -215,6 +217,7 @@ export async function runAblations(
       after: result.after,
       seconds: (performance.now() - started) / 1000,
       runDir: result.runDir,
+      stageSeconds: result.stageSeconds,
     };
     seedRows.push(row);
     await writeJsonAtomic(join(root, 'seeds.json'), seedRows);

@@ -33,6 +33,11 @@ export const sftSchema = z
         'Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.',
       ),
     skipCropRate: unit().default(0.65),
+    smallPrintShare: unit()
+      .default(0.5)
+      .describe(
+        'Share of the demonstrated questions whose answer is in small print (as many as the training split has): the crop of the right region is demonstrated often enough to be learned.',
+      ),
     skipResearchRate: unit()
       .default(0.6)
       .describe('Share of pages without the asked fact after which the demonstration does not search again.'),
@@ -43,7 +48,7 @@ export const sftSchema = z
   );
 
 /** The sft fields of the slide oracle, which a run on your own data does not use. */
-export const SLIDE_SFT_FIELDS = ['vagueRate', 'skipCropRate', 'skipResearchRate'] as const;
+export const SLIDE_SFT_FIELDS = ['vagueRate', 'skipCropRate', 'skipResearchRate', 'smallPrintShare'] as const;
 
 /**
  * The instructions of a run on your own data with its own small policy, unless set: one line

@@ -110,9 +110,15 @@ async function slideDemonstrations(
 ): Promise<Trajectory[]> {
   const sft = config.sft!;
   const train = env.corpus.questions.train;
-  const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions))
-    .slice(0, count)
-    .map((i) => train[i]!);
+  const order = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions)).map(
+    (i) => train[i]!,
+  );
+  // Small-print questions at their share of the demonstrations (the crop is demonstrated on enough
+  // of them to be learned), the rest from the other questions, each in the seeded order.
+  const small = order.filter((q) => q.metadata.small);
+  const large = order.filter((q) => !q.metadata.small);
+  const smallCount = Math.min(small.length, Math.round(count * sft.smallPrintShare));
+  const questions = [...small.slice(0, smallCount), ...large.slice(0, count - smallCount)];
   const oracle = createScriptedPolicy({
     tokenizer,
     script: createOracleScript(env.corpus, {

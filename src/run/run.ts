@@ -36,6 +36,8 @@ export interface TrainRunResult {
   steps: Array<StepMetrics & { phase: string }>;
   /** What the run warned about (a warm start without demonstrations, a phase that could not learn), also in summary.json. */
   warnings: string[];
+  /** Seconds per stage of this invocation, in order: setup (corpus, index, policy), the warm start, each evaluation and phase. */
+  stageSeconds: Record<string, number>;
 }
 
 /**
@@ -110,6 +112,13 @@ async function warmStart(
  */
 export async function trainRun(config: RunConfig, given: RunOptions = {}): Promise<TrainRunResult> {
   const options = redactedRunOptions(given);
+  const stageSeconds: Record<string, number> = {};
+  let stageStart = performance.now();
+  const stage = (name: string) => {
+    const now = performance.now();
+    stageSeconds[name] = Number(((now - stageStart) / 1000).toFixed(1));
+    stageStart = now;
+  };
   // Nothing is written until the config, the data and the prompts' fit are checked (openRun commits the folder).
   const folder = await planRunFolder(config);
   const store = runStore(folder.runDir);
@@ -144,6 +153,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       warnings.push(line);
       options.onLog?.(`warning: ${line}`);
     };
+    stage('setup');
     let warmStarted = warm !== null;
     if (warm) options.onLog?.(`SFT warm start: loaded ${SFT_RUN}/${warm.key}`);
     else if (config.policy?.initFrom) {
@@ -158,6 +168,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       warmStarted = started.trained;
       if (started.warning) warn(started.warning);
     }
+    stage('warm start');
     const beforePath = join(runDir, `${EVAL_BEFORE}.json`);
     let before = await readJsonFile<EvalSummary>(beforePath);
     if (!before) {
@@ -169,6 +180,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     options.onLog?.(
       `before RL${warmStarted ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
     );
+    stage(EVAL_BEFORE);
     const steps: TrainRunResult['steps'] = [];
     for (const phase of config.phases) {
       if (phase.steps === 0) continue;
@@ -218,10 +230,18 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       progress.done(result.resumedFrom ? `(resumed from ${result.resumedFrom.key})` : undefined);
       if (result.retention)
         options.onLog?.(describeRetention(phase.name, result.retention, config.trainer.keepBestBy));
+      stage(phase.name);
     }
     const after = await session.evaluate(EVAL_AFTER, undefined, options);
     await writeJsonAtomic(join(runDir, `${EVAL_AFTER}.json`), after);
+    stage(EVAL_AFTER);
     options.onLog?.(`after RL on ${after.split}: ${describeEval(after)}`);
+    const total = Object.values(stageSeconds).reduce((a, b) => a + b, 0);
+    options.onLog?.(
+      `time: ${Object.entries(stageSeconds)
+        .map(([name, seconds]) => `${name} ${seconds.toFixed(1)} s`)
+        .join(', ')}; ${total.toFixed(1)} s in all`,
+    );
     trackers.logEvaluation(
       EVAL_AFTER,
       config.phases.reduce((n, p) => n + p.steps, 0),
@@ -236,7 +256,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     });
     for (const line of warnings) options.onLog?.(`warning (also in ${RUN_FILES.summary}): ${line}`);
     status = 'finished';
-    return { runId, runDir, before, after, steps, warnings };
+    return { runId, runDir, before, after, steps, warnings, stageSeconds };
   } catch (error) {
     if (options.signal?.aborted || AbortedError.isInstance(error)) status = 'killed';
     throw error;

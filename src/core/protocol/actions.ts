@@ -1,11 +1,11 @@
 import type { BoundingBox } from '../../ports/types';
-import { LOCATION_BINS, parseLocationBins } from './location';
+import { LOCATION_BINS, locationBinsText, parseLocationBins } from './location';
 import type { ActionTag } from './tags';
 
 export type Action =
   | { type: 'search'; query: string }
   /**
-   * `unit: 'location'`: `bbox` holds location-token bins (`<loc_k>`, src/core/protocol/location.ts),
+   * `unit: 'location'`: `bbox` holds location-token bins (`<x1_k><y1_k><x2_k><y2_k>`, src/core/protocol/location.ts),
    * which the episode maps onto the shown image; otherwise pixels of the shown image.
    */
   | { type: 'bbox'; bbox: BoundingBox; unit?: 'location' }
@@ -179,7 +179,7 @@ export function parseAction(text: string): ParsedTurn {
 function bboxMessage(problem: 'format' | 'negative' | 'empty'): string {
   if (problem === 'negative') return 'bbox coordinates must not be negative';
   if (problem === 'empty') return 'bbox must have x2 > x1 and y2 > y1';
-  return `bbox must be four numbers [x1, y1, x2, y2] in the pixel space of the image you were shown, or four location tokens <loc_0> to <loc_${LOCATION_BINS}>`;
+  return `bbox must be four numbers [x1, y1, x2, y2] in the pixel space of the image you were shown, or four location tokens <x1_k><y1_k><x2_k><y2_k>, k from 0 to ${LOCATION_BINS}`;
 }
 
 /** `[x1, y1, x2, y2]` (brackets optional, commas or spaces) -> numbers, or what is wrong. */
@@ -202,7 +202,7 @@ export function renderAction(action: Action): string {
       return `<search>${action.query}</search>`;
     case 'bbox':
       return action.unit === 'location'
-        ? `<bbox>${action.bbox.map((bin) => `<loc_${bin}>`).join('')}</bbox>`
+        ? `<bbox>${locationBinsText(action.bbox)}</bbox>`
         : `<bbox>[${action.bbox.join(', ')}]</bbox>`;
     case 'search_complete':
       return '<search_complete>true</search_complete>';

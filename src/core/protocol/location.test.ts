@@ -14,9 +14,9 @@ import { createVocabularyTokenizer } from './tokenizer';
 describe('location tokens', () => {
   it('quantize a box to the smallest grid box that covers it, in any image size', () => {
     expect(boxToLocationBins([36, 326, 300, 350], 640, 360)).toEqual([1, 28, 15, 32]);
-    expect(locationText([36, 326, 300, 350], 640, 360)).toBe('<loc_1><loc_28><loc_15><loc_32>');
+    expect(locationText([36, 326, 300, 350], 640, 360)).toBe('<x1_1><y1_28><x2_15><y2_32>');
     // The same place on a slide shown at half size has the same tokens.
-    expect(locationText([18, 163, 150, 175], 320, 180)).toBe('<loc_1><loc_28><loc_15><loc_32>');
+    expect(locationText([18, 163, 150, 175], 320, 180)).toBe('<x1_1><y1_28><x2_15><y2_32>');
     fc.assert(
       fc.property(
         fc.integer({ min: 16, max: 2000 }),
@@ -48,9 +48,9 @@ describe('location tokens', () => {
 
   it('parse as a bbox in location units, with or without brackets and separators; plain numbers stay pixels', () => {
     for (const body of [
-      '<loc_1><loc_28><loc_15><loc_32>',
-      '[<loc_1>, <loc_28>, <loc_15>, <loc_32>]',
-      ' <loc_1> <loc_28> <loc_15> <loc_32> ',
+      '<x1_1><y1_28><x2_15><y2_32>',
+      '[<x1_1>, <y1_28>, <x2_15>, <y2_32>]',
+      ' <x1_1> <y1_28> <x2_15> <y2_32> ',
     ]) {
       const turn = parseAction(`<bbox>${body}</bbox>`);
       expect(turn.kind === 'valid' && turn.action).toEqual({
@@ -62,7 +62,7 @@ describe('location tokens', () => {
     const pixels = parseAction('<bbox>[36, 326, 300, 350]</bbox>');
     expect(pixels.kind === 'valid' && pixels.action).toEqual({ type: 'bbox', bbox: [36, 326, 300, 350] });
     const action = { type: 'bbox', bbox: [1, 28, 15, 32], unit: 'location' } as const;
-    expect(renderAction(action)).toBe('<bbox><loc_1><loc_28><loc_15><loc_32></bbox>');
+    expect(renderAction(action)).toBe('<bbox><x1_1><y1_28><x2_15><y2_32></bbox>');
     const round = parseAction(renderAction(action));
     expect(round.kind === 'valid' && round.action).toEqual(action);
   });
@@ -72,30 +72,32 @@ describe('location tokens', () => {
       const turn = parseAction(`<bbox>${body}</bbox>`);
       return turn.kind === 'invalid' ? turn.reason : 'valid';
     };
-    expect(reason('<loc_1><loc_28><loc_15>')).toBe('bbox_not_four_numbers');
-    expect(reason(`<loc_1><loc_28><loc_15><loc_${LOCATION_BINS + 1}>`)).toBe('bbox_not_four_numbers');
-    expect(reason('<loc_1>, 28, <loc_15>, <loc_32>')).toBe('bbox_not_four_numbers');
-    expect(reason('<loc_15><loc_28><loc_15><loc_32>')).toBe('bbox_empty_area');
+    expect(reason('<x1_1><y1_28><x2_15>')).toBe('bbox_not_four_numbers');
+    expect(reason(`<x1_1><y1_28><x2_15><y2_${LOCATION_BINS + 1}>`)).toBe('bbox_not_four_numbers');
+    expect(reason('<x1_1>, 28, <x2_15>, <y2_32>')).toBe('bbox_not_four_numbers');
+    // Each coordinate in its own place.
+    expect(reason('<y1_28><x1_1><x2_15><y2_32>')).toBe('bbox_not_four_numbers');
+    expect(reason('<x1_15><y1_28><x2_15><y2_32>')).toBe('bbox_empty_area');
     expect(parseLocationBins('1, 2, 3, 4')).toBeNull();
-    const invalid = parseAction('<bbox><loc_1><loc_2></bbox>');
-    expect(invalid.kind === 'invalid' && invalid.message).toContain(`<loc_${LOCATION_BINS}>`);
+    const invalid = parseAction('<bbox><x1_1><y1_2></bbox>');
+    expect(invalid.kind === 'invalid' && invalid.message).toContain(`k from 0 to ${LOCATION_BINS}`);
   });
 
   it('are one token each in a vocabulary that holds them, and never read inside a longer one', () => {
     const tokenizer = createVocabularyTokenizer(['Revenue', ...LOCATION_TOKENS]);
-    const ids = tokenizer.encode('<bbox><loc_1><loc_12><loc_3><loc_32></bbox>');
+    const ids = tokenizer.encode('<bbox><x1_1><y1_12><x2_3><y2_32></bbox>');
     expect(ids).toHaveLength(6);
     expect(ids.slice(1, 5).map((id) => tokenizer.tokenText(id))).toEqual([
-      '<loc_1>',
-      '<loc_12>',
-      '<loc_3>',
-      '<loc_32>',
+      '<x1_1>',
+      '<y1_12>',
+      '<x2_3>',
+      '<y2_32>',
     ]);
-    expect(tokenizer.decode(ids)).toBe('<bbox><loc_1><loc_12><loc_3><loc_32></bbox>');
+    expect(tokenizer.decode(ids)).toBe('<bbox><x1_1><y1_12><x2_3><y2_32></bbox>');
     // A token not in the vocabulary falls back to bytes and still round-trips.
-    const text = '[source at <loc_99><loc_1>] Revenue';
+    const text = '[source at <x1_99><y1_1>] Revenue';
     expect(tokenizer.decode(tokenizer.encode(text))).toBe(text);
-    expect(LOCATION_TOKENS).toHaveLength(LOCATION_BINS + 1);
+    expect(LOCATION_TOKENS).toHaveLength(4 * (LOCATION_BINS + 1));
     expect(() => createVocabularyTokenizer(['<loc_x>'])).toThrow(/location tokens/);
   });
 });

@@ -1,20 +1,25 @@
 import type { BoundingBox } from '../../ports/types';
 
 /**
- * Quantized location tokens, as vision-language models write a box (PaliGemma's `<locXXXX>`, here
- * `<loc_k>`): each coordinate is one of `LOCATION_BINS` bins of the shown image's side, so a box
- * is four tokens whatever the image's size, and a vocabulary needs `LOCATION_BINS + 1` entries in
- * all, not one per region. Order `x1 y1 x2 y2`, as the pixel form `[x1, y1, x2, y2]`.
+ * Quantized location tokens, as vision-language models write a box (PaliGemma's `<locXXXX>`):
+ * each coordinate is one of `LOCATION_BINS` bins of the shown image's side, so a box is four
+ * tokens whatever the image's size, and a vocabulary needs `4 x (LOCATION_BINS + 1)` entries in
+ * all, not one per region. Each coordinate has its own tokens, `<x1_k> <y1_k> <x2_k> <y2_k>`
+ * (order `x1 y1 x2 y2`, as the pixel form `[x1, y1, x2, y2]`): a small policy copies a box from
+ * its context by what each token is, as it copies a name, where with one shared `<loc_k>` it must
+ * count positions, which a 2-layer policy did not learn (docs/method.md#regions-to-choose).
  */
 export const LOCATION_BINS = 32;
 
-/** Every location token, `<loc_0>` … `<loc_32>` (a corner may sit on the far edge). */
-export const LOCATION_TOKENS: readonly string[] = Array.from(
-  { length: LOCATION_BINS + 1 },
-  (_, k) => `<loc_${k}>`,
+export const LOCATION_SLOTS = ['x1', 'y1', 'x2', 'y2'] as const;
+
+/** Every location token, `<x1_0>` … `<y2_32>` (a corner may sit on the far edge). */
+export const LOCATION_TOKENS: readonly string[] = LOCATION_SLOTS.flatMap((slot) =>
+  Array.from({ length: LOCATION_BINS + 1 }, (_, k) => `<${slot}_${k}>`),
 );
 
-export const locationToken = (bin: number): string => `<loc_${bin}>`;
+/** The token of coordinate `slot` (0: x1, 1: y1, 2: x2, 3: y2) at `bin`. */
+export const locationToken = (slot: number, bin: number): string => `<${LOCATION_SLOTS[slot]}_${bin}>`;
 
 /**
  * The four bins of the smallest box on the grid that covers `box` (pixels of an image of
@@ -31,9 +36,14 @@ export function boxToLocationBins(box: BoundingBox, width: number, height: numbe
   ];
 }
 
-/** `box` as its four location tokens, `<loc_1><loc_29><loc_15><loc_31>`. */
+/** `box` as its four location tokens, `<x1_1><y1_28><x2_15><y2_32>`. */
 export function locationText(box: BoundingBox, width: number, height: number): string {
-  return boxToLocationBins(box, width, height).map(locationToken).join('');
+  return locationBinsText(boxToLocationBins(box, width, height));
+}
+
+/** Four bins as their location tokens. */
+export function locationBinsText(bins: BoundingBox): string {
+  return bins.map((bin, slot) => locationToken(slot, bin)).join('');
 }
 
 /** Bins back to pixels of an image of `width` x `height`. */
@@ -46,7 +56,11 @@ export function locationBinsToBox(bins: BoundingBox, width: number, height: numb
   ];
 }
 
-const LOCATION_BODY = /^\[?\s*((?:<loc_\d+>\s*,?\s*){4})\]?$/i;
+const SEP = '\\s*,?\\s*';
+const LOCATION_BODY = new RegExp(
+  `^\\[?\\s*${LOCATION_SLOTS.map((slot) => `<${slot}_(\\d+)>`).join(SEP)}\\s*\\]?$`,
+  'i',
+);
 
 /**
  * A bbox body of four location tokens (brackets, commas and spaces between them allowed) -> its
@@ -55,8 +69,8 @@ const LOCATION_BODY = /^\[?\s*((?:<loc_\d+>\s*,?\s*){4})\]?$/i;
  */
 export function parseLocationBins(body: string): BoundingBox | 'format' | 'empty' | null {
   const match = LOCATION_BODY.exec(body.trim());
-  if (!match) return /<loc_/i.test(body) ? 'format' : null;
-  const bins = [...match[1]!.matchAll(/<loc_(\d+)>/gi)].map((m) => Number(m[1]));
+  if (!match) return /<[xy][12]_/i.test(body) ? 'format' : null;
+  const bins = match.slice(1, 5).map(Number);
   if (bins.some((b) => !(b <= LOCATION_BINS))) return 'format';
   const [x1, y1, x2, y2] = bins as [number, number, number, number];
   if (x2 <= x1 || y2 <= y1) return 'empty';

@@ -61,8 +61,8 @@ const SPECIALS = [...PROTOCOL_TAG_STRINGS, '<eos>'];
 
 /** A vocabulary entry that is a list of numbers (`36, 326, 300, 350`): one token for the whole list. */
 const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
-/** A location token (`<loc_12>`, src/core/protocol/location.ts): one token for one coordinate bin. */
-const LOCATION = /^<loc_\d+>$/;
+/** A location token (`<x1_12>`, src/core/protocol/location.ts): one token for one coordinate bin. */
+const LOCATION = /^<[xy][12]_\d+>$/;
 
 /**
  * Words (letters and digits) as single tokens after the bytes, tags and `<eos>`; anything else, or
@@ -74,7 +74,7 @@ const LOCATION = /^<loc_\d+>$/;
  * wherever it stands alone (not inside a longer number), as vision-language models write a box in
  * location tokens. Written number by number, a small policy miscounts the repeated separators and
  * writes `[36, 300, 350]` for `[36, 326, 300, 350]` (docs/method.md#why-the-demos-policy-did-not-learn-to-crop).
- * An entry may be a location token (`<loc_12>`): one token wherever it stands, so that a box in
+ * An entry may be a location token (`<x1_12>`): one token wherever it stands, so that a box in
  * location tokens is four choices, and one vocabulary serves every region.
  */
 export function createVocabularyTokenizer(vocabulary: readonly string[]): Tokenizer {
@@ -87,7 +87,7 @@ export function createVocabularyTokenizer(vocabulary: readonly string[]): Tokeni
     throw new InvalidArgumentError({
       argument: 'vocabulary',
       message:
-        'must be distinct words of letters and digits, lists of numbers joined by ", ", or location tokens <loc_N>',
+        'must be distinct words of letters and digits, lists of numbers joined by ", ", or location tokens such as <x1_12>',
     });
   const base = 256 + SPECIALS.length;
   const wordIds = new Map(words.map((w, i) => [w, base + i] as const));

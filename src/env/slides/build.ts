@@ -45,7 +45,7 @@ export async function renderSlide(slide: Slide): Promise<Buffer> {
 }
 
 /** Bumped when the rendering changes, so that cached slides are rendered again. */
-const RENDERER_VERSION = 3;
+const RENDERER_VERSION = 4;
 
 /** Beside each slide's `.txt` (what the index searches): what a hit shows a text-only policy. */
 const SHOWN_TEXT = '.shown.txt';
@@ -75,8 +75,15 @@ export async function buildSlideEnvironment(
   const corpus = generateSlideCorpus(settings);
   // One subfolder per corpus (settings, content and renderer version): different corpora share a
   // cache folder without touching each other, and nothing else in the folder is ever deleted.
+  // What a hit shows is part of the build: a change to it (the region placeholders) rebuilds too.
   const digest = createHash('sha256')
     .update(`${RENDERER_VERSION}\u0000${JSON.stringify(corpus)}`)
+    .update(
+      corpus.decks
+        .flatMap((d) => d.slides)
+        .map((slide) => perceivedSlideText(slide))
+        .join('\u0000'),
+    )
     .digest('hex');
   const dir = join(cacheDir, `slides-${digest.slice(0, 16)}`);
   const slidesDir = join(dir, 'slides');

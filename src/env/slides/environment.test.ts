@@ -63,9 +63,9 @@ describe('the offline slide environment', () => {
     // Each crop was written in location tokens and cut the grid box they name.
     for (const { trajectory } of crops)
       for (const turn of trajectory.turns.filter((t) => t.crop)) {
-        const bins = /<bbox>((?:<loc_\d+>){4})<\/bbox>/.exec(turn.text)?.[1];
+        const bins = /<bbox>((?:<[xy][12]_\d+>){4})<\/bbox>/.exec(turn.text)?.[1];
         expect(bins).toBeDefined();
-        const parsed = [...bins!.matchAll(/<loc_(\d+)>/g)].map((m) => Number(m[1]));
+        const parsed = [...bins!.matchAll(/<[xy][12]_(\d+)>/g)].map((m) => Number(m[1]));
         const box = locationBinsToBox(parsed as unknown as [number, number, number, number], 640, 360);
         // Whole pixels, rounded outwards (alignToPixels).
         expect(turn.crop!.sourceRegion).toEqual([

@@ -58,7 +58,7 @@ export function createOracleScript(
     // The region whose role holds the asked attribute, chosen by the question: what it says is
     // unknown until the reader has it enlarged.
     const role = roleOfAttribute(asked.metadata.attribute);
-    const region = [...last.matchAll(/\[([a-z ]+) at ((?:<loc_\d+>){4})\]/g)].find((m) => m[1] === role);
+    const region = [...last.matchAll(/\[([a-z ]+) at ((?:<[xy][12]_\d+>){4})\]/g)].find((m) => m[1] === role);
     if (region && last.includes(asked.metadata.entity) && roll(`crop${turn}`) >= skipCropRate)
       return `<bbox>${region[2]}</bbox>`;
     // A vague query is followed by the precise one; a precise one is repeated for the next result.

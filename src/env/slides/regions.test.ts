@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boxToLocationBins, locationBinsToBox } from '../../core/protocol/location';
+import { boxToLocationBins, locationBinsText, locationBinsToBox } from '../../core/protocol/location';
 import type { Evidence } from '../../ports/types';
 import { generateSlideCorpus, READABLE_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, type SlideFact } from './corpus';
 import { createOracleScript } from './oracle';
@@ -78,12 +78,14 @@ describe('small-print regions to choose', () => {
         expect(shown).not.toContain(fact.line);
         expect(shown).not.toContain(fact.value);
         expect(shown).toContain(regionLine(fact));
-        expect(regionLine(fact)).toMatch(new RegExp(`^\\[${fact.role} at (<loc_\\d+>){4}\\]$`));
+        expect(regionLine(fact)).toMatch(
+          new RegExp(`^\\[${fact.role} at <x1_\\d+><y1_\\d+><x2_\\d+><y2_\\d+>\\]$`),
+        );
       }
     }
     // One vocabulary for every region: the location tokens, not one entry per region.
     const vocabulary = corpusVocabulary(corpus);
-    expect(vocabulary.filter((w) => w.startsWith('<loc_'))).toHaveLength(33);
+    expect(vocabulary.filter((w) => /^<[xy][12]_\d+>$/.test(w))).toHaveLength(4 * 33);
     expect(vocabulary.some((w) => w.includes(', '))).toBe(false);
   });
 
@@ -124,7 +126,7 @@ describe('small-print regions to choose', () => {
         const turn = script({ turn: 1, context, rolloutId: 0 } as Parameters<typeof script>[0]);
         if (fact.small) {
           const bins = boxToLocationBins(fact.region!, SLIDE_WIDTH, SLIDE_HEIGHT);
-          expect(turn).toBe(`<bbox>${bins.map((b) => `<loc_${b}>`).join('')}</bbox>`);
+          expect(turn).toBe(`<bbox>${locationBinsText(bins)}</bbox>`);
           cropped++;
         } else expect(turn).toBe('<search_complete>true</search_complete>');
       }

@@ -39,7 +39,7 @@ export function perceivedSlideText(slide: Slide, readableFontPx = READABLE_FONT_
 
 /**
  * Every word of the corpus's slides and questions (letters and digits), every list of numbers in
- * them, and every location token (`<loc_0>` … `<loc_32>`: a region's place, as the policy is shown
+ * them, and every location token (`<x1_0>` … `<y2_32>`: a region's place, as the policy is shown
  * it and writes a crop), sorted: a tokenizer vocabulary. A box is four location tokens, so that a
  * crop copies the region it chose in four choices, and the vocabulary does not grow with the
  * regions (createVocabularyTokenizer).
@@ -47,7 +47,7 @@ export function perceivedSlideText(slide: Slide, readableFontPx = READABLE_FONT_
 export function corpusVocabulary(corpus: SlideCorpus): string[] {
   const words = new Set<string>();
   const add = (raw: string) => {
-    const text = raw.replace(/<loc_\d+>/g, ' ');
+    const text = raw.replace(/<[xy][12]_\d+>/g, ' ');
     for (const w of text.match(/[\p{L}\p{N}]+/gu) ?? []) words.add(w);
     for (const list of text.match(/(?<![\p{L}\p{N}])\p{N}+(?:, \p{N}+)+(?![\p{L}\p{N}])/gu) ?? [])
       words.add(list);
