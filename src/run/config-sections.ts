@@ -30,16 +30,20 @@ export const sftSchema = z
     vagueRate: unit()
       .default(0.7)
       .describe(
-        'Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search.',
+        'Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search. Far from even odds (0.7, not 0.55), so that the warm start, which imitates the majority, makes them on every seed.',
       ),
-    skipCropRate: unit().default(0.65),
+    skipCropRate: unit()
+      .default(0)
+      .describe(
+        "Share of pages showing the asked role's region where the demonstration does not crop it (default: it always crops the region it chose).",
+      ),
     smallPrintShare: unit()
       .default(0.5)
       .describe(
         'Share of the demonstrated questions whose answer is in small print (as many as the training split has): the crop of the right region is demonstrated often enough to be learned.',
       ),
     skipResearchRate: unit()
-      .default(0.6)
+      .default(0.7)
       .describe('Share of pages without the asked fact after which the demonstration does not search again.'),
   })
   .strict()

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { boxToLocationBins, locationBinsText, locationBinsToBox } from '../../core/protocol/location';
+import { locationBinsText, locationBinsToBox } from '../../core/protocol/location';
 import type { Evidence } from '../../ports/types';
 import { generateSlideCorpus, READABLE_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, type SlideFact } from './corpus';
 import { createOracleScript } from './oracle';
 import { createSlideReader } from './reader';
 import { roleOfAttribute, SMALL_PRINT_ROLES, SMALL_PRINT_SIZES_PX } from './regions';
-import { corpusVocabulary, perceivedSlideText, regionLine } from './slide-text';
+import { corpusVocabulary, perceivedSlideText, regionBins, regionLine } from './slide-text';
 
 const corpus = generateSlideCorpus({ seed: 11, decks: 60, smallPrintRate: 0.8 });
 const slides = corpus.decks.flatMap((d) => d.slides);
@@ -14,8 +14,7 @@ const overlap = (a: readonly number[], b: readonly number[]) =>
   a[0]! < b[2]! && b[0]! < a[2]! && a[1]! < b[3]! && b[1]! < a[3]!;
 
 /** What the crop of a region's location tokens shows the reader: the grid box, enlarged as the environment's crops are (longer side 768). */
-function cropOf(basename: string, fact: SlideFact): Evidence {
-  const bins = boxToLocationBins(fact.region!, SLIDE_WIDTH, SLIDE_HEIGHT);
+function cropOf(basename: string, fact: SlideFact, bins = regionBins(fact)): Evidence {
   const region = locationBinsToBox(bins, SLIDE_WIDTH, SLIDE_HEIGHT);
   const w = region[2] - region[0];
   const h = region[3] - region[1];
@@ -125,8 +124,7 @@ describe('small-print regions to choose', () => {
         const context = `Question: ${question.question}\n<search>${question.metadata.query}</search><information>${shown}</information>`;
         const turn = script({ turn: 1, context, rolloutId: 0 } as Parameters<typeof script>[0]);
         if (fact.small) {
-          const bins = boxToLocationBins(fact.region!, SLIDE_WIDTH, SLIDE_HEIGHT);
-          expect(turn).toBe(`<bbox>${locationBinsText(bins)}</bbox>`);
+          expect(turn).toBe(`<bbox>${locationBinsText(regionBins(fact))}</bbox>`);
           cropped++;
         } else expect(turn).toBe('<search_complete>true</search_complete>');
       }

@@ -1,4 +1,10 @@
-import { LOCATION_TOKENS, locationText } from '../../core/protocol/location';
+import {
+  boxToLocationBins,
+  LOCATION_BINS,
+  LOCATION_TOKENS,
+  locationBinsText,
+} from '../../core/protocol/location';
+import type { BoundingBox } from '../../ports/types';
 import {
   READABLE_FONT_PX,
   SLIDE_HEIGHT,
@@ -15,10 +21,24 @@ export function slideText(slide: Slide): string {
   return [slide.title, ...slide.facts.map((f) => f.line)].join('\n');
 }
 
+/**
+ * The bins a page shows for a small-print region: the grid box that covers it, one bin wider on
+ * every side (within the page), so that a crop copied one bin off still holds the whole line; the
+ * box stays small enough for the crop to make the line legible.
+ */
+export function regionBins(fact: SlideFact): BoundingBox {
+  const [x1, y1, x2, y2] = boxToLocationBins(fact.region ?? fact.box, SLIDE_WIDTH, SLIDE_HEIGHT);
+  return [
+    Math.max(0, x1 - 1),
+    Math.max(0, y1 - 1),
+    Math.min(LOCATION_BINS, x2 + 1),
+    Math.min(LOCATION_BINS, y2 + 1),
+  ];
+}
+
 /** The line a page shows for a small-print region: its role and its place in location tokens, not its text. */
 export function regionLine(fact: SlideFact): string {
-  const region = fact.region ?? fact.box;
-  return `[${fact.role ?? 'small print'} at ${locationText(region, SLIDE_WIDTH, SLIDE_HEIGHT)}]`;
+  return `[${fact.role ?? 'small print'} at ${locationBinsText(regionBins(fact))}]`;
 }
 
 /**
