@@ -40,7 +40,7 @@ export const sftSchema = z
     smallPrintShare: unit()
       .default(0.5)
       .describe(
-        'Share of the demonstrated questions whose answer is in small print (as many as the training split has): the crop of the right region is demonstrated often enough to be learned.',
+        'Share of the demonstrated questions whose answer is in small print (repeated, each its own rollout, where the training split holds fewer): the crop of the right region is demonstrated often enough to be learned.',
       ),
     skipResearchRate: unit()
       .default(0.7)

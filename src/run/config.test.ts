@@ -53,7 +53,7 @@ searcher:
     // Defaults: the demo's small episode settings.
     expect(parseRunConfig({}).searcher.episode).toMatchObject({
       instructions: '',
-      maxTurns: 4,
+      maxTurns: 5,
       maxContextTokens: 256,
     });
   });
@@ -172,7 +172,7 @@ describe('progress', () => {
       partial.searcher.episode.maxTurnTokens,
       partial.searcher.episode.temperature,
       partial.searcher.rl.nAgent,
-    ]).toEqual([4, 48, 0.7, 4]);
+    ]).toEqual([5, 48, 0.7, 4]);
     expect(
       parseRunConfig({ ...dataset, searcher: { episode: { maxTurns: 3 } } }).searcher.episode,
     ).toMatchObject({ maxTurns: 3, observationMaxChars: 60, temperature: 0.5 });
@@ -216,7 +216,7 @@ describe('run configuration: a partial searcher block (issue 24, item 18)', () =
         if ((input as { searcher: { rl?: { nAgent?: number } } }).searcher.rl?.nAgent === undefined)
           expect(parsed.rl.nAgent, label).toBe(base.rl.nAgent);
         expect(parsed.episode.maxTurnTokens, label).toBe(48);
-        expect(maxTurns).toBe(4);
+        expect(maxTurns).toBe(kind === 'slides' ? 5 : 4);
       }
     }
   });

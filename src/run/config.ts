@@ -98,7 +98,8 @@ const SEARCHER_DEFAULTS = {
   slides: {
     episode: {
       instructions: '',
-      maxTurns: 4,
+      // Three searches, a crop of the third page and search_complete: a crop the budget cuts off gets no answer.
+      maxTurns: 5,
       maxTurnTokens: 48,
       maxContextTokens: 256,
       observationMaxChars: 260,

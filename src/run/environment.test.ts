@@ -38,6 +38,21 @@ describe('the slide environment of a run', () => {
         expect(t.turns[0]!.action?.type).toBe('search');
         expect(t.terminated).toBe('complete');
       }
+      // Small print takes its share (sft.smallPrintShare, 0.5) of the demonstrations even where the
+      // split holds fewer such questions: they are repeated, each repetition its own rollout.
+      const small = new Set(
+        session.env.train.filter((q) => (q.metadata as { small?: boolean }).small).map((q) => q.uid),
+      );
+      expect(small.size).toBeGreaterThan(0);
+      const count = 4 * small.size + 2;
+      const many = await session.env.demonstrations!(
+        count,
+        session.policy.tokenizer,
+        ports,
+        config.searcher.episode,
+      );
+      expect(many).toHaveLength(count);
+      expect(many.filter((t) => small.has(t.promptUid))).toHaveLength(Math.round(count * 0.5));
     } finally {
       await session.close();
     }

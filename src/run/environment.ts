@@ -114,17 +114,24 @@ async function slideDemonstrations(
     (i) => train[i]!,
   );
   // Small-print questions at their share of the demonstrations (the crop is demonstrated on enough
-  // of them to be learned), the rest from the other questions, each in the seeded order.
+  // of them to be learned), the rest from the other questions, each in the seeded order. The
+  // training split holds fewer small-print questions than the share asks for (433 of 2,000 at the
+  // defaults, 160 of them cropped), so they are repeated: each repetition is its own rollout, with
+  // its own draws of the oracle's mistakes.
   const small = order.filter((q) => q.metadata.small);
   const large = order.filter((q) => !q.metadata.small);
-  const smallCount = Math.min(small.length, Math.round(count * sft.smallPrintShare));
-  const questions = [...small.slice(0, smallCount), ...large.slice(0, count - smallCount)];
+  const smallCount = small.length === 0 ? 0 : Math.round(count * sft.smallPrintShare);
+  const questions = [
+    ...Array.from({ length: smallCount }, (_, i) => small[i % small.length]!),
+    ...large.slice(0, count - smallCount),
+  ];
   const oracle = createScriptedPolicy({
     tokenizer,
     script: createOracleScript(env.corpus, {
       vagueRate: sft.vagueRate,
       skipCropRate: sft.skipCropRate,
       skipResearchRate: sft.skipResearchRate,
+      maxTurns: episode.maxTurns,
       seed: config.seed,
     }),
   });

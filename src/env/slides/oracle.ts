@@ -12,6 +12,12 @@ export interface OracleOptions {
   skipResearchRate?: number;
   /** Searches at most (default 3). */
   maxSearches?: number;
+  /**
+   * The episode's turn budget (`episode.maxTurns`; default: none). A search is made only where a
+   * crop and search_complete still fit after its page, and a crop only where search_complete fits
+   * after it: a crop the budget cuts off gets no answer, so it is never demonstrated.
+   */
+  maxTurns?: number;
   /** Seeded choice of behaviour per (question, rollout). */
   seed?: number;
 }
@@ -24,7 +30,7 @@ export interface OracleOptions {
  * organisation's and names a small-print region of the role that holds the asked attribute
  * (src/env/slides/regions.ts), a crop of that region in its location tokens (what it says is
  * unknown until the reader has it enlarged), then search_complete; otherwise the same search
- * again (the next result), up to `maxSearches`. It never crops when the fact is on the page. With `vagueRate`,
+ * again (the next result), up to `maxSearches` and within the turn budget (`maxTurns`). It never crops when the fact is on the page. With `vagueRate`,
  * `skipCropRate` and `skipResearchRate` it makes the mistakes a warm-started policy makes (a vague
  * query, no crop, giving up after one page), so that RL has something to improve.
  */
@@ -41,6 +47,7 @@ export function createOracleScript(
   const skipCropRate = options.skipCropRate ?? 0;
   const skipResearchRate = options.skipResearchRate ?? 0;
   const maxSearches = options.maxSearches ?? 3;
+  const maxTurns = options.maxTurns ?? Number.POSITIVE_INFINITY;
   const seed = options.seed ?? 0;
   const complete = '<search_complete>true</search_complete>';
   return ({ turn, context, rolloutId }) => {
@@ -59,10 +66,15 @@ export function createOracleScript(
     // unknown until the reader has it enlarged.
     const role = roleOfAttribute(asked.metadata.attribute);
     const region = [...last.matchAll(/\[([a-z ]+) at ((?:<[xy][12]_\d+>){4})\]/g)].find((m) => m[1] === role);
-    if (region && last.includes(asked.metadata.entity) && roll(`crop${turn}`) >= skipCropRate)
+    if (
+      region &&
+      last.includes(asked.metadata.entity) &&
+      turn + 2 <= maxTurns &&
+      roll(`crop${turn}`) >= skipCropRate
+    )
       return `<bbox>${region[2]}</bbox>`;
     // A vague query is followed by the precise one; a precise one is repeated for the next result.
-    if (searches < maxSearches && roll(`research${turn}`) >= skipResearchRate)
+    if (searches < maxSearches && turn + 3 <= maxTurns && roll(`research${turn}`) >= skipResearchRate)
       return `<search>${asked.metadata.query}</search>`;
     return complete;
   };

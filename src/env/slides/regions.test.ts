@@ -131,4 +131,35 @@ describe('small-print regions to choose', () => {
     }
     expect(cropped).toBeGreaterThan(30);
   });
+
+  it('make the oracle crop only where search_complete still fits the turn budget, and search only where a crop would', () => {
+    const script = createOracleScript(corpus, { maxTurns: 5 });
+    const slide = slides.find((s) => smallOf(s.facts).length >= 1)!;
+    const fact = smallOf(slide.facts)[0]!;
+    const question = Object.values(corpus.questions)
+      .flat()
+      .find((q) => q.metadata.factId === fact.id)!;
+    const page = (basename: string, text: string) =>
+      `<search>${question.metadata.query}</search><information>[page ${basename} (640x360)]\n${text}</information>`;
+    const golden = page(slide.basename, perceivedSlideText(slide));
+    const other = page('elsewhere_1.png', `${question.metadata.entity} overview`);
+    const at = (turn: number, pages: string[]) =>
+      script({
+        turn,
+        context: `Question: ${question.question}\n${pages.join('')}`,
+        rolloutId: 0,
+      } as Parameters<typeof script>[0]);
+    const crop = `<bbox>${locationBinsText(regionBins(fact))}</bbox>`;
+    // Turn 3 (the fourth of five): the crop and search_complete fit.
+    expect(at(3, [other, other, golden])).toBe(crop);
+    // Turn 4 (the last): a crop would be cut off by the budget, with no answer; the oracle completes.
+    expect(at(4, [other, other, other, golden])).toBe('<search_complete>true</search_complete>');
+    // Turn 2: a third search fits (its page could still be cropped); turn 3: it would not.
+    expect(at(2, [other, other])).toBe(`<search>${question.metadata.query}</search>`);
+    expect(at(3, [other, other, other].slice(0, 2))).toBe('<search_complete>true</search_complete>');
+    // Without a budget it searches up to maxSearches (3) and crops whenever the region is shown.
+    const unbounded = createOracleScript(corpus);
+    const ctx = (pages: string[]) => `Question: ${question.question}\n${pages.join('')}`;
+    expect(unbounded({ turn: 4, context: ctx([other, other, golden]), rolloutId: 0 } as never)).toBe(crop);
+  });
 });
