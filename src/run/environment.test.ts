@@ -22,6 +22,7 @@ describe('the slide environment of a run', () => {
       policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm' },
       // The episode's window within the policy's 192 tokens (a run refuses a larger one before it starts).
       searcher: { episode: { maxContextTokens: 192 } },
+      sft: { smallPrintShare: 0.5 },
     });
     const session = await openRun(config, { kind: 'fresh' });
     try {
@@ -38,7 +39,7 @@ describe('the slide environment of a run', () => {
         expect(t.turns[0]!.action?.type).toBe('search');
         expect(t.terminated).toBe('complete');
       }
-      // Small print takes its share (sft.smallPrintShare, 0.5) of the demonstrations even where the
+      // Small print takes its share (sft.smallPrintShare, here 0.5) of the demonstrations even where the
       // split holds fewer such questions: they are repeated, each repetition its own rollout.
       const small = new Set(
         session.env.train.filter((q) => (q.metadata as { small?: boolean }).small).map((q) => q.uid),
