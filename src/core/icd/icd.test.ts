@@ -6,7 +6,8 @@ import { TrajectoryQualityController } from './controller';
 import { createIcdDatasetView } from './dataset-view';
 import { createEmbeddingTable } from './embeddings';
 import { globalToLocal, localToGlobal, validateIcdRecords } from './index-maps';
-import { CandidatePoolInjector, oracleAtK } from './injector';
+import { CandidatePoolInjector } from './injector';
+import { storedOracleAtK } from './oracle';
 import { normaliseIcdPools } from './normalise';
 import { parseIcdRecords, parseIcdText } from './parse';
 import { isVqaCorrect, vqaSoftAccuracy } from './vqa-accuracy';
@@ -308,7 +309,7 @@ describe('pipeline: normalise varying K, inject, control, dataset view', () => {
       ...r,
       pointer_candidates: controller.selectFinalTrajectories(r.pointer_candidates),
     }));
-    expect(oracleAtK(final)).toBe(1);
+    expect(storedOracleAtK(final)).toBe(1);
     const view = createIcdDatasetView(final, { table, queryEmbedding });
     const item = view.item(1);
     expect(item.candidateEmbeddings).toHaveLength(64 * D);
