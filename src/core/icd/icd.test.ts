@@ -320,6 +320,28 @@ describe('pipeline: normalise varying K, inject, control, dataset view', () => {
     expect(item.beamLabels[0]!.map((p) => item.poolIndices[p])).toEqual([90, 91]);
   });
 
+  it("gives each distinct beam pointer once as a label: the quota's copies of an acc-0 beam are not more labels (issue 28)", () => {
+    const zeroBeam = {
+      pointer: [3, 4],
+      vqa_correct: 0 as const,
+      vqa_acc_score: 0,
+      gen_method: 'beam' as const,
+    };
+    const other = {
+      pointer: [5, 6],
+      vqa_correct: 0 as const,
+      vqa_acc_score: 0,
+      gen_method: 'random' as const,
+    };
+    const final = new TrajectoryQualityController().selectFinalTrajectories([zeroBeam, other]);
+    expect(final.filter((t) => t.gen_method === 'beam').length).toBeGreaterThan(1);
+    const view = createIcdDatasetView([{ ...record(range(64)), pointer_candidates: final }], {
+      table,
+      queryEmbedding,
+    });
+    expect(view.item(0).beamLabels).toEqual([[3, 4]]);
+  });
+
   it('warns, without failing, when injection does not raise the oracle', () => {
     const warnings: string[] = [];
     const injector = new CandidatePoolInjector({ table, warn: (m) => warnings.push(m) });
