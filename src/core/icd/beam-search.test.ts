@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError, ProviderCallError } from '../errors';
 import type { IcdScorer } from '../../ports/icd-scorer';
 import { beamSearchDemonstrations } from './beam-search';
+import { createEmbeddingTable, similarities, topK } from './embeddings';
 import { createIcdScoreCall } from './scoring';
 
 const SCORES = [0, 0.3, 0.6, 1];
@@ -111,6 +112,54 @@ describe('beam search scored by the frozen model (Lever-LM data generation)', ()
       { pointer: [0, 1], accuracy: 0 },
     ]);
     expect(wide.scoredCalls).toBe(3 + 2 * 2);
+  });
+
+  it('finds the best pair on a small pool where cosine top-2 does not (the two most similar candidates do not help), within its width and shots, its calls counted', async () => {
+    // Candidates 0-5 of the table; the query points at 0 and 1, which look like it but do not help:
+    // the model answers fully only when shown 4 then 3, partly with 4 alone first.
+    const table = createEmbeddingTable([
+      [1, 0.1, 0],
+      [1, 0.2, 0],
+      [0.2, 1, 0],
+      [0, 0.3, 1],
+      [0.1, 0, 1],
+      [0, 1, 0.2],
+    ]);
+    const queryVector = [1, 0.15, 0];
+    const pool = [2, 0, 5, 4, 1, 3];
+    const cosineTop2 = topK(similarities(table, queryVector), 2).map((g) => pool.indexOf(g));
+    expect(cosineTop2.map((p) => pool[p])).toEqual([1, 0]);
+    const accuracy: Record<string, number> = { '4': 0.3, '4,3': 1, '0,1': 0, '1,0': 0 };
+    const scorer = tableScorer((key) => accuracy[key] ?? 0);
+    const score = createIcdScoreCall(scorer);
+    expect(
+      (
+        await score(
+          query,
+          cosineTop2.map((p) => demonstration(pool[p]!)),
+        )
+      ).accuracy,
+    ).toBe(0);
+    scorer.calls = 0;
+    const result = await beamSearchDemonstrations(query, pool, {
+      demonstration,
+      score,
+      beamWidth: 2,
+      shots: 2,
+    });
+    expect(result.beams[0]).toEqual({ pointer: [pool.indexOf(4), pool.indexOf(3)], accuracy: 1 });
+    expect(result.beams).toHaveLength(2);
+    expect(result.scoredCalls).toBe(6 + 2 * 5);
+    expect(scorer.calls).toBe(result.scoredCalls);
+    // Three shots: three distinct candidates per beam, 6 + 2 x 5 + 2 x 4 calls.
+    const three = await beamSearchDemonstrations(query, pool, {
+      demonstration,
+      score,
+      beamWidth: 2,
+      shots: 3,
+    });
+    expect(three.beams.every((b) => b.pointer.length === 3 && new Set(b.pointer).size === 3)).toBe(true);
+    expect(three.scoredCalls).toBe(6 + 2 * 5 + 2 * 4);
   });
 
   it('goes through the reliable call (a busy scorer is retried) and refuses a bad width or a pool too small by name', async () => {
