@@ -133,7 +133,7 @@ describe('searcher-rl icd table (npm run bench:icd) on a small setting', () => {
       );
     const heldOutFigures = figures.filter((f) => f.figure === 'held-out mean accuracy');
     expect(heldOutFigures).toHaveLength(names.length * 2);
-    for (const [i, row] of result.rows.entries())
+    for (const row of result.rows)
       for (const [s, seed] of [7, 8].entries())
         expect(
           heldOutFigures.find((f) => f.selection === row.key && f.seed === seed)?.value,
