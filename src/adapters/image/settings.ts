@@ -10,5 +10,14 @@ export const sharpImageOpsSettingsSchema = z
     kernel: z.enum(['nearest', 'linear', 'cubic', 'mitchell', 'lanczos2', 'lanczos3']).default('lanczos3'),
     /** Largest output side; an enlargement never goes past it. */
     maxOutputSide: positiveInt().default(4096),
+    /**
+     * Decoded page pixels kept for the next crop of the same page (bytes; 0: decode every time).
+     * 64 MiB holds about 70 pages of 640x360 or 5 of 2480x3508 (A4 at 300 dpi).
+     */
+    decodedCacheBytes: z
+      .number()
+      .int()
+      .min(0)
+      .default(64 * 1024 * 1024),
   })
   .strict();
