@@ -133,6 +133,7 @@ export function enlargeLikeLibvips(
   if (
     !size ||
     !kernels ||
+    !CONSTANTS_KEPT ||
     (channels !== 3 && channels !== 4) ||
     size.width * size.height > MAX_ENLARGED_PIXELS
   )
