@@ -7,34 +7,35 @@ import { assembleModule, type WasmFunction } from './wasm-assemble';
  */
 
 /**
- * horizontal(src, taps, weights, count, dst): for each of `count` output pixels x, the four source
- * pixels at `src + taps[x]` (consecutive: the row is extended at both ends) weighted by
- * `weights[x]` (i16 lanes [w0 x4, w1 x4] then [w2 x4, w3 x4]) into four i32 lanes at `dst + 16x`.
+ * horizontal(src, columns, count, dst): for each of `count` output pixels x, with `columns[x]` =
+ * (tap, weights) two i32: the four source pixels at `src + tap` (consecutive: the row is extended
+ * at both ends) weighted by the 32 bytes at `weights` (i16 lanes [w0 x4, w1 x4] then [w2 x4,
+ * w3 x4]) into four i32 lanes at `dst + 16x`.
  */
 const horizontal: WasmFunction = {
   name: 'horizontal',
-  params: ['i32', 'i32', 'i32', 'i32', 'i32'], // 0 src, 1 taps, 2 weights, 3 count, 4 dst
-  locals: ['i32', 'v128', 'v128', 'v128', 'v128'], // 5 end, 6 pixels, 7 low, 8 high, 9 round
+  params: ['i32', 'i32', 'i32', 'i32'], // 0 src, 1 columns, 2 count, 3 dst
+  locals: ['i32', 'i32', 'v128', 'v128', 'v128', 'v128'], // 4 end, 5 weights, 6 pixels, 7 low, 8 high, 9 round
   body: `
     i32.const 2048  i32x4.splat  local.set 9
-    local.get 4  local.get 3  i32.const 4  i32.shl  i32.add  local.set 5
+    local.get 3  local.get 2  i32.const 4  i32.shl  i32.add  local.set 4
     block
       loop
-        local.get 4  local.get 5  i32.ge_u  br_if 1
-        local.get 4                                 ;; where the pixel's four lanes go
+        local.get 3  local.get 4  i32.ge_u  br_if 1
+        local.get 1  i32.load offset=4 align=4  local.set 5
+        local.get 3                                 ;; where the pixel's four lanes go
         local.get 0  local.get 1  i32.load align=4  i32.add
         v128.load  local.tee 6                      ;; the four source pixels, 16 bytes
         i16x8.extend_low_i8x16_u  local.set 7       ;; pixels 0 and 1 as i16 lanes
         local.get 6  i16x8.extend_high_i8x16_u  local.set 8
-        local.get 7  local.get 2  v128.load align=16  i32x4.extmul_low_i16x8_s
-        local.get 7  local.get 2  v128.load align=16  i32x4.extmul_high_i16x8_s  i32x4.add
-        local.get 8  local.get 2  v128.load offset=16 align=16  i32x4.extmul_low_i16x8_s  i32x4.add
-        local.get 8  local.get 2  v128.load offset=16 align=16  i32x4.extmul_high_i16x8_s  i32x4.add
+        local.get 7  local.get 5  v128.load align=16  i32x4.extmul_low_i16x8_s
+        local.get 7  local.get 5  v128.load align=16  i32x4.extmul_high_i16x8_s  i32x4.add
+        local.get 8  local.get 5  v128.load offset=16 align=16  i32x4.extmul_low_i16x8_s  i32x4.add
+        local.get 8  local.get 5  v128.load offset=16 align=16  i32x4.extmul_high_i16x8_s  i32x4.add
         local.get 9  i32x4.add  i32.const 12  i32x4.shr_s
         v128.store align=16
-        local.get 1  i32.const 4  i32.add  local.set 1
-        local.get 2  i32.const 32  i32.add  local.set 2
-        local.get 4  i32.const 16  i32.add  local.set 4
+        local.get 1  i32.const 8  i32.add  local.set 1
+        local.get 3  i32.const 16  i32.add  local.set 3
         br 0
       end
     end`,
@@ -95,7 +96,7 @@ interface WasmRuntime {
 
 export interface EnlargeKernels {
   readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
-  horizontal(src: number, taps: number, weights: number, count: number, dst: number): void;
+  horizontal(src: number, columns: number, count: number, dst: number): void;
   vertical(
     r0: number,
     r1: number,

@@ -1,4 +1,4 @@
-import { enlargeKernels } from './enlarge-kernels';
+import { type EnlargeKernels, enlargeKernels } from './enlarge-kernels';
 
 /**
  * libvips' enlargement of 8-bit pixels, as sharp runs it for `resize({width, height, fit: 'fill'})`
@@ -114,6 +114,23 @@ export const MAX_ENLARGED_PIXELS = 1 << 21;
 
 const align = (n: number, to: number) => Math.ceil(n / to) * to;
 
+/** At the start of the kernels' memory: per phase, its weights as the horizontal kernel reads them. */
+const WEIGHT_TABLE_BYTES = (TRANSFORM_SCALE + 1) * 32;
+
+/** The kernels, with the weight table written into their memory (once). */
+function kernelsWithWeights(): EnlargeKernels | null {
+  const kernels = enlargeKernels();
+  if (kernels && !weightsWritten.has(kernels)) {
+    const table = new Int16Array(kernels.memory.buffer, 0, WEIGHT_TABLE_BYTES / 2);
+    for (let phase = 0; phase <= TRANSFORM_SCALE; phase++)
+      for (let k = 0; k < 4; k++)
+        table.fill(WEIGHTS[phase * 4 + k]!, phase * 16 + k * 4, phase * 16 + k * 4 + 4);
+    weightsWritten.add(kernels);
+  }
+  return kernels;
+}
+const weightsWritten = new WeakSet<EnlargeKernels>();
+
 /**
  * The enlarged pixels of `region` of `image` (8-bit, 3 or 4 channels), as sharp's
  * `extract(region).resize({width, height, fit: 'fill', kernel})` computes them for an image
@@ -126,9 +143,11 @@ export function enlargeLikeLibvips(
   region: PixelRegion,
   width: number,
   height: number,
+  /** Where the output goes (at least `bytes` long; default: a new array). */
+  output: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes),
 ): RawImage | null {
   const size = enlargementOf(region, width, height);
-  const kernels = enlargeKernels();
+  const kernels = kernelsWithWeights();
   const { channels } = image;
   if (
     !size ||
@@ -154,17 +173,15 @@ export function enlargeLikeLibvips(
   const extendedWidth = region.width + 5;
   const extendedStride = extendedWidth * 4;
   const laneStride = align(outWidth, 4) * 16;
-  const layout = { extended: 0, taps: 0, weights: 0, lanes: 0, out: 0, end: 0 };
-  layout.taps = align(layout.extended + rowCount * extendedStride, 16);
-  layout.weights = align(layout.taps + outWidth * 4, 16);
-  layout.lanes = align(layout.weights + outWidth * 32, 16);
+  const layout = { extended: WEIGHT_TABLE_BYTES, columns: 0, lanes: 0, out: 0, end: 0 };
+  layout.columns = align(layout.extended + rowCount * extendedStride, 16);
+  layout.lanes = align(layout.columns + outWidth * 8, 16);
   layout.out = align(layout.lanes + rowCount * laneStride, 16);
   layout.end = layout.out + outWidth * outHeight * 4 + 16;
   const memory = kernels.memory;
   if (memory.buffer.byteLength < layout.end)
     memory.grow(Math.ceil((layout.end - memory.buffer.byteLength) / 65536));
   const bytes = new Uint8Array(memory.buffer);
-  const view = new DataView(memory.buffer);
 
   const src = image.data;
   const srcStride = image.width * channels;
@@ -187,23 +204,16 @@ export function enlargeLikeLibvips(
     const last = to + 8 + (region.width - 1) * 4;
     for (let k = 1; k <= 3; k++) bytes.copyWithin(last + k * 4, last, last + 4);
   }
+  const ints = new Int32Array(memory.buffer, layout.columns, outWidth * 2);
   for (let x = 0; x < outWidth; x++) {
     // The stencil starts at column start (region coordinates), so at start + 2 in the extended row.
-    view.setInt32(layout.taps + x * 4, (columns.start[x]! + 2) * 4, true);
-    const w = columns.phase[x]! * 4;
-    const base = layout.weights + x * 32;
-    for (let lane = 0; lane < 4; lane++) {
-      view.setInt16(base + lane * 2, WEIGHTS[w]!, true);
-      view.setInt16(base + 8 + lane * 2, WEIGHTS[w + 1]!, true);
-      view.setInt16(base + 16 + lane * 2, WEIGHTS[w + 2]!, true);
-      view.setInt16(base + 24 + lane * 2, WEIGHTS[w + 3]!, true);
-    }
+    ints[x * 2] = (columns.start[x]! + 2) * 4;
+    ints[x * 2 + 1] = columns.phase[x]! * 32;
   }
   for (let r = 0; r < rowCount; r++)
     kernels.horizontal(
       layout.extended + r * extendedStride,
-      layout.taps,
-      layout.weights,
+      layout.columns,
       outWidth,
       layout.lanes + r * laneStride,
     );
@@ -225,10 +235,9 @@ export function enlargeLikeLibvips(
     );
   }
   const out = bytes.subarray(layout.out, layout.out + outWidth * outHeight * 4);
-  let data: Uint8Array;
-  if (channels === 4) data = out.slice();
+  const data = output(outWidth * outHeight * channels).subarray(0, outWidth * outHeight * channels);
+  if (channels === 4) data.set(out);
   else {
-    data = new Uint8Array(outWidth * outHeight * 3);
     for (let p = 0, q = 0; q < data.length; p += 4, q += 3) {
       data[q] = out[p]!;
       data[q + 1] = out[p + 1]!;

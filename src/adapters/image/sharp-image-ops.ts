@@ -24,6 +24,23 @@ const MIME: Record<'png' | 'jpeg' | 'webp', string> = {
   webp: 'image/webp',
 };
 
+/**
+ * Buffers for enlarged pixels on their way to the encoder, lent per crop and reused (allocating
+ * 1.3 MB a crop costs more than copying into it); at most `keep` are kept.
+ */
+function createBufferPool(keep: number) {
+  const free: Uint8Array[] = [];
+  return {
+    take(bytes: number): Uint8Array {
+      const index = free.findIndex((buffer) => buffer.length >= bytes);
+      return index >= 0 ? free.splice(index, 1)[0]! : new Uint8Array(bytes);
+    },
+    give(buffer: Uint8Array) {
+      if (free.length < keep) free.push(buffer);
+    },
+  };
+}
+
 const verifiedKernels = new Map<string, Promise<boolean>>();
 
 /**
@@ -68,12 +85,14 @@ function enlargementVerified(kernel: string): Promise<boolean> {
  * crop runs through sharp's pipeline.
  */
 export function createSharpImageOps(settings: SharpImageOpsSettings = {}): SharpImageOps {
-  const { format, kernel, maxOutputSide, decodedCacheBytes } = parseSettings(
+  const { format, compressionLevel, kernel, maxOutputSide, decodedCacheBytes } = parseSettings(
     'createSharpImageOps',
     sharpImageOpsSettingsSchema,
     settings,
   );
   const decodedPages = createDecodedPages(decodedCacheBytes);
+  const buffers = createBufferPool(8);
+  const encoding = format === 'png' ? { compressionLevel } : {};
   const enlarges = BICUBIC_KERNELS.has(kernel);
   return {
     specificationVersion: 'v1',
@@ -127,15 +146,23 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
       try {
         const decoded =
           enlarges && scale > 1 && (await enlargementVerified(kernel)) ? await decodedPages.get(image) : null;
+        const lent: { buffer: Uint8Array | null } = { buffer: null };
         const enlarged =
-          decoded && enlargeLikeLibvips(decoded, { left, top, width, height }, outWidth, outHeight);
+          decoded &&
+          enlargeLikeLibvips(decoded, { left, top, width, height }, outWidth, outHeight, (bytes) => {
+            lent.buffer = buffers.take(bytes);
+            return lent.buffer;
+          });
         if (enlarged) {
           const raw = {
             width: enlarged.width,
             height: enlarged.height,
             channels: enlarged.channels as 3 | 4,
           };
-          const data = await sharp(enlarged.data, { raw }).toFormat(format).toBuffer();
+          const data = await sharp(enlarged.data, { raw })
+            .toFormat(format, encoding)
+            .toBuffer()
+            .finally(() => buffers.give(lent.buffer!));
           if (options.signal?.aborted)
             throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
           return {
@@ -157,7 +184,9 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
             kernel,
             fit: 'fill',
           });
-        const { data, info } = await pipeline.toFormat(format).toBuffer({ resolveWithObject: true });
+        const { data, info } = await pipeline
+          .toFormat(format, encoding)
+          .toBuffer({ resolveWithObject: true });
         if (options.signal?.aborted)
           throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
         return {
