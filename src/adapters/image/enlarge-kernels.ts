@@ -1,75 +1,112 @@
 import { assembleModule, type WasmFunction } from './wasm-assemble';
 
 /**
- * The two passes of the bicubic enlargement (`libvips-enlarge.ts`) as WebAssembly SIMD kernels over
- * 4-byte pixels (RGBA, or RGB with a spare byte), in libvips' fixed point: weights scaled by 4096,
- * each sum rounded by adding 2048 and shifting right by 12 (arithmetic), as `unsigned_fixed_round`.
+ * The passes of the bicubic enlargement (`libvips-enlarge.ts`) as WebAssembly SIMD kernels, in
+ * libvips' fixed point: weights scaled by 4096, each 4-tap sum rounded by adding 2048 and
+ * shifting right by 12 (arithmetic), as `unsigned_fixed_round`. Sums of products are formed two
+ * taps at a time by `i32x4.dot_i16x8_s` (pmaddwd), exact in 32 bits: samples fit in 16 bits (bytes,
+ * then row sums between about -300 and 560), weights too (at most 4096).
+ *
+ * A phase's weights are 32 bytes: i16 lanes [w0, w1] x 4, then [w2, w3] x 4.
  */
 
+/** Swizzle masks taking source pixels (0, 1) and (2, 3) of 16 bytes to i16 lanes [a.c, b.c] per channel c. */
+const PAIRS_01 = '0 16 4 16 1 16 5 16 2 16 6 16 3 16 7 16';
+const PAIRS_23 = '8 16 12 16 9 16 13 16 10 16 14 16 11 16 15 16';
+
+/** One output pixel of the horizontal pass: four i32 lanes from the column entry at local 1 + `entry`. */
+const horizontalPixel = (entry: number) => `
+        local.get 1  i32.load offset=${entry + 4} align=4  local.set 5      ;; the phase's weights
+        local.get 0  local.get 1  i32.load offset=${entry} align=4  i32.add
+        v128.load  local.set 6                      ;; source pixels 0-3 of the stencil, 16 bytes
+        local.get 6  local.get 7  i8x16.swizzle  local.get 5  v128.load align=16  i32x4.dot_i16x8_s
+        local.get 6  local.get 8  i8x16.swizzle  local.get 5  v128.load offset=16 align=16  i32x4.dot_i16x8_s
+        i32x4.add  local.get 9  i32x4.add  i32.const 12  i32x4.shr_s`;
+
 /**
- * horizontal(src, columns, count, dst): for each of `count` output pixels x, with `columns[x]` =
- * (tap, weights) two i32: the four source pixels at `src + tap` (consecutive: the row is extended
- * at both ends) weighted by the 32 bytes at `weights` (i16 lanes [w0 x4, w1 x4] then [w2 x4,
- * w3 x4]) into four i32 lanes at `dst + 16x`.
+ * horizontal(src, columns, count, dst): for each of `count` (even) output pixels x, with
+ * `columns[x]` = (tap, weights) two i32: the four source pixels at `src + tap` (consecutive: the row
+ * is extended at both ends) weighted by the phase's weights at `weights`, into four i16 lanes at
+ * `dst + 8x`.
  */
 const horizontal: WasmFunction = {
   name: 'horizontal',
   params: ['i32', 'i32', 'i32', 'i32'], // 0 src, 1 columns, 2 count, 3 dst
-  locals: ['i32', 'i32', 'v128', 'v128', 'v128', 'v128'], // 4 end, 5 weights, 6 pixels, 7 low, 8 high, 9 round
+  // 4 end, 5 weights, 6 pixels, 7 and 8 the swizzle masks, 9 round
+  locals: ['i32', 'i32', 'v128', 'v128', 'v128', 'v128'],
   body: `
+    v128.const ${PAIRS_01}  local.set 7
+    v128.const ${PAIRS_23}  local.set 8
     i32.const 2048  i32x4.splat  local.set 9
-    local.get 3  local.get 2  i32.const 4  i32.shl  i32.add  local.set 4
+    local.get 3  local.get 2  i32.const 3  i32.shl  i32.add  local.set 4
     block
       loop
         local.get 3  local.get 4  i32.ge_u  br_if 1
-        local.get 1  i32.load offset=4 align=4  local.set 5
-        local.get 3                                 ;; where the pixel's four lanes go
-        local.get 0  local.get 1  i32.load align=4  i32.add
-        v128.load  local.tee 6                      ;; the four source pixels, 16 bytes
-        i16x8.extend_low_i8x16_u  local.set 7       ;; pixels 0 and 1 as i16 lanes
-        local.get 6  i16x8.extend_high_i8x16_u  local.set 8
-        local.get 7  local.get 5  v128.load align=16  i32x4.extmul_low_i16x8_s
-        local.get 7  local.get 5  v128.load align=16  i32x4.extmul_high_i16x8_s  i32x4.add
-        local.get 8  local.get 5  v128.load offset=16 align=16  i32x4.extmul_low_i16x8_s  i32x4.add
-        local.get 8  local.get 5  v128.load offset=16 align=16  i32x4.extmul_high_i16x8_s  i32x4.add
-        local.get 9  i32x4.add  i32.const 12  i32x4.shr_s
+        local.get 3                                 ;; where the two pixels' eight lanes go
+        ${horizontalPixel(0)}
+        ${horizontalPixel(8)}
+        i16x8.narrow_i32x4_s
         v128.store align=16
-        local.get 1  i32.const 8  i32.add  local.set 1
+        local.get 1  i32.const 16  i32.add  local.set 1
         local.get 3  i32.const 16  i32.add  local.set 3
         br 0
       end
     end`,
 };
 
-/** One i32x4 group of the vertical pass: the four rows' lanes at byte offset `offset`, weighted and rounded. */
+/**
+ * interleave(a, b, dst, bytes): two rows of the horizontal pass (i16 lanes, `bytes` of each, a
+ * multiple of 16) as one row of lane pairs [a[i], b[i]], the layout the vertical pass's dot reads.
+ */
+const interleave: WasmFunction = {
+  name: 'interleave',
+  params: ['i32', 'i32', 'i32', 'i32'], // 0 a, 1 b, 2 dst, 3 bytes
+  locals: ['i32'], // 4 end
+  body: `
+    local.get 0  local.get 3  i32.add  local.set 4
+    block
+      loop
+        local.get 0  local.get 4  i32.ge_u  br_if 1
+        local.get 2
+        local.get 0  v128.load  local.get 1  v128.load
+        i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23
+        v128.store align=16
+        local.get 2
+        local.get 0  v128.load  local.get 1  v128.load
+        i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31
+        v128.store offset=16 align=16
+        local.get 0  i32.const 16  i32.add  local.set 0
+        local.get 1  i32.const 16  i32.add  local.set 1
+        local.get 2  i32.const 32  i32.add  local.set 2
+        br 0
+      end
+    end`,
+};
+
+/** Four output lanes of the vertical pass, from the pair rows' lanes at byte offset `offset`. */
 const verticalGroup = (offset: number) => `
-        local.get 0  v128.load offset=${offset} align=16  local.get 10  i32x4.mul
-        local.get 1  v128.load offset=${offset} align=16  local.get 11  i32x4.mul  i32x4.add
-        local.get 2  v128.load offset=${offset} align=16  local.get 12  i32x4.mul  i32x4.add
-        local.get 3  v128.load offset=${offset} align=16  local.get 13  i32x4.mul  i32x4.add
-        local.get 14  i32x4.add  i32.const 12  i32x4.shr_s`;
+        local.get 0  v128.load offset=${offset} align=16  local.get 5  i32x4.dot_i16x8_s
+        local.get 1  v128.load offset=${offset} align=16  local.get 6  i32x4.dot_i16x8_s
+        i32x4.add  local.get 7  i32x4.add  i32.const 12  i32x4.shr_s`;
 
 /**
- * vertical(r0, r1, r2, r3, w0, w1, w2, w3, bytes, dst): for each i32 lane of four rows of the
- * horizontal pass (`bytes` of each, a multiple of 64), sum(w_k * r_k[lane]) rounded, clipped to
- * 0..255 (the saturating narrowings: VIPS_CLIP) and stored as bytes from `dst`.
+ * vertical(p01, p23, weights, bytes, dst): with p01 the pair row of rows (s, s+1) and p23 that of
+ * (s+2, s+3) (`bytes` of each, a multiple of 64), each lane's w0*r0 + w1*r1 + w2*r2 + w3*r3
+ * rounded, clipped to 0..255 (the saturating narrowings: VIPS_CLIP) and stored as bytes from `dst`.
  */
 const vertical: WasmFunction = {
   name: 'vertical',
-  // 0-3 row pointers, 4-7 weights, 8 bytes, 9 dst
-  params: ['i32', 'i32', 'i32', 'i32', 'i32', 'i32', 'i32', 'i32', 'i32', 'i32'],
-  locals: ['v128', 'v128', 'v128', 'v128', 'v128', 'i32'], // 10-13 weights splatted, 14 round, 15 end
+  params: ['i32', 'i32', 'i32', 'i32', 'i32'], // 0 p01, 1 p23, 2 weights, 3 bytes, 4 dst
+  locals: ['v128', 'v128', 'v128', 'i32'], // 5 w01, 6 w23, 7 round, 8 end
   body: `
-    local.get 4  i32x4.splat  local.set 10
-    local.get 5  i32x4.splat  local.set 11
-    local.get 6  i32x4.splat  local.set 12
-    local.get 7  i32x4.splat  local.set 13
-    i32.const 2048  i32x4.splat  local.set 14
-    local.get 0  local.get 8  i32.add  local.set 15
+    local.get 2  v128.load align=16  local.set 5
+    local.get 2  v128.load offset=16 align=16  local.set 6
+    i32.const 2048  i32x4.splat  local.set 7
+    local.get 0  local.get 3  i32.add  local.set 8
     block
       loop
-        local.get 0  local.get 15  i32.ge_u  br_if 1
-        local.get 9                                 ;; where the 16 bytes go
+        local.get 0  local.get 8  i32.ge_u  br_if 1
+        local.get 4                                 ;; where the 16 bytes go
         ${verticalGroup(0)}
         ${verticalGroup(16)}
         i16x8.narrow_i32x4_s
@@ -80,9 +117,7 @@ const vertical: WasmFunction = {
         v128.store
         local.get 0  i32.const 64  i32.add  local.set 0
         local.get 1  i32.const 64  i32.add  local.set 1
-        local.get 2  i32.const 64  i32.add  local.set 2
-        local.get 3  i32.const 64  i32.add  local.set 3
-        local.get 9  i32.const 16  i32.add  local.set 9
+        local.get 4  i32.const 16  i32.add  local.set 4
         br 0
       end
     end`,
@@ -97,18 +132,8 @@ interface WasmRuntime {
 export interface EnlargeKernels {
   readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
   horizontal(src: number, columns: number, count: number, dst: number): void;
-  vertical(
-    r0: number,
-    r1: number,
-    r2: number,
-    r3: number,
-    w0: number,
-    w1: number,
-    w2: number,
-    w3: number,
-    bytes: number,
-    dst: number,
-  ): void;
+  interleave(a: number, b: number, dst: number, bytes: number): void;
+  vertical(p01: number, p23: number, weights: number, bytes: number, dst: number): void;
 }
 
 let kernels: EnlargeKernels | null | undefined;
@@ -119,7 +144,7 @@ export function enlargeKernels(): EnlargeKernels | null {
   const wasm = (globalThis as { WebAssembly?: WasmRuntime }).WebAssembly;
   try {
     if (!wasm) throw new Error('no WebAssembly');
-    const module = new wasm.Module(assembleModule([horizontal, vertical], 64));
+    const module = new wasm.Module(assembleModule([horizontal, interleave, vertical], 64));
     kernels = new wasm.Instance(module).exports as EnlargeKernels;
   } catch {
     kernels = null;

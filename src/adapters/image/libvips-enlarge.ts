@@ -114,7 +114,10 @@ export const MAX_ENLARGED_PIXELS = 1 << 21;
 
 const align = (n: number, to: number) => Math.ceil(n / to) * to;
 
-/** At the start of the kernels' memory: per phase, its weights as the horizontal kernel reads them. */
+/**
+ * At the start of the kernels' memory: per phase, its weights as the kernels read them (32 bytes:
+ * i16 lanes [w0, w1] x 4, then [w2, w3] x 4).
+ */
 const WEIGHT_TABLE_BYTES = (TRANSFORM_SCALE + 1) * 32;
 
 /** The kernels, with the weight table written into their memory (once). */
@@ -123,8 +126,9 @@ function kernelsWithWeights(): EnlargeKernels | null {
   if (kernels && !weightsWritten.has(kernels)) {
     const table = new Int16Array(kernels.memory.buffer, 0, WEIGHT_TABLE_BYTES / 2);
     for (let phase = 0; phase <= TRANSFORM_SCALE; phase++)
-      for (let k = 0; k < 4; k++)
-        table.fill(WEIGHTS[phase * 4 + k]!, phase * 16 + k * 4, phase * 16 + k * 4 + 4);
+      for (let lane = 0; lane < 4; lane++)
+        for (let k = 0; k < 4; k++)
+          table[phase * 16 + (k >> 1) * 8 + lane * 2 + (k & 1)] = WEIGHTS[phase * 4 + k]!;
     weightsWritten.add(kernels);
   }
   return kernels;
@@ -168,15 +172,19 @@ export function enlargeLikeLibvips(
 
   // Memory: the region's rows as 4-byte pixels, extended by 2 pixels left and 3 right (the
   // embedding libvips reads the stencil from); per output column its tap offset and weights; the
-  // horizontal pass (4 i32 lanes a pixel, rows padded to 4 pixels); the output (+16 bytes: the
-  // last 16-byte store may run past it).
-  const extendedWidth = region.width + 5;
-  const extendedStride = extendedWidth * 4;
-  const laneStride = align(outWidth, 4) * 16;
-  const layout = { extended: WEIGHT_TABLE_BYTES, columns: 0, lanes: 0, out: 0, end: 0 };
+  // horizontal pass (4 i16 lanes a pixel, rows padded to 4 pixels); its rows paired for the
+  // vertical pass (pair p: rows p and p+1, clamped to the region, lane by lane); the output (+16
+  // bytes: the last 16-byte store may run past it).
+  const extendedStride = (region.width + 5) * 4;
+  const paddedWidth = align(outWidth, 4);
+  const laneStride = paddedWidth * 8;
+  const firstPair = rows.start[0]!;
+  const pairCount = rows.start[outHeight - 1]! + 2 - firstPair + 1;
+  const layout = { extended: WEIGHT_TABLE_BYTES, columns: 0, lanes: 0, pairs: 0, out: 0, end: 0 };
   layout.columns = align(layout.extended + rowCount * extendedStride, 16);
-  layout.lanes = align(layout.columns + outWidth * 8, 16);
-  layout.out = align(layout.lanes + rowCount * laneStride, 16);
+  layout.lanes = align(layout.columns + paddedWidth * 8, 16);
+  layout.pairs = layout.lanes + rowCount * laneStride;
+  layout.out = layout.pairs + pairCount * laneStride * 2;
   layout.end = layout.out + outWidth * outHeight * 4 + 16;
   const memory = kernels.memory;
   if (memory.buffer.byteLength < layout.end)
@@ -204,33 +212,37 @@ export function enlargeLikeLibvips(
     const last = to + 8 + (region.width - 1) * 4;
     for (let k = 1; k <= 3; k++) bytes.copyWithin(last + k * 4, last, last + 4);
   }
-  const ints = new Int32Array(memory.buffer, layout.columns, outWidth * 2);
-  for (let x = 0; x < outWidth; x++) {
+  const ints = new Int32Array(memory.buffer, layout.columns, paddedWidth * 2);
+  for (let x = 0; x < paddedWidth; x++) {
     // The stencil starts at column start (region coordinates), so at start + 2 in the extended row.
-    ints[x * 2] = (columns.start[x]! + 2) * 4;
-    ints[x * 2 + 1] = columns.phase[x]! * 32;
+    // Padding columns repeat the last one (computed, never shown).
+    const column = Math.min(x, outWidth - 1);
+    ints[x * 2] = (columns.start[column]! + 2) * 4;
+    ints[x * 2 + 1] = columns.phase[column]! * 32;
   }
   for (let r = 0; r < rowCount; r++)
     kernels.horizontal(
       layout.extended + r * extendedStride,
       layout.columns,
-      outWidth,
+      paddedWidth,
       layout.lanes + r * laneStride,
     );
   const rowAt = (row: number) => layout.lanes + (Math.min(lastRow, Math.max(0, row)) - firstRow) * laneStride;
+  for (let p = 0; p < pairCount; p++)
+    kernels.interleave(
+      rowAt(firstPair + p),
+      rowAt(firstPair + p + 1),
+      layout.pairs + p * laneStride * 2,
+      laneStride,
+    );
+  const pairAt = (row: number) => layout.pairs + (row - firstPair) * laneStride * 2;
   for (let y = 0; y < outHeight; y++) {
     const start = rows.start[y]!;
-    const w = rows.phase[y]! * 4;
     kernels.vertical(
-      rowAt(start),
-      rowAt(start + 1),
-      rowAt(start + 2),
-      rowAt(start + 3),
-      WEIGHTS[w]!,
-      WEIGHTS[w + 1]!,
-      WEIGHTS[w + 2]!,
-      WEIGHTS[w + 3]!,
-      laneStride,
+      pairAt(start),
+      pairAt(start + 2),
+      rows.phase[y]! * 32,
+      laneStride * 2,
       layout.out + y * outWidth * 4,
     );
   }

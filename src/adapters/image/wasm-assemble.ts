@@ -29,20 +29,21 @@ const OPCODES: Record<string, number | [number, number]> = {
   'i32.shl': 0x74,
   'v128.load': [0xfd, 0x00],
   'v128.store': [0xfd, 0x0b],
+  'v128.const': [0xfd, 0x0c],
+  'i8x16.shuffle': [0xfd, 0x0d],
+  'i8x16.swizzle': [0xfd, 0x0e],
   'i8x16.narrow_i16x8_u': [0xfd, 0x66],
   'i16x8.narrow_i32x4_s': [0xfd, 0x85],
-  'i16x8.extend_low_i8x16_u': [0xfd, 0x89],
-  'i16x8.extend_high_i8x16_u': [0xfd, 0x8a],
   'i32x4.splat': [0xfd, 0x11],
   'i32x4.shr_s': [0xfd, 0xac],
   'i32x4.add': [0xfd, 0xae],
-  'i32x4.mul': [0xfd, 0xb5],
-  'i32x4.extmul_low_i16x8_s': [0xfd, 0xbc],
-  'i32x4.extmul_high_i16x8_s': [0xfd, 0xbd],
+  'i32x4.dot_i16x8_s': [0xfd, 0xba],
 };
 
 /** The immediates that follow each instruction that has any. */
-const IMMEDIATES: Record<string, 'blocktype' | 'index' | 'i32' | 'memarg'> = {
+const IMMEDIATES: Record<string, 'blocktype' | 'index' | 'i32' | 'memarg' | 'bytes16'> = {
+  'v128.const': 'bytes16', // written as 16 byte values (the text format's `v128.const i8x16 ...`)
+  'i8x16.shuffle': 'bytes16', // 16 lane indices
   block: 'blocktype',
   loop: 'blocktype',
   br: 'index',
@@ -126,6 +127,12 @@ function encodeBody(fn: WasmFunction): number[] {
     if (immediate === 'blocktype') out.push(0x40);
     else if (immediate === 'index') out.push(...unsigned(number(++i)));
     else if (immediate === 'i32') out.push(...signed(number(++i)));
+    else if (immediate === 'bytes16')
+      for (let k = 0; k < 16; k++) {
+        const byte = number(++i);
+        if (byte < 0 || byte > 255) throw new Error(`${fn.name}: '${token}' takes bytes, got ${byte}`);
+        out.push(byte);
+      }
     else if (immediate === 'memarg') {
       // offset=N and align=N (bytes) in either order; align defaults to 1 byte (a hint only).
       let offset = 0;
