@@ -8,11 +8,11 @@ export const RAW_RGBA_MIME = 'image/x-raw-rgba';
 /**
  * The decoded pixels of the pages being cropped, so that a page is decoded once, not once a crop:
  * an episode crops the page its search just showed, and the rollouts of a group crop the same
- * pages. Keyed by the page's bytes (the search engines hand out the same bytes for the same page),
- * least recently used first out, within a byte budget. A page qualifies when its pixels are what
- * sharp's crop pipeline would resample: 8-bit sRGB, 3 channels or 4 with alpha 255 throughout, one
- * page, no ICC profile (sharp would convert through it), the size the page says; any other page is
- * `null` and cropped by sharp from its bytes as before.
+ * pages. Keyed by the page's bytes (the search engines hand out the same bytes for the same page;
+ * they are never changed in place), least recently used first out, within a byte budget. A page
+ * qualifies when its pixels are what sharp's crop pipeline would resample: 8-bit sRGB, 3 or 4
+ * channels, one page, no ICC profile (sharp would convert through it), the size the page says; any
+ * other page is `null` and cropped by sharp from its bytes as before.
  */
 export interface DecodedPages {
   get(image: PageImage): Promise<RawImage | null>;
@@ -76,7 +76,6 @@ async function decode(image: PageImage): Promise<RawImage | null> {
       };
     }
     if (raw.width !== image.width || raw.height !== image.height) return null;
-    if (raw.channels === 4) for (let i = 3; i < raw.data.length; i += 4) if (raw.data[i] !== 255) return null;
     return raw;
   } catch {
     // Undecodable here: sharp's own pipeline reports it, as before.

@@ -123,6 +123,27 @@ const vertical: WasmFunction = {
     end`,
 };
 
+/** opaque(ptr, bytes): 1 when every 4-byte pixel of `bytes` (a multiple of 16) has 255 in its fourth byte. */
+const opaque: WasmFunction = {
+  name: 'opaque',
+  params: ['i32', 'i32'], // 0 ptr, 1 bytes
+  results: ['i32'],
+  locals: ['i32', 'v128', 'v128'], // 2 end, 3 and of all, 4 the alpha bytes' mask
+  body: `
+    local.get 0  local.get 1  i32.add  local.set 2
+    v128.const 255 255 255 255 255 255 255 255 255 255 255 255 255 255 255 255  local.set 3
+    v128.const 0 0 0 255 0 0 0 255 0 0 0 255 0 0 0 255  local.set 4
+    block
+      loop
+        local.get 0  local.get 2  i32.ge_u  br_if 1
+        local.get 3  local.get 0  v128.load  v128.and  local.set 3
+        local.get 0  i32.const 16  i32.add  local.set 0
+        br 0
+      end
+    end
+    local.get 3  local.get 4  v128.and  local.get 4  i32x4.eq  i32x4.all_true`,
+};
+
 /** The parts of the WebAssembly runtime used here (the project's TypeScript libs have no DOM types). */
 interface WasmRuntime {
   Module: new (bytes: Uint8Array) => object;
@@ -134,6 +155,7 @@ export interface EnlargeKernels {
   horizontal(src: number, columns: number, count: number, dst: number): void;
   interleave(a: number, b: number, dst: number, bytes: number): void;
   vertical(p01: number, p23: number, weights: number, bytes: number, dst: number): void;
+  opaque(ptr: number, bytes: number): number;
 }
 
 let kernels: EnlargeKernels | null | undefined;
@@ -144,7 +166,7 @@ export function enlargeKernels(): EnlargeKernels | null {
   const wasm = (globalThis as { WebAssembly?: WasmRuntime }).WebAssembly;
   try {
     if (!wasm) throw new Error('no WebAssembly');
-    const module = new wasm.Module(assembleModule([horizontal, interleave, vertical], 64));
+    const module = new wasm.Module(assembleModule([horizontal, interleave, vertical, opaque], 64));
     kernels = new wasm.Instance(module).exports as EnlargeKernels;
   } catch {
     kernels = null;

@@ -159,6 +159,34 @@ describe("createSharpImageOps' crops are sharp's pixels on every path", () => {
     expect(enlargedCrops() - before).toBe(4);
   });
 
+  it('enlarges an opaque region of a page with transparency elsewhere; a region with transparency goes to sharp', async () => {
+    const png = await sharp(await textPage(200, 120))
+      .composite([
+        {
+          input: {
+            create: { width: 40, height: 30, channels: 4, background: { r: 0, g: 120, b: 0, alpha: 0.4 } },
+          },
+          left: 150,
+          top: 80,
+          blend: 'dest-out',
+        },
+      ])
+      .png()
+      .toBuffer();
+    expect((await sharp(png).stats()).isOpaque).toBe(false);
+    const page = await asPage(png);
+    const before = enlargedCrops();
+    for (const [x1, y1, x2, y2] of [
+      [0, 0, 100, 60],
+      [120, 60, 200, 120],
+    ] as const) {
+      const region = { left: x1, top: y1, width: x2 - x1, height: y2 - y1 };
+      const reference = await sharpCrop(png, region, outputSize(region.width, region.height, 400));
+      expect((await adapterCrop(page, [x1, y1, x2, y2], 400)).data.equals(reference.data)).toBe(true);
+    }
+    expect(enlargedCrops() - before).toBe(1);
+  });
+
   it('through sharp for what the fast path leaves: transparency, raw RGBA, nearest and linear kernels, no enlargement', async () => {
     const transparent = await sharp({
       create: { width: 60, height: 40, channels: 4, background: { r: 200, g: 10, b: 10, alpha: 0.5 } },

@@ -137,10 +137,10 @@ const weightsWritten = new WeakSet<EnlargeKernels>();
 
 /**
  * The enlarged pixels of `region` of `image` (8-bit, 3 or 4 channels), as sharp's
- * `extract(region).resize({width, height, fit: 'fill', kernel})` computes them for an image
- * without alpha or whose alpha is 255 throughout the region (the caller checks that). Returns null
- * where libvips would not enlarge (a reduction, or no change), where the output is larger than
- * MAX_ENLARGED_PIXELS, or without WebAssembly SIMD: the caller lets sharp do those.
+ * `extract(region).resize({width, height, fit: 'fill', kernel})` computes them. Returns null where
+ * libvips would not enlarge (a reduction, or no change), where the region has alpha below 255
+ * (sharp premultiplies), where the output is larger than MAX_ENLARGED_PIXELS, or without
+ * WebAssembly SIMD: the caller lets sharp do those.
  */
 export function enlargeLikeLibvips(
   image: RawImage,
@@ -212,6 +212,10 @@ export function enlargeLikeLibvips(
     const last = to + 8 + (region.width - 1) * 4;
     for (let k = 1; k <= 3; k++) bytes.copyWithin(last + k * 4, last, last + 4);
   }
+  // Alpha below 255 anywhere in the region: sharp premultiplies it, which this does not copy.
+  const extendedBytes = align(rowCount * extendedStride, 16);
+  bytes.fill(255, layout.extended + rowCount * extendedStride, layout.extended + extendedBytes);
+  if (channels === 4 && !kernels.opaque(layout.extended, extendedBytes)) return null;
   const ints = new Int32Array(memory.buffer, layout.columns, paddedWidth * 2);
   for (let x = 0; x < paddedWidth; x++) {
     // The stencil starts at column start (region coordinates), so at start + 2 in the extended row.

@@ -38,6 +38,9 @@ const OPCODES: Record<string, number | [number, number]> = {
   'i32x4.shr_s': [0xfd, 0xac],
   'i32x4.add': [0xfd, 0xae],
   'i32x4.dot_i16x8_s': [0xfd, 0xba],
+  'v128.and': [0xfd, 0x4e],
+  'i32x4.eq': [0xfd, 0x37],
+  'i32x4.all_true': [0xfd, 0xa3],
 };
 
 /** The immediates that follow each instruction that has any. */
@@ -64,6 +67,8 @@ const VALUE_TYPES: Record<ValueType, number> = { i32: 0x7f, v128: 0x7b };
 export interface WasmFunction {
   name: string;
   params: ValueType[];
+  /** What it returns (none by default). */
+  results?: ValueType[];
   /** Locals after the parameters, in order. */
   locals: ValueType[];
   /** Instructions in the text format, e.g. `local.get 0 v128.load offset=16 align=16 ;; why`. */
@@ -153,9 +158,13 @@ function encodeBody(fn: WasmFunction): number[] {
   return out;
 }
 
-/** A module of `functions` (no results) over one exported memory (`memory`, `pages` x 64 KiB to start). */
+/** A module of `functions` over one exported memory (`memory`, `pages` x 64 KiB to start). */
 export function assembleModule(functions: WasmFunction[], pages: number): Uint8Array {
-  const types = functions.map((fn) => [0x60, ...vector(fn.params.map((t) => [VALUE_TYPES[t]])), 0x00]);
+  const types = functions.map((fn) => [
+    0x60,
+    ...vector(fn.params.map((t) => [VALUE_TYPES[t]])),
+    ...vector((fn.results ?? []).map((t) => [VALUE_TYPES[t]])),
+  ]);
   const code = functions.map((fn) => {
     const locals = vector(fn.locals.map((t) => [1, VALUE_TYPES[t]]));
     const body = [...locals, ...encodeBody(fn)];
