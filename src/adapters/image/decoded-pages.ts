@@ -1,6 +1,7 @@
 import sharp from 'sharp';
 import type { PageImage } from '../../ports/types';
 import type { RawImage } from './libvips-enlarge';
+import { decodePng } from './png-decode';
 
 /** Raw RGBA pixels (as made by `createRawImage` in searcher-rl/mock). */
 export const RAW_RGBA_MIME = 'image/x-raw-rgba';
@@ -51,34 +52,37 @@ export function createDecodedPages(budgetBytes: number): DecodedPages {
 
 async function decode(image: PageImage): Promise<RawImage | null> {
   try {
-    let raw: RawImage;
-    if (image.mimeType === RAW_RGBA_MIME) {
-      if (image.bytes.length !== image.width * image.height * 4) return null;
-      raw = { data: image.bytes, width: image.width, height: image.height, channels: 4 };
-    } else {
-      const input = sharp(image.bytes);
-      const meta = await input.metadata();
-      if (
-        meta.hasProfile ||
-        meta.depth !== 'uchar' ||
-        meta.space !== 'srgb' ||
-        (meta.channels !== 3 && meta.channels !== 4) ||
-        (meta.pages ?? 1) > 1
-      )
-        return null;
-      const { data, info } = await input.raw().toBuffer({ resolveWithObject: true });
-      if (info.channels !== meta.channels) return null;
-      raw = {
-        data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-        width: info.width,
-        height: info.height,
-        channels: info.channels,
-      };
-    }
-    if (raw.width !== image.width || raw.height !== image.height) return null;
-    return raw;
+    const raw =
+      image.mimeType === RAW_RGBA_MIME
+        ? image.bytes.length === image.width * image.height * 4
+          ? { data: image.bytes, width: image.width, height: image.height, channels: 4 }
+          : null
+        : ((await decodePng(image.bytes)) ?? (await decodeWithSharp(image.bytes)));
+    return raw && raw.width === image.width && raw.height === image.height ? raw : null;
   } catch {
     // Undecodable here: sharp's own pipeline reports it, as before.
     return null;
   }
+}
+
+/** Any other image sharp reads, when its pixels are what the crop pipeline would resample. */
+async function decodeWithSharp(bytes: Uint8Array): Promise<RawImage | null> {
+  const input = sharp(bytes);
+  const meta = await input.metadata();
+  if (
+    meta.hasProfile ||
+    meta.depth !== 'uchar' ||
+    meta.space !== 'srgb' ||
+    (meta.channels !== 3 && meta.channels !== 4) ||
+    (meta.pages ?? 1) > 1
+  )
+    return null;
+  const { data, info } = await input.raw().toBuffer({ resolveWithObject: true });
+  if (info.channels !== meta.channels) return null;
+  return {
+    data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    width: info.width,
+    height: info.height,
+    channels: info.channels,
+  };
 }

@@ -144,6 +144,67 @@ const opaque: WasmFunction = {
     local.get 3  local.get 4  v128.and  local.get 4  i32x4.eq  i32x4.all_true`,
 };
 
+/**
+ * pack3(src, dst, pixels): 4-byte pixels to 3-byte ones (RGBX to RGB), four at a time; up to 4
+ * bytes past the last pixel are written (scratch).
+ */
+const pack3: WasmFunction = {
+  name: 'pack3',
+  params: ['i32', 'i32', 'i32'], // 0 src, 1 dst, 2 pixels
+  locals: ['i32'], // 3 end
+  body: `
+    local.get 0  local.get 2  i32.const 2  i32.shl  i32.add  local.set 3
+    block
+      loop
+        local.get 0  local.get 3  i32.ge_u  br_if 1
+        local.get 1
+        local.get 0  v128.load  local.get 0  v128.load
+        i8x16.shuffle 0 1 2 4 5 6 8 9 10 12 13 14 15 15 15 15
+        v128.store
+        local.get 0  i32.const 16  i32.add  local.set 0
+        local.get 1  i32.const 12  i32.add  local.set 1
+        br 0
+      end
+    end`,
+};
+
+/**
+ * filterUp(src, dst, rowBytes, rows): PNG scanlines with the Up filter (type 2: each byte minus
+ * the byte above it, modulo 256) of `rows` rows of `rowBytes` from `src`, the row above the first
+ * at `src - rowBytes`, each row its filter byte and then its bytes at `dst`; up to 15 bytes past
+ * the last row are written (scratch), and read past the source's.
+ */
+const filterUp: WasmFunction = {
+  name: 'filterUp',
+  params: ['i32', 'i32', 'i32', 'i32'], // 0 src, 1 dst, 2 rowBytes, 3 rows
+  locals: ['i32', 'i32'], // 4 offset in the row, 5 rows done
+  body: `
+    block
+      loop
+        local.get 5  local.get 3  i32.ge_u  br_if 1
+        local.get 1  i32.const 2  i32.store8
+        local.get 1  i32.const 1  i32.add  local.set 1
+        i32.const 0  local.set 4
+        block
+          loop
+            local.get 4  local.get 2  i32.ge_u  br_if 1
+            local.get 1  local.get 4  i32.add
+            local.get 0  local.get 4  i32.add  v128.load
+            local.get 0  local.get 4  i32.add  local.get 2  i32.sub  v128.load
+            i8x16.sub
+            v128.store
+            local.get 4  i32.const 16  i32.add  local.set 4
+            br 0
+          end
+        end
+        local.get 0  local.get 2  i32.add  local.set 0
+        local.get 1  local.get 2  i32.add  local.set 1
+        local.get 5  i32.const 1  i32.add  local.set 5
+        br 0
+      end
+    end`,
+};
+
 /** The parts of the WebAssembly runtime used here (the project's TypeScript libs have no DOM types). */
 interface WasmRuntime {
   Module: new (bytes: Uint8Array) => object;
@@ -156,6 +217,8 @@ export interface EnlargeKernels {
   interleave(a: number, b: number, dst: number, bytes: number): void;
   vertical(p01: number, p23: number, weights: number, bytes: number, dst: number): void;
   opaque(ptr: number, bytes: number): number;
+  pack3(src: number, dst: number, pixels: number): void;
+  filterUp(src: number, dst: number, rowBytes: number, rows: number): void;
 }
 
 let kernels: EnlargeKernels | null | undefined;
@@ -166,7 +229,9 @@ export function enlargeKernels(): EnlargeKernels | null {
   const wasm = (globalThis as { WebAssembly?: WasmRuntime }).WebAssembly;
   try {
     if (!wasm) throw new Error('no WebAssembly');
-    const module = new wasm.Module(assembleModule([horizontal, interleave, vertical, opaque], 64));
+    const module = new wasm.Module(
+      assembleModule([horizontal, interleave, vertical, opaque, pack3, filterUp], 64),
+    );
     kernels = new wasm.Instance(module).exports as EnlargeKernels;
   } catch {
     kernels = null;

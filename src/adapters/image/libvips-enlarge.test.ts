@@ -159,6 +159,28 @@ describe("createSharpImageOps' crops are sharp's pixels on every path", () => {
     expect(enlargedCrops() - before).toBe(4);
   });
 
+  it('writes RGB pages as RGB PNGs and JPEG or WebP through sharp, each of the same pixels as sharp', async () => {
+    const png = await noisePage(120, 80, 3, 7);
+    const page = await asPage(png);
+    const region = { left: 7, top: 9, width: 50, height: 31 };
+    const size = outputSize(50, 31, 300);
+    const before = enlargedCrops();
+    const rgb = await adapterCrop(page, [7, 9, 57, 40], 300);
+    expect(rgb.info.channels).toBe(3);
+    expect(rgb.data.equals((await sharpCrop(png, region, size)).data)).toBe(true);
+    for (const format of ['jpeg', 'webp'] as const) {
+      const crop = await createSharpImageOps({ format }).doCrop(page, [7, 9, 57, 40], { minOutputSide: 300 });
+      const reference = await sharp(png)
+        .extract(region)
+        .resize({ ...size, kernel: 'lanczos3', fit: 'fill' })
+        .toFormat(format)
+        .toBuffer();
+      // The same pixels into the same encoder: the same bytes.
+      expect(Buffer.from(crop.bytes).equals(reference)).toBe(true);
+    }
+    expect(enlargedCrops() - before).toBe(3);
+  });
+
   it('enlarges an opaque region of a page with transparency elsewhere; a region with transparency goes to sharp', async () => {
     const png = await sharp(await textPage(200, 120))
       .composite([

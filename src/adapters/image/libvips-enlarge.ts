@@ -149,6 +149,11 @@ export function enlargeLikeLibvips(
   height: number,
   /** Where the output goes (at least `bytes` long; default: a new array). */
   output: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes),
+  /**
+   * `pixels`: rows of pixels; `png-scanlines`: the rows as PNG scanlines (a filter byte, then the
+   * row with the Up filter; the first row's "above" is zeros), ready for a PNG's zlib stream.
+   */
+  form: 'pixels' | 'png-scanlines' = 'pixels',
 ): RawImage | null {
   const size = enlargementOf(region, width, height);
   const kernels = kernelsWithWeights();
@@ -184,8 +189,15 @@ export function enlargeLikeLibvips(
   layout.columns = align(layout.extended + rowCount * extendedStride, 16);
   layout.lanes = align(layout.columns + paddedWidth * 8, 16);
   layout.pairs = layout.lanes + rowCount * laneStride;
-  layout.out = layout.pairs + pairCount * laneStride * 2;
-  layout.end = layout.out + outWidth * outHeight * 4 + 16;
+  // The output rows, a zero row before them (the Up filter's row above the first); 3-channel rows
+  // packed from them, likewise; the scanlines. Each area has 16 bytes of slack for the kernels.
+  const rowBytes = outWidth * channels;
+  const zero4 = layout.pairs + pairCount * laneStride * 2;
+  layout.out = zero4 + outWidth * 4;
+  const zero3 = layout.out + outWidth * outHeight * 4 + 16;
+  const packed = zero3 + outWidth * 3;
+  const scan = packed + outWidth * outHeight * 3 + 16;
+  layout.end = scan + outHeight * (rowBytes + 1) + 16;
   const memory = kernels.memory;
   if (memory.buffer.byteLength < layout.end)
     memory.grow(Math.ceil((layout.end - memory.buffer.byteLength) / 65536));
@@ -250,15 +262,21 @@ export function enlargeLikeLibvips(
       layout.out + y * outWidth * 4,
     );
   }
-  const out = bytes.subarray(layout.out, layout.out + outWidth * outHeight * 4);
-  const data = output(outWidth * outHeight * channels).subarray(0, outWidth * outHeight * channels);
-  if (channels === 4) data.set(out);
-  else {
-    for (let p = 0, q = 0; q < data.length; p += 4, q += 3) {
-      data[q] = out[p]!;
-      data[q + 1] = out[p + 1]!;
-      data[q + 2] = out[p + 2]!;
-    }
+  let rowsAt = layout.out;
+  if (channels === 3) {
+    kernels.pack3(layout.out, packed, outWidth * outHeight);
+    rowsAt = packed;
+  }
+  let data: Uint8Array;
+  if (form === 'pixels') {
+    data = output(rowBytes * outHeight).subarray(0, rowBytes * outHeight);
+    data.set(bytes.subarray(rowsAt, rowsAt + rowBytes * outHeight));
+  } else {
+    bytes.fill(0, rowsAt - rowBytes, rowsAt);
+    kernels.filterUp(rowsAt, scan, rowBytes, outHeight);
+    const length = outHeight * (rowBytes + 1);
+    data = output(length).subarray(0, length);
+    data.set(bytes.subarray(scan, scan + length));
   }
   return { data, width: outWidth, height: outHeight, channels };
 }

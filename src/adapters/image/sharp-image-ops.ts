@@ -7,6 +7,7 @@ import type { BoundingBox, PageImage } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
 import { createDecodedPages, RAW_RGBA_MIME } from './decoded-pages';
 import { enlargeLikeLibvips } from './libvips-enlarge';
+import { encodePngScanlines } from './png-encode';
 import { sharpImageOpsSettingsSchema } from './settings';
 
 /** The kernels libvips enlarges with its bicubic interpolator (`vips_resize_interpolate`). */
@@ -80,7 +81,8 @@ function enlargementVerified(kernel: string): Promise<boolean> {
  *
  * Enlargements of 8-bit pages are computed from each page's decoded pixels (decoded once, kept
  * within `decodedCacheBytes`) by a bit-exact copy of libvips' bicubic enlargement
- * (`libvips-enlarge.ts`), then encoded by sharp: the same pixels as sharp's own pipeline at a
+ * (`libvips-enlarge.ts`), then encoded (PNG here, from Up-filtered scanlines through node:zlib; JPEG
+ * and WebP by sharp): the same pixels as sharp's own pipeline at a
  * fraction of its cost (checked against this process's sharp before its first use). Every other
  * crop runs through sharp's pipeline.
  */
@@ -147,29 +149,37 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
         const decoded =
           enlarges && scale > 1 && (await enlargementVerified(kernel)) ? await decodedPages.get(image) : null;
         const lent: { buffer: Uint8Array | null } = { buffer: null };
+        // PNG crops are written here from PNG scanlines (zlib on the thread pool); others by sharp.
         const enlarged =
           decoded &&
-          enlargeLikeLibvips(decoded, { left, top, width, height }, outWidth, outHeight, (bytes) => {
-            lent.buffer = buffers.take(bytes);
-            return lent.buffer;
-          });
+          enlargeLikeLibvips(
+            decoded,
+            { left, top, width, height },
+            outWidth,
+            outHeight,
+            (bytes) => {
+              lent.buffer = buffers.take(bytes);
+              return lent.buffer;
+            },
+            format === 'png' ? 'png-scanlines' : 'pixels',
+          );
         if (enlarged) {
           const raw = {
             width: enlarged.width,
             height: enlarged.height,
             channels: enlarged.channels as 3 | 4,
           };
-          const data = await sharp(enlarged.data, { raw })
-            .toFormat(format, encoding)
-            .toBuffer()
-            .finally(() => buffers.give(lent.buffer!));
+          const bytes = await (format === 'png'
+            ? encodePngScanlines(raw, enlarged.data, compressionLevel)
+            : sharp(enlarged.data, { raw }).toFormat(format, encoding).toBuffer()
+          ).finally(() => buffers.give(lent.buffer!));
           if (options.signal?.aborted)
             throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
           return {
             mimeType: MIME[format],
             width: enlarged.width,
             height: enlarged.height,
-            bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+            bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
           };
         }
         const input =

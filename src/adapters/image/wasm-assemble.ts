@@ -18,6 +18,7 @@ const OPCODES: Record<string, number | [number, number]> = {
   'local.tee': 0x22,
   'i32.load': 0x28,
   'i32.store': 0x36,
+  'i32.store8': 0x3a,
   'i32.const': 0x41,
   'i32.eqz': 0x45,
   'i32.ne': 0x47,
@@ -39,6 +40,7 @@ const OPCODES: Record<string, number | [number, number]> = {
   'i32x4.add': [0xfd, 0xae],
   'i32x4.dot_i16x8_s': [0xfd, 0xba],
   'v128.and': [0xfd, 0x4e],
+  'i8x16.sub': [0xfd, 0x71],
   'i32x4.eq': [0xfd, 0x37],
   'i32x4.all_true': [0xfd, 0xa3],
 };
@@ -57,6 +59,7 @@ const IMMEDIATES: Record<string, 'blocktype' | 'index' | 'i32' | 'memarg' | 'byt
   'i32.const': 'i32',
   'i32.load': 'memarg',
   'i32.store': 'memarg',
+  'i32.store8': 'memarg',
   'v128.load': 'memarg',
   'v128.store': 'memarg',
 };
