@@ -55,6 +55,9 @@ export interface RawImage {
   width: number;
   height: number;
   channels: number;
+  /** Where the first row starts in `data` (default 0) and how far apart rows are (default width x channels). */
+  offset?: number;
+  stride?: number;
 }
 
 export interface PixelRegion {
@@ -204,9 +207,10 @@ export function enlargeLikeLibvips(
   const bytes = new Uint8Array(memory.buffer);
 
   const src = image.data;
-  const srcStride = image.width * channels;
+  const srcStride = image.stride ?? image.width * channels;
+  const srcOffset = image.offset ?? 0;
   for (let r = 0; r < rowCount; r++) {
-    const from = (region.top + firstRow + r) * srcStride + region.left * channels;
+    const from = srcOffset + (region.top + firstRow + r) * srcStride + region.left * channels;
     const to = layout.extended + r * extendedStride;
     if (channels === 4) bytes.set(src.subarray(from, from + region.width * 4), to + 8);
     else

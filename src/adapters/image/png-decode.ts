@@ -46,44 +46,46 @@ export async function decodePng(bytes: Uint8Array): Promise<RawImage | null> {
     at += 12 + length;
   }
   if (!ended || channels === 0 || width === 0 || height === 0 || data.length === 0) return null;
-  let filtered: Uint8Array;
+  const rowBytes = width * channels;
+  const expected = height * (rowBytes + 1);
+  let rows: Uint8Array;
   try {
-    filtered = await inflate(data.length === 1 ? data[0]! : Buffer.concat(data));
+    // One output buffer of the exact size (not 16 KiB pieces joined): a page is about a megabyte.
+    rows = await inflate(data.length === 1 ? data[0]! : Buffer.concat(data), { chunkSize: expected + 1 });
   } catch {
     return null;
   }
-  const rowBytes = width * channels;
-  if (filtered.length !== height * (rowBytes + 1)) return null;
-  const out = new Uint8Array(height * rowBytes);
+  if (rows.length !== expected) return null;
+  // Unfiltered in place: each row's filter byte stays in front of it (the image's stride is
+  // rowBytes + 1), and a filter reads only bytes already unfiltered (left, above, above-left).
   for (let y = 0; y < height; y++) {
-    const filter = filtered[y * (rowBytes + 1)]!;
-    const src = filtered.subarray(y * (rowBytes + 1) + 1, (y + 1) * (rowBytes + 1));
-    const row = y * rowBytes;
-    const above = row - rowBytes; // only read when y > 0
-    if (filter === 0 || (filter === 2 && y === 0)) out.set(src, row);
-    else if (filter === 1)
-      for (let i = 0; i < rowBytes; i++)
-        out[row + i] = (src[i]! + (i >= channels ? out[row + i - channels]! : 0)) & 0xff;
+    const row = y * (rowBytes + 1) + 1;
+    const above = row - rowBytes - 1; // read only when y > 0
+    const filter = rows[row - 1]!;
+    if (filter === 0 || (filter === 2 && y === 0)) continue;
+    if (filter === 1)
+      for (let i = channels; i < rowBytes; i++)
+        rows[row + i] = (rows[row + i]! + rows[row + i - channels]!) & 0xff;
     else if (filter === 2)
-      for (let i = 0; i < rowBytes; i++) out[row + i] = (src[i]! + out[above + i]!) & 0xff;
+      for (let i = 0; i < rowBytes; i++) rows[row + i] = (rows[row + i]! + rows[above + i]!) & 0xff;
     else if (filter === 3)
       for (let i = 0; i < rowBytes; i++) {
-        const left = i >= channels ? out[row + i - channels]! : 0;
-        const up = y > 0 ? out[above + i]! : 0;
-        out[row + i] = (src[i]! + ((left + up) >> 1)) & 0xff;
+        const left = i >= channels ? rows[row + i - channels]! : 0;
+        const up = y > 0 ? rows[above + i]! : 0;
+        rows[row + i] = (rows[row + i]! + ((left + up) >> 1)) & 0xff;
       }
     else if (filter === 4)
       for (let i = 0; i < rowBytes; i++) {
-        const left = i >= channels ? out[row + i - channels]! : 0;
-        const up = y > 0 ? out[above + i]! : 0;
-        const upLeft = y > 0 && i >= channels ? out[above + i - channels]! : 0;
+        const left = i >= channels ? rows[row + i - channels]! : 0;
+        const up = y > 0 ? rows[above + i]! : 0;
+        const upLeft = y > 0 && i >= channels ? rows[above + i - channels]! : 0;
         const p = left + up - upLeft;
         const pa = Math.abs(p - left);
         const pb = Math.abs(p - up);
         const pc = Math.abs(p - upLeft);
-        out[row + i] = (src[i]! + (pa <= pb && pa <= pc ? left : pb <= pc ? up : upLeft)) & 0xff;
+        rows[row + i] = (rows[row + i]! + (pa <= pb && pa <= pc ? left : pb <= pc ? up : upLeft)) & 0xff;
       }
     else return null;
   }
-  return { data: out, width, height, channels };
+  return { data: rows, width, height, channels, offset: 1, stride: rowBytes + 1 };
 }
