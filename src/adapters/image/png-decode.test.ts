@@ -71,13 +71,23 @@ describe('decodePng', () => {
     }
   });
 
-  it('reads back what encodePngScanlines writes', async () => {
-    const pixels = new Uint8Array(5 * 3 * 4).map((_, i) => (i * 37) & 0xff);
-    const scanlines = new Uint8Array(3 * 21);
-    for (let y = 0; y < 3; y++) scanlines.set(pixels.subarray(y * 20, y * 20 + 20), y * 21 + 1);
-    const png = await encodePngScanlines({ width: 5, height: 3, channels: 4 }, scanlines, 6);
-    expect(packed((await decodePng(png))!).equals(Buffer.from(pixels))).toBe(true);
-    expect((await sharpPixels(Buffer.from(png))).data.equals(Buffer.from(pixels))).toBe(true);
+  it('reads back what encodePngScanlines writes, its zlib streams reused across many at once', async () => {
+    const image = (seed: number) => {
+      const pixels = new Uint8Array(5 * 3 * 4).map((_, i) => (i * 37 + seed * 11) & 0xff);
+      const scanlines = new Uint8Array(3 * 21);
+      for (let y = 0; y < 3; y++) scanlines.set(pixels.subarray(y * 20, y * 20 + 20), y * 21 + 1);
+      return { pixels, scanlines };
+    };
+    for (let round = 0; round < 3; round++) {
+      const images = Array.from({ length: 12 }, (_, i) => image(round * 12 + i));
+      const pngs = await Promise.all(
+        images.map((im) => encodePngScanlines({ width: 5, height: 3, channels: 4 }, im.scanlines, 6)),
+      );
+      for (const [i, png] of pngs.entries()) {
+        expect(packed((await decodePng(png))!).equals(Buffer.from(images[i]!.pixels))).toBe(true);
+        expect((await sharpPixels(Buffer.from(png))).data.equals(Buffer.from(images[i]!.pixels))).toBe(true);
+      }
+    }
   });
 
   it('leaves to sharp what sharp would read otherwise or refuse', async () => {

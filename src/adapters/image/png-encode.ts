@@ -1,7 +1,38 @@
 import * as zlib from 'node:zlib';
-import { promisify } from 'node:util';
 
-const deflate = promisify(zlib.deflate);
+/**
+ * zlib deflate streams kept for reuse, a few per level: each crop's stream used to allocate and
+ * set up about 256 KiB of zlib state (memory V8 counts towards its next garbage collection).
+ * One stream compresses one input at a time: written, finished (Z_FINISH), then reset.
+ */
+const idleStreams = new Map<number, zlib.Deflate[]>();
+
+function deflate(input: Uint8Array, level: number): Promise<Buffer> {
+  const stream = idleStreams.get(level)?.pop() ?? zlib.createDeflate({ level });
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const onData = (chunk: Buffer) => chunks.push(chunk);
+    const onError = (error: Error) => {
+      stream.off('data', onData);
+      stream.destroy();
+      reject(error);
+    };
+    stream.on('data', onData);
+    stream.once('error', onError);
+    stream.write(input);
+    stream.flush(zlib.constants.Z_FINISH, () => {
+      stream.off('data', onData);
+      stream.off('error', onError);
+      if (stream.destroyed) return;
+      stream.reset();
+      const idle = idleStreams.get(level) ?? [];
+      if (idle.length < 4) idle.push(stream);
+      else stream.close();
+      idleStreams.set(level, idle);
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+  });
+}
 
 const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -51,7 +82,7 @@ export async function encodePngScanlines(
   header[8] = 8; // bit depth
   header[9] = size.channels === 4 ? 6 : 2; // colour type: RGBA or RGB
   // compression 0 (deflate), filter method 0 (the five filters), interlace 0: the zeros after.
-  const compressed = await deflate(scanlines, { level });
+  const compressed = await deflate(scanlines, level);
   const parts = [
     new Uint8Array(SIGNATURE),
     chunk('IHDR', header),
