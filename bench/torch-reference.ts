@@ -4,8 +4,9 @@
 // The anchor is the current PyTorch (2.15, python/requirements.txt) from the pinned environment the
 // Python tests use: BENCH_PYTHON if set, else `$SEARCHER_RL_VENV/bin/python`, else the environment
 // scripts/python-env.sh creates (.cache/python-env). It runs bench/torch_reference.py eager and
-// compiled (torch.compile; BENCH_TORCH_COMPILE=0 leaves it out) at 1 and 2 threads; ratios are
-// against its best setting. Debian's python3-torch (1.13), when /usr/bin/python3 has it, runs the
+// compiled (torch.compile; BENCH_TORCH_COMPILE=0 leaves it out) at 1 and 2 threads, and at 2
+// threads eager also with OpenMP's idle threads asleep (OMP_WAIT_POLICY=PASSIVE, as compiled
+// always runs); ratios are against its best setting. Debian's python3-torch (1.13), when /usr/bin/python3 has it, runs the
 // earlier anchor (bench/torch_reference_legacy.py) beside it, printed as `debian_torch_*`.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -28,6 +29,21 @@ export interface TorchShape {
   minSeconds: number;
   minRepeats: number;
 }
+
+/**
+ * One way of running the script. `env`: extra environment (OMP_WAIT_POLICY: whether OpenMP's idle
+ * threads spin or sleep; spinning threads on a shared 2-core machine took a 2-thread run from
+ * 8,300 to 1,300 training tokens/s in one window, and inductor's OpenMP kernels from 5,000 to
+ * 1,800); `pooled`: only where there is a thread pool (2 threads and up).
+ */
+interface Setting {
+  setting: string;
+  compile?: boolean;
+  env?: Record<string, string>;
+  pooled?: boolean;
+}
+
+const PASSIVE = { OMP_WAIT_POLICY: 'PASSIVE' };
 
 type Print = (figure: string, value: number, extra?: Record<string, unknown>) => void;
 type Line = Record<string, unknown> & { figure: string; value: number };
@@ -59,7 +75,12 @@ function torchVersion(python: string): string | null {
   }
 }
 
-function runScript(python: string, script: string, config: Record<string, unknown>): Map<string, Line> {
+function runScript(
+  python: string,
+  script: string,
+  config: Record<string, unknown>,
+  env: Record<string, string> = {},
+): Map<string, Line> {
   const threads = String(config.threads);
   const threadEnv = Object.fromEntries(
     ['OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'BLIS_NUM_THREADS'].map((n) => [
@@ -72,7 +93,7 @@ function runScript(python: string, script: string, config: Record<string, unknow
     [fileURLToPath(new URL(script, import.meta.url)), JSON.stringify(config)],
     {
       encoding: 'utf8',
-      env: { ...process.env, ...threadEnv },
+      env: { ...process.env, ...threadEnv, ...env },
       maxBuffer: 16 * 1024 * 1024,
     },
   );
@@ -111,16 +132,19 @@ function measureSettings(
   python: string,
   script: string,
   shape: TorchShape,
-  settings: { setting: string; compile?: boolean }[],
+  settings: Setting[],
 ): TorchFigures[] | null {
   const results: TorchFigures[] = [];
   let attentionPrinted = false;
   for (const threads of shape.threads) {
-    for (const { setting, compile } of settings) {
-      const figures = runScript(python, script, {
-        ...scriptConfig(shape, threads),
-        ...(compile !== undefined && { compile }),
-      });
+    for (const { setting, compile, env, pooled } of settings) {
+      if (pooled && threads < 2) continue;
+      const figures = runScript(
+        python,
+        script,
+        { ...scriptConfig(shape, threads), ...(compile !== undefined && { compile }) },
+        env,
+      );
       const blas = figures.get('torch_blas')!;
       const refused = figures.get('torch_refused');
       if (refused) {
@@ -188,9 +212,12 @@ export function measureTorch(
       reason: `${found.python} (${found.source}) does not import torch: rebuild it with scripts/python-env.sh`,
     });
   else {
-    const settings = [
+    const settings: Setting[] = [
       { setting: 'eager', compile: false },
-      ...(process.env.BENCH_TORCH_COMPILE === '0' ? [] : [{ setting: 'compiled', compile: true }]),
+      { setting: 'eager, OMP_WAIT_POLICY=PASSIVE', compile: false, env: PASSIVE, pooled: true },
+      ...(process.env.BENCH_TORCH_COMPILE === '0'
+        ? []
+        : [{ setting: 'compiled, OMP_WAIT_POLICY=PASSIVE', compile: true, env: PASSIVE }]),
     ];
     anchor = measureSettings(print, 'torch', found.python, './torch_reference.py', shape, settings);
   }

@@ -1,6 +1,7 @@
 // Training and rollout throughput of the TensorFlow.js policy for one fixed model size, and the
 // same model's training step and KV-cached sampling in PyTorch (bench/torch-reference.ts: PyTorch
-// 2.15 from the pinned Python environment, eager and compiled, at 1 and 2 threads; Debian's 1.13
+// 2.15 from the pinned Python environment, eager and compiled, at 1 and 2 threads (and OpenMP's
+// wait policy at 2); Debian's 1.13
 // beside it when /usr/bin/python3 has it) in the same run. Ratios are against PyTorch 2.15's best
 // setting. Prints one JSON line per figure.
 //

@@ -78,7 +78,13 @@ async function createOnnxTrainer(
 ): Promise<OnnxTrainer> {
   checkGraphWeights(model, 'onnx training');
   const graphs = splitTrainingGraph(buildTrainingGraph(graphConfigOf(model)));
-  const options: OnnxSessionOptions = { intraOpThreads: settings.intraOpThreads, sequential: true };
+  // Threads sleep between operators: a training step's operators are large enough that waking
+  // costs little, and spinning threads lose most of a shared machine's cores (see `spinning`).
+  const options: OnnxSessionOptions = {
+    intraOpThreads: settings.intraOpThreads,
+    sequential: true,
+    spinning: false,
+  };
   const forwardSession = await createOnnxSession(ort, encodeOnnxModel(graphs.forward, ONNX_OPSET), options);
   const backwardSession = await createOnnxSession(ort, encodeOnnxModel(graphs.backward, ONNX_OPSET), options);
   const gradientNames = model.parameters.map((p) => TRAINING_NAMES.gradient(p.name));
