@@ -180,16 +180,19 @@ function measureSettings(
         attention: attention ? 'scaled_dot_product_attention' : 'written out (matmul, mask, softmax, matmul)',
         python,
       };
+      const cpu = (line: Line) => ({ tokensPerCpuSecond: line.tokensPerCpuSecond });
       const compiled = (line: Line) =>
         line.compileSeconds !== undefined ? { compileSeconds: line.compileSeconds } : {};
       print(`${prefix}_train_tokens_per_second`, train.value, {
         ...about,
         repeats: train.repeats,
+        ...cpu(train),
         ...compiled(train),
       });
       print(`${prefix}_rollout_tokens_per_second`, rollout.value, {
         ...about,
         repeats: rollout.repeats,
+        ...cpu(rollout),
         ...compiled(rollout),
       });
       results.push({ threads, setting, train: train.value, rollout: rollout.value });

@@ -106,12 +106,15 @@ def timed(step, warmups=2):
     for _ in range(warmups):
         step()
     warmup_seconds = time.perf_counter() - t0
-    times = []
+    times, cpu_times = [], []
     started = time.perf_counter()
     while len(times) < MIN_REPEATS or time.perf_counter() - started < MIN_SECONDS:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         step()
         times.append(time.perf_counter() - t0)
+        cpu_times.append(time.process_time() - c0)
+    global CPU_SECONDS
+    CPU_SECONDS = sorted(cpu_times)[len(cpu_times) // 2]
     return sorted(times)[len(times) // 2], len(times), warmup_seconds
 
 
@@ -249,7 +252,7 @@ def train_step():
 
 
 dt, repeats, warmup = timed(train_step)
-emit("torch_train_tokens_per_second", B * T / dt, repeats=repeats,
+emit("torch_train_tokens_per_second", B * T / dt, repeats=repeats, tokensPerCpuSecond=round(B * T / CPU_SECONDS),
      **({"compileSeconds": round(warmup - 2 * dt, 2)} if COMPILE else {}))
 
 prompt = torch.randint(0, 256, (R, P), generator=g)
@@ -286,5 +289,5 @@ else:
 
 
 dt, repeats, warmup = timed(rollout)
-emit("torch_rollout_tokens_per_second", R * G / dt, repeats=repeats,
+emit("torch_rollout_tokens_per_second", R * G / dt, repeats=repeats, tokensPerCpuSecond=round(R * G / CPU_SECONDS),
      **({"compileSeconds": round(warmup - 2 * dt, 2)} if COMPILE else {}))

@@ -1,9 +1,8 @@
 // Training and rollout throughput of the TensorFlow.js policy for one fixed model size, and the
 // same model's training step and KV-cached sampling in PyTorch (bench/torch-reference.ts: PyTorch
-// 2.15 from the pinned Python environment, eager and compiled, at 1 and 2 threads (and OpenMP's
-// wait policy at 2); Debian's 1.13
-// beside it when /usr/bin/python3 has it) in the same run. Ratios are against PyTorch 2.15's best
-// setting. Prints one JSON line per figure.
+// 2.15 from the pinned Python environment, eager and compiled, at 1 and 2 threads, OpenMP's wait
+// policy at 2; Debian's 1.13 beside it when /usr/bin/python3 has it) in the same run. Ratios are
+// against PyTorch 2.15's best setting. Prints one JSON line per figure.
 //
 // Sections: training engines (tfjs, and ONNX Runtime (`training: 'onnx'`) at 1 and 2 intra-op
 // threads when onnxruntime-node is installed), rollout engines (each a `RolloutEngine`; another engine's figure slots
@@ -35,10 +34,14 @@ const print = (figure: string, value: number, extra: Record<string, unknown> = {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-async function secondsOf(step: () => Promise<void>): Promise<number> {
+async function secondsOf(step: () => Promise<void>, cpu?: number[]): Promise<number> {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   await step();
-  return (performance.now() - t0) / 1000;
+  const seconds = (performance.now() - t0) / 1000;
+  const used = process.cpuUsage(c0);
+  cpu?.push((used.user + used.system) / 1e6);
+  return seconds;
 }
 
 /**
@@ -68,13 +71,16 @@ async function warmUp(step: () => Promise<void>): Promise<number> {
 async function timed(
   step: () => Promise<void>,
   { minSeconds = MIN_SECONDS, minRepeats = MIN_REPEATS } = {},
-): Promise<{ seconds: number; repeats: number; warmupSteps: number }> {
+): Promise<{ seconds: number; cpuSeconds: number; repeats: number; warmupSteps: number }> {
   const warmupSteps = await warmUp(step);
   const times: number[] = [];
+  // CPU seconds of this process per step (every thread's), steadier than wall time when other
+  // processes share the cores.
+  const cpu: number[] = [];
   const started = performance.now();
   while (times.length < minRepeats || performance.now() - started < minSeconds * 1000)
-    times.push(await secondsOf(step));
-  return { seconds: median(times), repeats: times.length, warmupSteps };
+    times.push(await secondsOf(step, cpu));
+  return { seconds: median(times), cpuSeconds: median(cpu), repeats: times.length, warmupSteps };
 }
 
 // --- training engines ------------------------------------------------------------------------
@@ -88,13 +94,19 @@ interface TrainingFigure {
 /** Training tokens per second of `policy.update` on one fixed batch (a forward + backward + AdamW step). */
 async function measureTraining(policy: TfjsPolicy, batch: { inputIds: number[][]; positions: number[][] }) {
   const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
-  const { seconds, repeats, warmupSteps } = await timed(
+  const { seconds, cpuSeconds, repeats, warmupSteps } = await timed(
     async () => {
       await policy.update(batch, lossFn);
     },
     { minRepeats: TRAIN_MIN_REPEATS },
   );
-  return { tokensPerSecond: (TRAIN.batch * TRAIN.length) / seconds, repeats, warmupSteps };
+  const tokens = TRAIN.batch * TRAIN.length;
+  return {
+    tokensPerSecond: tokens / seconds,
+    tokensPerCpuSecond: Math.round(tokens / cpuSeconds),
+    repeats,
+    warmupSteps,
+  };
 }
 
 /**
@@ -146,6 +158,7 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
     ...about,
     repeats: tfjs.repeats,
     warmupSteps: tfjs.warmupSteps,
+    tokensPerCpuSecond: tfjs.tokensPerCpuSecond,
     note,
   });
   const figures: TrainingFigure[] = [
@@ -163,6 +176,7 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
       ...about,
       repeats: measured.repeats,
       warmupSteps: measured.warmupSteps,
+      tokensPerCpuSecond: measured.tokensPerCpuSecond,
       note: `training: onnx (gradients in ONNX Runtime, AdamW on ${policy.backend.name}); ${note}`,
     });
     if (!best || measured.tokensPerSecond > best.tokensPerSecond)
@@ -256,7 +270,7 @@ async function measureRollouts(
   );
   const figures = new Map<string, RolloutFigure>();
   for (const engine of engines) {
-    const { seconds, repeats } = await timed(() => engine.rollout(prompts));
+    const { seconds, cpuSeconds, repeats } = await timed(() => engine.rollout(prompts));
     engine.dispose?.();
     const tokensPerSecond = (ROLLOUT.rollouts * ROLLOUT.generate) / seconds;
     const name = engine.setting ? `${engine.figure}_at_setting` : engine.figure;
@@ -266,6 +280,7 @@ async function measureRollouts(
       model: MODEL,
       ...ROLLOUT,
       repeats,
+      tokensPerCpuSecond: Math.round((ROLLOUT.rollouts * ROLLOUT.generate) / cpuSeconds),
     });
     const best = figures.get(engine.figure);
     if (!best || tokensPerSecond > best.tokensPerSecond)
