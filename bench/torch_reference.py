@@ -20,7 +20,7 @@ sampling, written as a user of a current PyTorch would run them:
 - without it, the eager model: the cache grows by concatenation per step (transformers'
   DynamicCache).
 
-Reads a JSON config from argv[1]; prints one JSON line per figure. Run only by bench/training.ts;
+Reads a JSON config from argv[1]; prints one JSON line per figure. Run only by bench/torch-reference.ts (for bench/training.ts);
 nothing in the tests depends on it.
 
 Threads: torch's intra-op pool and the BLAS / OpenMP pools are all set to cfg["threads"] before

@@ -7,7 +7,7 @@ compare with the ones recorded before.
 Same architecture as src/adapters/tfjs/transformer.ts (pre-norm GPT blocks, learned positions,
 tied embedding, GELU tanh, layer norm eps 1e-5), the same loss shape (back-propagate
 sum_t g_t * logp_t over scored positions), AdamW with global-norm clipping, and KV-cached sampling.
-Reads a JSON config from argv[1]; prints one JSON line per figure. Run only by bench/training.ts
+Reads a JSON config from argv[1]; prints one JSON line per figure. Run only by bench/torch-reference.ts (for bench/training.ts)
 when python3 with torch is present; nothing in the tests depends on it.
 
 Threads: torch's intra-op pool and the BLAS / OpenMP pools are all set to cfg["threads"] before
