@@ -318,6 +318,8 @@ describe('flattenParams', () => {
         apiKey: 'k',
         headers: { authorization: 'Bearer t' },
         n: null,
+        episode: { maxTurnTokens: 64, maxContextTokens: 512 },
+        judge: { token: 't', secretName: 'x' },
       }),
     ).toEqual({
       'a.b': 1,
@@ -326,6 +328,11 @@ describe('flattenParams', () => {
       apiKey: '[redacted]',
       headers: '[redacted]',
       n: null,
+      // Settings whose names merely contain a credential's word are sent as they are.
+      'episode.maxTurnTokens': 64,
+      'episode.maxContextTokens': 512,
+      'judge.token': '[redacted]',
+      'judge.secretName': 'x',
     });
   });
 });

@@ -58,8 +58,11 @@ export interface RunTrackers {
   finish(status: TrackerRunStatus): Promise<Record<string, TrackerState>>;
 }
 
-/** Keys whose values are credentials: never sent to a tracker. */
-const SECRET_KEY = /api[-_]?key|token|password|secret|authorization|cookie|headers/i;
+/**
+ * Keys whose values are credentials (the whole key, as core/secrets' fields, plus header maps):
+ * never sent to a tracker. `maxTurnTokens` or `tokenizer` are settings, not credentials.
+ */
+const SECRET_KEY = /^(api[-_]?key|token|secret|password|client[-_]?secret|authorization|cookie|headers)$/i;
 
 /** A configuration as dotted keys (`phases.0.learningRate`), credentials replaced by `[redacted]`. */
 export function flattenParams(value: unknown, prefix = '', out: Record<string, TrackerParamValue> = {}) {
