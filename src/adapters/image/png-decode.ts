@@ -1,11 +1,9 @@
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import type { RawImage } from './libvips-enlarge';
-import { crc32 } from './png-encode';
+import { crc32, SIGNATURE } from './png-encode';
 
 const inflate = promisify(zlib.inflate);
-
-const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
 /**
  * The pixels of an 8-bit RGB or RGBA PNG, not interlaced (what page renderers and screenshots

@@ -34,7 +34,7 @@ function deflate(input: Uint8Array, level: number): Promise<Buffer> {
   });
 }
 
-const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+export const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
 /** CRC-32 of PNG chunks: zlib's where Node has it (20.15 and later), else this table's. */
 const crcTable = (() => {

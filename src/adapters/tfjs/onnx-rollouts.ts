@@ -65,7 +65,9 @@ function createBlockPool() {
     give(block: Float32Array): void {
       if (pooledBytes + block.byteLength > POOLED_BLOCK_BYTES) return;
       pooledBytes += block.byteLength;
-      free.set(block.length, [...(free.get(block.length) ?? []), block]);
+      const blocks = free.get(block.length);
+      if (blocks) blocks.push(block);
+      else free.set(block.length, [block]);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../errors';
 import type { IcdDemonstration, IcdQuery } from '../../ports/icd-scorer';
+import { mean } from '../stats';
 import { checkShots } from './check';
 import type { IcdScoreCall } from './scoring';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from './types';
@@ -87,7 +88,7 @@ export function summariseOracle(bests: readonly number[]): OracleSummary {
   if (n === 0) return { queries: 0, meanBest: 0, shareCorrect: 0, shareFull: 0 };
   return {
     queries: n,
-    meanBest: bests.reduce((a, b) => a + b, 0) / n,
+    meanBest: mean(bests),
     shareCorrect: bests.filter((b) => b > 0).length / n,
     shareFull: bests.filter((b) => b >= 1).length / n,
   };

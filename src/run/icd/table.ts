@@ -1,4 +1,5 @@
 import type { OracleSummary } from '../../core/icd/oracle';
+import { mean } from '../../core/stats';
 import { buildIcdDemoData } from './data';
 import {
   DEFAULT_ICD_FLOW_OPTIONS,
@@ -165,8 +166,6 @@ function choicesCount(k: number, shots: number): number {
   for (let i = 0; i < shots; i++) n *= k - i;
   return n;
 }
-
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** A cell: the mean over the seeds, then each seed's figure when there are several. */
 function cell(xs: readonly number[], digits = 3): string {
