@@ -1,7 +1,8 @@
 // Training and rollout throughput of the TensorFlow.js policy for one fixed model size, and the
-// same model's training step and KV-cached sampling in PyTorch (bench/torch_reference.py) run side
-// by side in the same run when a python3 with torch is present, at 1 and 2 threads. Ratios are
-// against the best PyTorch setting. Prints one JSON line per figure.
+// same model's training step and KV-cached sampling in PyTorch (bench/torch-reference.ts: PyTorch
+// 2.15 from the pinned Python environment, eager and compiled, at 1 and 2 threads, OpenMP's wait
+// policy at 2; Debian's 1.13 beside it when /usr/bin/python3 has it) in the same run. Ratios are
+// against PyTorch 2.15's best setting. Prints one JSON line per figure.
 //
 // Sections: training engines (tfjs, and ONNX Runtime (`training: 'onnx'`) at 1 and 2 intra-op
 // threads when onnxruntime-node is installed), rollout engines (each a `RolloutEngine`; another engine's figure slots
@@ -9,12 +10,13 @@
 // when onnxruntime-node is installed), the PyTorch reference, ratios. BENCH_MIN_SECONDS sets how long each figure
 // repeats its step after its warm-up (default 25 s, in process and per torch setting: this 2-core
 // machine's speed wanders by 20% over tens of seconds, and 10 s windows left two quiet runs' rollout
-// figures 15% apart, 25 s ones within 9%); BENCH_PYTHON names the interpreter.
-import { execFileSync } from 'node:child_process';
+// figures 15% apart, 25 s ones within 9%); BENCH_PYTHON names the interpreter (else
+// SEARCHER_RL_VENV's, else scripts/python-env.sh's .cache/python-env), BENCH_TORCH_COMPILE=0 leaves
+// torch.compile out.
 import { cpus, loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { createTfjsPolicy, type TfjsPolicy } from '../src/adapters/tfjs/policy';
 import { createRandom, type Random } from '../src/core/random';
+import { bestOf, measureTorch, type TorchFigures } from './torch-reference';
 
 const MODEL = { layers: 4, width: 128, heads: 4, contextLength: 256 };
 const TRAIN = { batch: 8, length: 256, scoredFrom: 64 };
@@ -32,10 +34,14 @@ const print = (figure: string, value: number, extra: Record<string, unknown> = {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-async function secondsOf(step: () => Promise<void>): Promise<number> {
+async function secondsOf(step: () => Promise<void>, cpu?: number[]): Promise<number> {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   await step();
-  return (performance.now() - t0) / 1000;
+  const seconds = (performance.now() - t0) / 1000;
+  const used = process.cpuUsage(c0);
+  cpu?.push((used.user + used.system) / 1e6);
+  return seconds;
 }
 
 /**
@@ -65,13 +71,16 @@ async function warmUp(step: () => Promise<void>): Promise<number> {
 async function timed(
   step: () => Promise<void>,
   { minSeconds = MIN_SECONDS, minRepeats = MIN_REPEATS } = {},
-): Promise<{ seconds: number; repeats: number; warmupSteps: number }> {
+): Promise<{ seconds: number; cpuSeconds: number; repeats: number; warmupSteps: number }> {
   const warmupSteps = await warmUp(step);
   const times: number[] = [];
+  // CPU seconds of this process per step (every thread's), steadier than wall time when other
+  // processes share the cores.
+  const cpu: number[] = [];
   const started = performance.now();
   while (times.length < minRepeats || performance.now() - started < minSeconds * 1000)
-    times.push(await secondsOf(step));
-  return { seconds: median(times), repeats: times.length, warmupSteps };
+    times.push(await secondsOf(step, cpu));
+  return { seconds: median(times), cpuSeconds: median(cpu), repeats: times.length, warmupSteps };
 }
 
 // --- training engines ------------------------------------------------------------------------
@@ -85,13 +94,19 @@ interface TrainingFigure {
 /** Training tokens per second of `policy.update` on one fixed batch (a forward + backward + AdamW step). */
 async function measureTraining(policy: TfjsPolicy, batch: { inputIds: number[][]; positions: number[][] }) {
   const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
-  const { seconds, repeats, warmupSteps } = await timed(
+  const { seconds, cpuSeconds, repeats, warmupSteps } = await timed(
     async () => {
       await policy.update(batch, lossFn);
     },
     { minRepeats: TRAIN_MIN_REPEATS },
   );
-  return { tokensPerSecond: (TRAIN.batch * TRAIN.length) / seconds, repeats, warmupSteps };
+  const tokens = TRAIN.batch * TRAIN.length;
+  return {
+    tokensPerSecond: tokens / seconds,
+    tokensPerCpuSecond: Math.round(tokens / cpuSeconds),
+    repeats,
+    warmupSteps,
+  };
 }
 
 /**
@@ -143,6 +158,7 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
     ...about,
     repeats: tfjs.repeats,
     warmupSteps: tfjs.warmupSteps,
+    tokensPerCpuSecond: tfjs.tokensPerCpuSecond,
     note,
   });
   const figures: TrainingFigure[] = [
@@ -160,6 +176,7 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
       ...about,
       repeats: measured.repeats,
       warmupSteps: measured.warmupSteps,
+      tokensPerCpuSecond: measured.tokensPerCpuSecond,
       note: `training: onnx (gradients in ONNX Runtime, AdamW on ${policy.backend.name}); ${note}`,
     });
     if (!best || measured.tokensPerSecond > best.tokensPerSecond)
@@ -253,7 +270,7 @@ async function measureRollouts(
   );
   const figures = new Map<string, RolloutFigure>();
   for (const engine of engines) {
-    const { seconds, repeats } = await timed(() => engine.rollout(prompts));
+    const { seconds, cpuSeconds, repeats } = await timed(() => engine.rollout(prompts));
     engine.dispose?.();
     const tokensPerSecond = (ROLLOUT.rollouts * ROLLOUT.generate) / seconds;
     const name = engine.setting ? `${engine.figure}_at_setting` : engine.figure;
@@ -263,6 +280,7 @@ async function measureRollouts(
       model: MODEL,
       ...ROLLOUT,
       repeats,
+      tokensPerCpuSecond: Math.round((ROLLOUT.rollouts * ROLLOUT.generate) / cpuSeconds),
     });
     const best = figures.get(engine.figure);
     if (!best || tokensPerSecond > best.tokensPerSecond)
@@ -283,95 +301,6 @@ async function measureRollouts(
   return figures;
 }
 
-// --- PyTorch reference -----------------------------------------------------------------------
-
-interface TorchFigures {
-  threads: number;
-  train: number;
-  rollout: number;
-}
-
-/** The first of BENCH_PYTHON, Debian's /usr/bin/python3 and the python3 on PATH that imports torch. */
-function findTorchPython(): string | null {
-  const candidates = [process.env.BENCH_PYTHON, '/usr/bin/python3', 'python3'].filter((p): p is string =>
-    Boolean(p),
-  );
-  for (const python of candidates) {
-    try {
-      execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore' });
-      return python;
-    } catch {
-      // Try the next interpreter.
-    }
-  }
-  return null;
-}
-
-/** PyTorch at each thread count, or null where the comparison is skipped or refused (reported). */
-function measureTorch(vocabSize: number): TorchFigures[] | null {
-  const python = findTorchPython();
-  if (!python) {
-    print('torch_reference_skipped', 0, {
-      reason:
-        'no python3 with torch (Debian: apt-get install python3-torch libopenblas0-pthread; or set BENCH_PYTHON)',
-    });
-    return null;
-  }
-  const script = fileURLToPath(new URL('./torch_reference.py', import.meta.url));
-  const results: TorchFigures[] = [];
-  for (const threads of TORCH_THREADS) {
-    const config = {
-      vocab: vocabSize,
-      context: MODEL.contextLength,
-      layers: MODEL.layers,
-      width: MODEL.width,
-      heads: MODEL.heads,
-      threads,
-      trainBatch: TRAIN.batch,
-      trainLength: TRAIN.length,
-      scoredFrom: TRAIN.scoredFrom,
-      minSeconds: MIN_SECONDS,
-      minRepeats: MIN_REPEATS,
-      ...ROLLOUT,
-    };
-    const threadEnv = Object.fromEntries(
-      ['OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'BLIS_NUM_THREADS'].map((name) => [
-        name,
-        String(threads),
-      ]),
-    );
-    const lines = execFileSync(python, [script, JSON.stringify(config)], {
-      encoding: 'utf8',
-      env: { ...process.env, ...threadEnv },
-    })
-      .trim()
-      .split('\n');
-    const figures = Object.fromEntries(
-      lines
-        .map((line) => JSON.parse(line) as Record<string, unknown> & { figure: string; value: number })
-        .map((f) => [f.figure, f]),
-    );
-    const blas = figures.torch_blas!;
-    if (figures.torch_refused) {
-      print('torch_reference_refused', 0, {
-        threads,
-        blas: blas.blas,
-        library: blas.library,
-        reason: figures.torch_refused.reason,
-        python,
-      });
-      return null;
-    }
-    const train = figures.torch_train_tokens_per_second!;
-    const rollout = figures.torch_rollout_tokens_per_second!;
-    const about = { threads, torch: train.torch, blas: blas.blas, library: blas.library, python };
-    print('torch_train_tokens_per_second', train.value, { ...about, repeats: train.repeats });
-    print('torch_rollout_tokens_per_second', rollout.value, { ...about, repeats: rollout.repeats });
-    results.push({ threads, train: train.value, rollout: rollout.value });
-  }
-  return results;
-}
-
 // --- run ---------------------------------------------------------------------------------------
 
 print('conditions', cpus().length, {
@@ -386,38 +315,51 @@ const trainingFigures = await measureTrainingEngines(policy, random);
 // Another rollout engine (e.g. the same weights on another runtime) is one more entry here.
 const rolloutEngines: RolloutEngine[] = [tfjsRolloutEngine(policy), ...(await onnxRolloutEngines(policy))];
 const rolloutFigures = await measureRollouts(rolloutEngines, random);
-const torch = measureTorch(policy.tokenizer.vocabSize);
-if (torch && torch.length > 0) {
-  const bestTrain = torch.reduce((a, b) => (b.train > a.train ? b : a));
-  const bestRollout = torch.reduce((a, b) => (b.rollout > a.rollout ? b : a));
+const torch = measureTorch(print, {
+  vocab: policy.tokenizer.vocabSize,
+  model: MODEL,
+  train: TRAIN,
+  rollout: ROLLOUT,
+  threads: TORCH_THREADS,
+  minSeconds: MIN_SECONDS,
+  minRepeats: MIN_REPEATS,
+});
+if (torch.anchor && torch.anchor.length > 0) printRatios('best_torch', torch.anchor);
+if (torch.debian && torch.debian.length > 0) printRatios('debian_torch', torch.debian);
+
+/** Each engine's ratio to the best setting of `reference` (`..._over_<against>`). */
+function printRatios(against: string, reference: TorchFigures[]) {
+  const best = bestOf(reference);
   const torchAbout = {
-    torchThreads: bestTrain.threads,
-    torchTokensPerSecond: Number(bestTrain.train.toPrecision(4)),
+    torchThreads: best.train.threads,
+    torchSetting: best.train.setting,
+    torchTokensPerSecond: Number(best.train.train.toPrecision(4)),
   };
   for (const { figure, tokensPerSecond, setting } of trainingFigures) {
     const name =
       figure === 'tfjs_train_tokens_per_second'
-        ? 'train_ratio_tfjs_over_best_torch'
-        : 'train_ratio_onnx_over_best_torch';
-    print(name, tokensPerSecond / bestTrain.train, {
+        ? `train_ratio_tfjs_over_${against}`
+        : `train_ratio_onnx_over_${against}`;
+    print(name, tokensPerSecond / best.train.train, {
       ...setting,
       ...torchAbout,
       ...(!setting && { backend: policy.backend.name, note: 'tfjs-wasm runs one thread' }),
     });
   }
   const bestEngine = trainingFigures.reduce((a, b) => (b.tokensPerSecond > a.tokensPerSecond ? b : a));
-  print('train_ratio_best_over_best_torch', bestEngine.tokensPerSecond / bestTrain.train, {
+  print(`train_ratio_best_over_${against}`, bestEngine.tokensPerSecond / best.train.train, {
     engine: bestEngine.figure,
     ...bestEngine.setting,
     ...torchAbout,
     note: 'the fastest in-process training engine',
   });
   for (const [figure, { tokensPerSecond, setting }] of rolloutFigures) {
-    print('rollout_ratio_over_best_torch', tokensPerSecond / bestRollout.rollout, {
+    print(`rollout_ratio_over_${against}`, tokensPerSecond / best.rollout.rollout, {
       engine: figure,
       ...setting,
-      torchThreads: bestRollout.threads,
-      torchTokensPerSecond: Number(bestRollout.rollout.toPrecision(4)),
+      torchThreads: best.rollout.threads,
+      torchSetting: best.rollout.setting,
+      torchTokensPerSecond: Number(best.rollout.rollout.toPrecision(4)),
     });
   }
 }

@@ -109,7 +109,15 @@ describe('the CLI', () => {
         'evaluation: { limit: 2 }',
       ].join('\n'),
     );
-    const child = spawn(tsx, ['src/cli/main.ts', 'train', '--config', config], { cwd: root });
+    // The CLI's own process gets the signal (node --import tsx): the tsx command relays a signal to
+    // its child and SIGKILLs it when the child has not answered within 30 ms (a busy machine).
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'train', '--config', config],
+      {
+        cwd: root,
+      },
+    );
     let stderr = '';
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     await new Promise<void>((resolve) =>

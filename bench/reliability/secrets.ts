@@ -17,7 +17,7 @@ import { CREDENTIALED_ADAPTERS, credentialsIn } from '../../test/support/credent
 import { faultRun, remotePorts } from './faults';
 
 /** Every file under `dir`, read as bytes. */
-async function* filesUnder(dir: string): AsyncGenerator<{ path: string; bytes: Buffer }> {
+export async function* filesUnder(dir: string): AsyncGenerator<{ path: string; bytes: Buffer }> {
   for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) yield* filesUnder(path);

@@ -1,7 +1,7 @@
 // Trackers: the run (trainRun, a tiny slide config) with TensorBoard and an MLflow server that
 // fails, refuses connections or hangs; each must finish with the same figures as the run without
 // trackers, warn once per tracker, and leak the MLFLOW_TRACKING_TOKEN canary nowhere.
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
@@ -12,6 +12,7 @@ import { parseRunConfig } from '../../src/run/config';
 import { trainRun } from '../../src/run/run';
 import { TIMING_METRICS } from '../../src/run/step-metrics';
 import type { TrackerState } from '../../src/run/trackers';
+import { filesUnder } from './secrets';
 
 const CANARY = 'mlflowbenchcanary00000000000000099';
 const PHASES = [
@@ -42,14 +43,6 @@ function tinyConfig(root: string, runId: string, trackers: unknown[]) {
     evaluation: { limit: 3 },
     trackers,
   });
-}
-
-async function* filesUnder(dir: string): AsyncGenerator<{ path: string; bytes: Buffer }> {
-  for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) yield* filesUnder(path);
-    else if ((await stat(path)).isFile()) yield { path, bytes: await readFile(path) };
-  }
 }
 
 /** What must not depend on the trackers: each phase's metrics (timing aside) and rollouts, the evaluations. */

@@ -9,11 +9,10 @@ config entry), `extra_info.task_id` (the task the server resets to), and an empt
 """
 
 import argparse
-import json
 import os
-import urllib.request
 
 import pandas as pd
+from searcher_rl_trainers.openenv_glue import fetch_tasks
 
 
 def main():
@@ -23,16 +22,8 @@ def main():
     parser.add_argument("--token", default=os.environ.get("SEARCHER_RL_TOKEN"), help="default: SEARCHER_RL_TOKEN")
     parser.add_argument("--agent-name", default="searcher_env")
     args = parser.parse_args()
-    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
-    tasks, offset = [], 0
-    while True:
-        url = f"{args.base_url.rstrip('/')}/tasks?offset={offset}&limit=1000"
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as r:
-            page = json.load(r)
-        tasks += page["tasks"]
-        offset += len(page["tasks"])
-        if not page["tasks"] or offset >= page["total"]:
-            break
+    # Every task, page by page to the server's total (the token never in an error).
+    tasks = fetch_tasks(args.base_url, args.token)
     rows = [
         {
             "data_source": "searcher-rl",

@@ -3,20 +3,14 @@ whole episodes against a `searcher-rl serve-env` started here on 127.0.0.1 with 
 itself is not installable here (Python 3.12 only, flash-attn; docs/scale-out.md), so this is the
 environment interface it drives: init, step ... done with the reward, close."""
 
-import os
-import signal
-import socket
-import subprocess
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 import skyrl_gym
 
 from searcher_rl_trainers.skyrl_env import ServeEnvError, register
+from searcher_rl_trainers.verl_testing import serve_env
 
-ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "skyrltokencanary000000000000042"
 IDLE_TIMEOUT_MS = 2000
 TASK = "arklummon_10_0"  # "What was the revenue of Arklummon in 2002?"
@@ -24,28 +18,9 @@ TASK = "arklummon_10_0"  # "What was the revenue of Arklummon in 2002?"
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp_path_factory.mktemp("serve-env") / "server.log", "wb")
-    command = [str(ROOT / "node_modules" / ".bin" / "tsx"), "src/cli/main.ts", "serve-env", "--host", "127.0.0.1",
-               "--port", str(port), "--token", TOKEN, "--idle-timeout-ms", str(IDLE_TIMEOUT_MS)]
-    server = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"serve-env did not start; see {log.name}")
-                time.sleep(0.25)
-        yield f"ws://127.0.0.1:{port}"
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-        log.close()
+    log = tmp_path_factory.mktemp("serve-env") / "server.log"
+    with serve_env(TOKEN, "--idle-timeout-ms", str(IDLE_TIMEOUT_MS), log_path=log) as server:
+        yield server.ws_url
 
 
 def test_skyrl_gym_plays_episodes_against_serve_env(server_url, monkeypatch):

@@ -98,13 +98,15 @@ def tiny_config(root: Path, mlflow_url: str) -> dict:
 
 
 def train(config: dict, folder: Path, stop_after: str | None = None) -> str:
-    """`searcher-rl train --config`; with `stop_after`, Ctrl-C (SIGINT) once that line is printed
-    (through tsx itself, which passes the signal on: npx would not)."""
+    """`searcher-rl train --config`; with `stop_after`, Ctrl-C (SIGINT) once that line is printed,
+    to the CLI's own process (`node --import tsx`, one process: the `tsx` command relays a signal to
+    its child and SIGKILLs it when the child has not answered within 30 ms, which a busy machine
+    makes happen; npx would not pass it on at all)."""
     path = folder / "config.json"
     path.write_text(json.dumps(config))
     env = {**os.environ, "MLFLOW_TRACKING_TOKEN": TOKEN}
     command = (
-        [str(ROOT / "node_modules" / ".bin" / "tsx")]
+        [shutil.which("node") or "node", "--import", "tsx"]
         if stop_after
         else [shutil.which("npx") or "npx", "tsx"]
     ) + ["src/cli/main.ts", "train", "--config", str(path)]

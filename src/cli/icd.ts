@@ -11,11 +11,17 @@ import {
   DEFAULT_ICD_SETTINGS,
   formatIcdJsonl,
   normaliseIcdPools,
-  oracleAtK,
   parseIcdText,
   parseIcdVectorsText,
   readIcdParquet,
   runIcdFlow,
+  runIcdTable,
+  formatIcdTable,
+  icdTableJsonLines,
+  DEFAULT_ICD_TABLE_OPTIONS,
+  ICD_WARM_UPS,
+  type IcdWarmUp,
+  storedOracleAtK,
   validateIcdRecords,
   type IcdQueryRecord,
 } from '../icd/index';
@@ -25,11 +31,12 @@ const HELP: Record<string, string> = {
 
 Commands (each has --help):
   normalise   bring RL data with pools of any size to K candidates (your files)
-  eval        check RL data (pool sizes, pointers, global indices) and print oracle@K
+  eval        check RL data (pool sizes, pointers, global indices); the stored-trajectory oracle
   mine        the embedded demo up to global positive mining
   inject      the embedded demo up to pool injection (prints oracle@K before/after)
   control     the embedded demo up to commit-on-improve and the final M trajectories
   train       the whole flow on the embedded demo: data, warm-up, GRPO, held-out accuracy
+  table       the README's comparison from one run: baselines, warm-ups, GRPO, oracle@K (npm run bench:icd)
 `,
   normalise: `searcher-rl icd normalise --data FILE --embeddings FILE --query-embeddings FILE --out FILE [--pool-size K]
 
@@ -45,18 +52,33 @@ Commands (each has --help):
   eval: `searcher-rl icd eval --data FILE [--pool-size K] [--embeddings FILE]
 
   Validates the data (pool size, pointer range, global indices against the embeddings when given)
-  and prints the number of queries, trajectories per query and oracle@K.
+  and prints the number of queries, trajectories per query and storedOracleAtK: the share of
+  queries with a correct stored trajectory. It sees only the stored choices, so it is a lower
+  bound of oracle@K over every pair of the pool, which needs the frozen model
+  (docs/method.md#oracle-at-k).
 `,
   demo: `searcher-rl icd {mine|inject|control} --out DIR [--seed N] [--queries N]
 
   Runs the embedded demo (seeded) up to the stage and writes DIR/<stage>.jsonl.
 `,
   train: `searcher-rl icd train --out DIR [--seed N] [--queries N] [--steps N] [--warm-up-epochs N]
+                        [--warm-up beam|cosine|none] [--beam-width N] [--shots N]
 
   The whole flow on the embedded demo: normalise, mine, inject, control, then the pointer selector
-  (tfjs): cross-entropy warm-up on the beam labels and GRPO. Checkpoints go to DIR/store (a run
-  resumes from its latest one); prints oracle@K and the held-out mean accuracy of random choice,
-  the beam labels, the warm-up and GRPO, and writes DIR/final.jsonl and DIR/figures.json.
+  (tfjs): a cross-entropy warm-up (on the beam labels, made by a beam search of width --beam-width
+  scored by the frozen model; on cosine top-k labels; or none) and GRPO. Checkpoints go to
+  DIR/store (a run resumes from its latest one, with the same --warm-up); prints oracle@K over
+  every ordered choice of the pool and the held-out mean accuracy of random choice, cosine top-k,
+  the beam search, the warm-up and GRPO, and writes DIR/final.jsonl and DIR/figures.json.
+`,
+  table: `searcher-rl icd table [--seeds 7,8] [--queries N] [--steps N] [--warm-up-epochs N]
+                        [--beam-width N] [--shots N] [--json FILE]
+
+  The README's ICD table from one run, one whole run per seed: random, cosine top-k, beam search
+  (scored by the frozen model), the warm-up on cosine and on beam labels, GRPO with no warm-up and
+  after each warm-up, and oracle@K over every ordered choice before and after injection; held-out
+  and training mean accuracy, mean and each seed. Prints one JSON line per figure, then the table
+  and its wall time; --json writes the whole result.
 `,
 };
 
@@ -89,6 +111,21 @@ const integer = (value: string | undefined, name: string, fallback: number) => {
     throw new InvalidArgumentError({ argument: name, message: `must be a positive integer, got '${value}'` });
   return n;
 };
+
+/** The demo's sizes shared by train and table: queries, GRPO steps, warm-up epochs, beam width, shots. */
+function demoSizes(
+  values: Record<string, string | boolean | undefined>,
+  d: { queries: number; grpoSteps: number; warmUpEpochs: number; beamWidth: number; shots: number },
+) {
+  const text = (name: string) => values[name] as string | undefined;
+  return {
+    queries: integer(text('queries'), '--queries', d.queries),
+    grpoSteps: integer(text('steps'), '--steps', d.grpoSteps),
+    warmUpEpochs: integer(text('warm-up-epochs'), '--warm-up-epochs', d.warmUpEpochs),
+    beamWidth: integer(text('beam-width'), '--beam-width', d.beamWidth),
+    shots: integer(text('shots'), '--shots', d.shots),
+  };
+}
 
 export async function icdCommand(argv: string[]): Promise<number> {
   const [command = '--help', ...rest] = argv;
@@ -158,7 +195,7 @@ export async function icdCommand(argv: string[]): Promise<number> {
         queries: records.length,
         poolSize,
         trajectoriesPerQuery: { min: Math.min(...counts), max: Math.max(...counts) },
-        oracleAtK: oracleAtK(records),
+        storedOracleAtK: storedOracleAtK(records),
       }),
     );
     return 0;
@@ -204,36 +241,80 @@ export async function icdCommand(argv: string[]): Promise<number> {
         queries: { type: 'string' },
         steps: { type: 'string' },
         'warm-up-epochs': { type: 'string' },
+        'warm-up': { type: 'string' },
+        'beam-width': { type: 'string' },
+        shots: { type: 'string' },
       },
       strict: true,
     });
     const out = values.out!;
     await mkdir(out, { recursive: true });
     const d = DEFAULT_ICD_FLOW_OPTIONS;
+    const warmUp = (values['warm-up'] ?? d.warmUp) as IcdWarmUp;
+    if (!ICD_WARM_UPS.includes(warmUp))
+      throw new InvalidArgumentError({
+        argument: '--warm-up',
+        message: `must be one of ${ICD_WARM_UPS.join(', ')}, got '${warmUp}'`,
+      });
+    const sizes = demoSizes(values, d);
     const result = await runIcdFlow({
       ...d,
+      ...sizes,
+      warmUp,
       seed: integer(values.seed, '--seed', d.seed),
-      queries: integer(values.queries, '--queries', d.queries),
-      grpoSteps: integer(values.steps, '--steps', d.grpoSteps),
-      warmUpEpochs: integer(values['warm-up-epochs'], '--warm-up-epochs', d.warmUpEpochs),
       store: createJsonlStore({ dir: join(out, 'store') }),
       runId: 'selector',
       log: write,
     });
-    const { figures } = result.data;
+    const { oracle } = result.data.figures;
     await writeFile(join(out, 'final.jsonl'), formatIcdJsonl(result.data.final));
     const summary = {
-      oracleAtK: { before: figures.oracleBefore, after: figures.oracleAfter },
+      oracleAtK: { definition: 'docs/method.md#oracle-at-k', ...oracle },
       heldOutMeanAccuracy: result.heldOut,
+      trainMeanAccuracy: { warmUp: result.selector.warmUp?.train ?? null, grpo: result.selector.grpo.train },
+      labelAccuracy: result.selector.labelAccuracy,
+      warmUp,
       heldOutQueries: result.data.heldOutIds.length,
     };
     await writeFile(join(out, 'figures.json'), `${JSON.stringify(summary, null, 2)}\n`);
     write(
-      `oracle@K (training queries): ${figures.oracleBefore.toFixed(3)} before injection -> ${figures.oracleAfter.toFixed(3)} after`,
+      `oracle@K over every ordered choice, training queries: mean best ${oracle.before.meanBest.toFixed(3)} before injection -> ${oracle.after.meanBest.toFixed(3)} after (a choice of accuracy 1 in ${oracle.before.shareFull.toFixed(3)} -> ${oracle.after.shareFull.toFixed(3)} of the pools)`,
     );
+    const h = result.heldOut;
     write(
-      `held-out mean accuracy (${result.data.heldOutIds.length} queries): random ${result.heldOut.random.toFixed(3)}, beam labels ${result.heldOut.beam.toFixed(3)}, warm-up ${result.heldOut.warmUp.toFixed(3)}, GRPO ${result.heldOut.grpo.toFixed(3)}`,
+      `held-out mean accuracy (${result.data.heldOutIds.length} queries): random ${h.random.toFixed(3)}, cosine top-${sizes.shots} ${h.cosineTopK.toFixed(3)}, beam search ${h.beamSearch.toFixed(3)} (reads the answers), warm-up ${h.warmUp === null ? '-' : h.warmUp.toFixed(3)} (${warmUp}), GRPO ${h.grpo.toFixed(3)}`,
     );
+    return 0;
+  }
+  if (command === 'table') {
+    if (help) return usage(HELP.table!);
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        seeds: { type: 'string' },
+        queries: { type: 'string' },
+        steps: { type: 'string' },
+        'warm-up-epochs': { type: 'string' },
+        'beam-width': { type: 'string' },
+        shots: { type: 'string' },
+        json: { type: 'string' },
+      },
+      strict: true,
+    });
+    const d = DEFAULT_ICD_TABLE_OPTIONS;
+    const seeds = values.seeds?.split(',').map((seed) => integer(seed.trim(), '--seeds', 0)) ?? d.seeds;
+    const started = Date.now();
+    const result = await runIcdTable({
+      ...d,
+      ...demoSizes(values, d),
+      seeds,
+      log: (line) => write(`[${((Date.now() - started) / 1000).toFixed(0)}s] ${line}`),
+    });
+    write('');
+    process.stdout.write(icdTableJsonLines(result));
+    write('');
+    process.stdout.write(formatIcdTable(result));
+    if (values.json) await writeFile(values.json, `${JSON.stringify(result, null, 2)}\n`);
     return 0;
   }
   process.stderr.write(`Unknown icd command '${command}'.\n\n${HELP.icd}`);

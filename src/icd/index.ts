@@ -12,6 +12,16 @@ export {
 export {
   runIcdFlow,
   DEFAULT_ICD_FLOW_OPTIONS,
+  ICD_WARM_UPS,
   type IcdFlowOptions,
   type IcdFlowResult,
+  type IcdWarmUp,
 } from '../run/icd/flow';
+export {
+  runIcdTable,
+  formatIcdTable,
+  icdTableJsonLines,
+  DEFAULT_ICD_TABLE_OPTIONS,
+  type IcdTableOptions,
+  type IcdTableResult,
+} from '../run/icd/table';

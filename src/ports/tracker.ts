@@ -26,6 +26,13 @@ export interface TrackerStart {
    * keeps its history, the latest value of a step counting). `null`: nothing is run again.
    */
   continuesAt: number | null;
+  /**
+   * An id of this start, kept in the run folder before `doStart` is called and the same on every
+   * attempt until a start succeeds: a tracker that makes its run on a server tags it with this, so
+   * that a start cut off after the server made the run (its answer lost, or the process killed
+   * before the run folder recorded `resume`) is found again instead of making a second run.
+   */
+  startId?: string;
 }
 
 /** What a tracker needs to continue its run later (JSON; kept in the run folder, never a secret). */

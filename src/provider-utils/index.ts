@@ -16,4 +16,4 @@ export {
   type HttpCaller,
 } from './http-guard';
 export { evidenceParts, type EvidencePart } from './evidence';
-export { loadWithOptionalPackages, type OptionalPackage } from './optional-package';
+export { loadWithOptionalPackages, requireOptionalPackages, type OptionalPackage } from './optional-package';

@@ -237,6 +237,30 @@ describe('openRunTrackers', () => {
     expect(server.calls('runs/update')).toHaveLength(0);
   });
 
+  it('a run killed while its tracker started (the server made the run, the folder never heard) is continued by the next attempt, not made twice', async () => {
+    const config = runConfig([{ type: 'mlflow', trackingUri: server.url, maxRetries: 0 }]);
+    // The first attempt: runs/create lands, its answer is lost, and the process dies (no finish).
+    server.fault = (r) => (r.path.endsWith('runs/create') ? 'lost-answer' : null);
+    await openRunTrackers({ config, runId: 'r', runDir, store: runStore(runDir) });
+    await expect.poll(() => server.runs.size).toBe(1);
+    const kept = JSON.parse(await readFile(join(runDir, TRACKERS_FILE), 'utf8')) as Record<
+      string,
+      TrackerState
+    >;
+    expect(kept.mlflow).toMatchObject({ resume: null, startId: expect.any(String) });
+    // The next attempt (the same command again) finds that run by the start id the folder kept.
+    server.fault = null;
+    const next = await openRunTrackers({ config, runId: 'r', runDir, store: runStore(runDir) });
+    next.logStep('phase1', 1, metrics(1));
+    const states = await next.finish('finished');
+    expect(server.runs.size).toBe(1);
+    expect(server.calls('runs/create')).toHaveLength(1);
+    const [id, run] = [...server.runs.entries()][0]!;
+    expect(states.mlflow).toMatchObject({ resume: { runId: id }, startId: null, steps: 1 });
+    expect(run.status).toBe('FINISHED');
+    expect([...new Set(run.metrics.map((m) => m.step))]).toEqual([1]);
+  });
+
   it('a tracker without a server set is warned once and the others go on', async () => {
     const config = runConfig(['mlflow', 'tensorboard']);
     const lines: string[] = [];
@@ -294,6 +318,8 @@ describe('flattenParams', () => {
         apiKey: 'k',
         headers: { authorization: 'Bearer t' },
         n: null,
+        episode: { maxTurnTokens: 64, maxContextTokens: 512 },
+        judge: { token: 't', secretName: 'x' },
       }),
     ).toEqual({
       'a.b': 1,
@@ -302,6 +328,11 @@ describe('flattenParams', () => {
       apiKey: '[redacted]',
       headers: '[redacted]',
       n: null,
+      // Settings whose names merely contain a credential's word are sent as they are.
+      'episode.maxTurnTokens': 64,
+      'episode.maxContextTokens': 512,
+      'judge.token': '[redacted]',
+      'judge.secretName': 'x',
     });
   });
 });

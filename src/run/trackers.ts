@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { createTracker } from '../container';
 import { checkPortVersion } from '../core/calls/port-version';
@@ -31,6 +32,11 @@ export interface TrackerState {
   type: string;
   /** What the tracker returned at its start (TensorBoard's folder, MLflow's run id and server). */
   resume: TrackerResume | null;
+  /**
+   * The id of a start not yet recorded in `resume` (written before the tracker is called, so that
+   * the next attempt finds the run a cut-off start made); absent in files of earlier versions.
+   */
+  startId?: string | null;
   /** Calls that failed after the call rule's retries, over every attempt of the run. */
   failures: number;
   /** Calls not made because the tracker was left off (three failures in a row, or a failed start). */
@@ -52,8 +58,11 @@ export interface RunTrackers {
   finish(status: TrackerRunStatus): Promise<Record<string, TrackerState>>;
 }
 
-/** Keys whose values are credentials: never sent to a tracker. */
-const SECRET_KEY = /api[-_]?key|token|password|secret|authorization|cookie|headers/i;
+/**
+ * Keys whose values are credentials (the whole key, as core/secrets' fields, plus header maps):
+ * never sent to a tracker. `maxTurnTokens` or `tokenizer` are settings, not credentials.
+ */
+const SECRET_KEY = /^(api[-_]?key|token|secret|password|client[-_]?secret|authorization|cookie|headers)$/i;
 
 /** A configuration as dotted keys (`phases.0.learningRate`), credentials replaced by `[redacted]`. */
 export function flattenParams(value: unknown, prefix = '', out: Record<string, TrackerParamValue> = {}) {
@@ -272,14 +281,30 @@ export async function openRunTrackers(args: {
     const tracker = lane.tracker!;
     const caller = lane.caller!;
     try {
+      // A new start's id reaches the run folder before the tracker is called: if this process
+      // dies after the tracker made its run, the next attempt asks for that run by this id.
+      if (lane.state.resume === null && !lane.state.startId) {
+        lane.state.startId = randomUUID();
+        await save();
+      }
+      const startId = lane.state.resume === null ? (lane.state.startId ?? undefined) : undefined;
       const resume = await caller.call(
         'start',
         (signal) =>
-          tracker.doStart({ runName: args.runId, resume: lane.state.resume, continuesAt: from }, { signal }),
+          tracker.doStart(
+            {
+              runName: args.runId,
+              resume: lane.state.resume,
+              continuesAt: from,
+              ...(startId && { startId }),
+            },
+            { signal },
+          ),
         { signal: closing.signal },
       );
       const isNew = lane.state.resume === null;
       lane.state.resume = resume;
+      lane.state.startId = null;
       lane.started = true;
       lane.inARow = 0;
       await save();

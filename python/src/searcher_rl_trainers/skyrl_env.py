@@ -24,25 +24,18 @@ Settings (`env_config`, i.e. `skyrl_gym.searcher_serve_env` in skyrl-train's con
 
 import contextlib
 import json
-import os
-import random
 import time
 from typing import Any, Optional
-from urllib.parse import urlsplit
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
+from .verl_session import RETRYABLE_CODES, RetryPolicy, ServeEnvError, resolve_server_url, resolve_token
+
+__all__ = ["ENV_ID", "SearcherServeEnv", "ServeEnvError", "register"]
+
 ENV_ID = "searcher_serve_env"
-
-
-class ServeEnvError(RuntimeError):
-    """An error frame, a refused upgrade (`HTTP_<status>`), or no session within `open_timeout_s`."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(f"serve-env {code}: {message}")
-        self.code = code
 
 
 class SearcherServeEnv(BaseTextEnv):
@@ -50,10 +43,11 @@ class SearcherServeEnv(BaseTextEnv):
         super().__init__()
         config = dict(env_config or {})
         extras = dict(extras or {})
-        self.server_url = _server_url(config.get("server_url"))
-        token = os.environ.get("SEARCHER_RL_TOKEN")
+        # The address, the token and the backoff as verl's loop takes them (verl_session).
+        self.server_url = resolve_server_url(config.get("server_url"))
+        token = resolve_token()
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.open_timeout_s = float(config.get("open_timeout_s", 600))
+        self.retry = RetryPolicy(open_timeout_s=float(config.get("open_timeout_s", 600)))
         self.max_turns = int(config.get("max_turns", 32))
         extra_info = extras.get("extra_info") or {}
         self.task_id = extras.get("task_id") or extra_info.get("task_id")
@@ -104,7 +98,7 @@ class SearcherServeEnv(BaseTextEnv):
         return BaseTextEnvStepOutput(observations=[], reward=0.0 if reward is None else reward, done=True, metadata=metadata)
 
     def _open(self, reset: dict[str, Any]) -> dict[str, Any]:
-        deadline = time.monotonic() + self.open_timeout_s
+        deadline = time.monotonic() + self.retry.open_timeout_s
         attempt = 0
         while True:
             try:
@@ -125,11 +119,11 @@ class SearcherServeEnv(BaseTextEnv):
                     self._connection.close()
                     self.ws = None
                     failure = error if isinstance(error, ServeEnvError) else ServeEnvError("CONNECTION_CLOSED", str(error))
-                    if failure.code not in ("CAPACITY_REACHED", "CONNECTION_CLOSED"):
+                    if failure.code not in RETRYABLE_CODES and failure.code != "CONNECTION_CLOSED":
                         raise failure from None
-            pause = min(0.5 * 2**attempt, 8.0) * random.uniform(0.75, 1.0)
+            pause = self.retry.delay(attempt)
             if time.monotonic() + pause > deadline:
-                raise ServeEnvError(failure.code, f"no session in {self.open_timeout_s:g} s ({failure}); raise the "
+                raise ServeEnvError(failure.code, f"no session in {self.retry.open_timeout_s:g} s ({failure}); raise the "
                                     "server's --max-sessions to the trajectories in flight")
             attempt += 1
             time.sleep(pause)
@@ -142,14 +136,6 @@ class SearcherServeEnv(BaseTextEnv):
             data = reply.get("data") or {}
             raise ServeEnvError(str(data.get("code", "ERROR")), str(data.get("message", "")))
         return reply["data"]
-
-
-def _server_url(configured: Optional[str]) -> str:
-    url = (os.environ.get("SEARCHER_ENV_URL") or configured or "ws://127.0.0.1:8000").strip().rstrip("/")
-    url = url[: -len("/ws")] if url.endswith("/ws") else url
-    if urlsplit(url).scheme not in ("ws", "wss"):
-        raise ValueError(f"SEARCHER_ENV_URL/server_url must be a ws:// or wss:// address, got {url.split(':', 1)[0]!r}")
-    return url
 
 
 def register(env_id: str = ENV_ID) -> str:

@@ -32,7 +32,7 @@ import io
 import os
 from typing import Any
 
-from .openenv_glue import env_client, reset_fresh_sync, reward_or_none
+from .openenv_glue import env_client, error_code, reset_fresh_sync, reward_or_none
 
 TOOL_INSTRUCTIONS = "\n".join(
     [
@@ -110,7 +110,8 @@ class SearcherToolEnv:
             result = self._client.step({"text": action})
         except RuntimeError as error:
             # serve-env's answer to a bad step (VALIDATION_ERROR...): the session goes on.
-            if "Server error" in str(error) and "SESSION_ERROR" not in str(error):
+            code = error_code(error)
+            if code is not None and code != "SESSION_ERROR":
                 raise ValueError(str(error)) from None
             self._lost = str(error)
             raise

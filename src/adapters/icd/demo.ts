@@ -8,8 +8,8 @@ import { words } from './hashed-embedder';
 /**
  * The embedded ICD demo (docs/method.md#icd-selection): arithmetic tasks asked in the words of a
  * topic. A query names its task with one word ("sum"), a demonstration with another ("add"), so
- * that bag-of-words similarity sees the topic and not the task: greedy selection by similarity
- * (the beam labels) is imperfect, and a selector has to learn which demonstrations help.
+ * that bag-of-words similarity sees the topic and not the task: the candidates most similar to the
+ * query (cosine top-2) seldom help, and a selector has to learn which demonstrations do.
  */
 const QUERY_CUES = ['sum', 'twice', 'square', 'minus', 'half', 'triple', 'modulo', 'next'];
 const DEMO_CUES = ['add', 'double', 'power', 'subtract', 'halve', 'thrice', 'remainder', 'successor'];

@@ -12,11 +12,13 @@ export {
   type SelectorBatch,
 } from './pointer-selector-settings';
 export {
+  warmUpOnLabels,
   warmUpOnBeamLabels,
   trainSelectorGrpo,
   evaluateSelections,
   greedyChoice,
   selectorBatch,
   type SelectionReward,
+  type SelectionLabels,
   type GrpoStepReport,
 } from './pointer-training';

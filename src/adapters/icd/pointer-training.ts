@@ -45,14 +45,24 @@ function batches(
   return out;
 }
 
+/** The labels of a query for the warm-up: choices in local indices of its pool, in prompt order. */
+export type SelectionLabels = (item: IcdDatasetItem) => readonly (readonly number[])[];
+
 /**
- * Cross-entropy warm-up on the beam labels (teacher forcing, every label of every query):
- * minimises -sum_s log p(label_s | earlier labels). Returns the mean loss per epoch.
+ * Cross-entropy warm-up on labels (teacher forcing, every label of every query): minimises
+ * -sum_s log p(label_s | earlier labels). Labels shorter than the selector's shots are skipped,
+ * longer ones cut to them. Returns the mean loss per epoch.
  */
-export function warmUpOnBeamLabels(
+export function warmUpOnLabels(
   selector: PointerSelector,
   view: IcdDatasetView,
-  options: { indices: readonly number[]; epochs: number; batchSize: number; random: Random },
+  options: {
+    indices: readonly number[];
+    epochs: number;
+    batchSize: number;
+    random: Random;
+    labels: SelectionLabels;
+  },
 ): number[] {
   const shots = selector.settings.shots;
   const losses: number[] = [];
@@ -61,7 +71,8 @@ export function warmUpOnBeamLabels(
     let count = 0;
     for (const group of batches(view, options.indices, options.batchSize, options.random)) {
       const rows = group.flatMap((item) =>
-        item.beamLabels
+        options
+          .labels(item)
           .filter((l) => l.length >= shots)
           .map((label) => ({ item, label: label.slice(0, shots) })),
       );
@@ -81,6 +92,18 @@ export function warmUpOnBeamLabels(
     losses.push(count ? total / count : 0);
   }
   return losses;
+}
+
+/**
+ * Cross-entropy warm-up on the beam labels: the data's `beam` trajectories (`item.beamLabels`),
+ * which are a beam search's output when the data was made as Lever-LM makes it.
+ */
+export function warmUpOnBeamLabels(
+  selector: PointerSelector,
+  view: IcdDatasetView,
+  options: { indices: readonly number[]; epochs: number; batchSize: number; random: Random },
+): number[] {
+  return warmUpOnLabels(selector, view, { ...options, labels: (item) => item.beamLabels });
 }
 
 export interface GrpoStepReport {
@@ -140,14 +163,14 @@ export async function trainSelectorGrpo(
 export async function evaluateSelections(
   view: IcdDatasetView,
   indices: readonly number[],
-  choose: (items: IcdDatasetItem[]) => number[][],
+  choose: (items: IcdDatasetItem[]) => number[][] | Promise<number[][]>,
   reward: SelectionReward,
   batchSize = 64,
 ): Promise<number> {
   let total = 0;
   for (let i = 0; i < indices.length; i += batchSize) {
     const items = indices.slice(i, i + batchSize).map((j) => view.item(j));
-    const pointers = choose(items);
+    const pointers = await choose(items);
     const rewards = await Promise.all(items.map((item, k) => reward(item, pointers[k]!)));
     total += rewards.reduce<number>((a, r) => a + (r ?? 0), 0);
   }

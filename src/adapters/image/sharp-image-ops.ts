@@ -5,10 +5,13 @@ import { alignToPixels, insideImage } from '../../core/episode/image-frame';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
 import type { BoundingBox, PageImage } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
+import { createDecodedPages, RAW_RGBA_MIME } from './decoded-pages';
+import { enlargeLikeLibvips } from './libvips-enlarge';
+import { encodePngScanlines } from './png-encode';
 import { sharpImageOpsSettingsSchema } from './settings';
 
-/** Raw RGBA pixels (as made by `createRawImage` in searcher-rl/mock) are read too. */
-const RAW_RGBA_MIME = 'image/x-raw-rgba';
+/** The kernels libvips enlarges with its bicubic interpolator (`vips_resize_interpolate`). */
+const BICUBIC_KERNELS = new Set(['cubic', 'mitchell', 'lanczos2', 'lanczos3']);
 
 export type SharpImageOpsSettings = z.input<typeof sharpImageOpsSettingsSchema>;
 
@@ -23,17 +26,76 @@ const MIME: Record<'png' | 'jpeg' | 'webp', string> = {
 };
 
 /**
+ * Buffers for enlarged pixels on their way to the encoder, lent per crop and reused (allocating
+ * 1.3 MB a crop costs more than copying into it); at most `keep` are kept.
+ */
+function createBufferPool(keep: number) {
+  const free: Uint8Array[] = [];
+  return {
+    take(bytes: number): Uint8Array {
+      const index = free.findIndex((buffer) => buffer.length >= bytes);
+      return index >= 0 ? free.splice(index, 1)[0]! : new Uint8Array(bytes);
+    },
+    give(buffer: Uint8Array) {
+      if (free.length < keep) free.push(buffer);
+    },
+  };
+}
+
+const verifiedKernels = new Map<string, Promise<boolean>>();
+
+/**
+ * Whether this process's sharp enlarges as `enlargeLikeLibvips` does: checked once per kernel, on
+ * a small opaque noise image scaled by different factors across and down, before the first crop
+ * that would use it. Another libvips that resampled otherwise keeps every crop on sharp's pipeline.
+ */
+function enlargementVerified(kernel: string): Promise<boolean> {
+  let verified = verifiedKernels.get(kernel);
+  if (!verified) {
+    verified = (async () => {
+      const raw = { width: 23, height: 17, channels: 4 as const };
+      const data = new Uint8Array(raw.width * raw.height * 4);
+      for (let i = 0, state = 29; i < data.length; i++) {
+        state = (state * 1103515245 + 12345) >>> 0;
+        data[i] = i % 4 === 3 ? 255 : state >>> 24;
+      }
+      const region = { left: 3, top: 2, width: 13, height: 11 };
+      const mine = enlargeLikeLibvips({ data, ...raw }, region, 41, 37);
+      const reference = await sharp(data, { raw })
+        .extract(region)
+        .resize({ width: 41, height: 37, kernel: kernel as keyof sharp.KernelEnum, fit: 'fill' })
+        .raw()
+        .toBuffer();
+      return mine !== null && Buffer.from(mine.data).equals(reference);
+    })().catch(() => false);
+    verifiedKernels.set(kernel, verified);
+  }
+  return verified;
+}
+
+/**
  * Crops with sharp (libvips): the box is in the image's pixel space, checked against the image
  * (finite, x2 > x1, y2 > y1, inside up to float error), widened to whole pixels and clamped to the
  * image (`alignToPixels`, as the core stores it), and the crop is enlarged so that its
  * longer side reaches `minOutputSide` (small print becomes legible), capped at `maxOutputSide`.
+ *
+ * Enlargements of 8-bit pages are computed from each page's decoded pixels (decoded once, kept
+ * within `decodedCacheBytes`) by a bit-exact copy of libvips' bicubic enlargement
+ * (`libvips-enlarge.ts`), then encoded (PNG here, from Up-filtered scanlines through node:zlib; JPEG
+ * and WebP by sharp): the same pixels as sharp's own pipeline at a
+ * fraction of its cost (checked against this process's sharp before its first use). Every other
+ * crop runs through sharp's pipeline.
  */
 export function createSharpImageOps(settings: SharpImageOpsSettings = {}): SharpImageOps {
-  const { format, kernel, maxOutputSide } = parseSettings(
+  const { format, compressionLevel, kernel, maxOutputSide, decodedCacheBytes } = parseSettings(
     'createSharpImageOps',
     sharpImageOpsSettingsSchema,
     settings,
   );
+  const decodedPages = createDecodedPages(decodedCacheBytes);
+  const buffers = createBufferPool(8);
+  const encoding = format === 'png' ? { compressionLevel } : {};
+  const enlarges = BICUBIC_KERNELS.has(kernel);
   return {
     specificationVersion: 'v1',
     provider: 'sharp',
@@ -81,7 +143,45 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
         Math.max(1, minOutputSide / Math.max(width, height)),
         maxOutputSide / Math.max(width, height),
       );
+      const outWidth = Math.round(width * scale);
+      const outHeight = Math.round(height * scale);
       try {
+        const decoded =
+          enlarges && scale > 1 && (await enlargementVerified(kernel)) ? await decodedPages.get(image) : null;
+        const lent: { buffer: Uint8Array | null } = { buffer: null };
+        // PNG crops are written here from PNG scanlines (zlib on the thread pool); others by sharp.
+        const enlarged =
+          decoded &&
+          enlargeLikeLibvips(
+            decoded,
+            { left, top, width, height },
+            outWidth,
+            outHeight,
+            (bytes) => {
+              lent.buffer = buffers.take(bytes);
+              return lent.buffer;
+            },
+            format === 'png' ? 'png-scanlines' : 'pixels',
+          );
+        if (enlarged) {
+          const raw = {
+            width: enlarged.width,
+            height: enlarged.height,
+            channels: enlarged.channels as 3 | 4,
+          };
+          const bytes = await (format === 'png'
+            ? encodePngScanlines(raw, enlarged.data, compressionLevel)
+            : sharp(enlarged.data, { raw }).toFormat(format, encoding).toBuffer()
+          ).finally(() => buffers.give(lent.buffer!));
+          if (options.signal?.aborted)
+            throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
+          return {
+            mimeType: MIME[format],
+            width: enlarged.width,
+            height: enlarged.height,
+            bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+          };
+        }
         const input =
           image.mimeType === RAW_RGBA_MIME
             ? sharp(image.bytes, { raw: { width: image.width, height: image.height, channels: 4 } })
@@ -89,12 +189,14 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
         let pipeline = input.extract({ left, top, width, height });
         if (scale > 1)
           pipeline = pipeline.resize({
-            width: Math.round(width * scale),
-            height: Math.round(height * scale),
+            width: outWidth,
+            height: outHeight,
             kernel,
             fit: 'fill',
           });
-        const { data, info } = await pipeline.toFormat(format).toBuffer({ resolveWithObject: true });
+        const { data, info } = await pipeline
+          .toFormat(format, encoding)
+          .toBuffer({ resolveWithObject: true });
         if (options.signal?.aborted)
           throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
         return {

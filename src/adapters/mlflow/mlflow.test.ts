@@ -174,6 +174,31 @@ describe('createMlflowTracker', () => {
     expect(server.runs.size).toBe(2);
   });
 
+  it('a start cut off in an earlier process (its run made, its answer never recorded) is continued by the start id, not made again', async () => {
+    // The first process: runs/create lands on the server, its answer is lost, and the process ends.
+    server.fault = (r) => (r.path.endsWith('runs/create') ? 'lost-answer' : null);
+    const killed = createMlflowTracker({ trackingUri: server.url });
+    await expect(
+      killed.doStart({ runName: 'r', resume: null, continuesAt: null, startId: 'start-1' }),
+    ).rejects.toThrow();
+    expect(server.runs.size).toBe(1);
+    const [made] = [...server.runs.keys()];
+    server.runs.get(made!)!.params.set('a', '1'); // logged by the first process before it ended
+    // The next process, with the start id its run folder kept: the same run, RUNNING, its params known.
+    server.fault = null;
+    const next = createMlflowTracker({ trackingUri: server.url });
+    const resume = await next.doStart({ runName: 'r', resume: null, continuesAt: null, startId: 'start-1' });
+    expect(resume).toMatchObject({ runId: made });
+    expect(server.calls('runs/create')).toHaveLength(1);
+    expect(server.runs.get(made!)!.status).toBe('RUNNING');
+    await next.doLogParams({ a: 1, b: 2 });
+    expect(Object.fromEntries(server.runs.get(made!)!.params)).toEqual({ a: '1', b: '2' });
+    // Another start id makes its own run.
+    const other = createMlflowTracker({ trackingUri: server.url });
+    await other.doStart({ runName: 'r', resume: null, continuesAt: null, startId: 'start-2' });
+    expect(server.runs.size).toBe(2);
+  });
+
   it('through the call rule: a 503 and a reset are retried, a metric batch sent twice is stored once', async () => {
     const tracker = createMlflowTracker({ trackingUri: server.url });
     const caller = createReliableCaller('tracker', 'mlflow', { initialRetryDelayMs: 1, maxRetryDelayMs: 2 });

@@ -189,12 +189,17 @@ export function createMlflowTracker(
       if (!(start.resume && (await continueRun(start.resume, trackingUri, options)))) {
         const experiment = parsed.experiment ?? (env.MLFLOW_EXPERIMENT_NAME || 'Default');
         experimentId = await experimentIdOf(experiment, options);
-        // runs/create makes a run each time it lands: an attempt whose answer was lost may have
-        // made one, found again by the start id it was tagged with (so a retry makes no second run).
-        const earlier = pendingStart && (await runWithStartId(experimentId, pendingStart, options));
-        if (earlier) runId = earlier;
-        else {
-          pendingStart ??= randomUUID();
+        // runs/create makes a run each time it lands: an attempt whose answer was lost (in this
+        // process, or in one killed before its run folder recorded the run) may have made one,
+        // found again by the start id it was tagged with (so a retry makes no second run).
+        const asked = start.startId ?? pendingStart;
+        const earlier = asked && (await runWithStartId(experimentId, asked, options));
+        // A run an earlier process made may hold params and steps already: it is continued as a resumed run.
+        const continued =
+          !!earlier &&
+          (await continueRun({ runId: earlier, trackingUri, experimentId }, trackingUri, options));
+        if (!continued) {
+          pendingStart = asked ?? randomUUID();
           const tags = Object.entries({
             'searcher-rl.run_id': start.runName,
             [START_ID_TAG]: pendingStart,
@@ -207,9 +212,9 @@ export function createMlflowTracker(
             options,
           );
           runId = String((created.run as { info: { run_id: string } }).info.run_id);
+          loggedParams = new Map();
         }
         pendingStart = null;
-        loggedParams = new Map();
       }
       return { runId, experimentId, trackingUri };
     },

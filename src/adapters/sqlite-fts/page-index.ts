@@ -4,6 +4,7 @@ import { dirname, extname, resolve } from 'node:path';
 import sharp from 'sharp';
 import { DatasetValidationError, InvalidArgumentError } from '../../core/errors';
 import { openSqlite, type SqliteDatabase } from '../../provider-utils/sqlite';
+import { notAPageIndex, openPageIndex } from './open-index';
 
 export const IMAGE_MIME: Record<string, string> = {
   '.png': 'image/png',
@@ -202,16 +203,7 @@ export function inspectPageIndex(
   dbPath: string,
   basenames: Iterable<string> = [],
 ): { pages: number; missing: string[] } {
-  let db: SqliteDatabase;
-  try {
-    db = openSqlite({ file: dbPath }, { readonly: true });
-  } catch (error) {
-    throw new InvalidArgumentError({
-      argument: 'dbPath',
-      message: `cannot open the index '${dbPath}' (build it with indexPages or indexPageFolder)`,
-      cause: error,
-    });
-  }
+  const db = openPageIndex(dbPath);
   try {
     let pages: number;
     let has: (basename: string) => boolean;
@@ -220,11 +212,7 @@ export function inspectPageIndex(
       const find = db.prepare('SELECT 1 AS found FROM pages WHERE basename = ?');
       has = (basename) => find.get(basename) !== undefined;
     } catch (error) {
-      throw new InvalidArgumentError({
-        argument: 'dbPath',
-        message: `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)})`,
-        cause: error,
-      });
+      throw notAPageIndex(dbPath, error);
     }
     const missing = [...new Set(basenames)].filter((b) => !has(b));
     return { pages, missing };

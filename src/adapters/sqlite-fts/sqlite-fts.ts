@@ -4,7 +4,8 @@ import { AbortedError, InvalidArgumentError, ProviderCallError } from '../../cor
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import type { PageImage, SearchHit } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
-import { openSqlite, type SqliteDatabase, type SqliteStatement } from '../../provider-utils/sqlite';
+import type { SqliteStatement } from '../../provider-utils/sqlite';
+import { notAPageIndex, openPageIndex } from './open-index';
 import { sqliteSearchSettingsSchema } from './settings';
 
 export { indexPages, inspectPageIndex, type PageRecord, type IndexResult } from './page-index';
@@ -37,16 +38,7 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
     sqliteSearchSettingsSchema,
     settings,
   );
-  let db: SqliteDatabase;
-  try {
-    db = openSqlite({ file: dbPath }, { readonly: true });
-  } catch (error) {
-    throw new InvalidArgumentError({
-      argument: 'dbPath',
-      message: `cannot open the index '${dbPath}' (build it with indexPages or indexPageFolder)`,
-      cause: error,
-    });
-  }
+  const db = openPageIndex(dbPath);
   let search: SqliteStatement;
   try {
     search = db.prepare(
@@ -54,11 +46,7 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
     );
   } catch (error) {
     db.close();
-    throw new InvalidArgumentError({
-      argument: 'dbPath',
-      message: `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); build it with indexPages or indexPageFolder`,
-      cause: error,
-    });
+    throw notAPageIndex(dbPath, error);
   }
   const images = new Map<string, Promise<Uint8Array>>();
   const imageOf = (path: string) => {

@@ -27,17 +27,17 @@ async function loadOnnxRuntime(
 export async function selectEngines(
   settings: ParsedTfjsPolicySettings,
   loadRuntime?: () => Promise<unknown>,
+  keptActivationBytes?: number,
 ): Promise<PolicyEngines> {
   const ort =
     settings.rollouts === 'onnx' || settings.training === 'onnx' ? await loadOnnxRuntime(loadRuntime) : null;
   return {
     async createTraining(context) {
       if (!ort || settings.training !== 'onnx') return createTfjsTrainingEngine(context);
-      return (await import('./onnx-training')).createOnnxTrainingEngine(
-        ort,
-        context.state.model,
-        settings.onnx,
-      );
+      return (await import('./onnx-training')).createOnnxTrainingEngine(ort, context.state.model, {
+        ...settings.onnx,
+        ...(keptActivationBytes !== undefined && { keptActivationBytes }),
+      });
     },
     async createRollouts(context, shape) {
       if (!ort || settings.rollouts !== 'onnx') return createTfjsRolloutEngine(context.state.model, shape);

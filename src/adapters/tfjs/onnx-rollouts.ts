@@ -45,6 +45,47 @@ function capacityFor(needed: number, contextLength: number): number {
   return Math.min(Math.ceil(needed / CAPACITY_STEP) * CAPACITY_STEP, contextLength);
 }
 
+/**
+ * Slab blocks of rollouts that ended or moved to a bigger slab, by length, for the next slab of
+ * that size: a rollout of 64 new tokens grows its cache twice, and allocating those blocks afresh
+ * (megabytes of ArrayBuffers) drove V8 into a full collection about twice per rollout.
+ */
+const POOLED_BLOCK_BYTES = 64 * 2 ** 20;
+function createBlockPool() {
+  const free = new Map<number, Float32Array[]>();
+  let pooledBytes = 0;
+  return {
+    take(length: number): Float32Array {
+      const block = free.get(length)?.pop();
+      if (!block) return new Float32Array(length);
+      pooledBytes -= block.byteLength;
+      // Slots past a row's cache are masked (weight exactly 0), but 0 * NaN is not 0: a block from a diverged model must not poison the next.
+      return block.fill(0);
+    },
+    give(block: Float32Array): void {
+      if (pooledBytes + block.byteLength > POOLED_BLOCK_BYTES) return;
+      pooledBytes += block.byteLength;
+      const blocks = free.get(block.length);
+      if (blocks) blocks.push(block);
+      else free.set(block.length, [block]);
+    },
+  };
+}
+
+/**
+ * One forward's input tensors for a (rows, chunk, capacity) shape, over arrays refilled in place:
+ * decoding keeps the same shape for CAPACITY_STEP tokens at a time.
+ */
+interface ChunkInputs {
+  key: string;
+  tokens: BigInt64Array;
+  positions: BigInt64Array;
+  lastIndex: BigInt64Array;
+  mask: Float32Array;
+  temperature: Float32Array;
+  feeds: Record<string, Ort.Tensor>;
+}
+
 /** The ONNX Runtime rollout engine (`rollouts: 'onnx'`): one session for the whole run, fed the live weights. */
 export async function createOnnxRolloutEngine(
   ort: OnnxRuntime,
@@ -57,10 +98,21 @@ export async function createOnnxRolloutEngine(
   const session = await createOnnxSession(
     ort,
     encodeOnnxModel(buildTransformerGraph(graphConfigOf(model)), ONNX_OPSET),
-    { intraOpThreads: settings.intraOpThreads, sequential: true },
+    // Threads sleep between operators (see `spinning`): 1.33x at 2 threads in paired runs at load 2-3.
+    { intraOpThreads: settings.intraOpThreads, sequential: true, spinning: false },
   );
 
   const currentWeights = liveWeightFeeds(ort, model);
+  const pool = createBlockPool();
+  const slabs = new Set<Slab>();
+  /** Pools the blocks of slabs no row reads any more (every row released or moved on). */
+  const sweep = () => {
+    for (const slab of slabs) {
+      if (slab.rows.some((r) => r.keys[0]?.buffer === slab.keys[0]!.buffer)) continue;
+      slabs.delete(slab);
+      for (const block of [...slab.keys, ...slab.values]) pool.give(block);
+    }
+  };
 
   const slabOf = new WeakMap<RowState, { slab: Slab; slot: number }>();
   const rowSize = (capacity: number) => heads * capacity * headWidth;
@@ -78,7 +130,7 @@ export async function createOnnxRolloutEngine(
     if (reuse) return first.slab;
     const capacity = capacityFor(needed, contextLength);
     const size = rowSize(capacity);
-    const block = () => Array.from({ length: layers }, () => new Float32Array(rows.length * size));
+    const block = () => Array.from({ length: layers }, () => pool.take(rows.length * size));
     const slab: Slab = { rows, capacity, keys: block(), values: block(), keyTensors: [], valueTensors: [] };
     rows.forEach((r, slot) => {
       for (let layer = 0; layer < layers; layer++) {
@@ -102,8 +154,39 @@ export async function createOnnxRolloutEngine(
     const dims = [rows.length, heads, capacity, headWidth];
     slab.keyTensors = slab.keys.map((k) => new ort.Tensor('float32', k, dims));
     slab.valueTensors = slab.values.map((v) => new ort.Tensor('float32', v, dims));
+    sweep();
+    slabs.add(slab);
     return slab;
   };
+
+  let inputs: ChunkInputs | null = null;
+  const inputsFor = (rowCount: number, chunkLength: number, capacity: number): ChunkInputs => {
+    const key = `${rowCount}|${chunkLength}|${capacity}`;
+    if (inputs?.key === key) return inputs;
+    const keyCount = capacity + chunkLength;
+    const tokens = new BigInt64Array(rowCount * chunkLength);
+    const positions = new BigInt64Array(rowCount * chunkLength);
+    const lastIndex = new BigInt64Array(rowCount);
+    const mask = new Float32Array(rowCount * chunkLength * keyCount);
+    const temperature = new Float32Array(1);
+    inputs = {
+      key,
+      tokens,
+      positions,
+      lastIndex,
+      mask,
+      temperature,
+      feeds: {
+        [ONNX_NAMES.tokens]: new ort.Tensor('int64', tokens, [rowCount, chunkLength]),
+        [ONNX_NAMES.positions]: new ort.Tensor('int64', positions, [rowCount, chunkLength]),
+        [ONNX_NAMES.mask]: new ort.Tensor('float32', mask, [rowCount, 1, chunkLength, keyCount]),
+        [ONNX_NAMES.lastIndex]: new ort.Tensor('int64', lastIndex, [rowCount]),
+        [ONNX_NAMES.temperature]: new ort.Tensor('float32', temperature, []),
+      },
+    };
+    return inputs;
+  };
+  const fetches = [ONNX_NAMES.logProbs, ONNX_NAMES.present];
 
   const forward: RowsForward = async (rows, temperature) => {
     const pending = rows.map((r) => r.sequence.length - r.cached);
@@ -111,13 +194,18 @@ export async function createOnnxRolloutEngine(
     const slab = slabFor(rows, Math.max(...rows.map((r, index) => r.cached + pending[index]!)));
     const { capacity } = slab;
     const rowCount = rows.length;
+    const {
+      tokens,
+      positions,
+      lastIndex,
+      mask,
+      feeds,
+      temperature: temperatureInput,
+    } = inputsFor(rowCount, chunkLength, capacity);
     // As the tfjs forward: rows with fewer new tokens are right-padded with their last one, and
     // each row's log-probs are read at its own last token; padding keys are never cached.
-    const tokens = new BigInt64Array(rowCount * chunkLength);
-    const positions = new BigInt64Array(rowCount * chunkLength);
-    const lastIndex = new BigInt64Array(rowCount);
     const keyCount = capacity + chunkLength;
-    const mask = new Float32Array(rowCount * chunkLength * keyCount);
+    mask.fill(0);
     rows.forEach((r, index) => {
       lastIndex[index] = BigInt(index * chunkLength + pending[index]! - 1);
       for (let offset = 0; offset < chunkLength; offset++) {
@@ -130,26 +218,15 @@ export async function createOnnxRolloutEngine(
         mask.fill(MASKED, base + capacity + offset + 1, base + keyCount);
       }
     });
-    const feeds: Record<string, Ort.Tensor> = {
-      ...currentWeights(),
-      [ONNX_NAMES.tokens]: new ort.Tensor('int64', tokens, [rowCount, chunkLength]),
-      [ONNX_NAMES.positions]: new ort.Tensor('int64', positions, [rowCount, chunkLength]),
-      [ONNX_NAMES.mask]: new ort.Tensor('float32', mask, [rowCount, 1, chunkLength, keyCount]),
-      [ONNX_NAMES.lastIndex]: new ort.Tensor('int64', lastIndex, [rowCount]),
-      // tfjs divides by the temperature only when it is neither 0 (greedy) nor 1; dividing by 1 is exact.
-      [ONNX_NAMES.temperature]: new ort.Tensor(
-        'float32',
-        Float32Array.of(temperature > 0 ? temperature : 1),
-        [],
-      ),
-    };
+    // tfjs divides by the temperature only when it is neither 0 (greedy) nor 1; dividing by 1 is exact.
+    temperatureInput[0] = temperature > 0 ? temperature : 1;
     for (let layer = 0; layer < layers; layer++) {
       feeds[ONNX_NAMES.pastKeys(layer)] = slab.keyTensors[layer]!;
       feeds[ONNX_NAMES.pastValues(layer)] = slab.valueTensors[layer]!;
     }
     let results: Ort.InferenceSession.ReturnType;
     try {
-      results = await session.run(feeds);
+      results = await session.run({ ...currentWeights(), ...feeds }, fetches);
     } catch (error) {
       throw new ProviderCallError({
         port: 'policy',
@@ -159,18 +236,18 @@ export async function createOnnxRolloutEngine(
         cause: error,
       });
     }
+    // present: [2 * layers * rows, heads, chunk, headWidth], layer by layer, keys then values.
+    const present = results[ONNX_NAMES.present]!.data as Float32Array;
     const size = rowSize(capacity);
+    const perRows = rowCount * heads * chunkLength * headWidth;
     for (let layer = 0; layer < layers; layer++) {
-      for (const [name, block] of [
-        [ONNX_NAMES.presentKeys(layer), slab.keys[layer]!],
-        [ONNX_NAMES.presentValues(layer), slab.values[layer]!],
-      ] as const) {
-        const present = results[name]!.data as Float32Array;
+      for (const [kind, block] of [slab.keys[layer]!, slab.values[layer]!].entries()) {
+        const source = (2 * layer + kind) * perRows;
         rows.forEach((r, index) => {
           const count = pending[index]! * headWidth;
           for (let head = 0; head < heads; head++) {
             // A plain loop: most writes are one token (headWidth floats), shorter than a subarray costs to make.
-            const from = (index * heads + head) * chunkLength * headWidth;
+            const from = source + (index * heads + head) * chunkLength * headWidth;
             const to = index * size + (head * capacity + r.cached) * headWidth;
             for (let i = 0; i < count; i++) block[to + i] = present[from + i]!;
           }
@@ -181,7 +258,7 @@ export async function createOnnxRolloutEngine(
       r.cached += pending[index]!;
     });
     const logProbs = results[ONNX_NAMES.logProbs]!.data as Float32Array;
-    return rows.map((_, index) => logProbs.slice(index * vocabSize, (index + 1) * vocabSize));
+    return rows.map((_, index) => logProbs.subarray(index * vocabSize, (index + 1) * vocabSize));
   };
 
   return { forward, dispose: () => session.release() };

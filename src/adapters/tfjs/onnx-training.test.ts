@@ -58,6 +58,19 @@ describe('training through ONNX Runtime', () => {
     });
   }
 
+  it('gradients are the same when the kept activations exceed their budget (each forward runs again)', async () => {
+    // A chunk per row; a budget of 0 drops every chunk's kept activations, so each backward runs its forward first.
+    const settings = { seed: 9, maxAttentionElements: 2 * 11 * 11, training: 'onnx' as const };
+    const kept = await tiny(settings);
+    const dropped = await tiny(settings, { onnxKeptActivationBytes: 0 });
+    for (const entropyCoef of [0, 0.05]) {
+      const expected = await kept.gradients(BATCH, lossFn, { entropyCoef });
+      const actual = await dropped.gradients(BATCH, lossFn, { entropyCoef });
+      expect(actual.value).toBeCloseTo(expected.value, 5);
+      expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-6);
+    }
+  });
+
   it('an update moves the weights as the tfjs one does and reports the same fields', async () => {
     const settings = { seed: 2, optimizer: { learningRate: 1e-2 } };
     const viaTfjs = await tiny(settings);

@@ -6,11 +6,11 @@ import {
   buildTrainingGraph,
   createOnnxSession,
   encodeOnnxModel,
-  forwardOnlyGraph,
   ONNX_OPSET,
-  TRAINING_NAMES,
   type OnnxRuntime,
   type OnnxSessionOptions,
+  splitTrainingGraph,
+  TRAINING_NAMES,
 } from '../onnx/graph/index';
 import type { ComputedGradients, GradientPlan, TrainingEngine } from './engines';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
@@ -19,22 +19,36 @@ import { checkLoss } from './training';
 import { MASKED, type Transformer } from './transformer';
 
 // Gradients of the tfjs Transformer computed by ONNX Runtime (`training: 'onnx'`): one session
-// of the forward alone (the log-probs for the loss) and one of forward + backward (the gradients
-// given the loss's g), both built in src/adapters/onnx/graph/training-graph.ts. The weights are fed
-// from the tfjs variables, rebuilt when an update or a load has replaced them; AdamW stays on tfjs
+// of the forward (the log-probs for the loss, and the activations the backward keeps) and one of
+// the backward (the gradients given the loss's g), the training graph of
+// src/adapters/onnx/graph/training-graph.ts cut in two (graph-split.ts). The weights are fed from
+// the tfjs variables, rebuilt when an update or a load has replaced them; AdamW stays on tfjs
 // (training.ts), so the optimizer state is the same either way.
 
 export interface OnnxTrainingSettings {
   /** ONNX Runtime's intra-op threads. */
   intraOpThreads: number;
+  /** Kept activations held across one update at most (default KEPT_ACTIVATION_BYTES); for tests. */
+  keptActivationBytes?: number;
 }
+
+/**
+ * Kept activations held across one update at most (all chunks' forwards come before the first
+ * backward): past it, a chunk's are dropped and its forward runs again before its backward, as
+ * every chunk's did before the cut. 24 MB per layer for 8 rows of 256 tokens at width 128.
+ */
+const KEPT_ACTIVATION_BYTES = 1 << 30;
 
 /** One row chunk's forward: its scored log-probs and entropy sum, and the feeds its gradients need. */
 export interface OnnxTrainingForward {
   /** In the order of the chunk's positions, row by row. */
   tokenLogProbs: Float32Array;
   entropySum: number;
+  /** The forward's inputs. */
   readonly feeds: Record<string, Ort.Tensor>;
+  /** The activations the backward reads; null once dropped (the backward runs the forward again). */
+  kept: Record<string, Ort.Tensor> | null;
+  keptBytes: number;
 }
 
 interface OnnxTrainer {
@@ -63,19 +77,29 @@ async function createOnnxTrainer(
   settings: OnnxTrainingSettings,
 ): Promise<OnnxTrainer> {
   checkGraphWeights(model, 'onnx training');
-  const graph = buildTrainingGraph(graphConfigOf(model));
-  const options: OnnxSessionOptions = { intraOpThreads: settings.intraOpThreads, sequential: true };
-  const forwardSession = await createOnnxSession(
-    ort,
-    encodeOnnxModel(forwardOnlyGraph(graph), ONNX_OPSET),
-    options,
-  );
-  const trainingSession = await createOnnxSession(ort, encodeOnnxModel(graph, ONNX_OPSET), options);
+  const graphs = splitTrainingGraph(buildTrainingGraph(graphConfigOf(model)));
+  // Threads sleep between operators: a training step's operators are large enough that waking
+  // costs little, and spinning threads lose most of a shared machine's cores (see `spinning`).
+  const options: OnnxSessionOptions = {
+    intraOpThreads: settings.intraOpThreads,
+    sequential: true,
+    spinning: false,
+  };
+  const forwardSession = await createOnnxSession(ort, encodeOnnxModel(graphs.forward, ONNX_OPSET), options);
+  const backwardSession = await createOnnxSession(ort, encodeOnnxModel(graphs.backward, ONNX_OPSET), options);
   const gradientNames = model.parameters.map((p) => TRAINING_NAMES.gradient(p.name));
   const forwardInputs = new Set(forwardSession.inputNames);
-  const trainingInputs = new Set(trainingSession.inputNames);
+  const backwardInputs = new Set(backwardSession.inputNames);
+  const forwardOutputs = [TRAINING_NAMES.tokenLogProbs, TRAINING_NAMES.entropySum, ...graphs.saved];
   const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) =>
     Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
+  const keptOf = (results: Record<string, Ort.Tensor>) => {
+    const kept = only(backwardInputs, Object.fromEntries(graphs.saved.map((name) => [name, results[name]!])));
+    return {
+      kept,
+      keptBytes: Object.values(kept).reduce((n, t) => n + (t.data as Float32Array).byteLength, 0),
+    };
+  };
 
   const currentWeights = liveWeightFeeds(ort, model);
   // The last length's mask only: batches vary in length, and a mask per length up to the context
@@ -121,30 +145,34 @@ async function createOnnxTrainer(
         ]),
         [TRAINING_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature), []),
       };
-      const results = await run(forwardSession, only(forwardInputs, inputs), 'forward');
-      const feeds = only(trainingInputs, inputs);
+      const results = await run(forwardSession, only(forwardInputs, inputs), 'forward', forwardOutputs);
       return {
         tokenLogProbs: results[TRAINING_NAMES.tokenLogProbs]!.data as Float32Array,
         entropySum: (results[TRAINING_NAMES.entropySum]!.data as Float32Array)[0]!,
-        feeds,
+        feeds: inputs,
+        ...keptOf(results),
       };
     },
     async gradients(forward, upstream, entropyWeight) {
+      const kept =
+        forward.kept ??
+        keptOf(await run(forwardSession, only(forwardInputs, forward.feeds), 'forward', forwardOutputs)).kept;
       const results = await run(
-        trainingSession,
+        backwardSession,
         {
-          ...forward.feeds,
+          ...only(backwardInputs, forward.feeds),
+          ...kept,
           [TRAINING_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
           [TRAINING_NAMES.entropyWeight]: new ort.Tensor('float32', Float32Array.of(entropyWeight), []),
         },
-        'forward and backward',
+        'backward',
         gradientNames,
       );
       return gradientNames.map((name) => results[name]!.data as Float32Array);
     },
     async dispose() {
       await forwardSession.release();
-      await trainingSession.release();
+      await backwardSession.release();
     },
   };
 }
@@ -159,16 +187,18 @@ export async function createOnnxTrainingEngine(
   settings: OnnxTrainingSettings,
 ): Promise<TrainingEngine> {
   const trainer = await createOnnxTrainer(ort, model, settings);
+  const keptBudget = settings.keptActivationBytes ?? KEPT_ACTIVATION_BYTES;
   return {
-    computeGradients: (batch, lossFn, plan) => computeOnnxGradients(trainer, model, batch, lossFn, plan),
+    computeGradients: (batch, lossFn, plan) =>
+      computeOnnxGradients(trainer, model, batch, lossFn, plan, keptBudget),
     dispose: () => trainer.dispose(),
   };
 }
 
 /**
- * The gradients through ONNX Runtime: every chunk's forward gives the
- * loss its log-probs, then per chunk one forward + backward run fed the loss's g. The training
- * run recomputes its forward, so nothing but the (small) feeds is kept between the two.
+ * The gradients through ONNX Runtime: every chunk's forward gives the loss its log-probs and keeps
+ * the activations the backward reads (up to KEPT_ACTIVATION_BYTES over the update), then per chunk
+ * one backward run fed the loss's g.
  */
 async function computeOnnxGradients(
   trainer: OnnxTrainer,
@@ -176,6 +206,7 @@ async function computeOnnxGradients(
   batch: LogProbBatch,
   lossFn: LossFunction,
   plan: GradientPlan,
+  keptBudget: number,
 ): Promise<ComputedGradients> {
   const { chunks, temperature, scored, signal } = plan;
   const entropyWeight = plan.entropyCoef / scored;
@@ -186,6 +217,7 @@ async function computeOnnxGradients(
   const newLogProbs: number[][] = batch.positions.map(() => []);
   const forwards: OnnxTrainingForward[] = [];
   let entropySum = 0;
+  let keptBytes = 0;
   for (const chunk of chunks) {
     checkAbort();
     const forward = await trainer.forward(
@@ -196,21 +228,27 @@ async function computeOnnxGradients(
     let at = 0;
     for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
     entropySum += forward.entropySum;
+    keptBytes += forward.keptBytes;
+    if (keptBytes > keptBudget) forward.kept = null;
     forwards.push(forward);
   }
   const loss = checkLoss(lossFn(newLogProbs), batch);
-  const accumulated = parameters.map((p) => new Float32Array(p.variable.size));
+  let accumulated: Float32Array[] | null = null;
   for (const [c, chunk] of chunks.entries()) {
     checkAbort();
     const upstream = Float32Array.from(chunk.flatMap((i) => loss.gradNewLogProbs[i]!));
     const grads = await trainer.gradients(forwards[c]!, upstream, entropyWeight);
-    grads.forEach((grad, k) => {
-      const sum = accumulated[k]!;
-      for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
-    });
+    // Each chunk's activations go as soon as its gradients are in.
+    forwards[c]!.kept = null;
+    if (!accumulated) accumulated = grads;
+    else
+      grads.forEach((grad, k) => {
+        const sum = accumulated![k]!;
+        for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
+      });
   }
   return {
-    grads: accumulated.map((sum, k) => tf.tensor(sum, parameters[k]!.variable.shape)),
+    grads: accumulated!.map((sum, k) => tf.tensor(sum, parameters[k]!.variable.shape)),
     value: loss.value,
     metrics: loss.metrics ?? {},
     entropy: entropySum / scored,

@@ -58,6 +58,10 @@ function stripPrefix(message: string): string {
   return index >= 0 ? message.slice(index + 2) : message;
 }
 
+// Why an attempt's scope is released, made once (an Error's stack at every call is not free).
+const ATTEMPT_FINISHED = new Error('attempt finished');
+const ATTEMPT_ENDED = new Error('attempt ended');
+
 /**
  * The one reliability rule of the SDK (docs/method.md#provider-calls): per-attempt timeout,
  * bounded retries of retryable failures (408/409/429/5xx, connection errors, timeouts) with
@@ -113,7 +117,7 @@ export function createReliableCaller(
     } finally {
       // Whatever the attempt left running (sibling requests of a failed one) stops before a retry,
       // and the attempt's signal is released from `outer`.
-      timeout.dispose({ release: true, reason: new Error(settled ? 'attempt finished' : 'attempt ended') });
+      timeout.dispose({ release: true, reason: settled ? ATTEMPT_FINISHED : ATTEMPT_ENDED });
     }
   };
 

@@ -13,7 +13,11 @@ export interface IcdDatasetItem {
   /** K x d, row-major: the pool's embeddings gathered by global index. */
   candidateEmbeddings: Float32Array;
   poolIndices: readonly number[];
-  /** The labels for the cross-entropy warm-up, in local indices. */
+  /**
+   * The labels for the cross-entropy warm-up, in local indices: the distinct pointers of the
+   * `labelMethods` trajectories (`beam`), in their order. A copy (the quota fills M with copies of
+   * acc-0 trajectories) is not another label, and would weigh that one more in the warm-up.
+   */
   beamLabels: number[][];
 }
 
@@ -22,6 +26,18 @@ export interface IcdDatasetView {
   readonly poolSize: number;
   readonly dimensions: number;
   item(index: number): IcdDatasetItem;
+}
+
+function distinctPointers(trajectories: readonly { pointer: number[] }[]): number[][] {
+  const seen = new Set<string>();
+  const out: number[][] = [];
+  for (const t of trajectories) {
+    const key = t.pointer.join(',');
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push([...t.pointer]);
+  }
+  return out;
 }
 
 /**
@@ -66,9 +82,7 @@ export function createIcdDatasetView(
         queryEmbedding: Float32Array.from(query),
         candidateEmbeddings: gatherPoolEmbeddings(options.table, record.candidate_pool_indices),
         poolIndices: record.candidate_pool_indices,
-        beamLabels: record.pointer_candidates
-          .filter((t) => methods.has(t.gen_method))
-          .map((t) => [...t.pointer]),
+        beamLabels: distinctPointers(record.pointer_candidates.filter((t) => methods.has(t.gen_method))),
       };
     },
   };

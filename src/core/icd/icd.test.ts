@@ -6,7 +6,8 @@ import { TrajectoryQualityController } from './controller';
 import { createIcdDatasetView } from './dataset-view';
 import { createEmbeddingTable } from './embeddings';
 import { globalToLocal, localToGlobal, validateIcdRecords } from './index-maps';
-import { CandidatePoolInjector, oracleAtK } from './injector';
+import { CandidatePoolInjector } from './injector';
+import { storedOracleAtK } from './oracle';
 import { normaliseIcdPools } from './normalise';
 import { parseIcdRecords, parseIcdText } from './parse';
 import { isVqaCorrect, vqaSoftAccuracy } from './vqa-accuracy';
@@ -308,7 +309,7 @@ describe('pipeline: normalise varying K, inject, control, dataset view', () => {
       ...r,
       pointer_candidates: controller.selectFinalTrajectories(r.pointer_candidates),
     }));
-    expect(oracleAtK(final)).toBe(1);
+    expect(storedOracleAtK(final)).toBe(1);
     const view = createIcdDatasetView(final, { table, queryEmbedding });
     const item = view.item(1);
     expect(item.candidateEmbeddings).toHaveLength(64 * D);
@@ -317,6 +318,28 @@ describe('pipeline: normalise varying K, inject, control, dataset view', () => {
       Array.from(table.data.subarray(g * D, (g + 1) * D)),
     );
     expect(item.beamLabels[0]!.map((p) => item.poolIndices[p])).toEqual([90, 91]);
+  });
+
+  it("gives each distinct beam pointer once as a label: the quota's copies of an acc-0 beam are not more labels (issue 28)", () => {
+    const zeroBeam = {
+      pointer: [3, 4],
+      vqa_correct: 0 as const,
+      vqa_acc_score: 0,
+      gen_method: 'beam' as const,
+    };
+    const other = {
+      pointer: [5, 6],
+      vqa_correct: 0 as const,
+      vqa_acc_score: 0,
+      gen_method: 'random' as const,
+    };
+    const final = new TrajectoryQualityController().selectFinalTrajectories([zeroBeam, other]);
+    expect(final.filter((t) => t.gen_method === 'beam').length).toBeGreaterThan(1);
+    const view = createIcdDatasetView([{ ...record(range(64)), pointer_candidates: final }], {
+      table,
+      queryEmbedding,
+    });
+    expect(view.item(0).beamLabels).toEqual([[3, 4]]);
   });
 
   it('warns, without failing, when injection does not raise the oracle', () => {

@@ -27,13 +27,21 @@ export { createIcdDatasetView, type IcdDatasetItem, type IcdDatasetView } from '
 export { vqaSoftAccuracy, normaliseVqaAnswer, isVqaCorrect } from './vqa-accuracy';
 export { createIcdScoreCall, type IcdScoreCall } from './scoring';
 export { GlobalPositiveMiner, type GlobalPositiveMinerOptions, type MinedPositive } from './miner';
+export { CandidatePoolInjector, type InjectionResult, type InjectionReplacement } from './injector';
 export {
-  CandidatePoolInjector,
-  oracleAtK,
-  queryOracle,
-  type InjectionResult,
-  type InjectionReplacement,
-} from './injector';
+  poolOracle,
+  summariseOracle,
+  storedOracleAtK,
+  storedQueryOracle,
+  type PoolOracle,
+  type OracleSummary,
+} from './oracle';
+export {
+  beamSearchDemonstrations,
+  type IcdBeam,
+  type IcdBeamSearchOptions,
+  type IcdBeamSearchResult,
+} from './beam-search';
 export { TrajectoryQualityController, type TrajectoryQualityOptions } from './controller';
 export { selectorGrpoLoss, type SelectorGrpoInput, type SelectorGrpoResult } from './selector-grpo';
 export { demonstrationsFromDistilled } from './from-distillation';

@@ -3,6 +3,7 @@ import { queryEmbeddingProblem } from './check';
 import { dot, embeddingRow, l2Normalise, type EmbeddingTable } from './embeddings';
 import { pointerToGlobal } from './index-maps';
 import type { MinedPositive } from './miner';
+import { storedQueryOracle } from './oracle';
 import { isVqaCorrect } from './vqa-accuracy';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord, type IcdTrajectory } from './types';
 
@@ -18,19 +19,9 @@ export interface InjectionResult {
   replaced: InjectionReplacement[];
   /** Positives whose every demonstration is now in the pool, added as `global_positive_transfer` trajectories. */
   transferred: number;
+  /** The best stored trajectory's accuracy before and after (`storedQueryOracle`, not the oracle over the pool). */
   oracleBefore: number;
   oracleAfter: number;
-}
-
-/** The best accuracy any stored trajectory of the query reaches: its oracle over the known choices. */
-export function queryOracle(record: IcdQueryRecord): number {
-  return record.pointer_candidates.reduce((best, t) => Math.max(best, t.vqa_acc_score), 0);
-}
-
-/** oracle@K: the share of queries with at least one correct trajectory in their pool (docs/method.md#pool-injection). */
-export function oracleAtK(records: readonly IcdQueryRecord[]): number {
-  if (records.length === 0) return 0;
-  return records.filter((r) => r.pointer_candidates.some((t) => t.vqa_correct === 1)).length / records.length;
 }
 
 /** The default for error rule 4 ("log a warning, do not stop"): visible when the caller gives no `warn`. */
@@ -44,8 +35,8 @@ const consoleWarning = (message: string) => console.warn(`searcher-rl: ${message
  * (at the cap, one that needs more room than is left is skipped, and a later one that fits goes
  * in), and a candidate of a positive that is whole in the pool is never replaced. Each positive
  * whose demonstrations are all in the pool becomes a `global_positive_transfer` trajectory. When
- * the query's oracle does not rise, `warn` is called (error rule 4: a warning, the flow goes on);
- * without a `warn` callback the warning goes to `console.warn`.
+ * the query's best stored trajectory (`storedQueryOracle`) does not rise, `warn` is called (error
+ * rule 4: a warning, the flow goes on); without a `warn` callback it goes to `console.warn`.
  */
 export class CandidatePoolInjector {
   readonly maxInjectPerQuery: number;
@@ -140,11 +131,11 @@ export class CandidatePoolInjector {
       candidate_pool_indices: pool,
       pointer_candidates: trajectories,
     };
-    const oracleBefore = queryOracle(record);
-    const oracleAfter = queryOracle(result);
+    const oracleBefore = storedQueryOracle(record);
+    const oracleAfter = storedQueryOracle(result);
     if (oracleAfter <= oracleBefore)
       this.warn(
-        `query ${record.query_id}: oracle@${pool.length} did not rise after injection (${oracleBefore} -> ${oracleAfter}; ${replaced.length} candidates replaced)`,
+        `query ${record.query_id}: oracle@${pool.length} did not rise after injection (best stored trajectory ${oracleBefore} -> ${oracleAfter}${oracleBefore >= 1 ? ', already the maximum' : ''}; ${replaced.length} candidates replaced)`,
       );
     return { record: result, replaced, transferred, oracleBefore, oracleAfter };
   }

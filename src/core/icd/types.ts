@@ -32,6 +32,8 @@ export const DEFAULT_ICD_SETTINGS = Object.freeze({
   poolSize: 64,
   /** Shots per prompt (a pointer's length). */
   shots: 2,
+  /** Beam search (Lever-LM's data generation): sequences kept after each shot. */
+  beamWidth: 5,
   /** GlobalPositiveMiner: candidates kept by cosine similarity over the whole table. */
   searchTopK: 300,
   /** GlobalPositiveMiner: pairs scored by the frozen model per query. */

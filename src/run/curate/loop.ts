@@ -5,6 +5,7 @@ import { buildRound1, buildRound2, buildRound3, type FocusedRound } from '../../
 import { DEFAULT_CURATION_SETTINGS } from '../../core/curation/settings';
 import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
+import { mean } from '../../core/stats';
 import { runSft, sftExamples } from '../../core/rl/policy-update';
 import { SFT_RUN, writePolicyCheckpoint } from '../checkpoints';
 import { clearStoreRun, existingRunFolder, readRunFolderConfig } from '../folder';
@@ -206,7 +207,7 @@ async function focusedRound(
   progress.done();
   const rates = result.steps.flatMap((s) => (s.successRate === null ? [] : [s.successRate]));
   out.trained = written.prompts.length;
-  out.successRate = rates.length ? rates.reduce((a, b) => a + b, 0) / rates.length : null;
+  out.successRate = rates.length ? mean(rates) : null;
   return out;
 }
 

@@ -1,5 +1,7 @@
 import { withReliability } from '../../core/calls/with-reliability';
-import { CandidatePoolInjector, oracleAtK } from '../../core/icd/injector';
+import { beamSearchDemonstrations } from '../../core/icd/beam-search';
+import { CandidatePoolInjector } from '../../core/icd/injector';
+import { poolOracle, storedOracleAtK, summariseOracle, type OracleSummary } from '../../core/icd/oracle';
 import { TrajectoryQualityController } from '../../core/icd/controller';
 import {
   createEmbeddingTable,
@@ -35,6 +37,10 @@ export interface IcdDataOptions {
   poolSize: number;
   /** Share of the queries held out for evaluation (never mined, injected or trained on). */
   heldOutShare: number;
+  /** Demonstrations per prompt (a pointer's length). */
+  shots: number;
+  /** The beam search that makes the `beam` trajectories (Lever-LM's data generation): sequences kept per shot. */
+  beamWidth: number;
   log: (line: string) => void;
   /** Error rule 4's warnings (injection did not raise a query's oracle); default: `log`, prefixed `warning: `. */
   warn?: (line: string) => void;
@@ -45,6 +51,8 @@ export const DEFAULT_ICD_DATA_OPTIONS: Omit<IcdDataOptions, 'log'> = {
   queries: 360,
   poolSize: DEFAULT_ICD_SETTINGS.poolSize,
   heldOutShare: 0.3,
+  shots: DEFAULT_ICD_SETTINGS.shots,
+  beamWidth: DEFAULT_ICD_SETTINGS.beamWidth,
 };
 
 export interface IcdDemoData {
@@ -60,8 +68,15 @@ export interface IcdDemoData {
   trainIds: number[];
   heldOutIds: number[];
   figures: {
-    oracleBefore: number;
-    oracleAfter: number;
+    /**
+     * oracle@K over every ordered choice of each pool (`poolOracle`, docs/method.md#oracle-at-k):
+     * the training queries before and after injection, and the held-out queries (never injected).
+     */
+    oracle: { before: OracleSummary; after: OracleSummary; heldOut: OracleSummary; scoredCalls: number };
+    /** The share of training queries with a correct stored trajectory (`storedOracleAtK`), before and after injection. */
+    storedOracle: { before: number; after: number };
+    /** Frozen-model calls of the beam searches that made the raw data's `beam` trajectories. */
+    beamSearchCalls: number;
     injectedCandidates: number;
     transferred: number;
     evaluatedPairs: number;
@@ -79,7 +94,7 @@ async function embedAll(embedder: Embedder, texts: readonly string[]): Promise<E
   return createEmbeddingTable(vectors);
 }
 
-/** The pool's local indices ordered by similarity to the query (the "beam": greedy by similarity). */
+/** The pool's local indices ordered by cosine similarity to the query (its first `shots`: cosine top-k). */
 export function bySimilarity(
   table: EmbeddingTable,
   query: ArrayLike<number>,
@@ -94,20 +109,32 @@ export function bySimilarity(
 
 /**
  * The raw RL data of the demo, as the seed's pipeline had it before normalisation: pools of
- * varying size (K not fixed) and trajectories from beam search by similarity, sampling and
- * random choice, each scored by the frozen model and kept by commit-on-improve.
+ * varying size (K not fixed) and trajectories from a beam search scored by the frozen model
+ * (Lever-LM's data generation, width `beamWidth`: its top sequence), sampling among the 8
+ * candidates most similar to the query, and random choice, each scored by the frozen model and
+ * kept by commit-on-improve.
  */
 async function rawRecords(
   data: Pick<IcdDemoData, 'demo' | 'table' | 'queryTable' | 'score'>,
   options: IcdDataOptions,
   random: Random,
   controller: TrajectoryQualityController,
-): Promise<IcdQueryRecord[]> {
+): Promise<{ records: IcdQueryRecord[]; beamSearchCalls: number }> {
   const { demo, table, queryTable, score } = data;
-  const shots = DEFAULT_ICD_SETTINGS.shots;
+  const { shots, beamWidth } = options;
+  const demonstration = (g: number) => demo.demonstrations[g]!;
   const records: IcdQueryRecord[] = [];
+  let beamSearchCalls = 0;
+  const distinct = (draw: () => number) => {
+    const picked: number[] = [];
+    while (picked.length < shots) {
+      const p = draw();
+      if (!picked.includes(p)) picked.push(p);
+    }
+    return picked;
+  };
   for (const query of demo.queries) {
-    const size = Math.max(shots + 2, options.poolSize - 24 + random.nextInt(48));
+    const size = Math.max(shots + 8, options.poolSize - 24 + random.nextInt(48));
     const q = embeddingRow(queryTable, query.id);
     const near = topK(similarities(table, q), Math.round(size * 0.6));
     const others = permutation(table.rows, random)
@@ -115,27 +142,26 @@ async function rawRecords(
       .slice(0, size - near.length);
     const pool = [...near, ...others];
     const ranked = bySimilarity(table, q, pool);
-    const tries: Array<{ pointer: number[]; method: IcdGenMethod }> = [
-      { pointer: [ranked[0]!, ranked[1]!], method: 'beam' },
-      { pointer: [ranked[0]!, ranked[2]!], method: 'beam' },
-      { pointer: [ranked[1]!, ranked[0]!], method: 'beam' },
-    ];
-    for (let i = 0; i < 3; i++) {
-      const a = ranked[random.nextInt(8)]!;
-      let b = ranked[random.nextInt(8)]!;
-      while (b === a) b = ranked[random.nextInt(8)]!;
-      tries.push({ pointer: [a, b], method: 'sample' });
-    }
-    for (let i = 0; i < 3; i++) {
-      const [a, b] = permutation(pool.length, random);
-      tries.push({ pointer: [a!, b!], method: 'random' });
-    }
+    const search = await beamSearchDemonstrations(query, pool, { demonstration, score, beamWidth, shots });
+    beamSearchCalls += search.scoredCalls;
+    const best = search.beams[0]!;
+    // The top beam is always kept: it is the warm-up's label. The other beams are not stored:
+    // the beam labels would otherwise hold the lower sequences commit-on-improve keeps for
+    // their new accuracy values (0.6, 0), which are poor labels for a cross-entropy warm-up.
+    const top: IcdTrajectory = {
+      pointer: best.pointer,
+      vqa_correct: isVqaCorrect(best.accuracy),
+      vqa_acc_score: best.accuracy,
+      gen_method: 'beam',
+    };
+    const tries: Array<{ pointer: number[]; method: IcdGenMethod }> = [];
+    for (let i = 0; i < 3; i++)
+      tries.push({ pointer: distinct(() => ranked[random.nextInt(8)]!), method: 'sample' });
+    for (let i = 0; i < 3; i++)
+      tries.push({ pointer: permutation(pool.length, random).slice(0, shots), method: 'random' });
     const scored: IcdTrajectory[] = [];
     for (const t of tries) {
-      const result = await score(
-        query,
-        pointerToGlobal(t.pointer, pool).map((g) => demo.demonstrations[g]!),
-      );
+      const result = await score(query, pointerToGlobal(t.pointer, pool).map(demonstration));
       scored.push({
         pointer: t.pointer,
         vqa_correct: isVqaCorrect(result.accuracy),
@@ -143,14 +169,13 @@ async function rawRecords(
         gen_method: t.method,
       });
     }
-    // The top beam is always kept: it is the warm-up's label.
     records.push({
       query_id: query.id,
       candidate_pool_indices: pool,
-      pointer_candidates: [scored[0]!, ...controller.commitOnImprove(scored.slice(1), [scored[0]!])],
+      pointer_candidates: [top, ...controller.commitOnImprove(scored, [top])],
     });
   }
-  return records;
+  return { records, beamSearchCalls };
 }
 
 /** The whole data side of the demo: raw data, normalisation to K, mining, injection, quality control. */
@@ -169,13 +194,18 @@ export async function buildIcdDemoData(
   const scoreCall = createIcdScoreCall(createOfflineIcdScorer());
   const controller = new TrajectoryQualityController();
   const base = { demo, table, queryTable, score: scoreCall };
-  const raw = await rawRecords(base, options, random, controller);
+  const { records: raw, beamSearchCalls } = await rawRecords(base, options, random, controller);
   const queryEmbedding = (id: number) => embeddingRow(queryTable, id);
   const { records: normalised, changes } = normaliseIcdPools(raw, {
     poolSize: options.poolSize,
     table,
     queryEmbedding,
+    shots: options.shots,
   });
+  const beamAccuracy = raw.reduce((a, r) => a + r.pointer_candidates[0]!.vqa_acc_score, 0) / raw.length;
+  options.log(
+    `raw data: beam search (width ${options.beamWidth}, ${options.shots} shots) scored by the frozen model, ${beamSearchCalls} calls (${(beamSearchCalls / raw.length).toFixed(0)} per query); top beam's mean accuracy ${beamAccuracy.toFixed(3)}`,
+  );
   options.log(
     `normalise: ${raw.length} queries, raw pool sizes ${Math.min(...raw.map((r) => r.candidate_pool_indices.length))}..${Math.max(...raw.map((r) => r.candidate_pool_indices.length))} -> ${options.poolSize} (${changes.reduce((n, c) => n + c.added, 0)} candidates added, ${changes.reduce((n, c) => n + c.dropped, 0)} dropped)`,
   );
@@ -193,8 +223,14 @@ export async function buildIcdDemoData(
     trainIds,
     heldOutIds,
     figures: {
-      oracleBefore: oracleAtK(trainIds.map((i) => normalised[i]!)),
-      oracleAfter: 0,
+      oracle: {
+        before: summariseOracle([]),
+        after: summariseOracle([]),
+        heldOut: summariseOracle([]),
+        scoredCalls: 0,
+      },
+      storedOracle: { before: storedOracleAtK(trainIds.map((i) => normalised[i]!)), after: 0 },
+      beamSearchCalls,
       injectedCandidates: 0,
       transferred: 0,
       evaluatedPairs: 0,
@@ -209,6 +245,7 @@ export async function buildIcdDemoData(
     score: scoreCall,
     searchTopK: DEFAULT_ICD_SETTINGS.searchTopK,
     maxEvalPairs: DEFAULT_ICD_SETTINGS.maxEvalPairs,
+    shots: options.shots,
   });
   for (const id of trainIds)
     data.positives.set(
@@ -242,9 +279,29 @@ export async function buildIcdDemoData(
     data.figures.transferred += result.transferred;
     return result.record;
   });
-  data.figures.oracleAfter = oracleAtK(trainIds.map((i) => data.injected[i]!));
+  data.figures.storedOracle.after = storedOracleAtK(trainIds.map((i) => data.injected[i]!));
+  const oracleOf = async (records: readonly IcdQueryRecord[]) => {
+    const bests: number[] = [];
+    for (const record of records) {
+      const oracle = await poolOracle(demo.queries[record.query_id]!, record.candidate_pool_indices, {
+        demonstration: (g) => demo.demonstrations[g]!,
+        score: scoreCall,
+        shots: options.shots,
+      });
+      data.figures.oracle.scoredCalls += oracle.scoredCalls;
+      bests.push(oracle.best);
+    }
+    return summariseOracle(bests);
+  };
+  data.figures.oracle.before = await oracleOf(trainIds.map((i) => normalised[i]!));
+  data.figures.oracle.after = await oracleOf(trainIds.map((i) => data.injected[i]!));
+  data.figures.oracle.heldOut = await oracleOf(heldOutIds.map((i) => data.injected[i]!));
+  const { before, after } = data.figures.oracle;
   options.log(
-    `inject: ${data.figures.injectedCandidates} candidates replaced, ${data.figures.transferred} positive trajectories transferred, oracle@${options.poolSize} on the training queries ${data.figures.oracleBefore.toFixed(3)} -> ${data.figures.oracleAfter.toFixed(3)} (${data.figures.warnings} queries without a rise: warned)`,
+    `inject: ${data.figures.injectedCandidates} candidates replaced, ${data.figures.transferred} positive trajectories transferred (${data.figures.warnings} queries whose best stored trajectory did not rise: warned)`,
+  );
+  options.log(
+    `oracle@${options.poolSize} over every ordered choice of ${options.shots} (training queries, before -> after injection): mean best ${before.meanBest.toFixed(3)} -> ${after.meanBest.toFixed(3)}, share with a correct choice ${before.shareCorrect.toFixed(3)} -> ${after.shareCorrect.toFixed(3)}, with a choice of accuracy 1 ${before.shareFull.toFixed(3)} -> ${after.shareFull.toFixed(3)} (${data.figures.oracle.scoredCalls} calls); stored trajectories only: share correct ${data.figures.storedOracle.before.toFixed(3)} -> ${data.figures.storedOracle.after.toFixed(3)}`,
   );
   if (until === 'inject') return data;
 

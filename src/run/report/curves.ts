@@ -13,13 +13,8 @@ export interface StepRollout {
 }
 
 /** The per-step metrics the report draws (`StepMetrics` from `metric.jsonl`, crop and small-print rates from the rollouts). */
-export const CURVE_METRICS = [
-  'reward',
-  'success',
-  'ndcg',
-  'turns',
-  'cropRate',
-  'smallPrintSuccess',
+/** The update's figures of `StepMetrics` drawn as they are (older run folders may lack them: no points). */
+export const UPDATE_METRICS = [
   'loss',
   'kl',
   'entropy',
@@ -29,16 +24,15 @@ export const CURVE_METRICS = [
   'trainTokensPerSecond',
 ] as const;
 
-/** The update's figures of `StepMetrics` drawn as they are (older run folders may lack them: no points). */
-const UPDATE_METRICS = [
-  'loss',
-  'kl',
-  'entropy',
-  'gradNorm',
-  'clipFraction',
-  'rolloutTokensPerSecond',
-  'trainTokensPerSecond',
-] as const satisfies readonly CurveMetric[];
+export const CURVE_METRICS = [
+  'reward',
+  'success',
+  'ndcg',
+  'turns',
+  'cropRate',
+  'smallPrintSuccess',
+  ...UPDATE_METRICS,
+] as const;
 export type CurveMetric = (typeof CURVE_METRICS)[number];
 
 export interface ReportPhase {

@@ -23,7 +23,8 @@ export {
   type TransformerGraphConfig,
   type TransformerGraphShape,
 } from './transformer-graph';
-export { buildTrainingGraph, forwardOnlyGraph, TRAINING_NAMES } from './training-graph';
+export { splitTrainingGraph, type SplitTrainingGraphs } from './graph-split';
+export { buildTrainingGraph, TRAINING_NAMES, type TrainingGraph } from './training-graph';
 export {
   createOnnxSession,
   CUDA_INSTALL,

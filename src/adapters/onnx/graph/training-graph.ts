@@ -1,11 +1,13 @@
-import { ONNX_FLOAT, ONNX_INT64, type OnnxGraph, type OnnxNode, type OnnxValueInfo } from './proto';
+import { ONNX_FLOAT, ONNX_INT64, type OnnxGraph, type OnnxValueInfo } from './proto';
 import { GraphBuilder, transformerWeightShapes, type TransformerGraphConfig } from './transformer-graph';
 
 // The training step of the tfjs Transformer (src/adapters/tfjs/training.ts) as ONNX graphs:
 // ONNX Runtime has no training API in onnxruntime-node, so the backward pass is written out here
 // op by op, the same closed forms as transformer.ts's hand-written gradients (linear, layer norm,
-// GELU, the tied embedding). The graph computes forward and backward in one run; its forward part
-// alone (`forwardOnlyGraph`) gives the log-probs the core's loss needs before the gradients can be.
+// GELU, the tied embedding). `buildTrainingGraph` writes forward and backward as one graph and names
+// the activations worth keeping; `splitTrainingGraph` (graph-split.ts) cuts it in two: the forward
+// gives the log-probs the core's loss needs before the gradients can be, and hands the kept
+// activations to the backward, which recomputes only the cheap rest (norms, shapes, elementwise).
 
 /** Graph input and output names besides the weights (`model.parameters[i].name`). */
 export const TRAINING_NAMES = {
@@ -34,12 +36,21 @@ export const TRAINING_NAMES = {
 // tfjs's GELU as transformer.ts writes it: x * sigmoid(2k * x * (1 + 0.044715 x^2)), k = sqrt(2 / pi).
 const GELU_K = Math.sqrt(2 / Math.PI);
 
+/** The whole training graph and the activations its backward reads from its forward, kept rather than recomputed. */
+export interface TrainingGraph extends OnnxGraph {
+  saved: readonly string[];
+}
+
 /**
  * Forward and backward of sum_t g_t * logp_t - w * sum_places entropy over one chunk of rows: the
  * full causal forward, logits only at the scored places (tied output projection), then each op's
  * gradient in reverse. Outputs: the scored log-probs, the entropy sum, one gradient per weight.
+ * `saved`: per layer its input, queries, keys, values, attention weights, attended values, the
+ * residual after attention, the MLP's pre-activation and its sigmoid; the final norm's input, the
+ * log-probs and the entropies. Everything else the backward reads is a matrix product away from
+ * none of them (a layer norm, a transpose, one elementwise op).
  */
-export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
+export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGraph {
   const { vocabSize: V, contextLength: C, width: d, heads: H, layers } = config;
   const dh = d / H;
   const g = new GraphBuilder();
@@ -109,7 +120,10 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
     g.op('Add', [g.op('Gather', ['tokenEmbedding', N.ids], { axis: 0 }), positions]),
     flat,
   ]);
-  const saved = [];
+  const layerSaves = [];
+  const saved: string[] = [];
+  // The backward's zeros [rows * length, width] take their shape from the first layer's input (kept), not the last's output.
+  const tokensByWidth = g.op('Shape', [x]);
   for (let l = 0; l < layers; l++) {
     const p = `blocks.${l}`;
     const norm1 = layerNorm(x, `${p}.norm1.gain`, `${p}.norm1.bias`);
@@ -124,7 +138,8 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
     const values = toHeads(v);
     const scores = g.op('Add', [g.op('Mul', [g.op('MatMul', [queries, swapLast(keys)]), scale]), N.mask]);
     const weights = g.op('Softmax', [scores], { axis: -1 });
-    const merged = fromHeads(g.op('MatMul', [weights, values]));
+    const attended = g.op('MatMul', [weights, values]);
+    const merged = fromHeads(attended);
     const x1 = g.op('Add', [x, linear(merged, `${p}.attention.out`, `${p}.attention.outBias`)]);
     const norm2 = layerNorm(x1, `${p}.norm2.gain`, `${p}.norm2.bias`);
     const up = linear(norm2.output, `${p}.mlp.up`, `${p}.mlp.upBias`);
@@ -133,15 +148,26 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
       g.op('Mul', [g.op('Mul', [up, g.op('Add', [g.op('Mul', [squared, geluCubic]), one])]), geluScale]),
     ]);
     const activated = g.op('Mul', [up, sigma]);
-    saved.push({ p, norm1, queries, keys, values, weights, merged, norm2, up, squared, sigma, activated });
+    layerSaves.push({
+      p,
+      norm1,
+      queries,
+      keys,
+      values,
+      weights,
+      attended,
+      merged,
+      norm2,
+      up,
+      squared,
+      sigma,
+      activated,
+    });
+    saved.push(x, queries, keys, values, weights, attended, x1, up, sigma);
     x = g.op('Add', [x1, linear(activated, `${p}.mlp.down`, `${p}.mlp.downBias`)]);
   }
-  const residual = x;
-  const finalNorm = layerNorm(
-    g.op('Gather', [residual, N.places], { axis: 0 }),
-    'finalNorm.gain',
-    'finalNorm.bias',
-  );
+  const atPlaces = g.op('Gather', [x, N.places], { axis: 0 });
+  const finalNorm = layerNorm(atPlaces, 'finalNorm.gain', 'finalNorm.bias');
   const logits = g.op('Gemm', [finalNorm.output, 'tokenEmbedding'], { transB: 1 });
   const logProbs = g.op('LogSoftmax', [g.op('Div', [logits, N.temperature])], { axis: -1 });
   const targetColumn = g.op('Reshape', [N.targets, column]);
@@ -156,6 +182,7 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
     g.op('ReduceSum', [g.op('Mul', [probs, logProbs]), lastAxis], { keepdims: 1 }),
   ]);
   g.op('ReduceSum', [entropies], { keepdims: 0 }, N.entropySum);
+  saved.push(atPlaces, logProbs, entropies);
 
   // Backward. At the logits z / T: d(sum g logp_target)/dz = g (onehot - p); the entropy
   // H = -sum p logp has dH/dz = -p (logp + H), so -w H contributes w p (logp + H); both over T.
@@ -172,13 +199,26 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
   const dPlaces = layerNormBackward(finalNorm, g.op('MatMul', [dLogits, 'tokenEmbedding']));
   // Places are distinct: a plain scatter into zeros is the gather's gradient.
   let dx = g.op('ScatterND', [
-    g.op('ConstantOfShape', [g.op('Shape', [residual])]),
+    g.op('ConstantOfShape', [tokensByWidth]),
     g.op('Reshape', [N.places, column]),
     dPlaces,
   ]);
   for (let l = layers - 1; l >= 0; l--) {
-    const { p, norm1, queries, keys, values, weights, merged, norm2, up, squared, sigma, activated } =
-      saved[l]!;
+    const {
+      p,
+      norm1,
+      queries,
+      keys,
+      values,
+      weights,
+      attended,
+      merged,
+      norm2,
+      up,
+      squared,
+      sigma,
+      activated,
+    } = layerSaves[l]!;
     const dActivated = linearBackward(activated, `${p}.mlp.down`, `${p}.mlp.downBias`, dx);
     // GELU' = sigma + x sigma (1 - sigma) 2 du/dx, 2 du/dx = 2k (1 + 3 * 0.044715 x^2).
     const twoDuDx = g.op('Add', [g.op('Mul', [squared, geluSlopeSquared]), geluScale]);
@@ -194,17 +234,11 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
     const dAttended = toHeads(linearBackward(merged, `${p}.attention.out`, `${p}.attention.outBias`, dx1));
     const dWeights = g.op('MatMul', [dAttended, swapLast(values)]);
     const dValues = g.op('MatMul', [swapLast(weights), dAttended]);
-    // Softmax: dscores = a (da - sum(da a)), then the 1/sqrt(dh) scale; the mask is a constant.
-    const dScores = g.op('Mul', [
-      g.op('Mul', [
-        weights,
-        g.op('Sub', [
-          dWeights,
-          g.op('ReduceSum', [g.op('Mul', [dWeights, weights]), lastAxis], { keepdims: 1 }),
-        ]),
-      ]),
-      scale,
-    ]);
+    // Softmax: dscores = a (da - sum_k da_k a_k), then the 1/sqrt(dh) scale; the mask is a constant.
+    // sum_k da_k a_k = sum_k a_k (dAttended . v_k) = dAttended . attended: a sum over the head's
+    // width instead of over every key (FlashAttention's D = rowsum(dO * O)).
+    const rowDot = g.op('ReduceSum', [g.op('Mul', [dAttended, attended]), lastAxis], { keepdims: 1 });
+    const dScores = g.op('Mul', [g.op('Mul', [weights, g.op('Sub', [dWeights, rowDot])]), scale]);
     const dQueries = g.op('MatMul', [dScores, keys]);
     const dKeys = g.op('MatMul', [swapLast(dScores), queries]);
     const dQkv = g.op('Concat', [fromHeads(dQueries), fromHeads(dKeys), fromHeads(dValues)], { axis: 1 });
@@ -247,6 +281,7 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
   });
   const weights = transformerWeightShapes(config);
   return {
+    saved,
     name: 'searcher-rl.tfjs-transformer.training',
     nodes: g.nodes,
     initializers: g.initializers,
@@ -265,36 +300,5 @@ export function buildTrainingGraph(config: TransformerGraphConfig): OnnxGraph {
       float(N.entropySum, []),
       ...weights.map((w) => float(N.gradient(w.name), w.shape)),
     ],
-  };
-}
-
-/**
- * The nodes the scored log-probs and the entropy sum need, alone: the loss reads them before
- * the training graph can run. (Handing this forward's activations to a backward-only graph
- * instead measured slower: copying them out of and back into ONNX Runtime costs more than
- * recomputing them.)
- */
-export function forwardOnlyGraph(graph: OnnxGraph): OnnxGraph {
-  const producer = new Map<string, OnnxNode>();
-  for (const node of graph.nodes) for (const output of node.outputs) producer.set(output, node);
-  const needed = new Set<OnnxNode>();
-  const visit = (value: string) => {
-    const node = producer.get(value);
-    if (!node || needed.has(node)) return;
-    needed.add(node);
-    node.inputs.forEach(visit);
-  };
-  const outputs = graph.outputs.filter(
-    (v) => v.name === TRAINING_NAMES.tokenLogProbs || v.name === TRAINING_NAMES.entropySum,
-  );
-  for (const output of outputs) visit(output.name);
-  const nodes = graph.nodes.filter((n) => needed.has(n));
-  const read = new Set(nodes.flatMap((n) => n.inputs));
-  return {
-    name: `${graph.name}.forward`,
-    nodes,
-    initializers: graph.initializers.filter((t) => read.has(t.name)),
-    inputs: graph.inputs.filter((v) => read.has(v.name)),
-    outputs,
   };
 }

@@ -1,0 +1,26 @@
+import { InvalidArgumentError } from '../../core/errors';
+import { openSqlite, type SqliteDatabase } from '../../provider-utils/sqlite';
+
+const BUILD_IT = 'build it with indexPages or indexPageFolder';
+
+/** A page index opened read-only; a file that cannot be opened is an error naming `dbPath`. */
+export function openPageIndex(dbPath: string): SqliteDatabase {
+  try {
+    return openSqlite({ file: dbPath }, { readonly: true });
+  } catch (error) {
+    throw new InvalidArgumentError({
+      argument: 'dbPath',
+      message: `cannot open the index '${dbPath}' (${BUILD_IT})`,
+      cause: error,
+    });
+  }
+}
+
+/** The error for a database whose tables are not a page index's (a query on them failed). */
+export function notAPageIndex(dbPath: string, error: unknown): InvalidArgumentError {
+  return new InvalidArgumentError({
+    argument: 'dbPath',
+    message: `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); ${BUILD_IT}`,
+    cause: error,
+  });
+}
