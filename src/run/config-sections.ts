@@ -42,6 +42,14 @@ export const sftSchema = z
       .describe(
         'Share of the demonstrated questions whose answer is in small print (repeated, each its own rollout, where the training split holds fewer). More crops demonstrated, fewer queries: 0.5 (about 350 crops of 2000, not 160) taught seed 1 to crop (right region 0 -> 48.4%) but cost seed 2 its query learning (judge success +9.6 points, not +62.3): docs/method.md#why-the-crop-was-not-learned.',
       ),
+    cropPractice: z
+      .number()
+      .int()
+      .min(0)
+      .default(0)
+      .describe(
+        'Crop practice: episodes of the oracle on the small-print training questions whose page has two or three regions (repeated), trained on the crop turn alone, beside the demonstrations (whose mix of queries stays as it is). 0 (default): none. At 1000 it did not lift right-region crops to 80% (docs/method.md#why-the-crop-was-not-learned).',
+      ),
     skipResearchRate: unit()
       .default(0.7)
       .describe('Share of pages without the asked fact after which the demonstration does not search again.'),
@@ -52,7 +60,13 @@ export const sftSchema = z
   );
 
 /** The sft fields of the slide oracle, which a run on your own data does not use. */
-export const SLIDE_SFT_FIELDS = ['vagueRate', 'skipCropRate', 'skipResearchRate', 'smallPrintShare'] as const;
+export const SLIDE_SFT_FIELDS = [
+  'vagueRate',
+  'skipCropRate',
+  'skipResearchRate',
+  'smallPrintShare',
+  'cropPractice',
+] as const;
 
 /**
  * The instructions of a run on your own data with its own small policy, unless set: one line

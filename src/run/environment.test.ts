@@ -59,3 +59,22 @@ describe('the slide environment of a run', () => {
     }
   }, 120_000);
 });
+
+describe('cropTurnMask', () => {
+  it('keeps the loss mask of the turn that writes <bbox> and clears every other turn', async () => {
+    const { cropTurnMask } = await import('./environment');
+    const BBOX = 9;
+    // prompt (0), a search turn (1), an observation (0), the crop turn (1), an observation (0), search_complete (1)
+    const ids = [1, 2, 3, 4, 5, 9, 6, 7, 8, 3, 3];
+    const mask = [0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1];
+    expect(cropTurnMask(ids, mask, BBOX)).toEqual([0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0]);
+  });
+
+  it('is null without a crop turn or without a <bbox> token', async () => {
+    const { cropTurnMask } = await import('./environment');
+    expect(cropTurnMask([1, 2, 3], [0, 1, 1], 9)).toBeNull();
+    expect(cropTurnMask([1, 9, 3], [0, 1, 1], undefined)).toBeNull();
+    // a <bbox> token the policy did not write (an observation) is not a crop turn
+    expect(cropTurnMask([9, 2, 3], [0, 1, 1], 9)).toBeNull();
+  });
+});

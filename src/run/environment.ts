@@ -140,7 +140,83 @@ async function slideDemonstrations(
     { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps },
     { config: episode },
   );
-  return demos.map((d) => d.trajectory);
+  const practice =
+    sft.cropPractice > 0 && small.length > 0
+      ? await cropPractice(config, env, sft.cropPractice, small, tokenizer, ports, episode)
+      : [];
+  return [...demos.map((d) => d.trajectory), ...practice];
+}
+
+/**
+ * Crop practice (`sft.cropPractice`): the oracle's episodes on the small-print training questions
+ * whose page has two or three regions, repeated in the seeded order, each its own rollout with its own draw of the vague query (searching
+ * again until the page is found, within the turn budget), and trained on the crop turn alone (the loss mask keeps only the turn that
+ * writes `<bbox>`). Choosing and copying a region's location tokens needs many distinct crops
+ * (docs/method.md#why-the-crop-was-not-learned), while the queries are learned from the
+ * demonstrations above, whose mix this leaves as it is. Episodes that do not crop are left out.
+ */
+async function cropPractice(
+  config: RunConfig,
+  env: SlideEnvironment,
+  count: number,
+  small: readonly PromptRecord[],
+  tokenizer: Tokenizer,
+  ports: { searchEngine: SearchEngine; imageOps: ImageOps },
+  episode: SearcherConfig['episode'],
+): Promise<Trajectory[]> {
+  const sft = config.sft!;
+  const oracle = createScriptedPolicy({
+    tokenizer,
+    script: createOracleScript(env.corpus, {
+      vagueRate: sft.vagueRate,
+      skipCropRate: 0,
+      skipResearchRate: 0,
+      maxTurns: episode.maxTurns,
+      seed: config.seed + CROP_PRACTICE_SEED_OFFSET,
+    }),
+  });
+  // Pages of two or three regions, where the question decides which one: on a page of one, the
+  // crop is right whichever role was asked, which teaches the copy but not the choice.
+  const regions = new Map<string, number>();
+  for (const deck of env.corpus.decks)
+    for (const slide of deck.slides) regions.set(slide.basename, slide.facts.filter((f) => f.small).length);
+  const choosing = small.filter((q) => (regions.get(q.goldenBasenames?.[0] ?? '') ?? 0) >= 2);
+  const pool = choosing.length > 0 ? choosing : small;
+  const questions = Array.from({ length: count }, (_, i) => pool[i % pool.length]!);
+  const episodes = await runEpisodes(
+    expandGroups(questions, 1),
+    { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps },
+    { config: episode },
+  );
+  const bbox = tokenizer.specialTokenId('<bbox>');
+  return episodes.flatMap(({ trajectory }) => {
+    const mask = cropTurnMask(trajectory.fullInputIds, trajectory.lossMask, bbox);
+    return mask ? [{ ...trajectory, lossMask: mask }] : [];
+  });
+}
+
+/** Draws the crop practice's mistakes apart from the demonstrations' (the same question is in both). */
+const CROP_PRACTICE_SEED_OFFSET = 7919;
+
+/**
+ * The loss mask of the policy turn that writes `<bbox>` (a run of 1s in `lossMask` holding the
+ * token `bbox`), every other position 0; null when no such turn (or no `<bbox>` token).
+ */
+export function cropTurnMask(
+  inputIds: readonly number[],
+  lossMask: readonly number[],
+  bbox: number | undefined,
+): number[] | null {
+  if (bbox === undefined) return null;
+  for (let start = 0; start < lossMask.length; start++) {
+    if (lossMask[start] !== 1) continue;
+    let end = start;
+    while (end < lossMask.length && lossMask[end] === 1) end++;
+    if (inputIds.slice(start, end).includes(bbox))
+      return lossMask.map((_, p) => (p >= start && p < end ? 1 : 0));
+    start = end;
+  }
+  return null;
 }
 
 async function datasetEnvironment(config: RunConfig, options: RunOptions): Promise<RunEnvironment> {
