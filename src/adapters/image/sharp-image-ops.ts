@@ -1,11 +1,11 @@
 import sharp from 'sharp';
 import type { z } from 'zod';
 import { AbortedError, InvalidArgumentError, ProviderCallError } from '../../core/errors';
-import { alignToPixels, insideImage } from '../../core/episode/image-frame';
+import { alignToPixels, insideImage, RAW_RGBA_MIME } from '../../core/episode/image-frame';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
 import type { BoundingBox, PageImage } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
-import { createDecodedPages, RAW_RGBA_MIME } from './decoded-pages';
+import { createDecodedPages } from './decoded-pages';
 import { enlargeLikeLibvips } from './libvips-enlarge';
 import { encodePngScanlines } from './png-encode';
 import { sharpImageOpsSettingsSchema } from './settings';
