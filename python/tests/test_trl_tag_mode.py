@@ -24,6 +24,7 @@ from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
 from searcher_rl_trainers.openenv_glue import fetch_tasks
+from searcher_rl_trainers.train_trl import grpo_args
 from searcher_rl_trainers.trl_rollout import TagRollout, server_reward, tag_dataset
 from serve_env import TINY_EPISODE, searcher_cli, write_config
 
@@ -58,22 +59,12 @@ def group_normalized(rewards: list[float | None], group: int) -> list[float]:
     return out
 
 
-def config(tmp_path, **overrides) -> GRPOConfig:
-    settings = dict(
-        output_dir=str(tmp_path / "grpo"),
-        use_cpu=True,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=256,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        learning_rate=3e-4,
-        temperature=0.7,
-        seed=1,
-        bf16=False,  # GRPOConfig's default bf16 would autocast generation on the CPU
+def config(tmp_path, max_steps: int, **overrides) -> GRPOConfig:
+    """train_trl's GRPOConfig (the SDK's settings, float32 on the CPU), 2 prompts x 4 rollouts a
+    step, no warm-up (a test of a step or two would otherwise train at a learning rate near 0)."""
+    return grpo_args(
+        str(tmp_path / "grpo"), steps=max_steps, prompts_per_step=2, n_agent=4, warmup_steps=0, **overrides
     )
-    return GRPOConfig(**{**settings, **overrides})
 
 
 def test_a_none_reward_is_left_out_of_its_group_by_trl(sft_checkpoint, tmp_path):

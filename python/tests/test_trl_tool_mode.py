@@ -17,9 +17,10 @@ import time
 import pytest
 from PIL import Image
 from transformers import AutoTokenizer
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOTrainer
 
 from searcher_rl_trainers.openenv_glue import fetch_tasks
+from searcher_rl_trainers.train_trl import grpo_args
 from searcher_rl_trainers.trl_env import TOOL_INSTRUCTIONS, SearcherToolEnv, tool_dataset
 from serve_env import first_tasks
 
@@ -72,17 +73,14 @@ def test_tool_calls_reach_the_server_and_its_rewards_reach_trl(chat_model, serve
     RecordingEnv.log = []
     trainer = GRPOTrainer(
         model=str(chat_model),
-        args=GRPOConfig(
-            output_dir=str(tmp_path / "grpo"),
-            use_cpu=True,
-            per_device_train_batch_size=4,
-            num_generations=4,
+        args=grpo_args(
+            str(tmp_path / "grpo"),
+            steps=1,
+            prompts_per_step=1,
+            n_agent=4,
+            warmup_steps=0,
             max_completion_length=4096,
             max_tool_calling_iterations=6,
-            max_steps=1,
-            logging_steps=1,
-            report_to="none",
-            save_strategy="no",
         ),
         train_dataset=tool_dataset(tasks * 4),
         environment_factory=functools.partial(RecordingEnv, server.url, server.token),

@@ -31,7 +31,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from .verl_session import RETRYABLE_CODES, RetryPolicy, ServeEnvError, resolve_server_url, resolve_token
+from .verl_session import RETRYABLE_CODES, RETRYABLE_STATUSES, RetryPolicy, ServeEnvError, resolve_server_url, resolve_token
 
 __all__ = ["ENV_ID", "SearcherServeEnv", "ServeEnvError", "register"]
 
@@ -108,8 +108,11 @@ class SearcherServeEnv(BaseTextEnv):
                 )
             except InvalidStatus as error:
                 status = error.response.status_code
-                raise ServeEnvError(f"HTTP_{status}", f"{self.server_url}/ws refused the session"
-                                    + (" (set SEARCHER_RL_TOKEN to the server's --token)" if status == 401 else "")) from None
+                failure = ServeEnvError(f"HTTP_{status}", f"{self.server_url}/ws refused the session"
+                                        + (" (set SEARCHER_RL_TOKEN to the server's --token)" if status == 401 else ""))
+                # A draining (503) or overloaded server: another try (verl_session's rule).
+                if status not in RETRYABLE_STATUSES:
+                    raise failure from None
             except (OSError, TimeoutError) as error:
                 failure = ServeEnvError("UNREACHABLE", f"{self.server_url}/ws: {type(error).__name__}: {error}")
             else:

@@ -128,8 +128,10 @@ def build_trainer(
     raise ValueError(f"--mode: 'tags' or 'tools', not {mode!r}")
 
 
-def step_printer(out=sys.stdout):
-    """A TrainerCallback printing one JSON line per logged step (reward, its std, gradient norm, time)."""
+def step_printer(out=None):
+    """A TrainerCallback printing one JSON line per logged step (reward, its std, gradient norm, time)
+    to `out`, by default the sys.stdout of the moment it prints (not the one at import: a redirected
+    or captured stdout gets the lines)."""
     from transformers import TrainerCallback
 
     keys = ("reward", "reward_std", "grad_norm", "loss", "step_time", "completions/mean_length", "tools/call_frequency")
@@ -138,7 +140,7 @@ def step_printer(out=sys.stdout):
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "reward" in logs:
                 line = {"step": state.global_step, **{k: logs[k] for k in keys if k in logs}}
-                print(json.dumps(line), file=out, flush=True)
+                print(json.dumps(line), file=out or sys.stdout, flush=True)
 
     return StepLines()
 

@@ -8,7 +8,9 @@ The verl agent loop opens one per sample. Nothing here imports verl, so the sess
 - Credentials: `SEARCHER_RL_TOKEN` (the same variable `serve-env --token` reads) is sent as
   `Authorization: Bearer`. It never appears in an error or a log line.
 - Capacity: a server at `--max-sessions` accepts the upgrade, answers CAPACITY_REACHED and closes.
-  That, a refused connection and a connection closed before the first observation are retried
+  That, a draining server (503 on the upgrade, SESSION_ERROR on reset), an upgrade refused with
+  408, 429 or another 5xx, a refused connection and a connection closed before the first
+  observation are retried (the same rule as the TRL glue's, openenv_glue.RETRYABLE_*)
   with jittered exponential backoff (min(initial * 2^n, max) times a jitter in [0.75, 1], the
   project's rule) until `open_timeout_s` has passed; then `ServeEnvError` says what to change.
 """
@@ -25,10 +27,16 @@ from urllib.parse import urlsplit
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
+from .openenv_glue import RETRYABLE_CODES as _GLUE_CODES
+from .openenv_glue import RETRYABLE_STATUSES as _GLUE_STATUSES
+
 DEFAULT_SERVER_URL = "ws://127.0.0.1:8000"
 URL_VARIABLE = "SEARCHER_ENV_URL"
 TOKEN_VARIABLE = "SEARCHER_RL_TOKEN"
-RETRYABLE_CODES = frozenset({"CAPACITY_REACHED"})
+# One retry rule for every trainer's glue (TRL's, verl's, SkyRL's): the codes and HTTP statuses that
+# a later attempt can get past (a full server, a draining or restarting one), from openenv_glue.
+RETRYABLE_CODES = frozenset(_GLUE_CODES)
+RETRYABLE_STATUSES = frozenset(_GLUE_STATUSES)
 
 
 class ServeEnvError(RuntimeError):
@@ -105,7 +113,10 @@ class ServeEnvSession:
             except InvalidStatus as error:
                 status = error.response.status_code
                 hint = f"set {TOKEN_VARIABLE} to the server's --token" if status == 401 else "check the server"
-                raise ServeEnvError(f"HTTP_{status}", f"{url}/ws refused the session ({hint})") from None
+                failure = ServeEnvError(f"HTTP_{status}", f"{url}/ws refused the session ({hint})")
+                # A draining (503) or overloaded server: another try, maybe another worker behind the address.
+                if status not in RETRYABLE_STATUSES:
+                    raise failure from None
             except InvalidURI as error:
                 raise ValueError(f"{URL_VARIABLE}: {error}") from None
             except (OSError, asyncio.TimeoutError) as error:

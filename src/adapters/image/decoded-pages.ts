@@ -1,10 +1,8 @@
 import sharp from 'sharp';
+import { RAW_RGBA_MIME } from '../../core/episode/image-frame';
 import type { PageImage } from '../../ports/types';
 import type { RawImage } from './libvips-enlarge';
 import { decodePng } from './png-decode';
-
-/** Raw RGBA pixels (as made by `createRawImage` in searcher-rl/mock). */
-export const RAW_RGBA_MIME = 'image/x-raw-rgba';
 
 /**
  * The decoded pixels of the pages being cropped, so that a page is decoded once, not once a crop:

@@ -2,6 +2,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { decodePng } from './png-decode';
 import { crc32, encodePngScanlines } from './png-encode';
+import type { RawImage } from './libvips-enlarge';
 
 async function noise(width: number, height: number, channels: 3 | 4, seed: number): Promise<Buffer> {
   const data = Buffer.alloc(width * height * channels);
@@ -25,14 +26,7 @@ function withChunk(png: Buffer, type: string, body: number[]): Buffer {
 }
 
 /** The rows of a decoded image without their gaps (decodePng keeps each row's filter byte in front of it). */
-function packed(image: {
-  data: Uint8Array;
-  width: number;
-  height: number;
-  channels: number;
-  offset?: number;
-  stride?: number;
-}) {
+function packed(image: RawImage) {
   const rowBytes = image.width * image.channels;
   const stride = image.stride ?? rowBytes;
   const out = Buffer.alloc(rowBytes * image.height);

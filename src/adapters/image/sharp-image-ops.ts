@@ -1,11 +1,11 @@
 import sharp from 'sharp';
 import type { z } from 'zod';
 import { AbortedError, InvalidArgumentError, ProviderCallError } from '../../core/errors';
-import { alignToPixels, insideImage } from '../../core/episode/image-frame';
+import { alignToPixels, insideImage, RAW_RGBA_MIME } from '../../core/episode/image-frame';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
 import type { BoundingBox, PageImage } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
-import { createDecodedPages, RAW_RGBA_MIME } from './decoded-pages';
+import { createDecodedPages } from './decoded-pages';
 import { enlargeLikeLibvips } from './libvips-enlarge';
 import { encodePngScanlines } from './png-encode';
 import { sharpImageOpsSettingsSchema } from './settings';
@@ -145,6 +145,17 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
       );
       const outWidth = Math.round(width * scale);
       const outHeight = Math.round(height * scale);
+      // The encoded crop, unless the caller gave up while it was being made.
+      const cropped = (bytes: Uint8Array, outW: number, outH: number): PageImage => {
+        if (options.signal?.aborted)
+          throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
+        return {
+          mimeType: MIME[format],
+          width: outW,
+          height: outH,
+          bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+        };
+      };
       try {
         const decoded =
           enlarges && scale > 1 && (await enlargementVerified(kernel)) ? await decodedPages.get(image) : null;
@@ -173,14 +184,7 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
             ? encodePngScanlines(raw, enlarged.data, compressionLevel)
             : sharp(enlarged.data, { raw }).toFormat(format, encoding).toBuffer()
           ).finally(() => buffers.give(lent.buffer!));
-          if (options.signal?.aborted)
-            throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
-          return {
-            mimeType: MIME[format],
-            width: enlarged.width,
-            height: enlarged.height,
-            bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-          };
+          return cropped(bytes, enlarged.width, enlarged.height);
         }
         const input =
           image.mimeType === RAW_RGBA_MIME
@@ -197,14 +201,7 @@ export function createSharpImageOps(settings: SharpImageOpsSettings = {}): Sharp
         const { data, info } = await pipeline
           .toFormat(format, encoding)
           .toBuffer({ resolveWithObject: true });
-        if (options.signal?.aborted)
-          throw new AbortedError({ what: 'sharp crop', cause: options.signal.reason });
-        return {
-          mimeType: MIME[format],
-          width: info.width,
-          height: info.height,
-          bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-        };
+        return cropped(data, info.width, info.height);
       } catch (error) {
         if (AbortedError.isInstance(error)) throw error;
         throw new ProviderCallError({

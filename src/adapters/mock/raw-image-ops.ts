@@ -1,10 +1,9 @@
 import { InvalidArgumentError, ProviderCallError } from '../../core/errors';
-import { alignToPixels, insideImage } from '../../core/episode/image-frame';
+import { alignToPixels, insideImage, RAW_RGBA_MIME } from '../../core/episode/image-frame';
 import type { CropOptions, ImageOps } from '../../ports/image-ops';
 import type { BoundingBox, PageImage } from '../../ports/types';
 
-/** Uncompressed RGBA, 4 bytes a pixel, row-major: images that need no codec (tests, synthetic data). */
-export const RAW_RGBA_MIME = 'image/x-raw-rgba';
+export { RAW_RGBA_MIME };
 
 export function createRawImage(
   width: number,

@@ -66,3 +66,9 @@ export function alignToPixels(region: BoundingBox, width: number, height: number
   const y2 = clamp(Math.ceil(snap(region[3])), y1 + 1, height);
   return [x1, y1, x2, y2];
 }
+
+/**
+ * Uncompressed RGBA, 4 bytes a pixel, row-major: images that need no codec (tests, synthetic data;
+ * `createRawImage` in searcher-rl/mock). The ImageOps adapters that read them name it from here.
+ */
+export const RAW_RGBA_MIME = 'image/x-raw-rgba';

@@ -5,25 +5,10 @@ import type { IcdScorer } from '../../ports/icd-scorer';
 import { beamSearchDemonstrations } from './beam-search';
 import { createEmbeddingTable, similarities, topK } from './embeddings';
 import { createIcdScoreCall } from './scoring';
+import { demonstration, tableScorer } from '../../../test/support/icd-table-scorer';
 
 const SCORES = [0, 0.3, 0.6, 1];
 const query = { id: 0, question: 'q', answers: ['yes'] };
-const demonstration = (index: number) => ({ index, question: `q${index}`, answer: `a${index}` });
-
-/** A frozen model whose accuracy is any function of the ordered global indices it is shown; it counts its calls. */
-function tableScorer(accuracy: (key: string) => number) {
-  const scorer: IcdScorer & { calls: number } = {
-    specificationVersion: 'v1',
-    provider: 'table',
-    calls: 0,
-    async doScore(_q, demos) {
-      scorer.calls++;
-      return { answer: '', accuracy: accuracy(demos.map((d) => d.index).join(',')) };
-    },
-  };
-  return scorer;
-}
-
 /** Every ordered choice of `shots` distinct local indices of a pool of `k`. */
 function orderedChoices(k: number, shots: number): number[][] {
   if (shots === 0) return [[]];

@@ -6,11 +6,11 @@ import { createEmbeddingTable } from './embeddings';
 import { GlobalPositiveMiner } from './miner';
 import { createIcdScoreCall } from './scoring';
 import { selectorGrpoLoss } from './selector-grpo';
+import { demonstration } from '../../../test/support/icd-table-scorer';
 
 const table = createEmbeddingTable(
   Array.from({ length: 40 }, (_, i) => [Math.cos(i / 6), Math.sin(i / 6), 0.1]),
 );
-const demonstration = (index: number) => ({ index, question: `q${index}`, answer: `a${index}` });
 const query = { id: 0, question: 'q', answers: ['yes'] };
 
 describe('GlobalPositiveMiner', () => {

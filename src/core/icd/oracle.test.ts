@@ -1,28 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors';
-import type { IcdScorer } from '../../ports/icd-scorer';
 import { poolOracle, storedOracleAtK, storedQueryOracle, summariseOracle } from './oracle';
 import { createIcdScoreCall } from './scoring';
 import type { IcdQueryRecord } from './types';
+import { demonstration, tableScorer } from '../../../test/support/icd-table-scorer';
 
 const SCORES = [0, 0.3, 0.6, 1];
 const query = { id: 4, question: 'q', answers: ['yes'] };
-const demonstration = (index: number) => ({ index, question: `q${index}`, answer: `a${index}` });
-
-function tableScorer(accuracy: (key: string) => number) {
-  const scorer: IcdScorer & { calls: number } = {
-    specificationVersion: 'v1',
-    provider: 'table',
-    calls: 0,
-    async doScore(_q, demos) {
-      scorer.calls++;
-      return { answer: '', accuracy: accuracy(demos.map((d) => d.index).join(',')) };
-    },
-  };
-  return scorer;
-}
-
 /** Brute force, written apart from the code under test: nested loops over distinct local indices. */
 function bruteForce(pool: readonly number[], shots: number, f: (key: string) => number) {
   const all: Array<{ pointer: number[]; accuracy: number }> = [];
