@@ -22,7 +22,8 @@ describe('the slide environment of a run', () => {
       policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm' },
       // The episode's window within the policy's 192 tokens (a run refuses a larger one before it starts).
       searcher: { episode: { maxContextTokens: 192 } },
-      sft: { smallPrintShare: 0.5 },
+      // No crop practice: the count below is the demonstrations' own (cropTurnMask is tested below).
+      sft: { smallPrintShare: 0.5, cropPractice: 0 },
     });
     const session = await openRun(config, { kind: 'fresh' });
     try {

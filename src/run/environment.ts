@@ -132,6 +132,7 @@ async function slideDemonstrations(
       skipCropRate: sft.skipCropRate,
       skipResearchRate: sft.skipResearchRate,
       maxTurns: episode.maxTurns,
+      cropBy: sft.cropBy,
       seed: config.seed,
     }),
   });
@@ -140,9 +141,10 @@ async function slideDemonstrations(
     { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps },
     { config: episode },
   );
+  const practiceCount = sft.cropPractice ?? Math.round(count / 2);
   const practice =
-    sft.cropPractice > 0 && small.length > 0
-      ? await cropPractice(config, env, sft.cropPractice, small, tokenizer, ports, episode)
+    practiceCount > 0 && small.length > 0
+      ? await cropPractice(config, env, practiceCount, small, tokenizer, ports, episode)
       : [];
   return [...demos.map((d) => d.trajectory), ...practice];
 }
@@ -172,6 +174,7 @@ async function cropPractice(
       skipCropRate: 0,
       skipResearchRate: 0,
       maxTurns: episode.maxTurns,
+      cropBy: sft.cropBy,
       seed: config.seed + CROP_PRACTICE_SEED_OFFSET,
     }),
   });

@@ -1,4 +1,5 @@
 import type { BoundingBox, PageImage } from '../../ports/types';
+import type { RegionMark } from '../protocol/location';
 
 /** The image the next bbox applies to: a page or a crop, with the frame that maps back to the page. */
 export interface ShownImage {
@@ -8,6 +9,8 @@ export interface ShownImage {
   region: BoundingBox;
   shownWidth: number;
   shownHeight: number;
+  /** The regions the page's text marks by name (a page, not a crop): what `<bbox>name</bbox>` crops. */
+  marks?: readonly RegionMark[];
 }
 
 /** Size of an image as shown to the policy, with its longer side capped at `maxSide`. */

@@ -124,6 +124,42 @@ describe('runEpisodes', () => {
     expect(t.turns[1]!.observation).toMatch(/100x50/);
   });
 
+  it('crops a region the page marks by its name, and names the marks when asked for one it lacks', async () => {
+    // Marks: `[label at <x1_k><y1_k><x2_k><y2_k>]`, bins of 32 per side, so any shown size.
+    const marked = [
+      {
+        basename: 'acme_2.png',
+        text: 'Acme revenue 2019\n[footnote at <x1_8><y1_16><x2_24><y2_32>]\n[source at <x1_0><y1_0><x2_4><y2_4>]',
+        image: createRawImage(200, 100),
+      },
+    ];
+    const policy = createScriptedPolicy({
+      script: [
+        '<search>acme revenue 2019</search>',
+        '<bbox>contact line</bbox>',
+        '<bbox>Footnote</bbox>',
+        '<bbox>footnote</bbox>',
+      ],
+    });
+    const [episode] = await runEpisodes(
+      one(),
+      { policy, searchEngine: createMockSearchEngine({ pages: marked }), imageOps: createRawImageOps() },
+      { config: { policyImageMaxSide: 100, maxTurns: 4 } },
+    );
+    const t = episode!.trajectory;
+    expect(t.turns[1]!.invalid).toEqual({
+      reason: 'bbox_unknown_region',
+      message: 'the image you were shown marks no region named "contact line"; it marks footnote, source',
+    });
+    // Shown at 100x50: bins 8..24 x 16..32 are [25, 25, 75, 50] shown, [50, 50, 150, 100] of the page.
+    expect(t.turns[2]!.crop).toMatchObject({ bbox: [25, 25, 75, 50], sourceRegion: [50, 50, 150, 100] });
+    // A crop marks nothing: a name now has no region to resolve to.
+    expect(t.turns[3]!.invalid?.message).toBe(
+      'the image you were shown marks no region named "footnote"; it marks none: write the box',
+    );
+    checkTokenAccounting(t);
+  });
+
   it('maps bbox coordinates back to source pixels', () => {
     // A 200x100 page shown at 100x50: [10, 10, 50, 30] is [20, 20, 100, 60] in the page.
     expect(

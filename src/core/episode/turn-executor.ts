@@ -2,7 +2,7 @@ import type { PortGateway } from '../calls/gateway';
 import { classifyFailure } from '../calls/failures';
 import { AbortedError, SearcherError } from '../errors';
 import { parseAction, type ParsedTurn } from '../protocol/actions';
-import { locationBinsToBox } from '../protocol/location';
+import { locationBinsToBox, parseRegionMarks } from '../protocol/location';
 import {
   correctiveMessage,
   renderNoResults,
@@ -12,7 +12,7 @@ import {
 import type { TrajectoryTokens } from '../trajectory/builder';
 import type { CropRecord, SearchRecord, TerminationReason, TurnRecord } from '../trajectory/trajectory';
 import type { TurnOutput } from '../../ports/policy-backend';
-import type { Evidence, PageImage } from '../../ports/types';
+import type { BoundingBox, Evidence, PageImage } from '../../ports/types';
 import type { EpisodeConfig } from './config';
 import { alignToPixels, mapToSource, shownSize, type ShownImage } from './image-frame';
 import type { EpisodeInstance } from './instances';
@@ -157,6 +157,9 @@ export async function executeTurn(
           state.lastImage = null;
         }
         record.observation = renderObservation([item], { maxTextChars: config.observationMaxChars });
+        // The regions a crop may name: those the policy was shown (a mark cut off with the text is not).
+        const marks = parseRegionMarks(record.observation);
+        if (state.lastImage && marks.length > 0) state.lastImage = { ...state.lastImage, marks };
         return record;
       }
       case 'bbox': {
@@ -172,11 +175,27 @@ export async function executeTurn(
           markInvalid({ reason: 'bbox_no_image', message: 'there is no image to crop yet; search first' });
           return record;
         }
-        // Location tokens are bins of the shown image's sides: pixels of the shown image from here on.
-        const bbox =
-          action.unit === 'location'
-            ? locationBinsToBox(action.bbox, shown.shownWidth, shown.shownHeight)
-            : action.bbox;
+        // A named region is the box its page marks; location tokens are bins of the shown image's
+        // sides: pixels of the shown image from here on.
+        let bbox: BoundingBox;
+        if ('region' in action) {
+          const mark = shown.marks?.find((m) => m.label.toLowerCase() === action.region);
+          if (!mark) {
+            const names = (shown.marks ?? []).map((m) => m.label);
+            markInvalid({
+              reason: 'bbox_unknown_region',
+              message: `the image you were shown marks no region named "${action.region}"; ${
+                names.length > 0 ? `it marks ${names.join(', ')}` : 'it marks none: write the box'
+              }`,
+            });
+            return record;
+          }
+          bbox = locationBinsToBox(mark.bins, shown.shownWidth, shown.shownHeight);
+        } else
+          bbox =
+            action.unit === 'location'
+              ? locationBinsToBox(action.bbox, shown.shownWidth, shown.shownHeight)
+              : action.bbox;
         const [, , x2, y2] = bbox;
         if (x2 > shown.shownWidth || y2 > shown.shownHeight) {
           markInvalid({

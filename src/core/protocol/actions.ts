@@ -1,5 +1,5 @@
 import type { BoundingBox } from '../../ports/types';
-import { LOCATION_BINS, locationBinsText, parseLocationBins } from './location';
+import { LOCATION_BINS, locationBinsText, parseLocationBins, parseRegionName } from './location';
 import type { ActionTag } from './tags';
 
 export type Action =
@@ -9,6 +9,12 @@ export type Action =
    * which the episode maps onto the shown image; otherwise pixels of the shown image.
    */
   | { type: 'bbox'; bbox: BoundingBox; unit?: 'location' }
+  /**
+   * A crop of the region the shown page marks with this name (`[footnote at <x1_k>…]`,
+   * src/core/protocol/location.ts#regionMarkText), written `<bbox>footnote</bbox>`: the policy
+   * chooses a region by what it is, and the episode crops the box the page gives it.
+   */
+  | { type: 'bbox'; region: string }
   | { type: 'search_complete' }
   | { type: 'answer'; answer: string };
 
@@ -22,6 +28,7 @@ export type InvalidActionReason =
   | 'bbox_empty_area'
   | 'bbox_outside_image'
   | 'bbox_no_image'
+  | 'bbox_unknown_region'
   | 'search_complete_not_true'
   | 'action_not_allowed';
 
@@ -161,6 +168,8 @@ export function parseAction(text: string): ParsedTurn {
       if (bins !== null && typeof bins !== 'string')
         return valid({ type: 'bbox', bbox: bins, unit: 'location' });
       const bbox = bins ?? parseBoundingBox(body);
+      const region = bbox === 'format' ? parseRegionName(body) : null;
+      if (region !== null) return valid({ type: 'bbox', region });
       if (typeof bbox === 'string')
         return invalid(
           think,
@@ -179,7 +188,7 @@ export function parseAction(text: string): ParsedTurn {
 function bboxMessage(problem: 'format' | 'negative' | 'empty'): string {
   if (problem === 'negative') return 'bbox coordinates must not be negative';
   if (problem === 'empty') return 'bbox must have x2 > x1 and y2 > y1';
-  return `bbox must be four numbers [x1, y1, x2, y2] in the pixel space of the image you were shown, or four location tokens <x1_k><y1_k><x2_k><y2_k>, k from 0 to ${LOCATION_BINS}`;
+  return `bbox must be four numbers [x1, y1, x2, y2] in the pixel space of the image you were shown, four location tokens <x1_k><y1_k><x2_k><y2_k>, k from 0 to ${LOCATION_BINS}, or the name of a region the page marks`;
 }
 
 /** `[x1, y1, x2, y2]` (brackets optional, commas or spaces) -> numbers, or what is wrong. */
@@ -201,6 +210,7 @@ export function renderAction(action: Action): string {
     case 'search':
       return `<search>${action.query}</search>`;
     case 'bbox':
+      if ('region' in action) return `<bbox>${action.region}</bbox>`;
       return action.unit === 'location'
         ? `<bbox>${locationBinsText(action.bbox)}</bbox>`
         : `<bbox>[${action.bbox.join(', ')}]</bbox>`;

@@ -8,6 +8,9 @@ import {
   locationBinsToBox,
   locationText,
   parseLocationBins,
+  parseRegionMarks,
+  parseRegionName,
+  regionMarkText,
 } from './location';
 import { createVocabularyTokenizer } from './tokenizer';
 
@@ -81,6 +84,29 @@ describe('location tokens', () => {
     expect(parseLocationBins('1, 2, 3, 4')).toBeNull();
     const invalid = parseAction('<bbox><x1_1><y1_2></bbox>');
     expect(invalid.kind === 'invalid' && invalid.message).toContain(`k from 0 to ${LOCATION_BINS}`);
+  });
+
+  it("mark a page's regions by name, and a bbox may name one instead of writing its box", () => {
+    const text = `Acme\n${regionMarkText('contact line', [2, 20, 27, 25])}\n[footnote at <x1_3><y1_9><x2_3><y2_12>]\n[source at <x1_40><y1_1><x2_41><y2_2>]\n[note at 1, 2, 3, 4]`;
+    expect(text).toContain('[contact line at <x1_2><y1_20><x2_27><y2_25>]');
+    // An empty box and a bin past the grid are not marks; numbers are not location tokens.
+    expect(parseRegionMarks(text)).toEqual([{ label: 'contact line', bins: [2, 20, 27, 25] }]);
+    for (const [body, region] of [
+      ['footnote', 'footnote'],
+      [' Contact  Line ', 'contact line'],
+      ['date-line', 'date-line'],
+    ] as const) {
+      const turn = parseAction(`<bbox>${body}</bbox>`);
+      expect(turn.kind === 'valid' && turn.action).toEqual({ type: 'bbox', region });
+      expect(renderAction({ type: 'bbox', region })).toBe(`<bbox>${region}</bbox>`);
+    }
+    // Not a name: digits, brackets or a mix with numbers stay the numbers' problem.
+    for (const body of ['footnote 2', '[footnote]', '36, 326, footnote', '', 'a'.repeat(49)]) {
+      const turn = parseAction(`<bbox>${body}</bbox>`);
+      expect(turn.kind === 'invalid' && turn.reason).toBe('bbox_not_four_numbers');
+      expect(turn.kind === 'invalid' && turn.message).toContain('or the name of a region the page marks');
+    }
+    expect(parseRegionName('Footnote')).toBe('footnote');
   });
 
   it('are one token each in a vocabulary that holds them, and never read inside a longer one', () => {

@@ -76,3 +76,40 @@ export function parseLocationBins(body: string): BoundingBox | 'format' | 'empty
   if (x2 <= x1 || y2 <= y1) return 'empty';
   return [x1, y1, x2, y2];
 }
+
+/**
+ * A region a page marks by name, as set-of-marks prompting labels the parts of an image: the page
+ * text shows `[label at <x1_k><y1_k><x2_k><y2_k>]`, and a crop may name the region
+ * (`<bbox>label</bbox>`) instead of writing its box. The label is what the region is (a footnote,
+ * a source line), never what it says.
+ */
+export interface RegionMark {
+  label: string;
+  bins: BoundingBox;
+}
+
+/** The text a page shows for a marked region: `[label at <x1_k><y1_k><x2_k><y2_k>]`. */
+export function regionMarkText(label: string, bins: BoundingBox): string {
+  return `[${label} at ${locationBinsText(bins)}]`;
+}
+
+const MARK = new RegExp(
+  `\\[([\\p{L}][\\p{L} -]*?) at ((?:<(?:${LOCATION_SLOTS.join('|')})_\\d+>){4})\\]`,
+  'gu',
+);
+
+/** The regions a page's text marks (regionMarkText), in order; a mark whose box is not valid is skipped. */
+export function parseRegionMarks(text: string): RegionMark[] {
+  const marks: RegionMark[] = [];
+  for (const match of text.matchAll(MARK)) {
+    const bins = parseLocationBins(match[2]!);
+    if (bins !== null && typeof bins !== 'string') marks.push({ label: match[1]!, bins });
+  }
+  return marks;
+}
+
+/** A bbox body that names a region (letters, spaces and hyphens, as a mark's label): the name, lower-cased; else `null`. */
+export function parseRegionName(body: string): string | null {
+  const name = body.trim().replace(/\s+/g, ' ');
+  return /^\p{L}[\p{L} -]{0,47}$/u.test(name) ? name.toLowerCase() : null;
+}

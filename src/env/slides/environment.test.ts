@@ -60,10 +60,14 @@ describe('the offline slide environment', () => {
     );
     expect(figures.rightRegionRate).toBe(1);
     expect(figures.crops.right).toBe(6);
-    // Each crop was written in location tokens and cut the grid box they name.
+    // Each crop named a region the page marked, and cut the grid box the page gave it.
     for (const { trajectory } of crops)
-      for (const turn of trajectory.turns.filter((t) => t.crop)) {
-        const bins = /<bbox>((?:<[xy][12]_\d+>){4})<\/bbox>/.exec(turn.text)?.[1];
+      for (const [i, turn] of trajectory.turns.entries()) {
+        if (!turn.crop) continue;
+        const name = /<bbox>([a-z ]+)<\/bbox>/.exec(turn.text)?.[1];
+        expect(name).toBeDefined();
+        const shown = trajectory.turns[i - 1]!.observation;
+        const bins = new RegExp(`\\[${name} at ((?:<[xy][12]_\\d+>){4})\\]`).exec(shown)?.[1];
         expect(bins).toBeDefined();
         const parsed = [...bins!.matchAll(/<[xy][12]_(\d+)>/g)].map((m) => Number(m[1]));
         const box = locationBinsToBox(parsed as unknown as [number, number, number, number], 640, 360);

@@ -18,6 +18,11 @@ export interface OracleOptions {
    * after it: a crop the budget cuts off gets no answer, so it is never demonstrated.
    */
   maxTurns?: number;
+  /**
+   * How a crop names its region: `'region'` (default) by the name the page marks it with
+   * (`<bbox>footnote</bbox>`), `'location'` by copying its four location tokens.
+   */
+  cropBy?: 'region' | 'location';
   /** Seeded choice of behaviour per (question, rollout). */
   seed?: number;
 }
@@ -28,7 +33,7 @@ export interface OracleOptions {
  * context: first a search for the entity, attribute and year named in the question; then, when
  * the asked fact is legible on the page, search_complete; when the page is the asked
  * organisation's and names a small-print region of the role that holds the asked attribute
- * (src/env/slides/regions.ts), a crop of that region in its location tokens (what it says is
+ * (src/env/slides/regions.ts), a crop of that region by its name, or its location tokens (`cropBy`; what it says is
  * unknown until the reader has it enlarged), then search_complete; otherwise the same search
  * again (the next result), up to `maxSearches` and within the turn budget (`maxTurns`). It never crops when the fact is on the page. With `vagueRate`,
  * `skipCropRate` and `skipResearchRate` it makes the mistakes a warm-started policy makes (a vague
@@ -48,6 +53,7 @@ export function createOracleScript(
   const skipResearchRate = options.skipResearchRate ?? 0;
   const maxSearches = options.maxSearches ?? 3;
   const maxTurns = options.maxTurns ?? Number.POSITIVE_INFINITY;
+  const cropBy = options.cropBy ?? 'region';
   const seed = options.seed ?? 0;
   const complete = '<search_complete>true</search_complete>';
   return ({ turn, context, rolloutId }) => {
@@ -72,7 +78,7 @@ export function createOracleScript(
       turn + 2 <= maxTurns &&
       roll(`crop${turn}`) >= skipCropRate
     )
-      return `<bbox>${region[2]}</bbox>`;
+      return `<bbox>${cropBy === 'region' ? region[1] : region[2]}</bbox>`;
     // A vague query is followed by the precise one; a precise one is repeated for the next result.
     if (searches < maxSearches && turn + 3 <= maxTurns && roll(`research${turn}`) >= skipResearchRate)
       return `<search>${asked.metadata.query}</search>`;

@@ -114,6 +114,7 @@ describe('small-print regions to choose', () => {
 
   it('make the oracle crop the region of the asked role, and never a page that shows the fact', () => {
     const script = createOracleScript(corpus);
+    const byLocation = createOracleScript(corpus, { cropBy: 'location' });
     let cropped = 0;
     for (const slide of slides.filter((s) => smallOf(s.facts).length >= 2)) {
       const shown = `[page ${slide.basename} (640x360)]\n${perceivedSlideText(slide)}`;
@@ -124,7 +125,11 @@ describe('small-print regions to choose', () => {
         const context = `Question: ${question.question}\n<search>${question.metadata.query}</search><information>${shown}</information>`;
         const turn = script({ turn: 1, context, rolloutId: 0 } as Parameters<typeof script>[0]);
         if (fact.small) {
-          expect(turn).toBe(`<bbox>${locationBinsText(regionBins(fact))}</bbox>`);
+          // By the name the page marks the region with, or by copying its four location tokens.
+          expect(turn).toBe(`<bbox>${fact.role}</bbox>`);
+          expect(byLocation({ turn: 1, context, rolloutId: 0 } as Parameters<typeof script>[0])).toBe(
+            `<bbox>${locationBinsText(regionBins(fact))}</bbox>`,
+          );
           cropped++;
         } else expect(turn).toBe('<search_complete>true</search_complete>');
       }
@@ -149,7 +154,7 @@ describe('small-print regions to choose', () => {
         context: `Question: ${question.question}\n${pages.join('')}`,
         rolloutId: 0,
       } as Parameters<typeof script>[0]);
-    const crop = `<bbox>${locationBinsText(regionBins(fact))}</bbox>`;
+    const crop = `<bbox>${fact.role}</bbox>`;
     // Turn 3 (the fourth of five): the crop and search_complete fit.
     expect(at(3, [other, other, golden])).toBe(crop);
     // Turn 4 (the last): a crop would be cut off by the budget, with no answer; the oracle completes.

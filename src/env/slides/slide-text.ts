@@ -2,7 +2,7 @@ import {
   boxToLocationBins,
   LOCATION_BINS,
   LOCATION_TOKENS,
-  locationBinsText,
+  regionMarkText,
 } from '../../core/protocol/location';
 import type { BoundingBox } from '../../ports/types';
 import {
@@ -38,7 +38,7 @@ export function regionBins(fact: SlideFact): BoundingBox {
 
 /** The line a page shows for a small-print region: its role and its place in location tokens, not its text. */
 export function regionLine(fact: SlideFact): string {
-  return `[${fact.role ?? 'small print'} at ${locationBinsText(regionBins(fact))}]`;
+  return regionMarkText(fact.role ?? 'small print', regionBins(fact));
 }
 
 /**
