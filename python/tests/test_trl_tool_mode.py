@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 
 import pytest
@@ -85,7 +86,7 @@ def test_tool_calls_reach_the_server_and_its_rewards_reach_trl(chat_model, serve
         train_dataset=tool_dataset(tasks * 4),
         environment_factory=functools.partial(RecordingEnv, server.url, server.token),
     )
-    assert sorted(t.__name__ for t in trainer.tools) == ["crop", "search", "search_complete"]
+    assert sorted(t.__name__ for t in trainer.tools) == ["crop", "crop_region", "search", "search_complete"]
     trainer._generate_single_turn = scripted
     seen = {}
     original = trainer._generate_and_score_completions
@@ -161,3 +162,23 @@ def test_a_pooled_environment_resets_after_the_server_ended_its_idle_session(str
     assert isinstance(env.search(task["question"]), str)
     assert env.search_complete() == "Search complete."
     assert isinstance(env.get_reward(), float)
+
+
+def test_crop_region_crops_a_region_the_page_marks_and_names_the_marks_otherwise(server):
+    env = SearcherToolEnv(server.url, server.token, vision=True)
+    for task in first_tasks(server, 60):
+        env.reset(task_id=task["id"])
+        page = env.search(task["question"])
+        marks = re.findall(r"\[([a-z][a-z -]*?) at <x1_", page[-1]["text"] if isinstance(page, list) else page)
+        if marks:
+            break
+        env.get_reward()
+    else:
+        pytest.fail("no page with a marked region among the first 60 tasks")
+    crop = env.crop_region(marks[0])
+    assert isinstance(crop[0]["image"], Image.Image) and crop[0]["text"].startswith("<information>[crop of ")
+    # A crop marks no regions: a name now is an invalid action, and the session goes on.
+    again = env.crop_region(marks[0])
+    assert f'marks no region named "{marks[0]}"' in (again if isinstance(again, str) else again[-1]["text"])
+    assert env.search_complete() == "Search complete."
+    env.get_reward()

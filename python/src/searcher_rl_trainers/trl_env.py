@@ -39,6 +39,7 @@ TOOL_INSTRUCTIONS = "\n".join(
         "You are a search agent. Find the pages (slides, documents) that answer the question; another model will answer from the pages you collect.",
         "Use the tools: search(query) shows the best page not yet shown (a repeated query shows the next result; vary your queries);",
         "crop(x1, y1, x2, y2) crops and enlarges a region of the most recent image (pixels of the image as shown);",
+        "crop_region(region) crops and enlarges a region the most recent page marks by name, as in [footnote at ...];",
         "search_complete() ends the search when the collected pages are enough to answer.",
     ]
 )
@@ -66,7 +67,7 @@ def _plain(text: str) -> str:
 
 
 class SearcherToolEnv:
-    """One rollout's environment for TRL's `environment_factory` (tools: search, crop, search_complete)."""
+    """One rollout's environment for TRL's `environment_factory` (tools: search, crop, crop_region, search_complete)."""
 
     def __init__(
         self,
@@ -155,6 +156,18 @@ class SearcherToolEnv:
             The enlarged crop.
         """
         return self._step(f"<bbox>[{int(x1)}, {int(y1)}, {int(x2)}, {int(y2)}]</bbox>")
+
+    def crop_region(self, region: str) -> Any:
+        """
+        Crop and enlarge a region the most recent page marks by name (`[footnote at <x1_3>...]`).
+
+        Args:
+            region: The region's name as the page marks it, e.g. footnote.
+
+        Returns:
+            The enlarged crop, or which regions the page marks when it marks none by that name.
+        """
+        return self._step(f"<bbox>{_plain(region)}</bbox>")
 
     def search_complete(self) -> str:
         """

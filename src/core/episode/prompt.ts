@@ -8,7 +8,7 @@ export const SEARCHER_INSTRUCTIONS = [
   'You are a search agent. Find the pages (slides, documents) that answer the question; another model will answer from the pages you collect.',
   'Each turn, begin with <think>your reasoning</think>, then give exactly one action on its own line:',
   '<search>query</search> to search (a repeated query shows the next result; vary your queries),',
-  '<bbox>[x1, y1, x2, y2]</bbox> to crop and enlarge a region of the most recent image (pixels of the image as shown),',
+  '<bbox>[x1, y1, x2, y2]</bbox> to crop and enlarge a region of the most recent image (pixels of the image as shown), or <bbox>name</bbox> for a region the page marks as [name at ...],',
   '<search_complete>true</search_complete> when the collected pages are enough to answer.',
 ].join('\n');
 
