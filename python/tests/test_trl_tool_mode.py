@@ -176,7 +176,7 @@ def test_crop_region_crops_a_region_the_page_marks_and_names_the_marks_otherwise
     else:
         pytest.fail("no page with a marked region among the first 60 tasks")
     crop = env.crop_region(marks[0])
-    assert isinstance(crop[0]["image"], Image.Image) and crop[0]["text"].startswith("<information>[crop of ")
+    assert isinstance(crop[0]["image"], Image.Image) and crop[-1]["text"].startswith("<information>[crop of ")
     # A crop marks no regions: a name now is an invalid action, and the session goes on.
     again = env.crop_region(marks[0])
     assert f'marks no region named "{marks[0]}"' in (again if isinstance(again, str) else again[-1]["text"])

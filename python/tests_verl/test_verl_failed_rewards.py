@@ -44,7 +44,7 @@ from searcher_rl_trainers.verl_testing import (
 
 from conftest import IDLE_TIMEOUT_MS
 
-TASK = "arklummon_10_0"
+TASK = "arklynark_9_0"
 STALL_S = IDLE_TIMEOUT_MS / 1000 + 2.5
 
 

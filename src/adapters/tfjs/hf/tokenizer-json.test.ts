@@ -24,7 +24,7 @@ describe('tokenizerJsonOf', () => {
     );
   });
 
-  it('the cases one at a time: a word of one byte, a list standing alone or not, a tag inside a word', () => {
+  it('the cases one at a time: a word of one byte, a list standing alone or not, a tag inside a word, location tokens', () => {
     const tokenizer = createVocabularyTokenizer(HARD_WORDS);
     const hf = new HfTokenizer(tokenizerJsonOf(tokenizer), {});
     const base = 256 + PROTOCOL_TAG_STRINGS.length + 1;
@@ -39,6 +39,9 @@ describe('tokenizerJsonOf', () => {
       ['1, 2, 34', [word('1, 2'), 44, 32, 51, 52]],
       ['12, 5', [word('12, 5')]],
       ['hel<search>lo', [104, 101, 108, tokenizer.specialTokenId('<search>'), 108, 111]],
+      ['a<x1_1>5', [word('a'), word('<x1_1>'), word('5')]],
+      ['<x1_12><y2_5>]', [word('<x1_12>'), word('<y2_5>'), 93]],
+      ['<x1_13>', [60, word('x1'), 95, 49, 51, 62]],
     ] as const) {
       expect(tokenizer.encode(text)).toEqual(ids);
       expect(hf.encode(text, { add_special_tokens: false }).ids).toEqual(ids);

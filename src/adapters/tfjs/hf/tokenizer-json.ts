@@ -5,7 +5,7 @@ import type { Tokenizer } from '../../../ports/types';
  * The protocol and vocabulary tokenizers (src/core/protocol/tokenizer.ts) written as a Hugging Face
  * `tokenizer.json`, so that `tokenizers` (Python, Rust) and `@huggingface/tokenizers` give the same
  * ids on any text. The TS rules: the tags and `<eos>` match anywhere; the rest is cut into pieces
- * (number lists standing alone, runs of letters and digits, runs of other characters, `<`); a piece
+ * (location tokens anywhere, number lists standing alone, runs of letters and digits, runs of other characters, `<`); a piece
  * that is a vocabulary word is its id, any other piece its UTF-8 bytes (ids 0-255).
  *
  * In the tokenizers pipeline: the tags are added tokens (extracted before anything else); a Split
@@ -46,6 +46,8 @@ const marked = (text: string, oneByteWords: ReadonlySet<string>) =>
   );
 
 const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
+/** A location token (`<x1_12>`, src/core/protocol/location.ts): one piece wherever it stands, as in the TS regex. */
+const LOCATION = /^<[xy][12]_\d+>$/;
 
 /**
  * `tokenizer.json` for a protocol or vocabulary tokenizer (ids as in the TS tokenizer: bytes
@@ -80,9 +82,13 @@ export function tokenizerJsonOf(tokenizer: Tokenizer): Record<string, unknown> {
     lists.length > 0
       ? `(?<!${WORD_CHAR})(?:${lists.map((l) => escapeRegExp(marked(l, oneByte))).join('|')})(?!${WORD_CHAR})|`
       : '';
+  // Location tokens before anything else but the tags (their digits may carry a mark, as the normalizer writes them).
+  const locations = words.filter((w) => LOCATION.test(w));
+  const locationPattern =
+    locations.length > 0 ? `(?:${locations.map((l) => escapeRegExp(marked(l, oneByte))).join('|')})|` : '';
   // A marked word is one piece with its mark (only the words of one byte carry one).
   const markedWords = oneByte.size > 0 ? `(?:${[...oneByte].map(escapeRegExp).join('|')})${MARK}|` : '';
-  const pieces = `${listPattern}${markedWords}${WORD_CHAR}+|[^\\p{L}\\p{N}<]+|<`;
+  const pieces = `${locationPattern}${listPattern}${markedWords}${WORD_CHAR}+|[^\\p{L}\\p{N}<]+|<`;
   const normalizers = [...oneByte].map((word) => ({
     type: 'Replace',
     pattern: { Regex: `(?<!${WORD_CHAR})${escapeRegExp(word)}(?!${WORD_CHAR})` },
