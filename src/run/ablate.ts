@@ -90,6 +90,19 @@ export interface SeedRow {
   stageSeconds?: Record<string, number>;
 }
 
+/** One run, timed: its figures before and after RL, its wall seconds, its folder and seconds per stage. */
+async function timedRun(config: RunConfig, runOptions: RunOptions): Promise<Omit<SeedRow, 'seed'>> {
+  const started = performance.now();
+  const result = await trainRun(config, runOptions);
+  return {
+    before: result.before,
+    after: result.after,
+    seconds: (performance.now() - started) / 1000,
+    runDir: result.runDir,
+    stageSeconds: result.stageSeconds,
+  };
+}
+
 const SEED_FIGURES = [
   ['judge_success', 'judgeSuccess'],
   ['ndcg', 'ndcg'],
@@ -188,37 +201,27 @@ export async function runAblations(
     }
     const config = configs[index]!;
     runOptions.onLog?.(`\n== ablation ${ablation.name}: ${ablation.change}`);
-    const started = performance.now();
-    const result = await trainRun(config, runOptions);
+    const run = await timedRun(config, runOptions);
     const row: AblationRow = {
       name: ablation.name,
       change: ablation.change,
-      before: result.before,
-      after: result.after,
-      seconds: (performance.now() - started) / 1000,
+      before: run.before,
+      after: run.after,
+      seconds: run.seconds,
     };
     if (selected.includes(ablation)) rows.push(row);
     // Written after each row: an interrupted run keeps what it measured (a rerun continues each folder).
     await writeJsonAtomic(join(root, 'ablations.json'), rows);
     await writeFile(join(root, 'ablations.md'), `${ablationTable(rows)}\n`);
     if (ablation.name === 'baseline' && seeds.length > 0) {
-      seedRows.push({ seed: seeds[0]!, ...row, runDir: result.runDir, stageSeconds: result.stageSeconds });
+      seedRows.push({ seed: seeds[0]!, ...run });
       for (const line of seedFigureLines(seedRows[0]!)) print(line);
     }
   }
   runOptions.onLog?.(`\n${ablationTable(rows)}\n\nablation runs in ${root}`);
   for (const config of seedConfigs) {
     runOptions.onLog?.(`\n== baseline on seed ${config.seed}`);
-    const started = performance.now();
-    const result = await trainRun(config, runOptions);
-    const row: SeedRow = {
-      seed: config.seed,
-      before: result.before,
-      after: result.after,
-      seconds: (performance.now() - started) / 1000,
-      runDir: result.runDir,
-      stageSeconds: result.stageSeconds,
-    };
+    const row: SeedRow = { seed: config.seed, ...(await timedRun(config, runOptions)) };
     seedRows.push(row);
     await writeJsonAtomic(join(root, 'seeds.json'), seedRows);
     for (const line of seedFigureLines(row)) print(line);
