@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# The tiny slide environment of these tests (a smaller corpus than the demo's; the episode settings
-# of the demo's small policy: no instructions, 4 turns of at most 48 tokens, short observations).
+# The tiny slide environment of these tests (a smaller corpus than the demo's; short episodes for a
+# small policy: no instructions, 4 turns of at most 48 tokens, observations cut at 170 characters).
 TINY_CORPUS = {"seed": 1, "decks": 24, "minSlides": 5, "maxSlides": 15, "smallPrintRate": 0.25}
 TINY_EPISODE = {
     "instructions": "",

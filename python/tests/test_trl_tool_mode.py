@@ -179,6 +179,10 @@ def test_crop_region_crops_a_region_the_page_marks_and_names_the_marks_otherwise
     assert isinstance(crop[0]["image"], Image.Image) and crop[-1]["text"].startswith("<information>[crop of ")
     # A crop marks no regions: a name now is an invalid action, and the session goes on.
     again = env.crop_region(marks[0])
-    assert f'marks no region named "{marks[0]}"' in (again if isinstance(again, str) else again[-1]["text"])
+    assert f'a crop marks no regions, so "{marks[0]}" names none' in (again if isinstance(again, str) else again[-1]["text"])
+    # A box, digits or location tokens are not a name: crop(x1, y1, x2, y2) is for boxes.
+    for not_a_name in ["12, 30, 80, 90", "<x1_3><y1_4><x2_9><y2_6>", ""]:
+        with pytest.raises(ValueError, match="crop_region takes a region's name"):
+            env.crop_region(not_a_name)
     assert env.search_complete() == "Search complete."
     env.get_reward()

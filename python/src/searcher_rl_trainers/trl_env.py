@@ -167,7 +167,11 @@ class SearcherToolEnv:
         Returns:
             The enlarged crop, or which regions the page marks when it marks none by that name.
         """
-        return self._step(f"<bbox>{_plain(region)}</bbox>")
+        name = " ".join(str(region).split())
+        if not name or any(not (c.isalpha() or c in " -") for c in name) or not name[0].isalpha():
+            # A box is crop's; a name here is letters, spaces and hyphens, as the page marks it.
+            raise ValueError(f"crop_region takes a region's name as the page marks it (letters, spaces, hyphens), not {region!r}; use crop(x1, y1, x2, y2) for a box")
+        return self._step(f"<bbox>{name}</bbox>")
 
     def search_complete(self) -> str:
         """

@@ -155,9 +155,42 @@ describe('runEpisodes', () => {
     expect(t.turns[2]!.crop).toMatchObject({ bbox: [25, 25, 75, 50], sourceRegion: [50, 50, 150, 100] });
     // A crop marks nothing: a name now has no region to resolve to.
     expect(t.turns[3]!.invalid?.message).toBe(
-      'the image you were shown marks no region named "footnote"; it marks none: write the box',
+      'a crop marks no regions, so "footnote" names none; write a box in the crop\'s pixels, or search again',
     );
     checkTokenAccounting(t);
+  });
+
+  it('offers only the marks the policy was shown: none on an unmarked page, none cut off, none named twice', async () => {
+    const text =
+      'Acme revenue 2019\n[source at <x1_0><y1_0><x2_4><y2_4>]\n[Source at <x1_4><y1_4><x2_8><y2_8>]\n[date  line at <x1_8><y1_16><x2_24><y2_32>]';
+    const crop = async (name: string, pageText: string, observationMaxChars = 400) => {
+      const policy = createScriptedPolicy({
+        script: ['<search>acme revenue 2019</search>', `<bbox>${name}</bbox>`],
+      });
+      const page = { basename: 'acme_2.png', text: pageText, image: createRawImage(200, 100) };
+      const [episode] = await runEpisodes(
+        one(),
+        { policy, searchEngine: createMockSearchEngine({ pages: [page] }), imageOps: createRawImageOps() },
+        { config: { maxTurns: 2, observationMaxChars } },
+      );
+      return episode!.trajectory.turns[1]!;
+    };
+    // Labels compare as names do: case, runs of spaces.
+    expect((await crop('Date line', text)).crop?.sourceRegion).toEqual([50, 50, 150, 100]);
+    // Two marks of one name: the name does not say which.
+    expect((await crop('source', text)).invalid?.message).toMatch(
+      /^the image you were shown marks 2 regions named "source", so the name does not say which; write the box instead: bbox must be four numbers/,
+    );
+    // Cut off by the observation's limit: the policy never saw the mark, so it is not offered.
+    const cut = await crop('date line', text, text.indexOf('[date') + 12);
+    expect(cut.observation).not.toContain('[date  line at');
+    expect(cut.invalid?.message).toBe(
+      'the image you were shown marks no region named "date line"; it marks source',
+    );
+    // A page with no marks: the message says how to write a box.
+    expect((await crop('footnote', 'Acme revenue 2019')).invalid?.message).toMatch(
+      /^the image you were shown marks no regions, so "footnote" names none; bbox must be four numbers/,
+    );
   });
 
   it('maps bbox coordinates back to source pixels', () => {

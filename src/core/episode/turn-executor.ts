@@ -1,7 +1,7 @@
 import type { PortGateway } from '../calls/gateway';
 import { classifyFailure } from '../calls/failures';
 import { AbortedError, SearcherError } from '../errors';
-import { parseAction, type ParsedTurn } from '../protocol/actions';
+import { bboxMessage, parseAction, type ParsedTurn } from '../protocol/actions';
 import { locationBinsToBox, parseRegionMarks } from '../protocol/location';
 import {
   correctiveMessage,
@@ -179,14 +179,12 @@ export async function executeTurn(
         // sides: pixels of the shown image from here on.
         let bbox: BoundingBox;
         if ('region' in action) {
-          const mark = shown.marks?.find((m) => m.label.toLowerCase() === action.region);
-          if (!mark) {
-            const names = (shown.marks ?? []).map((m) => m.label);
+          const named = (shown.marks ?? []).filter((m) => m.label === action.region);
+          const mark = named[0];
+          if (!mark || named.length > 1) {
             markInvalid({
               reason: 'bbox_unknown_region',
-              message: `the image you were shown marks no region named "${action.region}"; ${
-                names.length > 0 ? `it marks ${names.join(', ')}` : 'it marks none: write the box'
-              }`,
+              message: unknownRegionMessage(action.region, shown, named.length),
             });
             return record;
           }
@@ -261,4 +259,18 @@ export async function executeTurn(
     finish(state, 'error');
     return record;
   }
+}
+
+/** Why a crop by name found no region: the page's marks, none on a crop, or one name marked twice. */
+function unknownRegionMessage(name: string, shown: ShownImage, matches: number): string {
+  const [x1, y1, x2, y2] = shown.region;
+  const isCrop = x1 !== 0 || y1 !== 0 || x2 !== shown.source.width || y2 !== shown.source.height;
+  if (matches > 1)
+    return `the image you were shown marks ${matches} regions named "${name}", so the name does not say which; write the box instead: ${bboxMessage('format')}`;
+  if (isCrop)
+    return `a crop marks no regions, so "${name}" names none; write a box in the crop's pixels, or search again`;
+  const names = [...new Set((shown.marks ?? []).map((m) => m.label))];
+  if (names.length === 0)
+    return `the image you were shown marks no regions, so "${name}" names none; ${bboxMessage('format')}`;
+  return `the image you were shown marks no region named "${name}"; it marks ${names.join(', ')}`;
 }

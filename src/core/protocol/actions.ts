@@ -1,5 +1,6 @@
+import { InvalidArgumentError } from '../errors';
 import type { BoundingBox } from '../../ports/types';
-import { LOCATION_BINS, locationBinsText, parseLocationBins, parseRegionName } from './location';
+import { LOCATION_BINS, locationBinsText, normaliseRegionName, parseLocationBins } from './location';
 import type { ActionTag } from './tags';
 
 export type Action =
@@ -168,7 +169,7 @@ export function parseAction(text: string): ParsedTurn {
       if (bins !== null && typeof bins !== 'string')
         return valid({ type: 'bbox', bbox: bins, unit: 'location' });
       const bbox = bins ?? parseBoundingBox(body);
-      const region = bbox === 'format' ? parseRegionName(body) : null;
+      const region = bbox === 'format' ? normaliseRegionName(body) : null;
       if (region !== null) return valid({ type: 'bbox', region });
       if (typeof bbox === 'string')
         return invalid(
@@ -185,7 +186,7 @@ export function parseAction(text: string): ParsedTurn {
   }
 }
 
-function bboxMessage(problem: 'format' | 'negative' | 'empty'): string {
+export function bboxMessage(problem: 'format' | 'negative' | 'empty'): string {
   if (problem === 'negative') return 'bbox coordinates must not be negative';
   if (problem === 'empty') return 'bbox must have x2 > x1 and y2 > y1';
   return `bbox must be four numbers [x1, y1, x2, y2] in the pixel space of the image you were shown, four location tokens <x1_k><y1_k><x2_k><y2_k>, k from 0 to ${LOCATION_BINS}, or the name of a region the page marks`;
@@ -210,7 +211,15 @@ export function renderAction(action: Action): string {
     case 'search':
       return `<search>${action.query}</search>`;
     case 'bbox':
-      if ('region' in action) return `<bbox>${action.region}</bbox>`;
+      if ('region' in action) {
+        const region = normaliseRegionName(action.region);
+        if (region === null)
+          throw new InvalidArgumentError({
+            argument: 'action.region',
+            message: `'${action.region}' is not a region name: letters, spaces and hyphens, at most 48 characters`,
+          });
+        return `<bbox>${region}</bbox>`;
+      }
       return action.unit === 'location'
         ? `<bbox>${locationBinsText(action.bbox)}</bbox>`
         : `<bbox>[${action.bbox.join(', ')}]</bbox>`;

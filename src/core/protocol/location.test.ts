@@ -9,7 +9,7 @@ import {
   locationText,
   parseLocationBins,
   parseRegionMarks,
-  parseRegionName,
+  normaliseRegionName,
   regionMarkText,
 } from './location';
 import { createVocabularyTokenizer } from './tokenizer';
@@ -106,7 +106,38 @@ describe('location tokens', () => {
       expect(turn.kind === 'invalid' && turn.reason).toBe('bbox_not_four_numbers');
       expect(turn.kind === 'invalid' && turn.message).toContain('or the name of a region the page marks');
     }
-    expect(parseRegionName('Footnote')).toBe('footnote');
+    expect(normaliseRegionName('Footnote')).toBe('footnote');
+  });
+
+  it('normalise marks and names alike, refuse a mark they could not name, and parse long bodies in linear time', () => {
+    // NFC, case, runs of spaces; combining marks are letters' parts.
+    const decomposed = 'cafe\u0301 line';
+    expect(
+      parseRegionMarks(
+        `[${decomposed}  at <x1_1><y1_1><x2_2><y2_2>] [Date   Line at <x1_1><y1_1><x2_2><y2_2>]`,
+      ),
+    ).toEqual([
+      { label: 'caf\u00e9 line', bins: [1, 1, 2, 2] },
+      { label: 'date line', bins: [1, 1, 2, 2] },
+    ]);
+    expect(normaliseRegionName(` CAFE\u0301   Line `)).toBe('caf\u00e9 line');
+    expect(parseRegionMarks(`[${'a'.repeat(49)} at <x1_1><y1_1><x2_2><y2_2>]`)).toEqual([]);
+    expect(() => regionMarkText('note 2', [1, 1, 2, 2])).toThrow(/label.*not a region name/);
+    expect(() => regionMarkText('note', [3, 1, 2, 2])).toThrow(/bins.*not a box of location bins/);
+    expect(regionMarkText('Date  Line', [1, 1, 2, 2])).toBe('[date line at <x1_1><y1_1><x2_2><y2_2>]');
+    expect(renderAction({ type: 'bbox', region: ' Foot  Note ' })).toBe('<bbox>foot note</bbox>');
+    expect(() => renderAction({ type: 'bbox', region: 'note 2' })).toThrow(/action.region/);
+    // Runs of spaces between location tokens, then no match: linear now; with two adjacent \s* in
+    // the separator this body of 1.2 KB took about 25 s, 2 KB about 200 s.
+    const spaces = ' '.repeat(300);
+    const body = `<x1_1>${spaces}<y1_2>${spaces}<x2_3>${spaces}<y2_4>${spaces}x`;
+    const started = performance.now();
+    const long = parseAction(`<bbox>${body}</bbox>`);
+    expect(long.kind === 'invalid' && long.reason).toBe('bbox_not_four_numbers');
+    // A hostile-input guard, not a speed target: the backtracking parse took 25 s here.
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(parseLocationBins(`<x1_1>${spaces},${spaces}<y1_2> <x2_3>,<y2_4>`)).toEqual([1, 2, 3, 4]);
+    expect(parseRegionMarks(`[${'a '.repeat(50_000)}`.repeat(2))).toEqual([]);
   });
 
   it('are one token each in a vocabulary that holds them, and never read inside a longer one', () => {

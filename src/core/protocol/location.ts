@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../errors';
 import type { BoundingBox } from '../../ports/types';
 
 /**
@@ -56,7 +57,9 @@ export function locationBinsToBox(bins: BoundingBox, width: number, height: numb
   ];
 }
 
-const SEP = '\\s*,?\\s*';
+// One run of spaces, or spaces around one comma: two adjacent `\\s*` would backtrack
+// polynomially on a long run of spaces that then fails to match.
+const SEP = '\\s*(?:,\\s*)?';
 const LOCATION_BODY = new RegExp(
   `^\\[?\\s*${LOCATION_SLOTS.map((slot) => `<${slot}_(\\d+)>`).join(SEP)}\\s*\\]?$`,
   'i',
@@ -88,28 +91,50 @@ export interface RegionMark {
   bins: BoundingBox;
 }
 
-/** The text a page shows for a marked region: `[label at <x1_k><y1_k><x2_k><y2_k>]`. */
+/** A region's name: letters (with their combining marks), single spaces and hyphens, at most 48 characters. */
+const NAME = /^\p{L}[\p{L}\p{M} -]{0,47}$/u;
+
+/**
+ * A region's name as marks and crops compare it: NFC, trimmed, runs of spaces as one, lower-cased;
+ * `null` when it is not a name (a digit, a bracket, empty, over 48 characters).
+ */
+export function normaliseRegionName(text: string): string | null {
+  const name = text.normalize('NFC').trim().replace(/\s+/g, ' ').toLowerCase();
+  return NAME.test(name) ? name : null;
+}
+
+/** The text a page shows for a marked region: `[label at <x1_k><y1_k><x2_k><y2_k>]` (the label normalised). */
 export function regionMarkText(label: string, bins: BoundingBox): string {
-  return `[${label} at ${locationBinsText(bins)}]`;
+  const name = normaliseRegionName(label);
+  if (name === null)
+    throw new InvalidArgumentError({
+      argument: 'label',
+      message: `'${label}' is not a region name: letters, spaces and hyphens, at most 48 characters`,
+    });
+  const valid = parseLocationBins(locationBinsText(bins));
+  if (valid === null || typeof valid === 'string')
+    throw new InvalidArgumentError({
+      argument: 'bins',
+      message: `[${bins.join(', ')}] is not a box of location bins (0-${LOCATION_BINS}, x2 > x1, y2 > y1)`,
+    });
+  return `[${name} at ${locationBinsText(bins)}]`;
 }
 
 const MARK = new RegExp(
-  `\\[([\\p{L}][\\p{L} -]*?) at ((?:<(?:${LOCATION_SLOTS.join('|')})_\\d+>){4})\\]`,
+  `\\[([\\p{L}][\\p{L}\\p{M} -]{0,47}?) at ((?:<(?:${LOCATION_SLOTS.join('|')})_\\d+>){4})\\]`,
   'gu',
 );
 
-/** The regions a page's text marks (regionMarkText), in order; a mark whose box is not valid is skipped. */
+/**
+ * The regions a page's text marks (regionMarkText), in order, their labels normalised
+ * (normaliseRegionName); a mark whose label is not a name or whose box is not valid is skipped.
+ */
 export function parseRegionMarks(text: string): RegionMark[] {
   const marks: RegionMark[] = [];
-  for (const match of text.matchAll(MARK)) {
+  for (const match of text.normalize('NFC').matchAll(MARK)) {
+    const label = normaliseRegionName(match[1]!);
     const bins = parseLocationBins(match[2]!);
-    if (bins !== null && typeof bins !== 'string') marks.push({ label: match[1]!, bins });
+    if (label !== null && bins !== null && typeof bins !== 'string') marks.push({ label, bins });
   }
   return marks;
-}
-
-/** A bbox body that names a region (letters, spaces and hyphens, as a mark's label): the name, lower-cased; else `null`. */
-export function parseRegionName(body: string): string | null {
-  const name = body.trim().replace(/\s+/g, ' ');
-  return /^\p{L}[\p{L} -]{0,47}$/u.test(name) ? name.toLowerCase() : null;
 }

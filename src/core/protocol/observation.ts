@@ -65,7 +65,7 @@ export function correctiveMessage(
 ): string {
   const actions =
     mode === 'searcher'
-      ? 'a search tag around your query, a bbox tag around [x1, y1, x2, y2], or a search_complete tag around true'
+      ? 'a search tag around your query, a bbox tag around [x1, y1, x2, y2] or the name of a marked region, or a search_complete tag around true'
       : 'a search tag around your query, or an answer tag around your final answer';
   return `<information>Your previous action is invalid (${reason}): ${neutraliseTags(message)}. Begin with a think tag around your reasoning, then give exactly one action: ${actions}.</information>`;
 }

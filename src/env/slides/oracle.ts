@@ -1,3 +1,4 @@
+import { locationBinsText, parseRegionMarks } from '../../core/protocol/location';
 import { hashString } from '../../core/random';
 import type { ScriptContext } from '../../adapters/scripted-policy/scripted-policy';
 import type { CorpusQuestion, SlideCorpus } from './corpus';
@@ -71,14 +72,14 @@ export function createOracleScript(
     // The region whose role holds the asked attribute, chosen by the question: what it says is
     // unknown until the reader has it enlarged.
     const role = roleOfAttribute(asked.metadata.attribute);
-    const region = [...last.matchAll(/\[([a-z ]+) at ((?:<[xy][12]_\d+>){4})\]/g)].find((m) => m[1] === role);
+    const region = parseRegionMarks(last).find((m) => m.label === role);
     if (
       region &&
       last.includes(asked.metadata.entity) &&
       turn + 2 <= maxTurns &&
       roll(`crop${turn}`) >= skipCropRate
     )
-      return `<bbox>${cropBy === 'region' ? region[1] : region[2]}</bbox>`;
+      return `<bbox>${cropBy === 'region' ? region.label : locationBinsText(region.bins)}</bbox>`;
     // A vague query is followed by the precise one; a precise one is repeated for the next result.
     if (searches < maxSearches && turn + 3 <= maxTurns && roll(`research${turn}`) >= skipResearchRate)
       return `<search>${asked.metadata.query}</search>`;
