@@ -2,8 +2,9 @@
 // fields, e.g. seed=2): (1) the oracle without its mistakes, over the run's ports: its right-region
 // crops and how many of them the reader solved; (2) the warm start's demonstrations: how many are
 // small print and crop; (3) SFT epoch by epoch (BENCH_CROPS_EPOCHS, default 6): the teacher-forced
-// log-prob of the location tokens on held-out crop demonstrations (every fifth, not trained on) and
-// the share of held-out boxes with all four tokens above p 0.5. One JSON line per figure.
+// log-prob of the crop's tokens (the region's name, or its location tokens with
+// sft.cropBy=location) on held-out crop demonstrations (every fifth, not trained on) and the share
+// of held-out crops with every token above p 0.5. One JSON line per figure.
 import { join } from 'node:path';
 import { createScriptedPolicy } from '../src/adapters/scripted-policy/index';
 import { resolvePorts } from '../src/container';
@@ -85,12 +86,17 @@ try {
     seed,
   });
 
-  // (3) SFT, epoch by epoch: the held-out crops' location tokens.
+  // (3) SFT, epoch by epoch: the held-out crops' tokens (what the crop turn writes between <bbox>
+  // and </bbox>, inclusive: the region's name, or its location tokens with sft.cropBy=location).
   const tokenizer = session.policy.tokenizer;
-  const locationIds = new Set<number>();
-  for (const coordinate of ['x1', 'y1', 'x2', 'y2'])
-    for (let k = 0; k <= 32; k++) locationIds.add(tokenizer.encode(`<${coordinate}_${k}>`)[0]!);
-  const locations = (e: SftExample) => e.positions.filter((p) => locationIds.has(e.inputIds[p]!));
+  const open = tokenizer.specialTokenId('<bbox>');
+  const close = tokenizer.specialTokenId('</bbox>');
+  const locations = (e: SftExample) => {
+    const start = e.positions.find((p) => e.inputIds[p] === open);
+    if (start === undefined) return [];
+    const end = e.positions.find((p) => p > start && e.inputIds[p] === close) ?? start;
+    return e.positions.filter((p) => p > start && p <= end);
+  };
   const examples = sftExamples(demonstrations);
   const cropping = examples.flatMap((e, i) => (locations(e).length > 0 ? [i] : []));
   const heldOut = new Set(cropping.filter((_, k) => k % 5 === 0));
@@ -109,16 +115,23 @@ try {
       positions: held.map(locations),
     });
     const flat = logProbs.flat();
-    print('sft_held_out_location_token_logprob', flat.reduce((a, b) => a + b, 0) / flat.length, {
-      seed,
-      epoch,
-      loss: Number(result.epochLoss[0]!.toFixed(4)),
-      heldOutCrops: held.length,
-    });
     print(
-      'sft_held_out_boxes_copied',
-      logProbs.filter((row) => row.every((v) => v > Math.log(0.5))).length / held.length,
-      { seed, epoch },
+      'sft_held_out_crop_token_logprob',
+      flat.length === 0 ? null : flat.reduce((a, b) => a + b, 0) / flat.length,
+      {
+        seed,
+        epoch,
+        cropBy: config.sft!.cropBy,
+        loss: Number(result.epochLoss[0]!.toFixed(4)),
+        heldOutCrops: held.length,
+      },
+    );
+    print(
+      'sft_held_out_crops_written',
+      held.length === 0
+        ? null
+        : logProbs.filter((row) => row.every((v) => v > Math.log(0.5))).length / held.length,
+      { seed, epoch, cropBy: config.sft!.cropBy },
     );
   }
 } finally {
