@@ -38,9 +38,13 @@ export function slideSvg(slide: Slide): string {
   );
 }
 
+/**
+ * A slide as PNG. zlib level 6, not 9: the same pixels (PNG is lossless) in 2.7 ms a slide instead
+ * of 7.0 (4 at a time on this 2-core machine), 7% larger; the corpus renders in about 5 s, not 14.
+ */
 export async function renderSlide(slide: Slide): Promise<Buffer> {
   return sharp(Buffer.from(slideSvg(slide)))
-    .png({ compressionLevel: 9 })
+    .png({ compressionLevel: 6 })
     .toBuffer();
 }
 
