@@ -91,14 +91,14 @@ try {
   const tokenizer = session.policy.tokenizer;
   const open = tokenizer.specialTokenId('<bbox>');
   const close = tokenizer.specialTokenId('</bbox>');
-  const locations = (e: SftExample) => {
+  const cropTokens = (e: SftExample) => {
     const start = e.positions.find((p) => e.inputIds[p] === open);
     if (start === undefined) return [];
     const end = e.positions.find((p) => p > start && e.inputIds[p] === close) ?? start;
     return e.positions.filter((p) => p > start && p <= end);
   };
   const examples = sftExamples(demonstrations);
-  const cropping = examples.flatMap((e, i) => (locations(e).length > 0 ? [i] : []));
+  const cropping = examples.flatMap((e, i) => (cropTokens(e).length > 0 ? [i] : []));
   const heldOut = new Set(cropping.filter((_, k) => k % 5 === 0));
   const train = examples.filter((_, i) => !heldOut.has(i));
   const held = [...heldOut].map((i) => examples[i]!);
@@ -112,7 +112,7 @@ try {
     );
     const logProbs = await session.policy.logProbs({
       inputIds: held.map((e) => e.inputIds),
-      positions: held.map(locations),
+      positions: held.map(cropTokens),
     });
     const flat = logProbs.flat();
     print(

@@ -11,7 +11,7 @@ import type { PromptRecord } from '../core/types';
 import { slideEnvironmentAdapters } from '../env/slides/adapters-config';
 import { buildSlideEnvironment, type SlideEnvironment } from '../env/slides/build';
 import { corpusVocabulary } from '../env/slides/slide-text';
-import { createOracleScript } from '../env/slides/oracle';
+import { createOracleScript, type OracleOptions } from '../env/slides/oracle';
 import type { ImageOps } from '../ports/image-ops';
 import type { SearchEngine } from '../ports/search-engine';
 import type { RunConfig } from './config';
@@ -125,77 +125,67 @@ async function slideDemonstrations(
     ...Array.from({ length: smallCount }, (_, i) => small[i % small.length]!),
     ...large.slice(0, count - smallCount),
   ];
-  const oracle = createScriptedPolicy({
-    tokenizer,
-    script: createOracleScript(env.corpus, {
-      vagueRate: sft.vagueRate,
-      skipCropRate: sft.skipCropRate,
-      skipResearchRate: sft.skipResearchRate,
-      maxTurns: episode.maxTurns,
-      cropBy: sft.cropBy,
-      seed: config.seed,
-    }),
-  });
-  const demos = await runEpisodes(
-    expandGroups(questions, 1),
-    { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps },
-    { config: episode },
-  );
+  // The oracle over the run's ports, making the run's mistakes unless `overrides` change them.
+  const oracleEpisodes = async (list: PromptRecord[], overrides: OracleOptions = {}) => {
+    const oracle = createScriptedPolicy({
+      tokenizer,
+      script: createOracleScript(env.corpus, {
+        vagueRate: sft.vagueRate,
+        skipCropRate: sft.skipCropRate,
+        skipResearchRate: sft.skipResearchRate,
+        maxTurns: episode.maxTurns,
+        cropBy: sft.cropBy,
+        seed: config.seed,
+        ...overrides,
+      }),
+    });
+    const episodes = await runEpisodes(
+      expandGroups(list, 1),
+      { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps },
+      { config: episode },
+    );
+    return episodes.map((e) => e.trajectory);
+  };
+  const demos = await oracleEpisodes(questions);
   const practiceCount = sft.cropPractice ?? Math.round(count / 2);
-  const practice =
-    practiceCount > 0 && small.length > 0
-      ? await cropPractice(config, env, practiceCount, small, tokenizer, ports, episode)
-      : [];
-  return [...demos.map((d) => d.trajectory), ...practice];
+  if (practiceCount === 0 || small.length === 0) return demos;
+  // Crop practice: every crop it can demonstrate (no skipped crop, a second search until the page
+  // is found), with its own draws of the vague query.
+  const practice = await oracleEpisodes(cropPracticeQuestions(env, practiceCount, small), {
+    skipCropRate: 0,
+    skipResearchRate: 0,
+    seed: config.seed + CROP_PRACTICE_SEED_OFFSET,
+  });
+  const bbox = tokenizer.specialTokenId('<bbox>');
+  return [
+    ...demos,
+    ...practice.flatMap((trajectory) => {
+      const mask = cropTurnMask(trajectory.fullInputIds, trajectory.lossMask, bbox);
+      return mask ? [{ ...trajectory, lossMask: mask }] : [];
+    }),
+  ];
 }
 
 /**
- * Crop practice (`sft.cropPractice`): the oracle's episodes on the small-print training questions
- * whose page has two or three regions, repeated in the seeded order, each its own rollout with its own draw of the vague query (searching
- * again until the page is found, within the turn budget), and trained on the crop turn alone (the loss mask keeps only the turn that
- * writes `<bbox>`). Choosing and copying a region's location tokens needs many distinct crops
- * (docs/method.md#why-the-crop-was-not-learned), while the queries are learned from the
- * demonstrations above, whose mix this leaves as it is. Episodes that do not crop are left out.
+ * Crop practice's questions (`sft.cropPractice`): `count` small-print training questions whose
+ * page has two or three regions, repeated in the seeded order, each its own rollout. Its episodes
+ * are trained on the crop turn alone (cropTurnMask): choosing a region by the question needs many
+ * distinct crops (docs/method.md#why-the-crop-was-not-learned), while the queries are learned from
+ * the demonstrations, whose mix this leaves as it is. Episodes that do not crop are left out.
  */
-async function cropPractice(
-  config: RunConfig,
+function cropPracticeQuestions(
   env: SlideEnvironment,
   count: number,
   small: readonly PromptRecord[],
-  tokenizer: Tokenizer,
-  ports: { searchEngine: SearchEngine; imageOps: ImageOps },
-  episode: SearcherConfig['episode'],
-): Promise<Trajectory[]> {
-  const sft = config.sft!;
-  const oracle = createScriptedPolicy({
-    tokenizer,
-    script: createOracleScript(env.corpus, {
-      vagueRate: sft.vagueRate,
-      skipCropRate: 0,
-      skipResearchRate: 0,
-      maxTurns: episode.maxTurns,
-      cropBy: sft.cropBy,
-      seed: config.seed + CROP_PRACTICE_SEED_OFFSET,
-    }),
-  });
+): PromptRecord[] {
   // Pages of two or three regions, where the question decides which one: on a page of one, the
-  // crop is right whichever role was asked, which teaches the copy but not the choice.
+  // crop is right whichever role was asked, which teaches the crop but not the choice.
   const regions = new Map<string, number>();
   for (const deck of env.corpus.decks)
     for (const slide of deck.slides) regions.set(slide.basename, slide.facts.filter((f) => f.small).length);
   const choosing = small.filter((q) => (regions.get(q.goldenBasenames?.[0] ?? '') ?? 0) >= 2);
   const pool = choosing.length > 0 ? choosing : small;
-  const questions = Array.from({ length: count }, (_, i) => pool[i % pool.length]!);
-  const episodes = await runEpisodes(
-    expandGroups(questions, 1),
-    { policy: oracle, searchEngine: ports.searchEngine, imageOps: ports.imageOps },
-    { config: episode },
-  );
-  const bbox = tokenizer.specialTokenId('<bbox>');
-  return episodes.flatMap(({ trajectory }) => {
-    const mask = cropTurnMask(trajectory.fullInputIds, trajectory.lossMask, bbox);
-    return mask ? [{ ...trajectory, lossMask: mask }] : [];
-  });
+  return Array.from({ length: count }, (_, i) => pool[i % pool.length]!);
 }
 
 /** Draws the crop practice's mistakes apart from the demonstrations' (the same question is in both). */

@@ -168,9 +168,10 @@ class SearcherToolEnv:
             The enlarged crop, or which regions the page marks when it marks none by that name.
         """
         name = " ".join(str(region).split())
-        if not name or any(not (c.isalpha() or c in " -") for c in name) or not name[0].isalpha():
-            # A box is crop's; a name here is letters, spaces and hyphens, as the page marks it.
-            raise ValueError(f"crop_region takes a region's name as the page marks it (letters, spaces, hyphens), not {region!r}; use crop(x1, y1, x2, y2) for a box")
+        # A box is crop's: refused here, or the server would crop the numbers. Whether a name is one
+        # the page marks is the server's to say (its corrective observation lists the marks).
+        if not name or any(c.isdigit() or c in "<>[],_" for c in name):
+            raise ValueError(f"crop_region takes a region's name as the page marks it, not {region!r}; use crop(x1, y1, x2, y2) for a box")
         return self._step(f"<bbox>{name}</bbox>")
 
     def search_complete(self) -> str:

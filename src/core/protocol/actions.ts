@@ -1,6 +1,11 @@
-import { InvalidArgumentError } from '../errors';
 import type { BoundingBox } from '../../ports/types';
-import { LOCATION_BINS, locationBinsText, normaliseRegionName, parseLocationBins } from './location';
+import {
+  LOCATION_BINS,
+  locationBinsText,
+  normaliseRegionName,
+  parseLocationBins,
+  requireRegionName,
+} from './location';
 import type { ActionTag } from './tags';
 
 export type Action =
@@ -211,15 +216,7 @@ export function renderAction(action: Action): string {
     case 'search':
       return `<search>${action.query}</search>`;
     case 'bbox':
-      if ('region' in action) {
-        const region = normaliseRegionName(action.region);
-        if (region === null)
-          throw new InvalidArgumentError({
-            argument: 'action.region',
-            message: `'${action.region}' is not a region name: letters, spaces and hyphens, at most 48 characters`,
-          });
-        return `<bbox>${region}</bbox>`;
-      }
+      if ('region' in action) return `<bbox>${requireRegionName(action.region, 'action.region')}</bbox>`;
       return action.unit === 'location'
         ? `<bbox>${locationBinsText(action.bbox)}</bbox>`
         : `<bbox>[${action.bbox.join(', ')}]</bbox>`;

@@ -103,14 +103,20 @@ export function normaliseRegionName(text: string): string | null {
   return NAME.test(name) ? name : null;
 }
 
-/** The text a page shows for a marked region: `[label at <x1_k><y1_k><x2_k><y2_k>]` (the label normalised). */
-export function regionMarkText(label: string, bins: BoundingBox): string {
-  const name = normaliseRegionName(label);
+/** `text` normalised as a region's name (normaliseRegionName), or an InvalidArgumentError naming `argument`. */
+export function requireRegionName(text: string, argument: string): string {
+  const name = normaliseRegionName(text);
   if (name === null)
     throw new InvalidArgumentError({
-      argument: 'label',
-      message: `'${label}' is not a region name: letters, spaces and hyphens, at most 48 characters`,
+      argument,
+      message: `'${text}' is not a region name: letters, spaces and hyphens, at most 48 characters`,
     });
+  return name;
+}
+
+/** The text a page shows for a marked region: `[label at <x1_k><y1_k><x2_k><y2_k>]` (the label normalised). */
+export function regionMarkText(label: string, bins: BoundingBox): string {
+  const name = requireRegionName(label, 'label');
   const valid = parseLocationBins(locationBinsText(bins));
   if (valid === null || typeof valid === 'string')
     throw new InvalidArgumentError({

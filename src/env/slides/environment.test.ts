@@ -7,7 +7,7 @@ import { closeSearcherContainer, createSearcherContainer, resolveSearcher } from
 import type { PolicyBackend } from '../../ports/policy-backend';
 import { SLIDE_INSTRUCTIONS, slideEnvironmentAdapters } from './adapters-config';
 import { buildSlideEnvironment, type SlideEnvironment } from './build';
-import { locationBinsToBox } from '../../core/protocol/location';
+import { locationBinsToBox, parseRegionMarks } from '../../core/protocol/location';
 import { cropFigures } from '../../run/crop-outcome';
 import { createOracleScript } from './oracle';
 
@@ -65,12 +65,9 @@ describe('the offline slide environment', () => {
       for (const [i, turn] of trajectory.turns.entries()) {
         if (!turn.crop) continue;
         const name = /<bbox>([a-z ]+)<\/bbox>/.exec(turn.text)?.[1];
-        expect(name).toBeDefined();
-        const shown = trajectory.turns[i - 1]!.observation;
-        const bins = new RegExp(`\\[${name} at ((?:<[xy][12]_\\d+>){4})\\]`).exec(shown)?.[1];
-        expect(bins).toBeDefined();
-        const parsed = [...bins!.matchAll(/<[xy][12]_(\d+)>/g)].map((m) => Number(m[1]));
-        const box = locationBinsToBox(parsed as unknown as [number, number, number, number], 640, 360);
+        const mark = parseRegionMarks(trajectory.turns[i - 1]!.observation).find((m) => m.label === name);
+        expect(mark).toBeDefined();
+        const box = locationBinsToBox(mark!.bins, 640, 360);
         // Whole pixels, rounded outwards (alignToPixels).
         expect(turn.crop!.sourceRegion).toEqual([
           Math.floor(box[0]),
