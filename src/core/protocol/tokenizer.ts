@@ -59,10 +59,13 @@ export function createProtocolTokenizer(): Tokenizer {
 /** Ids 256.. of the protocol tags then `<eos>`, shared by the byte and the vocabulary tokenizer. */
 const SPECIALS = [...PROTOCOL_TAG_STRINGS, '<eos>'];
 
-/** A vocabulary entry that is a list of numbers (`36, 326, 300, 350`): one token for the whole list. */
-const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
-/** A location token (`<x1_12>`, src/core/protocol/location.ts): one token for one coordinate bin. */
-const LOCATION = /^<[xy][12]_\d+>$/;
+/**
+ * A vocabulary entry that is a list of numbers (`36, 326, 300, 350`): one token for the whole list
+ * (the tokenizer.json export cuts the same pieces).
+ */
+export const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
+/** A location token (`<x1_12>`, src/core/protocol/location.ts): one token for one coordinate bin, wherever it stands. */
+export const LOCATION = /^<[xy][12]_\d+>$/;
 
 /**
  * Words (letters and digits) as single tokens after the bytes, tags and `<eos>`; anything else, or

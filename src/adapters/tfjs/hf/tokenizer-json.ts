@@ -1,4 +1,5 @@
 import { PROTOCOL_TAG_STRINGS } from '../../../core/protocol/tags';
+import { LOCATION, NUMBER_LIST } from '../../../core/protocol/tokenizer';
 import type { Tokenizer } from '../../../ports/types';
 
 /**
@@ -44,10 +45,6 @@ const marked = (text: string, oneByteWords: ReadonlySet<string>) =>
   text.replace(new RegExp(`(?<!${WORD_CHAR})${WORD_CHAR}+(?!${WORD_CHAR})`, 'gu'), (w) =>
     oneByteWords.has(w) ? `${w}${MARK}` : w,
   );
-
-const NUMBER_LIST = /^\p{N}+(?:, \p{N}+)+$/u;
-/** A location token (`<x1_12>`, src/core/protocol/location.ts): one piece wherever it stands, as in the TS regex. */
-const LOCATION = /^<[xy][12]_\d+>$/;
 
 /**
  * `tokenizer.json` for a protocol or vocabulary tokenizer (ids as in the TS tokenizer: bytes
