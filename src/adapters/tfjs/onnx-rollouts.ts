@@ -7,15 +7,19 @@ import {
   ONNX_NAMES,
   ONNX_OPSET,
   type OnnxRuntime,
+  withConstantInputs,
 } from '../onnx/graph/index';
 import type { CacheShape, RolloutEngine, RowState, RowsForward } from './engines';
-import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
+import { checkGraphWeights, graphConfigOf } from './onnx-weights';
 import { MASKED, type Transformer } from './transformer';
 
 // Rollouts of the tfjs Transformer through ONNX Runtime: the same chunk forward as an ONNX graph
-// (src/adapters/onnx/graph/transformer-graph.ts) whose weights are inputs, fed from the tfjs variables whenever an update or a
-// load has replaced them, so that one session serves the whole run and every rollout samples from
-// the weights `logProbs` scores with.
+// (src/adapters/onnx/graph/transformer-graph.ts) with the weights as constants, the session made
+// again from the tfjs variables whenever an update or a load has replaced them, so that every
+// rollout samples from the weights `logProbs` scores with. Constant weights let ONNX Runtime pack
+// each matrix once per session: fed as inputs, every decode step packed them again (0.99-1.14 ms a
+// 16-row decode step against 0.73-0.75 ms, 4 layers of width 128); a new session costs about 20 ms,
+// once per update.
 
 export interface OnnxRolloutSettings {
   /** ONNX Runtime's intra-op threads. */
@@ -55,12 +59,12 @@ function createBlockPool() {
   const free = new Map<number, Float32Array[]>();
   let pooledBytes = 0;
   return {
-    take(length: number): Float32Array {
+    /** A block of `length` floats, and whether it is all zeros (a new one) or holds an earlier slab's values (a pooled one). */
+    take(length: number): { block: Float32Array; zeroed: boolean } {
       const block = free.get(length)?.pop();
-      if (!block) return new Float32Array(length);
+      if (!block) return { block: new Float32Array(length), zeroed: true };
       pooledBytes -= block.byteLength;
-      // Slots past a row's cache are masked (weight exactly 0), but 0 * NaN is not 0: a block from a diverged model must not poison the next.
-      return block.fill(0);
+      return { block, zeroed: false };
     },
     give(block: Float32Array): void {
       if (pooledBytes + block.byteLength > POOLED_BLOCK_BYTES) return;
@@ -86,7 +90,106 @@ interface ChunkInputs {
   feeds: Record<string, Ort.Tensor>;
 }
 
-/** The ONNX Runtime rollout engine (`rollouts: 'onnx'`): one session for the whole run, fed the live weights. */
+/**
+ * The sessions of one version of the weights (as constants): the chunk forward (prompts, and rows
+ * with several new tokens) and the one-token forward (decode steps), released once a newer version
+ * replaces them and no forward still runs on them.
+ */
+interface WeightSession {
+  /** The tfjs variables' data ids they were made from (an update or a load gives a variable a new one). */
+  ids: readonly unknown[];
+  chunk: Ort.InferenceSession;
+  token: Ort.InferenceSession;
+  running: number;
+  replaced: boolean;
+}
+
+/**
+ * The session for the model's current weights: the last one while no variable has changed since it
+ * was made, else a new one with the weights copied in as constants (the one before it is released
+ * when its last forward ends).
+ */
+function weightSessions(ort: OnnxRuntime, model: Transformer, settings: OnnxRolloutSettings) {
+  const config = graphConfigOf(model);
+  const graphs = {
+    chunk: buildTransformerGraph(config),
+    token: buildTransformerGraph(config, { oneToken: true }),
+  };
+  let current: WeightSession | null = null;
+  let making: { ids: readonly unknown[]; made: Promise<WeightSession> } | null = null;
+  const same = (a: readonly unknown[], b: readonly unknown[]) =>
+    a.length === b.length && a.every((id, i) => id === b[i]);
+  const release = (entry: WeightSession) => {
+    if (entry.replaced && entry.running === 0) {
+      void entry.chunk.release();
+      void entry.token.release();
+    }
+  };
+  const options = {
+    intraOpThreads: settings.intraOpThreads,
+    // Threads sleep between operators (see `spinning`): 1.33x at 2 threads in paired runs at load 2-3.
+    sequential: true,
+    spinning: false,
+  };
+  const make = async (ids: readonly unknown[]): Promise<WeightSession> => {
+    // Encoded at once from the variables' data (copied into the models' bytes), before anything can replace them.
+    const weights = Object.fromEntries(
+      model.parameters.map((p) => [p.name, p.variable.dataSync() as Float32Array]),
+    );
+    const chunkBytes = encodeOnnxModel(withConstantInputs(graphs.chunk, weights), ONNX_OPSET);
+    const tokenBytes = encodeOnnxModel(withConstantInputs(graphs.token, weights), ONNX_OPSET);
+    const chunk = await createOnnxSession(ort, chunkBytes, options);
+    let token: Ort.InferenceSession;
+    try {
+      token = await createOnnxSession(ort, tokenBytes, options);
+    } catch (error) {
+      await chunk.release();
+      throw error;
+    }
+    return { ids, chunk, token, running: 0, replaced: false };
+  };
+  return {
+    /** The session for the current weights, counted as running until `done` is called with it. */
+    async acquire(): Promise<WeightSession> {
+      const ids = model.parameters.map((p) => p.variable.dataId);
+      while (!current || !same(current.ids, ids)) {
+        if (!making || !same(making.ids, ids)) {
+          const pending = { ids, made: make(ids) };
+          making = pending;
+          pending.made.then(
+            (made) => {
+              if (making === pending) making = null;
+              if (current) {
+                current.replaced = true;
+                release(current);
+              }
+              current = made;
+            },
+            () => {
+              if (making === pending) making = null;
+            },
+          );
+        }
+        await making.made;
+      }
+      current.running++;
+      return current;
+    },
+    done(entry: WeightSession): void {
+      entry.running--;
+      release(entry);
+    },
+    async dispose(): Promise<void> {
+      await making?.made.catch(() => undefined);
+      if (current) {
+        current.replaced = true;
+        release(current);
+      }
+    },
+  };
+}
+
+/** The ONNX Runtime rollout engine (`rollouts: 'onnx'`): a session per version of the weights, made when a forward first needs it. */
 export async function createOnnxRolloutEngine(
   ort: OnnxRuntime,
   model: Transformer,
@@ -95,14 +198,9 @@ export async function createOnnxRolloutEngine(
 ): Promise<RolloutEngine> {
   const { layers, heads, headWidth, vocabSize, contextLength } = shape;
   checkGraphWeights(model, 'onnx rollouts');
-  const session = await createOnnxSession(
-    ort,
-    encodeOnnxModel(buildTransformerGraph(graphConfigOf(model)), ONNX_OPSET),
-    // Threads sleep between operators (see `spinning`): 1.33x at 2 threads in paired runs at load 2-3.
-    { intraOpThreads: settings.intraOpThreads, sequential: true, spinning: false },
-  );
-
-  const currentWeights = liveWeightFeeds(ort, model);
+  const sessions = weightSessions(ort, model, settings);
+  // Made now, so that a graph ONNX Runtime refuses fails the engine's creation, not the first rollout.
+  sessions.done(await sessions.acquire());
   const pool = createBlockPool();
   const slabs = new Set<Slab>();
   /** Pools the blocks of slabs no row reads any more (every row released or moved on). */
@@ -130,7 +228,13 @@ export async function createOnnxRolloutEngine(
     if (reuse) return first.slab;
     const capacity = capacityFor(needed, contextLength);
     const size = rowSize(capacity);
-    const block = () => Array.from({ length: layers }, () => pool.take(rows.length * size));
+    let zeroed = true;
+    const block = () =>
+      Array.from({ length: layers }, () => {
+        const taken = pool.take(rows.length * size);
+        zeroed &&= taken.zeroed;
+        return taken.block;
+      });
     const slab: Slab = { rows, capacity, keys: block(), values: block(), keyTensors: [], valueTensors: [] };
     rows.forEach((r, slot) => {
       for (let layer = 0; layer < layers; layer++) {
@@ -140,10 +244,14 @@ export async function createOnnxRolloutEngine(
         ] as const) {
           const old = from[layer]!;
           for (let head = 0; head < heads; head++) {
+            const at = slot * size + head * capacity * headWidth;
             to[layer]!.set(
               old.subarray(head * r.capacity * headWidth, (head * r.capacity + r.cached) * headWidth),
-              slot * size + head * capacity * headWidth,
+              at,
             );
+            // Slots past a row's cache are masked (weight exactly 0), but 0 * NaN is not 0: what a
+            // pooled block held (a diverged model's values) must not poison this slab.
+            if (!zeroed) to[layer]!.fill(0, at + r.cached * headWidth, at + capacity * headWidth);
           }
           from[layer] = to[layer]!.subarray(slot * size, (slot + 1) * size);
         }
@@ -160,10 +268,10 @@ export async function createOnnxRolloutEngine(
   };
 
   let inputs: ChunkInputs | null = null;
-  const inputsFor = (rowCount: number, chunkLength: number, capacity: number): ChunkInputs => {
-    const key = `${rowCount}|${chunkLength}|${capacity}`;
+  const inputsFor = (rowCount: number, chunkLength: number, pastLength: number): ChunkInputs => {
+    const key = `${rowCount}|${chunkLength}|${pastLength}`;
     if (inputs?.key === key) return inputs;
-    const keyCount = capacity + chunkLength;
+    const keyCount = pastLength + chunkLength;
     const tokens = new BigInt64Array(rowCount * chunkLength);
     const positions = new BigInt64Array(rowCount * chunkLength);
     const lastIndex = new BigInt64Array(rowCount);
@@ -180,7 +288,8 @@ export async function createOnnxRolloutEngine(
         [ONNX_NAMES.tokens]: new ort.Tensor('int64', tokens, [rowCount, chunkLength]),
         [ONNX_NAMES.positions]: new ort.Tensor('int64', positions, [rowCount, chunkLength]),
         [ONNX_NAMES.mask]: new ort.Tensor('float32', mask, [rowCount, 1, chunkLength, keyCount]),
-        [ONNX_NAMES.lastIndex]: new ort.Tensor('int64', lastIndex, [rowCount]),
+        // The one-token forward has no last index: each row is its last token.
+        ...(chunkLength > 1 && { [ONNX_NAMES.lastIndex]: new ort.Tensor('int64', lastIndex, [rowCount]) }),
         [ONNX_NAMES.temperature]: new ort.Tensor('float32', temperature, []),
       },
     };
@@ -188,12 +297,19 @@ export async function createOnnxRolloutEngine(
   };
   const fetches = [ONNX_NAMES.logProbs, ONNX_NAMES.present];
 
-  const forward: RowsForward = async (rows, temperature) => {
+  /** One forward of `rows` on `session`; nothing in it waits between filling the shared inputs and the run reading them. */
+  const forwardOn = async (
+    session: Ort.InferenceSession,
+    rows: RowState[],
+    temperature: number,
+  ): Promise<Float32Array[]> => {
     const pending = rows.map((r) => r.sequence.length - r.cached);
     const chunkLength = Math.max(...pending);
     const slab = slabFor(rows, Math.max(...rows.map((r, index) => r.cached + pending[index]!)));
     const { capacity } = slab;
     const rowCount = rows.length;
+    // The prompts' forward, when no row has a cache yet, reads no past: its slots would all be masked.
+    const pastLength = rows.some((r) => r.cached > 0) ? capacity : 0;
     const {
       tokens,
       positions,
@@ -201,10 +317,10 @@ export async function createOnnxRolloutEngine(
       mask,
       feeds,
       temperature: temperatureInput,
-    } = inputsFor(rowCount, chunkLength, capacity);
+    } = inputsFor(rowCount, chunkLength, pastLength);
     // As the tfjs forward: rows with fewer new tokens are right-padded with their last one, and
     // each row's log-probs are read at its own last token; padding keys are never cached.
-    const keyCount = capacity + chunkLength;
+    const keyCount = pastLength + chunkLength;
     mask.fill(0);
     rows.forEach((r, index) => {
       lastIndex[index] = BigInt(index * chunkLength + pending[index]! - 1);
@@ -214,19 +330,23 @@ export async function createOnnxRolloutEngine(
         positions[index * chunkLength + offset] = BigInt(position);
         // The past slots past the row's own cache, and the chunk's later tokens, are hidden.
         const base = (index * chunkLength + offset) * keyCount;
-        mask.fill(MASKED, base + r.cached, base + capacity);
-        mask.fill(MASKED, base + capacity + offset + 1, base + keyCount);
+        mask.fill(MASKED, base + r.cached, base + pastLength);
+        mask.fill(MASKED, base + pastLength + offset + 1, base + keyCount);
       }
     });
     // tfjs divides by the temperature only when it is neither 0 (greedy) nor 1; dividing by 1 is exact.
     temperatureInput[0] = temperature > 0 ? temperature : 1;
+    const noPast =
+      pastLength === 0
+        ? new ort.Tensor('float32', new Float32Array(0), [rowCount, heads, 0, headWidth])
+        : null;
     for (let layer = 0; layer < layers; layer++) {
-      feeds[ONNX_NAMES.pastKeys(layer)] = slab.keyTensors[layer]!;
-      feeds[ONNX_NAMES.pastValues(layer)] = slab.valueTensors[layer]!;
+      feeds[ONNX_NAMES.pastKeys(layer)] = noPast ?? slab.keyTensors[layer]!;
+      feeds[ONNX_NAMES.pastValues(layer)] = noPast ?? slab.valueTensors[layer]!;
     }
     let results: Ort.InferenceSession.ReturnType;
     try {
-      results = await session.run({ ...currentWeights(), ...feeds }, fetches);
+      results = await session.run(feeds, fetches);
     } catch (error) {
       throw new ProviderCallError({
         port: 'policy',
@@ -246,10 +366,11 @@ export async function createOnnxRolloutEngine(
         rows.forEach((r, index) => {
           const count = pending[index]! * headWidth;
           for (let head = 0; head < heads; head++) {
-            // A plain loop: most writes are one token (headWidth floats), shorter than a subarray costs to make.
+            // A plain loop for a few tokens (most writes are one, headWidth floats), shorter than a subarray costs to make.
             const from = source + (index * heads + head) * chunkLength * headWidth;
             const to = index * size + (head * capacity + r.cached) * headWidth;
-            for (let i = 0; i < count; i++) block[to + i] = present[from + i]!;
+            if (count > 4 * headWidth) block.set(present.subarray(from, from + count), to);
+            else for (let i = 0; i < count; i++) block[to + i] = present[from + i]!;
           }
         });
       }
@@ -260,6 +381,15 @@ export async function createOnnxRolloutEngine(
     const logProbs = results[ONNX_NAMES.logProbs]!.data as Float32Array;
     return rows.map((_, index) => logProbs.subarray(index * vocabSize, (index + 1) * vocabSize));
   };
+  const forward: RowsForward = async (rows, temperature) => {
+    const entry = await sessions.acquire();
+    try {
+      const oneToken = rows.every((r) => r.sequence.length - r.cached === 1);
+      return await forwardOn(oneToken ? entry.token : entry.chunk, rows, temperature);
+    } finally {
+      sessions.done(entry);
+    }
+  };
 
-  return { forward, dispose: () => session.release() };
+  return { forward, dispose: () => sessions.dispose() };
 }

@@ -3,7 +3,9 @@ import { transformerWeightShapes, type TransformerGraphConfig } from '../onnx/gr
 import { LN_EPS, type Transformer } from './transformer';
 
 // What the ONNX Runtime rollouts (onnx-rollouts.ts) and training (onnx-training.ts) share: the
-// graph's weight inputs are the tfjs Transformer's parameters, fed from its live variables.
+// graphs' weights are the tfjs Transformer's parameters, by name and shape. Training feeds them as
+// inputs from the live variables (liveWeightFeeds); rollouts make them constants of a session made
+// again after each update.
 
 /** The model's sizes and layer-norm epsilon, as the graph builders (src/adapters/onnx/graph) take them. */
 export function graphConfigOf(model: Transformer): TransformerGraphConfig {

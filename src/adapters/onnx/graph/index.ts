@@ -5,6 +5,7 @@
 // (the one edge between adapter families that test/layering.test.ts allows).
 export {
   encodeOnnxModel,
+  withConstantInputs,
   ONNX_FLOAT,
   ONNX_INT64,
   type OnnxAttribute,

@@ -9,7 +9,8 @@ import {
 } from './proto';
 
 // The tfjs Transformer's chunk forward (src/adapters/tfjs/transformer.ts, forwardChunk) as an ONNX
-// graph of standard ops at opset 17, op for op where the rounding matters. The weights are graph
+// graph at opset 17: standard ops op for op where the rounding matters, and ONNX Runtime's
+// FastGelu for the GELU. The weights are graph
 // inputs named as the Transformer's parameters, so that one session serves every update: rollouts
 // feed the live weights. Nothing here imports tfjs: the model's shape comes in as plain numbers.
 
@@ -99,9 +100,10 @@ export class GraphBuilder {
     inputs: readonly string[],
     attributes?: Record<string, OnnxAttribute>,
     output?: string,
+    domain?: string,
   ): string {
     const name = output ?? `${opType.toLowerCase()}_${this.counter++}`;
-    this.nodes.push({ opType, inputs, outputs: [name], attributes });
+    this.nodes.push({ opType, inputs, outputs: [name], attributes, ...(domain && { domain }) });
     return name;
   }
 
@@ -133,44 +135,60 @@ export class GraphBuilder {
   }
 }
 
+/** Which forward `buildTransformerGraph` writes. */
+export interface TransformerGraphOptions {
+  /**
+   * One new token per row (a decode step): no causal mask inside the chunk, no head transposes (a
+   * token's heads are already laid out [rows, heads, 1, headWidth]) and no gather of the rows' last
+   * tokens; the inputs are the same but `last_index`. A decode step runs about 30 operators a layer
+   * fewer than the chunk forward's 37, and ONNX Runtime's time per operator is most of a step's.
+   */
+  oneToken?: boolean;
+}
+
 /**
  * The chunk forward: token + position embeddings, `layers` pre-norm blocks attending to the past
  * keys/values (masked) and to the chunk causally, then the final norm and the tied output
- * projection at each row's last real token, log-softmax at a temperature.
+ * projection at each row's last real token, log-softmax at a temperature. GELU is ONNX Runtime's
+ * FastGelu (com.microsoft): tfjs's tanh approximation in one operator instead of seven, the same
+ * function to float rounding (log-probs within 1e-5 of tfjs's; onnx-rollouts.test.ts).
  */
-export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph {
+export function buildTransformerGraph(
+  config: TransformerGraphConfig,
+  options: TransformerGraphOptions = {},
+): OnnxGraph {
   const { vocabSize: V, width: d, heads: H, layers } = config;
+  const oneToken = options.oneToken ?? false;
   const dh = d / H;
   const g = new GraphBuilder();
   const N = ONNX_NAMES;
-  const headDims = g.ints('shape.headDims', [H, dh]);
   const flatShape = g.ints('shape.flat', [-1, d]);
   const scale = g.floatScalar('attention.scale', 1 / Math.sqrt(dh));
   const zero = g.ints('index.zero', [0]);
   const keyAxis = g.ints('axis.keys', [3]);
-  // tfjs's GELU (tanh approximation) as transformer.ts writes it, op for op:
-  // x * sigmoid(2 sqrt(2 / pi) * x * (0.044715 * x^2 + 1)), which is x * 0.5 * (tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)) + 1).
-  const geluCubic = g.floatScalar('gelu.cubic', 0.044715);
-  const geluScale = g.floatScalar('gelu.scale', 2 * Math.sqrt(2 / Math.PI));
-  const one = g.floatScalar('gelu.one', 1);
+  const lastAxis = oneToken ? g.ints('axis.last', [-1]) : '';
+  const columnHeads = oneToken ? g.ints('shape.columnHeads', [0, 0, dh, 1]) : '';
+  const rowHeads = oneToken ? g.ints('shape.rowHeads', [0, 0, 1, -1]) : '';
 
   const layerNorm = (x: string, gain: string, bias: string) =>
     g.op('LayerNormalization', [x, gain, bias], { axis: -1, epsilon: { float: config.layerNormEpsilon } });
   const linear = (x: string, weight: string, bias: string) =>
     g.op('Add', [g.op('MatMul', [x, weight]), bias]);
-  const gelu = (x: string) => {
-    const squared = g.op('Mul', [x, x]);
-    const inner = g.op('Mul', [
-      g.op('Mul', [x, g.op('Add', [g.op('Mul', [squared, geluCubic]), one])]),
-      geluScale,
-    ]);
-    return g.op('Mul', [x, g.op('Sigmoid', [inner])]);
-  };
+  // tfjs's GELU, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (transformer.ts writes it as x * sigmoid(2 * that inner)).
+  const gelu = (x: string) => g.op('FastGelu', [x], undefined, undefined, 'com.microsoft');
   // The residual stream is [rows * chunk, width], as tfjs's 2-D matmuls: ONNX Runtime runs a 3-D
   // activation times a 2-D weight as one matrix-vector product per row when the chunk is one token.
-  const headShape = g.op('Concat', [g.op('Shape', [N.tokens]), headDims], { axis: 0 });
+  // A chunk's [rows * chunk, width] is [rows, chunk, heads, headWidth], transposed to heads first;
+  // one token's is [rows, heads, 1, headWidth] as it is.
+  const headShape = oneToken
+    ? g.ints('shape.tokenHeads', [-1, H, 1, dh])
+    : g.op('Concat', [g.op('Shape', [N.tokens]), g.ints('shape.headDims', [H, dh])], { axis: 0 });
   const toHeads = (t: string, output?: string) =>
-    g.op('Transpose', [g.op('Reshape', [t, headShape])], { perm: [0, 2, 1, 3] }, output);
+    oneToken
+      ? g.op('Reshape', [t, headShape], undefined, output)
+      : g.op('Transpose', [g.op('Reshape', [t, headShape])], { perm: [0, 2, 1, 3] }, output);
+  const fromHeads = (t: string) =>
+    g.op('Reshape', [oneToken ? t : g.op('Transpose', [t], { perm: [0, 2, 1, 3] }), flatShape]);
 
   const embedded = g.op('Add', [
     g.op('Gather', ['tokenEmbedding', N.tokens], { axis: 0 }),
@@ -190,8 +208,17 @@ export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph
     const values = toHeads(v, N.presentValues(l));
     // Scores against the past and against the chunk, joined before one softmax (as tfjs's concatenated
     // keys); the past is never copied into a concatenation, only read.
-    const pastScores = g.op('MatMul', [queries, g.op('Transpose', [N.pastKeys(l)], { perm: [0, 1, 3, 2] })]);
-    const chunkScores = g.op('MatMul', [queries, g.op('Transpose', [keys], { perm: [0, 1, 3, 2] })]);
+    // One token: the past keys times the query as a column, [rows, heads, past, 1], is the same
+    // memory as its scores' row [rows, heads, 1, past]; ONNX Runtime packs the matrix product's
+    // right side, here a column instead of every row's and head's past keys.
+    const pastScores = oneToken
+      ? g.op('Reshape', [g.op('MatMul', [N.pastKeys(l), g.op('Reshape', [queries, columnHeads])]), rowHeads])
+      : g.op('MatMul', [queries, g.op('Transpose', [N.pastKeys(l)], { perm: [0, 1, 3, 2] })]);
+    // One token's score against its own key is a dot product: elementwise, not a batch of
+    // rows * heads one-by-one matrix products (ONNX Runtime's cost per batch entry is most of those).
+    const chunkScores = oneToken
+      ? g.op('ReduceSum', [g.op('Mul', [queries, keys]), lastAxis], { keepdims: 1 })
+      : g.op('MatMul', [queries, g.op('Transpose', [keys], { perm: [0, 1, 3, 2] })]);
     const scores = g.op('Add', [
       g.op('Mul', [g.op('Concat', [pastScores, chunkScores], { axis: 3 }), scale]),
       N.mask,
@@ -201,9 +228,9 @@ export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph
     const chunkWeights = g.op('Slice', [weights, pastLength, keyCount, keyAxis]);
     const attended = g.op('Add', [
       g.op('MatMul', [pastWeights, N.pastValues(l)]),
-      g.op('MatMul', [chunkWeights, values]),
+      oneToken ? g.op('Mul', [chunkWeights, values]) : g.op('MatMul', [chunkWeights, values]),
     ]);
-    const merged = g.op('Reshape', [g.op('Transpose', [attended], { perm: [0, 2, 1, 3] }), flatShape]);
+    const merged = fromHeads(attended);
     const x1 = g.op('Add', [x, linear(merged, `${p}.attention.out`, `${p}.attention.outBias`)]);
     const h2 = layerNorm(x1, `${p}.norm2.gain`, `${p}.norm2.bias`);
     x = g.op('Add', [
@@ -211,7 +238,8 @@ export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph
       linear(gelu(linear(h2, `${p}.mlp.up`, `${p}.mlp.upBias`)), `${p}.mlp.down`, `${p}.mlp.downBias`),
     ]);
   }
-  const last = g.op('Gather', [x, N.lastIndex], { axis: 0 });
+  // One token per row: the rows are the last tokens.
+  const last = oneToken ? x : g.op('Gather', [x, N.lastIndex], { axis: 0 });
   const normed = layerNorm(last, 'finalNorm.gain', 'finalNorm.bias');
   const logits = g.op('Gemm', [normed, 'tokenEmbedding'], { transB: 1 });
   g.op('LogSoftmax', [g.op('Div', [logits, N.temperature])], { axis: -1 }, N.logProbs);
@@ -235,19 +263,22 @@ export function buildTransformerGraph(config: TransformerGraphConfig): OnnxGraph
   const perLayer = (name: (l: number) => string, dims: Array<number | string>) =>
     Array.from({ length: layers }, (_, l) => float(name(l), dims));
   return {
-    name: 'searcher-rl.tfjs-transformer.chunk',
+    name: oneToken ? 'searcher-rl.tfjs-transformer.token' : 'searcher-rl.tfjs-transformer.chunk',
     nodes: g.nodes,
     initializers: g.initializers,
     inputs: [
       ...transformerWeightShapes(config).map((w) => float(w.name, w.shape)),
-      int64(N.tokens, ['rows', 'chunk']),
-      int64(N.positions, ['rows', 'chunk']),
-      float(N.mask, ['rows', 1, 'chunk', 'keys']),
-      int64(N.lastIndex, ['rows']),
+      int64(N.tokens, ['rows', oneToken ? 1 : 'chunk']),
+      int64(N.positions, ['rows', oneToken ? 1 : 'chunk']),
+      float(N.mask, ['rows', 1, oneToken ? 1 : 'chunk', 'keys']),
+      ...(oneToken ? [] : [int64(N.lastIndex, ['rows'])]),
       float(N.temperature, []),
       ...perLayer(N.pastKeys, ['rows', H, 'past', dh]),
       ...perLayer(N.pastValues, ['rows', H, 'past', dh]),
     ],
-    outputs: [float(N.logProbs, ['rows', V]), float(N.present, ['layersRows', H, 'chunk', dh])],
+    outputs: [
+      float(N.logProbs, ['rows', V]),
+      float(N.present, ['layersRows', H, oneToken ? 1 : 'chunk', dh]),
+    ],
   };
 }
