@@ -71,6 +71,29 @@ describe('training through ONNX Runtime', () => {
     }
   });
 
+  it('gradients do not depend on the intra-op thread count (a long batch of repeated tokens)', async () => {
+    // Long enough that ONNX Runtime splits operators across threads; few distinct tokens, so the
+    // embedding's gradient adds many rows per token (a scatter with reduction lost some at 2 threads).
+    const rows = Array.from({ length: 8 }, (_, r) => Array.from({ length: 256 }, (_, t) => ((t * (r + 3)) % 7) + 1));
+    const long: LogProbBatch = {
+      inputIds: rows,
+      positions: rows.map(() => Array.from({ length: 192 }, (_, k) => 64 + k)),
+      temperature: 1,
+    };
+    const settings = {
+      seed: 4,
+      model: { layers: 1, width: 128, heads: 4, contextLength: 256 },
+      training: 'onnx' as const,
+    };
+    const one = await tiny({ ...settings, onnx: { intraOpThreads: 1 } });
+    const two = await tiny({ ...settings, onnx: { intraOpThreads: 2 } });
+    const expected = await one.gradients(long, lossFn, { entropyCoef: 0.05 });
+    for (let run = 0; run < 3; run++) {
+      const actual = await two.gradients(long, lossFn, { entropyCoef: 0.05 });
+      expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-5);
+    }
+  });
+
   it('an update moves the weights as the tfjs one does and reports the same fields', async () => {
     const settings = { seed: 2, optimizer: { learningRate: 1e-2 } };
     const viaTfjs = await tiny(settings);

@@ -1,4 +1,4 @@
-import { ONNX_FLOAT, ONNX_INT64, type OnnxGraph, type OnnxValueInfo } from './proto';
+import { ONNX_FLOAT, ONNX_INT64, type OnnxAttribute, type OnnxGraph, type OnnxValueInfo } from './proto';
 import { GraphBuilder, transformerWeightShapes, type TransformerGraphConfig } from './transformer-graph';
 
 // The training step of the tfjs Transformer (src/adapters/tfjs/training.ts) as ONNX graphs:
@@ -7,7 +7,8 @@ import { GraphBuilder, transformerWeightShapes, type TransformerGraphConfig } fr
 // GELU, the tied embedding). `buildTrainingGraph` writes forward and backward as one graph and names
 // the activations worth keeping; `splitTrainingGraph` (graph-split.ts) cuts it in two: the forward
 // gives the log-probs the core's loss needs before the gradients can be, and hands the kept
-// activations to the backward, which recomputes only the cheap rest (norms, shapes, elementwise).
+// activations to the backward, which recomputes the cheap rest (norms, shapes, elementwise) and the
+// attention weights (`recomputed`: cheaper than fetching them out of onnxruntime-node).
 
 /** Graph input and output names besides the weights (`model.parameters[i].name`). */
 export const TRAINING_NAMES = {
@@ -39,16 +40,22 @@ const GELU_K = Math.sqrt(2 / Math.PI);
 /** The whole training graph and the activations its backward reads from its forward, kept rather than recomputed. */
 export interface TrainingGraph extends OnnxGraph {
   saved: readonly string[];
+  /**
+   * Forward values the backward computes again from kept ones although that takes a matrix product
+   * or a softmax: cheaper than fetching them out of the forward and feeding them back.
+   */
+  recomputed: readonly string[];
 }
 
 /**
  * Forward and backward of sum_t g_t * logp_t - w * sum_places entropy over one chunk of rows: the
  * full causal forward, logits only at the scored places (tied output projection), then each op's
  * gradient in reverse. Outputs: the scored log-probs, the entropy sum, one gradient per weight.
- * `saved`: per layer its input, queries, keys, values, attention weights, attended values, the
- * residual after attention, the MLP's pre-activation and its sigmoid; the final norm's input, the
- * log-probs and the entropies. Everything else the backward reads is a matrix product away from
- * none of them (a layer norm, a transpose, one elementwise op).
+ * `saved`: per layer its input, queries, keys, values, attended values, the residual after
+ * attention, the MLP's pre-activation and its sigmoid; the final norm's input, the log-probs and the
+ * entropies. `recomputed`: per layer the attention weights (queries times keys, the mask, a
+ * softmax). Everything else the backward reads is a matrix product away from none of them (a layer
+ * norm, a transpose, one elementwise op).
  */
 export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGraph {
   const { vocabSize: V, contextLength: C, width: d, heads: H, layers } = config;
@@ -72,7 +79,18 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
   const toHeads = (t: string) => g.op('Transpose', [g.op('Reshape', [t, headShape])], { perm: [0, 2, 1, 3] });
   const fromHeads = (t: string) => g.op('Reshape', [g.op('Transpose', [t], { perm: [0, 2, 1, 3] }), flat]);
   const swapLast = (t: string) => g.op('Transpose', [t], { perm: [0, 1, 3, 2] });
-  const columnSums = (t: string) => g.op('ReduceSum', [t, zero], { keepdims: 0 });
+  // Column sums of a [rows, n] matrix as a row of ones times it: a matrix-vector product reads it
+  // once, where ReduceSum over the first axis took 0.1-0.45 ms a call (26 of its 34 calls a step
+  // were [2048, 128]). `ones`: onesRow of the matrix's row count.
+  const vector = g.ints('shape.vector', [-1]);
+  const oneFloat = g.floats('ones.one', [1]);
+  const oneInt = g.ints('shape.one', [1]);
+  /** A [1, rows] row of ones; `rows` an int64 [1]. */
+  const onesRow = (rows: string) => g.op('Expand', [oneFloat, g.op('Concat', [oneInt, rows], { axis: 0 })]);
+  const columnSums = (t: string, ones: string) => g.op('Reshape', [g.op('MatMul', [ones, t]), vector]);
+  /** ONNX Runtime's FusedMatMul: alpha * op(a) op(b), op a transpose of the last two axes where asked. */
+  const fusedMatMul = (a: string, b: string, attributes: Record<string, OnnxAttribute>) =>
+    g.op('FusedMatMul', [a, b], attributes, undefined, 'com.microsoft');
   const rowMeans = (t: string) =>
     g.op('Mul', [g.op('ReduceSum', [t, lastAxis], { keepdims: 1 }), inverseWidth]);
   const linear = (x: string, weight: string, bias: string) =>
@@ -96,11 +114,11 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
     return { input, output, mean, inverseStd, gain, bias };
   };
   /** dx = (dxHat - mean(dxHat) - xHat * mean(dxHat * xHat)) / std, as transformer.ts's layerNorm gradient; records the gain and bias gradients. */
-  const layerNormBackward = (norm: Norm, upstream: string): string => {
+  const layerNormBackward = (norm: Norm, upstream: string, ones: string): string => {
     const normalized = g.op('Mul', [g.op('Sub', [norm.input, norm.mean]), norm.inverseStd]);
     const dNormalized = g.op('Mul', [upstream, norm.gain]);
-    gradient(norm.gain, columnSums(g.op('Mul', [upstream, normalized])));
-    gradient(norm.bias, columnSums(upstream));
+    gradient(norm.gain, columnSums(g.op('Mul', [upstream, normalized]), ones));
+    gradient(norm.bias, columnSums(upstream, ones));
     const centred = g.op('Sub', [dNormalized, rowMeans(dNormalized)]);
     return g.op('Mul', [
       g.op('Sub', [centred, g.op('Mul', [normalized, rowMeans(g.op('Mul', [dNormalized, normalized]))])]),
@@ -108,9 +126,9 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
     ]);
   };
   /** y = x W + b, backward: returns dx and records dW = x^T dy, db = column sums of dy. */
-  const linearBackward = (input: string, weight: string, bias: string, upstream: string): string => {
+  const linearBackward = (input: string, weight: string, bias: string, upstream: string, ones: string): string => {
     gradient(weight, g.op('Gemm', [input, upstream], { transA: 1 }));
-    gradient(bias, columnSums(upstream));
+    gradient(bias, columnSums(upstream, ones));
     return g.op('Gemm', [upstream, weight], { transB: 1 });
   };
 
@@ -122,6 +140,7 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
   ]);
   const layerSaves = [];
   const saved: string[] = [];
+  const recomputed: string[] = [];
   // The backward's zeros [rows * length, width] take their shape from the first layer's input (kept), not the last's output.
   const tokensByWidth = g.op('Shape', [x]);
   for (let l = 0; l < layers; l++) {
@@ -163,7 +182,12 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
       sigma,
       activated,
     });
-    saved.push(x, queries, keys, values, weights, attended, x1, up, sigma);
+    // The attention weights ([rows, heads, length, length], 8 of this layer's 22 MB at 8 rows of 256
+    // tokens) are computed again in the backward (a product, the mask, a softmax: 1.9 ms a layer at 2
+    // threads) rather than fetched: onnxruntime-node copies each output into a new ArrayBuffer,
+    // about 0.3 ms a MB with the allocation and the garbage collection that follow.
+    saved.push(x, queries, keys, values, attended, x1, up, sigma);
+    recomputed.push(weights);
     x = g.op('Add', [x1, linear(activated, `${p}.mlp.down`, `${p}.mlp.downBias`)]);
   }
   const atPlaces = g.op('Gather', [x, N.places], { axis: 0 });
@@ -173,7 +197,7 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
   const targetColumn = g.op('Reshape', [N.targets, column]);
   g.op(
     'Reshape',
-    [g.op('GatherElements', [logProbs, targetColumn], { axis: 1 }), g.ints('shape.vector', [-1])],
+    [g.op('GatherElements', [logProbs, targetColumn], { axis: 1 }), vector],
     undefined,
     N.tokenLogProbs,
   );
@@ -186,17 +210,29 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
 
   // Backward. At the logits z / T: d(sum g logp_target)/dz = g (onehot - p); the entropy
   // H = -sum p logp has dH/dz = -p (logp + H), so -w H contributes w p (logp + H); both over T.
-  const onehot = g.op('OneHot', [N.targets, g.ints('vocabulary', [V]), g.floats('onehot.values', [0, 1])], {
-    axis: -1,
-  });
-  const dScaled = g.op('Add', [
-    g.op('Mul', [g.op('Reshape', [N.upstream, column]), g.op('Sub', [onehot, probs])]),
-    g.op('Mul', [g.op('Mul', [probs, N.entropyWeight]), g.op('Add', [logProbs, entropies])]),
-  ]);
+  // Written as p (w (logp + H) - g) with g added at each place's target: no one-hot matrix.
+  const upstreamColumn = g.op('Reshape', [N.upstream, column]);
+  const dScaled = g.op(
+    'ScatterElements',
+    [
+      g.op('Mul', [
+        probs,
+        g.op('Sub', [g.op('Mul', [g.op('Add', [logProbs, entropies]), N.entropyWeight]), upstreamColumn]),
+      ]),
+      targetColumn,
+      upstreamColumn,
+    ],
+    { axis: 1, reduction: { string: 'add' } },
+  );
   const dLogits = g.op('Div', [dScaled, N.temperature]);
   // The tied projection: logits = n E^T, so dE = dLogits^T n (plus the input gather's, below).
   const dEmbeddingOut = g.op('Gemm', [dLogits, finalNorm.output], { transA: 1 });
-  const dPlaces = layerNormBackward(finalNorm, g.op('MatMul', [dLogits, 'tokenEmbedding']));
+  const dPlaces = layerNormBackward(
+    finalNorm,
+    g.op('MatMul', [dLogits, 'tokenEmbedding']),
+    onesRow(g.op('Shape', [N.places])),
+  );
+  const tokenOnes = onesRow(g.op('Slice', [tokensByWidth, zero, oneInt]));
   // Places are distinct: a plain scatter into zeros is the gather's gradient.
   let dx = g.op('ScatterND', [
     g.op('ConstantOfShape', [tokensByWidth]),
@@ -219,7 +255,7 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
       sigma,
       activated,
     } = layerSaves[l]!;
-    const dActivated = linearBackward(activated, `${p}.mlp.down`, `${p}.mlp.downBias`, dx);
+    const dActivated = linearBackward(activated, `${p}.mlp.down`, `${p}.mlp.downBias`, dx, tokenOnes);
     // GELU' = sigma + x sigma (1 - sigma) 2 du/dx, 2 du/dx = 2k (1 + 3 * 0.044715 x^2).
     const twoDuDx = g.op('Add', [g.op('Mul', [squared, geluSlopeSquared]), geluScale]);
     const derivative = g.op('Mul', [
@@ -229,34 +265,52 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
     const dUp = g.op('Mul', [dActivated, derivative]);
     const dx1 = g.op('Add', [
       dx,
-      layerNormBackward(norm2, linearBackward(norm2.output, `${p}.mlp.up`, `${p}.mlp.upBias`, dUp)),
+      layerNormBackward(
+        norm2,
+        linearBackward(norm2.output, `${p}.mlp.up`, `${p}.mlp.upBias`, dUp, tokenOnes),
+        tokenOnes,
+      ),
     ]);
-    const dAttended = toHeads(linearBackward(merged, `${p}.attention.out`, `${p}.attention.outBias`, dx1));
+    const dAttended = toHeads(
+      linearBackward(merged, `${p}.attention.out`, `${p}.attention.outBias`, dx1, tokenOnes),
+    );
     const dWeights = g.op('MatMul', [dAttended, swapLast(values)]);
-    const dValues = g.op('MatMul', [swapLast(weights), dAttended]);
+    // dValues = weights^T dAttended, computed transposed as dAttended^T weights: a transpose of the
+    // head's [length, width] inside the product instead of the [length, length] weights (1.97 ms
+    // against 0.7-1.0 ms a layer); its [rows, heads, width, length] goes to [rows, length, heads,
+    // width] in the transpose fromHeads does anyway.
+    const dValuesT = fusedMatMul(dAttended, weights, { transA: 1 });
     // Softmax: dscores = a (da - sum_k da_k a_k), then the 1/sqrt(dh) scale; the mask is a constant.
     // sum_k da_k a_k = sum_k a_k (dAttended . v_k) = dAttended . attended: a sum over the head's
-    // width instead of over every key (FlashAttention's D = rowsum(dO * O)).
+    // width instead of over every key (FlashAttention's D = rowsum(dO * O)). The scale is the
+    // products' alpha below, not a pass over the scores.
     const rowDot = g.op('ReduceSum', [g.op('Mul', [dAttended, attended]), lastAxis], { keepdims: 1 });
-    const dScores = g.op('Mul', [g.op('Mul', [weights, g.op('Sub', [dWeights, rowDot])]), scale]);
-    const dQueries = g.op('MatMul', [dScores, keys]);
-    const dKeys = g.op('MatMul', [swapLast(dScores), queries]);
-    const dQkv = g.op('Concat', [fromHeads(dQueries), fromHeads(dKeys), fromHeads(dValues)], { axis: 1 });
+    const dScoresUnscaled = g.op('Mul', [weights, g.op('Sub', [dWeights, rowDot])]);
+    const dQueries = fusedMatMul(dScoresUnscaled, keys, { alpha: { float: 1 / Math.sqrt(dh) } });
+    // dKeys = dscores^T queries, transposed as above: queries^T dscores.
+    const dKeysT = fusedMatMul(queries, dScoresUnscaled, { transA: 1, alpha: { float: 1 / Math.sqrt(dh) } });
+    const fromHeadsT = (t: string) => g.op('Reshape', [g.op('Transpose', [t], { perm: [0, 3, 1, 2] }), flat]);
+    const dQkv = g.op('Concat', [fromHeads(dQueries), fromHeadsT(dKeysT), fromHeadsT(dValuesT)], { axis: 1 });
     dx = g.op('Add', [
       dx1,
       layerNormBackward(
         norm1,
-        linearBackward(norm1.output, `${p}.attention.qkv`, `${p}.attention.qkvBias`, dQkv),
+        linearBackward(norm1.output, `${p}.attention.qkv`, `${p}.attention.qkvBias`, dQkv, tokenOnes),
+        tokenOnes,
       ),
     ]);
   }
-  // Embeddings: the token gather scatters back with repeats added; the positions 0..length-1 sum over rows.
-  const dEmbeddingIn = g.op(
-    'ScatterND',
-    [g.op('ConstantOfShape', [g.op('Shape', ['tokenEmbedding'])]), g.op('Reshape', [N.ids, column]), dx],
-    { reduction: { string: 'add' } },
+  // Embeddings: the token gather's gradient adds each token's rows, as onehot(ids)^T dx (plus the
+  // tied projection's, as Gemm's C); the positions 0..length-1 sum over rows. Not ScatterND with
+  // reduction 'add': ONNX Runtime splits its updates across intra-op threads, and a token that
+  // repeats lost some of its additions at 2 threads (the embedding's gradient 4-6% off, differing
+  // from run to run).
+  const idsOneHot = g.op(
+    'OneHot',
+    [g.op('Reshape', [N.ids, vector]), g.ints('vocabulary', [V]), g.floats('onehot.values', [0, 1])],
+    { axis: -1 },
   );
-  gradient('tokenEmbedding', g.op('Add', [dEmbeddingOut, dEmbeddingIn]));
+  gradient('tokenEmbedding', g.op('Gemm', [idsOneHot, dx, dEmbeddingOut], { transA: 1 }));
   const dPositions = g.op(
     'ReduceSum',
     [g.op('Reshape', [dx, g.op('Concat', [idsShape, g.ints('shape.width', [d])], { axis: 0 })]), zero],
@@ -282,6 +336,7 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
   const weights = transformerWeightShapes(config);
   return {
     saved,
+    recomputed,
     name: 'searcher-rl.tfjs-transformer.training',
     nodes: g.nodes,
     initializers: g.initializers,
