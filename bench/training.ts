@@ -7,7 +7,9 @@
 // Sections: training engines (tfjs, and ONNX Runtime (`training: 'onnx'`) at 1 and 2 intra-op
 // threads when onnxruntime-node is installed), rollout engines (each a `RolloutEngine`; another engine's figure slots
 // into `rolloutEngines`: tfjs, and ONNX Runtime (`rollouts: 'onnx'`) at 1 and 2 intra-op threads
-// when onnxruntime-node is installed), the PyTorch reference, ratios. BENCH_MIN_SECONDS sets how long each figure
+// when onnxruntime-node is installed), what a new version of the weights costs the ONNX rollouts
+// (their sessions are made again, once per update: `onnx_rollout_ms_after_weight_change`, and the
+// rollout figure as if every rollout followed an update), the PyTorch reference, ratios. BENCH_MIN_SECONDS sets how long each figure
 // repeats its step after its warm-up (default 25 s, in process and per torch setting: this 2-core
 // machine's speed wanders by 20% over tens of seconds, and 10 s windows left two quiet runs' rollout
 // figures 15% apart, 25 s ones within 9%); BENCH_PYTHON names the interpreter (else
@@ -301,6 +303,37 @@ async function measureRollouts(
   return figures;
 }
 
+/**
+ * What a new version of the weights costs the ONNX rollouts: they make their sessions again (the
+ * weights are constants of them) at the first forward after an update. Median over a few (update,
+ * rollout) pairs of the rollout after the update, beside the median steady rollout in the same
+ * loop; the update itself is not timed. `null` without onnxruntime-node.
+ */
+async function measureOnnxWeightChange(
+  policy: TfjsPolicy,
+  random: Random,
+  intraOpThreads: number,
+): Promise<{ afterChange: number; steady: number } | null> {
+  const checkpoint = await policy.save();
+  const onnx = await onnxCopy(policy, checkpoint, 'rollouts', intraOpThreads, 'onnx_rollout_skipped');
+  if (!onnx) return null;
+  const prompts = Array.from({ length: ROLLOUT.rollouts }, () =>
+    Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)),
+  );
+  const nudge = { inputIds: [prompts[0]!.slice(0, 8)], positions: [[4, 5, 6, 7]] };
+  const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
+  const afterChange: number[] = [];
+  const steady: number[] = [];
+  await policyRollout(onnx, prompts);
+  for (let i = 0; i < 7; i++) {
+    await onnx.update(nudge, lossFn);
+    afterChange.push(await secondsOf(() => policyRollout(onnx, prompts)));
+    steady.push(await secondsOf(() => policyRollout(onnx, prompts)));
+  }
+  onnx.dispose();
+  return { afterChange: median(afterChange), steady: median(steady) };
+}
+
 // --- run ---------------------------------------------------------------------------------------
 
 print('conditions', cpus().length, {
@@ -315,6 +348,22 @@ const trainingFigures = await measureTrainingEngines(policy, random);
 // Another rollout engine (e.g. the same weights on another runtime) is one more entry here.
 const rolloutEngines: RolloutEngine[] = [tfjsRolloutEngine(policy), ...(await onnxRolloutEngines(policy))];
 const rolloutFigures = await measureRollouts(rolloutEngines, random);
+const onnxRollouts = rolloutFigures.get('onnx_rollout_tokens_per_second');
+const weightChange = onnxRollouts
+  ? await measureOnnxWeightChange(policy, random, Number(onnxRollouts.setting?.intraOpThreads ?? 1))
+  : null;
+if (weightChange) {
+  print('onnx_rollout_ms_after_weight_change', weightChange.afterChange * 1000, {
+    steadyMs: Number((weightChange.steady * 1000).toFixed(1)),
+    sessionMs: Number(((weightChange.afterChange - weightChange.steady) * 1000).toFixed(1)),
+    ...onnxRollouts!.setting,
+    note: 'the first rollout (16 x 64 tokens) after an update: the ONNX rollouts make their sessions again for the new weights (constants of the session), once per update; sessionMs is the difference to a steady rollout in the same loop',
+  });
+  rolloutFigures.set('onnx_rollout_tokens_per_second_one_update_per_rollout', {
+    tokensPerSecond: (ROLLOUT.rollouts * ROLLOUT.generate) / weightChange.afterChange,
+    ...(onnxRollouts!.setting && { setting: onnxRollouts!.setting }),
+  });
+}
 const torch = measureTorch(print, {
   vocab: policy.tokenizer.vocabSize,
   model: MODEL,
