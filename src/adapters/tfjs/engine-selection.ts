@@ -27,8 +27,9 @@ async function loadOnnxRuntime(
 export async function selectEngines(
   settings: ParsedTfjsPolicySettings,
   loadRuntime?: () => Promise<unknown>,
-  keptActivationBytes?: number,
+  limits: { keptActivationBytes?: number | undefined; constantWeightBytes?: number | undefined } = {},
 ): Promise<PolicyEngines> {
+  const { keptActivationBytes, constantWeightBytes } = limits;
   const ort =
     settings.rollouts === 'onnx' || settings.training === 'onnx' ? await loadOnnxRuntime(loadRuntime) : null;
   return {
@@ -41,12 +42,10 @@ export async function selectEngines(
     },
     async createRollouts(context, shape) {
       if (!ort || settings.rollouts !== 'onnx') return createTfjsRolloutEngine(context.state.model, shape);
-      return (await import('./onnx-rollouts')).createOnnxRolloutEngine(
-        ort,
-        context.state.model,
-        shape,
-        settings.onnx,
-      );
+      return (await import('./onnx-rollouts')).createOnnxRolloutEngine(ort, context.state.model, shape, {
+        ...settings.onnx,
+        ...(constantWeightBytes !== undefined && { constantWeightBytes }),
+      });
     },
   };
 }

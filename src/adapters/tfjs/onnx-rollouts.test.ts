@@ -25,13 +25,22 @@ async function maxLogProbGap(
 }
 
 describe('rollouts through ONNX Runtime', () => {
-  for (const backend of ['wasm', 'cpu'] as const) {
-    it(`${backend}: rollout log-probs equal the training backend's logProbs within 1e-5, across updates`, async () => {
-      const policy = await tiny({
-        backend,
-        rollouts: 'onnx',
-        optimizer: { learningRate: 3e-2, weightDecay: 0 },
-      });
+  // The weights as constants of sessions made per version (the default), and for a model past
+  // the constant-weight limit (set to 0 here) as inputs of one pair of sessions fed the live data.
+  for (const [backend, weights] of [
+    ['wasm', 'constants'],
+    ['cpu', 'constants'],
+    ['wasm', 'inputs'],
+  ] as const) {
+    it(`${backend}, weights as ${weights}: rollout log-probs equal the training backend's logProbs within 1e-5, across updates`, async () => {
+      const policy = await tiny(
+        {
+          backend,
+          rollouts: 'onnx',
+          optimizer: { learningRate: 3e-2, weightDecay: 0 },
+        },
+        weights === 'inputs' ? { onnxConstantWeightBytes: 0 } : undefined,
+      );
       expect(policy.backend.name).toBe(backend);
       const probe = { inputIds: [[3, 1, 4, 1, 5, 9, 2, 6]], positions: [[1, 4, 7]] };
       let previous = await policy.logProbs(probe);

@@ -10,7 +10,7 @@ import {
   withConstantInputs,
 } from '../onnx/graph/index';
 import type { CacheShape, RolloutEngine, RowState, RowsForward } from './engines';
-import { checkGraphWeights, graphConfigOf } from './onnx-weights';
+import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { MASKED, type Transformer } from './transformer';
 
 // Rollouts of the tfjs Transformer through ONNX Runtime: the same chunk forward as an ONNX graph
@@ -18,13 +18,26 @@ import { MASKED, type Transformer } from './transformer';
 // again from the tfjs variables whenever an update or a load has replaced them, so that every
 // rollout samples from the weights `logProbs` scores with. Constant weights let ONNX Runtime pack
 // each matrix once per session: fed as inputs, every decode step packed them again (0.99-1.14 ms a
-// 16-row decode step against 0.73-0.75 ms, 4 layers of width 128); a new session costs about 20 ms,
-// once per update.
+// 16-row decode step against 0.73-0.75 ms, 4 layers of width 128); the two sessions cost about
+// 35 ms to make, once per update. A model past CONSTANT_WEIGHT_BYTES feeds its weights as inputs to
+// sessions made once instead.
 
 export interface OnnxRolloutSettings {
   /** ONNX Runtime's intra-op threads. */
   intraOpThreads: number;
+  /** Weight bytes up to which the weights are constants of the sessions (default CONSTANT_WEIGHT_BYTES); for tests. */
+  constantWeightBytes?: number;
 }
+
+/**
+ * Up to this many bytes of weights, they are constants of sessions made again after each update
+ * (a few ms a MB to encode and load); a bigger model feeds them as inputs of sessions made once,
+ * so that no update waits for a model's worth of protobuf (nor meets protobuf's 2 GB limit).
+ */
+const CONSTANT_WEIGHT_BYTES = 256 * 2 ** 20;
+
+/** No weight feeds: the sessions hold the weights as constants. */
+const NO_FEEDS: Record<string, Ort.Tensor> = Object.freeze({});
 
 /**
  * The key/value caches of rows decoding together, in one block per layer laid out [rows, heads,
@@ -100,6 +113,8 @@ interface WeightSession {
   ids: readonly unknown[];
   chunk: Ort.InferenceSession;
   token: Ort.InferenceSession;
+  /** The weights as inputs, for sessions that take them so (a model past CONSTANT_WEIGHT_BYTES); else none. */
+  weightFeeds: Record<string, Ort.Tensor>;
   running: number;
   replaced: boolean;
 }
@@ -131,11 +146,14 @@ function weightSessions(ort: OnnxRuntime, model: Transformer, settings: OnnxRoll
     sequential: true,
     spinning: false,
   };
+  const weightBytes = model.parameters.reduce((n, p) => n + 4 * p.variable.size, 0);
+  const constants = weightBytes <= (settings.constantWeightBytes ?? CONSTANT_WEIGHT_BYTES);
+  const liveWeights = constants ? null : liveWeightFeeds(ort, model);
   const make = async (ids: readonly unknown[]): Promise<WeightSession> => {
     // Encoded at once from the variables' data (copied into the models' bytes), before anything can replace them.
-    const weights = Object.fromEntries(
-      model.parameters.map((p) => [p.name, p.variable.dataSync() as Float32Array]),
-    );
+    const weights = constants
+      ? Object.fromEntries(model.parameters.map((p) => [p.name, p.variable.dataSync() as Float32Array]))
+      : {};
     const chunkBytes = encodeOnnxModel(withConstantInputs(graphs.chunk, weights), ONNX_OPSET);
     const tokenBytes = encodeOnnxModel(withConstantInputs(graphs.token, weights), ONNX_OPSET);
     const chunk = await createOnnxSession(ort, chunkBytes, options);
@@ -146,12 +164,13 @@ function weightSessions(ort: OnnxRuntime, model: Transformer, settings: OnnxRoll
       await chunk.release();
       throw error;
     }
-    return { ids, chunk, token, running: 0, replaced: false };
+    return { ids, chunk, token, weightFeeds: NO_FEEDS, running: 0, replaced: false };
   };
   return {
     /** The session for the current weights, counted as running until `done` is called with it. */
     async acquire(): Promise<WeightSession> {
-      const ids = model.parameters.map((p) => p.variable.dataId);
+      // Weights fed as inputs: one pair of sessions for the whole run, fed the current data.
+      const ids = liveWeights ? [] : model.parameters.map((p) => p.variable.dataId);
       while (!current || !same(current.ids, ids)) {
         if (!making || !same(making.ids, ids)) {
           const pending = { ids, made: make(ids) };
@@ -172,6 +191,7 @@ function weightSessions(ort: OnnxRuntime, model: Transformer, settings: OnnxRoll
         }
         await making.made;
       }
+      if (liveWeights) current.weightFeeds = liveWeights();
       current.running++;
       return current;
     },
@@ -300,6 +320,7 @@ export async function createOnnxRolloutEngine(
   /** One forward of `rows` on `session`; nothing in it waits between filling the shared inputs and the run reading them. */
   const forwardOn = async (
     session: Ort.InferenceSession,
+    weightFeeds: Record<string, Ort.Tensor>,
     rows: RowState[],
     temperature: number,
   ): Promise<Float32Array[]> => {
@@ -346,7 +367,7 @@ export async function createOnnxRolloutEngine(
     }
     let results: Ort.InferenceSession.ReturnType;
     try {
-      results = await session.run(feeds, fetches);
+      results = await session.run(weightFeeds === NO_FEEDS ? feeds : { ...weightFeeds, ...feeds }, fetches);
     } catch (error) {
       throw new ProviderCallError({
         port: 'policy',
@@ -385,7 +406,7 @@ export async function createOnnxRolloutEngine(
     const entry = await sessions.acquire();
     try {
       const oneToken = rows.every((r) => r.sequence.length - r.cached === 1);
-      return await forwardOn(oneToken ? entry.token : entry.chunk, rows, temperature);
+      return await forwardOn(oneToken ? entry.token : entry.chunk, entry.weightFeeds, rows, temperature);
     } finally {
       sessions.done(entry);
     }

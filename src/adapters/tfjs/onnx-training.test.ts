@@ -74,7 +74,9 @@ describe('training through ONNX Runtime', () => {
   it('gradients do not depend on the intra-op thread count (a long batch of repeated tokens)', async () => {
     // Long enough that ONNX Runtime splits operators across threads; few distinct tokens, so the
     // embedding's gradient adds many rows per token (a scatter with reduction lost some at 2 threads).
-    const rows = Array.from({ length: 8 }, (_, r) => Array.from({ length: 256 }, (_, t) => ((t * (r + 3)) % 7) + 1));
+    const rows = Array.from({ length: 8 }, (_, r) =>
+      Array.from({ length: 256 }, (_, t) => ((t * (r + 3)) % 7) + 1),
+    );
     const long: LogProbBatch = {
       inputIds: rows,
       positions: rows.map(() => Array.from({ length: 192 }, (_, k) => 64 + k)),

@@ -54,6 +54,8 @@ export interface CreateTfjsPolicyOptions {
   loadOnnxRuntime?: () => Promise<unknown>;
   /** Bytes of activations `training: 'onnx'` keeps between a chunk's forward and its backward; for tests. */
   onnxKeptActivationBytes?: number;
+  /** Weight bytes up to which `rollouts: 'onnx'` makes the weights constants of its sessions; for tests. */
+  onnxConstantWeightBytes?: number;
 }
 
 /** An `initFrom` folder, refused with a tokenizer or model settings of its own (the folder sets both). */
@@ -95,7 +97,10 @@ export async function createTfjsPolicy(
   const tokenizer = pretrained?.tokenizer ?? options.tokenizer ?? createProtocolTokenizer();
   const selected = await selectTfjsBackend(parsed.backend, options.loadBackendModule);
   // Before any weights exist: a missing onnxruntime-node fails creation with nothing to free.
-  const engines = await selectEngines(parsed, options.loadOnnxRuntime, options.onnxKeptActivationBytes);
+  const engines = await selectEngines(parsed, options.loadOnnxRuntime, {
+    keptActivationBytes: options.onnxKeptActivationBytes,
+    constantWeightBytes: options.onnxConstantWeightBytes,
+  });
   const modelConfig = pretrained?.config ?? transformerConfigOf(parsed.model, tokenizer.vocabSize);
   // Stream 1 of the seed draws the weights; sessions sample from stream 2 (see the decoder).
   const model = new Transformer(modelConfig, createRandom(parsed.seed, RANDOM_STREAMS.modelWeights));

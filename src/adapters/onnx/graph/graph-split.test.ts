@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { splitTrainingGraph } from './graph-split';
 import { buildTrainingGraph } from './training-graph';
 
-const CONFIG = { vocabSize: 11, contextLength: 8, layers: 2, width: 8, heads: 2, mlpWidth: 32, layerNormEpsilon: 1e-5 };
+const CONFIG = {
+  vocabSize: 11,
+  contextLength: 8,
+  layers: 2,
+  width: 8,
+  heads: 2,
+  mlpWidth: 32,
+  layerNormEpsilon: 1e-5,
+};
 
 describe('splitTrainingGraph', () => {
   it('fetches no attention weights: the backward computes them again from the kept queries and keys', () => {
@@ -15,7 +23,10 @@ describe('splitTrainingGraph', () => {
     expect(softmaxOutputs.filter((w) => fetched.has(w))).toEqual([]);
     expect(split.backward.nodes.filter((n) => n.opType === 'Softmax')).toHaveLength(CONFIG.layers);
     // The kept activations are what the forward fetches besides the loss's outputs.
-    expect([...fetched].filter((name) => !split.saved.includes(name)).sort()).toEqual(['entropy_sum', 'token_log_probs']);
+    expect([...fetched].filter((name) => !split.saved.includes(name)).sort()).toEqual([
+      'entropy_sum',
+      'token_log_probs',
+    ]);
   });
 
   it('refuses a graph whose backward would recompute a matrix product it does not name', () => {

@@ -126,7 +126,13 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
     ]);
   };
   /** y = x W + b, backward: returns dx and records dW = x^T dy, db = column sums of dy. */
-  const linearBackward = (input: string, weight: string, bias: string, upstream: string, ones: string): string => {
+  const linearBackward = (
+    input: string,
+    weight: string,
+    bias: string,
+    upstream: string,
+    ones: string,
+  ): string => {
     gradient(weight, g.op('Gemm', [input, upstream], { transA: 1 }));
     gradient(bias, columnSums(upstream, ones));
     return g.op('Gemm', [upstream, weight], { transB: 1 });
