@@ -88,6 +88,9 @@ async function createOnnxTrainer(
   const forwardSession = await createOnnxSession(ort, encodeOnnxModel(graphs.forward, ONNX_OPSET), options);
   const backwardSession = await createOnnxSession(ort, encodeOnnxModel(graphs.backward, ONNX_OPSET), options);
   const gradientNames = model.parameters.map((p) => TRAINING_NAMES.gradient(p.name));
+  const backwardOutputs = [...gradientNames, TRAINING_NAMES.tokenRowsGradient];
+  const tokenEmbedding = model.parameters.findIndex((p) => p.name === 'tokenEmbedding');
+  const width = model.config.width;
   const forwardInputs = new Set(forwardSession.inputNames);
   const backwardInputs = new Set(backwardSession.inputNames);
   const forwardOutputs = [TRAINING_NAMES.tokenLogProbs, TRAINING_NAMES.entropySum, ...graphs.saved];
@@ -166,9 +169,20 @@ async function createOnnxTrainer(
           [TRAINING_NAMES.entropyWeight]: new ort.Tensor('float32', Float32Array.of(entropyWeight), []),
         },
         'backward',
-        gradientNames,
+        backwardOutputs,
       );
-      return gradientNames.map((name) => results[name]!.data as Float32Array);
+      const gradients = gradientNames.map((name) => results[name]!.data as Float32Array);
+      // The input gather's part of the token embedding's gradient: each token's row added at its id
+      // (the graph leaves it out: see TRAINING_NAMES.tokenRowsGradient).
+      const rows = results[TRAINING_NAMES.tokenRowsGradient]!.data as Float32Array;
+      const ids = forward.feeds[TRAINING_NAMES.ids]!.data as BigInt64Array;
+      const embedding = gradients[tokenEmbedding]!;
+      for (let t = 0; t < ids.length; t++) {
+        const at = Number(ids[t]) * width;
+        const from = t * width;
+        for (let j = 0; j < width; j++) embedding[at + j]! += rows[from + j]!;
+      }
+      return gradients;
     },
     async dispose() {
       await forwardSession.release();

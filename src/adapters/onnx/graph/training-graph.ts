@@ -30,8 +30,19 @@ export const TRAINING_NAMES = {
   tokenLogProbs: 'token_log_probs',
   /** float scalar: the entropies of the places' distributions, summed. */
   entropySum: 'entropy_sum',
-  /** The objective's gradient by a weight, shaped as the weight. */
+  /**
+   * The objective's gradient by a weight, shaped as the weight; the token embedding's holds the tied
+   * output projection's part only: its input gather's is `tokenRowsGradient`, for the caller to add.
+   */
   gradient: (weight: string) => `grad.${weight}`,
+  /**
+   * float [rows * length, width]: the gradient by each input token's embedding row, which the caller
+   * adds into the token embedding's gradient at the row's id (repeated ids add up). Not a scatter in
+   * the graph: ScatterND with reduction 'add' splits its updates across ONNX Runtime's intra-op
+   * threads, and at 2 threads a repeated token lost some of its additions (the embedding's gradient
+   * 3-6% off, from run to run); one-hot ids times it would cost rows * length * vocabulary.
+   */
+  tokenRowsGradient: 'grad.token_rows',
 } as const;
 
 // tfjs's GELU as transformer.ts writes it: x * sigmoid(2k * x * (1 + 0.044715 x^2)), k = sqrt(2 / pi).
@@ -58,7 +69,7 @@ export interface TrainingGraph extends OnnxGraph {
  * norm, a transpose, one elementwise op).
  */
 export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGraph {
-  const { vocabSize: V, contextLength: C, width: d, heads: H, layers } = config;
+  const { contextLength: C, width: d, heads: H, layers } = config;
   const dh = d / H;
   const g = new GraphBuilder();
   const N = TRAINING_NAMES;
@@ -306,17 +317,10 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
       ),
     ]);
   }
-  // Embeddings: the token gather's gradient adds each token's rows, as onehot(ids)^T dx (plus the
-  // tied projection's, as Gemm's C); the positions 0..length-1 sum over rows. Not ScatterND with
-  // reduction 'add': ONNX Runtime splits its updates across intra-op threads, and a token that
-  // repeats lost some of its additions at 2 threads (the embedding's gradient 4-6% off, differing
-  // from run to run).
-  const idsOneHot = g.op(
-    'OneHot',
-    [g.op('Reshape', [N.ids, vector]), g.ints('vocabulary', [V]), g.floats('onehot.values', [0, 1])],
-    { axis: -1 },
-  );
-  gradient('tokenEmbedding', g.op('Gemm', [idsOneHot, dx, dEmbeddingOut], { transA: 1 }));
+  // Embeddings: the tied projection's part of the token embedding's gradient here, the input
+  // gather's rows as their own output (tokenRowsGradient); the positions 0..length-1 sum over rows.
+  gradient('tokenEmbedding', dEmbeddingOut);
+  g.op('Identity', [dx], undefined, N.tokenRowsGradient);
   const dPositions = g.op(
     'ReduceSum',
     [g.op('Reshape', [dx, g.op('Concat', [idsShape, g.ints('shape.width', [d])], { axis: 0 })]), zero],
@@ -360,6 +364,7 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
       float(N.tokenLogProbs, ['places']),
       float(N.entropySum, []),
       ...weights.map((w) => float(N.gradient(w.name), w.shape)),
+      float(N.tokenRowsGradient, ['tokens', d]),
     ],
   };
 }
