@@ -131,13 +131,14 @@ function weightSessions(ort: OnnxRuntime, model: Transformer, settings: OnnxRoll
     token: buildTransformerGraph(config, { oneToken: true }),
   };
   let current: WeightSession | null = null;
+  let disposed = false;
   let making: { ids: readonly unknown[]; made: Promise<WeightSession> } | null = null;
   const same = (a: readonly unknown[], b: readonly unknown[]) =>
     a.length === b.length && a.every((id, i) => id === b[i]);
   const release = (entry: WeightSession) => {
     if (entry.replaced && entry.running === 0) {
-      void entry.chunk.release();
-      void entry.token.release();
+      void entry.chunk.release().catch(() => undefined);
+      void entry.token.release().catch(() => undefined);
     }
   };
   const options = {
@@ -178,6 +179,12 @@ function weightSessions(ort: OnnxRuntime, model: Transformer, settings: OnnxRoll
           pending.made.then(
             (made) => {
               if (making === pending) making = null;
+              // Made after the engine was disposed (a make a later weight change overtook): freed at once.
+              if (disposed) {
+                made.replaced = true;
+                release(made);
+                return;
+              }
               if (current) {
                 current.replaced = true;
                 release(current);
@@ -200,6 +207,7 @@ function weightSessions(ort: OnnxRuntime, model: Transformer, settings: OnnxRoll
       release(entry);
     },
     async dispose(): Promise<void> {
+      disposed = true;
       await making?.made.catch(() => undefined);
       if (current) {
         current.replaced = true;

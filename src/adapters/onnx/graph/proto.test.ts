@@ -84,3 +84,25 @@ describe('withConstantInputs', () => {
     );
   });
 });
+
+describe('encodeOnnxModel on a large graph', () => {
+  it('encodes a graph of 200,000 nodes (more chunks than a call can take as arguments)', () => {
+    const count = 200_000;
+    const nodes = Array.from({ length: count }, (_, i) => ({
+      opType: 'Identity',
+      inputs: [i === 0 ? 'x' : `v${i - 1}`],
+      outputs: [i === count - 1 ? 'y' : `v${i}`],
+    }));
+    const bytes = encodeOnnxModel(
+      {
+        name: 'chain',
+        nodes,
+        initializers: [],
+        inputs: [{ name: 'x', type: ONNX_FLOAT, dims: [1] }],
+        outputs: [{ name: 'y', type: ONNX_FLOAT, dims: [1] }],
+      },
+      17,
+    );
+    expect(bytes.length).toBeGreaterThan(count * 10);
+  });
+});

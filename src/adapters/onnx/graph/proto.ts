@@ -111,7 +111,8 @@ class ProtoWriter {
     this.tag(field, WIRE_LENGTH_DELIMITED);
     this.varint(BigInt(inner.size));
     this.flush();
-    this.chunks.push(...inner.chunks);
+    // One at a time: a graph's message holds thousands of chunks, too many to spread as arguments.
+    for (const chunk of inner.chunks) this.chunks.push(chunk);
     this.size += inner.size;
     return this;
   }
