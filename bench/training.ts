@@ -85,6 +85,15 @@ async function timed(
   return { seconds: median(times), cpuSeconds: median(cpu), repeats: times.length, warmupSteps };
 }
 
+/** A loss whose gradient is the same small number at every scored token: the step's cost, not its result, is measured. */
+const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
+
+/** ROLLOUT.rollouts random prompts of ROLLOUT.promptLength tokens. */
+const rolloutPrompts = (random: Random) =>
+  Array.from({ length: ROLLOUT.rollouts }, () =>
+    Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)),
+  );
+
 // --- training engines ------------------------------------------------------------------------
 
 interface TrainingFigure {
@@ -95,7 +104,6 @@ interface TrainingFigure {
 
 /** Training tokens per second of `policy.update` on one fixed batch (a forward + backward + AdamW step). */
 async function measureTraining(policy: TfjsPolicy, batch: { inputIds: number[][]; positions: number[][] }) {
-  const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
   const { seconds, cpuSeconds, repeats, warmupSteps } = await timed(
     async () => {
       await policy.update(batch, lossFn);
@@ -267,9 +275,7 @@ async function measureRollouts(
   engines: RolloutEngine[],
   random: Random,
 ): Promise<Map<string, RolloutFigure>> {
-  const prompts = Array.from({ length: ROLLOUT.rollouts }, () =>
-    Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)),
-  );
+  const prompts = rolloutPrompts(random);
   const figures = new Map<string, RolloutFigure>();
   for (const engine of engines) {
     const { seconds, cpuSeconds, repeats } = await timed(() => engine.rollout(prompts));
@@ -317,11 +323,8 @@ async function measureOnnxWeightChange(
   const checkpoint = await policy.save();
   const onnx = await onnxCopy(policy, checkpoint, 'rollouts', intraOpThreads, 'onnx_rollout_skipped');
   if (!onnx) return null;
-  const prompts = Array.from({ length: ROLLOUT.rollouts }, () =>
-    Array.from({ length: ROLLOUT.promptLength }, () => random.nextInt(256)),
-  );
+  const prompts = rolloutPrompts(random);
   const nudge = { inputIds: [prompts[0]!.slice(0, 8)], positions: [[4, 5, 6, 7]] };
-  const lossFn = (lp: number[][]) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
   const afterChange: number[] = [];
   const steady: number[] = [];
   await policyRollout(onnx, prompts);

@@ -140,8 +140,8 @@ export interface TransformerGraphOptions {
   /**
    * One new token per row (a decode step): no causal mask inside the chunk, no head transposes (a
    * token's heads are already laid out [rows, heads, 1, headWidth]) and no gather of the rows' last
-   * tokens; the inputs are the same but `last_index`. A decode step runs about 30 operators a layer
-   * fewer than the chunk forward's 37, and ONNX Runtime's time per operator is most of a step's.
+   * tokens; the inputs are the same but `last_index`. A decode step runs about 29 operators a layer
+   * instead of the chunk forward's 35, and ONNX Runtime's time per operator is most of a step's.
    */
   oneToken?: boolean;
 }
@@ -166,9 +166,14 @@ export function buildTransformerGraph(
   const scale = g.floatScalar('attention.scale', 1 / Math.sqrt(dh));
   const zero = g.ints('index.zero', [0]);
   const keyAxis = g.ints('axis.keys', [3]);
-  const lastAxis = oneToken ? g.ints('axis.last', [-1]) : '';
-  const columnHeads = oneToken ? g.ints('shape.columnHeads', [0, 0, dh, 1]) : '';
-  const rowHeads = oneToken ? g.ints('shape.rowHeads', [0, 0, 1, -1]) : '';
+  // The one-token forward's shapes: a query as a column, a past's scores as a row.
+  const token = oneToken
+    ? {
+        lastAxis: g.ints('axis.last', [-1]),
+        columnHeads: g.ints('shape.columnHeads', [0, 0, dh, 1]),
+        rowHeads: g.ints('shape.rowHeads', [0, 0, 1, -1]),
+      }
+    : null;
 
   const layerNorm = (x: string, gain: string, bias: string) =>
     g.op('LayerNormalization', [x, gain, bias], { axis: -1, epsilon: { float: config.layerNormEpsilon } });
@@ -211,13 +216,16 @@ export function buildTransformerGraph(
     // One token: the past keys times the query as a column, [rows, heads, past, 1], is the same
     // memory as its scores' row [rows, heads, 1, past]; ONNX Runtime packs the matrix product's
     // right side, here a column instead of every row's and head's past keys.
-    const pastScores = oneToken
-      ? g.op('Reshape', [g.op('MatMul', [N.pastKeys(l), g.op('Reshape', [queries, columnHeads])]), rowHeads])
+    const pastScores = token
+      ? g.op('Reshape', [
+          g.op('MatMul', [N.pastKeys(l), g.op('Reshape', [queries, token.columnHeads])]),
+          token.rowHeads,
+        ])
       : g.op('MatMul', [queries, g.op('Transpose', [N.pastKeys(l)], { perm: [0, 1, 3, 2] })]);
     // One token's score against its own key is a dot product: elementwise, not a batch of
     // rows * heads one-by-one matrix products (ONNX Runtime's cost per batch entry is most of those).
-    const chunkScores = oneToken
-      ? g.op('ReduceSum', [g.op('Mul', [queries, keys]), lastAxis], { keepdims: 1 })
+    const chunkScores = token
+      ? g.op('ReduceSum', [g.op('Mul', [queries, keys]), token.lastAxis], { keepdims: 1 })
       : g.op('MatMul', [queries, g.op('Transpose', [keys], { perm: [0, 1, 3, 2] })]);
     const scores = g.op('Add', [
       g.op('Mul', [g.op('Concat', [pastScores, chunkScores], { axis: 3 }), scale]),
