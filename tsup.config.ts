@@ -18,6 +18,7 @@ export default defineConfig({
     'adapters/openai-compatible/index': 'src/adapters/openai-compatible/index.ts',
     'adapters/tfjs/index': 'src/adapters/tfjs/index.ts',
     'adapters/onnx/index': 'src/adapters/onnx/index.ts',
+    'adapters/llama/index': 'src/adapters/llama/index.ts',
     'adapters/image/index': 'src/adapters/image/index.ts',
     'adapters/tensorboard/index': 'src/adapters/tensorboard/index.ts',
     'adapters/mlflow/index': 'src/adapters/mlflow/index.ts',
@@ -50,6 +51,7 @@ export default defineConfig({
     'libsql',
     'onnxruntime-node',
     '@huggingface/tokenizers',
+    '@huggingface/jinja',
     /^@tensorflow\//,
   ],
 });

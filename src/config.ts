@@ -3,6 +3,7 @@ import { extractiveGeneratorSettingsSchema } from './adapters/extractive/setting
 import { geminiSettingsSchema } from './adapters/gemini/settings';
 import { sharpImageOpsSettingsSchema } from './adapters/image/settings';
 import { mockGeneratorConfigSchema, mockSearchEngineConfigSchema } from './adapters/mock/settings';
+import { llamaPolicySettingsSchema } from './adapters/llama/settings';
 import { onnxPolicySettingsSchema } from './adapters/onnx/settings';
 import { openaiSettingsSchema } from './adapters/openai/settings';
 import { ruleJudgeSettingsSchema } from './adapters/rule-judge/settings';
@@ -276,10 +277,11 @@ export const adaptersConfigSchema = z
           }),
         ),
         adapter('onnx', onnxPolicySettingsSchema),
+        adapter('llama', llamaPolicySettingsSchema),
       ])
       .optional()
       .describe(
-        '`scripted`, `tfjs` (trainable), or `onnx` (a pretrained Optimum export run by ONNX Runtime: evaluation and rollout collection only, a training run refuses it).',
+        '`scripted`, `tfjs` (trainable), `onnx` (a pretrained Optimum export run by ONNX Runtime: evaluation and rollout collection only, a training run refuses it), or `llama` (a pretrained Llama-family model, a Hugging Face folder or a GGUF file, rolled out and trained in process with LoRA or fully).',
       ),
     generator: z
       .discriminatedUnion('type', [

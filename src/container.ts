@@ -168,6 +168,10 @@ function buildPolicy(config: AdaptersConfig['policy']): PolicyBackend | Promise<
     const { type: _type, ...settings } = config;
     return import('./adapters/onnx/index').then((m) => m.createOnnxPolicy(settings));
   }
+  if (config.type === 'llama') {
+    const { type: _type, ...settings } = config;
+    return import('./adapters/llama/index').then((m) => m.createLlamaPolicy(settings));
+  }
   const { type: _type, tokenizer, ...settings } = config;
   if (settings.initFrom && tokenizer.kind === 'vocabulary')
     throw new ConfigValidationError({

@@ -41,6 +41,10 @@ const VENDOR =
  */
 const CROSS_FAMILY: ReadonlyArray<{ from: string; to: string }> = [
   { from: 'src/adapters/tfjs/', to: 'adapters/onnx/graph/index' },
+  // The Llama engine builds its graphs with the ONNX adapter's encoder and sessions, and shares its tokenizer wrapper.
+  { from: 'src/adapters/llama/', to: 'adapters/onnx/graph/index' },
+  { from: 'src/adapters/llama/', to: 'adapters/onnx/runtime' },
+  { from: 'src/adapters/llama/', to: 'adapters/onnx/tokenizer' },
   { from: 'src/adapters/icd/pointer-selector.ts', to: 'adapters/tfjs/adamw' },
   { from: 'src/adapters/icd/pointer-selector.ts', to: 'adapters/tfjs/backends' },
 ];

@@ -133,4 +133,6 @@ export const RANDOM_STREAMS = Object.freeze({
   icdSelectorSampling: 23,
   /** Which training questions the SFT warm start demonstrates. */
   sftQuestions: 29,
+  /** A Llama policy's LoRA dropout masks. */
+  dropout: 31,
 } as const);

@@ -17,6 +17,7 @@ export type {
 } from './tracker';
 export type {
   PolicyBackend,
+  ChatFormat,
   RolloutSession,
   AppendOptions,
   GenerateTurnOptions,

@@ -90,6 +90,16 @@ export interface PolicyCheckpoint {
   source?: { state: string; blobs: Readonly<Record<string, string>> };
 }
 
+/**
+ * How a chat model wants its text: the Searcher's prompt and each observation wrapped in the
+ * model's own chat template (the prompt a user message with the assistant's turn opened; an
+ * observation closing that turn, a user message, the next assistant turn opened).
+ */
+export interface ChatFormat {
+  prompt(text: string): string;
+  observation(text: string): string;
+}
+
 export interface PolicyBackend extends SetupCheck {
   readonly specificationVersion: 'v1';
   readonly provider: string;
@@ -103,6 +113,8 @@ export interface PolicyBackend extends SetupCheck {
    * episode's context follows it, and a configuration that asks for more is refused.
    */
   readonly contextLength?: number;
+  /** A chat model's wrapping of prompts and observations; absent: the text goes in as it is. */
+  readonly chatFormat?: ChatFormat;
   begin(promptTokenIds: readonly (readonly number[])[], options?: CallOptions): Promise<RolloutSession>;
   logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]>;
   /** One optimisation step that back-propagates sum_t g_t * logp_t with g from `lossFn`. */

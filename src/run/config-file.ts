@@ -173,6 +173,8 @@ const INPUT_PATHS: ReadonlyArray<{
   { path: ['searcher', 'adapters', 'searchEngine', 'imageRoot'] },
   { path: ['searcher', 'adapters', 'generator', 'corpusPath'] },
   { path: ['searcher', 'adapters', 'policy', 'modelDir'] },
+  { path: ['searcher', 'adapters', 'policy', 'model'] },
+  { path: ['searcher', 'adapters', 'policy', 'lora', 'adapter'] },
 ];
 
 /**

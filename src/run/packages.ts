@@ -22,6 +22,7 @@ export function adapterPackages(adapters: Partial<Adapters>): string[] {
   if (adapters.imageOps?.type === 'sharp') names.push('sharp');
   const policy = adapters.policy?.type;
   if (policy === 'onnx') names.push('onnxruntime-node', '@huggingface/tokenizers');
+  if (policy === 'llama') names.push('onnxruntime-node', '@huggingface/tokenizers', '@huggingface/jinja');
   return names;
 }
 

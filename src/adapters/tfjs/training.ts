@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
-import { AbortedError, InvalidArgumentError, PortOutputError } from '../../core/errors';
+import { AbortedError, InvalidArgumentError } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type { LogProbBatch, LossFunction, UpdateOptions, UpdateResult } from '../../ports/policy-backend';
+import { checkLogProbBatch, checkLossOutput } from '../../rollout-engine/batch-checks';
 import { AdamW, type AdamWSettings } from './adamw';
 import type { ComputedGradients, TrainingEngine } from './engines';
 import { scoredPlaces } from './scored-places';
@@ -11,46 +12,7 @@ import type { TransformerConfig } from './transformer';
 
 /** Checks a batch against the model; returns the temperature to score at (greedy, 0, scores at 1). */
 function checkBatch(batch: LogProbBatch, modelConfig: TransformerConfig): number {
-  const { contextLength, vocabSize } = modelConfig;
-  if (
-    !batch ||
-    !Array.isArray(batch.inputIds) ||
-    !Array.isArray(batch.positions) ||
-    batch.inputIds.length !== batch.positions.length
-  ) {
-    throw new InvalidArgumentError({
-      argument: 'batch',
-      message: 'needs inputIds and positions arrays of the same length',
-    });
-  }
-  batch.inputIds.forEach((ids, i) => {
-    if (ids.length > contextLength)
-      throw new InvalidArgumentError({
-        argument: `batch.inputIds[${i}]`,
-        message: `has ${ids.length} tokens; the model's context is ${contextLength}`,
-      });
-    ids.forEach((id, t) => {
-      if (!(Number.isInteger(id) && id >= 0 && id < vocabSize))
-        throw new InvalidArgumentError({
-          argument: `batch.inputIds[${i}][${t}]`,
-          message: `token id ${id} is outside the vocabulary (0..${vocabSize - 1})`,
-        });
-    });
-    batch.positions[i]!.forEach((p, k) => {
-      if (!(Number.isInteger(p) && p >= 1 && p < ids.length))
-        throw new InvalidArgumentError({
-          argument: `batch.positions[${i}][${k}]`,
-          message: `must be in 1..${ids.length - 1}, got ${p}`,
-        });
-    });
-  });
-  const temperature = batch.temperature ?? 1;
-  if (!(Number.isFinite(temperature) && temperature >= 0))
-    throw new InvalidArgumentError({
-      argument: 'batch.temperature',
-      message: `must be >= 0, got ${temperature}`,
-    });
-  return temperature === 0 ? 1 : temperature;
+  return checkLogProbBatch(batch, modelConfig);
 }
 
 /**
@@ -101,29 +63,7 @@ function rowChunks(batch: LogProbBatch, heads: number, maxAttentionElements: num
 }
 
 export function checkLoss(result: ReturnType<LossFunction>, batch: LogProbBatch): ReturnType<LossFunction> {
-  if (
-    !result ||
-    !Array.isArray(result.gradNewLogProbs) ||
-    result.gradNewLogProbs.length !== batch.positions.length
-  ) {
-    throw new PortOutputError({
-      port: 'policy',
-      provider: 'tfjs',
-      field: 'lossFn().gradNewLogProbs',
-      message: 'must have one row per sequence of the batch',
-    });
-  }
-  result.gradNewLogProbs.forEach((row, i) => {
-    if (!Array.isArray(row) || row.length !== batch.positions[i]!.length) {
-      throw new PortOutputError({
-        port: 'policy',
-        provider: 'tfjs',
-        field: `lossFn().gradNewLogProbs[${i}]`,
-        message: `must have ${batch.positions[i]!.length} entries (one per scored position)`,
-      });
-    }
-  });
-  return result;
+  return checkLossOutput(result, batch, 'tfjs');
 }
 
 /** One sequence's logits [T][V] from a full forward: for comparing with other implementations. */

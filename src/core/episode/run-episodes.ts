@@ -69,8 +69,11 @@ export async function runEpisodesThrough(
   if (instances.length === 0) return [];
   if (signal?.aborted) throw new AbortedError({ what: 'runEpisodes', cause: signal.reason });
 
+  const wrapPrompt = (text: string) => policy.chatFormat?.prompt(text) ?? text;
   const promptIds = instances.map((instance) =>
-    policy.tokenizer.encode(buildPrompt(instance.prompt.question, config.mode, config.instructions)),
+    policy.tokenizer.encode(
+      wrapPrompt(buildPrompt(instance.prompt.question, config.mode, config.instructions)),
+    ),
   );
   const states: RolloutState[] = instances.map((instance, i) =>
     newRolloutState(instance, promptIds[i]!, policy.provider),
@@ -161,7 +164,8 @@ export async function runEpisodesThrough(
               emit(id);
               return;
             }
-            const ids = policy.tokenizer.encode(record.observation);
+            const observed = policy.chatFormat?.observation(record.observation) ?? record.observation;
+            const ids = policy.tokenizer.encode(observed);
             // An observation that does not fit ends the episode instead of overflowing the window.
             if (state.tokens.length + ids.length > contextTokens) {
               finish(state, 'context');
@@ -173,7 +177,7 @@ export async function runEpisodesThrough(
               ...(signal && { signal }),
               ...(images.length > 0 && { images }),
             });
-            state.tokens.appendContext(ids, record.observation);
+            state.tokens.appendContext(ids, observed);
           } catch (error) {
             if (AbortedError.isInstance(error)) throw error;
             fail(id, 'policy', error);

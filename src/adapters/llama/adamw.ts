@@ -1,0 +1,83 @@
+// AdamW on float32 arrays, the update of torch.optim.AdamW (the tfjs policy's adamw.ts, without
+// tfjs): p *= 1 - lr * wd (matrices only); m, v moments; p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
+// The global gradient norm is clipped as torch.nn.utils.clip_grad_norm_ does.
+
+export interface FloatAdamWSettings {
+  learningRate: number;
+  beta1: number;
+  beta2: number;
+  epsilon: number;
+  weightDecay: number;
+  maxGradNorm: number | null;
+  warmupSteps: number;
+}
+
+export interface FloatAdamWOutcome {
+  gradNorm: number;
+  applied: boolean;
+  skippedReason?: string;
+  learningRate: number;
+}
+
+export class FloatAdamW {
+  readonly first = new Map<string, Float32Array>();
+  readonly second = new Map<string, Float32Array>();
+  step = 0;
+
+  constructor(readonly settings: FloatAdamWSettings) {}
+
+  currentLearningRate(): number {
+    const { learningRate, warmupSteps } = this.settings;
+    return warmupSteps > 0 ? learningRate * Math.min(1, (this.step + 1) / warmupSteps) : learningRate;
+  }
+
+  /**
+   * One step over `parameters` (updated in place) with `gradients` of the same names; `decays`
+   * says which take weight decay. A non-finite gradient norm skips the step and says so.
+   */
+  apply(
+    parameters: ReadonlyMap<string, Float32Array>,
+    gradients: ReadonlyMap<string, Float32Array>,
+    decays: (name: string) => boolean,
+  ): FloatAdamWOutcome {
+    const learningRate = this.currentLearningRate();
+    let squares = 0;
+    for (const g of gradients.values()) for (let i = 0; i < g.length; i++) squares += g[i]! * g[i]!;
+    const gradNorm = Math.sqrt(squares);
+    if (!Number.isFinite(gradNorm))
+      return {
+        gradNorm,
+        applied: false,
+        skippedReason: `non-finite gradient norm (${gradNorm}); the step was skipped`,
+        learningRate,
+      };
+    const { beta1, beta2, epsilon, weightDecay, maxGradNorm } = this.settings;
+    const clip = maxGradNorm !== null ? Math.min(1, maxGradNorm / (gradNorm + 1e-6)) : 1;
+    this.step += 1;
+    const bc1 = 1 - beta1 ** this.step;
+    const bc2 = Math.sqrt(1 - beta2 ** this.step);
+    const stepSize = learningRate / bc1;
+    for (const [name, p] of parameters) {
+      const g = gradients.get(name);
+      if (!g) continue;
+      let m = this.first.get(name);
+      let v = this.second.get(name);
+      if (!m || !v) {
+        m = new Float32Array(p.length);
+        v = new Float32Array(p.length);
+        this.first.set(name, m);
+        this.second.set(name, v);
+      }
+      const decay = decays(name) && weightDecay > 0 ? 1 - learningRate * weightDecay : 1;
+      for (let i = 0; i < p.length; i++) {
+        const gi = g[i]! * clip;
+        const mi = beta1 * m[i]! + (1 - beta1) * gi;
+        const vi = beta2 * v[i]! + (1 - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i]! * decay - (stepSize * mi) / (Math.sqrt(vi) / bc2 + epsilon);
+      }
+    }
+    return { gradNorm, applied: true, learningRate };
+  }
+}

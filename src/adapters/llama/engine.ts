@@ -1,0 +1,428 @@
+import type * as Ort from 'onnxruntime-node';
+import { AbortedError } from '../../core/errors';
+import {
+  emptyKvCache,
+  scatterKvCache,
+  type KvCacheRow,
+  type KvCacheShape,
+} from '../../rollout-engine/kv-cache';
+import type { ScheduledRow } from '../../rollout-engine/rollout-scheduler';
+import { createOnnxSession, type OnnxRuntime, type OnnxSessionOptions } from '../onnx/graph/index';
+import { encodeOnnxModel, withConstantInputs } from '../onnx/graph/index';
+import { type LlamaConfig, rotaryTables } from './config';
+import {
+  buildLlamaGraph,
+  LLAMA_MASKED,
+  LLAMA_NAMES,
+  type LlamaGraphKind,
+  type LoraShape,
+} from './llama-graph';
+
+// The Llama engine's sessions on ONNX Runtime: decode (rollouts), score and train graphs built by
+// llama-graph.ts. Frozen weights are constants of the sessions (ONNX Runtime packs each matrix
+// once per session), so LoRA and inference pay nothing per run for the base model; weights that
+// train (full fine-tuning) are inputs fed at each run from the live arrays.
+
+/** One rollout: its tokens and its key/value cache. */
+export interface LlamaRow extends ScheduledRow, KvCacheRow {
+  released?: boolean;
+}
+
+/** Float32 arrays by Hugging Face name. */
+export type WeightMap = Map<string, Float32Array>;
+
+export interface LlamaEngineOptions {
+  config: LlamaConfig;
+  base: WeightMap;
+  /** When present, the adapter's weights (updated in place by training). */
+  lora?: { shape: LoraShape; weights: WeightMap };
+  /** Full fine-tuning: the base weights are inputs (they change), not constants. */
+  trainBase: boolean;
+  session: OnnxSessionOptions;
+  /** Rows per decode forward. */
+  maxBatchRows: number;
+  /** Tokens (rows x padded length) per score or train run. */
+  maxChunkTokens: number;
+}
+
+export interface ScoredChunk {
+  tokenLogProbs: Float32Array;
+  entropySum: number;
+}
+
+export interface LlamaEngine {
+  readonly kvShape: KvCacheShape;
+  /** Feeds every row's uncached tokens; log-probs at each row's last token. */
+  decode(rows: LlamaRow[], temperature: number): Promise<Float32Array[]>;
+  /** Row chunks for `score` and `gradients` (each under maxChunkTokens). */
+  chunks(lengths: readonly number[]): number[][];
+  score(
+    sequences: readonly (readonly number[])[],
+    positions: readonly (readonly number[])[],
+    temperature: number,
+    dropout?: DropoutMasks,
+  ): Promise<ScoredChunk>;
+  /**
+   * Gradients of sum upstream * logp - entropyWeight * entropy by each trainable weight (added
+   * into `into`), for one chunk; the log-probs of this run come back too.
+   */
+  gradients(
+    sequences: readonly (readonly number[])[],
+    positions: readonly (readonly number[])[],
+    temperature: number,
+    upstream: Float32Array,
+    entropyWeight: number,
+    into: WeightMap,
+    dropout?: DropoutMasks,
+  ): Promise<ScoredChunk>;
+  /** The trainable weights' names. */
+  readonly trainableNames: readonly string[];
+  /** Drops the sessions whose constants are the base weights (after a full-model load). */
+  dispose(): Promise<void>;
+}
+
+/** Dropout masks by input name, each [tokens, in]. */
+export type DropoutMasks = Record<string, Float32Array>;
+
+const int64 = (ort: OnnxRuntime, values: ArrayLike<number>, dims: number[]) =>
+  new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
+
+export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOptions): Promise<LlamaEngine> {
+  const { config, base, lora, trainBase } = options;
+  const kvShape: KvCacheShape = {
+    contextLength: config.maxPositions,
+    layers: config.layers,
+    heads: config.kvHeads,
+    headWidth: config.headDim,
+  };
+  const sessions = new Map<LlamaGraphKind, Promise<{ session: Ort.InferenceSession; inputs: Set<string> }>>();
+  const sessionOf = (kind: LlamaGraphKind) => {
+    let made = sessions.get(kind);
+    if (!made) {
+      made = (async () => {
+        const built = buildLlamaGraph(config, { kind, ...(lora && { lora: lora.shape }), trainBase });
+        // Frozen weights are constants of the decode session only: a decode step's products have a
+        // few rows, so packing each matrix once per session (not once per run) is most of their
+        // cost; a score or train run's products have thousands of rows, where packing per run is
+        // cheap, and constants there would cost another copy of the model (and its packed form) per
+        // session and a graph optimisation over it (measured on SmolLM2: 17 GB peak, 65 s to build).
+        const graph =
+          trainBase || kind !== 'decode'
+            ? built.graph
+            : withConstantInputs(
+                built.graph,
+                Object.fromEntries(built.baseWeights.map((name) => [name, base.get(name)!])),
+              );
+        // One operator after another: the graphs are chains, where a parallel executor only adds hand-offs (decode 72 -> 66 ms a step on SmolLM2, 16 rows).
+        const session = await createOnnxSession(ort, encodeOnnxModel(graph, 17), {
+          sequential: true,
+          ...options.session,
+        });
+        return { session, inputs: new Set(session.inputNames) };
+      })();
+      sessions.set(kind, made);
+      made.catch(() => sessions.delete(kind));
+    }
+    return made;
+  };
+  const weightFeeds = (inputs: Set<string>) => {
+    const feeds: Record<string, Ort.Tensor> = {};
+    const add = (map: WeightMap, shapes: Map<string, number[]>) => {
+      for (const [name, values] of map)
+        if (inputs.has(name)) feeds[name] = new ort.Tensor('float32', values, shapes.get(name)!);
+    };
+    add(base, baseShapes);
+    if (lora) add(lora.weights, loraShapes);
+    return feeds;
+  };
+  const built = buildLlamaGraph(config, { kind: 'train', ...(lora && { lora: lora.shape }), trainBase });
+  const shapeOfInput = new Map(built.graph.inputs.map((i) => [i.name, (i.dims ?? []) as number[]]));
+  const baseShapes = new Map(built.baseWeights.map((n) => [n, shapeOfInput.get(n)!]));
+  const loraShapes = new Map(built.loraWeights.map((n) => [n, shapeOfInput.get(n)!]));
+  const trainableNames = [...(trainBase ? built.baseWeights : []), ...(lora ? built.loraWeights : [])];
+  const { headDim: hd } = config;
+
+  const rope = (positions: number[], rows: number, length: number) => {
+    const { cos, sin } = rotaryTables(config, positions);
+    return {
+      [LLAMA_NAMES.cos]: new ort.Tensor('float32', cos, [rows, length, 1, hd]),
+      [LLAMA_NAMES.sin]: new ort.Tensor('float32', sin, [rows, length, 1, hd]),
+    };
+  };
+
+  /**
+   * The last decode batch's caches side by side, [rows, kvHeads, capacity, headDim] per layer, fed
+   * as the past as they are: while the same rows decode together (a turn's steps) nothing is
+   * gathered, only each step's new keys and values are written in. Slots past a row's own cache
+   * are masked. Another set of rows, or rows changed elsewhere, gathers a new one from the rows'
+   * own caches (which every step updates too, so they stay complete).
+   */
+  let slab: {
+    rows: LlamaRow[];
+    lengths: number[];
+    capacity: number;
+    keys: Float32Array[];
+    values: Float32Array[];
+  } | null = null;
+  const slabFor = (rows: LlamaRow[], needed: number) => {
+    if (
+      slab &&
+      slab.capacity >= needed &&
+      slab.rows.length === rows.length &&
+      rows.every((r, i) => slab!.rows[i] === r && slab!.lengths[i] === r.cached)
+    )
+      return slab;
+    const capacity = Math.min(
+      Math.max(64, 2 ** Math.ceil(Math.log2(needed))),
+      Math.max(needed, config.maxPositions),
+    );
+    const size = rows.length * config.kvHeads * capacity * hd;
+    const made = {
+      rows: [...rows],
+      lengths: rows.map((r) => r.cached),
+      capacity,
+      keys: Array.from({ length: config.layers }, () => new Float32Array(size)),
+      values: Array.from({ length: config.layers }, () => new Float32Array(size)),
+    };
+    for (let l = 0; l < config.layers; l++)
+      rows.forEach((r, i) => {
+        for (let head = 0; head < config.kvHeads; head++) {
+          const from = head * r.capacity * hd;
+          const to = (i * config.kvHeads + head) * capacity * hd;
+          made.keys[l]!.set(r.keys[l]!.subarray(from, from + r.cached * hd), to);
+          made.values[l]!.set(r.values[l]!.subarray(from, from + r.cached * hd), to);
+        }
+      });
+    slab = made;
+    return made;
+  };
+
+  async function decodeBatch(rows: LlamaRow[], temperature: number): Promise<Float32Array[]> {
+    const { session, inputs } = await sessionOf('decode');
+    const pending = rows.map((r) => r.sequence.length - r.cached);
+    const length = Math.max(...pending);
+    const past = slabFor(rows, Math.max(...rows.map((r, i) => r.cached + pending[i]!)));
+    const pastLength = past.capacity;
+    const total = pastLength + length;
+    const ids = new Array<number>(rows.length * length);
+    const positions = new Array<number>(rows.length * length);
+    const mask = new Float32Array(rows.length * length * total).fill(LLAMA_MASKED);
+    const places: number[] = [];
+    rows.forEach((r, i) => {
+      for (let t = 0; t < length; t++) {
+        const position = Math.min(r.cached + t, r.sequence.length - 1);
+        ids[i * length + t] = r.sequence[position]!;
+        positions[i * length + t] = position;
+        const at = (i * length + t) * total;
+        mask.fill(0, at, at + r.cached);
+        // A padding query sees what the row's last real token sees (its output is dropped).
+        const visible = Math.min(t, pending[i]! - 1);
+        mask.fill(0, at + pastLength, at + pastLength + visible + 1);
+      }
+      places.push(i * length + pending[i]! - 1);
+    });
+    const feeds: Record<string, Ort.Tensor> = {
+      ...weightFeeds(inputs),
+      [LLAMA_NAMES.ids]: int64(ort, ids, [rows.length, length]),
+      ...rope(positions, rows.length, length),
+      [LLAMA_NAMES.mask]: new ort.Tensor('float32', mask, [rows.length, 1, 1, length, total]),
+      [LLAMA_NAMES.places]: int64(ort, places, [places.length]),
+      [LLAMA_NAMES.temperature]: new ort.Tensor(
+        'float32',
+        new Float32Array([temperature > 0 ? temperature : 1]),
+        [],
+      ),
+    };
+    const dims = [rows.length, config.kvHeads, pastLength, hd];
+    for (let l = 0; l < config.layers; l++) {
+      feeds[LLAMA_NAMES.pastKeys(l)] = new ort.Tensor('float32', past.keys[l]!, dims);
+      feeds[LLAMA_NAMES.pastValues(l)] = new ort.Tensor('float32', past.values[l]!, dims);
+    }
+    const out = await session.run(feeds);
+    const targets = rows.map((r) => (r.released ? { ...r, cached: 0, ...emptyKvCache(kvShape) } : r));
+    for (let l = 0; l < config.layers; l++) {
+      for (const [kind, name] of [
+        ['keys', LLAMA_NAMES.presentKeys(l)],
+        ['values', LLAMA_NAMES.presentValues(l)],
+      ] as const) {
+        const data = out[name]!.data as Float32Array;
+        scatterKvCache(targets, l, kind, data, { length, offset: 0 }, pending, kvShape);
+        const into = past[kind][l]!;
+        rows.forEach((r, i) => {
+          for (let head = 0; head < config.kvHeads; head++) {
+            const from = (i * config.kvHeads + head) * length * hd;
+            into.set(
+              data.subarray(from, from + pending[i]! * hd),
+              ((i * config.kvHeads + head) * pastLength + r.cached) * hd,
+            );
+          }
+        });
+      }
+    }
+    rows.forEach((r, i) => {
+      r.cached += pending[i]!;
+      past.lengths[i] = r.cached;
+    });
+    if (rows.some((r) => r.released)) slab = null;
+    const logProbs = out[LLAMA_NAMES.logProbs]!.data as Float32Array;
+    const V = config.vocabSize;
+    const result = rows.map((_, i) => logProbs.slice(i * V, (i + 1) * V));
+    for (const tensor of Object.values(out)) tensor.dispose?.();
+    return result;
+  }
+
+  const causal = new Map<number, Ort.Tensor>();
+  const causalMask = (length: number) => {
+    let tensor = causal.get(length);
+    if (!tensor) {
+      const data = new Float32Array(length * length);
+      for (let i = 0; i < length; i++) data.fill(LLAMA_MASKED, i * length + i + 1, (i + 1) * length);
+      tensor = new ort.Tensor('float32', data, [1, 1, 1, length, length]);
+      causal.clear();
+      causal.set(length, tensor);
+    }
+    return tensor;
+  };
+
+  const sequenceFeeds = (
+    sequences: readonly (readonly number[])[],
+    positions: readonly (readonly number[])[],
+    temperature: number,
+  ) => {
+    const length = Math.max(...sequences.map((s) => s.length));
+    const rows = sequences.length;
+    const ids = new Array<number>(rows * length).fill(0);
+    const rotary: number[] = [];
+    const places: number[] = [];
+    const targets: number[] = [];
+    sequences.forEach((s, i) => {
+      for (let t = 0; t < length; t++) {
+        ids[i * length + t] = s[Math.min(t, s.length - 1)]!;
+        rotary.push(t);
+      }
+      for (const p of positions[i]!) {
+        places.push(i * length + p - 1);
+        targets.push(s[p]!);
+      }
+    });
+    return {
+      ids,
+      feeds: {
+        [LLAMA_NAMES.ids]: int64(ort, ids, [rows, length]),
+        ...rope(rotary, rows, length),
+        [LLAMA_NAMES.mask]: causalMask(length),
+        [LLAMA_NAMES.places]: int64(ort, places, [places.length]),
+        [LLAMA_NAMES.targets]: int64(ort, targets, [targets.length]),
+        [LLAMA_NAMES.temperature]: new ort.Tensor(
+          'float32',
+          new Float32Array([temperature > 0 ? temperature : 1]),
+          [],
+        ),
+      } as Record<string, Ort.Tensor>,
+      tokens: rows * length,
+    };
+  };
+  const dropoutFeeds = (inputs: Set<string>, dropout: DropoutMasks | undefined, tokens: number) => {
+    const feeds: Record<string, Ort.Tensor> = {};
+    for (const name of inputs) {
+      if (!name.startsWith('dropout.')) continue;
+      const mask = dropout?.[name];
+      if (!mask) throw new Error(`llama engine: the dropout mask '${name}' was not given`);
+      feeds[name] = new ort.Tensor('float32', mask, [tokens, mask.length / tokens]);
+    }
+    return feeds;
+  };
+
+  return {
+    kvShape,
+    trainableNames,
+    async decode(rows, temperature) {
+      const out = new Array<Float32Array>(rows.length);
+      for (let start = 0; start < rows.length; start += options.maxBatchRows) {
+        const batch = rows.slice(start, start + options.maxBatchRows);
+        const result = await decodeBatch(batch, temperature);
+        result.forEach((r, k) => {
+          out[start + k] = r;
+        });
+      }
+      return out;
+    },
+    chunks(lengths) {
+      const order = lengths.map((_, i) => i);
+      const out: number[][] = [];
+      let current: number[] = [];
+      let longest = 0;
+      for (const i of order) {
+        const next = Math.max(longest, lengths[i]!);
+        if (current.length > 0 && next * (current.length + 1) > options.maxChunkTokens) {
+          out.push(current);
+          current = [];
+          longest = 0;
+        }
+        current.push(i);
+        longest = Math.max(longest, lengths[i]!);
+      }
+      if (current.length > 0) out.push(current);
+      return out;
+    },
+    async score(sequences, positions, temperature, dropout) {
+      const { session, inputs } = await sessionOf('score');
+      const { feeds, tokens } = sequenceFeeds(sequences, positions, temperature);
+      const out = await session.run({
+        ...weightFeeds(inputs),
+        ...feeds,
+        ...dropoutFeeds(inputs, dropout, tokens),
+      });
+      const tokenLogProbs = out[LLAMA_NAMES.tokenLogProbs]!.data as Float32Array;
+      const entropySum = (out[LLAMA_NAMES.entropySum]!.data as Float32Array)[0]!;
+      return { tokenLogProbs, entropySum };
+    },
+    async gradients(sequences, positions, temperature, upstream, entropyWeight, into, dropout) {
+      const { session, inputs } = await sessionOf('train');
+      const { feeds, tokens, ids } = sequenceFeeds(sequences, positions, temperature);
+      const out = await session.run({
+        ...weightFeeds(inputs),
+        ...feeds,
+        ...dropoutFeeds(inputs, dropout, tokens),
+        [LLAMA_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
+        [LLAMA_NAMES.entropyWeight]: new ort.Tensor('float32', new Float32Array([entropyWeight]), []),
+      });
+      for (const name of trainableNames) {
+        const g = out[LLAMA_NAMES.gradient(name)]!.data as Float32Array;
+        const target = into.get(name);
+        if (!target) into.set(name, Float32Array.from(g));
+        else for (let i = 0; i < g.length; i++) target[i]! += g[i]!;
+      }
+      if (trainBase) {
+        const rows = out[LLAMA_NAMES.embeddingRows]!.data as Float32Array;
+        const d = config.hiddenSize;
+        const name = 'model.embed_tokens.weight';
+        const target = into.get(name)!;
+        ids.forEach((id, t) => {
+          const from = t * d;
+          const to = id * d;
+          for (let j = 0; j < d; j++) target[to + j]! += rows[from + j]!;
+        });
+      }
+      return {
+        tokenLogProbs: out[LLAMA_NAMES.tokenLogProbs]!.data as Float32Array,
+        entropySum: (out[LLAMA_NAMES.entropySum]!.data as Float32Array)[0]!,
+      };
+    },
+    async dispose() {
+      const made = [...sessions.values()];
+      sessions.clear();
+      for (const m of made) {
+        try {
+          await (await m).session.release();
+        } catch {
+          // A session that failed to build holds nothing.
+        }
+      }
+    },
+  };
+}
+
+export function throwIfSignalAborted(signal: AbortSignal | undefined, what: string): void {
+  if (signal?.aborted) throw new AbortedError({ what, cause: signal.reason });
+}

@@ -1,0 +1,169 @@
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InvalidArgumentError, NotTrainableError } from '../../core/errors';
+import { createRandom } from '../../core/random';
+import { encodeSafetensors } from '../../provider-utils/safetensors';
+import { llamaWeightShapes, parseLlamaConfig } from './config';
+import { chatFormatOf, createLlamaPolicy, type LlamaPolicy } from './policy';
+
+// The policy on a tiny random Llama in a Hugging Face folder (the tiny GPT fixture's byte-level
+// tokenizer, a ChatML template): rollouts, log-probs, LoRA and full updates, checkpoints.
+
+const FIXTURE = join(import.meta.dirname, '../onnx/__fixtures__/tiny-gpt');
+const CHATML =
+  "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+const configJson = {
+  model_type: 'llama',
+  vocab_size: 397,
+  hidden_size: 32,
+  intermediate_size: 64,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  rms_norm_eps: 1e-5,
+  rope_theta: 10000,
+  max_position_embeddings: 512,
+  tie_word_embeddings: true,
+  bos_token_id: 384,
+  eos_token_id: 384,
+};
+
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tiny-llama-'));
+  const config = parseLlamaConfig(configJson, 'tiny');
+  const random = createRandom(3, 1);
+  const tensors = llamaWeightShapes(config).map(({ name, shape }) => {
+    const values = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < values.length; i++)
+      values[i] = name.includes('norm') ? 1 : (random.nextFloat() - 0.5) * 0.4;
+    return { name, shape, values };
+  });
+  await writeFile(join(dir, 'model.safetensors'), encodeSafetensors(tensors, { format: 'pt' }));
+  await writeFile(join(dir, 'config.json'), JSON.stringify(configJson));
+  await writeFile(join(dir, 'tokenizer.json'), await readFile(join(FIXTURE, 'tokenizer.json')));
+  const tokenizerConfig = JSON.parse(await readFile(join(FIXTURE, 'tokenizer_config.json'), 'utf8'));
+  await writeFile(
+    join(dir, 'tokenizer_config.json'),
+    JSON.stringify({ ...tokenizerConfig, chat_template: CHATML }),
+  );
+});
+
+const policies: LlamaPolicy[] = [];
+afterAll(async () => {
+  for (const p of policies) await p.dispose();
+});
+async function policy(settings: Partial<Parameters<typeof createLlamaPolicy>[0]> = {}) {
+  const made = await createLlamaPolicy({ model: dir, intraOpThreads: 1, ...settings });
+  policies.push(made);
+  return made;
+}
+
+describe('createLlamaPolicy', () => {
+  it('wraps prompts and observations in the chat template', async () => {
+    const format = chatFormatOf(CHATML, {});
+    expect(format.prompt('Find X')).toBe('<|im_start|>user\nFind X<|im_end|>\n<|im_start|>assistant\n');
+    expect(format.observation('<information>p</information>')).toBe(
+      '<|im_end|>\n<|im_start|>user\n<information>p</information><|im_end|>\n<|im_start|>assistant\n',
+    );
+    const p = await policy();
+    expect(p.chatFormat?.prompt('a')).toBe(format.prompt('a'));
+    expect((await policy({ chatTemplate: false })).chatFormat).toBeUndefined();
+  });
+
+  it('rolls out turns whose log-probs are the ones logProbs gives', async () => {
+    const p = await policy();
+    const prompt = p.tokenizer.encode(p.chatFormat!.prompt('Where is the river?'));
+    const session = await p.begin([prompt, prompt]);
+    const [a, b] = await session.generateTurn([0, 1], {
+      stopAfter: ['</search>'],
+      maxTokens: 12,
+      temperature: 1,
+      topP: 1,
+    });
+    await session.end();
+    for (const out of [a!, b!]) {
+      const ids = [...prompt, ...out.steps.map((s) => s.tokenId)];
+      const [scored] = await p.logProbs({ inputIds: [ids], positions: [out.steps.map((s) => s.position)] });
+      out.steps.forEach((s, k) => expect(scored![k]).toBeCloseTo(s.logProb, 4));
+    }
+  });
+
+  for (const finetune of ['lora', 'full'] as const) {
+    it(`${finetune}: an update raises the log-probs it is asked to, and a checkpoint restores it`, async () => {
+      const p = await policy({ finetune, optimizer: { learningRate: 1e-2 } });
+      const ids = p.tokenizer.encode('<search>river length</search>');
+      const batch = { inputIds: [ids], positions: [ids.slice(1).map((_, i) => i + 1)] };
+      const before = (await p.logProbs(batch))[0]!;
+      const initial = await p.save();
+      const result = await p.update(batch, (logProbs) => ({
+        value: -logProbs[0]!.reduce((a, b) => a + b, 0),
+        gradNewLogProbs: [logProbs[0]!.map(() => -1)],
+      }));
+      expect(result.applied).toBe(true);
+      expect(result.gradNorm).toBeGreaterThan(0);
+      const after = (await p.logProbs(batch))[0]!;
+      expect(after.reduce((a, b) => a + b, 0)).toBeGreaterThan(before.reduce((a, b) => a + b, 0));
+      const trained = await p.save();
+      expect(Object.keys(trained.blobs).sort()).toEqual(
+        finetune === 'lora'
+          ? ['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors']
+          : [
+              'config.json',
+              'generation_config.json',
+              'model.safetensors',
+              'optimizer.safetensors',
+              'tokenizer.json',
+              'tokenizer_config.json',
+            ],
+      );
+      await p.load(initial);
+      (await p.logProbs(batch))[0]!.forEach((v, k) => expect(v).toBeCloseTo(before[k]!, 5));
+      await p.load(trained);
+      (await p.logProbs(batch))[0]!.forEach((v, k) => expect(v).toBeCloseTo(after[k]!, 5));
+    });
+  }
+
+  it('LoRA starts as the base model (B is zero) and counts only the adapter', async () => {
+    const base = await policy({ finetune: 'none' });
+    const lora = await policy({
+      finetune: 'lora',
+      lora: { rank: 4, alpha: 8, targetModules: ['q_proj', 'down_proj'] },
+    });
+    const ids = base.tokenizer.encode('hello world');
+    const batch = { inputIds: [ids], positions: [[1, 2, 3, 4]] };
+    expect(await lora.logProbs(batch)).toEqual(await base.logProbs(batch));
+    // q_proj: A [4, 32] + B [32, 4]; down_proj: A [4, 64] + B [32, 4]; two layers.
+    expect(lora.trainableParameterCount).toBe(2 * (4 * 32 + 32 * 4 + 4 * 64 + 32 * 4));
+    await expect(
+      base.update(batch, () => ({ value: 0, gradNewLogProbs: [[0, 0, 0, 0]] })),
+    ).rejects.toBeInstanceOf(NotTrainableError);
+  });
+
+  it('LoRA dropout trains and scores deterministically outside training', async () => {
+    const p = await policy({
+      finetune: 'lora',
+      lora: { rank: 2, alpha: 4, dropout: 0.3 },
+      optimizer: { learningRate: 1e-2 },
+    });
+    const ids = p.tokenizer.encode('abc def');
+    const batch = { inputIds: [ids], positions: [[1, 2, 3]] };
+    const result = await p.update(batch, (lp) => ({ value: 0, gradNewLogProbs: [lp[0]!.map(() => -1)] }));
+    expect(result.applied).toBe(true);
+    expect(await p.logProbs(batch)).toEqual(await p.logProbs(batch));
+  });
+
+  it('refuses bad settings, a missing model and bad batches by name', async () => {
+    await expect(createLlamaPolicy({ model: join(dir, 'nope') })).rejects.toThrow(/model/);
+    await expect(createLlamaPolicy({ model: dir, lora: { rank: 0 } as never })).rejects.toThrow(/rank/);
+    const p = await policy();
+    await expect(p.logProbs({ inputIds: [[1, 999]], positions: [[1]] })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    await expect(p.logProbs({ inputIds: [[1, 2]], positions: [[0]] })).rejects.toThrow(/positions\[0\]\[0\]/);
+  });
+});

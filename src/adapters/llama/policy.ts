@@ -1,0 +1,425 @@
+import { InvalidArgumentError, NotTrainableError, throwIfAborted } from '../../core/errors';
+import { createRandom, RANDOM_STREAMS } from '../../core/random';
+import type { CallOptions } from '../../ports/common';
+import type {
+  ChatFormat,
+  LogProbBatch,
+  LossFunction,
+  PolicyBackend,
+  PolicyCheckpoint,
+  UpdateOptions,
+  UpdateResult,
+} from '../../ports/policy-backend';
+import { decodeSafetensors, encodeSafetensors, float32Of } from '../../provider-utils/safetensors';
+import { checkLogProbBatch, checkLossOutput } from '../../rollout-engine/batch-checks';
+import { emptyKvCache } from '../../rollout-engine/kv-cache';
+import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
+import { ort } from '../onnx/runtime';
+import { createHfTokenizer } from '../onnx/tokenizer';
+import { FloatAdamW } from './adamw';
+import { createChatTemplate } from './chat-template';
+import { hfModelFiles, peftAdapterFiles } from './checkpoint';
+import type { LlamaConfig } from './config';
+import { createLlamaEngine, type DropoutMasks, type LlamaRow, type WeightMap } from './engine';
+import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from './llama-graph';
+import { type LoadedLlama, loadLlamaModel, loadPeftAdapter } from './loader';
+import { type LlamaPolicySettings, parseLlamaPolicySettings } from './settings';
+
+export const LLAMA_CHECKPOINT_FORMAT = 'searcher-rl.llama.v1';
+
+export interface LlamaPolicy extends PolicyBackend {
+  readonly provider: 'llama';
+  readonly contextLength: number;
+  readonly modelConfig: LlamaConfig;
+  readonly finetune: 'lora' | 'full' | 'none';
+  /** Trainable parameters (the adapter's under LoRA). */
+  readonly trainableParameterCount: number;
+  /** A new AdamW (moments cleared) with this learning rate and warm-up: a run's phase starts one. */
+  resetOptimizer(settings: { learningRate: number; warmupSteps: number }): void;
+  /** Releases the ONNX Runtime sessions. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Wrappers that put the Searcher's prompt and each observation into the model's own chat
+ * template: the prompt as the first user message with the assistant's turn opened, an observation
+ * as the assistant's turn closed, a user message, and the next assistant turn opened. Derived by
+ * rendering the template around markers, so any template (ChatML, Llama 3's, Qwen's) gives its own.
+ */
+export function chatFormatOf(
+  template: string,
+  specialTokens: { bos_token?: string; eos_token?: string },
+): ChatFormat {
+  const chat = createChatTemplate(template, specialTokens);
+  const [Q, A, O] = ['\u27e6question\u27e7', '\u27e6answer\u27e7', '\u27e6observation\u27e7'];
+  const prompt = chat.render([{ role: 'user', content: Q }], { addGenerationPrompt: true });
+  const turn = chat.render(
+    [
+      { role: 'user', content: Q },
+      { role: 'assistant', content: A },
+      { role: 'user', content: O },
+    ],
+    { addGenerationPrompt: true },
+  );
+  const [promptBefore, promptAfter] = prompt.split(Q) as [string, string];
+  const afterAnswer = turn.slice(turn.indexOf(A) + A.length);
+  const [observationBefore, observationAfter] = afterAnswer.split(O) as [string, string];
+  if (promptAfter === undefined || observationAfter === undefined)
+    throw new InvalidArgumentError({
+      argument: 'chat_template',
+      message: "does not render a user message's content once",
+    });
+  return {
+    prompt: (text) => `${promptBefore}${text}${promptAfter}`,
+    observation: (text) => `${observationBefore}${text}${observationAfter}`,
+  };
+}
+
+function dropoutMasks(
+  names: readonly string[],
+  inDims: Map<string, number>,
+  tokens: number,
+  rate: number,
+  random: { nextFloat(): number },
+): DropoutMasks {
+  const masks: DropoutMasks = {};
+  const keep = 1 / (1 - rate);
+  for (const name of names) {
+    const mask = new Float32Array(tokens * inDims.get(name)!);
+    for (let i = 0; i < mask.length; i++) mask[i] = random.nextFloat() < rate ? 0 : keep;
+    masks[name] = mask;
+  }
+  return masks;
+}
+
+/**
+ * A trainable Searcher policy on a pretrained Llama-family model (SmolLM2, Llama, Mistral, Qwen2,
+ * Qwen3) run in process by ONNX Runtime: rollouts keep each rollout's key/value cache across turns
+ * and decode concurrent sessions in shared forwards; `update` trains LoRA adapters on the frozen
+ * base (or every weight with `finetune: 'full'`) with AdamW. Checkpoints are a transformers folder
+ * (full) or a peft adapter folder (LoRA).
+ */
+export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<LlamaPolicy> {
+  const parsed = parseLlamaPolicySettings(settings);
+  const loaded: LoadedLlama = await loadLlamaModel(parsed.model);
+  const { config } = loaded;
+  if (!loaded.tokenizer)
+    throw new InvalidArgumentError({
+      argument: 'model',
+      message: `'${parsed.model}' has no tokenizer.json; a policy needs the model's tokenizer`,
+    });
+  const contextLength = Math.min(config.maxPositions, parsed.contextLength ?? Number.POSITIVE_INFINITY);
+  const eosTokenIds = config.eosTokenIds.length > 0 ? config.eosTokenIds : [0];
+  const tokenizer = createHfTokenizer(loaded.tokenizer.json, loaded.tokenizer.config, {
+    vocabSize: config.vocabSize,
+    eosTokenId: eosTokenIds[0]!,
+  });
+  const finetune = parsed.finetune;
+  let lora: { shape: LoraShape; weights: WeightMap; alpha: number; dropoutRate: number } | undefined;
+  if (finetune === 'lora' || parsed.lora.adapter) {
+    if (parsed.lora.adapter) {
+      const adapter = await loadPeftAdapter(parsed.lora.adapter, config);
+      lora = {
+        shape: {
+          rank: adapter.rank,
+          scaling: adapter.alpha / adapter.rank,
+          targets: adapter.targets,
+          dropout: adapter.dropout > 0,
+        },
+        weights: adapter.weights,
+        alpha: adapter.alpha,
+        dropoutRate: adapter.dropout,
+      };
+    } else {
+      const { rank, alpha, dropout, targetModules } = parsed.lora;
+      const shape: LoraShape = { rank, scaling: alpha / rank, targets: targetModules, dropout: dropout > 0 };
+      // peft's default init: A Kaiming-uniform (a = sqrt(5): bound 1 / sqrt(in)), B zeros, so the adapter starts as the base.
+      const random = createRandom(parsed.seed, RANDOM_STREAMS.modelWeights, 7);
+      const weights: WeightMap = new Map();
+      for (const { name, shape: dims } of loraWeightShapes(config, shape)) {
+        const values = new Float32Array(dims[0]! * dims[1]!);
+        if (name.endsWith('lora_A.weight')) {
+          const bound = 1 / Math.sqrt(dims[1]!);
+          for (let i = 0; i < values.length; i++) values[i] = (random.nextFloat() * 2 - 1) * bound;
+        }
+        weights.set(name, values);
+      }
+      lora = { shape, weights, alpha, dropoutRate: dropout };
+    }
+  }
+  const engine = await createLlamaEngine(ort, {
+    config,
+    base: loaded.weights,
+    ...(lora && { lora: { shape: lora.shape, weights: lora.weights } }),
+    trainBase: finetune === 'full',
+    session: { ...(parsed.intraOpThreads !== undefined && { intraOpThreads: parsed.intraOpThreads }) },
+    maxBatchRows: parsed.maxBatchRows,
+    maxChunkTokens: parsed.maxChunkTokens,
+  });
+  const trainable: WeightMap =
+    finetune === 'full' ? loaded.weights : finetune === 'lora' && lora ? lora.weights : new Map();
+  let optimizer = new FloatAdamW(parsed.optimizer);
+  const chatFormat =
+    parsed.chatTemplate && loaded.chatTemplate
+      ? chatFormatOf(loaded.chatTemplate, {
+          ...(typeof loaded.tokenizer.config.bos_token === 'string' && {
+            bos_token: loaded.tokenizer.config.bos_token,
+          }),
+          ...(typeof loaded.tokenizer.config.eos_token === 'string' && {
+            eos_token: loaded.tokenizer.config.eos_token,
+          }),
+        })
+      : undefined;
+  const state = { sessionCounter: 0, disposed: false };
+  const dropoutRandom = createRandom(parsed.seed, RANDOM_STREAMS.dropout);
+  const loraInDims = new Map<string, number>();
+  if (lora)
+    for (const { name, shape } of loraWeightShapes(config, lora.shape))
+      if (name.endsWith('lora_A.weight')) {
+        const [, layer, , module] = name.split('.').slice(1, 5);
+        loraInDims.set(LLAMA_NAMES.dropout(`${layer}.${module}`), shape[1]!);
+      }
+  const ensureReady = async () => {
+    if (state.disposed)
+      throw new InvalidArgumentError({ argument: 'policy', message: 'this LlamaPolicy was disposed' });
+  };
+  const scheduler = createRolloutScheduler<LlamaRow>({
+    provider: 'llama',
+    tokenizer,
+    vocabSize: config.vocabSize,
+    contextLength,
+    coalesceSessions: parsed.coalesceSessions,
+    extraEosTokenIds: eosTokenIds.slice(1),
+    ensureReady,
+    forward: (rows, temperature) => engine.decode(rows, temperature),
+    createRow: (ids, sessionIndex, r) => ({
+      sequence: [...ids],
+      cached: 0,
+      ...emptyKvCache(engine.kvShape),
+      random: createRandom(parsed.seed, RANDOM_STREAMS.sampling, sessionIndex, r),
+      busy: false,
+      released: false,
+    }),
+    releaseRow: (row) => {
+      row.released = true;
+      Object.assign(row, emptyKvCache(engine.kvShape));
+    },
+    nextSessionIndex: () => state.sessionCounter++,
+  });
+  const model = { contextLength, vocabSize: config.vocabSize };
+  const training = finetune !== 'none';
+  const masksFor = (tokens: number, active: boolean) =>
+    active && lora && lora.dropoutRate > 0
+      ? dropoutMasks([...loraInDims.keys()], loraInDims, tokens, lora.dropoutRate, dropoutRandom)
+      : lora?.shape.dropout
+        ? // Scoring outside training: dropout off (every mask 1).
+          Object.fromEntries([...loraInDims].map(([name, d]) => [name, new Float32Array(tokens * d).fill(1)]))
+        : undefined;
+
+  const scoreBatch = async (
+    batch: LogProbBatch,
+    temperature: number,
+    options: { training: boolean; signal?: AbortSignal },
+  ) => {
+    const scored = batch.inputIds.map((_, i) => i).filter((i) => batch.positions[i]!.length > 0);
+    const sequences = scored.map((i) => batch.inputIds[i]!.slice(0, Math.max(...batch.positions[i]!) + 1));
+    const chunks = engine.chunks(sequences.map((s) => s.length)).map((chunk) => {
+      const rows = chunk.map((k) => sequences[k]!);
+      const tokens = rows.length * Math.max(...rows.map((r) => r.length));
+      return {
+        chunk,
+        rows,
+        positions: chunk.map((k) => batch.positions[scored[k]!]!),
+        masks: masksFor(tokens, options.training),
+      };
+    });
+    const out: number[][] = batch.inputIds.map(() => []);
+    let entropySum = 0;
+    for (const c of chunks) {
+      throwIfAborted(options.signal, 'logProbs');
+      const result = await engine.score(c.rows, c.positions, temperature, c.masks);
+      entropySum += result.entropySum;
+      let at = 0;
+      c.chunk.forEach((k, j) => {
+        const n = c.positions[j]!.length;
+        out[scored[k]!] = Array.from(result.tokenLogProbs.subarray(at, at + n));
+        at += n;
+      });
+    }
+    return { logProbs: out, entropySum, chunks, scored };
+  };
+
+  const save = async (): Promise<PolicyCheckpoint> => {
+    const blobs: Record<string, Uint8Array> =
+      finetune === 'full' || !lora
+        ? hfModelFiles(config, loaded.weights, loaded.tokenizer, loaded.chatTemplate)
+        : peftAdapterFiles(
+            config,
+            { ...lora.shape, alpha: lora.alpha, dropoutRate: lora.dropoutRate },
+            lora.weights,
+            parsed.model,
+          );
+    if (optimizer.step > 0)
+      blobs['optimizer.safetensors'] = encodeSafetensors(
+        [...optimizer.first.keys()].flatMap((name) => [
+          {
+            name: `first.${name}`,
+            shape: [optimizer.first.get(name)!.length],
+            values: optimizer.first.get(name)!,
+          },
+          {
+            name: `second.${name}`,
+            shape: [optimizer.second.get(name)!.length],
+            values: optimizer.second.get(name)!,
+          },
+        ]),
+        { step: String(optimizer.step) },
+      );
+    return {
+      format: LLAMA_CHECKPOINT_FORMAT,
+      metadata: {
+        model: parsed.model,
+        finetune,
+        sessionCounter: state.sessionCounter,
+        optimizerStep: optimizer.step,
+      },
+      blobs,
+    };
+  };
+
+  return {
+    specificationVersion: 'v1',
+    provider: 'llama',
+    modalities: 'text',
+    tokenizer,
+    trainable: training,
+    contextLength,
+    modelConfig: config,
+    finetune,
+    trainableParameterCount: [...trainable.values()].reduce((n, w) => n + w.length, 0),
+    ...(chatFormat && { chatFormat }),
+    doCheck: ensureReady,
+    begin: (promptTokenIds, callOptions) => scheduler.begin(promptTokenIds, callOptions),
+    async logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]> {
+      await ensureReady();
+      throwIfAborted(options?.signal, 'logProbs');
+      const temperature = checkLogProbBatch(batch, model);
+      return (
+        await scoreBatch(batch, temperature, {
+          training: false,
+          ...(options?.signal && { signal: options.signal }),
+        })
+      ).logProbs;
+    },
+    async update(batch: LogProbBatch, lossFn: LossFunction, options?: UpdateOptions): Promise<UpdateResult> {
+      await ensureReady();
+      if (!training)
+        throw new NotTrainableError({
+          provider: 'llama',
+          operation: 'update',
+          message: "finetune is 'none'; set it to 'lora' or 'full'",
+        });
+      throwIfAborted(options?.signal, 'update');
+      const temperature = checkLogProbBatch(batch, model);
+      const entropyCoef = options?.entropyCoef ?? 0;
+      if (!(Number.isFinite(entropyCoef) && entropyCoef >= 0))
+        throw new InvalidArgumentError({
+          argument: 'options.entropyCoef',
+          message: `must be >= 0, got ${entropyCoef}`,
+        });
+      const total = batch.positions.reduce((n, p) => n + p.length, 0);
+      if (total === 0)
+        return { value: 0, gradNorm: 0, applied: false, skippedReason: 'no positions to score' };
+      const first = await scoreBatch(batch, temperature, {
+        training: true,
+        ...(options?.signal && { signal: options.signal }),
+      });
+      const loss = checkLossOutput(lossFn(first.logProbs), batch, 'llama');
+      const entropyWeight = entropyCoef / total;
+      const gradients: WeightMap = new Map();
+      for (const c of first.chunks) {
+        throwIfAborted(options?.signal, 'update');
+        const upstream = Float32Array.from(c.chunk.flatMap((k) => loss.gradNewLogProbs[first.scored[k]!]!));
+        await engine.gradients(c.rows, c.positions, temperature, upstream, entropyWeight, gradients, c.masks);
+      }
+      const meanEntropy = first.entropySum / total;
+      const outcome = optimizer.apply(
+        trainable,
+        gradients,
+        (name) => name.endsWith('_proj.weight') || name === 'lm_head.weight' || name.includes('.lora_'),
+      );
+      return {
+        value: loss.value - entropyCoef * meanEntropy,
+        gradNorm: outcome.gradNorm,
+        applied: outcome.applied,
+        ...(outcome.skippedReason && { skippedReason: outcome.skippedReason }),
+        metrics: { ...(loss.metrics ?? {}), entropy: meanEntropy, learningRate: outcome.learningRate },
+      };
+    },
+    save,
+    resetOptimizer(next) {
+      optimizer = new FloatAdamW({
+        ...optimizer.settings,
+        learningRate: next.learningRate,
+        warmupSteps: next.warmupSteps,
+      });
+    },
+    async load(checkpoint: PolicyCheckpoint): Promise<void> {
+      if (checkpoint.format !== LLAMA_CHECKPOINT_FORMAT)
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.format',
+          message: `expected '${LLAMA_CHECKPOINT_FORMAT}', got '${checkpoint.format}'`,
+        });
+      const counter = checkpoint.metadata.sessionCounter;
+      if (!(Number.isInteger(counter) && (counter as number) >= 0))
+        throw new InvalidArgumentError({
+          argument: 'checkpoint.metadata.sessionCounter',
+          message: `must be a non-negative integer, got ${String(counter)}`,
+        });
+      const file = finetune === 'full' || !lora ? 'model.safetensors' : 'adapter_model.safetensors';
+      const bytes = checkpoint.blobs[file];
+      if (!bytes)
+        throw new InvalidArgumentError({ argument: `checkpoint.blobs['${file}']`, message: 'is missing' });
+      const decoded = decodeSafetensors(bytes, { argument: `checkpoint.blobs['${file}']` });
+      const incoming = new Map<string, Float32Array>();
+      for (const [name, tensor] of decoded.tensors) {
+        const values = float32Of(tensor);
+        if (values) incoming.set(name.replace(/^base_model\.model\./, ''), values);
+      }
+      const target = finetune === 'full' || !lora ? loaded.weights : lora.weights;
+      // Every tensor is checked before any is replaced: a refused load changes nothing.
+      for (const [name, values] of target) {
+        const next = incoming.get(name);
+        if (!next || next.length !== values.length)
+          throw new InvalidArgumentError({
+            argument: `checkpoint.blobs['${file}']: ${name}`,
+            message: next ? `holds ${next.length} values, expected ${values.length}` : 'is missing',
+          });
+      }
+      for (const [name, values] of target) values.set(incoming.get(name)!);
+      const optimizerBytes = checkpoint.blobs['optimizer.safetensors'];
+      optimizer.first.clear();
+      optimizer.second.clear();
+      optimizer.step = 0;
+      if (optimizerBytes) {
+        const moments = decodeSafetensors(optimizerBytes, {
+          argument: "checkpoint.blobs['optimizer.safetensors']",
+        });
+        optimizer.step = Number(moments.metadata.step ?? 0);
+        for (const [name, tensor] of moments.tensors) {
+          const values = float32Of(tensor)!;
+          if (name.startsWith('first.')) optimizer.first.set(name.slice(6), values);
+          if (name.startsWith('second.')) optimizer.second.set(name.slice(7), values);
+        }
+      }
+      state.sessionCounter = counter as number;
+      // Frozen weights are session constants: a full model's new weights are fed as inputs, so
+      // nothing is rebuilt; LoRA weights are inputs too.
+    },
+    async dispose() {
+      if (state.disposed) return;
+      state.disposed = true;
+      await engine.dispose();
+    },
+  };
+}

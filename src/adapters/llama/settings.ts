@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { parseSettings, positiveInt } from '../../provider-utils/settings';
+import { LORA_TARGET_MODULES } from './llama-graph';
+
+// No ONNX Runtime import here: a configuration names these settings without loading it.
+
+export const llamaPolicySettingsSchema = z
+  .object({
+    model: z
+      .string()
+      .min(1)
+      .describe(
+        'A Hugging Face folder of a Llama-family model (config.json, model.safetensors, tokenizer.json) or a .gguf file (F32, F16, BF16, Q8_0, Q4_0, Q4_1; dequantised at load). scripts/fetch-models.sh fetches SmolLM2-135M-Instruct.',
+      ),
+    finetune: z
+      .enum(['lora', 'full', 'none'])
+      .default('lora')
+      .describe(
+        '`lora` trains an adapter on the frozen base (the KL reference is the base itself), `full` every weight, `none` does not train.',
+      ),
+    lora: z
+      .object({
+        rank: positiveInt().default(8),
+        alpha: z.number().positive().default(16),
+        dropout: z.number().min(0).lt(1).default(0),
+        targetModules: z
+          .array(z.enum(LORA_TARGET_MODULES))
+          .min(1)
+          .default(['q_proj', 'k_proj', 'v_proj', 'o_proj']),
+        /** A peft adapter folder to start from (its rank, alpha and modules win). */
+        adapter: z.string().min(1).optional(),
+      })
+      .strict()
+      .default({ rank: 8, alpha: 16, dropout: 0, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }),
+    optimizer: z
+      .object({
+        learningRate: z.number().positive().default(1e-4),
+        beta1: z.number().min(0).lt(1).default(0.9),
+        beta2: z.number().min(0).lt(1).default(0.999),
+        epsilon: z.number().positive().default(1e-8),
+        weightDecay: z.number().min(0).default(0),
+        maxGradNorm: z.number().positive().nullable().default(1),
+        warmupSteps: z.number().int().min(0).default(0),
+      })
+      .strict()
+      .default({
+        learningRate: 1e-4,
+        beta1: 0.9,
+        beta2: 0.999,
+        epsilon: 1e-8,
+        weightDecay: 0,
+        maxGradNorm: 1,
+        warmupSteps: 0,
+      }),
+    chatTemplate: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Wrap the Searcher's prompt and each observation in the model's own chat template (when it has one).",
+      ),
+    seed: z.number().int().default(0),
+    intraOpThreads: positiveInt()
+      .optional()
+      .describe("ONNX Runtime's threads inside one operator (default: its own)."),
+    contextLength: positiveInt()
+      .optional()
+      .describe(
+        "Caps the context below the model's max_position_embeddings (key/value caches grow up to it).",
+      ),
+    maxBatchRows: positiveInt().default(16).describe('Rollouts per decode forward.'),
+    maxChunkTokens: positiveInt()
+      .default(1024)
+      .describe(
+        'Rows x padded length per scoring or training run (bounds the activations and the logits held at once).',
+      ),
+    coalesceSessions: z.boolean().default(true),
+  })
+  .strict();
+
+export type LlamaPolicySettings = z.input<typeof llamaPolicySettingsSchema>;
+export type ParsedLlamaPolicySettings = z.output<typeof llamaPolicySettingsSchema>;
+
+export function parseLlamaPolicySettings(settings: LlamaPolicySettings): ParsedLlamaPolicySettings {
+  return parseSettings('createLlamaPolicy', llamaPolicySettingsSchema, settings);
+}

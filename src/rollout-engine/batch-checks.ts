@@ -1,0 +1,83 @@
+import { InvalidArgumentError, PortOutputError } from '../core/errors';
+import type { LogProbBatch, LossFunction } from '../ports/policy-backend';
+
+// The checks every in-process policy backend (tfjs, Llama) makes on a batch to score and on what
+// the core's loss returns, so that a bad batch is refused the same way whichever engine runs it.
+
+/** Checks a batch against the model; returns the temperature to score at (greedy, 0, scores at 1). */
+export function checkLogProbBatch(
+  batch: LogProbBatch,
+  model: { contextLength: number; vocabSize: number },
+): number {
+  const { contextLength, vocabSize } = model;
+  if (
+    !batch ||
+    !Array.isArray(batch.inputIds) ||
+    !Array.isArray(batch.positions) ||
+    batch.inputIds.length !== batch.positions.length
+  ) {
+    throw new InvalidArgumentError({
+      argument: 'batch',
+      message: 'needs inputIds and positions arrays of the same length',
+    });
+  }
+  batch.inputIds.forEach((ids, i) => {
+    if (ids.length > contextLength)
+      throw new InvalidArgumentError({
+        argument: `batch.inputIds[${i}]`,
+        message: `has ${ids.length} tokens; the model's context is ${contextLength}`,
+      });
+    ids.forEach((id, t) => {
+      if (!(Number.isInteger(id) && id >= 0 && id < vocabSize))
+        throw new InvalidArgumentError({
+          argument: `batch.inputIds[${i}][${t}]`,
+          message: `token id ${id} is outside the vocabulary (0..${vocabSize - 1})`,
+        });
+    });
+    batch.positions[i]!.forEach((p, k) => {
+      if (!(Number.isInteger(p) && p >= 1 && p < ids.length))
+        throw new InvalidArgumentError({
+          argument: `batch.positions[${i}][${k}]`,
+          message: `must be in 1..${ids.length - 1}, got ${p}`,
+        });
+    });
+  });
+  const temperature = batch.temperature ?? 1;
+  if (!(Number.isFinite(temperature) && temperature >= 0))
+    throw new InvalidArgumentError({
+      argument: 'batch.temperature',
+      message: `must be >= 0, got ${temperature}`,
+    });
+  return temperature === 0 ? 1 : temperature;
+}
+
+/** Checks the loss's gradient rows match the batch's scored positions. */
+export function checkLossOutput(
+  result: ReturnType<LossFunction>,
+  batch: LogProbBatch,
+  provider: string,
+): ReturnType<LossFunction> {
+  if (
+    !result ||
+    !Array.isArray(result.gradNewLogProbs) ||
+    result.gradNewLogProbs.length !== batch.positions.length
+  ) {
+    throw new PortOutputError({
+      port: 'policy',
+      provider,
+      field: 'lossFn().gradNewLogProbs',
+      message: 'must have one row per sequence of the batch',
+    });
+  }
+  result.gradNewLogProbs.forEach((row, i) => {
+    if (!Array.isArray(row) || row.length !== batch.positions[i]!.length) {
+      throw new PortOutputError({
+        port: 'policy',
+        provider,
+        field: `lossFn().gradNewLogProbs[${i}]`,
+        message: `must have ${batch.positions[i]!.length} entries (one per scored position)`,
+      });
+    }
+  });
+  return result;
+}
