@@ -42,6 +42,7 @@ export async function loadWithOptionalPackages<T>(
  */
 export const OPTIONAL_PACKAGE_VERSIONS: Readonly<Record<string, string>> = Object.freeze({
   '@google/genai': '>=2.0.0 <3',
+  '@huggingface/jinja': '^0.5.11',
   '@huggingface/tokenizers': '^0.2.0',
   '@tensorflow/tfjs': '4.22.0',
   '@tensorflow/tfjs-backend-wasm': '4.22.0',

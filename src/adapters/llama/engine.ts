@@ -61,6 +61,8 @@ export interface LlamaEngine {
     positions: readonly (readonly number[])[],
     temperature: number,
     dropout?: DropoutMasks,
+    /** Score the base model: the LoRA adapter's B matrices fed as zeros (the adapter then adds nothing). */
+    withoutAdapter?: boolean,
   ): Promise<ScoredChunk>;
   /**
    * Gradients of sum upstream * logp - entropyWeight * entropy by each trainable weight (added
@@ -271,6 +273,19 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
     return result;
   }
 
+  let zeroAdapter: Record<string, Ort.Tensor> | null = null;
+  const zeroAdapterFeeds = () => {
+    zeroAdapter ??= Object.fromEntries(
+      [...loraShapes]
+        .filter(([name]) => name.endsWith('lora_B.weight'))
+        .map(([name, dims]) => [
+          name,
+          new ort.Tensor('float32', new Float32Array(dims[0]! * dims[1]!), dims),
+        ]),
+    );
+    return zeroAdapter;
+  };
+
   const causal = new Map<number, Ort.Tensor>();
   const causalMask = (length: number) => {
     let tensor = causal.get(length);
@@ -365,11 +380,12 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
       if (current.length > 0) out.push(current);
       return out;
     },
-    async score(sequences, positions, temperature, dropout) {
+    async score(sequences, positions, temperature, dropout, withoutAdapter) {
       const { session, inputs } = await sessionOf('score');
       const { feeds, tokens } = sequenceFeeds(sequences, positions, temperature);
       const out = await session.run({
         ...weightFeeds(inputs),
+        ...(withoutAdapter && lora && zeroAdapterFeeds()),
         ...feeds,
         ...dropoutFeeds(inputs, dropout, tokens),
       });

@@ -137,6 +137,12 @@ describe('createLlamaPolicy', () => {
     const ids = base.tokenizer.encode('hello world');
     const batch = { inputIds: [ids], positions: [[1, 2, 3, 4]] };
     expect(await lora.logProbs(batch)).toEqual(await base.logProbs(batch));
+    // After an update the adapter moves the policy; its base reference stays the base model.
+    const trained = await lora.update(batch, (lp) => ({ value: 0, gradNewLogProbs: [lp[0]!.map(() => -1)] }));
+    expect(trained.applied).toBe(true);
+    const reference = lora.baseReference();
+    expect(await reference.logProbs(batch)).toEqual(await base.logProbs(batch));
+    expect(await lora.logProbs(batch)).not.toEqual(await base.logProbs(batch));
     // q_proj: A [4, 32] + B [32, 4]; down_proj: A [4, 64] + B [32, 4]; two layers.
     expect(lora.trainableParameterCount).toBe(2 * (4 * 32 + 32 * 4 + 4 * 64 + 32 * 4));
     await expect(

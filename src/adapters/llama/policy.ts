@@ -34,6 +34,13 @@ export interface LlamaPolicy extends PolicyBackend {
   readonly finetune: 'lora' | 'full' | 'none';
   /** Trainable parameters (the adapter's under LoRA). */
   readonly trainableParameterCount: number;
+  /**
+   * The frozen base model as GRPO's KL reference (`ports.referencePolicy` with
+   * `rl.loss.klReference: 'initial'`): under LoRA the same sessions score with the adapter off, so
+   * the reference costs no second copy of the weights. With full fine-tuning it is refused (the
+   * reference would need a second model: load one with `finetune: 'none'`).
+   */
+  baseReference(): Pick<PolicyBackend, 'logProbs'>;
   /** A new AdamW (moments cleared) with this learning rate and warm-up: a run's phase starts one. */
   resetOptimizer(settings: { learningRate: number; warmupSteps: number }): void;
   /** Releases the ONNX Runtime sessions. */
@@ -219,7 +226,7 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
   const scoreBatch = async (
     batch: LogProbBatch,
     temperature: number,
-    options: { training: boolean; signal?: AbortSignal },
+    options: { training: boolean; signal?: AbortSignal; withoutAdapter?: boolean },
   ) => {
     const scored = batch.inputIds.map((_, i) => i).filter((i) => batch.positions[i]!.length > 0);
     const sequences = scored.map((i) => batch.inputIds[i]!.slice(0, Math.max(...batch.positions[i]!) + 1));
@@ -237,7 +244,7 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
     let entropySum = 0;
     for (const c of chunks) {
       throwIfAborted(options.signal, 'logProbs');
-      const result = await engine.score(c.rows, c.positions, temperature, c.masks);
+      const result = await engine.score(c.rows, c.positions, temperature, c.masks, options.withoutAdapter);
       entropySum += result.entropySum;
       let at = 0;
       c.chunk.forEach((k, j) => {
@@ -357,6 +364,27 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
       };
     },
     save,
+    baseReference() {
+      if (finetune === 'full')
+        throw new InvalidArgumentError({
+          argument: 'finetune',
+          message:
+            "baseReference needs the base frozen (finetune 'lora' or 'none'); with 'full', give a second policy with finetune 'none' as the reference",
+        });
+      return {
+        async logProbs(batch: LogProbBatch, options?: CallOptions) {
+          await ensureReady();
+          const temperature = checkLogProbBatch(batch, model);
+          return (
+            await scoreBatch(batch, temperature, {
+              training: false,
+              withoutAdapter: true,
+              ...(options?.signal && { signal: options.signal }),
+            })
+          ).logProbs;
+        },
+      };
+    },
     resetOptimizer(next) {
       optimizer = new FloatAdamW({
         ...optimizer.settings,

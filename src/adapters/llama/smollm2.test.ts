@@ -1,0 +1,47 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLlamaPolicy, type LlamaPolicy } from './policy';
+
+// SmolLM2-135M-Instruct itself (scripts/fetch-models.sh; skipped without it): the GGUF loads with
+// its tokenizer and chat template, answers a question greedily, and its sampled log-probs are the
+// ones logProbs gives. Its exactness against transformers is python/tests/test_llama_engine.py.
+
+const path =
+  process.env.SEARCHER_RL_SMOLLM2_GGUF ??
+  join(import.meta.dirname, '../../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf');
+const present = existsSync(path);
+
+describe.skipIf(!present)(`SmolLM2-135M-Instruct (${path}; run scripts/fetch-models.sh to get it)`, () => {
+  let policy: LlamaPolicy;
+  afterAll(async () => policy?.dispose());
+
+  it('answers in its chat template, and a rollout scores as logProbs scores it', async () => {
+    policy = await createLlamaPolicy({ model: path, finetune: 'none', seed: 3 });
+    expect(policy.modelConfig).toMatchObject({
+      layers: 30,
+      hiddenSize: 576,
+      heads: 9,
+      kvHeads: 3,
+      vocabSize: 49152,
+    });
+    const prompt = policy.tokenizer.encode(policy.chatFormat!.prompt('What is the capital of France?'));
+    expect(policy.tokenizer.decode(prompt)).toContain('<|im_start|>assistant\n');
+    const session = await policy.begin([prompt]);
+    const [greedy] = await session.generateTurn([0], {
+      stopAfter: [],
+      maxTokens: 12,
+      temperature: 0,
+      topP: 1,
+    });
+    await session.end();
+    const text = policy.tokenizer.decode(greedy!.steps.map((s) => s.tokenId));
+    expect(text).toContain('Paris');
+    const ids = [...prompt, ...greedy!.steps.map((s) => s.tokenId)];
+    const [scored] = await policy.logProbs({
+      inputIds: [ids],
+      positions: [greedy!.steps.map((s) => s.position)],
+    });
+    greedy!.steps.forEach((s, k) => expect(scored![k]).toBeCloseTo(s.logProb, 3));
+  }, 120_000);
+});
