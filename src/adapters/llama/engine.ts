@@ -97,12 +97,18 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
     heads: config.kvHeads,
     headWidth: config.headDim,
   };
-  const sessions = new Map<LlamaGraphKind, Promise<{ session: Ort.InferenceSession; inputs: Set<string> }>>();
-  const sessionOf = (kind: LlamaGraphKind) => {
-    let made = sessions.get(kind);
+  const sessions = new Map<string, Promise<{ session: Ort.InferenceSession; inputs: Set<string> }>>();
+  const sessionOf = (kind: LlamaGraphKind, entropy = true) => {
+    const key = `${kind}:${entropy}`;
+    let made = sessions.get(key);
     if (!made) {
       made = (async () => {
-        const built = buildLlamaGraph(config, { kind, ...(lora && { lora: lora.shape }), trainBase });
+        const built = buildLlamaGraph(config, {
+          kind,
+          ...(lora && { lora: lora.shape }),
+          trainBase,
+          entropy,
+        });
         // Frozen weights are constants of the decode session only: a decode step's products have a
         // few rows, so packing each matrix once per session (not once per run) is most of their
         // cost; a score or train run's products have thousands of rows, where packing per run is
@@ -122,8 +128,8 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
         });
         return { session, inputs: new Set(session.inputNames) };
       })();
-      sessions.set(kind, made);
-      made.catch(() => sessions.delete(kind));
+      sessions.set(key, made);
+      made.catch(() => sessions.delete(key));
     }
     return made;
   };
@@ -208,18 +214,21 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
     const total = pastLength + length;
     const ids = new Array<number>(rows.length * length);
     const positions = new Array<number>(rows.length * length);
-    const mask = new Float32Array(rows.length * length * total).fill(LLAMA_MASKED);
+    const G = config.heads / config.kvHeads;
+    const mask = new Float32Array(rows.length * G * length * total).fill(LLAMA_MASKED);
     const places: number[] = [];
     rows.forEach((r, i) => {
       for (let t = 0; t < length; t++) {
         const position = Math.min(r.cached + t, r.sequence.length - 1);
         ids[i * length + t] = r.sequence[position]!;
         positions[i * length + t] = position;
-        const at = (i * length + t) * total;
-        mask.fill(0, at, at + r.cached);
         // A padding query sees what the row's last real token sees (its output is dropped).
         const visible = Math.min(t, pending[i]! - 1);
-        mask.fill(0, at + pastLength, at + pastLength + visible + 1);
+        for (let group = 0; group < G; group++) {
+          const at = ((i * G + group) * length + t) * total;
+          mask.fill(0, at, at + r.cached);
+          mask.fill(0, at + pastLength, at + pastLength + visible + 1);
+        }
       }
       places.push(i * length + pending[i]! - 1);
     });
@@ -227,7 +236,7 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
       ...weightFeeds(inputs),
       [LLAMA_NAMES.ids]: int64(ort, ids, [rows.length, length]),
       ...rope(positions, rows.length, length),
-      [LLAMA_NAMES.mask]: new ort.Tensor('float32', mask, [rows.length, 1, 1, length, total]),
+      [LLAMA_NAMES.mask]: new ort.Tensor('float32', mask, [rows.length, 1, G * length, total]),
       [LLAMA_NAMES.places]: int64(ort, places, [places.length]),
       [LLAMA_NAMES.temperature]: new ort.Tensor(
         'float32',
@@ -290,9 +299,11 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
   const causalMask = (length: number) => {
     let tensor = causal.get(length);
     if (!tensor) {
-      const data = new Float32Array(length * length);
-      for (let i = 0; i < length; i++) data.fill(LLAMA_MASKED, i * length + i + 1, (i + 1) * length);
-      tensor = new ort.Tensor('float32', data, [1, 1, 1, length, length]);
+      const G = config.heads / config.kvHeads;
+      const data = new Float32Array(G * length * length);
+      for (let i = 0; i < G * length; i++)
+        data.fill(LLAMA_MASKED, i * length + (i % length) + 1, (i + 1) * length);
+      tensor = new ort.Tensor('float32', data, [1, 1, G * length, length]);
       causal.clear();
       causal.set(length, tensor);
     }
@@ -394,14 +405,16 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
       return { tokenLogProbs, entropySum };
     },
     async gradients(sequences, positions, temperature, upstream, entropyWeight, into, dropout) {
-      const { session, inputs } = await sessionOf('train');
+      const { session, inputs } = await sessionOf('train', entropyWeight !== 0);
       const { feeds, tokens, ids } = sequenceFeeds(sequences, positions, temperature);
       const out = await session.run({
         ...weightFeeds(inputs),
         ...feeds,
         ...dropoutFeeds(inputs, dropout, tokens),
         [LLAMA_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
-        [LLAMA_NAMES.entropyWeight]: new ort.Tensor('float32', new Float32Array([entropyWeight]), []),
+        ...(inputs.has(LLAMA_NAMES.entropyWeight) && {
+          [LLAMA_NAMES.entropyWeight]: new ort.Tensor('float32', new Float32Array([entropyWeight]), []),
+        }),
       });
       for (const name of trainableNames) {
         const g = out[LLAMA_NAMES.gradient(name)]!.data as Float32Array;
