@@ -10,6 +10,7 @@ import type { ScheduledRow } from '../../rollout-engine/rollout-scheduler';
 import { createOnnxSession, type OnnxRuntime, type OnnxSessionOptions } from '../onnx/graph/index';
 import { encodeOnnxModel, withConstantInputs } from '../onnx/graph/index';
 import { type LlamaConfig, rotaryTables } from './config';
+import { createKvSlabs } from './kv-slab';
 import {
   buildLlamaGraph,
   LLAMA_MASKED,
@@ -158,58 +159,13 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
     };
   };
 
-  /**
-   * The last decode batch's caches side by side, [rows, kvHeads, capacity, headDim] per layer, fed
-   * as the past as they are: while the same rows decode together (a turn's steps) nothing is
-   * gathered, only each step's new keys and values are written in. Slots past a row's own cache
-   * are masked. Another set of rows, or rows changed elsewhere, gathers a new one from the rows'
-   * own caches (which every step updates too, so they stay complete).
-   */
-  let slab: {
-    rows: LlamaRow[];
-    lengths: number[];
-    capacity: number;
-    keys: Float32Array[];
-    values: Float32Array[];
-  } | null = null;
-  const slabFor = (rows: LlamaRow[], needed: number) => {
-    if (
-      slab &&
-      slab.capacity >= needed &&
-      slab.rows.length === rows.length &&
-      rows.every((r, i) => slab!.rows[i] === r && slab!.lengths[i] === r.cached)
-    )
-      return slab;
-    const capacity = Math.min(
-      Math.max(64, 2 ** Math.ceil(Math.log2(needed))),
-      Math.max(needed, config.maxPositions),
-    );
-    const size = rows.length * config.kvHeads * capacity * hd;
-    const made = {
-      rows: [...rows],
-      lengths: rows.map((r) => r.cached),
-      capacity,
-      keys: Array.from({ length: config.layers }, () => new Float32Array(size)),
-      values: Array.from({ length: config.layers }, () => new Float32Array(size)),
-    };
-    for (let l = 0; l < config.layers; l++)
-      rows.forEach((r, i) => {
-        for (let head = 0; head < config.kvHeads; head++) {
-          const from = head * r.capacity * hd;
-          const to = (i * config.kvHeads + head) * capacity * hd;
-          made.keys[l]!.set(r.keys[l]!.subarray(from, from + r.cached * hd), to);
-          made.values[l]!.set(r.values[l]!.subarray(from, from + r.cached * hd), to);
-        }
-      });
-    slab = made;
-    return made;
-  };
+  const slabs = createKvSlabs(kvShape, config.maxPositions);
 
   async function decodeBatch(rows: LlamaRow[], temperature: number): Promise<Float32Array[]> {
     const { session, inputs } = await sessionOf('decode');
     const pending = rows.map((r) => r.sequence.length - r.cached);
     const length = Math.max(...pending);
-    const past = slabFor(rows, Math.max(...rows.map((r, i) => r.cached + pending[i]!)));
+    const past = slabs.slabFor(rows, Math.max(...rows.map((r, i) => r.cached + pending[i]!)));
     const pastLength = past.capacity;
     const total = pastLength + length;
     const ids = new Array<number>(rows.length * length);
@@ -258,23 +214,14 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
       ] as const) {
         const data = out[name]!.data as Float32Array;
         scatterKvCache(targets, l, kind, data, { length, offset: 0 }, pending, kvShape);
-        const into = past[kind][l]!;
-        rows.forEach((r, i) => {
-          for (let head = 0; head < config.kvHeads; head++) {
-            const from = (i * config.kvHeads + head) * length * hd;
-            into.set(
-              data.subarray(from, from + pending[i]! * hd),
-              ((i * config.kvHeads + head) * pastLength + r.cached) * hd,
-            );
-          }
-        });
+        past.write(kind, l, rows, data, length, pending);
       }
     }
     rows.forEach((r, i) => {
       r.cached += pending[i]!;
       past.lengths[i] = r.cached;
     });
-    if (rows.some((r) => r.released)) slab = null;
+    if (rows.some((r) => r.released)) slabs.drop();
     const logProbs = out[LLAMA_NAMES.logProbs]!.data as Float32Array;
     const V = config.vocabSize;
     const result = rows.map((_, i) => logProbs.slice(i * V, (i + 1) * V));
