@@ -37,7 +37,9 @@ def main() -> None:
     model = build_tiny_chat_model(folder / "model")
     config = compose_ppo_config(model, overrides=(f"actor_rollout_ref.rollout.n={args.n}",))
     token = "benchtoken000000000000000000042"
-    server_args = ("--workers", str(args.workers), "--max-sessions", str(args.max_sessions))
+    # One trainer uses the whole server: its per-client share is every session.
+    server_args = ("--workers", str(args.workers), "--max-sessions", str(args.max_sessions),
+                   "--max-sessions-per-client", str(args.max_sessions))
     with serve_env(token, *server_args, log_path=folder / "server.log") as env:
         os.environ["SEARCHER_ENV_URL"], os.environ["SEARCHER_RL_TOKEN"] = env.ws_url, token
         tasks = env.task_ids(args.prompts * args.rounds)

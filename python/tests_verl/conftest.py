@@ -44,7 +44,8 @@ def judge_down_server(server, tmp_path_factory):
 @pytest.fixture(scope="session")
 def two_session_server(server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("serve-env-two-sessions")
-    with serve_env(TOKEN, "--max-sessions", "2", log_path=folder / "server.log") as env:
+    with serve_env(TOKEN, "--max-sessions", "2", "--max-sessions-per-client", "2",
+                   log_path=folder / "server.log") as env:
         yield env
 
 

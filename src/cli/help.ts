@@ -81,7 +81,8 @@ ${describeConfigFields(runConfigSchema.out).join('\n')}
 `,
   'serve-env':
     () => `searcher-rl serve-env [-c|--config FILE] [--tasks FILE] [--split S] [--host H] [--port N]
-                     [--workers N] [--max-sessions N] [--idle-timeout-ms N] [--token T] [--drain-ms N]
+                     [--workers N] [--max-sessions N] [--max-sessions-per-client N]
+                     [--idle-timeout-ms N] [--token T] [--drain-ms N]
 
   An OpenEnv environment server (docs/scale-out.md): a WebSocket session per episode at /ws
   (reset, step with the raw assistant turn, state, close), the reward at done, and GET /health,
@@ -94,6 +95,10 @@ ${describeConfigFields(runConfigSchema.out).join('\n')}
   --port N             default 8000
   --workers N          worker processes behind the one port (node:cluster), default 1
   --max-sessions N     concurrent sessions across all workers (CAPACITY_REACHED beyond), default 64
+  --max-sessions-per-client N
+                       concurrent sessions of one client (CAPACITY_REACHED for it beyond, others
+                       still served), default half of --max-sessions, at least 1; a client is its
+                       Basic user name (ws://NAME:T@host) with --token, else its address
   --idle-timeout-ms N  end a session silent this long, default 600000 (0: never)
   --token T            require the token T (or SEARCHER_RL_TOKEN): Authorization: Bearer T, or Basic
                        credentials with T as password (ws://user:T@host:port for OpenEnv's clients)

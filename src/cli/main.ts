@@ -120,6 +120,7 @@ const SERVE_OPTIONS = [
   'port',
   'workers',
   'max-sessions',
+  'max-sessions-per-client',
   'idle-timeout-ms',
   'token',
   'drain-ms',
@@ -250,6 +251,7 @@ async function main(argv: string[]): Promise<number> {
     const host = (values.host as string | undefined) ?? '127.0.0.1';
     if (host.trim() === '') throw usageError({ argument: '--host', message: 'must not be empty' });
     const idle = integerOption(values, 'idle-timeout-ms', 600_000, 0);
+    const maxSessions = integerOption(values, 'max-sessions', 64, 1);
     const settings = {
       ...(existingFile('--config', values.config) !== undefined && { config: values.config as string }),
       ...(existingFile('--tasks', values.tasks) !== undefined && { tasks: values.tasks as string }),
@@ -257,7 +259,11 @@ async function main(argv: string[]): Promise<number> {
       host,
       port: integerOption(values, 'port', 8000, 0, 65_535),
       workers: integerOption(values, 'workers', 1, 1),
-      maxSessions: integerOption(values, 'max-sessions', 64, 1),
+      maxSessions,
+      // Default (in the server): half of --max-sessions, at least 1 (docs/scale-out.md#fair-sharing).
+      ...(values['max-sessions-per-client'] !== undefined && {
+        maxSessionsPerClient: integerOption(values, 'max-sessions-per-client', 1, 1, maxSessions),
+      }),
       idleTimeoutMs: idle === 0 ? null : idle,
       token: (values.token as string | undefined) ?? process.env.SEARCHER_RL_TOKEN ?? null,
       drainMs: integerOption(values, 'drain-ms', 30_000, 0),

@@ -8,6 +8,7 @@ import type { PromptRecord } from '../core/types';
 import type { Tokenizer } from '../ports/types';
 import { createSearcher, type SearcherPorts } from '../searcher';
 import { progressOf, type RunOptions } from './progress';
+import { lineAfter, tagSpans } from '../core/protocol/tag-spans';
 
 /** Searches tried per question: each a different query made from the question's own words. */
 export const DEMONSTRATION_ATTEMPTS = 4;
@@ -84,13 +85,13 @@ export async function harvestDemonstrations(args: {
     prompts.every((p) => p.reference !== undefined) && (answerMode || args.ports.judge !== undefined);
   const byQuestion = new Map(prompts.map((p) => [neutraliseTags(p.question), p]));
   const script = ({ turn, context, rolloutId }: ScriptContext): string => {
-    const asked = /Question: (.*)\n/.exec(context)?.[1] ?? '';
+    const asked = lineAfter(context, 'Question: ') ?? '';
     const prompt = byQuestion.get(asked);
     const queries = prompt ? demonstrationQueries(prompt.question) : [];
     if (turn === 0 && queries.length > 0)
       return `<search>${queries[(rolloutId % DEMONSTRATION_ATTEMPTS) % queries.length]}</search>`;
     if (!answerMode) return '<search_complete>true</search_complete>';
-    const read = [...context.matchAll(/<information>([\s\S]*?)<\/information>/g)].map((m) => m[1]!);
+    const read = tagSpans(context, '<information>', '</information>').map((s) => s.body);
     return `<answer>${extractAnswer(prompt?.question ?? asked, read) ?? 'unknown'}</answer>`;
   };
   const demonstrator = createSearcher(

@@ -20,6 +20,17 @@ function basicPasswords(credentials: string): string[] {
   }
 }
 
+/** The user name of `Authorization: Basic base64(user:password)`, when there is a non-empty one. */
+export function basicUserName(authorization: string | undefined): string | undefined {
+  if (!authorization) return undefined;
+  const space = authorization.indexOf(' ');
+  if (space < 0 || authorization.slice(0, space).toLowerCase() !== 'basic') return undefined;
+  const decoded = Buffer.from(authorization.slice(space + 1).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  const user = colon < 0 ? '' : decoded.slice(0, colon);
+  return user.length > 0 && user.length <= 200 ? user : undefined;
+}
+
 /**
  * The token check of `--token`: `Authorization: Bearer T`, or HTTP Basic credentials whose password
  * is T (any user name). The second is what the clients users have send without a header option:

@@ -1,42 +1,49 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { SessionSlots } from './slots';
+import { createSlotCounter, defaultSessionsPerClient, type SessionSlots, type SlotGrant } from './slots';
 
 type SlotMessage =
-  | { kind: 'slot:acquire'; id: number }
-  | { kind: 'slot:release' }
-  | { kind: 'slot:reply'; id: number; ok: boolean; active: number; max: number };
+  | { kind: 'slot:acquire'; id: number; client: string }
+  | { kind: 'slot:release'; client: string }
+  | ({ kind: 'slot:reply'; id: number } & SlotGrant);
 
 /**
- * The primary's side of the session cap: it holds the port (node:cluster hands connections to
- * workers) and counts every worker's sessions, so the cap holds for the whole server. A worker that
- * exits gives its slots back.
+ * The primary's side of the session caps: it holds the port (node:cluster hands connections to
+ * workers) and counts every worker's sessions, by client too, so both caps hold for the whole
+ * server. A worker that exits gives its slots back.
  */
-export function runSlotPrimary(max: number): { attach(worker: Worker): void; readonly active: number } {
-  const perWorker = new Map<number, number>();
-  const total = () => [...perWorker.values()].reduce((a, b) => a + b, 0);
+export function runSlotPrimary(
+  max: number,
+  perClient = defaultSessionsPerClient(max),
+): { attach(worker: Worker): void; readonly active: number } {
+  const counter = createSlotCounter(max, perClient);
+  // What each worker holds, by client: given back when the worker exits.
+  const held = new Map<number, Map<string, number>>();
   return {
     get active() {
-      return total();
+      return counter.active;
     },
     attach(worker) {
-      perWorker.set(worker.id, 0);
+      const mine = new Map<string, number>();
+      held.set(worker.id, mine);
       worker.on('message', (message: SlotMessage) => {
         if (message?.kind === 'slot:acquire') {
-          const active = total();
-          const ok = active < max;
-          if (ok) perWorker.set(worker.id, (perWorker.get(worker.id) ?? 0) + 1);
-          worker.send({
-            kind: 'slot:reply',
-            id: message.id,
-            ok,
-            active: ok ? active + 1 : active,
-            max,
-          } satisfies SlotMessage);
+          const client = String(message.client);
+          const grant = counter.acquire(client);
+          if (grant.ok) mine.set(client, (mine.get(client) ?? 0) + 1);
+          worker.send({ kind: 'slot:reply', id: message.id, ...grant } satisfies SlotMessage);
         } else if (message?.kind === 'slot:release') {
-          perWorker.set(worker.id, Math.max(0, (perWorker.get(worker.id) ?? 0) - 1));
+          const client = String(message.client);
+          const count = mine.get(client) ?? 0;
+          if (count === 0) return;
+          counter.release(client);
+          if (count === 1) mine.delete(client);
+          else mine.set(client, count - 1);
         }
       });
-      worker.on('exit', () => perWorker.delete(worker.id));
+      worker.on('exit', () => {
+        for (const [client, count] of mine) counter.release(client, count);
+        held.delete(worker.id);
+      });
     },
   };
 }
@@ -44,22 +51,23 @@ export function runSlotPrimary(max: number): { attach(worker: Worker): void; rea
 /** A worker's slots: asked of the primary over the cluster channel. */
 export function createClusterSlots(): SessionSlots {
   let next = 0;
-  const pending = new Map<number, (reply: { ok: boolean; active: number; max: number }) => void>();
+  const pending = new Map<number, (grant: SlotGrant) => void>();
   process.on('message', (message: SlotMessage) => {
     if (message?.kind !== 'slot:reply') return;
-    pending.get(message.id)?.({ ok: message.ok, active: message.active, max: message.max });
-    pending.delete(message.id);
+    const { kind: _kind, id, ...grant } = message;
+    pending.get(id)?.(grant);
+    pending.delete(id);
   });
   return {
-    acquire() {
+    acquire(client) {
       const id = next++;
       return new Promise((resolve) => {
         pending.set(id, resolve);
-        process.send!({ kind: 'slot:acquire', id } satisfies SlotMessage);
+        process.send!({ kind: 'slot:acquire', id, client } satisfies SlotMessage);
       });
     },
-    release() {
-      if (process.connected) process.send!({ kind: 'slot:release' } satisfies SlotMessage);
+    release(client) {
+      if (process.connected) process.send!({ kind: 'slot:release', client } satisfies SlotMessage);
     },
   };
 }

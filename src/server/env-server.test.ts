@@ -139,7 +139,7 @@ describe('serve-env (OpenEnv protocol)', () => {
   });
 
   it('refuses sessions beyond the cap with CAPACITY_REACHED and frees the slot on close', async () => {
-    const { url } = await start({ maxSessions: 2 });
+    const { url } = await start({ maxSessions: 2, maxSessionsPerClient: 2 });
     const [a, b] = [await openSession(url), await openSession(url)];
     const c = await openSession(url);
     expect(serverMessageSchema.parse(await c.next())).toMatchObject({

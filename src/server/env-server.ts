@@ -4,16 +4,23 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { PromptRecord } from '../core/types';
 import { registerSecret } from '../core/secrets';
-import { createTokenCheck } from './auth';
+import { basicUserName, createTokenCheck } from './auth';
 import { indexTasks, type ServedEnvironment } from './environment';
 import { resolveServerLimits, type ServerLimitOptions } from './limits';
 import { schemaResponse } from './protocol';
 import { runSession, type SessionHost } from './session';
-import { createLocalSlots, type SessionSlots } from './slots';
+import { createLocalSlots, defaultSessionsPerClient, type SessionSlots } from './slots';
 
 export interface EnvServerOptions extends ServerLimitOptions {
   /** Concurrent sessions (WebSocket connections) allowed; beyond it a connection gets CAPACITY_REACHED. */
   maxSessions?: number;
+  /**
+   * Concurrent sessions one client may hold (docs/scale-out.md#fair-sharing); beyond it that
+   * client gets CAPACITY_REACHED while others are still served. A client is the Basic user name
+   * when the token is given that way, else the connection's remote address. Default: half of
+   * `maxSessions`, at least 1; `maxSessions` turns it off.
+   */
+  maxSessionsPerClient?: number;
   /** A session with no message for this long is ended (SESSION_ERROR, then closed). `null`: never. */
   idleTimeoutMs?: number | null;
   /**
@@ -44,12 +51,25 @@ export interface EnvServer {
 }
 
 /**
+ * The key a session is counted under for the per-client cap. With `--token` every client holds the
+ * same token, so the token names no client: a client that gives it as a Basic password names
+ * itself by the user name (`ws://trainer-a:<token>@host`), and one that does not is its remote
+ * address, as every client is without a token. Never the token itself (it would sit in the counts).
+ */
+export function clientKeyOf(request: IncomingMessage, authOn: boolean): string {
+  const user = authOn ? basicUserName(request.headers.authorization) : undefined;
+  return user ? `user:${user}` : `address:${request.socket.remoteAddress ?? 'unknown'}`;
+}
+
+/**
  * An OpenEnv environment server for the Searcher: `/ws` sessions (one environment each), and the
  * HTTP side: `GET /health`, `/metadata`, `/schema`, `/tasks`.
  */
 export function createEnvServer(served: ServedEnvironment, options: EnvServerOptions = {}): EnvServer {
   const maxSessions = options.maxSessions ?? 64;
-  const slots = options.slots ?? createLocalSlots(maxSessions);
+  const slots =
+    options.slots ??
+    createLocalSlots(maxSessions, options.maxSessionsPerClient ?? defaultSessionsPerClient(maxSessions));
   const idleTimeoutMs = options.idleTimeoutMs ?? null;
   const token = options.token ?? null;
   // The token is a credential: redacted from every error, log line and stored record from here on.
@@ -121,7 +141,8 @@ export function createEnvServer(served: ServedEnvironment, options: EnvServerOpt
       socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       return;
     }
-    wss.handleUpgrade(request, socket, head, (ws) => void runSession(ws, host));
+    const client = clientKeyOf(request, token !== null);
+    wss.handleUpgrade(request, socket, head, (ws) => void runSession(ws, host, client));
   });
 
   const host: SessionHost = {

@@ -7,6 +7,7 @@ import { cluster, createClusterSlots, runSlotPrimary } from './cluster';
 import { createEnvServer } from './env-server';
 import type { ServerLimitOptions } from './limits';
 import { buildServedEnvironment, type ServedEnvironmentSettings } from './served-environment';
+import { defaultSessionsPerClient } from './slots';
 
 export interface ServeEnvOptions {
   config?: string;
@@ -16,6 +17,8 @@ export interface ServeEnvOptions {
   port: number;
   workers: number;
   maxSessions: number;
+  /** Sessions one client may hold (docs/scale-out.md#fair-sharing); default half of `maxSessions`, at least 1. */
+  maxSessionsPerClient?: number;
   idleTimeoutMs: number | null;
   token: string | null;
   drainMs: number;
@@ -63,6 +66,7 @@ async function settingsOf(options: ServeEnvOptions): Promise<ServedEnvironmentSe
  */
 export async function serveEnv(options: ServeEnvOptions, log: (line: string) => void): Promise<void> {
   const workers = Math.max(1, Math.min(options.workers, availableParallelism() * 4));
+  const perClient = options.maxSessionsPerClient ?? defaultSessionsPerClient(options.maxSessions);
   const settings = await settingsOf(options);
   if (cluster.isPrimary && workers > 1) {
     // The corpus is built once, here, so the workers only open the cached one.
@@ -70,7 +74,7 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
       const { cacheDir, split: _split, ...corpus } = settings.slides;
       await buildSlideEnvironment(cacheDir, corpus);
     }
-    const slots = runSlotPrimary(options.maxSessions);
+    const slots = runSlotPrimary(options.maxSessions, perClient);
     const listening = new Set<number>();
     let announced = false;
     const fork = () => {
@@ -81,7 +85,7 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
         if (!announced && listening.size === workers) {
           announced = true;
           log(
-            `serve-env: ws://${options.host}:${options.port}/ws, ${workers} workers, at most ${options.maxSessions} sessions`,
+            `serve-env: ws://${options.host}:${options.port}/ws, ${workers} workers, at most ${options.maxSessions} sessions, ${perClient} a client`,
           );
         }
       });
@@ -123,6 +127,7 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
   const { served, close } = await buildServedEnvironment(settings);
   const server = createEnvServer(served, {
     maxSessions: options.maxSessions,
+    maxSessionsPerClient: perClient,
     idleTimeoutMs: options.idleTimeoutMs,
     token: options.token,
     version: options.version,
@@ -133,7 +138,7 @@ export async function serveEnv(options: ServeEnvOptions, log: (line: string) => 
   const port = await server.listen(options.port, options.host);
   if (!cluster.isWorker)
     log(
-      `serve-env: ws://${options.host}:${port}/ws, ${served.tasks.length} tasks, at most ${options.maxSessions} sessions`,
+      `serve-env: ws://${options.host}:${port}/ws, ${served.tasks.length} tasks, at most ${options.maxSessions} sessions, ${perClient} a client`,
     );
   await new Promise<void>((resolve) => {
     const stop = () => void server.drain(options.drainMs).then(close).then(resolve);

@@ -31,7 +31,7 @@ const CLIENT_TYPES = ['reset', 'step', 'state', 'close'];
  * layer refuses (not UTF-8: 1007; over maxMessageBytes: 1009) closes this connection only, and a
  * frame that is not a message of the protocol gets an error frame and the session goes on.
  */
-export async function runSession(ws: WebSocket, host: SessionHost): Promise<void> {
+export async function runSession(ws: WebSocket, host: SessionHost, client: string): Promise<void> {
   const { limits, idleTimeoutMs } = host;
   let closed = false;
   let release: (() => void) | null = null;
@@ -49,23 +49,31 @@ export async function runSession(ws: WebSocket, host: SessionHost): Promise<void
   const flow = createSessionFlow(ws, limits, host.stalledChange);
   const send = flow.send;
   // As OpenEnv's `/ws`: the connection is accepted, then refused with a frame when full.
-  const slot = await host.slots.acquire();
+  const slot = await host.slots.acquire(client);
   if (!slot.ok) {
+    // The per-client cap (docs/scale-out.md#fair-sharing) is the same refusal, so that clients
+    // that handle a full server handle it too; the message and fields say which cap it was.
+    const message =
+      slot.refusedBy === 'client'
+        ? `Client at its share of the server: ${slot.clientActive}/${slot.clientMax} sessions of this client active (--max-sessions-per-client); close one or connect as another client`
+        : `Server at capacity: ${slot.active}/${slot.max} sessions active`;
     send(
-      errorFrame('CAPACITY_REACHED', `Server at capacity: ${slot.active}/${slot.max} sessions active`, {
+      errorFrame('CAPACITY_REACHED', message, {
         active_sessions: slot.active,
         max_sessions: slot.max,
+        client_sessions: slot.clientActive,
+        max_sessions_per_client: slot.clientMax,
       }),
     );
     ws.close(1000);
     return;
   }
-  if (closed) return host.slots.release();
+  if (closed) return host.slots.release(client);
   let environment: SessionEnvironment;
   try {
     environment = new SessionEnvironment(host.served, host.taskIndex);
   } catch (error) {
-    host.slots.release();
+    host.slots.release(client);
     send(errorFrame('FACTORY_ERROR', (error as Error).message, { factory_name: 'SessionEnvironment' }));
     ws.close(1011);
     return;
@@ -84,7 +92,7 @@ export async function runSession(ws: WebSocket, host: SessionHost): Promise<void
   release = () => {
     if (timer) clearTimeout(timer);
     abort.abort();
-    host.slots.release();
+    host.slots.release(client);
     host.closed(ws);
   };
   touch();

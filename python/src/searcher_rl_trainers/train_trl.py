@@ -1,6 +1,6 @@
 """GRPO with TRL against `searcher-rl serve-env`: the command and the trainer it builds.
 
-    searcher-rl serve-env --port 8000 --max-sessions 64 --token "$SEARCHER_RL_TOKEN" &
+    searcher-rl serve-env --port 8000 --max-sessions 64 --max-sessions-per-client 64 --token "$SEARCHER_RL_TOKEN" &
     python -m searcher_rl_trainers.train_trl --env-url ws://127.0.0.1:8000 \
         --model runs/<run-id>/sft/blobs/checkpoints/step-00000000/policy --mode tags \
         --steps 20 --prompts-per-step 8 --n-agent 8 --output-dir out/trl

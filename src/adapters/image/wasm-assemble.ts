@@ -115,7 +115,10 @@ function encodeBody(fn: WasmFunction): number[] {
   const out: number[] = [];
   const tokens = fn.body
     .split('\n')
-    .map((line) => line.replace(/;;.*$/, ''))
+    .map((line) => {
+      const comment = line.indexOf(';;');
+      return comment < 0 ? line : line.slice(0, comment);
+    })
     .join(' ')
     .split(/\s+/)
     .filter(Boolean);

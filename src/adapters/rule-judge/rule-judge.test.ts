@@ -82,3 +82,125 @@ describe('createRuleJudge: answers with numbers the reference does not have', ()
     );
   });
 });
+
+/** The gaming classes of docs/method.md#rule-judge, with the score each example gets (the table there). */
+const GAMING_TABLE: ReadonlyArray<{ kind: string; answer: string; score: number }> = [
+  { kind: 'negation', answer: 'not Paris', score: 0 },
+  { kind: 'negation', answer: "It isn't Paris.", score: 0 },
+  { kind: 'negation', answer: 'Paris is wrong', score: 0 },
+  { kind: 'negation', answer: 'Paris? No.', score: 0 },
+  { kind: 'alternatives', answer: 'Paris or London', score: 0 },
+  { kind: 'alternatives', answer: 'Paris/London', score: 0 },
+  { kind: 'alternatives', answer: 'either Paris or Lyon', score: 0 },
+  { kind: 'list', answer: 'Paris, London', score: 0.5 },
+  { kind: 'list', answer: 'Paris and London', score: 0.5 },
+  { kind: 'list', answer: 'Paris, London, Rome, Lyon', score: 0.5 },
+  { kind: 'hedge', answer: 'maybe Paris', score: 0.5 },
+  { kind: 'hedge', answer: 'I think it is probably Paris', score: 0.5 },
+  { kind: 'restated question', answer: 'Is the capital of France Paris?', score: 0 },
+  { kind: 'honest', answer: 'Paris', score: 1 },
+  { kind: 'honest', answer: 'The capital of France is Paris.', score: 1 },
+  { kind: 'honest', answer: 'Paris, not London', score: 1 },
+  { kind: 'honest', answer: 'Paris, in France', score: 1 },
+];
+
+describe('createRuleJudge: answers that try to talk the judge round (issue 41)', () => {
+  it.each(GAMING_TABLE)('$kind: "$answer" scores $score for "Paris"', async ({ answer, score }) => {
+    const question = answer.startsWith('Is ')
+      ? 'Is the capital of France Paris?'
+      : 'What is the capital of France?';
+    expect((await createRuleJudge().doScore(question, answer, 'Paris')).score).toBe(score);
+  });
+
+  const WORDS = ['paris', 'london', 'lyon', 'acme', 'eiffel', 'tower', 'river', 'seine', 'berlin', 'quartz'];
+  const name = fc
+    .array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 3 })
+    .map((w) => w.map((x) => x[0]!.toUpperCase() + x.slice(1)).join(' '));
+  // The other candidate shares no word with the reference (a different place, not a rearrangement of it).
+  const case_ = fc.tuple(name, name).filter(([r, o]) => {
+    const words = new Set(r.toLowerCase().split(' '));
+    return o
+      .toLowerCase()
+      .split(' ')
+      .every((w) => !words.has(w));
+  });
+  const question = 'Which place was named in the report?';
+
+  const gaming = (r: string, o: string) =>
+    fc.constantFrom(
+      `not ${r}`,
+      `It is not ${r}.`,
+      `It wasn't ${r}`,
+      `${r} is wrong`,
+      `never ${r}`,
+      `${r}? No.`,
+      `${r} or ${o}`,
+      `${o} or ${r}`,
+      `either ${r} or ${o}`,
+      `${r}/${o}`,
+      `${r}, ${o}`,
+      `${o}, ${r}`,
+      `${r}; ${o}`,
+      `${r} and ${o}`,
+      `maybe ${r}`,
+      `perhaps ${r}`,
+      `probably ${r}`,
+      `I think ${r}`,
+      `It might be ${r}`,
+      `possibly ${r}, possibly ${o}`,
+    );
+
+  it('property: a negation, alternatives, a list of candidates or a hedge around the reference never scores 1', async () => {
+    const judge = createRuleJudge();
+    await fc.assert(
+      fc.asyncProperty(
+        case_.chain(([r, o]) => gaming(r, o).map((answer) => ({ r, answer }))),
+        fc.constantFrom('', '  ', '.', '!'),
+        async ({ r, answer }, tail) => {
+          expect((await judge.doScore(question, `${answer}${tail}`, r)).score).toBeLessThan(1);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it('property: an answer that restates a question holding the reference never scores 1', async () => {
+    const judge = createRuleJudge();
+    await fc.assert(
+      fc.asyncProperty(
+        case_,
+        fc.constantFrom('Was it %?', 'Is the report about %?', 'Did % win the award in the report?'),
+        async ([r], template) => {
+          const q = template.replace('%', r);
+          expect((await judge.doScore(q, q, r)).score).toBeLessThan(1);
+          expect((await judge.doScore(q, q.replace('?', ''), r)).score).toBeLessThan(1);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('property: honest answers with extra correct words still score 1', async () => {
+    const judge = createRuleJudge();
+    await fc.assert(
+      fc.asyncProperty(
+        case_,
+        fc.constantFrom(
+          '%',
+          'It was %.',
+          'The answer is %',
+          '%, not #',
+          'Not #, but %',
+          "It's %!",
+          '%, as the report says',
+          'The place named in the report was %.',
+        ),
+        async ([r, o], template) => {
+          const answer = template.replace('%', r).replace('#', o);
+          expect((await judge.doScore(question, answer, r)).score).toBe(1);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

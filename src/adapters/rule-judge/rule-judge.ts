@@ -1,7 +1,10 @@
+import { answerGamingCap, answerGamingClasses, normaliseAnswer } from '../../core/reward/answer-gaming';
 import { sequenceMatcherRatio } from '../../core/reward/sequence-matcher';
 import type { CallOptions } from '../../ports/common';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
 import { DEFAULT_PARTIAL_THRESHOLD } from './settings';
+
+export { normaliseAnswer };
 
 export interface RuleJudgeSettings {
   /** Below this similarity the answer scores 0 (the Search-R1 spec's threshold: docs/method.md#search-r1-reward). */
@@ -10,19 +13,6 @@ export interface RuleJudgeSettings {
 
 export interface RuleJudge extends Judge {
   readonly calls: Array<{ question: string; answer: string; reference: string; score: number }>;
-}
-
-/** NFKC, lowercase, thousands separators and punctuation (but decimal points, % and $) removed, articles dropped. */
-export function normaliseAnswer(text: string): string {
-  return text
-    .normalize('NFKC')
-    .toLowerCase()
-    .replace(/(\d),(?=\d{3}\b)/g, '$1')
-    .replace(/[^\p{L}\p{N}.%$]+/gu, ' ')
-    .replace(/(?<!\d)\.|\.(?!\d)/g, ' ')
-    .replace(/\b(a|an|the)\b/g, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
 }
 
 /** The numbers of a normalised text, as values (`4.50` and `4.5` are one number). */
@@ -37,7 +27,9 @@ function numbersOf(normalised: string): string[] {
  * an answer). Then 1.0 when the normalised answer equals the reference or contains it as whole
  * words, unless it restates a number of the question besides the reference's (a near miss, never
  * a match); otherwise the difflib similarity of the two, rounded to 0.1 and capped at 0.9, if it
- * reaches `partialThreshold`; else 0. Useful offline and as a baseline for LLM judges.
+ * reaches `partialThreshold`; else 0. Last, an answer that games the match (`answerGamingClasses`:
+ * a negation of the reference, alternatives, a list of candidates, a hedge, a restated question)
+ * is capped below full credit (`ANSWER_GAMING_CAPS`). Useful offline and as a baseline for LLM judges.
  */
 export function createRuleJudge(settings: RuleJudgeSettings = {}): RuleJudge {
   const threshold = settings.partialThreshold ?? DEFAULT_PARTIAL_THRESHOLD;
@@ -80,6 +72,12 @@ export function createRuleJudge(settings: RuleJudgeSettings = {}): RuleJudge {
         const ratio = sequenceMatcherRatio(a, r);
         score = ratio >= threshold ? Math.min(0.9, Math.round(ratio * 10) / 10) : 0;
         rationale = `similarity ${ratio.toFixed(3)}${extra.length > 0 ? ` (restates the question's ${extra.join(', ')})` : ''}`;
+      }
+      const gaming = score > 0 ? answerGamingClasses(answer, reference, question) : [];
+      const cap = answerGamingCap(gaming);
+      if (score > cap) {
+        score = cap;
+        rationale = `${rationale}; capped at ${cap}: ${gaming.join(', ')}`;
       }
       calls.push({ question, answer, reference, score });
       return { score, rationale };

@@ -9,7 +9,11 @@ import { readImageUnderRoot } from './image-file';
 import type { PageImage, SearchHit } from '../../ports/types';
 import { braveSchema, searchR1Schema, vragSchema } from './settings';
 
-const trimSlash = (url: string) => url.replace(/\/+$/, '');
+const trimSlash = (url: string) => {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+};
 
 /**
  * Search-R1's retrieval server: `POST /retrieve {queries, topk, return_scores}` answers
@@ -211,7 +215,7 @@ export function createBraveWebSearch(settings: z.input<typeof braveSchema> = {})
         const text = [r.title, r.description]
           .filter((t): t is string => typeof t === 'string')
           .join('\n')
-          .replace(/<[^>]+>/g, '');
+          .replace(/<[^<>]*>/g, '');
         return { id: r.url, basename: r.url, text, score: 1 / (i + 1) };
       });
     },

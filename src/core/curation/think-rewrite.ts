@@ -2,9 +2,42 @@
  * The think-only rewrite safety post-pass (docs/method.md#think-only-rewriting): a rewrite may
  * change only the text inside `<think>…</think>`.
  */
+import { replaceTagSpans, tagSpans } from '../protocol/tag-spans';
 
 /** An action tag inside a think, any case. */
 export const ACTION_TAG_PATTERN = /<\/?\s*(search|bbox|search_complete|answer)\b/i;
+
+/** What an observation-claim check needs of a pattern: a RegExp, or a matcher built like one. */
+export interface ClaimPattern {
+  test(text: string): boolean;
+  readonly source: string;
+}
+
+/**
+ * "A place, then later in the same sentence a verb of seeing", or any of `anywhere`. As one regex
+ * (`place[^.!?]*?verb`) this is quadratic: every place in a long sentence without the verb rescans
+ * it to the end (issue 41). Here each sentence is read once: its first place, then the verb after it.
+ */
+function placeThenVerb(parts: {
+  place: string;
+  verb: string;
+  sentenceEnd: RegExp;
+  anywhere: readonly string[];
+}): ClaimPattern {
+  const place = new RegExp(parts.place, 'u');
+  const verb = new RegExp(parts.verb, 'u');
+  const anywhere = new RegExp(parts.anywhere.join('|'), 'u');
+  return {
+    source: `${parts.place}…${parts.verb}|${anywhere.source}`,
+    test(text: string): boolean {
+      if (anywhere.test(text)) return true;
+      return text.split(parts.sentenceEnd).some((sentence) => {
+        const found = place.exec(sentence);
+        return found !== null && verb.test(sentence.slice(found.index + found[0].length));
+      });
+    },
+  };
+}
 
 /**
  * New observation claims: a think that says it sees something in a page (docs/method.md#think-only-rewriting: "이미지에서
@@ -13,7 +46,7 @@ export const ACTION_TAG_PATTERN = /<\/?\s*(search|bbox|search_complete|answer)\b
  * tested on real sentences in think-rewrite.test.ts. The original copies were double-escaped
  * (`\\b`) and never matched. A false match only keeps the original think, so the patterns lean broad.
  */
-export const OBSERVATION_CLAIM_PATTERNS: Readonly<Record<'en' | 'ko' | 'zh', RegExp>> = Object.freeze({
+export const OBSERVATION_CLAIM_PATTERNS: Readonly<Record<'en' | 'ko' | 'zh', ClaimPattern>> = Object.freeze({
   en: new RegExp(
     [
       // the rule's phrases
@@ -39,36 +72,38 @@ export const OBSERVATION_CLAIM_PATTERNS: Readonly<Record<'en' | 'ko' | 'zh', Reg
   // 보이 as written in the rule misses 보인다/보였다/보임/보입니다 (the syllable 인 is not 이 + ㄴ as
   // text), so those forms are listed too; a place (이미지에서, 화면에, 그림을 보면) then a verb of seeing,
   // or a thing seen (…이/가 보인다, …을 볼 수 있다) anywhere.
-  ko: new RegExp(
-    [
-      '(?:이미지|사진|그림|화면|슬라이드|페이지|도표|차트|스크린샷|캡처|크롭)(?:에서|에는|에|상에서|속에서|을 보면|를 보면|을 보니|를 보니)[^.!?。\\n]*?(?:보이|보인|보였|보임|보입|확인|나타나|나타난|나와 있|나와있|표시되|표시된|적혀|볼 수 있|알 수 있)',
+  ko: placeThenVerb({
+    place:
+      '(?:이미지|사진|그림|화면|슬라이드|페이지|도표|차트|스크린샷|캡처|크롭)(?:에서|에는|에|상에서|속에서|을 보면|를 보면|을 보니|를 보니)',
+    verb: '(?:보이|보인|보였|보임|보입|확인|나타나|나타난|나와 있|나와있|표시되|표시된|적혀|볼 수 있|알 수 있)',
+    sentenceEnd: /[.!?。\n]/,
+    anywhere: [
       '(?:이미지|사진|그림|화면|슬라이드|페이지|도표|차트|스크린샷|캡처|크롭)[을를] (?:보면|보니|보았|봤|살펴보)',
       '[이가] (?:잘 |분명히 |명확히 )?(?:보인|보이|보였|보임|보입)',
       '[을를] 볼 수 있',
-    ].join('|'),
-    'u',
-  ),
-  zh: new RegExp(
-    [
-      '(?:图中|图片中|图像中|照片中|画面中|截图中|幻灯片中|页面中|图上|图片上|页面上|截图上|幻灯片上|图里|图片里)[^。！？\\n]*?(?:显示|可以看到|能看到|看到|可见|展示|呈现|写着|标着|列出|标注)',
+    ],
+  }),
+  zh: placeThenVerb({
+    place:
+      '(?:图中|图片中|图像中|照片中|画面中|截图中|幻灯片中|页面中|图上|图片上|页面上|截图上|幻灯片上|图里|图片里)',
+    verb: '(?:显示|可以看到|能看到|看到|可见|展示|呈现|写着|标着|列出|标注)',
+    sentenceEnd: /[。！？\n]/,
+    anywhere: [
       '(?:我|我们)(?:可以|能|能够|已经|清楚地)?(?:看到|看见|注意到|观察到)',
       '如图所示',
       '从图(?:片|像)?中?(?:可以|能)?看出',
       '图(?:片|像)?(?:清楚地)?(?:显示|展示|表明)',
-    ].join('|'),
-    'u',
-  ),
+    ],
+  }),
 });
 
-const THINK = /<think>([\s\S]*?)<\/think>/g;
-
 export function thinkSpans(text: string): string[] {
-  return [...text.matchAll(THINK)].map((m) => m[1]!);
+  return tagSpans(text, '<think>', '</think>').map((s) => s.body);
 }
 
 /** The text with every think emptied: what must stay byte-identical. */
 export function outsideThinks(text: string): string {
-  return text.replace(THINK, '<think></think>');
+  return replaceTagSpans(text, '<think>', '</think>', () => '<think></think>');
 }
 
 export function hasObservationClaim(text: string): boolean {
@@ -122,7 +157,7 @@ export function checkThinkRewrite(original: string, rewritten: string): RewriteC
     } else chosen.push(next);
   }
   let index = 0;
-  const text = rewritten.replace(THINK, () => `<think>${chosen[index++]!}</think>`);
+  const text = replaceTagSpans(rewritten, '<think>', '</think>', () => `<think>${chosen[index++]!}</think>`);
   return { text, kept: after.length - rejections.length, reverted: rejections.length, rejections };
 }
 

@@ -23,36 +23,83 @@ const isPositive = (x: IcdTrajectory) => x.vqa_acc_score >= 1;
 const isPartial = (x: IcdTrajectory) => x.vqa_acc_score > 0 && x.vqa_acc_score < 1;
 const isZero = (x: IcdTrajectory) => x.vqa_acc_score <= 0;
 
-describe('the final trajectories: quotas and property 6 together (issue 24, item 12)', () => {
-  it('a query with few distinct trajectories is filled to 12 by its acc-0 ones, never past a quota', () => {
+const key = (x: IcdTrajectory) => x.pointer.join(',');
+const distinctKeys = (list: readonly IcdTrajectory[]) => new Set(list.map(key));
+/** One trajectory a pointer, the best scored (what the controller counts as distinct). */
+const bestPerPointer = (list: readonly IcdTrajectory[]) => {
+  const best = new Map<string, IcdTrajectory>();
+  for (const x of list) if ((best.get(key(x))?.vqa_acc_score ?? -1) < x.vqa_acc_score) best.set(key(x), x);
+  return [...best.values()];
+};
+
+describe('the final trajectories: property 6 and the quotas (issue 41)', () => {
+  it('a query with few distinct trajectories is filled to 12 by repeating its acc-0 ones, the quotas held', () => {
     const controller = new TrajectoryQualityController();
-    const final = controller.selectFinalTrajectories([t(1), t(1, [2, 3]), t(0.6), t(0, [4, 5])]);
-    expect(final).toHaveLength(12);
-    expect(final.filter(isPositive)).toHaveLength(2);
-    expect(final.filter(isPartial)).toHaveLength(1);
-    expect(final.filter(isZero)).toHaveLength(9);
+    const result = controller.selectFinal([t(1), t(1, [2, 3]), t(0.6, [6, 7]), t(0, [4, 5])]);
+    expect(result.trajectories).toHaveLength(12);
+    expect(result.trajectories.filter(isPositive)).toHaveLength(2);
+    expect(result.trajectories.filter(isPartial)).toHaveLength(1);
+    expect(result.trajectories.filter(isZero)).toHaveLength(9);
+    expect(result).toMatchObject({ distinct: 4, repeated: 8 });
   });
 
-  it('a query without acc-0 trajectories keeps fewer than 12: its positives and partials up to their quotas', () => {
+  it('a query without acc-0 trajectories goes past the quotas before repeating anything, then repeats all in order', () => {
     const controller = new TrajectoryQualityController();
     const all = [
-      t(1),
+      t(1, [0, 1]),
       t(1, [1, 2]),
       t(1, [2, 3]),
       t(1, [3, 4]),
       t(1, [4, 5]),
-      t(0.6),
-      t(0.3, [1, 2]),
-      t(0.9),
+      t(0.6, [5, 6]),
+      t(0.3, [6, 7]),
+      t(0.9, [7, 8]),
     ];
-    const final = controller.selectFinalTrajectories(all);
-    expect(final.filter(isPositive)).toHaveLength(4);
-    expect(final.filter(isPartial)).toHaveLength(2);
-    expect(final).toHaveLength(6);
-    expect(controller.selectFinalTrajectories([t(1)])).toEqual([t(1)]);
+    const result = controller.selectFinal(all);
+    expect(result.trajectories).toHaveLength(12);
+    expect(result).toMatchObject({ distinct: 8, repeated: 4 });
+    expect(distinctKeys(result.trajectories).size).toBe(8);
+    // One trajectory in: twelve copies of it, counted.
+    expect(controller.selectFinal([t(1)])).toEqual({
+      trajectories: Array(12).fill(t(1)),
+      distinct: 1,
+      repeated: 11,
+    });
   });
 
-  it('for any trajectories and any M: the quotas hold (copies counted), only acc-0 ones repeat, and the count is M whenever the quotas allow it', () => {
+  it('13 positives give 12 distinct ones and 17 distinct trajectories give no repeat (the held-out cases)', () => {
+    const controller = new TrajectoryQualityController();
+    const positives = Array.from({ length: 13 }, (_, i) => t(1, [i, i + 1]));
+    const thirteen = controller.selectFinal(positives);
+    expect(thirteen).toMatchObject({ distinct: 12, repeated: 0 });
+    expect(distinctKeys(thirteen.trajectories).size).toBe(12);
+    const seventeen = [
+      ...Array.from({ length: 10 }, (_, i) => t(1, [i, i + 20])),
+      t(0.6, [40, 41]),
+      t(0.3, [41, 42]),
+      t(0.9, [42, 43]),
+      t(0, [50, 51]),
+      t(0, [51, 52]),
+      t(0.6, [52, 53]),
+      t(1, [53, 54]),
+    ];
+    const final = controller.selectFinal(seventeen);
+    expect(final).toMatchObject({ distinct: 12, repeated: 0 });
+    expect(distinctKeys(final.trajectories).size).toBe(12);
+    // Both acc-0 ones are in: the quotas are passed only because nothing else remained.
+    expect(final.trajectories.filter(isZero)).toHaveLength(2);
+  });
+
+  it('a pointer given twice is one trajectory: its second copy is a repeat', () => {
+    const result = new TrajectoryQualityController({ targetTrajectoryCount: 3 }).selectFinal([
+      t(0, [1, 2]),
+      t(0, [1, 2]),
+      t(0, [3, 4]),
+    ]);
+    expect(result).toMatchObject({ distinct: 2, repeated: 1 });
+  });
+
+  it('for any trajectories and any M and quotas: exactly M; distinct ones fill it before any repeat; the quotas hold while other trajectories remain; repeats only when fewer distinct exist, and counted', () => {
     fc.assert(
       fc.property(
         fc.array(trajectory, { minLength: 1, maxLength: 40 }),
@@ -69,33 +116,45 @@ describe('the final trajectories: quotas and property 6 together (issue 24, item
             positiveMin,
             partialMin,
           });
-          const final = controller.selectFinalTrajectories(all);
+          const result = controller.selectFinal(all);
+          const final = result.trajectories;
           for (const x of final) expect(all).toContain(x);
-          expect(final.length).toBeLessThanOrEqual(target);
-          expect(final.filter(isPositive).length).toBeLessThanOrEqual(positiveQuota);
-          expect(final.filter(isPartial).length).toBeLessThanOrEqual(partialQuota);
-          // Positives and partials are never repeated; acc-0 trajectories fill the rest.
-          const nonZero = final.filter((x) => !isZero(x));
-          expect(new Set(nonZero).size).toBe(nonZero.length);
-          const positives = all.filter(isPositive).length;
-          const partials = all.filter(isPartial).length;
-          const fillable = all.some(isZero)
-            ? target
-            : Math.min(target, Math.min(positives, positiveQuota) + Math.min(partials, partialQuota));
-          // Property 6: exactly M whenever M fits in the quotas.
-          expect(final).toHaveLength(fillable);
+          // Property 6: exactly M.
+          expect(final).toHaveLength(target);
+          // Distinct before repeats, and repeats counted.
+          const available = distinctKeys(all).size;
+          const used = distinctKeys(final).size;
+          expect(used).toBe(Math.min(target, available));
+          expect(result.distinct).toBe(used);
+          expect(result.repeated).toBe(target - used);
+          // The quotas are ceilings while other trajectories remain: a bucket passes its quota only
+          // when every distinct trajectory of the other buckets is in.
+          const distinctOf = (f: (x: IcdTrajectory) => boolean, list: readonly IcdTrajectory[]) =>
+            distinctKeys(list.filter(f)).size;
+          const unique = bestPerPointer(all);
+          const allIn = (f: (x: IcdTrajectory) => boolean) => distinctOf(f, final) === distinctOf(f, unique);
+          if (distinctOf(isPositive, final) > positiveQuota) expect(allIn(isZero)).toBe(true);
+          if (distinctOf(isPartial, final) > partialQuota) {
+            expect(allIn(isZero)).toBe(true);
+            expect(allIn(isPositive)).toBe(true);
+          }
+          // Copies pass no quota when an acc-0 trajectory can be repeated instead.
+          if (result.repeated > 0 && unique.some(isZero)) {
+            expect(final.filter(isPositive).length).toBe(distinctOf(isPositive, unique));
+            expect(final.filter(isPartial).length).toBe(distinctOf(isPartial, unique));
+          }
           // The minimums, when the input has them and M leaves room.
           if (target >= positiveMin + partialMin) {
-            expect(final.filter(isPositive).length).toBeGreaterThanOrEqual(Math.min(positiveMin, positives));
-            expect(final.filter(isPartial).length).toBeGreaterThanOrEqual(Math.min(partialMin, partials));
+            expect(distinctOf(isPositive, final)).toBeGreaterThanOrEqual(
+              Math.min(positiveMin, distinctOf(isPositive, unique)),
+            );
+            expect(distinctOf(isPartial, final)).toBeGreaterThanOrEqual(
+              Math.min(partialMin, distinctOf(isPartial, unique)),
+            );
           }
-          // Every distinct acc-0 trajectory is used before any is repeated.
-          const zeros = all.filter(isZero);
-          const chosenZeros = final.filter(isZero);
-          if (chosenZeros.length >= zeros.length) expect(new Set(chosenZeros).size).toBe(new Set(zeros).size);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: 1000 },
     );
   });
 });

@@ -9,6 +9,16 @@ export interface TrajectoryQualityOptions {
   partialQuota?: number;
 }
 
+/** The final trajectories of one query and how they were made up (property 6). */
+export interface FinalTrajectories {
+  /** Exactly `targetTrajectoryCount`. */
+  trajectories: IcdTrajectory[];
+  /** Distinct trajectories (by pointer) among them. */
+  distinct: number;
+  /** Copies added because the query had fewer distinct trajectories than the target. */
+  repeated: number;
+}
+
 const distinctScores = (trajectories: readonly IcdTrajectory[]) =>
   new Set(trajectories.map((t) => t.vqa_acc_score)).size;
 const maxScore = (trajectories: readonly IcdTrajectory[]) =>
@@ -67,37 +77,55 @@ export class TrajectoryQualityController {
   }
 
   /**
-   * The final M trajectories, the quotas holding with copies counted (docs/method.md#commit-on-improve):
-   * acc 1.0 at least `positiveMin` (2) and at most `positiveQuota` (4), 0 < acc < 1 (the seed's
-   * 0.6 bucket) at least `partialMin` (1) and at most `partialQuota` (2), and acc 0 fills the
-   * rest. The minimums are taken first, so that a small M holds both kinds when they exist; within
-   * a bucket, higher accuracy and earlier trajectories come first. When the distinct trajectories
-   * are too few to reach M, the acc-0 ones are repeated in that order (acc 0 is the bucket that
-   * fills the rest, so no quota is passed) and property 6 holds; a query with no acc-0 trajectory
-   * cannot reach M within the quotas, and keeps its positives and partials (at most
-   * positiveQuota + partialQuota), none repeated. An empty input is an error.
+   * The final M trajectories (docs/method.md#commit-on-improve); property 6: exactly M, always.
+   * Trajectories are distinct by pointer (the same choice of demonstrations twice is one). In
+   * order: acc 1.0 up to `positiveMin` (2), 0 < acc < 1 (the seed's 0.6 bucket) up to `partialMin`
+   * (1), then up to the quotas (`positiveQuota` 4, `partialQuota` 2), then every acc-0 one (the
+   * bucket that fills the rest); within a bucket, higher accuracy and earlier trajectories come
+   * first. The quotas are ceilings only while other trajectories remain: when every distinct
+   * acc-0 trajectory is in and M is not reached, the positives and then the partials beyond their
+   * quotas fill it. Only when the distinct trajectories are fewer than M are they repeated: the
+   * acc-0 ones in that order when there are any (so no quota is passed by a copy), else all of
+   * them in that order; `repeated` counts the copies. An empty input is an error.
    */
-  selectFinalTrajectories(all: readonly IcdTrajectory[]): IcdTrajectory[] {
+  selectFinal(all: readonly IcdTrajectory[]): FinalTrajectories {
     const { targetTrajectoryCount: m, positiveMin, positiveQuota, partialMin, partialQuota } = this.settings;
     if (all.length === 0)
       throw new InvalidArgumentError({
         argument: 'all',
         message: 'a query has no trajectories to select from',
       });
-    const ordered = all
+    const seen = new Set<string>();
+    const distinct = all
       .map((t, i) => ({ t, i }))
       .sort((a, b) => b.t.vqa_acc_score - a.t.vqa_acc_score || a.i - b.i)
-      .map((x) => x.t);
-    const positive = ordered.filter((t) => t.vqa_acc_score >= 1);
-    const partial = ordered.filter((t) => t.vqa_acc_score > 0 && t.vqa_acc_score < 1);
-    const zero = ordered.filter((t) => t.vqa_acc_score <= 0);
+      .map((x) => x.t)
+      .filter((t) => {
+        const key = t.pointer.join(',');
+        if (seen.has(key)) return false;
+        seen.add(key);
+        return true;
+      });
+    const positive = distinct.filter((t) => t.vqa_acc_score >= 1);
+    const partial = distinct.filter((t) => t.vqa_acc_score > 0 && t.vqa_acc_score < 1);
+    const zero = distinct.filter((t) => t.vqa_acc_score <= 0);
     const chosen = [
       ...positive.slice(0, positiveMin),
       ...partial.slice(0, partialMin),
       ...positive.slice(positiveMin, positiveQuota),
       ...partial.slice(partialMin, partialQuota),
+      ...zero,
+      ...positive.slice(Math.max(positiveMin, positiveQuota)),
+      ...partial.slice(Math.max(partialMin, partialQuota)),
     ].slice(0, m);
-    for (let i = 0; zero.length > 0 && chosen.length < m; i++) chosen.push(zero[i % zero.length]!);
-    return chosen;
+    const distinctCount = chosen.length;
+    const copies = zero.length > 0 ? zero : chosen.slice(0, distinctCount);
+    for (let i = 0; chosen.length < m; i++) chosen.push(copies[i % copies.length]!);
+    return { trajectories: chosen, distinct: distinctCount, repeated: m - distinctCount };
+  }
+
+  /** `selectFinal`'s trajectories: exactly `targetTrajectoryCount` of them. */
+  selectFinalTrajectories(all: readonly IcdTrajectory[]): IcdTrajectory[] {
+    return this.selectFinal(all).trajectories;
   }
 }

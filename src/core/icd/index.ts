@@ -42,6 +42,10 @@ export {
   type IcdBeamSearchOptions,
   type IcdBeamSearchResult,
 } from './beam-search';
-export { TrajectoryQualityController, type TrajectoryQualityOptions } from './controller';
+export {
+  TrajectoryQualityController,
+  type FinalTrajectories,
+  type TrajectoryQualityOptions,
+} from './controller';
 export { selectorGrpoLoss, type SelectorGrpoInput, type SelectorGrpoResult } from './selector-grpo';
 export { demonstrationsFromDistilled } from './from-distillation';

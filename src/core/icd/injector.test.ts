@@ -119,6 +119,72 @@ describe('injection at the cap never leaves half a pair (issue 24, item 15)', ()
     );
   });
 
+  it('for any pool, trajectories, positives and cap: the replaced candidates are the least similar ones that no kept trajectory uses (issue 41)', () => {
+    // A table whose rows are not unit length: similarity is the cosine all the same.
+    const random = createRandom(11);
+    const raw = {
+      rows: TABLE_ROWS,
+      dimensions: D,
+      data: Float32Array.from(
+        { length: TABLE_ROWS * D },
+        () => random.nextNormal() * (1 + random.nextFloat() * 4),
+      ),
+    };
+    const cosine = (g: number, q: readonly number[]) => {
+      const row = raw.data.subarray(g * D, (g + 1) * D);
+      let dot = 0;
+      let nr = 0;
+      let nq = 0;
+      for (let k = 0; k < D; k++) {
+        dot += row[k]! * q[k]!;
+        nr += row[k]! ** 2;
+        nq += q[k]! ** 2;
+      }
+      return dot / Math.sqrt(nr * nq);
+    };
+    const positive = fc.record({
+      global_indices: fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), {
+        minLength: 1,
+        maxLength: 3,
+      }),
+      acc_score: fc.constantFrom(0.3, 0.6, 1),
+    });
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), { minLength: 64, maxLength: 64 }),
+        fc.array(fc.uniqueArray(fc.integer({ min: 0, max: 63 }), { minLength: 2, maxLength: 2 }), {
+          maxLength: 20,
+        }),
+        fc.array(positive, { maxLength: 12 }),
+        fc.integer({ min: 0, max: 12 }),
+        fc.integer({ min: 0, max: 50 }),
+        (pool, pointers, positives, cap, queryId) => {
+          const injector = new CandidatePoolInjector({
+            table: raw,
+            maxInjectPerQuery: cap,
+            warn: () => undefined,
+          });
+          const query = queryEmbedding(queryId);
+          const result = injector.injectPositives(record(pool, pointers), positives, query);
+          const after = result.record.candidate_pool_indices;
+          const used = new Set(result.record.pointer_candidates.flatMap((t) => t.pointer));
+          const replacedSlots = new Set(result.replaced.map((r) => r.local));
+          for (const pointer of pointers) for (const p of pointer) expect(replacedSlots.has(p)).toBe(false);
+          const freeLeft = after
+            .map((g, slot) => ({ g, slot }))
+            .filter(({ slot }) => !used.has(slot) && !replacedSlots.has(slot));
+          for (const r of result.replaced)
+            for (const { g } of freeLeft)
+              expect(
+                cosine(r.removed, query),
+                `replaced ${r.removed} while ${g} stayed free`,
+              ).toBeLessThanOrEqual(cosine(g, query) + 1e-6);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('a positive with a repeated index or of no indices is refused with a typed error', () => {
     const injector = new CandidatePoolInjector({ table, warn: () => undefined });
     expect(() =>

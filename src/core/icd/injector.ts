@@ -83,9 +83,10 @@ export class CandidatePoolInjector {
     const whole = (positive: MinedPositive) => positive.global_indices.every((g) => local.has(g));
     for (const positive of positives)
       if (whole(positive)) for (const g of positive.global_indices) kept.add(local.get(g)!);
-    // Replaceable slots, least similar first.
+    // Replaceable slots, least similar first: the cosine, so that a table whose rows are not unit
+    // length (built by hand rather than by createEmbeddingTable) orders them the same.
     const slots = pool
-      .map((g, slot) => ({ slot, similarity: dot(query, embeddingRow(this.table, g)) }))
+      .map((g, slot) => ({ slot, similarity: dot(query, l2Normalise(embeddingRow(this.table, g))) }))
       .filter((s) => !kept.has(s.slot))
       .sort((a, b) => a.similarity - b.similarity || a.slot - b.slot)
       .map((s) => s.slot);

@@ -53,3 +53,31 @@ describe('searchR1Reward', () => {
     expect(extractAnswer('<answer>a</answer><answer> b </answer>')).toBe('b');
   });
 });
+
+describe('checkAnswerCorrectness: strict refuses the gaming classes (issue 41, docs/method.md#search-r1-reward)', () => {
+  const question = 'What is the capital of France?';
+  it.each([
+    ['not Paris', 1.0],
+    ['Paris or London', 1.0],
+    ['Paris, London', 1.0],
+    ['maybe Paris', 1.0],
+    ['either Paris or Lyon', 0],
+  ])('keeps the spec by default and gives 0 in strict mode: "%s"', (answer, spec) => {
+    expect(checkAnswerCorrectness(answer, 'Paris')).toBe(spec);
+    expect(checkAnswerCorrectness(answer, 'Paris', { strict: true, question })).toBe(0);
+  });
+  it('keeps exact, not-found and honest similar answers in strict mode', () => {
+    const strict = { strict: true, question };
+    expect(checkAnswerCorrectness('Paris', 'Paris', strict)).toBe(2.0);
+    expect(checkAnswerCorrectness(NOT_FOUND_ANSWER, 'Paris', strict)).toBe(0.5);
+    expect(checkAnswerCorrectness('paris france', 'Paris', strict)).toBe(1.0);
+    expect(checkAnswerCorrectness('It is Paris.', 'Paris', strict)).toBe(1.0);
+    const restated = 'Is the capital of France Paris?';
+    expect(checkAnswerCorrectness(restated, 'Paris', { strict: true, question: restated })).toBe(0);
+    expect(searchR1Reward('<answer>Paris or Lyon</answer>', 'Paris', strict)).toEqual({
+      format: 0.5,
+      answer: 0,
+      total: 0.5,
+    });
+  });
+});

@@ -3,6 +3,7 @@ import { hashString } from '../../core/random';
 import type { ScriptContext } from '../../adapters/scripted-policy/scripted-policy';
 import type { CorpusQuestion, SlideCorpus } from './corpus';
 import { roleOfAttribute } from './regions';
+import { lineAfter, tagSpans } from '../../core/protocol/tag-spans';
 
 export interface OracleOptions {
   /** Share of episodes that search with the entity name only (a vague query). */
@@ -58,13 +59,13 @@ export function createOracleScript(
   const seed = options.seed ?? 0;
   const complete = '<search_complete>true</search_complete>';
   return ({ turn, context, rolloutId }) => {
-    const question = /Question: (.*)\n/.exec(context)?.[1]?.trim() ?? '';
+    const question = lineAfter(context, 'Question: ')?.trim() ?? '';
     const asked = byQuestion.get(question);
     if (!asked) return complete;
     const roll = (salt: string) => (hashString(`${seed}|${question}|${rolloutId}|${salt}`) % 1000) / 1000;
     const vague = roll('vague') < vagueRate;
     if (turn === 0) return `<search>${vague ? asked.metadata.entity : asked.metadata.query}</search>`;
-    const observations = [...context.matchAll(/<information>([\s\S]*?)<\/information>/g)].map((m) => m[1]!);
+    const observations = tagSpans(context, '<information>', '</information>').map((s) => s.body);
     const last = observations[observations.length - 1] ?? '';
     const searches = [...context.matchAll(/<search>/g)].length;
     if (last.startsWith('[crop of')) return complete;

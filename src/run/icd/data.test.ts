@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildIcdDemoData, DEFAULT_ICD_DATA_OPTIONS } from './data';
 
 describe('the demo data flow', () => {
-  it("error rule 4's warnings reach the flow's log (issue 24, item 14), and the final trajectories keep the quotas with copies counted (item 12)", async () => {
+  it("error rule 4's warnings reach the flow's log (issue 24, item 14), and every query ends with exactly 12 trajectories, repeats counted (issue 41)", async () => {
     const lines: string[] = [];
     const data = await buildIcdDemoData({
       ...DEFAULT_ICD_DATA_OPTIONS,
@@ -14,15 +14,15 @@ describe('the demo data flow', () => {
     );
     expect(data.figures.warnings).toBeGreaterThan(0);
     expect(warnings).toHaveLength(data.figures.warnings);
+    // Property 6 (issue 41): every query has exactly 12; repeats only where fewer distinct exist, and counted.
+    let repeats = 0;
     for (const record of data.final) {
-      const scores = record.pointer_candidates.map((t) => t.vqa_acc_score);
-      expect(scores.filter((s) => s >= 1).length).toBeLessThanOrEqual(4);
-      expect(scores.filter((s) => s > 0 && s < 1).length).toBeLessThanOrEqual(2);
-      if (scores.includes(0)) expect(scores).toHaveLength(12);
+      expect(record.pointer_candidates).toHaveLength(12);
+      repeats += 12 - new Set(record.pointer_candidates.map((t) => t.pointer.join(','))).size;
     }
-    const short = data.final.filter((r) => r.pointer_candidates.length < 12).length;
-    expect(lines.find((l) => l.startsWith('control:'))).toContain(
-      `${data.final.length - short} queries x 12 trajectories, ${short} with fewer`,
+    expect(data.figures.repeatedTrajectories).toBe(repeats);
+    expect(lines.find((l) => l.startsWith('control:'))).toBe(
+      `control: ${data.final.length} queries x 12 trajectories; ${data.figures.queriesWithRepeats} with fewer than 12 distinct, filled by ${repeats} repeats`,
     );
   }, 60_000);
 });

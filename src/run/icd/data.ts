@@ -81,6 +81,9 @@ export interface IcdDemoData {
     transferred: number;
     evaluatedPairs: number;
     warnings: number;
+    /** Copies in the final data (queries with fewer distinct trajectories than the target), and the queries that have them. */
+    repeatedTrajectories: number;
+    queriesWithRepeats: number;
   };
 }
 
@@ -235,6 +238,8 @@ export async function buildIcdDemoData(
       transferred: 0,
       evaluatedPairs: 0,
       warnings: 0,
+      repeatedTrajectories: 0,
+      queriesWithRepeats: 0,
     },
   };
   if (until === 'normalise') return data;
@@ -309,12 +314,14 @@ export async function buildIcdDemoData(
     const generated = record.pointer_candidates.filter((t) => t.gen_method !== 'global_positive_transfer');
     const transferred = record.pointer_candidates.filter((t) => t.gen_method === 'global_positive_transfer');
     const committed = [...generated, ...controller.commitOnImprove(transferred, generated)];
-    return { ...record, pointer_candidates: controller.selectFinalTrajectories(committed) };
+    const final = controller.selectFinal(committed);
+    data.figures.repeatedTrajectories += final.repeated;
+    if (final.repeated > 0) data.figures.queriesWithRepeats++;
+    return { ...record, pointer_candidates: final.trajectories };
   });
   const m = controller.settings.targetTrajectoryCount;
-  const short = data.final.filter((r) => r.pointer_candidates.length < m).length;
   options.log(
-    `control: ${data.final.length - short} queries x ${m} trajectories, ${short} with fewer (no acc-0 trajectory to fill the rest within the quotas)`,
+    `control: ${data.final.length} queries x ${m} trajectories; ${data.figures.queriesWithRepeats} with fewer than ${m} distinct, filled by ${data.figures.repeatedTrajectories} repeats`,
   );
   return data;
 }
