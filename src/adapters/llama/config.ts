@@ -90,15 +90,16 @@ function tokenIds(value: unknown, source: string, name: string): number[] {
 }
 
 function readRopeScaling(config: Record<string, unknown>, source: string): RopeScaling {
-  const raw = (config.rope_scaling ?? null) as Record<string, unknown> | null;
+  // transformers 5 writes the rotary settings as `rope_parameters` (rope_type, factor, ..., rope_theta); earlier versions as `rope_scaling`.
+  const raw = (config.rope_scaling ?? config.rope_parameters ?? null) as Record<string, unknown> | null;
   if (raw === null) return { type: 'default' };
+  const at = `${source}: ${config.rope_scaling ? 'rope_scaling' : 'rope_parameters'}`;
   if (typeof raw !== 'object')
     throw new InvalidArgumentError({
-      argument: `${source}: rope_scaling`,
+      argument: at,
       message: 'must be an object or null',
     });
   const type = raw.rope_type ?? raw.type ?? 'default';
-  const at = `${source}: rope_scaling`;
   if (type === 'default') return { type: 'default' };
   if (type === 'linear') return { type: 'linear', factor: positiveNumber(raw, at, 'factor') };
   if (type === 'llama3')
@@ -110,7 +111,7 @@ function readRopeScaling(config: Record<string, unknown>, source: string): RopeS
       originalMaxPositionEmbeddings: positiveInteger(raw, at, 'original_max_position_embeddings'),
     };
   throw new InvalidArgumentError({
-    argument: `${source}: rope_scaling.rope_type`,
+    argument: `${at}.rope_type`,
     message: `'${String(type)}' is not supported (supported: default, linear, llama3)`,
   });
 }
@@ -253,6 +254,20 @@ export function llamaConfigJson(config: LlamaConfig): Record<string, unknown> {
     hidden_act: 'silu',
     rms_norm_eps: config.rmsNormEps,
     rope_theta: config.ropeTheta,
+    rope_parameters: {
+      rope_theta: config.ropeTheta,
+      ...(scaling.type === 'default'
+        ? { rope_type: 'default' }
+        : scaling.type === 'linear'
+          ? { rope_type: 'linear', factor: scaling.factor }
+          : {
+              rope_type: 'llama3',
+              factor: scaling.factor,
+              low_freq_factor: scaling.lowFreqFactor,
+              high_freq_factor: scaling.highFreqFactor,
+              original_max_position_embeddings: scaling.originalMaxPositionEmbeddings,
+            }),
+    },
     rope_scaling:
       scaling.type === 'default'
         ? null
