@@ -2,4 +2,5 @@
 await import('./pipeline');
 await import('./training');
 await import('./sft');
+await import('./llama');
 export {};

@@ -91,6 +91,9 @@ async function startServer(config: string, workers: number) {
       String(workers),
       '--max-sessions',
       String(SESSIONS),
+      // One client (this bench) uses the whole server.
+      '--max-sessions-per-client',
+      String(SESSIONS),
       '--idle-timeout-ms',
       '120000',
     ],

@@ -9,7 +9,7 @@ import { mockServedEnvironment } from '../../test/support/fixture-environment';
 
 const served = mockServedEnvironment();
 served.episode = { ...served.episode, maxTurnTokens: Number(process.env.SERVER_CHILD_TURN_TOKENS ?? 256) };
-const server = createEnvServer(served, { maxSessions: 64, idleTimeoutMs: 60_000 });
+const server = createEnvServer(served, { maxSessions: 64, maxSessionsPerClient: 64, idleTimeoutMs: 60_000 });
 const port = await server.listen(0);
 
 // How long the server's event loop was held at most: what every other session waited.
