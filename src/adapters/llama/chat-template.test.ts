@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../core/errors';
 import { createChatTemplate } from './chat-template';
+import { refusal } from './__fixtures__/gguf-writer';
 
 // SmolLM2-135M-Instruct's template as its GGUF carries it, and transformers' apply_chat_template
 // renders of it (__fixtures__/smollm2-q4_1.json).
@@ -15,16 +15,6 @@ const reference = JSON.parse(
     text: string;
   }>;
 };
-
-function refusal(run: () => unknown): InvalidArgumentError {
-  try {
-    run();
-  } catch (error) {
-    expect(InvalidArgumentError.isInstance(error)).toBe(true);
-    return error as InvalidArgumentError;
-  }
-  throw new Error('expected an InvalidArgumentError');
-}
 
 describe('createChatTemplate', () => {
   const smol = createChatTemplate(reference.chatTemplate, {

@@ -241,6 +241,19 @@ export function llamaConfigJson(config: LlamaConfig): Record<string, unknown> {
     qwen3: 'Qwen3ForCausalLM',
   }[config.modelType];
   const scaling = config.ropeScaling;
+  // transformers 5 reads `rope_parameters`, earlier versions `rope_scaling`: both are written.
+  const scaled =
+    scaling.type === 'default'
+      ? null
+      : scaling.type === 'linear'
+        ? { rope_type: 'linear', factor: scaling.factor }
+        : {
+            rope_type: 'llama3',
+            factor: scaling.factor,
+            low_freq_factor: scaling.lowFreqFactor,
+            high_freq_factor: scaling.highFreqFactor,
+            original_max_position_embeddings: scaling.originalMaxPositionEmbeddings,
+          };
   return {
     architectures: [architecture],
     model_type: config.modelType,
@@ -254,32 +267,8 @@ export function llamaConfigJson(config: LlamaConfig): Record<string, unknown> {
     hidden_act: 'silu',
     rms_norm_eps: config.rmsNormEps,
     rope_theta: config.ropeTheta,
-    rope_parameters: {
-      rope_theta: config.ropeTheta,
-      ...(scaling.type === 'default'
-        ? { rope_type: 'default' }
-        : scaling.type === 'linear'
-          ? { rope_type: 'linear', factor: scaling.factor }
-          : {
-              rope_type: 'llama3',
-              factor: scaling.factor,
-              low_freq_factor: scaling.lowFreqFactor,
-              high_freq_factor: scaling.highFreqFactor,
-              original_max_position_embeddings: scaling.originalMaxPositionEmbeddings,
-            }),
-    },
-    rope_scaling:
-      scaling.type === 'default'
-        ? null
-        : scaling.type === 'linear'
-          ? { rope_type: 'linear', factor: scaling.factor }
-          : {
-              rope_type: 'llama3',
-              factor: scaling.factor,
-              low_freq_factor: scaling.lowFreqFactor,
-              high_freq_factor: scaling.highFreqFactor,
-              original_max_position_embeddings: scaling.originalMaxPositionEmbeddings,
-            },
+    rope_parameters: { rope_theta: config.ropeTheta, ...(scaled ?? { rope_type: 'default' }) },
+    rope_scaling: scaled,
     max_position_embeddings: config.maxPositions,
     tie_word_embeddings: config.tieEmbeddings,
     ...(config.modelType === 'llama' || config.modelType === 'mistral'

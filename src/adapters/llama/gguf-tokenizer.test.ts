@@ -2,19 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../core/errors';
 import { type GgufFile, type GgufValue, readGguf } from './gguf';
 import { ggufTokenizerFiles } from './gguf-tokenizer';
-
-function refusal(run: () => unknown): InvalidArgumentError {
-  try {
-    run();
-  } catch (error) {
-    expect(InvalidArgumentError.isInstance(error)).toBe(true);
-    return error as InvalidArgumentError;
-  }
-  throw new Error('expected an InvalidArgumentError');
-}
+import { refusal } from './__fixtures__/gguf-writer';
 
 // A byte-level vocabulary small enough to follow by hand. The merges are ranked so that each
 // pre-tokenizer gives its own ids for "1234567": one piece (GPT-2) lets '3 4' merge first; Llama 3's

@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '../../core/errors';
+import { readJsonObject } from '../../provider-utils/json-file';
 import { decodeSafetensors, float32Of } from '../../provider-utils/safetensors';
 import { type LlamaConfig, llamaWeightShapes, parseLlamaConfig } from './config';
 import type { WeightMap } from './engine';
@@ -22,36 +23,6 @@ export interface LoadedLlama {
   tokenizer: { json: Record<string, unknown>; config: Record<string, unknown> } | null;
   chatTemplate: string | null;
   generation: Record<string, unknown>;
-}
-
-async function readJsonFile(
-  path: string,
-  argument: string,
-  required: boolean,
-): Promise<Record<string, unknown> | null> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if (!required && (error as { code?: unknown }).code === 'ENOENT') return null;
-    throw new InvalidArgumentError({
-      argument,
-      message: `cannot read '${path}': ${(error as Error).message}`,
-      cause: error,
-    });
-  }
-  try {
-    const value: unknown = JSON.parse(text);
-    if (typeof value !== 'object' || value === null || Array.isArray(value))
-      throw new Error('not a JSON object');
-    return value as Record<string, unknown>;
-  } catch (error) {
-    throw new InvalidArgumentError({
-      argument,
-      message: `'${path}' is not a JSON object: ${(error as Error).message}`,
-      cause: error,
-    });
-  }
 }
 
 async function readTextFile(path: string): Promise<string | null> {
@@ -91,7 +62,7 @@ function checkWeights(config: LlamaConfig, weights: WeightMap, source: string): 
 }
 
 async function readSafetensorsWeights(dir: string): Promise<WeightMap> {
-  const index = await readJsonFile(join(dir, 'model.safetensors.index.json'), 'model', false);
+  const index = await readJsonObject(join(dir, 'model.safetensors.index.json'), 'model', false);
   const files = index
     ? [...new Set(Object.values((index.weight_map ?? {}) as Record<string, string>))]
     : ['model.safetensors'];
@@ -156,11 +127,11 @@ export async function loadLlamaModel(path: string): Promise<LoadedLlama> {
       generation: {},
     };
   }
-  const configJson = (await readJsonFile(join(path, 'config.json'), 'model', true))!;
-  const generation = (await readJsonFile(join(path, 'generation_config.json'), 'model', false)) ?? {};
+  const configJson = (await readJsonObject(join(path, 'config.json'), 'model', true))!;
+  const generation = (await readJsonObject(join(path, 'generation_config.json'), 'model', false)) ?? {};
   const config = parseLlamaConfig(configJson, join(path, 'config.json'), generation);
-  const tokenizerJson = await readJsonFile(join(path, 'tokenizer.json'), 'model', false);
-  const tokenizerConfig = (await readJsonFile(join(path, 'tokenizer_config.json'), 'model', false)) ?? {};
+  const tokenizerJson = await readJsonObject(join(path, 'tokenizer.json'), 'model', false);
+  const tokenizerConfig = (await readJsonObject(join(path, 'tokenizer_config.json'), 'model', false)) ?? {};
   const template =
     (await readTextFile(join(path, 'chat_template.jinja'))) ??
     (typeof tokenizerConfig.chat_template === 'string' ? tokenizerConfig.chat_template : null);
@@ -187,7 +158,7 @@ const PEFT_PREFIX = 'base_model.model.';
 /** A peft LoRA adapter folder (adapter_config.json, adapter_model.safetensors) for `config`. */
 export async function loadPeftAdapter(dir: string, config: LlamaConfig): Promise<LoadedAdapter> {
   const configPath = join(dir, 'adapter_config.json');
-  const raw = (await readJsonFile(configPath, 'lora.adapter', true))!;
+  const raw = (await readJsonObject(configPath, 'lora.adapter', true))!;
   const at = (field: string) => `${configPath}: ${field}`;
   if (raw.peft_type !== undefined && raw.peft_type !== 'LORA')
     throw new InvalidArgumentError({

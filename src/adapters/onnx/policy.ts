@@ -9,6 +9,7 @@ import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
 import { forwardLast, scoreSequences, type OnnxModel, type OnnxRow } from './forward';
 import { checkCausalLmLayout, readCausalLmConfig, type GraphValue } from './layout';
 import { createOnnxSession } from './graph/session';
+import { readJsonObject } from '../../provider-utils/json-file';
 import { ort } from './runtime';
 import { parseOnnxPolicySettings, type OnnxExecutionProvider, type OnnxPolicySettings } from './settings';
 import { createHfTokenizer } from './tokenizer';
@@ -39,29 +40,7 @@ const NOT_TRAINABLE =
   'ONNX Runtime runs the exported graph forward only (no gradients); use it for evaluation and rollout collection, and train with an in-process trainable backend (searcher-rl/tfjs) or outside (e.g. verl), then export again.';
 
 async function readJson(path: string, required: boolean): Promise<Record<string, unknown>> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if (!required && (error as { code?: unknown }).code === 'ENOENT') return {};
-    throw new InvalidArgumentError({
-      argument: 'modelDir',
-      message: `cannot read '${path}': ${(error as Error).message}`,
-      cause: error,
-    });
-  }
-  try {
-    const value: unknown = JSON.parse(text);
-    if (typeof value !== 'object' || value === null || Array.isArray(value))
-      throw new Error('not a JSON object');
-    return value as Record<string, unknown>;
-  } catch (error) {
-    throw new InvalidArgumentError({
-      argument: 'modelDir',
-      message: `'${path}' is not a JSON object: ${(error as Error).message}`,
-      cause: error,
-    });
-  }
+  return (await readJsonObject(path, 'modelDir', required)) ?? {};
 }
 
 /**
