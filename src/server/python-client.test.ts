@@ -23,7 +23,13 @@ const env = { ...process.env, PYTHONPATH: packageRoot };
 
 describe.runIf(hasWebsockets)('a Python OpenEnv client', () => {
   it('runs whole episodes concurrently, with the token, and gets their rewards', async () => {
-    const server = createEnvServer(mockServedEnvironment(), { token: 'tok', maxSessions: 8 });
+    // One trainer opening six sessions at once: its share is raised from the default (half of
+    // maxSessions) to the whole server, as a lone trainer's launcher does.
+    const server = createEnvServer(mockServedEnvironment(), {
+      token: 'tok',
+      maxSessions: 8,
+      maxSessionsPerClient: 8,
+    });
     const port = await server.listen(0);
     try {
       const stdout = await new Promise<string>((resolve, reject) =>
