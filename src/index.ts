@@ -2,8 +2,8 @@
 // the ports' types and the RL math. Adapters live behind subpaths (`searcher-rl/mock`,
 // `searcher-rl/openai`, …), the run's parts behind `searcher-rl/run`, data-centric RL behind
 // `searcher-rl/curation`, ICD behind `searcher-rl/icd`, the environment server behind
-// `searcher-rl/server`; importing this loads no vendor SDK. The README's "What is in the package"
-// table lists these names (a test checks it, and that there are at most 80).
+// `searcher-rl/server`; importing this loads no vendor SDK. The "What is in the package" table of
+// docs/packages.md lists these names (a test checks it, and that there are at most 80).
 
 // The Searcher and its configuration
 export {

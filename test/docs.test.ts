@@ -4,7 +4,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const packagesPage = readFileSync(join(root, 'docs/packages.md'), 'utf8');
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   exports: Record<string, string | { types: string }>;
 };
@@ -53,11 +53,11 @@ function exportsByEntry(): Map<string, { values: Set<string>; all: Set<string> }
   return out;
 }
 
-/** The "What is in the package" table: import path -> the names it shows in backticks. */
-function readmeTable(): Map<string, Set<string>> {
-  const start = readme.indexOf('## What is in the package');
-  const end = readme.indexOf('\n#', start + 10);
-  const rows = readme
+/** The "What is in the package" table of docs/packages.md: import path -> the names it shows in backticks. */
+function packageTable(): Map<string, Set<string>> {
+  const start = packagesPage.indexOf('## What is in the package');
+  const end = packagesPage.indexOf('\n#', start + 10);
+  const rows = packagesPage
     .slice(start, end)
     .split('\n')
     .filter((line) => line.startsWith('| `'));
@@ -70,8 +70,8 @@ function readmeTable(): Map<string, Set<string>> {
   );
 }
 
-describe('README "What is in the package"', () => {
-  const table = readmeTable();
+describe('docs/packages.md "What is in the package"', () => {
+  const table = packageTable();
   const exported = exportsByEntry();
 
   it('has one row per public subpath', () => {
@@ -84,11 +84,11 @@ describe('README "What is in the package"', () => {
       const shown = table.get(name) ?? new Set<string>();
       expect(
         [...values].filter((v) => !shown.has(v)),
-        `${name}: exported but not in the README table`,
+        `${name}: exported but not in the table of docs/packages.md`,
       ).toEqual([]);
       expect(
         [...shown].filter((v) => !all.has(v)),
-        `${name}: in the README table but not exported`,
+        `${name}: in the table of docs/packages.md but not exported`,
       ).toEqual([]);
     }
   });

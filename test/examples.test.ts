@@ -22,7 +22,7 @@ describe('examples', () => {
     expect(stdout.trim()).toBe('[ 0.2, 0.2 ]');
   });
 
-  it('the README tfjs recipe trains: every step applies an update and computes its rewards', async () => {
+  it('the tfjs recipe of docs/train.md trains: every step applies an update and computes its rewards', async () => {
     const { stdout } = await run(tsx, ['examples/train-tfjs.ts'], {
       cwd: root,
       env: { ...process.env, STEPS: '2' },
@@ -52,14 +52,14 @@ describe('examples', () => {
   });
 });
 
-describe('README', () => {
-  it('shows examples/quickstart.ts verbatim, in at most 20 lines', async () => {
+describe('README and docs/train.md', () => {
+  it('show examples/quickstart.ts (in at most 20 lines) and examples/train-tfjs.ts verbatim', async () => {
     const { readFile } = await import('node:fs/promises');
     const readme = await readFile(join(root, 'README.md'), 'utf8');
     const example = await readFile(join(root, 'examples/quickstart.ts'), 'utf8');
     expect(readme).toContain(`\`\`\`ts\n${example}\`\`\``);
     expect(example.trim().split('\n').length).toBeLessThanOrEqual(20);
-    expect(readme).toContain(
+    expect(await readFile(join(root, 'docs/train.md'), 'utf8')).toContain(
       `\`\`\`ts\n${await readFile(join(root, 'examples/train-tfjs.ts'), 'utf8')}\`\`\``,
     );
     expect(readme).toContain('npm ci && npm run demo');

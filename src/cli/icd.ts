@@ -36,7 +36,7 @@ Commands (each has --help):
   inject      the embedded demo up to pool injection (prints oracle@K before/after)
   control     the embedded demo up to commit-on-improve and the final M trajectories
   train       the whole flow on the embedded demo: data, warm-up, GRPO, held-out accuracy
-  table       the README's comparison from one run: baselines, warm-ups, GRPO, oracle@K (npm run bench:icd)
+  table       docs/icd.md's comparison from one run: baselines, warm-ups, GRPO, oracle@K (npm run bench:icd)
 `,
   normalise: `searcher-rl icd normalise --data FILE --embeddings FILE --query-embeddings FILE --out FILE [--pool-size K]
 
@@ -74,7 +74,7 @@ Commands (each has --help):
   table: `searcher-rl icd table [--seeds 7,8] [--queries N] [--steps N] [--warm-up-epochs N]
                         [--beam-width N] [--shots N] [--json FILE]
 
-  The README's ICD table from one run, one whole run per seed: random, cosine top-k, beam search
+  The ICD table of docs/icd.md from one run, one whole run per seed: random, cosine top-k, beam search
   (scored by the frozen model), the warm-up on cosine and on beam labels, GRPO with no warm-up and
   after each warm-up, and oracle@K over every ordered choice before and after injection; held-out
   and training mean accuracy, mean and each seed. Prints one JSON line per figure, then the table

@@ -99,7 +99,7 @@ const integerOption = (
 
 const SPLITS = ['train', 'validation', 'test'] as const;
 
-/** What `demo` sets over `train`'s defaults: the fast training engine (README, Quick start). */
+/** What `demo` sets over `train`'s defaults: the fast training engine (docs/train.md, The demo). */
 const DEMO_SETTINGS = ['policy.training=onnx'] as const;
 type Split = (typeof SPLITS)[number];
 const splitOption = (value: unknown): Split | undefined => {

@@ -218,7 +218,7 @@ export const runConfigObjectSchema = z
       .array(trackerConfigSchema)
       .prefault(['jsonl'])
       .describe(
-        "Where the run's figures go: `jsonl` (the run folder's records, always written), `tensorboard`, `mlflow`, as names or `{type, ...settings}` (README: Trackers).",
+        "Where the run's figures go: `jsonl` (the run folder's records, always written), `tensorboard`, `mlflow`, as names or `{type, ...settings}` (docs/train.md: Trackers).",
       ),
   })
   .strict();

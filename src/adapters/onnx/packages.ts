@@ -5,7 +5,7 @@ export const ONNX_OPTIONAL_PACKAGES: readonly OptionalPackage[] = [
   {
     name: 'onnxruntime-node',
     install:
-      'npm install onnxruntime-node@^1.30.0 (CPU; for CUDA see the README: --onnxruntime-node-install=cuda12)',
+      'npm install onnxruntime-node@^1.30.0 (CPU; for CUDA see docs/pretrained-models.md: --onnxruntime-node-install=cuda12)',
   },
   { name: '@huggingface/tokenizers', install: 'npm install @huggingface/tokenizers@^0.2.0' },
 ];

@@ -52,7 +52,7 @@ export interface IcdTableResult {
 }
 
 /**
- * The README's ICD table from one run (docs/method.md#icd-selection): for each seed, the demo's
+ * The ICD table of docs/icd.md from one run (docs/method.md#icd-selection): for each seed, the demo's
  * data, then every query choosing from its own pool by random choice, cosine top-k, the beam search
  * (width `beamWidth`, scored by the frozen model: it reads the answers), the selector after a
  * warm-up on cosine labels and on beam labels, GRPO with no warm-up and after each warm-up, and
