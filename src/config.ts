@@ -360,6 +360,10 @@ export function refineSearcherSections(
   }
 }
 
+/**
+ * The Searcher's configuration (episode, reward, RL, pipeline, calls and `adapters`) as a zod
+ * schema; `parseSearcherConfig` applies it.
+ */
 export const searcherConfigSchema = z
   .object({ ...searcherSectionsShape, adapters: adaptersConfigSchema.prefault({}) })
   .strict()
@@ -380,9 +384,16 @@ export function withEnvironmentAdapters(
   return { ...environment, ...set };
 }
 
+/**
+ * A Searcher configuration as written: every field optional, defaults filled by
+ * `parseSearcherConfig`.
+ */
 export type SearcherConfigInput = z.input<typeof searcherConfigSchema>;
+/** A validated Searcher configuration with every default filled. */
 export type SearcherConfig = z.output<typeof searcherConfigSchema>;
+/** Which adapter each port uses, with its factory's settings (validated). */
 export type AdaptersConfig = z.output<typeof adaptersConfigSchema>;
+/** `config.adapters` as written: a `type` per port and that adapter's settings. */
 export type AdaptersConfigInput = z.input<typeof adaptersConfigSchema>;
 
 /** Validates a configuration; an invalid one throws ConfigValidationError naming each field (`rl.loss.clipLow`). */

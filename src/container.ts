@@ -237,27 +237,34 @@ export const searchEngineModule = new ContainerModule(({ bind }) => {
     .inSingletonScope()
     .onDeactivation(closeAdapter);
 });
+/** Binds the Generator that `config.adapters.generator` names. */
 export const generatorModule = new ContainerModule(({ bind }) => {
   bind<Generator>(TOKENS.Generator)
     .toResolvedValue((config: SearcherConfig) => buildGenerator(config.adapters.generator), [TOKENS.Config])
     .inSingletonScope();
 });
+/** Binds the Judge that `config.adapters.judge` names. */
 export const judgeModule = new ContainerModule(({ bind }) => {
   bind<Judge>(TOKENS.Judge)
     .toResolvedValue((config: SearcherConfig) => buildJudge(config.adapters.judge), [TOKENS.Config])
     .inSingletonScope();
 });
+/** Binds the ImageOps that `config.adapters.imageOps` names. */
 export const imageOpsModule = new ContainerModule(({ bind }) => {
   bind<ImageOps>(TOKENS.ImageOps)
     .toResolvedValue((config: SearcherConfig) => buildImageOps(config.adapters.imageOps), [TOKENS.Config])
     .inSingletonScope();
 });
+/** Binds the Store that `config.adapters.store` names; closed with the container. */
 export const storeModule = new ContainerModule(({ bind }) => {
   bind<Store>(TOKENS.Store)
     .toResolvedValue((config: SearcherConfig) => buildStore(config.adapters.store), [TOKENS.Config])
     .inSingletonScope()
     .onDeactivation(closeAdapter);
 });
+/**
+ * Binds the policy that `config.adapters.policy` names; closed (or disposed) with the container.
+ */
 export const policyModule = new ContainerModule(({ bind }) => {
   bind<PolicyBackend>(TOKENS.PolicyBackend)
     .toResolvedValue((config: SearcherConfig) => buildPolicy(config.adapters.policy), [TOKENS.Config])
@@ -300,6 +307,7 @@ const PORT_TOKENS = {
   store: TOKENS.Store,
 } as const;
 
+/** Options of `createSearcherContainer`: port objects you already have, and extra modules. */
 export interface CreateContainerOptions {
   /** Port objects to use instead of building them from `config.adapters` (e.g. a policy you created); the caller keeps them open. */
   ports?: Partial<Omit<SearcherPorts, 'clock'>>;

@@ -28,6 +28,10 @@ import type { SearchEngine } from './ports/search-engine';
 import type { Store, StoreRecord } from './ports/store';
 import { episodeEvents } from './core/events';
 
+/**
+ * The ports a Searcher calls: the policy, the search engine, and as the configuration needs them
+ * the generator, judge, image ops, store and clock.
+ */
 export interface SearcherPorts {
   policy: PolicyBackend;
   searchEngine: SearchEngine;
@@ -45,6 +49,7 @@ export interface SearcherPorts {
   referencePolicy?: Pick<PolicyBackend, 'logProbs'>;
 }
 
+/** Options of `Searcher.collect`. */
 export interface CollectOptions {
   /** Rollouts per prompt (default: config `rl.nAgent`). */
   nAgent?: number;
@@ -65,6 +70,7 @@ export interface LostSample {
   cause: RewardFailure;
 }
 
+/** One step's scored episodes, with their advantages, what failed and the pipeline's figures. */
 export interface ScoredBatch {
   /**
    * Every finished episode, in group order then rollout order. Each trajectory is complete: the
@@ -82,6 +88,10 @@ export interface ScoredBatch {
   pipeline: PipelineMetrics;
 }
 
+/**
+ * The facade over the ports: `collect` runs a step of episodes and rewards, `update` trains the
+ * policy on them. Made by `createSearcher` or the container.
+ */
 export interface Searcher {
   readonly config: SearcherConfig;
   readonly ports: Readonly<SearcherPorts>;

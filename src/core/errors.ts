@@ -9,6 +9,7 @@ import { redactCause, redactSecretsIn } from './secrets';
 
 const BRAND = Symbol.for('searcher-rl.error');
 
+/** The `code` of each error class: a stable string to branch on without `instanceof`. */
 export type ErrorCode =
   | 'invalid_argument'
   | 'dataset_validation'
@@ -24,6 +25,7 @@ export type ErrorCode =
   | 'unsupported_port_version'
   | 'aborted';
 
+/** The base of every error the SDK throws: `code` names the kind, subclasses carry what to act on. */
 export class SearcherError extends Error {
   readonly [BRAND] = true;
   readonly code: ErrorCode;
@@ -39,6 +41,7 @@ export class SearcherError extends Error {
     this.code = args.code;
   }
 
+  /** True for any searcher-rl error from any copy of the package (by its `Symbol.for` brand). */
   static isInstance(error: unknown): error is SearcherError {
     return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[BRAND] === true;
   }
@@ -58,6 +61,7 @@ export class InvalidArgumentError extends SearcherError {
     this.argument = args.argument;
   }
 
+  /** True for an `InvalidArgumentError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is InvalidArgumentError {
     return SearcherError.isInstance(error) && error.code === 'invalid_argument';
   }
@@ -82,6 +86,7 @@ export class DatasetValidationError extends SearcherError {
     this.field = args.field;
   }
 
+  /** True for a `DatasetValidationError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is DatasetValidationError {
     return SearcherError.isInstance(error) && error.code === 'dataset_validation';
   }
@@ -111,11 +116,13 @@ export class ConfigValidationError extends SearcherError {
     this.issues = issues;
   }
 
+  /** True for a `ConfigValidationError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is ConfigValidationError {
     return SearcherError.isInstance(error) && error.code === 'config_validation';
   }
 }
 
+/** The ports a `ProviderCallError` or `PortOutputError` can name. */
 export type PortName =
   | 'searchEngine'
   | 'generator'
@@ -161,6 +168,7 @@ export class ProviderCallError extends SearcherError {
     this.retryAfterMs = args.retryAfterMs;
   }
 
+  /** True for a `ProviderCallError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is ProviderCallError {
     return SearcherError.isInstance(error) && error.code === 'provider_call';
   }
@@ -187,6 +195,7 @@ export class PortOutputError extends SearcherError {
     this.field = args.field;
   }
 
+  /** True for a `PortOutputError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is PortOutputError {
     return SearcherError.isInstance(error) && error.code === 'port_output';
   }
@@ -218,6 +227,7 @@ export class AdapterError extends SearcherError {
     this.errorName = errorName;
   }
 
+  /** True for an `AdapterError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is AdapterError {
     return SearcherError.isInstance(error) && error.code === 'adapter_error';
   }
@@ -256,6 +266,7 @@ export class RewardsMissingError extends SearcherError {
     this.causes = args.causes;
   }
 
+  /** True for a `RewardsMissingError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is RewardsMissingError {
     return SearcherError.isInstance(error) && error.code === 'rewards_missing';
   }
@@ -292,6 +303,7 @@ export class MissingDependencyError extends SearcherError {
     this.packageNames = names;
   }
 
+  /** True for a `MissingDependencyError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is MissingDependencyError {
     return SearcherError.isInstance(error) && error.code === 'missing_dependency';
   }
@@ -304,6 +316,7 @@ export class AbortedError extends SearcherError {
     this.name = 'AbortedError';
   }
 
+  /** True for an `AbortedError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is AbortedError {
     return SearcherError.isInstance(error) && error.code === 'aborted';
   }
@@ -329,6 +342,7 @@ export class BackendUnavailableError extends SearcherError {
     this.known = args.known;
   }
 
+  /** True for a `BackendUnavailableError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is BackendUnavailableError {
     return SearcherError.isInstance(error) && error.code === 'backend_unavailable';
   }
@@ -355,6 +369,7 @@ export class ModelLayoutError extends SearcherError {
     this.mismatches = mismatches;
   }
 
+  /** True for a `ModelLayoutError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is ModelLayoutError {
     return SearcherError.isInstance(error) && error.code === 'model_layout';
   }
@@ -375,6 +390,7 @@ export class NotTrainableError extends SearcherError {
     this.operation = args.operation;
   }
 
+  /** True for a `NotTrainableError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is NotTrainableError {
     return SearcherError.isInstance(error) && error.code === 'not_trainable';
   }
@@ -405,6 +421,7 @@ export class UnsupportedPortVersionError extends SearcherError {
     this.supported = args.supported;
   }
 
+  /** True for a `UnsupportedPortVersionError` from any copy of the package (by brand and code). */
   static override isInstance(error: unknown): error is UnsupportedPortVersionError {
     return SearcherError.isInstance(error) && error.code === 'unsupported_port_version';
   }

@@ -15,7 +15,9 @@ export interface Random {
   nextInt(n: number): number;
   /** Standard normal (Box-Muller). */
   nextNormal(): number;
+  /** The generator's state, to save with a checkpoint. */
   state(): RandomState;
+  /** Continues from a saved state: the numbers drawn next are those drawn after it was saved. */
   restore(state: RandomState): void;
 }
 
@@ -30,6 +32,9 @@ export function mixSeed(seed: number, ...keys: readonly number[]): number {
   return h;
 }
 
+/**
+ * A seeded generator; `streamKeys` derive independent streams from the same seed (one per rollout).
+ */
 export function createRandom(seed: number, ...streamKeys: readonly number[]): Random {
   if (!Number.isFinite(seed))
     throw new InvalidArgumentError({

@@ -24,6 +24,7 @@ export interface IcdQuery {
   answers: readonly string[];
 }
 
+/** The frozen model's answer to one query with a given set of demonstrations, and its accuracy. */
 export interface IcdScore {
   /** The frozen model's answer. */
   answer: string;
@@ -38,6 +39,10 @@ export interface IcdScore {
 export interface IcdScorer {
   readonly specificationVersion: 'v1';
   readonly provider: string;
+  /**
+   * Asks the frozen model `query` with `demonstrations` in its prompt, in their order, and scores its answer
+   * against the human answers.
+   */
   doScore(
     query: IcdQuery,
     demonstrations: readonly IcdDemonstration[],

@@ -1,6 +1,7 @@
 import type { CallOptions, SetupCheck } from './common';
 import type { BoundingBox, PageImage } from './types';
 
+/** Options of one crop. */
 export interface CropOptions extends CallOptions {
   /** Enlarge the crop so that its longer side is at least this many pixels (small print becomes legible). */
   minOutputSide?: number;
@@ -10,5 +11,6 @@ export interface CropOptions extends CallOptions {
 export interface ImageOps extends SetupCheck {
   readonly specificationVersion: 'v1';
   readonly provider: string;
+  /** The pixels of `bbox` as a new image, enlarged to `minOutputSide` when asked. */
   doCrop(image: PageImage, bbox: BoundingBox, options?: CropOptions): Promise<PageImage>;
 }

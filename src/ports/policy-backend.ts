@@ -1,6 +1,7 @@
 import type { CallOptions, SetupCheck } from './common';
 import type { PageImage, TokenStep, Tokenizer } from './types';
 
+/** How one turn is sampled: where it stops, how long it may be, temperature and top-p. */
 export interface GenerateTurnOptions extends CallOptions {
   /** Generation of a rollout stops right after it emits one of these strings (closing action tags). */
   stopAfter: readonly string[];
@@ -10,6 +11,7 @@ export interface GenerateTurnOptions extends CallOptions {
   topP: number;
 }
 
+/** One rollout's new turn: its tokens and why generation stopped. */
 export interface TurnOutput {
   rolloutId: number;
   /**
@@ -21,6 +23,7 @@ export interface TurnOutput {
   finishReason: 'stop' | 'length' | 'eos';
 }
 
+/** What comes with appended observation tokens. */
 export interface AppendOptions extends CallOptions {
   images?: readonly PageImage[];
 }
@@ -38,6 +41,7 @@ export interface RolloutSession {
    * policy also gets the observation's images (the page or crop shown); a text policy gets none.
    */
   append(rolloutId: number, tokenIds: readonly number[], options?: AppendOptions): Promise<void>;
+  /** Frees the session's key/value cache; the session cannot be used after. */
   end(): Promise<void>;
 }
 
@@ -60,6 +64,7 @@ export type LossFunction = (newLogProbs: number[][]) => {
   metrics?: Record<string, number>;
 };
 
+/** Options of one `update`. */
 export interface UpdateOptions extends CallOptions {
   /**
    * Entropy bonus: the backend adds `-entropyCoef * mean entropy` over the scored positions to the
@@ -69,6 +74,7 @@ export interface UpdateOptions extends CallOptions {
   entropyCoef?: number;
 }
 
+/** What one `update` did: the loss value, the gradient norm, and whether the step was applied. */
 export interface UpdateResult {
   value: number;
   /** Gradient norm before clipping; NaN/Infinity means the step was skipped. */
@@ -96,10 +102,18 @@ export interface PolicyCheckpoint {
  * observation closing that turn, a user message, the next assistant turn opened).
  */
 export interface ChatFormat {
+  /** The Searcher's prompt as the model's first user message, with the assistant's turn opened. */
   prompt(text: string): string;
+  /**
+   * An observation: the assistant's turn closed, the text as a user message, the next assistant turn opened.
+   */
   observation(text: string): string;
 }
 
+/**
+ * The Searcher policy: rollout sessions, log-probs, updates and checkpoints. The tfjs, ONNX,
+ * Llama, scripted and OpenAI-compatible policies implement it (some for rollouts only).
+ */
 export interface PolicyBackend extends SetupCheck {
   readonly specificationVersion: 'v1';
   readonly provider: string;
@@ -115,10 +129,19 @@ export interface PolicyBackend extends SetupCheck {
   readonly contextLength?: number;
   /** A chat model's wrapping of prompts and observations; absent: the text goes in as it is. */
   readonly chatFormat?: ChatFormat;
+  /**
+   * Opens a rollout session with one rollout per prompt (token ids), their key/value caches kept across
+   * turns.
+   */
   begin(promptTokenIds: readonly (readonly number[])[], options?: CallOptions): Promise<RolloutSession>;
+  /** The log-probs of the tokens at `batch.positions`, from a full forward at `batch.temperature`. */
   logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]>;
   /** One optimisation step that back-propagates sum_t g_t * logp_t with g from `lossFn`. */
   update(batch: LogProbBatch, lossFn: LossFunction, options?: UpdateOptions): Promise<UpdateResult>;
+  /** The policy's state (weights, optimizer, settings) as named blobs any Store can keep. */
   save(options?: CallOptions): Promise<PolicyCheckpoint>;
+  /**
+   * Restores a state `save` made; a checkpoint of another model or tokenizer is refused and changes nothing.
+   */
   load(checkpoint: PolicyCheckpoint, options?: CallOptions): Promise<void>;
 }

@@ -12,6 +12,7 @@ export interface TrackerScalars {
   values: Readonly<Record<string, number>>;
 }
 
+/** What a tracker is told when a run starts (or continues). */
 export interface TrackerStart {
   /** The run's id (its folder name): the tracker run's name. */
   runName: string;

@@ -34,6 +34,7 @@ export interface Evidence {
   sourceRegion?: BoundingBox;
 }
 
+/** Tokens a provider billed for one call. */
 export interface TokenUsage {
   inputTokens: number;
   outputTokens: number;
@@ -51,7 +52,9 @@ export interface TokenStep {
 /** The tokenizer a policy exposes. Ids are what the model saw; text is for logs only. */
 export interface Tokenizer {
   readonly vocabSize: number;
+  /** The token ids of `text`. */
   encode(text: string): number[];
+  /** The text of token ids (the inverse of `encode` on its output). */
   decode(ids: readonly number[]): string;
   /** The text of one token as it would be logged in a TokenStep (may be a partial character). */
   tokenText(id: number): string;

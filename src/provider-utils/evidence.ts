@@ -1,5 +1,6 @@
 import type { Evidence } from '../ports/types';
 
+/** One part of a vendor message built from evidence: a text, or an image as base64. */
 export type EvidencePart =
   | { type: 'text'; text: string }
   | { type: 'image'; mimeType: string; base64: string };

@@ -1,6 +1,9 @@
 /** Response headers as the SDKs give them: a WHATWG `Headers`, or a plain record (undici, node:http). */
 export type HeadersLike =
-  | { get(name: string): string | null }
+  | {
+      /** The header's value, `null` when it is absent. */
+      get(name: string): string | null;
+    }
   | Record<string, string | string[] | undefined>;
 
 /**

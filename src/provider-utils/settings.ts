@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { ConfigValidationError } from '../core/errors';
 import { registerSecretFields } from '../core/secrets';
 
+/**
+ * One validator issue as zod reports it: the path, the message, and the unknown keys of an
+ * `unrecognized_keys` issue.
+ */
 type Issue = { path: ReadonlyArray<PropertyKey>; message: string; code?: string; keys?: readonly string[] };
 
 /**

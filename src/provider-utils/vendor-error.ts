@@ -3,6 +3,9 @@ import { AbortedError, ProviderCallError, SearcherError, type PortName } from '.
 import { redactSecrets } from './redact';
 import { parseRetryAfter, type HeadersLike } from './retry-after';
 
+/**
+ * What `toProviderError` maps: the port and provider that failed and what the vendor's SDK threw.
+ */
 export interface VendorFailure {
   port: PortName;
   provider: string;

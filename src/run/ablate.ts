@@ -14,6 +14,7 @@ export interface Ablation {
   name: string;
   /** What differs from the baseline, in words. */
   change: string;
+  /** The ablation's run configuration made from the baseline's. */
   apply: (config: RunConfig) => RunConfig;
 }
 
@@ -51,6 +52,10 @@ export const ABLATIONS: readonly Ablation[] = [
   { name: 'n-agent-4', change: 'n_agent 4 instead of 8', apply: (c) => withRl(c, { nAgent: 4 }) },
 ];
 
+/**
+ * One ablation's row of the table: judge success and the other figures before and after RL, and its
+ * time.
+ */
 export interface AblationRow {
   name: string;
   change: string;

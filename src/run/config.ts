@@ -320,9 +320,15 @@ function refineRun(config: RunConfigObject, ctx: z.RefinementCtx): void {
   }
 }
 
+/**
+ * A run's configuration (the job `searcher-rl train` runs) as a zod schema; `parseRunConfig`
+ * applies it.
+ */
 export const runConfigSchema = z.preprocess(withKindDefaults, runConfigObjectSchema.superRefine(refineRun));
 
+/** A validated run configuration with every default filled. */
 export type RunConfig = z.output<typeof runConfigSchema>;
+/** A run configuration as written in a YAML or JSON file: every field optional. */
 export type RunConfigInput = z.input<typeof runConfigObjectSchema>;
 export type RunPolicyConfig = NonNullable<RunConfig['policy']>;
 
@@ -350,6 +356,10 @@ export async function runPolicySettings(
   };
 }
 
+/**
+ * Validates a run configuration; an invalid one throws `ConfigValidationError` naming each field,
+ * and `source` (the file) in its message.
+ */
 export function parseRunConfig(input: unknown, source = 'config'): RunConfig {
   const parsed = runConfigSchema.safeParse(input === undefined ? {} : input);
   if (!parsed.success) {

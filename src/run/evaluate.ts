@@ -10,6 +10,10 @@ import { cropFigures } from './crop-outcome';
 import { clearStoreRun } from './folder';
 import { progressOf, type RunOptions } from './progress';
 
+/**
+ * The figures of one evaluation (greedy rollouts on a split): judge success, NDCG, turns, crops and
+ * small print.
+ */
 export interface EvalSummary {
   /** The split (slide runs) or the dataset file evaluated. */
   split: string;

@@ -26,6 +26,7 @@ export const RUN_FILES = {
 
 /** The store runs of the evaluations before and after the RL phases. */
 export const EVAL_BEFORE = 'eval-before-rl';
+/** The store run of the evaluation after the RL phases. */
 export const EVAL_AFTER = 'eval-after-rl';
 
 /**

@@ -11,6 +11,7 @@ export interface RetentionSettings {
   keepBestBy: CheckpointMetric | null;
 }
 
+/** A checkpoint retention kept, and why (the latest, the best). */
 export interface KeptCheckpoint {
   key: string;
   step: number;
@@ -21,6 +22,7 @@ export interface KeptCheckpoint {
   score?: number;
 }
 
+/** What checkpoint retention kept and removed, and the bytes kept. */
 export interface Retention {
   kept: KeptCheckpoint[];
   /** Checkpoints deleted by this call. */

@@ -28,6 +28,10 @@ import { describeTrackers, openRunTrackers, phaseOffsets } from './trackers';
 import { createPhaseWatch } from './phase-watch';
 import { openRun, resetPolicyOptimizer, type RunSession } from './session';
 
+/**
+ * What `trainRun` returns: the run's id and folder, the evaluations before and after RL, every
+ * step's metrics, the warnings and the seconds per stage.
+ */
 export interface TrainRunResult {
   runId: string;
   runDir: string;

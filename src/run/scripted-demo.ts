@@ -81,13 +81,16 @@ function scriptedTurn(question: DemoQuestion, rollout: number, turn: number): st
   return plan[Math.min(turn, plan.length - 1)]!;
 }
 
+/** Options of `runDemo`. */
 export interface DemoOptions {
   /** Folder for the run's JSONL records. */
   out: string;
   nAgent?: number;
+  /** Where lines go (default: the console). */
   log?: (line: string) => void;
 }
 
+/** The scripted demo's scored batch, its run id and the loss of its update. */
 export interface DemoResult {
   batch: ScoredBatch;
   runId: string;

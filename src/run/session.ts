@@ -45,6 +45,7 @@ export interface RunSession {
     split?: RunConfig['evaluation']['split'],
     options?: RunOptions,
   ): Promise<EvalSummary>;
+  /** Closes what the run opened (the composition root and its ports). */
   close(): Promise<void>;
 }
 

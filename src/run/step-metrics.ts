@@ -39,6 +39,10 @@ export interface StepMetrics {
   updateMs: number;
 }
 
+/**
+ * The step metrics that measure time and speed: they differ between otherwise equal runs (a resumed
+ * run is compared without them).
+ */
 export const TIMING_METRICS = [
   'rolloutTokensPerSecond',
   'trainTokensPerSecond',

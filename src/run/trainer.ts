@@ -21,6 +21,10 @@ import { applyRetention, CHECKPOINT_METRICS, type Retention } from './retention'
 import type { ScoredBatch, Searcher } from '../searcher';
 import { parseSettings, positiveInt } from '../provider-utils/settings';
 
+/**
+ * The trainer's settings as a zod schema: steps, batch size, checkpoints, resume mode and
+ * retention.
+ */
 export const trainerSettingsSchema = z
   .object({
     runId: z.string().min(1),
@@ -47,6 +51,7 @@ export const trainerSettingsSchema = z
   })
   .strict();
 
+/** The trainer's settings as written (`trainerSettingsSchema`). */
 export type TrainerSettings = z.input<typeof trainerSettingsSchema>;
 
 /** Where the next step's prompts start: an epoch of the seeded order and an index into it. */
@@ -55,6 +60,10 @@ export interface DataCursor {
   index: number;
 }
 
+/**
+ * What `Trainer.run` did: the steps it ran, the checkpoint it continued from, and what retention
+ * kept.
+ */
 export interface TrainerRunResult {
   /** Metrics of the steps this call ran. */
   steps: StepMetrics[];
@@ -66,6 +75,10 @@ export interface TrainerRunResult {
   retention: Retention | null;
 }
 
+/**
+ * The RL loop over a Searcher: each step samples prompts, collects scored rollouts and updates;
+ * checkpoints and resumes. Made by `createTrainer`.
+ */
 export interface Trainer {
   /** Steps completed (including those before a resume, once `run` has loaded the checkpoint). */
   readonly step: number;

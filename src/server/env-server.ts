@@ -11,6 +11,10 @@ import { schemaResponse } from './protocol';
 import { runSession, type SessionHost } from './session';
 import { createLocalSlots, defaultSessionsPerClient, type SessionSlots } from './slots';
 
+/**
+ * Options of `createEnvServer`: the session caps, the token, the idle timeout and the limits on
+ * what a client may send.
+ */
 export interface EnvServerOptions extends ServerLimitOptions {
   /** Concurrent sessions (WebSocket connections) allowed; beyond it a connection gets CAPACITY_REACHED. */
   maxSessions?: number;
@@ -35,8 +39,13 @@ export interface EnvServerOptions extends ServerLimitOptions {
   log?: (line: string) => void;
 }
 
+/** An environment server over HTTP and WebSocket (OpenEnv protocol), not yet listening. */
 export interface EnvServer {
   readonly http: Server;
+  /**
+   * Starts listening (host `127.0.0.1` by default); resolves with the port bound (the one given, or
+   * the one chosen for 0).
+   */
   listen(port: number, host?: string): Promise<number>;
   /** Active sessions in this process. */
   readonly activeSessions: number;
@@ -47,6 +56,7 @@ export interface EnvServer {
    * until `deadlineMs`), then everything closes.
    */
   drain(deadlineMs?: number): Promise<void>;
+  /** Closes every connection at once and stops listening (`drain` first to let episodes finish). */
   close(): Promise<void>;
 }
 

@@ -26,12 +26,16 @@ export interface ServedEnvironment {
   description?: string;
 }
 
+/**
+ * A client's `reset`: the task (an id or an inline task), a seed and an episode id, all optional.
+ */
 export interface ResetParameters {
   seed?: number | null;
   episode_id?: string | null;
   task?: string | { uid?: string; question: string; reference?: string; golden_basenames?: string[] } | null;
 }
 
+/** The reply to a `step`: the observation, and at the end of the episode its reward. */
 export interface StepReply {
   observation: ObservationPayload;
   reward: number | null;

@@ -11,6 +11,9 @@ const FRAME_ALLOWANCE_BYTES = 64 * 1024;
 /** JSON's longest spelling of one UTF-16 unit (`\uXXXX`, as Python's json.dumps writes non-ASCII). */
 const JSON_BYTES_PER_CHARACTER = 6;
 
+/**
+ * Caps on what one client may send and leave unread; each has a default from the served episode.
+ */
 export interface ServerLimitOptions {
   /** The longest step text, in characters; default 64 × the served episode's `maxTurnTokens`. */
   maxActionChars?: number;

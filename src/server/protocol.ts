@@ -17,6 +17,7 @@ export const WS_ERROR_CODES = [
   'FACTORY_ERROR',
   'SESSION_ERROR',
 ] as const;
+/** The `code` of an error frame (`WS_ERROR_CODES`). */
 export type WsErrorCode = (typeof WS_ERROR_CODES)[number];
 
 /** An inline task: a question with what the reward needs (snake_case, as Python clients write it). */
@@ -52,6 +53,10 @@ export const stepActionSchema = z
   })
   .strict();
 
+/**
+ * What a client may send over `/ws`: `reset`, `step`, `state`, `close` (and OpenEnv's `mcp`,
+ * answered with an error).
+ */
 export const clientMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('reset'), data: resetDataSchema.default({}) }).strict(),
   z.object({ type: z.literal('step'), data: stepActionSchema }).strict(),
@@ -87,8 +92,12 @@ export const observationSchema = z
       .strict(),
   })
   .strict();
+/**
+ * An observation as the server sends it: the text, images as data URIs, and the reward at the end.
+ */
 export type ObservationPayload = z.infer<typeof observationSchema>;
 
+/** The `state` reply: the episode id, the step count and what the episode holds so far. */
 export const stateSchema = z
   .object({
     episode_id: z.string().nullable(),
@@ -100,8 +109,10 @@ export const stateSchema = z
     retrieved: z.array(z.string()),
   })
   .loose();
+/** The `state` reply (`stateSchema`). */
 export type StatePayload = z.infer<typeof stateSchema>;
 
+/** What the server sends: an observation, a state, or an error frame with its code. */
 export const serverMessageSchema = z.discriminatedUnion('type', [
   z
     .object({
@@ -131,6 +142,7 @@ export const serverMessageSchema = z.discriminatedUnion('type', [
     })
     .strict(),
 ]);
+/** One message the server sends (`serverMessageSchema`). */
 export type ServerMessage = z.infer<typeof serverMessageSchema>;
 
 export function errorFrame(

@@ -9,6 +9,10 @@ import type { ServerLimitOptions } from './limits';
 import { buildServedEnvironment, type ServedEnvironmentSettings } from './served-environment';
 import { defaultSessionsPerClient } from './slots';
 
+/**
+ * `searcher-rl serve-env`'s options: the config and tasks, the address, workers, session caps,
+ * token and timeouts.
+ */
 export interface ServeEnvOptions {
   config?: string;
   tasks?: string;

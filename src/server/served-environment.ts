@@ -13,6 +13,10 @@ import { readPromptDataset } from '../run/dataset';
 import { resolveRewardWeights } from '../searcher';
 import type { ServedEnvironment } from './environment';
 
+/**
+ * What `buildServedEnvironment` serves: the slide environment (default) or your tasks over the
+ * ports of a configuration.
+ */
 export interface ServedEnvironmentSettings {
   /** The Searcher's settings (episode, reward, calls, adapters) as for `train`. */
   searcher?: SearcherConfigInput;
@@ -27,9 +31,11 @@ export interface ServedEnvironmentSettings {
  * and questions, or the configured adapters with a task file. The context window is the trainer's
  * (`episode.maxContextTokens` is ignored: the server cannot count the trainer's tokens).
  */
-export async function buildServedEnvironment(
-  settings: ServedEnvironmentSettings,
-): Promise<{ served: ServedEnvironment; close(): Promise<void> }> {
+export async function buildServedEnvironment(settings: ServedEnvironmentSettings): Promise<{
+  served: ServedEnvironment;
+  /** Closes the ports opened for it (its composition root). */
+  close(): Promise<void>;
+}> {
   let adapters = settings.searcher?.adapters;
   let tasks: PromptRecord[];
   if (settings.tasksFile) {

@@ -17,7 +17,9 @@ export interface SlotGrant {
  * counted under (`clientKeyOf`).
  */
 export interface SessionSlots {
+  /** Takes a slot for a session of `client` if the server's cap and the client's share allow it. */
   acquire(client: string): Promise<SlotGrant>;
+  /** Gives back a slot `client` held. */
   release(client: string): void;
 }
 

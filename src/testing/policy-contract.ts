@@ -1,6 +1,10 @@
 import type { PolicyBackend, TurnOutput } from '../ports/policy-backend';
 import type { TokenStep } from '../ports/types';
 
+/**
+ * What `rollTwoTurns` returns: both turns of each rollout and each full sequence, to compare with
+ * `logProbs`.
+ */
 export interface TwoTurnRollout {
   first: TurnOutput[];
   second: TurnOutput[];

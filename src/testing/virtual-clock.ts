@@ -29,6 +29,7 @@ async function flush(): Promise<void> {
   for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setTimeout(resolve, 0));
 }
 
+/** A virtual clock starting at `start` milliseconds. */
 export function createVirtualClock(start = 0): VirtualClock {
   let now = start;
   let order = 0;

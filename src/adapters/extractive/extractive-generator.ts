@@ -4,6 +4,7 @@ import type { Evidence } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
 import { extractiveGeneratorSettingsSchema } from './settings';
 
+/** Settings of `createExtractiveGenerator`. */
 export interface ExtractiveGeneratorSettings {
   /** Words of the answer span at most (default 8). */
   maxAnswerWords?: number;

@@ -5,6 +5,10 @@ import { positiveInt } from '../../provider-utils/settings';
 export const EXTRACTIVE_FALLBACK_ANSWER = 'unknown';
 
 // Apart from the adapter so that a configuration can name it without loading it.
+/**
+ * The extractive generator's settings as a zod schema (what `adapters.generator: {type:
+ * extractive}` is checked against).
+ */
 export const extractiveGeneratorSettingsSchema = z
   .object({
     maxAnswerWords: positiveInt()

@@ -27,6 +27,10 @@ import type { Judge, JudgeVerdict } from '../../ports/judge';
 import type { Evidence } from '../../ports/types';
 import { geminiSettingsSchema } from './settings';
 
+/**
+ * Settings of the Gemini generator and judge: the model, the key, the output and thinking budgets,
+ * instructions and the response cap.
+ */
 export type GeminiSettings = z.input<typeof geminiSettingsSchema>;
 
 function lazyClient(

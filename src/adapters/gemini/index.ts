@@ -8,6 +8,8 @@ const [geminiModule] = await loadWithOptionalPackages(
   () => Promise.all([import('./gemini')]),
 );
 
+/** The frozen Generator on Gemini: answers from the evidence images. */
 export const createGeminiGenerator = geminiModule.createGeminiGenerator;
+/** The LLM judge on Gemini, with structured output `{score}` (docs/method.md#judge). */
 export const createGeminiJudge = geminiModule.createGeminiJudge;
 export type { GeminiSettings } from './gemini';

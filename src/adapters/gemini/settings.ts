@@ -5,6 +5,7 @@ import { positiveInt } from '../../provider-utils/settings';
 
 /** A generator's or judge's answer is a few kilobytes; 16 MiB leaves room for a long one and stops a runaway body. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 2 ** 20;
+/** The Gemini adapters' settings as a zod schema. */
 export const geminiSettingsSchema = z
   .object({
     model: z.string().min(1),

@@ -46,6 +46,7 @@ function apply(task: number, x: number, y: number): number {
   }
 }
 
+/** The embedded ICD demo: its demonstrations and queries, and the latent task of each query. */
 export interface IcdDemo {
   demonstrations: IcdDemonstration[];
   queries: IcdQuery[];

@@ -5,8 +5,12 @@ import type { PolicyCheckpoint } from '../../ports/policy-backend';
 // The pointer selector's settings, batch and interface. No tfjs import here: searcher-rl/icd names
 // these without loading @tensorflow/tfjs, which only createPointerSelector (pointer-selector.ts) needs.
 
+/** The `format` of a pointer selector's checkpoint; `load` refuses any other. */
 export const POINTER_SELECTOR_FORMAT = 'searcher-rl.pointer-selector.v1';
 
+/**
+ * The pointer selector's settings as a zod schema: sizes, shots, temperature, optimizer and seed.
+ */
 export const pointerSelectorSettingsSchema = z
   .object({
     /** d: the embedding size. */
@@ -25,6 +29,7 @@ export const pointerSelectorSettingsSchema = z
   })
   .strict();
 
+/** Settings of `createPointerSelector` (`pointerSelectorSettingsSchema`). */
 export type PointerSelectorSettings = z.input<typeof pointerSelectorSettingsSchema>;
 
 /** A batch of queries: B query vectors (B x d) and their pools (B x K x d), row-major. */
@@ -35,6 +40,10 @@ export interface SelectorBatch {
   poolSize: number;
 }
 
+/**
+ * The pointer selector (docs/method.md#pointer-selector): picks shots from a query's pool, scores
+ * its choices, and trains on them.
+ */
 export interface PointerSelector {
   readonly settings: Readonly<z.output<typeof pointerSelectorSettingsSchema>>;
   readonly backend: string;
@@ -49,7 +58,10 @@ export interface PointerSelector {
     actions: readonly (readonly number[])[],
     weights: readonly (readonly number[])[],
   ): { gradNorm: number; applied: boolean };
+  /** The weights, the optimizer state and the settings as a checkpoint. */
   save(): PolicyCheckpoint;
+  /** Restores a checkpoint `save` made. */
   load(checkpoint: PolicyCheckpoint): void;
+  /** Frees the selector's tensors; it cannot be used after. */
   dispose(): void;
 }

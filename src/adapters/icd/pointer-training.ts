@@ -106,6 +106,9 @@ export function warmUpOnBeamLabels(
   return warmUpOnLabels(selector, view, { ...options, labels: (item) => item.beamLabels });
 }
 
+/**
+ * One GRPO step of the selector: its mean reward, the groups that carried a signal, and the loss.
+ */
 export interface GrpoStepReport {
   step: number;
   meanReward: number;

@@ -8,6 +8,10 @@ const sharpImageOps = await loadWithOptionalPackages(
   () => import('./sharp-image-ops'),
 );
 
+/**
+ * Crops with sharp: the box enlarged so that its longer side reaches `minOutputSide`, capped at
+ * `maxOutputSide`.
+ */
 export const createSharpImageOps = sharpImageOps.createSharpImageOps;
 export type { SharpImageOps, SharpImageOpsSettings } from './sharp-image-ops';
 export { sharpImageOpsSettingsSchema } from './settings';

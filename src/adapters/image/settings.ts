@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { positiveInt } from '../../provider-utils/settings';
 
 // Apart from the adapter so that a configuration can name it without loading sharp.
+/**
+ * The sharp image ops' settings as a zod schema: format, compression, kernel, output cap and
+ * decoded-page cache.
+ */
 export const sharpImageOpsSettingsSchema = z
   .object({
     /** Encoding of the crops. */

@@ -13,6 +13,7 @@ import { sharpImageOpsSettingsSchema } from './settings';
 /** The kernels libvips enlarges with its bicubic interpolator (`vips_resize_interpolate`). */
 const BICUBIC_KERNELS = new Set(['cubic', 'mitchell', 'lanczos2', 'lanczos3']);
 
+/** Settings of `createSharpImageOps` (`sharpImageOpsSettingsSchema`). */
 export type SharpImageOpsSettings = z.input<typeof sharpImageOpsSettingsSchema>;
 
 export interface SharpImageOps extends ImageOps {

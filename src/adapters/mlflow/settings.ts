@@ -1,6 +1,10 @@
 import { z } from 'zod';
 
 // Apart from the adapter so that a run's configuration can name it without loading it.
+/**
+ * The MLflow tracker's settings as a zod schema: the tracking server, the experiment and the run's
+ * tags.
+ */
 export const mlflowTrackerSettingsSchema = z
   .object({
     /** The tracking server, e.g. http://127.0.0.1:5000 (`mlflow server`). Default: MLFLOW_TRACKING_URI. */
@@ -14,4 +18,5 @@ export const mlflowTrackerSettingsSchema = z
   })
   .strict();
 
+/** Settings of `createMlflowTracker` (`mlflowTrackerSettingsSchema`). */
 export type MlflowTrackerSettings = z.input<typeof mlflowTrackerSettingsSchema>;

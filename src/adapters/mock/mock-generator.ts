@@ -3,6 +3,7 @@ import { MOCK_FALLBACK_ANSWER } from './settings';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Evidence } from '../../ports/types';
 
+/** Settings of `createMockGenerator`. */
 export interface MockGeneratorSettings {
   /**
    * How to answer: a fixed string, a function of the question and evidence, or (default) the
@@ -13,6 +14,7 @@ export interface MockGeneratorSettings {
   facts?: Record<string, string>;
   /** Answer when no evidence supports one (default: "unknown"). */
   fallback?: string;
+  /** An error to throw for a question (to test failures); `undefined` answers it. */
   failWith?: (question: string) => Error | undefined;
 }
 

@@ -2,6 +2,7 @@ import { InvalidArgumentError } from '../../core/errors';
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import type { PageImage, SearchHit } from '../../ports/types';
 
+/** One page the mock search engine can return. */
 export interface MockPage {
   basename: string;
   text: string;
@@ -11,6 +12,7 @@ export interface MockPage {
   image?: PageImage;
 }
 
+/** Settings of `createMockSearchEngine`: pages to search, or a keyword knowledge base. */
 export interface MockSearchEngineSettings {
   /** Pages to search. */
   pages?: MockPage[];

@@ -5,6 +5,10 @@ import type { BoundingBox, PageImage } from '../../ports/types';
 
 export { RAW_RGBA_MIME };
 
+/**
+ * A raw RGBA page image (`RAW_RGBA_MIME`) of `width` x `height`, each pixel from `pixel` (default
+ * white).
+ */
 export function createRawImage(
   width: number,
   height: number,

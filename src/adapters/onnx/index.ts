@@ -9,9 +9,20 @@ const [policy, tokenizer, runtime] = await loadWithOptionalPackages(
   () => Promise.all([import('./policy'), import('./tokenizer'), import('./runtime')]),
 );
 
+/**
+ * A rollouts-only Searcher policy on a pretrained causal LM in Hugging Face Optimum's ONNX layout,
+ * run by ONNX Runtime (CPU or CUDA).
+ */
 export const createOnnxPolicy = policy.createOnnxPolicy;
+/**
+ * The `format` of the ONNX policy's checkpoint: a reference to its export (it loads no weights).
+ */
 export const ONNX_CHECKPOINT_FORMAT = policy.ONNX_CHECKPOINT_FORMAT;
+/** The Tokenizer port over a Hugging Face `tokenizer.json`; `encode` adds no special tokens. */
 export const createHfTokenizer = tokenizer.createHfTokenizer;
+/**
+ * Why an execution provider cannot be used by this onnxruntime-node, or `undefined` when it can.
+ */
 export const executionProviderProblem = runtime.executionProviderProblem;
 export { onnxPolicySettingsSchema, ONNX_EXECUTION_PROVIDERS } from './settings';
 export { checkCausalLmLayout, readCausalLmConfig, LAYOUT_HINT } from './layout';

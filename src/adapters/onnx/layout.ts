@@ -23,6 +23,7 @@ export interface CausalLmLayout {
   hasPositionIds: boolean;
 }
 
+/** What a `ModelLayoutError` adds: the export the ONNX policy expects and how to make it. */
 export const LAYOUT_HINT =
   "Expected Hugging Face Optimum's causal-LM export with a key/value cache (`optimum-cli export onnx --task text-generation-with-past`; optimum 2.x needs `pip install optimum-onnx` for it): inputs input_ids, attention_mask, position_ids (optional) and past_key_values.{i}.key/value; outputs logits and present.{i}.key/value; float32 key/values and logits, int64 ids.";
 

@@ -5,8 +5,13 @@ import { parseSettings, positiveInt } from '../../provider-utils/settings';
 
 /** Execution providers this adapter knows; `cpu` ships with onnxruntime-node, `cuda` is installed apart. */
 export const ONNX_EXECUTION_PROVIDERS = ['cpu', 'cuda'] as const;
+/** An execution provider the ONNX policy can run on (`ONNX_EXECUTION_PROVIDERS`). */
 export type OnnxExecutionProvider = (typeof ONNX_EXECUTION_PROVIDERS)[number];
 
+/**
+ * The ONNX policy's settings as a zod schema: the model folder, execution provider, threads, seed
+ * and batching.
+ */
 export const onnxPolicySettingsSchema = z
   .object({
     modelDir: z
@@ -47,6 +52,7 @@ export const onnxPolicySettingsSchema = z
   })
   .strict();
 
+/** Settings of `createOnnxPolicy` (`onnxPolicySettingsSchema`). */
 export type OnnxPolicySettings = z.input<typeof onnxPolicySettingsSchema>;
 export type ParsedOnnxPolicySettings = z.output<typeof onnxPolicySettingsSchema>;
 

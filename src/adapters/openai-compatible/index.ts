@@ -8,7 +8,12 @@ const [policyModule] = await loadWithOptionalPackages(
   () => Promise.all([import('./policy')]),
 );
 
+/**
+ * A rollouts-only Searcher policy served by an OpenAI-compatible server (vLLM), with the token ids
+ * and log-probs the server sampled.
+ */
 export const createOpenAICompatiblePolicy = policyModule.createOpenAICompatiblePolicy;
+/** The policy's raw `/v1/completions` client: one attempt per call. */
 export const createOpenAICompatibleCompletions = policyModule.createOpenAICompatibleCompletions;
 export type {
   OpenAICompatibleSettings,

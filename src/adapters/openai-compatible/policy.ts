@@ -19,6 +19,10 @@ import type {
 } from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
 
+/**
+ * The OpenAI-compatible policy's settings as a zod schema: the server, the model, the key and extra
+ * request fields.
+ */
 const settingsSchema = z
   .object({
     /** The server's OpenAI-compatible root, e.g. http://127.0.0.1:8000/v1 (vLLM). */
@@ -39,6 +43,7 @@ const settingsSchema = z
   })
   .strict();
 
+/** Settings of `createOpenAICompatiblePolicy`. */
 export interface OpenAICompatibleSettings extends z.input<typeof settingsSchema> {
   /** The served model's tokenizer, locally (token ids in trajectories are the server's). */
   tokenizer: Tokenizer;
@@ -62,6 +67,7 @@ export interface CompletionRequest {
   [extension: string]: unknown;
 }
 
+/** The choice of a `/v1/completions` reply: its text, why it stopped, and the log-probs. */
 export interface CompletionChoice {
   text: string;
   finish_reason: string | null;
@@ -72,6 +78,7 @@ export interface CompletionChoice {
 /** The raw HTTP client: one attempt per call (the policy calls it through a reliable caller). */
 export interface CompletionsClient {
   readonly provider: string;
+  /** Sends one completion request and returns its first choice. */
   doComplete(request: CompletionRequest, options?: CallOptions): Promise<CompletionChoice>;
 }
 

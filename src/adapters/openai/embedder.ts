@@ -7,6 +7,10 @@ import type { Embedder, EmbeddingInput } from '../../ports/embedder';
 import { guardedFetch, loadApiKey, parseSettings, toProviderError } from '../../provider-utils/index';
 import { openaiEmbedderSettingsSchema } from './settings';
 
+/**
+ * Settings of `createOpenAIEmbedder`: the model, its dimensions, the endpoint, the key and the
+ * response cap.
+ */
 export type OpenAIEmbedderSettings = z.input<typeof openaiEmbedderSettingsSchema>;
 
 /**

@@ -8,8 +8,17 @@ const [openaiModule, embedderModule] = await loadWithOptionalPackages(
   () => Promise.all([import('./openai'), import('./embedder')]),
 );
 
+/** The frozen Generator on the OpenAI Responses API: answers from the evidence images. */
 export const createOpenAIGenerator = openaiModule.createOpenAIGenerator;
+/**
+ * The LLM judge on the OpenAI Responses API, with structured output `{score}`
+ * (docs/method.md#judge).
+ */
 export const createOpenAIJudge = openaiModule.createOpenAIJudge;
+/**
+ * The Embedder port on an OpenAI-compatible `/embeddings` endpoint (texts only; vectors
+ * L2-normalised).
+ */
 export const createOpenAIEmbedder = embedderModule.createOpenAIEmbedder;
 export type { OpenAISettings } from './openai';
 export type { OpenAIEmbedderSettings } from './embedder';

@@ -20,6 +20,10 @@ import {
 import type { Evidence } from '../../ports/types';
 import { openaiSettingsSchema } from './settings';
 
+/**
+ * Settings of the OpenAI generator and judge: the model, the key, reasoning effort, the output
+ * budget, instructions and the response cap.
+ */
 export type OpenAISettings = z.input<typeof openaiSettingsSchema>;
 
 /** One client per adapter, made at the first call so that a missing key fails then, saying how to fix it. */

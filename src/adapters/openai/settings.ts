@@ -7,6 +7,7 @@ import { positiveInt } from '../../provider-utils/settings';
 export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 2 ** 20;
 /** 256 texts (a batch of the ICD flow) of 3,072 floats as JSON are about 17 MB. */
 export const DEFAULT_MAX_EMBEDDING_RESPONSE_BYTES = 64 * 2 ** 20;
+/** The OpenAI generator's and judge's settings as a zod schema. */
 export const openaiSettingsSchema = z
   .object({
     model: z.string().min(1),

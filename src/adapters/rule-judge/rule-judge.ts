@@ -6,6 +6,7 @@ import { DEFAULT_PARTIAL_THRESHOLD } from './settings';
 
 export { normaliseAnswer };
 
+/** Settings of `createRuleJudge`. */
 export interface RuleJudgeSettings {
   /** Below this similarity the answer scores 0 (the Search-R1 spec's threshold: docs/method.md#search-r1-reward). */
   partialThreshold?: number;

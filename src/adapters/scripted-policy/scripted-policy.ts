@@ -15,6 +15,7 @@ import type {
 } from '../../ports/policy-backend';
 import { SCRIPTED_LOG_PROB } from './settings';
 
+/** What a script function sees for the turn it writes. */
 export interface ScriptContext {
   /** Index of the rollout within the session (the order of prompts given to `begin`). */
   rolloutId: number;
@@ -35,6 +36,7 @@ export type Script =
   | readonly (readonly string[])[]
   | ((context: ScriptContext) => string);
 
+/** Settings of `createScriptedPolicy`: the script, and what the policy reports of itself. */
 export interface ScriptedPolicySettings {
   script: Script;
   tokenizer?: Tokenizer;
@@ -46,6 +48,7 @@ export interface ScriptedPolicySettings {
   logProb?: number;
 }
 
+/** Every call the scripted policy received, by method, for tests to assert on. */
 export interface ScriptedPolicyCalls {
   begin: Array<{ prompts: number }>;
   generateTurn: Array<{ rolloutIds: number[]; options: Omit<GenerateTurnOptions, 'signal'> }>;

@@ -44,6 +44,7 @@ export interface PageRecord {
   imagePath?: string;
 }
 
+/** What indexing did: the pages indexed, and whether the index was rebuilt. */
 export interface IndexResult {
   /** Pages in the index. */
   pages: number;

@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { positiveInt } from '../../provider-utils/settings';
 
 // Apart from the adapter so that a configuration can name it without loading libsql.
+/**
+ * The SQLite FTS search engine's settings as a zod schema: the index file, and whether hits carry
+ * images and how much text.
+ */
 export const sqliteSearchSettingsSchema = z
   .object({
     /** The index file made by `indexPages` or `indexPageFolder`. */

@@ -11,10 +11,12 @@ import { sqliteSearchSettingsSchema } from './settings';
 export { indexPages, inspectPageIndex, type PageRecord, type IndexResult } from './page-index';
 export { indexPageFolder, indexCorpusFile } from './page-sources';
 
+/** Settings of `createSqliteSearchEngine` (`sqliteSearchSettingsSchema`). */
 export type SqliteSearchSettings = z.input<typeof sqliteSearchSettingsSchema>;
 
 export interface SqliteSearchEngine extends SearchEngine {
   readonly provider: 'sqlite-fts';
+  /** Closes the database. */
   close(): void;
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+/** The TensorBoard tracker's settings as a zod schema: the folder of the event files. */
 export const tensorBoardTrackerSettingsSchema = z
   .object({
     /** The folder of the event files (`tensorboard --logdir` it); a resumed run adds a file beside the earlier ones. */
@@ -7,4 +8,5 @@ export const tensorBoardTrackerSettingsSchema = z
   })
   .strict();
 
+/** Settings of `createTensorBoardTracker` (`tensorBoardTrackerSettingsSchema`). */
 export type TensorBoardTrackerSettings = z.input<typeof tensorBoardTrackerSettingsSchema>;

@@ -8,6 +8,10 @@ export interface NamedParameter {
   decay: boolean;
 }
 
+/**
+ * AdamW's settings (torch's update rule): learning rate, betas, epsilon, weight decay, gradient
+ * clipping and warm-up.
+ */
 export interface AdamWSettings {
   learningRate: number;
   beta1: number;

@@ -51,6 +51,7 @@ export type BackendModuleLoader = (packageName: string) => Promise<unknown>;
 
 const defaultLoader: BackendModuleLoader = (packageName) => import(packageName);
 
+/** The backend `selectTfjsBackend` made active, and the ones it passed over with why. */
 export interface SelectedBackend {
   name: TfjsBackendName;
   /** tfjs's own name for it (`tf.getBackend()`). */

@@ -45,6 +45,10 @@ export interface TfjsPolicy extends PolicyBackend {
   dispose(): void;
 }
 
+/**
+ * Objects `createTfjsPolicy` takes besides its settings: the tokenizer, and a backend loader for
+ * tests.
+ */
 export interface CreateTfjsPolicyOptions {
   /** The tokenizer (default: the byte-level protocol tokenizer, every tag one token). */
   tokenizer?: Tokenizer;

@@ -8,12 +8,17 @@ import type { TransformerConfig } from './transformer';
 
 /** TensorFlow.js backends this adapter knows, highest priority first. */
 export const TFJS_BACKENDS = ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] as const;
+/** A TensorFlow.js backend name (`TFJS_BACKENDS`). */
 export type TfjsBackendName = (typeof TFJS_BACKENDS)[number];
 
 /** v2: a Hugging Face GPT-2 folder with the optimizer beside it (hf/checkpoint-files.ts); v1 (float32 blobs) is still read. */
 export const CHECKPOINT_FORMAT = 'searcher-rl.tfjs-transformer.v2';
 export const CHECKPOINT_FORMAT_V1 = 'searcher-rl.tfjs-transformer.v1';
 
+/**
+ * The tfjs policy's settings as a zod schema: the model (or a folder to start from), backend,
+ * optimizer, rollout and training engines, and seed.
+ */
 export const tfjsPolicySettingsSchema = z
   .object({
     model: z
@@ -80,6 +85,7 @@ export const tfjsPolicySettingsSchema = z
   })
   .strict();
 
+/** Settings of `createTfjsPolicy` (`tfjsPolicySettingsSchema`). */
 export type TfjsPolicySettings = z.input<typeof tfjsPolicySettingsSchema>;
 
 /** Settings with every default filled in. */

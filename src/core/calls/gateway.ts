@@ -18,6 +18,7 @@ import { checkPortVersion } from './port-version';
 import { createReliableCaller, type ReliabilityDeps } from './reliable-call';
 import { withReliability } from './with-reliability';
 
+/** The ports one gateway serves; a call to a port that is absent says which one is missing. */
 export interface GatewayPorts {
   searchEngine?: SearchEngine;
   generator?: Generator;
@@ -49,6 +50,7 @@ export interface PortGateway {
   score(question: string, answer: string, reference: string, signal?: AbortSignal): Promise<JudgeVerdict>;
   /** One vector of the embedder's dimensions per item. */
   embed(items: readonly EmbeddingInput[], signal?: AbortSignal): Promise<number[][]>;
+  /** Appends records to the store through the store's reliability lane. */
   appendRecords(records: readonly StoreRecord[], signal?: AbortSignal): Promise<void>;
   /** A rollout session of `promptTokenIds.length` rollouts (ended again if the policy answers with another size). */
   beginSession(promptTokenIds: readonly (readonly number[])[], signal?: AbortSignal): Promise<RolloutSession>;
@@ -58,6 +60,9 @@ export interface PortGateway {
     rolloutIds: readonly number[],
     options: GenerateTurnOptions,
   ): Promise<TurnResult[]>;
+  /**
+   * Appends observation tokens to one rollout of a session through the policy's reliability lane.
+   */
   appendObservation(
     session: RolloutSession,
     rolloutId: number,

@@ -14,6 +14,7 @@ import { resolveCallPolicy, type CallPolicy } from './call-policy';
 import { asCallError } from './failures';
 import { estimateTokens } from './token-estimate';
 
+/** What the reliability layer depends on besides the call, injectable for deterministic tests. */
 export interface ReliabilityDeps {
   clock?: Clock;
   /** In [0, 1): the jitter source (inject for deterministic tests). */

@@ -4,6 +4,10 @@ import type { Verdict } from './verification';
 const deckOf = (basename: string) =>
   basename.replace(/_\d+\.[A-Za-z0-9]+$/, '').replace(/\.[A-Za-z0-9]+$/, '');
 
+/**
+ * Judge successes that NDCG scores 0, split by what was retrieved
+ * (docs/method.md#difficulty-buckets).
+ */
 export interface DisagreementAnalysis {
   /** Judge success (score >= successAt) with NDCG 0. */
   judgeSuccessNdcgZero: number;
@@ -52,6 +56,7 @@ export function ndcgJudgeDisagreements(
   return result;
 }
 
+/** Counts of low-score rollouts by cause (`failureCauses`). */
 export interface FailureCauses {
   failures: number;
   /** The golden page was not retrieved (NDCG < ndcgFound). */
@@ -97,6 +102,7 @@ export function hallucinationShare(
   };
 }
 
+/** One stage of the curation funnel: its name, the prompts at it, and a note (such as a share). */
 export interface FunnelStage {
   stage: string;
   count: number;

@@ -1,6 +1,10 @@
 import { DEFAULT_CURATION_SETTINGS } from './settings';
 import type { PromptStats } from './episodes';
 
+/**
+ * A prompt's difficulty bucket on mean phase-1 NDCG: `B` mastered, `A` at the edge of competence,
+ * `0` unsolved.
+ */
 export type DifficultyBucket = 'B' | 'A' | '0';
 
 /** B > high, A in [low, high], 0 < low on mean phase-1 NDCG (docs/method.md#difficulty-buckets). */
@@ -13,12 +17,14 @@ export function bucketOf(
   return '0';
 }
 
+/** A prompt's bucket with the mean NDCG it was assigned from. */
 export interface BucketAssignment {
   promptUid: string;
   bucket: DifficultyBucket;
   meanNdcg: number;
 }
 
+/** Each prompt's bucket (`bucketOf`) from its statistics. */
 export function assignBuckets(
   stats: readonly PromptStats[],
   thresholds: { bucketLow: number; bucketHigh: number } = DEFAULT_CURATION_SETTINGS,
@@ -30,6 +36,7 @@ export function assignBuckets(
   }));
 }
 
+/** Prompts per bucket. */
 export function countBuckets(assignments: readonly BucketAssignment[]): Record<DifficultyBucket, number> {
   const counts: Record<DifficultyBucket, number> = { B: 0, A: 0, '0': 0 };
   for (const a of assignments) counts[a.bucket]++;

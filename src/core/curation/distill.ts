@@ -3,6 +3,9 @@ import { answerScoreOf, type EpisodeSummary, type PromptStats } from './episodes
 import { ACTION_TAG_PATTERN, thinkSpans } from './think-rewrite';
 import { DEFAULT_CURATION_SETTINGS } from './settings';
 
+/**
+ * Which successes `selectRareSuccesses` keeps; each default comes from `DEFAULT_CURATION_SETTINGS`.
+ */
 export interface DistillOptions {
   maxSuccessRate?: number;
   topK?: number;
@@ -13,6 +16,7 @@ export interface DistillOptions {
   keepZeroNdcg?: boolean;
 }
 
+/** The rollouts kept for distillation, and how many prompts and successes each rule left out. */
 export interface DistillSelection {
   selected: EpisodeSummary[];
   counts: {
@@ -72,6 +76,10 @@ export function selectRareSuccesses(
   return { selected, counts };
 }
 
+/**
+ * Orders successes best first: answer score, NDCG, then fewer searches, crops and characters, then
+ * sample id.
+ */
 export function compareForDistillation(a: EpisodeSummary, b: EpisodeSummary): number {
   return (
     (answerScoreOf(b) ?? 0) - (answerScoreOf(a) ?? 0) ||
@@ -83,17 +91,20 @@ export function compareForDistillation(a: EpisodeSummary, b: EpisodeSummary): nu
   );
 }
 
+/** One chat message of an SFT row. */
 export interface SftMessage {
   role: 'system' | 'user' | 'assistant';
   content: string;
 }
 
+/** One SFT example in the seed's chat layout, tagged with its prompt and the format version. */
 export interface SftRow {
   messages: SftMessage[];
   uid: string;
   format_version: string;
 }
 
+/** The `format_version` written in every SFT row; a reader refuses rows of another version. */
 export const SFT_FORMAT_VERSION = 'searcher-rl-sft-v1';
 
 /**

@@ -94,6 +94,7 @@ export function answerScoreOf(e: Pick<EpisodeSummary, 'judgeScore' | 'rewardScor
   return e.judgeScore ?? e.rewardScore ?? null;
 }
 
+/** One prompt's figures over its rollouts: mean NDCG, mean answer score and success rate. */
 export interface PromptStats {
   promptUid: string;
   query: string;

@@ -8,6 +8,7 @@ import {
   type RewriteRejection,
 } from './think-rewrite';
 
+/** The rows after think-only rewriting, and counts of what was rewritten, reverted and dropped. */
 export interface RewriteReport {
   rows: SftRow[];
   counts: {

@@ -3,6 +3,10 @@ import type { PromptStats } from './episodes';
 import { DEFAULT_CURATION_SETTINGS, FOCUSED_ROUND_BUDGETS, type RoundBudget } from './settings';
 import { excludedPrompts, type Verdict, type VerificationLabel } from './verification';
 
+/**
+ * A focused round (docs/method.md#focused-rounds): its prompts, its budget, and the prompts
+ * verification left out.
+ */
 export interface FocusedRound {
   name: string;
   budget: RoundBudget;

@@ -23,6 +23,7 @@ export const DEFAULT_CURATION_SETTINGS = Object.freeze({
   successScore: 1,
 });
 
+/** The curation thresholds, with `DEFAULT_CURATION_SETTINGS` as defaults. */
 export type CurationSettings = { -readonly [K in keyof typeof DEFAULT_CURATION_SETTINGS]: number };
 
 /** docs/method.md#settings-table: each focused round's budget (B prompts a step, n_agent, max_turns, temperature). */
@@ -32,6 +33,7 @@ export const FOCUSED_ROUND_BUDGETS = Object.freeze({
   round3: Object.freeze({ batchSize: 32, nAgent: 16, maxTurns: 15, temperature: 1 }),
 });
 
+/** The budget of one focused round: prompts a step, rollouts per prompt, turns and temperature. */
 export interface RoundBudget {
   batchSize: number;
   nAgent: number;

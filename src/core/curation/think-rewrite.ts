@@ -9,6 +9,7 @@ export const ACTION_TAG_PATTERN = /<\/?\s*(search|bbox|search_complete|answer)\b
 
 /** What an observation-claim check needs of a pattern: a RegExp, or a matcher built like one. */
 export interface ClaimPattern {
+  /** Whether `text` makes the claim. */
   test(text: string): boolean;
   readonly source: string;
 }
@@ -97,6 +98,7 @@ export const OBSERVATION_CLAIM_PATTERNS: Readonly<Record<'en' | 'ko' | 'zh', Cla
   }),
 });
 
+/** The body of each `<think>` span of `text`, in order. */
 export function thinkSpans(text: string): string[] {
   return tagSpans(text, '<think>', '</think>').map((s) => s.body);
 }
@@ -106,10 +108,12 @@ export function outsideThinks(text: string): string {
   return replaceTagSpans(text, '<think>', '</think>', () => '<think></think>');
 }
 
+/** Whether `text` claims to have seen something (`OBSERVATION_CLAIM_PATTERNS`). */
 export function hasObservationClaim(text: string): boolean {
   return Object.values(OBSERVATION_CLAIM_PATTERNS).some((pattern) => pattern.test(text));
 }
 
+/** Why a rewritten think was reverted to the original, or its row dropped. */
 export type RewriteRejection =
   | 'outside_changed'
   | 'think_count_changed'
@@ -117,6 +121,10 @@ export type RewriteRejection =
   | 'action_tag_added'
   | 'observation_claim_added';
 
+/**
+ * The text after the safety post-pass: each think kept from the rewrite or reverted, with the
+ * reasons.
+ */
 export interface RewriteCheck {
   /** `null` when the row is dropped. */
   text: string | null;
@@ -161,5 +169,9 @@ export function checkThinkRewrite(original: string, rewritten: string): RewriteC
   return { text, kept: after.length - rejections.length, reverted: rejections.length, rejections };
 }
 
+/**
+ * The instructions a rewriting model gets with each row: rewrite the thinks only, keep the rest
+ * exactly.
+ */
 export const THINK_REWRITE_INSTRUCTIONS =
   'Rewrite only the reasoning inside <think>…</think> so it is clear and concise. Keep every other character exactly as it is, keep the same number of <think> blocks, never write an action tag (<search>, <bbox>, <search_complete>, <answer>) inside a think, and do not claim to see anything the original reasoning did not mention. Return the whole text.';

@@ -14,6 +14,7 @@ export const VERIFICATION_LABELS = [
   'FORMAT_DIFF',
   'GT_OK',
 ] as const;
+/** A verdict of ground-truth verification (`VERIFICATION_LABELS`). */
 export type VerificationLabel = (typeof VERIFICATION_LABELS)[number];
 
 /**
@@ -23,6 +24,7 @@ export type VerificationLabel = (typeof VERIFICATION_LABELS)[number];
  */
 export type CandidateReason = 'judge_zero_ndcg_high' | 'judge_low_ndcg_high' | 'bucket0_review';
 
+/** A rollout (or a bucket-0 prompt) to verify, and why. */
 export interface VerificationCandidate {
   /** The rollout that was judged wrong; for a bucket-0 review, a rollout of the prompt (its question, reference and golden pages; its answer is not used). */
   episode: EpisodeSummary;
@@ -116,6 +118,7 @@ export function parseVerificationLabel(text: string): VerificationLabel | null {
   return (match?.[1] as VerificationLabel | undefined) ?? null;
 }
 
+/** One verification's label for a prompt, with what the verifier saw. */
 export interface Verdict {
   promptUid: string;
   sampleId: string;

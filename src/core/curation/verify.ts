@@ -4,6 +4,7 @@ import { AbortedError } from '../errors';
 import { answerScoreOf } from './episodes';
 import { labelCandidate, labelGoldenReview, type Verdict, type VerificationCandidate } from './verification';
 
+/** What `verifyCandidates` needs besides the gateway: the golden evidence of a candidate. */
 export interface VerifyOptions {
   /** The golden page(s) of a prompt as evidence; `[]` when they cannot be found (the label is then UNCERTAIN). */
   goldenEvidence: (candidate: VerificationCandidate) => Promise<readonly Evidence[]>;

@@ -1,5 +1,8 @@
 import { InvalidArgumentError } from '../errors';
 
+/**
+ * How an episode runs: its mode, turn and token budgets, sampling, and what an observation shows.
+ */
 export interface EpisodeConfig {
   /** `searcher`: search/bbox/search_complete, then the frozen Generator answers. `answer`: Search-R1, the policy answers. */
   mode: 'searcher' | 'answer';

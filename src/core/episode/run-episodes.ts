@@ -12,6 +12,7 @@ import { executeTurn, finish, type RolloutState } from './turn-executor';
 
 export type { Episode } from './rollout-state';
 
+/** The ports an episode calls: the policy and the search engine, and image ops for crops. */
 export interface EpisodePorts {
   policy: PolicyBackend;
   searchEngine: SearchEngine;
@@ -19,6 +20,7 @@ export interface EpisodePorts {
   imageOps?: ImageOps;
 }
 
+/** Options of `runEpisodes`: the episode configuration, cancellation and a per-episode callback. */
 export interface RunEpisodesOptions {
   config?: Partial<EpisodeConfig>;
   signal?: AbortSignal;

@@ -10,6 +10,7 @@ export interface IcdBeam {
   accuracy: number;
 }
 
+/** The sequences a beam search kept, best first, and the frozen-model calls it made. */
 export interface IcdBeamSearchResult {
   /** At most `beamWidth` sequences of `shots` candidates, best first. */
   beams: IcdBeam[];
@@ -17,6 +18,10 @@ export interface IcdBeamSearchResult {
   scoredCalls: number;
 }
 
+/**
+ * What `beamSearchDemonstrations` needs: the demonstrations, the scoring call, and its width and
+ * shots.
+ */
 export interface IcdBeamSearchOptions {
   /** The demonstration behind each global index (what the frozen model is shown). */
   demonstration: (globalIndex: number) => IcdDemonstration;

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../errors';
 import { DEFAULT_ICD_SETTINGS, type IcdTrajectory } from './types';
 
+/** The quotas of `TrajectoryQualityController`; each default comes from `DEFAULT_ICD_SETTINGS`. */
 export interface TrajectoryQualityOptions {
   targetTrajectoryCount?: number;
   positiveMin?: number;

@@ -21,10 +21,15 @@ export interface IcdDatasetItem {
   beamLabels: number[][];
 }
 
+/**
+ * The selector's training data: each query's pool as K x d embeddings by global index, with its
+ * labels.
+ */
 export interface IcdDatasetView {
   readonly size: number;
   readonly poolSize: number;
   readonly dimensions: number;
+  /** The query at `index` (0 <= index < size) with its pool's embeddings. */
   item(index: number): IcdDatasetItem;
 }
 

@@ -47,6 +47,10 @@ export function createEmbeddingTable(vectors: readonly ArrayLike<number>[]): Emb
   return { rows: vectors.length, dimensions, data };
 }
 
+/**
+ * Row `index` of the table (a view, not a copy); an index outside the table is an
+ * `InvalidArgumentError`.
+ */
 export function embeddingRow(table: EmbeddingTable, index: number): Float32Array {
   if (!Number.isInteger(index) || index < 0 || index >= table.rows) {
     throw new InvalidArgumentError({

@@ -7,6 +7,7 @@ import { storedQueryOracle } from './oracle';
 import { isVqaCorrect } from './vqa-accuracy';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord, type IcdTrajectory } from './types';
 
+/** One candidate that pool injection replaced. */
 export interface InjectionReplacement {
   /** The position in the pool that changed. */
   local: number;
@@ -14,6 +15,7 @@ export interface InjectionReplacement {
   added: number;
 }
 
+/** A query's record after pool injection, with what was replaced and the positives it added. */
 export interface InjectionResult {
   record: IcdQueryRecord;
   replaced: InjectionReplacement[];
@@ -59,6 +61,10 @@ export class CandidatePoolInjector {
     this.warn = options.warn ?? consoleWarning;
   }
 
+  /**
+   * Puts the mined positives' demonstrations in the query's pool, replacing the unused candidates
+   * least similar to the query, at most `maxInjectPerQuery`; the pool keeps its size.
+   */
   injectPositives(
     record: IcdQueryRecord,
     positives: readonly MinedPositive[],

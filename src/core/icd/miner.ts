@@ -6,12 +6,19 @@ import { similarities, topK, type EmbeddingTable } from './embeddings';
 import type { IcdScoreCall } from './scoring';
 import { DEFAULT_ICD_SETTINGS } from './types';
 
+/**
+ * A sequence of demonstrations the frozen model answers the query fully right with (accuracy 1).
+ */
 export interface MinedPositive {
   /** The demonstrations in prompt order, as global indices. */
   global_indices: number[];
   acc_score: number;
 }
 
+/**
+ * What `GlobalPositiveMiner` needs: the embedding table, the demonstrations, the scoring call and
+ * its budgets.
+ */
 export interface GlobalPositiveMinerOptions {
   table: EmbeddingTable;
   /** The demonstration behind each global index (what the frozen model is shown). */
@@ -52,6 +59,10 @@ export class GlobalPositiveMiner {
     this.options = { ...options, searchTopK, maxEvalPairs, shots };
   }
 
+  /**
+   * Scores up to `maxEvalPairs` sequences drawn from the `searchTopK` candidates most similar to
+   * the query outside its pool, and returns those the frozen model answers fully right with.
+   */
   async minePositivesForQuery(
     query: IcdQuery,
     queryEmbedding: ArrayLike<number>,

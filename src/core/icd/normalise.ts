@@ -4,6 +4,7 @@ import { embeddingRow, similarities, topK, type EmbeddingTable } from './embeddi
 import { pointerToGlobal, validateIcdRecords } from './index-maps';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord } from './types';
 
+/** Options of `normaliseIcdPools`. */
 export interface NormaliseOptions {
   /** K (default 64). */
   poolSize?: number;
@@ -17,6 +18,7 @@ export interface NormaliseOptions {
   excluded?: (queryId: number) => readonly number[];
 }
 
+/** The records with pools of exactly K, and what changed per query. */
 export interface NormaliseReport {
   records: IcdQueryRecord[];
   /** Per query: how many candidates were added (short pools), dropped (long pools) and merged (repeats). */

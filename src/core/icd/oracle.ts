@@ -83,6 +83,7 @@ export interface OracleSummary {
   shareFull: number;
 }
 
+/** oracle@K over the queries from each query's best accuracy. */
 export function summariseOracle(bests: readonly number[]): OracleSummary {
   const n = bests.length;
   if (n === 0) return { queries: 0, meanBest: 0, shareCorrect: 0, shareFull: 0 };

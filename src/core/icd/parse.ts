@@ -11,6 +11,7 @@ import {
 import { decodeUtf8Text, parseJsonlRows } from '../text-data';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord, type IcdTrajectory } from './types';
 
+/** Options of the ICD record parsers. */
 export interface IcdParseOptions {
   /** Shots per prompt: every pointer has this many indices (default 2, the seed's). */
   shots?: number;

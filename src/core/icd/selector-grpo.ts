@@ -2,6 +2,10 @@ import { InvalidArgumentError } from '../errors';
 import { applyGroupRule } from '../rl/group-rule';
 import { policyLoss } from '../rl/policy-loss';
 
+/**
+ * `selectorGrpoLoss`'s input: the sampled selections' shot log-probs and rewards, grouped per
+ * query.
+ */
 export interface SelectorGrpoInput {
   /** Per sampled selection: the log-prob of each chosen shot under the policy that sampled it. */
   shotLogProbs: number[][];
@@ -13,6 +17,7 @@ export interface SelectorGrpoInput {
   clipHigh?: number;
 }
 
+/** The GRPO loss of the selector and its gradient by each shot's log-prob. */
 export interface SelectorGrpoResult {
   /** Per selection, per shot: d loss / d logp, for a backend to back-propagate `sum g * logp`. */
   gradShotLogProbs: number[][];

@@ -1,6 +1,7 @@
 /** How a trajectory (an ordered choice of demonstrations) was produced (docs/method.md#candidate-pools). */
 export type IcdGenMethod = 'beam' | 'sample' | 'random' | 'global_positive_transfer';
 
+/** How a trajectory of the RL data was made (its `gen_method`). */
 export const ICD_GEN_METHODS: readonly IcdGenMethod[] = [
   'beam',
   'sample',
@@ -50,4 +51,5 @@ export const DEFAULT_ICD_SETTINGS = Object.freeze({
   partialQuota: 2,
 });
 
+/** The ICD settings, with `DEFAULT_ICD_SETTINGS` as defaults. */
 export type IcdSettings = typeof DEFAULT_ICD_SETTINGS;

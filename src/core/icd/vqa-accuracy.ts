@@ -15,6 +15,7 @@ const NUMBERS: Record<string, string> = {
 };
 const ARTICLES = new Set(['a', 'an', 'the']);
 
+/** An answer as VQAv2's evaluation compares it: lower case, punctuation and articles removed. */
 export function normaliseVqaAnswer(answer: string): string {
   return answer
     .toLowerCase()

@@ -29,6 +29,7 @@ export interface StageContext {
   signal: AbortSignal;
 }
 
+/** The concurrency caps of the step pipeline, per stage. */
 export interface PipelineLimits {
   /** Groups rolling out at once. */
   rollout: number;
@@ -64,6 +65,11 @@ export const DEFAULT_PIPELINE_DEADLINES: Readonly<PipelineDeadlines> = Object.fr
   stepTimeoutMs: null,
 });
 
+/**
+ * How a step schedules rewards: `streaming` (a group's rewards as soon as it is rolled out),
+ * `synchronous` (all rollouts, then all rewards) or `staged` (rollouts, then generations, then
+ * judgements).
+ */
 export type PipelineMode = 'streaming' | 'synchronous' | 'staged';
 export const PIPELINE_MODES: readonly PipelineMode[] = ['streaming', 'synchronous', 'staged'];
 export const DEFAULT_PIPELINE_MODE: PipelineMode = 'streaming';
@@ -111,6 +117,9 @@ export interface GroupResult<S> {
   completedAtMs: number;
 }
 
+/**
+ * One step's pipeline figures: time, samples scored and missing, peak concurrency and buffering.
+ */
 export interface PipelineMetrics {
   mode: PipelineMode;
   stepTimeMs: number;

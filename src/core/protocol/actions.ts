@@ -8,6 +8,7 @@ import {
 } from './location';
 import type { ActionTag } from './tags';
 
+/** One parsed action of a turn: a search, a crop (`bbox`), the end of the search, or an answer. */
 export type Action =
   | { type: 'search'; query: string }
   /**
@@ -24,6 +25,7 @@ export type Action =
   | { type: 'search_complete' }
   | { type: 'answer'; answer: string };
 
+/** Why a turn holds no valid action (docs/method.md#invalid-actions). */
 export type InvalidActionReason =
   | 'no_action'
   | 'unclosed_tag'

@@ -1,5 +1,9 @@
 import { InvalidArgumentError } from '../errors';
 
+/**
+ * The weights of the combined reward: `wJudge * judge + wNdcg * ndcg + wFormat` once the format
+ * gate passes.
+ */
 export interface RewardWeights {
   judge: number;
   ndcg: number;
@@ -24,6 +28,7 @@ export const REWARD_PRESETS = Object.freeze({
   default: DEFAULT_REWARD_WEIGHTS,
 } satisfies Record<string, Readonly<RewardWeights>>);
 
+/** What a reward is combined from. */
 export interface RewardComponents {
   /** Did the episode pass the format gate (every turn a valid action, ended by the policy)? */
   formatPassed: boolean;
@@ -33,6 +38,10 @@ export interface RewardComponents {
   ndcg: number;
 }
 
+/**
+ * A computed reward with its parts, or a missing one with its cause
+ * (docs/method.md#missing-rewards).
+ */
 export type RewardOutcome =
   | { status: 'ok'; value: number; components: RewardComponents; weights: RewardWeights }
   | {
@@ -42,6 +51,7 @@ export type RewardOutcome =
       weights: RewardWeights;
     };
 
+/** Why a reward is missing. */
 export interface RewardFailure {
   /** What failed: the generator's terminal answer, the judge, or the episode itself. */
   stage: 'episode' | 'generator' | 'judge';

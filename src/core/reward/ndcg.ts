@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../errors';
 
+/** Options of `ndcgAtK`. */
 export interface NdcgOptions {
   /**
    * `cutoff` (default): the ideal DCG puts min(|golden|, k) hits first.

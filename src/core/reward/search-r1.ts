@@ -58,6 +58,7 @@ function searchesAnswered(text: string): number {
   }
 }
 
+/** Options of Search-R1's reward. */
 export interface SearchR1AnswerOptions {
   /**
    * Refuse the answers that game the similarity check (docs/method.md#search-r1-reward): a

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../errors';
 import { mean } from '../stats';
 
+/** Options of `groupAdvantages`. */
 export interface GroupAdvantageOptions {
   /** `population` divides by sqrt(mean((r-mu)^2)) (docs/method.md#advantages); `unbiased` uses the n-1 estimate. */
   std?: 'population' | 'unbiased';

@@ -17,6 +17,7 @@ export const KL_ESTIMATORS: readonly KlEstimator[] = ['k1', 'k2', 'k3', 'low_var
 export const LOW_VAR_KL_LOG_RATIO_CLAMP = 20;
 export const LOW_VAR_KL_VALUE_CLAMP = 10;
 
+/** `klPenalty`'s input: the estimator, both log-probs, the mask and the aggregation. */
 export interface KlPenaltyInput {
   estimator: KlEstimator;
   oldLogProbs: number[][];
@@ -25,12 +26,17 @@ export interface KlPenaltyInput {
   aggregation: LossAggregation;
 }
 
+/** The KL penalty and its gradient by the new log-probs. */
 export interface KlPenaltyResult {
   value: number;
   /** d value / d newLogProbs[i][t], zero off the mask. */
   gradNewLogProbs: number[][];
 }
 
+/**
+ * The KL penalty between the new and the reference log-probs, with its gradient in closed form
+ * (docs/method.md#kl).
+ */
 export function klPenalty(input: KlPenaltyInput): KlPenaltyResult {
   const { estimator, oldLogProbs, newLogProbs, mask, aggregation } = input;
   if (!KL_ESTIMATORS.includes(estimator)) {

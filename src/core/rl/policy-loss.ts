@@ -2,8 +2,13 @@ import { InvalidArgumentError } from '../errors';
 import { aggregationWeights, assertAggregation, type LossAggregation } from './aggregation';
 import { assertFiniteMasked, assertMask, assertMatrix, assertSameShape } from './validate';
 
+/** The policy loss: PPO-clip (token ratios) or GSPO (sequence ratios). */
 export type PolicyLossKind = 'ppo_clip' | 'gspo';
 
+/**
+ * `policyLoss`'s input: both log-probs, the mask, the advantages, the clip range and the
+ * aggregation.
+ */
 export interface PolicyLossInput {
   kind: PolicyLossKind;
   /** Per-token log-probs under the policy that generated the tokens (batch x tokens). */
@@ -29,6 +34,7 @@ export interface PolicyLossInput {
   logRatioClamp?: number | null;
 }
 
+/** The policy loss, its gradient by the new log-probs, and the clip figures. */
 export interface PolicyLossResult {
   value: number;
   /** d value / d newLogProbs[i][t], zero off the mask. Feed it to a backend as `sum g_t * logp_t`. */

@@ -201,6 +201,7 @@ export function sftLossFunction(batch: Pick<LogProbBatch, 'positions'>): LossFun
   };
 }
 
+/** What `runSft` did: the loss per epoch and the updates applied and skipped. */
 export interface SftSummary {
   /** Mean negative log-likelihood per demonstrated token, per epoch. */
   epochLoss: number[];

@@ -2,8 +2,13 @@ import type { Action, InvalidActionReason } from '../protocol/actions';
 import type { RewardOutcome } from '../reward/combine';
 import type { BoundingBox, TokenStep, TokenUsage } from '../../ports/types';
 
+/**
+ * How an episode ended: the policy completed the search or answered, or the turn budget, the
+ * context or an error ended it.
+ */
 export type TerminationReason = 'complete' | 'answer' | 'budget' | 'context' | 'error';
 
+/** One search of a turn: the query, the hits, and the ranks of the chosen and golden pages. */
 export interface SearchRecord {
   query: string;
   /** Basenames of the hits the engine returned, best first. */
@@ -16,6 +21,7 @@ export interface SearchRecord {
   goldenRanks: number[];
 }
 
+/** One crop of a turn: the box as written and in source pixels, and the page it was cut from. */
 export interface CropRecord {
   /** As the policy wrote it, in the shown image's pixel space. */
   bbox: BoundingBox;
@@ -26,6 +32,7 @@ export interface CropRecord {
   shownHeight: number;
 }
 
+/** One turn of an episode: the policy's text, the parsed action, and what the environment did. */
 export interface TurnRecord {
   index: number;
   /** The policy's text for this turn (or the forced completion, with `forced: true`). */
@@ -42,6 +49,7 @@ export interface TurnRecord {
   finishReason?: 'stop' | 'length' | 'eos';
 }
 
+/** One piece of evidence the generator was given: a page or a crop of one. */
 export interface EvidenceRef {
   kind: 'page' | 'crop';
   basename: string;

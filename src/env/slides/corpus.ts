@@ -63,6 +63,7 @@ export interface CorpusQuestion extends PromptRecord {
   };
 }
 
+/** The seeded slide corpus: decks, slides per deck, the share with small print, and the seed. */
 export interface SlideCorpusSettings {
   seed: number;
   decks: number;

@@ -227,6 +227,10 @@ async function readRound(out: string, name: string): Promise<FocusedRound> {
   return JSON.parse(await readFile(join(out, `${name}.json`), 'utf8')) as FocusedRound;
 }
 
+/**
+ * The curation funnel of a run folder: buckets from phase 1, rounds from phase 2 and the verdicts,
+ * failure causes and NDCG-judge disagreements, as stages and lines to print.
+ */
 export async function funnelReport(
   runDir: string,
   phase1: string,

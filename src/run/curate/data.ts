@@ -21,6 +21,7 @@ import type { RunConfig } from '../config';
 import { readRunFolderConfig } from '../folder';
 import type { RunOptions } from '../progress';
 
+/** A store run's episodes as summaries, with each one's full trajectory by `step:sampleId`. */
 export interface RunEpisodes {
   episodes: EpisodeSummary[];
   trajectories: Map<string, Trajectory>;
@@ -64,6 +65,10 @@ export function storeRunRef(runDir: string, ref: string): { runDir: string; stor
 export const trajectoryOf = (run: RunEpisodes, e: EpisodeSummary) =>
   run.trajectories.get(`${e.step}:${e.sampleId}`)!;
 
+/**
+ * What a run folder's config says about its episodes: its environment, Searcher settings, questions
+ * and page index.
+ */
 export interface RunSetting {
   kind: 'slides' | 'data';
   searcher: SearcherConfigInput;

@@ -16,6 +16,7 @@ export const CURATION_COMMANDS = [
   'import',
   'loop',
 ] as const;
+/** A `searcher-rl curate` command (`CURATION_COMMANDS`). */
 export type CurationCommand = (typeof CURATION_COMMANDS)[number];
 
 const DISTILL = ['phase', 'top-k', 'max-success-rate', 'keep-zero-search', 'keep-zero-ndcg', 'rewrite'];

@@ -17,6 +17,7 @@ import { numberOf, type CurationValues } from './options';
 
 const D = DEFAULT_CURATION_SETTINGS;
 
+/** Verdicts counted by label, the share removed, and bucket 0's review on its own. */
 export function summariseVerdicts(verdicts: readonly Verdict[]) {
   const counts = Object.fromEntries(
     VERIFICATION_LABELS.map((l) => [l, verdicts.filter((v) => v.label === l).length]),

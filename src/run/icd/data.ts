@@ -31,6 +31,7 @@ import {
 } from '../../adapters/icd/demo';
 import type { Embedder } from '../../ports/embedder';
 
+/** The embedded ICD demo's data: seed, queries, pool size, shots, held-out share and beam width. */
 export interface IcdDataOptions {
   seed: number;
   queries: number;
@@ -41,11 +42,13 @@ export interface IcdDataOptions {
   shots: number;
   /** The beam search that makes the `beam` trajectories (Lever-LM's data generation): sequences kept per shot. */
   beamWidth: number;
+  /** Where progress lines go. */
   log: (line: string) => void;
   /** Error rule 4's warnings (injection did not raise a query's oracle); default: `log`, prefixed `warning: `. */
   warn?: (line: string) => void;
 }
 
+/** The demo data's defaults (seed 7, 360 queries, K and shots from `DEFAULT_ICD_SETTINGS`). */
 export const DEFAULT_ICD_DATA_OPTIONS: Omit<IcdDataOptions, 'log'> = {
   seed: 7,
   queries: 360,
@@ -55,6 +58,10 @@ export const DEFAULT_ICD_DATA_OPTIONS: Omit<IcdDataOptions, 'log'> = {
   beamWidth: DEFAULT_ICD_SETTINGS.beamWidth,
 };
 
+/**
+ * The demo's data at each stage: raw, normalised, injected and final records, embeddings, positives
+ * and the split.
+ */
 export interface IcdDemoData {
   demo: IcdDemo;
   table: EmbeddingTable;

@@ -24,8 +24,13 @@ import {
 
 /** The warm-up's labels: the data's beam trajectories, cosine top-k, or none (GRPO from a fresh selector). */
 export type IcdWarmUp = 'beam' | 'cosine' | 'none';
+/** The warm-ups `searcher-rl icd train --warm-up` accepts. */
 export const ICD_WARM_UPS: readonly IcdWarmUp[] = ['beam', 'cosine', 'none'];
 
+/**
+ * The ICD flow on the embedded demo: its data, the warm-up and its epochs, GRPO steps, and where
+ * checkpoints go.
+ */
 export interface IcdFlowOptions extends IcdDataOptions {
   warmUp: IcdWarmUp;
   warmUpEpochs: number;
@@ -39,6 +44,7 @@ export interface IcdFlowOptions extends IcdDataOptions {
   checkpointEvery: number;
 }
 
+/** The flow's defaults: the data's, a beam warm-up, then GRPO. */
 export const DEFAULT_ICD_FLOW_OPTIONS: Omit<IcdFlowOptions, 'log'> = {
   ...DEFAULT_ICD_DATA_OPTIONS,
   warmUp: 'beam',
@@ -67,6 +73,10 @@ export interface IcdBaselines {
   beamSearchCallsPerQuery: number;
 }
 
+/**
+ * What the selector reached: the warm-up's label accuracy, its accuracy after the warm-up and after
+ * GRPO.
+ */
 export interface IcdSelectorResult {
   /** Mean accuracy of the warm-up's labels on the training queries (null with `warmUp: 'none'`). */
   labelAccuracy: number | null;
@@ -77,6 +87,10 @@ export interface IcdSelectorResult {
   resumedFromStep: number | null;
 }
 
+/**
+ * The flow's data and figures: held-out and training accuracy of every selection, and the
+ * selector's.
+ */
 export interface IcdFlowResult {
   data: IcdDemoData;
   /** Mean VQA accuracy on the held-out queries, each choosing from its own pool. */

@@ -11,6 +11,7 @@ import {
 } from './flow';
 import { splitIndices } from './selection';
 
+/** `runIcdTable`'s options: the flow's, for each seed. */
 export interface IcdTableOptions extends Omit<IcdFlowOptions, 'warmUp' | 'store' | 'runId'> {
   /** One whole run (data, baselines, selectors) per seed; the table gives the mean and each seed's figure. */
   seeds: readonly number[];
@@ -18,6 +19,7 @@ export interface IcdTableOptions extends Omit<IcdFlowOptions, 'warmUp' | 'store'
   now?: () => number;
 }
 
+/** The table's defaults: the flow's, for seeds 7 and 8. */
 export const DEFAULT_ICD_TABLE_OPTIONS: Omit<IcdTableOptions, 'log'> = {
   ...DEFAULT_ICD_FLOW_OPTIONS,
   seeds: [7, 8],
@@ -35,6 +37,7 @@ export interface IcdTableRow {
   callsPerQuery: number[];
 }
 
+/** One seed's oracle figures, label accuracies, query counts and time. */
 export interface IcdTableSeed {
   seed: number;
   oracle: { before: OracleSummary; after: OracleSummary; heldOut: OracleSummary };
@@ -44,6 +47,10 @@ export interface IcdTableSeed {
   wallMs: number;
 }
 
+/**
+ * The table: a row per selection (mean and each seed), the figures per seed, the options and the
+ * time.
+ */
 export interface IcdTableResult {
   seeds: IcdTableSeed[];
   rows: IcdTableRow[];

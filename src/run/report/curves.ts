@@ -194,6 +194,10 @@ export function reportCurves(
   return curves;
 }
 
+/**
+ * How difficulty buckets group rollouts: every (step, prompt) group, or each prompt's group at the
+ * last step that saw it.
+ */
 export type BucketGroups = 'step-prompt' | 'last-step';
 
 /**

@@ -13,6 +13,7 @@ import { redactStoreRecord } from '../../../core/secrets';
 import { encodeSpecialNumbers, reviveSpecialNumbers } from '../../../core/trajectory/serialize';
 import type { Store, StoreQuery, StoreRecord } from '../../../ports/store';
 
+/** Settings of `createJsonlStore`. */
 export interface JsonlStoreSettings {
   /** Folder that holds one sub-folder per run. */
   dir: string;

@@ -35,6 +35,7 @@ export const RL_DATASET_SCHEMA: ParquetSchemaElement[] = root([
   ]),
 ]);
 
+/** The Parquet schema of the SFT layout: chat `messages`, `uid` and `format_version`. */
 export const SFT_DATASET_SCHEMA: ParquetSchemaElement[] = root([
   list('messages', group('element', [[str('content')], [str('role')]])),
   [str('uid')],
@@ -95,6 +96,9 @@ export function promptFromRlRow(row: Record<string, unknown>, index: number): Pr
   };
 }
 
+/**
+ * Prompt records from a Parquet file in the verl/Search-R1 RL layout (`promptFromRlRow` per row).
+ */
 export async function readRlDataset(path: string): Promise<PromptRecord[]> {
   const { rows } = await readParquetFile(path);
   return rows.map(promptFromRlRow);
@@ -128,10 +132,15 @@ export async function writeRlDataset(
   await writeParquetFile(path, { schema: RL_DATASET_SCHEMA, rows });
 }
 
+/** Writes SFT rows as a Parquet file in the SFT layout. */
 export async function writeSftDataset(path: string, rows: readonly SftRow[]): Promise<void> {
   await writeParquetFile(path, { schema: SFT_DATASET_SCHEMA, rows: rows.map((r) => ({ ...r })) });
 }
 
+/**
+ * SFT rows from a Parquet file in the SFT layout; a row that is not one is a
+ * `DatasetValidationError`.
+ */
 export async function readSftDataset(path: string): Promise<SftRow[]> {
   const { rows } = await readParquetFile(path);
   return rows.map((row, i) => {

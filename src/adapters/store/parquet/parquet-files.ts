@@ -15,6 +15,7 @@ export interface ParquetSchemaElement {
   [key: string]: unknown;
 }
 
+/** A Parquet table: its schema and its rows. */
 export interface ParquetTable {
   schema: ParquetSchemaElement[];
   /** Rows as objects; nested groups as objects, LIST columns as arrays, INT64 as bigint. */

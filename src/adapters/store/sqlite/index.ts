@@ -8,6 +8,14 @@ const [sqliteStore, importJsonl] = await loadWithOptionalPackages(
   () => Promise.all([import('./sqlite-store'), import('./import-jsonl')]),
 );
 
+/**
+ * The Store port over SQLite (libsql): one transaction per append, with derived tables to query and
+ * read-only SQL.
+ */
 export const createSqliteStore = sqliteStore.createSqliteStore;
+/**
+ * Copies a folder's JSONL run logs into another store, run by run, in append order; returns the
+ * records copied per run.
+ */
 export const importJsonlRuns = importJsonl.importJsonlRuns;
 export type { SqliteStore, SqliteStoreSettings, PromptSuccessRow, NdcgJudgeRow } from './sqlite-store';

@@ -11,11 +11,13 @@ import { scanSql } from '../../../provider-utils/sql-text';
 import { openSqlite, type SqliteLocation } from '../../../provider-utils/sqlite';
 import { SQLITE_STORE_SCHEMA } from './schema';
 
+/** Settings of `createSqliteStore`. */
 export interface SqliteStoreSettings {
   /** The database file (created with its folder); ':memory:' for a throwaway one. */
   path: string;
 }
 
+/** One prompt's rollouts and successes (`SqliteStore.successRatePerPrompt`). */
 export interface PromptSuccessRow {
   promptUid: string;
   rollouts: number;
@@ -25,6 +27,7 @@ export interface PromptSuccessRow {
   meanJudge: number | null;
 }
 
+/** One episode's NDCG and judge score side by side (`SqliteStore.ndcgVsJudge`). */
 export interface NdcgJudgeRow {
   step: number;
   sampleId: string;
@@ -44,6 +47,7 @@ export interface SqliteStore extends Store {
    * read-only connection, so that a statement that would write is an InvalidArgumentError.
    */
   sql<T = Record<string, unknown>>(query: string, ...params: unknown[]): T[];
+  /** Checkpoints the write-ahead log into the database file and closes both connections. */
   close(): Promise<void>;
 }
 
