@@ -401,20 +401,39 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
     }
     decks.push({ id, entity, slides });
   }
-  // Seeded split by question.
-  const order = questions.map((_, i) => i);
-  for (let i = order.length - 1; i > 0; i--) {
+  // Seeded split by deck: a deck is one organisation and its pages, so no validation or test
+  // question's entity or golden page is used by a training question (held out by page and entity,
+  // docs/train.md#splits). Decks are taken in a seeded order until each held-out split has its
+  // share of the questions.
+  const byDeck = new Map<string, CorpusQuestion[]>();
+  for (const q of questions) {
+    const deck = q.goldenBasenames[0]!.replace(/_\d+\.png$/, '');
+    const list = byDeck.get(deck) ?? [];
+    list.push(q);
+    byDeck.set(deck, list);
+  }
+  const deckIds = [...byDeck.keys()];
+  for (let i = deckIds.length - 1; i > 0; i--) {
     const j = random.nextInt(i + 1);
-    [order[i], order[j]] = [order[j]!, order[i]!];
+    [deckIds[i], deckIds[j]] = [deckIds[j]!, deckIds[i]!];
   }
   const nTest = Math.round(questions.length * settings.testShare);
   const nValidation = Math.round(questions.length * settings.validationShare);
   const split: SlideCorpus['questions'] = { train: [], validation: [], test: [] };
-  order.forEach((index, rank) => {
-    const q = questions[index]!;
-    const which = rank < nTest ? 'test' : rank < nTest + nValidation ? 'validation' : 'train';
-    q.metadata.split = which;
-    split[which].push(q);
+  deckIds.forEach((deck, rank) => {
+    // The last deck trains when no other did (a corpus of very few decks).
+    const which =
+      rank === deckIds.length - 1 && split.train.length === 0
+        ? 'train'
+        : split.test.length < nTest
+          ? 'test'
+          : split.validation.length < nValidation
+            ? 'validation'
+            : 'train';
+    for (const q of byDeck.get(deck)!) {
+      q.metadata.split = which;
+      split[which].push(q);
+    }
   });
   for (const list of Object.values(split)) list.sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
   return { settings, decks, questions: split };

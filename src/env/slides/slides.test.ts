@@ -26,12 +26,35 @@ describe('slide corpus', () => {
     expect(new Set(all.map((q) => q.uid)).size).toBe(all.length);
     expect(new Set(all.map((q) => q.question)).size).toBe(all.length);
     expect(all.every((q) => q.goldenBasenames.every((b) => basenames.has(b)))).toBe(true);
-    expect(a.questions.test.length).toBe(Math.round(all.length * 0.1));
+    // Whole decks per split: the test split is its share, give or take one deck's questions.
+    const largestDeck = Math.max(...a.decks.map((d) => d.slides.length * 6));
+    expect(a.questions.test.length).toBeGreaterThanOrEqual(Math.round(all.length * 0.1));
+    expect(a.questions.test.length).toBeLessThan(Math.round(all.length * 0.1) + largestDeck);
     for (const deck of a.decks) expect(deck.slides.length).toBeGreaterThanOrEqual(5);
     const small = all.filter((q) => q.metadata.small).length / all.length;
     expect(small).toBeGreaterThan(0.05);
     expect(small).toBeLessThan(0.3);
     expect(() => generateSlideCorpus({ minSlides: 6, maxSlides: 5 })).toThrow(/corpus.maxSlides/);
+  });
+
+  it('holds out by page and entity: no held-out question shares an entity or golden page with a training question', () => {
+    for (const seed of [1, 2, 3]) {
+      const { questions } = generateSlideCorpus({ seed, decks: 60 });
+      const trainEntities = new Set(questions.train.map((q) => q.metadata.entity));
+      const trainPages = new Set(questions.train.flatMap((q) => q.goldenBasenames));
+      for (const held of [questions.validation, questions.test]) {
+        expect(held.length).toBeGreaterThan(0);
+        for (const q of held) {
+          expect(trainEntities.has(q.metadata.entity)).toBe(false);
+          for (const page of q.goldenBasenames) expect(trainPages.has(page)).toBe(false);
+        }
+      }
+      const testEntities = new Set(questions.test.map((q) => q.metadata.entity));
+      expect(questions.validation.some((q) => testEntities.has(q.metadata.entity))).toBe(false);
+    }
+    // A corpus of one deck still trains (nothing held out).
+    const one = generateSlideCorpus({ seed: 1, decks: 1 });
+    expect(one.questions.train.length).toBeGreaterThan(0);
   });
 });
 
