@@ -9,26 +9,6 @@ const entryPoints = Object.values(exports)
   .filter((target) => typeof target === 'object')
   .map((target) => target.types.replace('./dist/', './src/').replace(/\.d\.ts$/, '.ts'));
 
-// Public names of searcher-rl/llama without TSDoc yet: src/adapters/llama/ was being changed in
-// parallel when the reference was introduced. Document them there and empty this list (TypeDoc
-// warns about an entry that is no longer needed).
-const llamaUndocumented = [
-  'createLlamaPolicy',
-  'chatFormatOf',
-  'LLAMA_CHECKPOINT_FORMAT',
-  'loadLlamaModel',
-  'loadPeftAdapter',
-  'llamaPolicySettingsSchema',
-  'LLAMA_MODEL_TYPES',
-  'LORA_TARGET_MODULES',
-  'LlamaPolicySettings',
-  'LlamaConfig',
-  'LlamaModelType',
-  'LoadedLlama',
-  'LoadedAdapter',
-  'LoraTargetModule',
-];
-
 /** @type {Partial<import('typedoc').TypeDocOptions>} */
 export default {
   name: 'searcher-rl',
@@ -63,6 +43,5 @@ export default {
     'TypeAlias',
     'Namespace',
   ],
-  intentionallyNotDocumented: llamaUndocumented.map((name) => `searcher-rl/llama.${name}`),
   treatWarningsAsErrors: true,
 };

@@ -21,11 +21,9 @@
 //   (default maxChunkTokens, 1024: a batch over it runs in chunks); PyTorch:
 //   python/scripts/llama_bench.py (forward, cross-entropy, backward, AdamW).
 //
-// Sizes: this 2-core machine (AVX, no AVX2) takes ~25-70 s for one 8x256 LoRA step on either side
-// and ~15-30 s for one 16x64 rollout turn, so the issue's 8x256 batches at 1 and 2 threads, 4
-// steps each, would take ~30 minutes; by default both training batches are TRAIN_ROWS_DEFAULT x256
-// (every line says its `batch`) to keep the run near 10 minutes. BENCH_LLAMA_TRAIN_ROWS=8
-// BENCH_LLAMA_FULL_ROWS=4 runs the issue's sizes.
+// Sizes: the issue's 8x256 batches at 1 and 2 threads, 4 steps each, take ~30 minutes on this
+// 2-core machine; by default both training batches are TRAIN_ROWS_DEFAULT x256 (every line says its
+// `batch`), near 10 minutes. BENCH_LLAMA_TRAIN_ROWS=8 BENCH_LLAMA_FULL_ROWS=4 runs the issue's sizes.
 //
 // Each (side, workload, threads) is its own child process, so its peak RSS (Node's
 // resourceUsage().maxRSS, Python's ru_maxrss) is that workload's, load included; `stepPeakRssMb`
@@ -39,8 +37,8 @@
 // Environment: SEARCHER_RL_MODELS (the models folder, default .cache/models; scripts/fetch-models.sh
 // fills it), BENCH_PYTHON (else $SEARCHER_RL_VENV/bin/python, else .cache/python-env/bin/python),
 // BENCH_LLAMA_TRAIN_ROWS / BENCH_LLAMA_FULL_ROWS (batch rows of LoRA / full training),
-// BENCH_LLAMA_THREADS (e.g. `2`; default `1,2`), BENCH_LLAMA_CHILD_TIMEOUT_S (one child's limit,
-// default 420).
+// BENCH_LLAMA_THREADS (e.g. `2`; default `1,2`), BENCH_LLAMA_WORKLOADS (e.g. `lora,full`; default
+// all three), BENCH_LLAMA_CHILD_TIMEOUT_S (one child's limit, default 420).
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -71,6 +69,12 @@ const THREADS = [
     (process.env.BENCH_LLAMA_THREADS ?? '1,2').split(',').map((n) => Math.min(Number(n), cpus().length)),
   ),
 ];
+/** BENCH_LLAMA_WORKLOADS: a comma-separated subset of rollout, lora, full (default all three). */
+const WORKLOADS = (process.env.BENCH_LLAMA_WORKLOADS ?? 'rollout,lora,full').split(',').map((w) => {
+  if (w !== 'rollout' && w !== 'lora' && w !== 'full')
+    throw new Error(`BENCH_LLAMA_WORKLOADS: '${w}' is not one of rollout, lora, full`);
+  return w;
+});
 const CHILD_TIMEOUT_MS = Number(process.env.BENCH_LLAMA_CHILD_TIMEOUT_S ?? 420) * 1000;
 
 type Side = 'searcher-rl' | 'pytorch';
@@ -330,7 +334,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   const loadStart = loadavg()[0]!;
   try {
-    for (const workload of ['rollout', 'lora', 'full'] as const) {
+    for (const workload of WORKLOADS) {
       const shape = shapeOf(workload);
       // Ours first at the most threads: its prompt ids (the model's chat template) go to PyTorch.
       for (const threads of [...THREADS].reverse())
@@ -396,7 +400,7 @@ async function main(): Promise<void> {
     rmSync(folder, { recursive: true, force: true });
   }
 
-  for (const workload of ['rollout', 'lora', 'full'] as const) {
+  for (const workload of WORKLOADS) {
     const best = (side: Side) =>
       [...results[workload][side].values()].sort((a, b) => b.tokensPerSecond - a.tokensPerSecond)[0];
     const ours = best('searcher-rl');

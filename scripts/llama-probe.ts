@@ -126,7 +126,11 @@ const gradientsOf = async (
   entropyWeight: number,
 ): Promise<WeightMap> => {
   const into: WeightMap = new Map();
-  await engine.gradients(sequences, allPositions(sequences), temperature, upstream, entropyWeight, into);
+  const forward = await engine.trainingForward(sequences, allPositions(sequences), temperature, {
+    entropy: entropyWeight !== 0,
+    keep: true,
+  });
+  await engine.gradients(forward, upstream, entropyWeight, into);
   return into;
 };
 

@@ -5,7 +5,9 @@ import { InvalidArgumentError } from '../../core/errors';
 // keys). Field names and defaults are transformers' (models/llama/configuration_llama.py and the
 // Qwen2/Qwen3 ones); anything the engine cannot run is refused by name, not ignored.
 
+/** The `model_type`s the Llama engine runs. */
 export const LLAMA_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3'] as const;
+/** One of LLAMA_MODEL_TYPES. */
 export type LlamaModelType = (typeof LLAMA_MODEL_TYPES)[number];
 
 /** Rotary scaling the engine computes: none, 'linear' (positions divided), or Llama 3's. */
@@ -20,6 +22,7 @@ export type RopeScaling =
       originalMaxPositionEmbeddings: number;
     };
 
+/** A model's architecture as the engine reads it from `config.json` or GGUF metadata. */
 export interface LlamaConfig {
   modelType: LlamaModelType;
   vocabSize: number;

@@ -8,8 +8,11 @@ import {
 } from '../../rollout-engine/kv-cache';
 import type { ScheduledRow } from '../../rollout-engine/rollout-scheduler';
 import { createOnnxSession, type OnnxRuntime, type OnnxSessionOptions } from '../onnx/graph/index';
-import { encodeOnnxModel, withConstantInputs } from '../onnx/graph/index';
-import { type LlamaConfig, rotaryTables } from './config';
+import { type CutGraphs, cutGraph, encodeOnnxModel, withConstantInputs } from '../onnx/graph/index';
+import type { LlamaConfig } from './config';
+import { createFeedBuilders, type DropoutMasks, int64 } from './engine-feeds';
+
+export type { DropoutMasks } from './engine-feeds';
 import { createKvSlabs } from './kv-slab';
 import {
   buildLlamaGraph,
@@ -66,29 +69,68 @@ export interface LlamaEngine {
     withoutAdapter?: boolean,
   ): Promise<ScoredChunk>;
   /**
-   * Gradients of sum upstream * logp - entropyWeight * entropy by each trainable weight (added
-   * into `into`), for one chunk; the log-probs of this run come back too.
+   * The training forward of one chunk: its log-probs and entropy sum, and the activations its
+   * backward reads, kept (while `keep` says so) so that `gradients` runs the backward alone.
    */
-  gradients(
+  trainingForward(
     sequences: readonly (readonly number[])[],
     positions: readonly (readonly number[])[],
     temperature: number,
+    options: { entropy: boolean; dropout?: DropoutMasks; keep: boolean },
+  ): Promise<TrainingForward>;
+  /**
+   * Gradients of sum upstream * logp - entropyWeight * entropy by each trainable weight (added
+   * into `into`) at the weights `forward` saw; runs the forward again first when its activations
+   * were not kept. The activations are dropped after.
+   */
+  gradients(
+    forward: TrainingForward,
     upstream: Float32Array,
     entropyWeight: number,
     into: WeightMap,
-    dropout?: DropoutMasks,
-  ): Promise<ScoredChunk>;
+  ): Promise<void>;
   /** The trainable weights' names. */
   readonly trainableNames: readonly string[];
   /** Drops the sessions whose constants are the base weights (after a full-model load). */
   dispose(): Promise<void>;
 }
 
-/** Dropout masks by input name, each [tokens, in]. */
-export type DropoutMasks = Record<string, Float32Array>;
+/** One chunk's training forward (see LlamaEngine.trainingForward). */
+export interface TrainingForward extends ScoredChunk {
+  readonly entropy: boolean;
+  readonly feeds: Record<string, Ort.Tensor>;
+  readonly ids: readonly number[];
+  /** The activations the backward reads; null when not kept or dropped. */
+  kept: Record<string, Ort.Tensor> | null;
+  /** Their bytes (counted whether kept or not). */
+  readonly keptBytes: number;
+}
 
-const int64 = (ort: OnnxRuntime, values: ArrayLike<number>, dims: number[]) =>
-  new ort.Tensor('int64', BigInt64Array.from(Array.from(values, (v) => BigInt(v))), dims);
+/**
+ * What the backward computes again from kept activations instead of fetching them out of the
+ * forward: elementwise and shape ops, whose recomputation costs about what a copy out of ONNX
+ * Runtime and back does. Matrix products, softmaxes and reductions are kept.
+ */
+const RECOMPUTED_OPS = new Set([
+  'Add',
+  'Sub',
+  'Mul',
+  'Neg',
+  'Sigmoid',
+  'Sqrt',
+  'Reciprocal',
+  'Exp',
+  'Reshape',
+  'Transpose',
+  'Unsqueeze',
+  'Squeeze',
+  'Slice',
+  'Concat',
+  'Identity',
+  'Expand',
+  'Gather',
+  'ConstantOfShape',
+]);
 
 export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOptions): Promise<LlamaEngine> {
   const { config, base, lora, trainBase } = options;
@@ -99,17 +141,43 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
     headWidth: config.headDim,
   };
   const sessions = new Map<string, Promise<{ session: Ort.InferenceSession; inputs: Set<string> }>>();
-  const sessionOf = (kind: LlamaGraphKind, entropy = true) => {
+  const cuts = new Map<boolean, CutGraphs>();
+  /** The training graph cut into its forward and its backward (with or without the entropy bonus). */
+  const cutOf = (entropy: boolean) => {
+    let cut = cuts.get(entropy);
+    if (!cut) {
+      const built = buildLlamaGraph(config, {
+        kind: 'train',
+        ...(lora && { lora: lora.shape }),
+        trainBase,
+        entropy,
+      });
+      cut = cutGraph(built.graph, {
+        forwardOutputs: [LLAMA_NAMES.tokenLogProbs, LLAMA_NAMES.entropySum],
+        recomputable: RECOMPUTED_OPS,
+        staticInputs: new Set([...built.baseWeights, ...built.loraWeights]),
+      });
+      cuts.set(entropy, cut);
+    }
+    return cut;
+  };
+  const sessionOf = (kind: LlamaGraphKind | 'train-forward' | 'train-backward', entropy = true) => {
     const key = `${kind}:${entropy}`;
     let made = sessions.get(key);
     if (!made) {
       made = (async () => {
-        const built = buildLlamaGraph(config, {
-          kind,
-          ...(lora && { lora: lora.shape }),
-          trainBase,
-          entropy,
-        });
+        const built =
+          kind === 'train-forward' || kind === 'train-backward'
+            ? {
+                graph: kind === 'train-forward' ? cutOf(entropy).forward : cutOf(entropy).backward,
+                baseWeights: [] as string[],
+              }
+            : buildLlamaGraph(config, {
+                kind,
+                ...(lora && { lora: lora.shape }),
+                trainBase,
+                entropy,
+              });
         // Frozen weights are constants of the decode session only: a decode step's products have a
         // few rows, so packing each matrix once per session (not once per run) is most of their
         // cost; a score or train run's products have thousands of rows, where packing per run is
@@ -151,13 +219,7 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
   const trainableNames = [...(trainBase ? built.baseWeights : []), ...(lora ? built.loraWeights : [])];
   const { headDim: hd } = config;
 
-  const rope = (positions: number[], rows: number, length: number) => {
-    const { cos, sin } = rotaryTables(config, positions);
-    return {
-      [LLAMA_NAMES.cos]: new ort.Tensor('float32', cos, [rows, length, 1, hd]),
-      [LLAMA_NAMES.sin]: new ort.Tensor('float32', sin, [rows, length, 1, hd]),
-    };
-  };
+  const { rope, sequenceFeeds, dropoutFeeds } = createFeedBuilders(ort, config);
 
   const slabs = createKvSlabs(kvShape, config.maxPositions);
 
@@ -242,70 +304,8 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
     return zeroAdapter;
   };
 
-  const causal = new Map<number, Ort.Tensor>();
-  const causalMask = (length: number) => {
-    let tensor = causal.get(length);
-    if (!tensor) {
-      const G = config.heads / config.kvHeads;
-      const data = new Float32Array(G * length * length);
-      for (let i = 0; i < G * length; i++)
-        data.fill(LLAMA_MASKED, i * length + (i % length) + 1, (i + 1) * length);
-      tensor = new ort.Tensor('float32', data, [1, 1, G * length, length]);
-      causal.clear();
-      causal.set(length, tensor);
-    }
-    return tensor;
-  };
-
-  const sequenceFeeds = (
-    sequences: readonly (readonly number[])[],
-    positions: readonly (readonly number[])[],
-    temperature: number,
-  ) => {
-    const length = Math.max(...sequences.map((s) => s.length));
-    const rows = sequences.length;
-    const ids = new Array<number>(rows * length).fill(0);
-    const rotary: number[] = [];
-    const places: number[] = [];
-    const targets: number[] = [];
-    sequences.forEach((s, i) => {
-      for (let t = 0; t < length; t++) {
-        ids[i * length + t] = s[Math.min(t, s.length - 1)]!;
-        rotary.push(t);
-      }
-      for (const p of positions[i]!) {
-        places.push(i * length + p - 1);
-        targets.push(s[p]!);
-      }
-    });
-    return {
-      ids,
-      feeds: {
-        [LLAMA_NAMES.ids]: int64(ort, ids, [rows, length]),
-        ...rope(rotary, rows, length),
-        [LLAMA_NAMES.mask]: causalMask(length),
-        [LLAMA_NAMES.places]: int64(ort, places, [places.length]),
-        [LLAMA_NAMES.targets]: int64(ort, targets, [targets.length]),
-        [LLAMA_NAMES.temperature]: new ort.Tensor(
-          'float32',
-          new Float32Array([temperature > 0 ? temperature : 1]),
-          [],
-        ),
-      } as Record<string, Ort.Tensor>,
-      tokens: rows * length,
-    };
-  };
-  const dropoutFeeds = (inputs: Set<string>, dropout: DropoutMasks | undefined, tokens: number) => {
-    const feeds: Record<string, Ort.Tensor> = {};
-    for (const name of inputs) {
-      if (!name.startsWith('dropout.')) continue;
-      const mask = dropout?.[name];
-      if (!mask) throw new Error(`llama engine: the dropout mask '${name}' was not given`);
-      feeds[name] = new ort.Tensor('float32', mask, [tokens, mask.length / tokens]);
-    }
-    return feeds;
-  };
-
+  const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) =>
+    Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
   return {
     kvShape,
     trainableNames,
@@ -351,13 +351,40 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
       const entropySum = (out[LLAMA_NAMES.entropySum]!.data as Float32Array)[0]!;
       return { tokenLogProbs, entropySum };
     },
-    async gradients(sequences, positions, temperature, upstream, entropyWeight, into, dropout) {
-      const { session, inputs } = await sessionOf('train', entropyWeight !== 0);
+    async trainingForward(sequences, positions, temperature, { entropy, dropout, keep }) {
+      const cut = cutOf(entropy);
+      const { session, inputs } = await sessionOf('train-forward', entropy);
       const { feeds, tokens, ids } = sequenceFeeds(sequences, positions, temperature);
+      const all = { ...feeds, ...dropoutFeeds(inputs, dropout, tokens) };
+      const out = await session.run({ ...weightFeeds(inputs), ...all });
+      const kept = Object.fromEntries(cut.saved.map((name) => [name, out[name]!]));
+      return {
+        tokenLogProbs: out[LLAMA_NAMES.tokenLogProbs]!.data as Float32Array,
+        entropySum: (out[LLAMA_NAMES.entropySum]!.data as Float32Array)[0]!,
+        entropy,
+        feeds: all,
+        ids,
+        kept: keep ? kept : null,
+        keptBytes: Object.values(kept).reduce((n, t) => n + (t.data as ArrayBufferView).byteLength, 0),
+      };
+    },
+    async gradients(forward, upstream, entropyWeight, into) {
+      const cut = cutOf(forward.entropy);
+      let kept = forward.kept;
+      if (!kept) {
+        const again = await sessionOf('train-forward', forward.entropy);
+        const out = await again.session.run(
+          { ...weightFeeds(again.inputs), ...only(again.inputs, forward.feeds) },
+          [...cut.saved],
+        );
+        kept = Object.fromEntries(cut.saved.map((name) => [name, out[name]!]));
+      }
+      forward.kept = null;
+      const { session, inputs } = await sessionOf('train-backward', forward.entropy);
       const out = await session.run({
         ...weightFeeds(inputs),
-        ...feeds,
-        ...dropoutFeeds(inputs, dropout, tokens),
+        ...only(inputs, forward.feeds),
+        ...kept,
         [LLAMA_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
         ...(inputs.has(LLAMA_NAMES.entropyWeight) && {
           [LLAMA_NAMES.entropyWeight]: new ort.Tensor('float32', new Float32Array([entropyWeight]), []),
@@ -366,24 +393,20 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
       for (const name of trainableNames) {
         const g = out[LLAMA_NAMES.gradient(name)]!.data as Float32Array;
         const target = into.get(name);
-        if (!target) into.set(name, Float32Array.from(g));
+        // The first chunk's gradient is taken as it came (a fresh array of this run's output).
+        if (!target) into.set(name, g);
         else for (let i = 0; i < g.length; i++) target[i]! += g[i]!;
       }
       if (trainBase) {
         const rows = out[LLAMA_NAMES.embeddingRows]!.data as Float32Array;
         const d = config.hiddenSize;
-        const name = 'model.embed_tokens.weight';
-        const target = into.get(name)!;
-        ids.forEach((id, t) => {
+        const target = into.get('model.embed_tokens.weight')!;
+        forward.ids.forEach((id, t) => {
           const from = t * d;
           const to = id * d;
           for (let j = 0; j < d; j++) target[to + j]! += rows[from + j]!;
         });
       }
-      return {
-        tokenLogProbs: out[LLAMA_NAMES.tokenLogProbs]!.data as Float32Array,
-        entropySum: (out[LLAMA_NAMES.entropySum]!.data as Float32Array)[0]!,
-      };
     },
     async dispose() {
       const made = [...sessions.values()];

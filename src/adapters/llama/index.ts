@@ -7,10 +7,15 @@ const [policy, loader] = await loadWithOptionalPackages('searcher-rl/llama', LLA
   Promise.all([import('./policy'), import('./loader')]),
 );
 
+/** A Llama-family policy (Llama, Mistral, Qwen2, Qwen3) from a Hugging Face folder or a GGUF file: rollouts with per-rollout key/value caches, scoring, and full or LoRA training in process on ONNX Runtime (see docs/pretrained-models.md). */
 export const createLlamaPolicy = policy.createLlamaPolicy;
+/** The chat protocol of a model's Jinja chat template: how the Searcher's prompt and each observation are wrapped as the model's own turns. */
 export const chatFormatOf = policy.chatFormatOf;
+/** The `format` of the Llama policy's checkpoints (a transformers folder for full fine-tuning, a peft adapter folder for LoRA). */
 export const LLAMA_CHECKPOINT_FORMAT = policy.LLAMA_CHECKPOINT_FORMAT;
+/** Loads a Llama-family model (Hugging Face folder or GGUF file) into float32 weights, its config, tokenizer and chat template, offline. */
 export const loadLlamaModel = loader.loadLlamaModel;
+/** Loads a peft LoRA adapter folder (`adapter_config.json`, `adapter_model.safetensors`) for a loaded model's config. */
 export const loadPeftAdapter = loader.loadPeftAdapter;
 export { llamaPolicySettingsSchema } from './settings';
 export { parseLlamaConfig, llamaConfigJson, LLAMA_MODEL_TYPES } from './config';

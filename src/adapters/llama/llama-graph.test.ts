@@ -142,7 +142,25 @@ describe('the Llama engine on tiny random models', () => {
           return s.tokenLogProbs.reduce((a, v, i) => a + v * upstream[i]!, 0) - entropyWeight * s.entropySum;
         };
         const into: WeightMap = new Map();
-        await engine.gradients(sequences, positions, 1.3, upstream, entropyWeight, into);
+        const forward = await engine.trainingForward(sequences, positions, 1.3, {
+          entropy: true,
+          keep: true,
+        });
+        const scoredNow = await engine.score(sequences, positions, 1.3);
+        forward.tokenLogProbs.forEach((v, i) => expect(v).toBeCloseTo(scoredNow.tokenLogProbs[i]!, 5));
+        expect(forward.kept).not.toBeNull();
+        expect(forward.keptBytes).toBeGreaterThan(0);
+        await engine.gradients(forward, upstream, entropyWeight, into);
+        expect(forward.kept).toBeNull();
+        // Not kept: the backward runs the forward again, to the same gradients.
+        const again: WeightMap = new Map();
+        const unkept = await engine.trainingForward(sequences, positions, 1.3, {
+          entropy: true,
+          keep: false,
+        });
+        expect(unkept.kept).toBeNull();
+        await engine.gradients(unkept, upstream, entropyWeight, again);
+        for (const [name, g] of into) expect(Array.from(again.get(name)!), name).toEqual(Array.from(g));
         const weights = mode === 'full' ? base : adapter!.weights;
         const names =
           mode === 'full'

@@ -11,6 +11,7 @@ import { type LlamaConfig, llamaWeightShapes } from './config';
 // written by autodiff.ts). LoRA (peft's `lora_A`, `lora_B`, scaling alpha / r, dropout on the
 // adapter's input) wraps the chosen projections; the base weights are then frozen.
 
+/** The projections a LoRA adapter may target (peft's `target_modules` names). */
 export const LORA_TARGET_MODULES = [
   'q_proj',
   'k_proj',
@@ -20,6 +21,7 @@ export const LORA_TARGET_MODULES = [
   'up_proj',
   'down_proj',
 ] as const;
+/** One of LORA_TARGET_MODULES. */
 export type LoraTargetModule = (typeof LORA_TARGET_MODULES)[number];
 
 export interface LoraShape {

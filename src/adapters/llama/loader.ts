@@ -15,6 +15,7 @@ import { LORA_TARGET_MODULES, type LoraTargetModule, loraWeightShapes } from './
 // with the chat template) or one GGUF file (dequantised at load; the config and the tokenizer from
 // its metadata). Nothing is fetched: a path that is not there is refused by name.
 
+/** What `loadLlamaModel` gives: the config, the float32 weights by Hugging Face name, the tokenizer files and the chat template. */
 export interface LoadedLlama {
   source: string;
   config: LlamaConfig;
@@ -145,6 +146,7 @@ export async function loadLlamaModel(path: string): Promise<LoadedLlama> {
   };
 }
 
+/** What `loadPeftAdapter` gives: the adapter's rank, alpha, dropout, target modules and weights. */
 export interface LoadedAdapter {
   rank: number;
   alpha: number;

@@ -19,7 +19,7 @@ import { FloatAdamW } from './adamw';
 import { chatFormatOf, dropoutMasks } from './chat-format';
 import { hfModelFiles, peftAdapterFiles } from './checkpoint';
 import type { LlamaConfig } from './config';
-import { createLlamaEngine, type LlamaRow, type WeightMap } from './engine';
+import { createLlamaEngine, type LlamaRow, type TrainingForward, type WeightMap } from './engine';
 import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from './llama-graph';
 import { type LoadedLlama, loadLlamaModel, loadPeftAdapter } from './loader';
 import { type LlamaPolicySettings, parseLlamaPolicySettings } from './settings';
@@ -171,11 +171,8 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
           Object.fromEntries([...loraInDims].map(([name, d]) => [name, new Float32Array(tokens * d).fill(1)]))
         : undefined;
 
-  const scoreBatch = async (
-    batch: LogProbBatch,
-    temperature: number,
-    options: { training: boolean; signal?: AbortSignal; withoutAdapter?: boolean },
-  ) => {
+  /** The batch's scored rows (trimmed after their last scored position) in engine chunks, with dropout masks when training. */
+  const chunksOf = (batch: LogProbBatch, training: boolean) => {
     const scored = batch.inputIds.map((_, i) => i).filter((i) => batch.positions[i]!.length > 0);
     const sequences = scored.map((i) => batch.inputIds[i]!.slice(0, Math.max(...batch.positions[i]!) + 1));
     const chunks = engine.chunks(sequences.map((s) => s.length)).map((chunk) => {
@@ -185,23 +182,39 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
         chunk,
         rows,
         positions: chunk.map((k) => batch.positions[scored[k]!]!),
-        masks: masksFor(tokens, options.training),
+        masks: masksFor(tokens, training),
       };
     });
+    return { chunks, scored };
+  };
+  /** A chunk's log-probs (row after row) into `out` at the batch's row indices. */
+  const placeLogProbs = (
+    out: number[][],
+    scored: readonly number[],
+    c: { chunk: number[]; positions: readonly (readonly number[])[] },
+    tokenLogProbs: Float32Array,
+  ) => {
+    let at = 0;
+    c.chunk.forEach((k, j) => {
+      const n = c.positions[j]!.length;
+      out[scored[k]!] = Array.from(tokenLogProbs.subarray(at, at + n));
+      at += n;
+    });
+  };
+
+  const scoreBatch = async (
+    batch: LogProbBatch,
+    temperature: number,
+    options: { signal?: AbortSignal; withoutAdapter?: boolean },
+  ) => {
+    const { chunks, scored } = chunksOf(batch, false);
     const out: number[][] = batch.inputIds.map(() => []);
-    let entropySum = 0;
     for (const c of chunks) {
       throwIfAborted(options.signal, 'logProbs');
       const result = await engine.score(c.rows, c.positions, temperature, c.masks, options.withoutAdapter);
-      entropySum += result.entropySum;
-      let at = 0;
-      c.chunk.forEach((k, j) => {
-        const n = c.positions[j]!.length;
-        out[scored[k]!] = Array.from(result.tokenLogProbs.subarray(at, at + n));
-        at += n;
-      });
+      placeLogProbs(out, scored, c, result.tokenLogProbs);
     }
-    return { logProbs: out, entropySum, chunks, scored };
+    return out;
   };
 
   const save = async (): Promise<PolicyCheckpoint> => {
@@ -259,12 +272,7 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
       await ensureReady();
       throwIfAborted(options?.signal, 'logProbs');
       const temperature = checkLogProbBatch(batch, model);
-      return (
-        await scoreBatch(batch, temperature, {
-          training: false,
-          ...(options?.signal && { signal: options.signal }),
-        })
-      ).logProbs;
+      return scoreBatch(batch, temperature, { ...(options?.signal && { signal: options.signal }) });
     },
     async update(batch: LogProbBatch, lossFn: LossFunction, options?: UpdateOptions): Promise<UpdateResult> {
       await ensureReady();
@@ -285,19 +293,35 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
       const total = batch.positions.reduce((n, p) => n + p.length, 0);
       if (total === 0)
         return { value: 0, gradNorm: 0, applied: false, skippedReason: 'no positions to score' };
-      const first = await scoreBatch(batch, temperature, {
-        training: true,
-        ...(options?.signal && { signal: options.signal }),
-      });
-      const loss = checkLossOutput(lossFn(first.logProbs), batch, 'llama');
+      // Every chunk's forward first (the loss needs all the log-probs), keeping the activations its
+      // backward reads while they fit in keptActivationBytes; then one backward per chunk.
+      const chunks = chunksOf(batch, true);
+      const forwards: TrainingForward[] = [];
+      const newLogProbs: number[][] = batch.inputIds.map(() => []);
+      let entropySum = 0;
+      let keptBytes = 0;
+      for (const c of chunks.chunks) {
+        throwIfAborted(options?.signal, 'update');
+        const forward = await engine.trainingForward(c.rows, c.positions, temperature, {
+          entropy: entropyCoef !== 0,
+          ...(c.masks && { dropout: c.masks }),
+          keep: keptBytes < parsed.keptActivationBytes,
+        });
+        keptBytes += forward.keptBytes;
+        if (keptBytes > parsed.keptActivationBytes) forward.kept = null;
+        forwards.push(forward);
+        entropySum += forward.entropySum;
+        placeLogProbs(newLogProbs, chunks.scored, c, forward.tokenLogProbs);
+      }
+      const loss = checkLossOutput(lossFn(newLogProbs), batch, 'llama');
       const entropyWeight = entropyCoef / total;
       const gradients: WeightMap = new Map();
-      for (const c of first.chunks) {
+      for (const [k, c] of chunks.chunks.entries()) {
         throwIfAborted(options?.signal, 'update');
-        const upstream = Float32Array.from(c.chunk.flatMap((k) => loss.gradNewLogProbs[first.scored[k]!]!));
-        await engine.gradients(c.rows, c.positions, temperature, upstream, entropyWeight, gradients, c.masks);
+        const upstream = Float32Array.from(c.chunk.flatMap((j) => loss.gradNewLogProbs[chunks.scored[j]!]!));
+        await engine.gradients(forwards[k]!, upstream, entropyWeight, gradients);
       }
-      const meanEntropy = first.entropySum / total;
+      const meanEntropy = entropySum / total;
       const outcome = optimizer.apply(
         trainable,
         gradients,
@@ -323,13 +347,10 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
         async logProbs(batch: LogProbBatch, options?: CallOptions) {
           await ensureReady();
           const temperature = checkLogProbBatch(batch, model);
-          return (
-            await scoreBatch(batch, temperature, {
-              training: false,
-              withoutAdapter: true,
-              ...(options?.signal && { signal: options.signal }),
-            })
-          ).logProbs;
+          return scoreBatch(batch, temperature, {
+            withoutAdapter: true,
+            ...(options?.signal && { signal: options.signal }),
+          });
         },
       };
     },

@@ -4,6 +4,7 @@ import { LORA_TARGET_MODULES } from './llama-graph';
 
 // No ONNX Runtime import here: a configuration names these settings without loading it.
 
+/** The settings `createLlamaPolicy` takes, with their defaults (a zod schema; unknown keys are refused). */
 export const llamaPolicySettingsSchema = z
   .object({
     model: z
@@ -73,10 +74,19 @@ export const llamaPolicySettingsSchema = z
       .describe(
         'Rows x padded length per scoring or training run (bounds the activations and the logits held at once).',
       ),
+    keptActivationBytes: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(2 ** 31)
+      .describe(
+        "Activations an update keeps from its chunks' forwards for their backwards (bytes); past it a chunk's backward runs its forward again. SmolLM2 keeps about 0.9 MB a token.",
+      ),
     coalesceSessions: z.boolean().default(true),
   })
   .strict();
 
+/** What `createLlamaPolicy` takes (the schema's input: defaults may be left out). */
 export type LlamaPolicySettings = z.input<typeof llamaPolicySettingsSchema>;
 export type ParsedLlamaPolicySettings = z.output<typeof llamaPolicySettingsSchema>;
 

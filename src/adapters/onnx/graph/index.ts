@@ -24,7 +24,13 @@ export {
   type TransformerGraphConfig,
   type TransformerGraphShape,
 } from './transformer-graph';
-export { splitTrainingGraph, type SplitTrainingGraphs } from './graph-split';
+export {
+  cutGraph,
+  type CutGraphs,
+  type CutOptions,
+  splitTrainingGraph,
+  type SplitTrainingGraphs,
+} from './graph-split';
 export { buildTrainingGraph, TRAINING_NAMES, type TrainingGraph } from './training-graph';
 export {
   createOnnxSession,
