@@ -1,4 +1,4 @@
-// A brand-new dataset to train on (README "Your own pages learn"): invented countries, 120 text
+// A brand-new dataset to train on (docs/own-data.md, "Your own pages learn"): invented countries, 120 text
 // pages, 120 questions with a split column (30 held out), and the run's config, written to DIR
 // (default: own-data-countries). Then: searcher-rl train --config DIR/train.yaml.
 import { writeFile } from 'node:fs/promises';
