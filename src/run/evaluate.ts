@@ -1,7 +1,7 @@
 import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
 import { mean } from '../core/stats';
-import { checkAnswerCorrectness } from '../core/reward/search-r1';
+import { isExactMatch, isJudgeSuccess } from '../core/reward/success';
 import type { SearcherConfigInput } from '../config';
 import type { Searcher } from '../searcher';
 import type { RunConfig } from './config';
@@ -18,8 +18,10 @@ export interface EvalSummary {
   /** The split (slide runs) or the dataset file evaluated. */
   split: string;
   questions: number;
-  /** Share of questions the judge scored >= 0.5 (answer mode, `reward.scheme: search-r1`: whose own answer Search-R1's check finds right). */
+  /** Share of questions given the judge's full score (answer mode, `reward.scheme: search-r1`: whose own answer matches the reference exactly). */
   judgeSuccess: number;
+  /** The mean judge score (partial credit included: the similarity a >= 0.5 rule once counted as success); null in answer mode. Absent from evaluations written before it. */
+  judgeScoreMean?: number | null;
   /** What `judgeSuccess` counts: the judge's score, or (answer mode) the policy's own answer by Search-R1's check. */
   successBy?: 'judge' | 'answer';
   ndcg: number;
@@ -60,12 +62,11 @@ export function summarise(
       .filter((q) => (q.metadata as { small?: unknown } | undefined)?.small === true)
       .map((q) => q.uid),
   );
-  // Answer mode has no judge: the policy's own answer is checked as Search-R1's reward checks it (1 or more: right).
+  // Success is the judge's full score; answer mode has no judge: the policy's own answer matches the reference exactly.
   const success =
     scheme === 'search-r1'
-      ? (t: Trajectory) =>
-          t.reference !== null && checkAnswerCorrectness(t.finalAnswer, t.reference) >= 1 ? 1 : 0
-      : (t: Trajectory) => ((t.rewardDetail?.components.judgeScore ?? 0) >= 0.5 ? 1 : 0);
+      ? (t: Trajectory) => (t.reference !== null && isExactMatch(t.finalAnswer, t.reference) ? 1 : 0)
+      : (t: Trajectory) => (isJudgeSuccess(t.rewardDetail?.components.judgeScore) ? 1 : 0);
   const smallOnes = trajectories.filter((t) => small.has(t.promptUid));
   const cropped = (t: Trajectory) => (t.turns.some((turn) => turn.crop) ? 1 : 0);
   const crops = cropFigures(questions, trajectories);
@@ -73,6 +74,10 @@ export function summarise(
     split: label,
     questions: trajectories.length,
     judgeSuccess: mean(trajectories.map(success)),
+    judgeScoreMean:
+      scheme === 'search-r1'
+        ? null
+        : mean(trajectories.map((t) => t.rewardDetail?.components.judgeScore ?? 0)),
     ...(scheme === 'search-r1' && { successBy: 'answer' as const }),
     ndcg: mean(trajectories.map((t) => t.rewardDetail?.components.ndcg ?? 0)),
     completion: mean(trajectories.map((t) => (t.terminated === 'complete' ? 1 : 0))),
@@ -128,5 +133,11 @@ export function describeEval(summary: EvalSummary): string {
     summary.smallPrintSuccess === null
       ? ''
       : `, small print ${pct(summary.smallPrintSuccess)} (cropped ${pct(summary.smallPrintCropRate)}; of those, right region ${pct(summary.rightRegionRate ?? null)}, wrong ${pct(summary.wrongRegionRate ?? null)}), needless crops ${pct(summary.needlessCropRate ?? null)}`;
-  return `${summary.successBy === 'answer' ? 'answer success' : 'judge success'} ${pct(summary.judgeSuccess)}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}`;
+  const counted =
+    summary.successBy === 'answer'
+      ? ' (exact match)'
+      : summary.judgeScoreMean === undefined || summary.judgeScoreMean === null
+        ? ''
+        : ` (full score; mean judge score ${summary.judgeScoreMean.toFixed(3)})`;
+  return `${summary.successBy === 'answer' ? 'answer success' : 'judge success'} ${pct(summary.judgeSuccess)}${counted}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}`;
 }

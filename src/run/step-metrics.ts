@@ -1,3 +1,4 @@
+import { isJudgeSuccess } from '../core/reward/success';
 import { mean } from '../core/stats';
 import type { PolicyUpdateSummary } from '../core/rl/policy-update';
 import type { ScoredBatch } from '../searcher';
@@ -12,7 +13,7 @@ export interface StepMetrics {
   rewardMean: number | null;
   rewardStd: number | null;
   missingRewards: number;
-  /** Share of judged episodes with a judge score >= 0.5; `null` when nothing was judged. */
+  /** Share of judged episodes with the judge's full score (`isJudgeSuccess`); `null` when nothing was judged. */
   successRate: number | null;
   /** Share of episodes that retrieved at least one golden page. */
   goldenHitRate: number;
@@ -77,7 +78,7 @@ export function stepMetrics(
     rewardMean,
     rewardStd: rewardMean === null ? null : Math.sqrt(mean(rewards.map((r) => (r - rewardMean) ** 2))),
     missingRewards: batch.missingRewards,
-    successRate: judged.length === 0 ? null : judged.filter((s) => s >= 0.5).length / judged.length,
+    successRate: judged.length === 0 ? null : judged.filter(isJudgeSuccess).length / judged.length,
     goldenHitRate: mean(
       trajectories.map((t) => (t.retrievedBasenames.some((b) => t.goldenBasenames.includes(b)) ? 1 : 0)),
     ),

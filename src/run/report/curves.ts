@@ -1,3 +1,4 @@
+import { isJudgeSuccess } from '../../core/reward/success';
 import { countBuckets, assignBuckets } from '../../core/curation/buckets';
 import { promptStats, summariseTrajectory } from '../../core/curation/episodes';
 import type { DifficultyBucket } from '../../core/curation/buckets';
@@ -119,7 +120,7 @@ export function emaSmooth(values: ReadonlyArray<number | null>, smoothing: numbe
 /** The mean, null for no values (a step without such rollouts draws no point). */
 const meanOrNull = (xs: readonly number[]) => (xs.length === 0 ? null : mean(xs));
 
-/** Crop rate (share of rollouts with a crop turn) and small-print success (judge >= 0.5 among judged rollouts of small-print questions) per step. */
+/** Crop rate (share of rollouts with a crop turn) and small-print success (the judge's full score among judged rollouts of small-print questions) per step. */
 export function rolloutRates(
   rollouts: readonly StepRollout[],
   smallPrint: ReadonlySet<string>,
@@ -132,7 +133,7 @@ export function rolloutRates(
       .filter((t) => smallPrint.has(t.promptUid))
       .flatMap((t) => {
         const score = t.rewardDetail?.components.judgeScore;
-        return score === null || score === undefined ? [] : [score >= 0.5 ? 1 : 0];
+        return score === null || score === undefined ? [] : [isJudgeSuccess(score) ? 1 : 0];
       });
     rates.set(step, {
       cropRate: meanOrNull(trajectories.map((t) => (t.turns.some((turn) => turn.crop) ? 1 : 0))),

@@ -99,7 +99,7 @@ for (const [label, s] of [['before RL', data.before], ['after RL', data.after]])
 const C = data.curves, COLORS = ['#1f6feb', '#cf222e', '#2da44e', '#8250df', '#bf8700', '#1b7c83'];
 const CHARTS = [
   ['reward', 'Reward (mean per step)', 'score'], ['success', 'Judge success rate', 'share'], ['ndcg', 'NDCG (mean per step)', 'score'],
-  ['turns', 'Turns (mean per step)', 'number'], ['cropRate', 'Crop rate (rollouts with a crop)', 'share'], ['smallPrintSuccess', 'Small-print success (judge >= 0.5)', 'share'],
+  ['turns', 'Turns (mean per step)', 'number'], ['cropRate', 'Crop rate (rollouts with a crop)', 'share'], ['smallPrintSuccess', 'Small-print success (judge full score)', 'share'],
   ['loss', 'Policy loss (the update, mean per step)', 'signed'], ['kl', 'KL to the reference (mean per step)', 'signed'], ['entropy', 'Entropy of the policy (mean per token)', 'number'],
   ['gradNorm', 'Gradient norm (mean over the step\\'s updates)', 'number'], ['clipFraction', 'Clip fraction (tokens clipped)', 'share'],
   ['rolloutTokensPerSecond', 'Rollout tokens/s', 'rate'], ['trainTokensPerSecond', 'Training tokens/s', 'rate'],
