@@ -223,7 +223,7 @@ async function main(argv: string[]): Promise<number> {
     const report = await (await commands.run('train')).writeReport(result.runDir);
     const rise = result.after.judgeSuccess - result.before.judgeSuccess;
     process.stdout.write(
-      `${result.after.successBy === 'answer' ? 'answer' : 'judge'} success on the ${result.after.split} ${config.dataset ? 'questions' : 'split'}: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)\nrun folder: ${result.runDir}\nreport: ${report}\n`,
+      `${result.after.successBy === 'answer' ? 'answer' : 'judge'} success on the ${result.after.split} ${config.dataset ? 'questions' : 'split'}: ${(result.before.judgeSuccess * 100).toFixed(1)}% before RL -> ${(result.after.judgeSuccess * 100).toFixed(1)}% after RL (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(1)} points)${result.strongest ? `; over the strongest baseline (${result.strongest.name}, ${(result.strongest.success * 100).toFixed(1)}%): ${result.after.judgeSuccess >= result.strongest.success ? '+' : ''}${((result.after.judgeSuccess - result.strongest.success) * 100).toFixed(1)} points` : ''}\nrun folder: ${result.runDir}\nreport: ${report}\n`,
     );
     return EXIT.ok;
   }

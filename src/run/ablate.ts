@@ -8,6 +8,7 @@ import { writeJsonAtomic } from './folder';
 import type { RunOptions } from './progress';
 import { pct, type EvalSummary } from './evaluate';
 import { trainRun } from './run';
+import type { BaselineFigure } from './baselines';
 
 /** One row of the ablation table: a change to the run's RL settings, everything else equal. */
 export interface Ablation {
@@ -93,6 +94,9 @@ export interface SeedRow {
   runDir: string;
   /** The run's seconds per stage (TrainRunResult.stageSeconds). */
   stageSeconds?: Record<string, number>;
+  /** The scripted baselines on the same split, and the strongest of them and the warm start (TrainRunResult). */
+  baselines?: BaselineFigure[];
+  strongest?: { name: string; success: number } | null;
 }
 
 /** One run, timed: its figures before and after RL, its wall seconds, its folder and seconds per stage. */
@@ -105,6 +109,8 @@ async function timedRun(config: RunConfig, runOptions: RunOptions): Promise<Omit
     seconds: (performance.now() - started) / 1000,
     runDir: result.runDir,
     stageSeconds: result.stageSeconds,
+    baselines: result.baselines,
+    strongest: result.strongest,
   };
 }
 
@@ -133,6 +139,31 @@ export function seedFigureLines(row: SeedRow): string[] {
         after: round(row.after[key]),
       }),
     ),
+    ...(row.baselines ?? []).map((b) =>
+      JSON.stringify({
+        bench: 'learning',
+        seed: row.seed,
+        figure: b.reference ? 'reference' : 'baseline',
+        name: b.name,
+        split: b.summary.split,
+        judge_success: round(b.summary.judgeSuccess),
+        right_region: round(b.summary.rightRegionRate),
+        small_print_success: round(b.summary.smallPrintSuccess),
+      }),
+    ),
+    ...(row.strongest
+      ? [
+          JSON.stringify({
+            bench: 'learning',
+            seed: row.seed,
+            figure: 'gain_over_strongest_baseline',
+            strongest: row.strongest.name,
+            strongest_success: round(row.strongest.success),
+            after: round(row.after.judgeSuccess),
+            points: Number(((row.after.judgeSuccess - row.strongest.success) * 100).toFixed(1)),
+          }),
+        ]
+      : []),
     JSON.stringify({
       bench: 'learning',
       seed: row.seed,

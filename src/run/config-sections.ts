@@ -13,7 +13,13 @@ export const sftSchema = z
       .min(0)
       .default(2000)
       .describe(
-        "Training questions demonstrated (0: no warm start): by the slide oracle, or, on your own data, by the demonstrator's searches over your search engine, its successful episodes kept.",
+        "Training questions demonstrated (0: no warm start): by the demonstrator's searches over the search engine, its successful episodes kept (rejection sampling), or by the slide oracle (`sft.demonstrator: oracle`).",
+      ),
+    demonstrator: z
+      .enum(['rejection-sampling', 'oracle'])
+      .default('rejection-sampling')
+      .describe(
+        "Who demonstrates on a slide run. 'rejection-sampling' (default, the honest warm start): the generic demonstrator that a run on your own data uses, from what a dataset holds (questions, references, golden pages): it searches with the question's words, crops a region the page marks where the reference is not legible on it, and keeps the episodes the judge scores fully right. 'oracle': the slide oracle, which knows where each fact was drawn; its own success on the evaluation split is printed as a reference line either way (docs/train.md#baselines).",
       ),
     keepPerQuestion: positiveInt()
       .default(1)
@@ -28,19 +34,19 @@ export const sftSchema = z
       ),
     learningRate: z.number().positive().default(3e-3),
     vagueRate: unit()
-      .default(0.7)
+      .default(0)
       .describe(
-        'Mistakes in the demonstrations, for RL to correct: vague queries, skipped crops, no second search. Far from even odds (0.7, not 0.55), so that the warm start, which imitates the majority, makes them on every seed.',
+        "Ablation, `sft.demonstrator: oracle` only: share of the oracle's demonstrations that search with the entity's name alone (a vague query). Default 0: degraded demonstrations are an ablation, never the default warm start (issue 39; the old demo's 0.7 made RL undo a handicap).",
       ),
     skipCropRate: unit()
       .default(0)
       .describe(
-        "Share of pages showing the asked role's region where the demonstration does not crop it (default: it always crops the region it chose).",
+        "Ablation, `sft.demonstrator: oracle` only: share of pages showing the asked role's region where the demonstration does not crop it (default: it always crops the region it chose).",
       ),
     smallPrintShare: unit()
       .default(0.2)
       .describe(
-        'Share of the demonstrated questions whose answer is in small print (repeated, each its own rollout, where the training split holds fewer). More crops demonstrated, fewer queries: 0.5 (about 350 crops of 2000, not 160) taught seed 1 to crop (right region 0 -> 48.4%) but cost seed 2 its query learning (judge success +9.6 points, not +62.3): docs/method.md#why-the-crop-was-not-learned.',
+        '`sft.demonstrator: oracle` only (it knows which facts are small print): share of the demonstrated questions whose answer is in small print (repeated, each its own rollout, where the training split holds fewer). More crops demonstrated, fewer queries: 0.5 (about 350 crops of 2000, not 160) taught seed 1 to crop (right region 0 -> 48.4%) but cost seed 2 its query learning (judge success +9.6 points, not +62.3): docs/method.md#why-the-crop-was-not-learned.',
       ),
     cropPractice: z
       .number()
@@ -49,7 +55,7 @@ export const sftSchema = z
       .nullable()
       .default(null)
       .describe(
-        'Crop practice: episodes of the oracle on the small-print training questions whose page has two or three regions (repeated), trained on the crop turn alone, beside the demonstrations (whose mix of queries stays as it is). null (default): half of sft.demonstrations, 1000 of the 2000; 0 turns it off. With crops that name their region, right-region crops went from 54-80% without it to 93-97% with 1000 on seeds 1-3 (docs/method.md#why-the-crop-was-not-learned).',
+        "Crop practice: crop episodes trained on the crop turn alone, beside the demonstrations (whose mix of queries stays as it is): the rejection-sampling demonstrator's kept episodes that crop, repeated; with `sft.demonstrator: oracle`, the oracle's episodes on small-print training questions whose page has two or three regions. null (default): half of sft.demonstrations, 1000 of the 2000; 0 turns it off. With crops that name their region, right-region crops went from 54-80% without it to 93-97% with 1000 on seeds 1-3 (docs/method.md#why-the-crop-was-not-learned).",
       ),
     cropBy: z
       .enum(['region', 'location'])
@@ -58,18 +64,19 @@ export const sftSchema = z
         "How the demonstrations' crops name the region: 'region' (default) by the name the page marks it with, <bbox>footnote</bbox>; 'location' by copying its four location tokens, which the 2-layer policy did not learn (docs/method.md#why-the-crop-was-not-learned).",
       ),
     skipResearchRate: unit()
-      .default(0.85)
+      .default(0)
       .describe(
-        'Share of pages without the asked fact after which the demonstration does not search again. 0.85, not 0.7: at 0.7 with crop practice, the warm start of seed 1 searched again greedily after its vague query and solved 64.3% before RL, leaving RL +9.8 points (docs/method.md#why-the-crop-was-not-learned).',
+        "Ablation, `sft.demonstrator: oracle` only: share of pages without the asked fact after which the demonstration does not search again. Default 0 (the old demo's 0.85 was chosen on the test split to leave RL more to correct: issue 39).",
       ),
   })
   .strict()
   .describe(
-    "The warm start: SFT on demonstrations (a slide run's oracle; on your own data, the demonstrator's successful episodes: docs/method.md#warm-start-on-your-own-data).",
+    "The warm start: SFT on demonstrations (the demonstrator's successful episodes, docs/method.md#warm-start-on-your-own-data; on a slide run optionally the oracle's).",
   );
 
 /** The sft fields of the slide oracle, which a run on your own data does not use. */
 export const SLIDE_SFT_FIELDS = [
+  'demonstrator',
   'vagueRate',
   'skipCropRate',
   'skipResearchRate',

@@ -1,6 +1,7 @@
 import { extractAnswer, isStopword } from '../adapters/extractive/index';
 import { createScriptedPolicy, type ScriptContext } from '../adapters/scripted-policy/index';
 import type { SearcherConfig } from '../config';
+import { parseRegionMarks } from '../core/protocol/location';
 import { neutraliseTags } from '../core/protocol/observation';
 import { checkAnswerCorrectness } from '../core/reward/search-r1';
 import type { Trajectory } from '../core/trajectory/trajectory';
@@ -29,6 +30,18 @@ export function demonstrationQueries(question: string): string[] {
     content.length > 1 ? content.slice(half).join(' ') : '',
   ];
   return [...new Set(queries.filter((q) => q.length > 0))];
+}
+
+/**
+ * The region a demonstration attempt crops, or null: where the page it read marks regions
+ * (small print it shows by role and place, not its text) and the reference is not legible on it,
+ * attempt `rolloutId` tries the marked regions in turn (rejection sampling keeps the one the judge
+ * scores right). It uses what a dataset holds (the reference), not where the fact was drawn.
+ */
+export function cropAttempt(page: string, reference: string | undefined, rolloutId: number): string | null {
+  if (reference !== undefined && reference.trim() !== '' && page.includes(reference.trim())) return null;
+  const marks = parseRegionMarks(page);
+  return marks.length === 0 ? null : marks[rolloutId % marks.length]!.label;
 }
 
 export interface HarvestResult {
@@ -63,7 +76,9 @@ function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], ju
  * The warm start on your own data (docs/method.md#warm-start-on-your-own-data): rejection sampling
  * over your own search engine, successes only, as rare-success distillation keeps them. For each question a scripted Searcher tries
  * `DEMONSTRATION_ATTEMPTS` searches with queries made of the question's words
- * (`demonstrationQueries`), then stops (searcher mode: the run's Generator answers) or answers from
+ * (`demonstrationQueries`); in searcher mode, where the page read marks regions and the reference
+ * is not legible on it, it crops one of them (`cropAttempt`, a different one each attempt); then it
+ * stops (searcher mode: the run's Generator answers) or answers from
  * what it read (answer mode: the extractive reading of the retrieved text). Each episode is scored
  * by the run's own ports; the episodes that retrieved a golden page and whose answer was right
  * are kept, at most `keepPerQuestion` a question, the shortest searches first.
@@ -74,6 +89,11 @@ export async function harvestDemonstrations(args: {
   tokenizer: Tokenizer;
   searcher: Omit<SearcherConfig, 'adapters'>;
   keepPerQuestion: number;
+  /**
+   * Stop at a question's first success: the attempts run in rounds, each on the questions not yet
+   * solved (about half the episodes where the first query mostly works; one kept a question).
+   */
+  firstSuccess?: boolean;
   options?: RunOptions;
 }): Promise<HarvestResult> {
   const { prompts, searcher, keepPerQuestion } = args;
@@ -84,14 +104,23 @@ export async function harvestDemonstrations(args: {
   const judged =
     prompts.every((p) => p.reference !== undefined) && (answerMode || args.ports.judge !== undefined);
   const byQuestion = new Map(prompts.map((p) => [neutraliseTags(p.question), p]));
-  const script = ({ turn, context, rolloutId }: ScriptContext): string => {
+  const maxTurns = searcher.episode.maxTurns;
+  const firstSuccess = args.firstSuccess ?? false;
+  let round = 0;
+  const script = ({ turn, context, rolloutId: rollout }: ScriptContext): string => {
+    const rolloutId = firstSuccess ? round : rollout;
     const asked = lineAfter(context, 'Question: ') ?? '';
     const prompt = byQuestion.get(asked);
     const queries = prompt ? demonstrationQueries(prompt.question) : [];
     if (turn === 0 && queries.length > 0)
       return `<search>${queries[(rolloutId % DEMONSTRATION_ATTEMPTS) % queries.length]}</search>`;
-    if (!answerMode) return '<search_complete>true</search_complete>';
     const read = tagSpans(context, '<information>', '</information>').map((s) => s.body);
+    if (!answerMode) {
+      const crop = cropAttempt(read[read.length - 1] ?? '', prompt?.reference, rolloutId);
+      return crop !== null && !context.includes('<bbox>') && turn + 2 <= maxTurns
+        ? `<bbox>${crop}</bbox>`
+        : '<search_complete>true</search_complete>';
+    }
     return `<answer>${extractAnswer(prompt?.question ?? asked, read) ?? 'unknown'}</answer>`;
   };
   const demonstrator = createSearcher(
@@ -104,7 +133,7 @@ export async function harvestDemonstrations(args: {
       },
       rl: {
         ...searcher.rl,
-        nAgent: DEMONSTRATION_ATTEMPTS,
+        nAgent: firstSuccess ? 1 : DEMONSTRATION_ATTEMPTS,
         loss: { ...searcher.rl.loss, klReference: 'rollout' },
       },
     },
@@ -114,26 +143,35 @@ export async function harvestDemonstrations(args: {
   let episodes = 0;
   const chunk = 32;
   const progress = progressOf(options, 'demonstrations', prompts.length);
-  for (let start = 0; start < prompts.length; start += chunk) {
-    const batch = await demonstrator.collect(prompts.slice(start, start + chunk), {
-      ...(options.signal && { signal: options.signal }),
-    });
-    episodes += batch.episodes.length;
-    const successes = new Map<string, Trajectory[]>();
-    for (const { trajectory: t } of batch.episodes) {
-      if (!succeeded(t, scheme, judged)) continue;
-      const list = successes.get(t.promptUid) ?? [];
-      // One episode per query: the same search twice teaches nothing more.
-      if (!list.some((other) => other.turns[0]?.search?.query === t.turns[0]?.search?.query)) list.push(t);
-      successes.set(t.promptUid, list);
+  const solvedUids = new Set<string>();
+  const rounds = firstSuccess ? DEMONSTRATION_ATTEMPTS : 1;
+  for (round = 0; round < rounds; round++) {
+    const pending = firstSuccess ? prompts.filter((p) => !solvedUids.has(p.uid)) : prompts;
+    for (let start = 0; start < pending.length; start += chunk) {
+      const batch = await demonstrator.collect(pending.slice(start, start + chunk), {
+        ...(options.signal && { signal: options.signal }),
+      });
+      episodes += batch.episodes.length;
+      const successes = new Map<string, Trajectory[]>();
+      for (const { trajectory: t } of batch.episodes) {
+        if (!succeeded(t, scheme, judged)) continue;
+        const list = successes.get(t.promptUid) ?? [];
+        // One episode per query: the same search twice teaches nothing more.
+        if (!list.some((other) => other.turns[0]?.search?.query === t.turns[0]?.search?.query)) list.push(t);
+        successes.set(t.promptUid, list);
+      }
+      for (const [uid, list] of successes) {
+        solved++;
+        solvedUids.add(uid);
+        // The shortest searches that worked first: a concise demonstration is the easiest to imitate.
+        const words = (t: Trajectory) => t.turns[0]?.search?.query.split(' ').length ?? 0;
+        kept.push(...[...list].sort((a, b) => words(a) - words(b)).slice(0, keepPerQuestion));
+      }
+      progress.update(
+        firstSuccess ? solvedUids.size : Math.min(prompts.length, start + chunk),
+        `${kept.length} kept${firstSuccess ? `, attempt ${round + 1}` : ''}`,
+      );
     }
-    for (const list of successes.values()) {
-      solved++;
-      // The shortest searches that worked first: a concise demonstration is the easiest to imitate.
-      const words = (t: Trajectory) => t.turns[0]?.search?.query.split(' ').length ?? 0;
-      kept.push(...[...list].sort((a, b) => words(a) - words(b)).slice(0, keepPerQuestion));
-    }
-    progress.update(Math.min(prompts.length, start + chunk), `${kept.length} kept`);
   }
   progress.done(`${kept.length} kept from ${solved} of ${prompts.length} questions`);
   const criterion = [

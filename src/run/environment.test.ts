@@ -23,7 +23,7 @@ describe('the slide environment of a run', () => {
       // The episode's window within the policy's 192 tokens (a run refuses a larger one before it starts).
       searcher: { episode: { maxContextTokens: 192 } },
       // No crop practice: the count below is the demonstrations' own (cropTurnMask is tested below).
-      sft: { smallPrintShare: 0.5, cropPractice: 0 },
+      sft: { demonstrator: 'oracle', smallPrintShare: 0.5, cropPractice: 0 },
     });
     const session = await openRun(config, { kind: 'fresh' });
     try {
@@ -55,6 +55,45 @@ describe('the slide environment of a run', () => {
       );
       expect(many).toHaveLength(count);
       expect(many.filter((t) => small.has(t.promptUid))).toHaveLength(Math.round(count * 0.5));
+    } finally {
+      await session.close();
+    }
+  }, 120_000);
+
+  it('demonstrates by rejection sampling by default: only episodes the judge scores fully right, from a golden page', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
+    dirs.push(root);
+    const config = parseRunConfig({
+      runsDir: join(root, 'runs'),
+      runId: 'harvest',
+      corpus: { decks: 3, minSlides: 5, maxSlides: 5, smallPrintRate: 1, cacheDir: join(root, 'corpus') },
+      policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm' },
+      searcher: { episode: { maxContextTokens: 192 } },
+      sft: { cropPractice: 0 },
+    });
+    expect(config.sft!.demonstrator).toBe('rejection-sampling');
+    expect(config.sft!.vagueRate).toBe(0);
+    expect(config.sft!.skipResearchRate).toBe(0);
+    const session = await openRun(config, { kind: 'fresh' });
+    try {
+      const ports = await resolvePorts(session.container);
+      const count = session.env.train.length;
+      const demos = await session.env.demonstrations!(
+        count,
+        session.policy.tokenizer,
+        ports,
+        config.searcher.episode,
+      );
+      expect(demos.length).toBeGreaterThan(0);
+      expect(demos.length).toBeLessThanOrEqual(count);
+      for (const t of demos) {
+        expect(t.turns[0]!.action?.type).toBe('search');
+        expect(t.terminated).toBe('complete');
+        expect(t.rewardDetail?.components.judgeScore).toBe(1);
+        expect(t.retrievedBasenames.some((b) => t.goldenBasenames.includes(b))).toBe(true);
+      }
+      // Every slide has small print here: some kept episodes crop the region that holds the fact.
+      expect(demos.some((t) => t.turns.some((turn) => turn.crop))).toBe(true);
     } finally {
       await session.close();
     }

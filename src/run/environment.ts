@@ -10,12 +10,14 @@ import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
 import { slideEnvironmentAdapters } from '../env/slides/adapters-config';
 import { buildSlideEnvironment, type SlideEnvironment } from '../env/slides/build';
+import { keywordRole } from '../env/slides/regions';
 import { corpusVocabulary } from '../env/slides/slide-text';
 import { createOracleScript, type OracleOptions } from '../env/slides/oracle';
 import type { ImageOps } from '../ports/image-ops';
 import type { SearchEngine } from '../ports/search-engine';
 import type { RunConfig } from './config';
 import { type DatasetSplit, readPromptDataset, splitOf } from './dataset';
+import { type BaselinePolicy, genericBaselines, naiveRagScript } from './baselines';
 import { DEMONSTRATION_ATTEMPTS, harvestDemonstrations } from './demonstrator';
 import { progressOf, type RunOptions } from './progress';
 
@@ -52,6 +54,11 @@ export interface RunEnvironment {
         options?: RunOptions,
       ) => Promise<Trajectory[]>)
     | null;
+  /**
+   * The scripted baselines measured beside the trained policy on the evaluation split
+   * (src/run/baselines.ts): naive RAG and the crop rules; on a slide run the oracle as a reference line.
+   */
+  baselines: readonly BaselinePolicy[];
   /** Where the pages are, for the summary and the report's episode browser. */
   corpus: { cacheDir?: string; slidesDir: string | null };
   /** The SQLite FTS page index, where curation looks golden pages up (null when the engine is not one). */
@@ -88,15 +95,79 @@ async function slideEnvironment(config: RunConfig, options: RunOptions): Promise
     vocabulary: () => corpusVocabulary(env.corpus),
     adapters: slideEnvironmentAdapters(env),
     evaluation: (split = 'test') => ({ label: split, prompts: q[split], storeRun: `eval-${split}` }),
-    demonstrations: (count, tokenizer, ports, episode) =>
-      slideDemonstrations(config, env, count, tokenizer, ports, episode),
+    demonstrations: (count, tokenizer, ports, episode, runOptions = options) =>
+      config.sft?.demonstrator === 'oracle'
+        ? slideDemonstrations(config, env, count, tokenizer, ports, episode)
+        : harvestedSlideDemonstrations(config, env, count, tokenizer, ports, episode, runOptions),
+    baselines: [
+      ...genericBaselines(),
+      {
+        name: 'RAG + keyword rule',
+        description: "naive RAG, then a crop of the region whose role the question's attribute word names",
+        script: naiveRagScript((question, marks) => {
+          const role = keywordRole(question);
+          return role !== null && marks.includes(role) ? role : null;
+        }),
+      },
+      {
+        name: 'slide oracle',
+        description:
+          'the scripted oracle, which knows where each fact was drawn (a reference, not a baseline)',
+        reference: true,
+        script: createOracleScript(env.corpus, { maxTurns: config.searcher.episode.maxTurns }),
+      },
+    ],
     corpus: { cacheDir, slidesDir: env.slidesDir },
     dbPath: env.dbPath,
   };
 }
 
 /**
- * The oracle's episodes on `count` training questions, a seeded sample of the split, not its first
+ * The default warm start of a slide run (`sft.demonstrator: rejection-sampling`): the generic
+ * demonstrator's successful episodes on `count` training questions (a seeded sample, as on your own
+ * data), from what a dataset holds: the questions, references and golden pages, not where each
+ * fact was drawn. Crop practice (`sft.cropPractice`) repeats its kept episodes that crop, trained
+ * on the crop turn alone.
+ */
+async function harvestedSlideDemonstrations(
+  config: RunConfig,
+  env: SlideEnvironment,
+  count: number,
+  tokenizer: Tokenizer,
+  ports: Omit<SearcherPorts, 'policy'>,
+  episode: SearcherConfig['episode'],
+  options: RunOptions,
+): Promise<Trajectory[]> {
+  const sft = config.sft!;
+  const train = env.corpus.questions.train;
+  const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions))
+    .slice(0, count)
+    .map((i) => train[i]!);
+  const { adapters: _adapters, ...sections } = config.searcher;
+  const result = await harvestDemonstrations({
+    prompts: questions,
+    ports,
+    tokenizer,
+    searcher: { ...sections, episode },
+    keepPerQuestion: 1,
+    firstSuccess: true,
+    options,
+  });
+  const bbox = tokenizer.specialTokenId('<bbox>');
+  const crops = result.trajectories.flatMap((trajectory) => {
+    const mask = cropTurnMask(trajectory.fullInputIds, trajectory.lossMask, bbox);
+    return mask ? [{ ...trajectory, lossMask: mask }] : [];
+  });
+  const practiceCount = crops.length === 0 ? 0 : (sft.cropPractice ?? Math.round(count / 2));
+  const practice = Array.from({ length: practiceCount }, (_, i) => crops[i % crops.length]!);
+  options.onLog?.(
+    `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (rejection sampling: up to ${DEMONSTRATION_ATTEMPTS} attempts a question until one succeeds, ${result.episodes} episodes; kept where ${result.criterion}), ${crops.length} of them crop; crop practice ${practiceCount}`,
+  );
+  return [...result.trajectories, ...practice];
+}
+
+/**
+ * `sft.demonstrator: oracle`: the oracle's episodes on `count` training questions, a seeded sample of the split, not its first
  * rows (the split is sorted by id, deck by deck, and its first 2000 questions would leave the
  * policy never having seen half of the names).
  */
@@ -293,6 +364,8 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
           return result.trajectories;
         }
       : null,
+    // Not yet measured on your own data (issue 39, item 6).
+    baselines: [],
     corpus: { slidesDir: pagesDir },
     dbPath: engine?.type === 'sqlite-fts' ? engine.dbPath : null,
   };

@@ -20,6 +20,7 @@ import {
   writeJsonAtomic,
 } from './folder';
 import { describeEval, pct, type EvalSummary } from './evaluate';
+import { type BaselineFigure, describeGain, measureBaselines, strongestBaseline } from './baselines';
 import { progressOf, redactedRunOptions, type RunOptions } from './progress';
 import type { StepMetrics } from './step-metrics';
 import { describeRetention } from './retention';
@@ -37,6 +38,9 @@ export interface TrainRunResult {
   runDir: string;
   before: EvalSummary;
   after: EvalSummary;
+  /** The scripted baselines on the same split (the reference line included), and the strongest of the warm start and the baselines. */
+  baselines: BaselineFigure[];
+  strongest: { name: string; success: number } | null;
   steps: Array<StepMetrics & { phase: string }>;
   /** What the run warned about (a warm start without demonstrations, a phase that could not learn), also in summary.json. */
   warnings: string[];
@@ -185,6 +189,22 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       `before RL${warmStarted ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
     );
     stage(EVAL_BEFORE);
+    // The baselines on the same questions, reader and judge (kept for a continued run).
+    const baselinesPath = join(runDir, 'baselines.json');
+    let baselines = await readJsonFile<BaselineFigure[]>(baselinesPath);
+    if (!baselines) {
+      baselines = await measureBaselines(session, session.env.baselines, options);
+      await writeJsonAtomic(baselinesPath, baselines);
+    }
+    for (const b of baselines)
+      options.onLog?.(
+        `${b.reference ? 'reference' : 'baseline'} ${b.name} on ${b.summary.split}: ${describeEval(b.summary)}`,
+      );
+    if (baselines.length > 0) stage('baselines');
+    const strongest = strongestBaseline([
+      ...(warmStarted ? [{ name: 'warm start (SFT)', reference: false, success: before.judgeSuccess }] : []),
+      ...baselines.map((b) => ({ name: b.name, reference: b.reference, success: b.summary.judgeSuccess })),
+    ]);
     const steps: TrainRunResult['steps'] = [];
     for (const phase of config.phases) {
       if (phase.steps === 0) continue;
@@ -240,6 +260,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     await writeJsonAtomic(join(runDir, `${EVAL_AFTER}.json`), after);
     stage(EVAL_AFTER);
     options.onLog?.(`after RL on ${after.split}: ${describeEval(after)}`);
+    if (strongest) options.onLog?.(`RL: ${describeGain(after, strongest)}`);
     const total = Object.values(stageSeconds).reduce((a, b) => a + b, 0);
     options.onLog?.(
       `time: ${Object.entries(stageSeconds)
@@ -255,12 +276,13 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       runId,
       before,
       after,
+      ...(baselines.length > 0 && { baselines, strongest }),
       corpus: session.env.corpus,
       ...(warnings.length > 0 && { warnings }),
     });
     for (const line of warnings) options.onLog?.(`warning (also in ${RUN_FILES.summary}): ${line}`);
     status = 'finished';
-    return { runId, runDir, before, after, steps, warnings, stageSeconds };
+    return { runId, runDir, before, after, baselines, strongest, steps, warnings, stageSeconds };
   } catch (error) {
     if (options.signal?.aborted || AbortedError.isInstance(error)) status = 'killed';
     throw error;

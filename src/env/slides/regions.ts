@@ -71,3 +71,16 @@ function shuffled<T>(random: Random, items: readonly T[]): T[] {
 
 /** The region the policy is shown for a small-print line: its box with a margin of 3 px. */
 export const REGION_MARGIN_PX = 3;
+
+/**
+ * The keyword rule (a crop baseline, docs/train.md#baselines): the role whose attribute the
+ * question names, read off its words; null when it names none.
+ */
+export function keywordRole(question: string): SmallPrintRole | null {
+  const words = question.toLowerCase();
+  // The first 11 letters: "headquarters" is asked as "headquartered".
+  for (const role of SMALL_PRINT_ROLE_NAMES)
+    if ((SMALL_PRINT_ROLES[role] as readonly string[]).some((a) => words.includes(a.slice(0, 11))))
+      return role;
+  return null;
+}
