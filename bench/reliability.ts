@@ -1,6 +1,6 @@
 // The reliability figures (docs/reliability.md): crash/resume of the CLI trainer, a fault run of
 // 1,000 episodes through local servers injecting faults, bad input, a secret canary, and the
-// hostile-input classes (ICD records, checkpoints and data files, credentials, paths and bodies, serve-env's clients, the CLI) and the data-centric loop's checks. Prints one JSON line per
+// hostile-input classes (ICD records, checkpoints and data files, credentials, paths and bodies, serve-env's clients, the CLI), the data-centric loop's checks and TRL under faults (TRL_FAULTS_STEPS, default 12). Prints one JSON line per
 // figure. RELIABILITY_KILLS sets the number of kills (default 20); RELIABILITY_ONLY=a,b runs a
 // subset of the names below (all by default).
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -17,6 +17,7 @@ import { serverReliability } from './reliability/server';
 import { cliHostileInput } from './reliability/cli';
 import { trackersReliability } from './reliability/trackers';
 import { curationReliability } from './reliability/curation';
+import { trlFaults } from './reliability/trl-faults';
 
 const figures: Record<string, (dir: string) => Promise<unknown>> = {
   faults: (dir) =>
@@ -35,6 +36,7 @@ const figures: Record<string, (dir: string) => Promise<unknown>> = {
   trackers: (dir) => trackersReliability(dir, Number(process.env.RELIABILITY_TRACKER_FAULT_RATE ?? 0.2)),
   curation: curationReliability,
   crash: (dir) => crashResume(dir, Number(process.env.RELIABILITY_KILLS ?? 20)),
+  'trl-faults': () => trlFaults(Number(process.env.TRL_FAULTS_STEPS ?? 12)),
 };
 
 const only = process.env.RELIABILITY_ONLY?.split(',') ?? Object.keys(figures);
