@@ -44,9 +44,11 @@ export const HELP: Record<string, () => string> = {
 `,
   train: () => `searcher-rl train [-c|--config FILE] [key.path=value ...]
 
-  Builds (or reuses) the offline slide corpus, warm-starts the policy with SFT on oracle
-  demonstrations, runs the RL phases, evaluates before and after RL, and writes a run folder
-  with report.html. Running it again on the same runId continues the run.
+  Builds (or reuses) the offline slide corpus, warm-starts the policy with SFT on the
+  demonstrator's successful episodes (rejection sampling; sft.demonstrator=oracle: the slide
+  oracle's), evaluates before RL beside the baselines (naive RAG, the crop rules, the oracle as a
+  reference), runs the RL phases, evaluates after RL, states the gain over the strongest baseline,
+  and writes a run folder with report.html. Running it again on the same runId continues the run.
 
   With a \`dataset\`, FILE is a run on your own questions and pages (examples/own-data/): no
   corpus; the warm start is SFT on the demonstrator's successful episodes (it searches each
