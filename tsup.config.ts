@@ -30,6 +30,7 @@ export default defineConfig({
     'curation/index': 'src/curation/index.ts',
     'server/index': 'src/server/index.ts',
     'icd/index': 'src/icd/index.ts',
+    'protocol/index': 'src/protocol/index.ts',
     'cli/main': 'src/cli/main.ts',
   },
   format: ['esm'],

@@ -2,6 +2,8 @@
 // root export keeps its entry points (`trainRun`, `evalRun`, `parseRunConfig`, ...); this subpath
 // adds the pieces a caller composes their own run from.
 export { openRun, type RunSession, type RunPolicyStart } from './session';
+// A run's current records after a resume or restart (an interrupted attempt's superseded ones dropped).
+export { currentRecords, type SupersededCounts } from '../core/store/records';
 export { describeEval } from './evaluate';
 export { prepareEnvironment, type RunEnvironment } from './environment';
 export {

@@ -40,6 +40,7 @@ export type InvalidActionReason =
   | 'search_complete_not_true'
   | 'action_not_allowed';
 
+/** A turn with one action to run. */
 export interface ValidTurn {
   kind: 'valid';
   /** The text of the leading `<think>` block, if any. */
@@ -51,6 +52,7 @@ export interface ValidTurn {
   strayText: string;
 }
 
+/** A turn with no action to run: why, and the sentence the corrective observation shows. */
 export interface InvalidTurn {
   kind: 'invalid';
   think: string | null;
@@ -59,6 +61,7 @@ export interface InvalidTurn {
   message: string;
 }
 
+/** What `parseAction` gives: a valid turn (one action) or an invalid one with its reason. */
 export type ParsedTurn = ValidTurn | InvalidTurn;
 
 const ACTION_OPEN = /<(search_complete|search|bbox|answer)>/i;
@@ -193,6 +196,7 @@ export function parseAction(text: string): ParsedTurn {
   }
 }
 
+/** The corrective sentence for a `<bbox>` body that is not a box: not four numbers, negative, or of no area. */
 export function bboxMessage(problem: 'format' | 'negative' | 'empty'): string {
   if (problem === 'negative') return 'bbox coordinates must not be negative';
   if (problem === 'empty') return 'bbox must have x2 > x1 and y2 > y1';

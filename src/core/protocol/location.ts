@@ -12,6 +12,7 @@ import type { BoundingBox } from '../../ports/types';
  */
 export const LOCATION_BINS = 32;
 
+/** The four corners' slots of a box in location tokens, in order (`<x1_k><y1_k><x2_k><y2_k>`). */
 export const LOCATION_SLOTS = ['x1', 'y1', 'x2', 'y2'] as const;
 
 /** Every location token, `<x1_0>` … `<y2_32>` (a corner may sit on the far edge). */

@@ -1,8 +1,11 @@
 /** The tag vocabulary of the Searcher protocol and of Search-R1 mode (docs/method.md#action-protocol, #search-r1-mode). */
 export const ACTION_TAGS = ['search', 'bbox', 'search_complete', 'answer'] as const;
+/** One of ACTION_TAGS. */
 export type ActionTag = (typeof ACTION_TAGS)[number];
 
+/** Every tag of the protocol: `think`, the action tags, and `information` (observations). */
 export const PROTOCOL_TAGS = ['think', ...ACTION_TAGS, 'information'] as const;
+/** One of PROTOCOL_TAGS. */
 export type ProtocolTag = (typeof PROTOCOL_TAGS)[number];
 
 export const open = (tag: ProtocolTag): string => `<${tag}>`;
