@@ -3,7 +3,7 @@ import { extractiveGeneratorSettingsSchema } from './adapters/extractive/setting
 import { geminiSettingsSchema } from './adapters/gemini/settings';
 import { sharpImageOpsSettingsSchema } from './adapters/image/settings';
 import { mockGeneratorConfigSchema, mockSearchEngineConfigSchema } from './adapters/mock/settings';
-import { llamaPolicySettingsSchema } from './adapters/llama/settings';
+import { llamaGeneratorSettingsSchema, llamaPolicySettingsSchema } from './adapters/llama/settings';
 import { onnxPolicySettingsSchema } from './adapters/onnx/settings';
 import { openaiSettingsSchema } from './adapters/openai/settings';
 import { ruleJudgeSettingsSchema } from './adapters/rule-judge/settings';
@@ -289,6 +289,7 @@ export const adaptersConfigSchema = z
         adapter('extractive', extractiveGeneratorSettingsSchema),
         adapter('openai', openaiSettingsSchema),
         adapter('gemini', geminiSettingsSchema),
+        adapter('llama', llamaGeneratorSettingsSchema),
         z.object({ type: z.literal('slide-reader'), corpusPath: z.string().min(1) }).strict(),
       ])
       .prefault({ type: 'mock' }),

@@ -99,6 +99,10 @@ function buildGenerator(config: AdaptersConfig['generator']): Generator | Promis
       const { type: _type, ...settings } = config;
       return import('./adapters/gemini/index').then((m) => m.createGeminiGenerator(settings));
     }
+    case 'llama': {
+      const { type: _type, ...settings } = config;
+      return import('./adapters/llama/index').then((m) => m.createLlamaGenerator(settings));
+    }
     case 'slide-reader':
       return Promise.all([import('node:fs/promises'), import('./env/slides/reader')]).then(
         async ([fs, reader]) => {

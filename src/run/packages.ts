@@ -22,7 +22,8 @@ export function adapterPackages(adapters: Partial<Adapters>): string[] {
   if (adapters.imageOps?.type === 'sharp') names.push('sharp');
   const policy = adapters.policy?.type;
   if (policy === 'onnx') names.push('onnxruntime-node', '@huggingface/tokenizers');
-  if (policy === 'llama') names.push('onnxruntime-node', '@huggingface/tokenizers', '@huggingface/jinja');
+  if (policy === 'llama' || adapters.generator?.type === 'llama')
+    names.push('onnxruntime-node', '@huggingface/tokenizers', '@huggingface/jinja');
   return names;
 }
 

@@ -3,8 +3,10 @@ import { LLAMA_OPTIONAL_PACKAGES } from './packages';
 
 // searcher-rl/llama needs onnxruntime-node, @huggingface/tokenizers and @huggingface/jinja
 // (optional peer dependencies): a missing one is a MissingDependencyError saying what to install.
-const [policy, loader] = await loadWithOptionalPackages('searcher-rl/llama', LLAMA_OPTIONAL_PACKAGES, () =>
-  Promise.all([import('./policy'), import('./loader')]),
+const [policy, loader, generator] = await loadWithOptionalPackages(
+  'searcher-rl/llama',
+  LLAMA_OPTIONAL_PACKAGES,
+  () => Promise.all([import('./policy'), import('./loader'), import('./generator')]),
 );
 
 /** A Llama-family policy (Llama, Mistral, Qwen2, Qwen3) from a Hugging Face folder or a GGUF file: rollouts with per-rollout key/value caches, scoring, and full or LoRA training in process on ONNX Runtime (see docs/pretrained-models.md). */
@@ -17,12 +19,14 @@ export const LLAMA_CHECKPOINT_FORMAT = policy.LLAMA_CHECKPOINT_FORMAT;
 export const loadLlamaModel = loader.loadLlamaModel;
 /** Loads a peft LoRA adapter folder (`adapter_config.json`, `adapter_model.safetensors`) for a loaded model's config. */
 export const loadPeftAdapter = loader.loadPeftAdapter;
-export { llamaPolicySettingsSchema } from './settings';
+/** A frozen Generator that is a local Llama-family model (e.g. SmolLM2-135M-Instruct): it answers from the evidence's text in its chat template, greedily, offline. */
+export const createLlamaGenerator = generator.createLlamaGenerator;
+export { llamaPolicySettingsSchema, llamaGeneratorSettingsSchema } from './settings';
 export { parseLlamaConfig, llamaConfigJson, LLAMA_MODEL_TYPES } from './config';
 export { LORA_TARGET_MODULES } from './llama-graph';
 export { LLAMA_OPTIONAL_PACKAGES } from './packages';
 export type { LlamaPolicy } from './policy';
-export type { LlamaPolicySettings } from './settings';
+export type { LlamaPolicySettings, LlamaGeneratorSettings } from './settings';
 export type { LlamaConfig, LlamaModelType, RopeScaling } from './config';
 export type { LoadedLlama, LoadedAdapter } from './loader';
 export type { LoraTargetModule } from './llama-graph';

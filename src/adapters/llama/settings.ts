@@ -93,3 +93,24 @@ export type ParsedLlamaPolicySettings = z.output<typeof llamaPolicySettingsSchem
 export function parseLlamaPolicySettings(settings: LlamaPolicySettings): ParsedLlamaPolicySettings {
   return parseSettings('createLlamaPolicy', llamaPolicySettingsSchema, settings);
 }
+
+/** The settings `createLlamaGenerator` takes, with their defaults (unknown keys are refused). */
+export const llamaGeneratorSettingsSchema = z
+  .object({
+    model: z.string().min(1).describe('A Hugging Face folder or a GGUF file of a Llama-family model.'),
+    maxNewTokens: positiveInt().default(24).describe('Tokens of the answer at most.'),
+    maxEvidenceTokens: positiveInt()
+      .default(768)
+      .describe("The evidence's tokens in the prompt at most (pages in the Searcher's order, the last cut)."),
+    instructions: z
+      .string()
+      .default(
+        'Answer the question using only the evidence. Reply with the answer alone: a name, a number or a short phrase, not a sentence.',
+      )
+      .describe('The instruction before the evidence.'),
+    intraOpThreads: positiveInt().optional().describe("ONNX Runtime's threads inside one operator."),
+  })
+  .strict();
+
+/** What `createLlamaGenerator` takes. */
+export type LlamaGeneratorSettings = z.input<typeof llamaGeneratorSettingsSchema>;
