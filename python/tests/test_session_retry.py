@@ -14,9 +14,7 @@ from http import HTTPStatus
 import pytest
 from websockets.asyncio.server import serve
 
-from searcher_rl_trainers import verl_session
-from searcher_rl_trainers.openenv_glue import RETRYABLE_CODES as GLUE_CODES
-from searcher_rl_trainers.openenv_glue import RETRYABLE_STATUSES as GLUE_STATUSES
+from searcher_rl_trainers import connection, openenv_glue, verl_session
 from searcher_rl_trainers.verl_session import RetryPolicy, ServeEnvError, ServeEnvSession
 
 FAST = RetryPolicy(open_timeout_s=10.0, initial_delay_s=0.01, max_delay_s=0.05)
@@ -72,8 +70,10 @@ class FlakyServer:
 
 
 def test_the_glues_share_one_retry_rule():
-    assert verl_session.RETRYABLE_CODES == frozenset(GLUE_CODES)
-    assert verl_session.RETRYABLE_STATUSES == frozenset(GLUE_STATUSES)
+    # The connection module's, re-exported by the glues (the same objects, not copies).
+    assert verl_session.RETRYABLE_CODES is openenv_glue.RETRYABLE_CODES is connection.RETRYABLE_CODES
+    assert verl_session.RETRYABLE_STATUSES is openenv_glue.RETRYABLE_STATUSES is connection.RETRYABLE_STATUSES
+    assert verl_session.RetryPolicy is connection.RetryPolicy and openenv_glue.backoff_s is connection.backoff_s
     assert 503 in verl_session.RETRYABLE_STATUSES and "SESSION_ERROR" in verl_session.RETRYABLE_CODES
 
 
@@ -94,11 +94,13 @@ def test_the_verl_session_retries_a_draining_then_accepting_server(status):
     assert server.handshakes == 4 and server.resets == 2
 
 
-def test_a_refused_token_is_not_retried():
+def test_a_refused_token_is_not_retried_and_never_shows():
+    token = "tokencanary-7c21"
     with FlakyServer(401, refusals=100) as server:
         with pytest.raises(ServeEnvError) as refused:
-            asyncio.run(ServeEnvSession.open(f"ws://127.0.0.1:{server.port}", "tok", {}, FAST))
+            asyncio.run(ServeEnvSession.open(f"ws://127.0.0.1:{server.port}", token, {}, FAST))
     assert refused.value.code == "HTTP_401" and server.handshakes == 1
+    assert token not in str(refused.value) and "SEARCHER_RL_TOKEN" in str(refused.value)
 
 
 def test_the_skyrl_env_retries_a_draining_then_accepting_server(monkeypatch):

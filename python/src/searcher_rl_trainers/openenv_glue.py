@@ -10,8 +10,9 @@ batch), so this module:
   `websockets` connection sends as HTTP Basic and serve-env takes; the token is percent-encoded, so
   any token works, and it is redacted from every error raised here;
 - opens a fresh session for every episode (`reset_fresh`: disconnect, then reset), retrying with
-  jittered exponential backoff (0.5 s doubling, at most 8 s) on CAPACITY_REACHED, a server that is
-  draining or restarting, and a closed connection; 401/403 are not retried;
+  jittered exponential backoff (0.5 s doubling, at most 8 s: `connection.backoff_s`) on
+  CAPACITY_REACHED, a server that is draining or restarting, and a closed connection (the rule
+  every glue shares, `connection.RETRYABLE_*`); 401/403 are not retried;
 - turns a reward the server could not compute into `None` (`reward_or_none`), never 0;
 - reads every task from `/tasks`, page by page until `total`.
 """
@@ -19,21 +20,32 @@ batch), so this module:
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-import random
 import re
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-# serve-env's error codes that a later attempt can get past (docs/scale-out.md, "The protocol").
-RETRYABLE_CODES = ("CAPACITY_REACHED", "SESSION_ERROR")
-# HTTP statuses of a refused upgrade that are worth another attempt (draining, overloaded).
-RETRYABLE_STATUSES = (408, 429, 500, 502, 503, 504)
+# The URL, credentials and retry rule are the connection module's; re-exported here, where users of
+# the OpenEnv glue (and its docs) have imported them from.
+from .connection import (
+    RETRYABLE_CODES,
+    RETRYABLE_STATUSES,
+    backoff_s,
+    basic_headers,
+    credentials_of,
+    http_url,
+    redact,
+    with_credentials,
+)
+
+__all__ = [
+    "RETRYABLE_CODES", "RETRYABLE_STATUSES", "EnvConnectionError", "backoff_s", "credentials_of", "env_client", "error_code",
+    "fetch_tasks", "http_url", "is_retryable", "metadata_of", "redact", "refused_status", "reset_fresh", "reset_fresh_sync",
+    "reward_or_none", "with_credentials",
+]
 
 
 class EnvConnectionError(ConnectionError):
@@ -46,39 +58,6 @@ class EnvConnectionError(ConnectionError):
         self.status = status
         self.code = code
         self.attempts = attempts
-
-
-def with_credentials(base_url: str, token: str | None, user: str = "searcher") -> str:
-    """`base_url` with `token` as its password (percent-encoded), for clients that take only a URL."""
-    if not token:
-        return base_url
-    parts = urllib.parse.urlsplit(base_url)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    secret = urllib.parse.quote(token, safe="")
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{urllib.parse.quote(user, safe='')}:{secret}@{host}"))
-
-
-def http_url(base_url: str) -> str:
-    """The HTTP(S) URL of a ws(s):// or http(s):// server URL, without credentials or a trailing `/ws`."""
-    parts = urllib.parse.urlsplit(base_url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
-    path = parts.path[: -len("/ws")] if parts.path.endswith("/ws") else parts.path
-    return urllib.parse.urlunsplit((scheme, parts.netloc.rsplit("@", 1)[-1], path.rstrip("/"), "", ""))
-
-
-def credentials_of(base_url: str) -> str | None:
-    """The token carried in `base_url` as its password, if any (decoded)."""
-    password = urllib.parse.urlsplit(base_url).password
-    return urllib.parse.unquote(password) if password else None
-
-
-def redact(text: str, secret: str | None) -> str:
-    """`text` without `secret`, raw or percent-encoded, and without any URL credentials."""
-    text = re.sub(r"(\w+://)[^/@\s]*@", r"\1***@", text)
-    if secret:
-        for form in {secret, urllib.parse.quote(secret, safe="")}:
-            text = text.replace(form, "***")
-    return text
 
 
 def error_code(error: BaseException) -> str | None:
@@ -114,12 +93,6 @@ def is_retryable(error: BaseException) -> bool:
     except ImportError:  # pragma: no cover - websockets comes with openenv-core
         ConnectionClosed = ()  # type: ignore[assignment]
     return isinstance(error, (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError, TimeoutError))
-
-
-def backoff_s(attempt: int, base_s: float = 0.5, cap_s: float = 8.0, rng: random.Random | None = None) -> float:
-    """min(base·2^attempt, cap) with full jitter in its upper half, as openai-node backs off."""
-    delay = min(base_s * 2**attempt, cap_s)
-    return delay * (0.5 + 0.5 * (rng or random).random())
 
 
 def _give_up(error: BaseException, secret: str | None, attempts: int) -> EnvConnectionError:
@@ -203,9 +176,7 @@ def reward_or_none(result: Any) -> float | None:
 
 
 def _get_json(url: str, token: str | None, timeout_s: float) -> dict:
-    request = urllib.request.Request(url)
-    if token:
-        request.add_header("Authorization", "Basic " + base64.b64encode(f"searcher:{token}".encode()).decode())
+    request = urllib.request.Request(url, headers=basic_headers(token))
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return json.load(response)

@@ -31,7 +31,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from .verl_session import RETRYABLE_CODES, RETRYABLE_STATUSES, RetryPolicy, ServeEnvError, resolve_server_url, resolve_token
+from .connection import CONNECTION_CLOSED, UNREACHABLE, RetryPolicy, ServeEnvError, ServerAddress, data_of_reply, refused_upgrade
 
 __all__ = ["ENV_ID", "SearcherServeEnv", "ServeEnvError", "register"]
 
@@ -43,10 +43,8 @@ class SearcherServeEnv(BaseTextEnv):
         super().__init__()
         config = dict(env_config or {})
         extras = dict(extras or {})
-        # The address, the token and the backoff as verl's loop takes them (verl_session).
-        self.server_url = resolve_server_url(config.get("server_url"))
-        token = resolve_token()
-        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # The address, the token and the backoff as every glue takes them (the connection module).
+        self.server = ServerAddress.from_environment(config.get("server_url"))
         self.retry = RetryPolicy(open_timeout_s=float(config.get("open_timeout_s", 600)))
         self.max_turns = int(config.get("max_turns", 32))
         extra_info = extras.get("extra_info") or {}
@@ -65,7 +63,7 @@ class SearcherServeEnv(BaseTextEnv):
         try:
             result = self._request({"type": "step", "data": {"text": action}})
         except (ServeEnvError, ConnectionClosed) as error:
-            code = error.code if isinstance(error, ServeEnvError) else "CONNECTION_CLOSED"
+            code = error.code if isinstance(error, ServeEnvError) else CONNECTION_CLOSED
             cause = {"stage": "session", "kind": str(code).lower(), "message": str(error)}
             return self._finished(None, {"reward_status": "missing", "terminated": "session_lost", "reward_cause": cause})
         meta = result["observation"].get("metadata") or {}
@@ -98,31 +96,30 @@ class SearcherServeEnv(BaseTextEnv):
         return BaseTextEnvStepOutput(observations=[], reward=0.0 if reward is None else reward, done=True, metadata=metadata)
 
     def _open(self, reset: dict[str, Any]) -> dict[str, Any]:
+        endpoint = self.server.ws_url
         deadline = time.monotonic() + self.retry.open_timeout_s
         attempt = 0
         while True:
             try:
                 # Entered as a context manager (websockets >= 17.1 deprecates the bare call), closed in close().
                 self.ws = self._connection.enter_context(
-                    connect(f"{self.server_url}/ws", additional_headers=self.headers, max_size=None, open_timeout=30)
+                    connect(endpoint, additional_headers=self.server.headers(), max_size=None, open_timeout=30)
                 )
             except InvalidStatus as error:
-                status = error.response.status_code
-                failure = ServeEnvError(f"HTTP_{status}", f"{self.server_url}/ws refused the session"
-                                        + (" (set SEARCHER_RL_TOKEN to the server's --token)" if status == 401 else ""))
-                # A draining (503) or overloaded server: another try (verl_session's rule).
-                if status not in RETRYABLE_STATUSES:
+                failure = refused_upgrade(error.response.status_code, endpoint)
+                # A draining (503) or overloaded server: another try (the connection module's rule).
+                if not failure.retryable:
                     raise failure from None
             except (OSError, TimeoutError) as error:
-                failure = ServeEnvError("UNREACHABLE", f"{self.server_url}/ws: {type(error).__name__}: {error}")
+                failure = ServeEnvError(UNREACHABLE, f"{endpoint}: {type(error).__name__}: {self.server.redact(str(error))}")
             else:
                 try:
                     return self._request({"type": "reset", "data": reset})
                 except (ServeEnvError, ConnectionClosed) as error:
                     self._connection.close()
                     self.ws = None
-                    failure = error if isinstance(error, ServeEnvError) else ServeEnvError("CONNECTION_CLOSED", str(error))
-                    if failure.code not in RETRYABLE_CODES and failure.code != "CONNECTION_CLOSED":
+                    failure = error if isinstance(error, ServeEnvError) else ServeEnvError(CONNECTION_CLOSED, str(error))
+                    if not failure.retryable:
                         raise failure from None
             pause = self.retry.delay(attempt)
             if time.monotonic() + pause > deadline:
@@ -134,11 +131,7 @@ class SearcherServeEnv(BaseTextEnv):
     def _request(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self.ws is not None, "init() opens the session"
         self.ws.send(json.dumps(message))
-        reply = json.loads(self.ws.recv())
-        if reply.get("type") == "error":
-            data = reply.get("data") or {}
-            raise ServeEnvError(str(data.get("code", "ERROR")), str(data.get("message", "")))
-        return reply["data"]
+        return data_of_reply(self.ws.recv())
 
 
 def register(env_id: str = ENV_ID) -> str:

@@ -44,16 +44,9 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 from websockets.exceptions import ConnectionClosed
 
+from .connection import CONNECTION_CLOSED, RetryPolicy, ServeEnvError, ServerAddress
 from .verl_advantage import GRPO_MASKED
-from .verl_session import (
-    EpisodeOutcome,
-    RetryPolicy,
-    ServeEnvError,
-    ServeEnvSession,
-    outcome_of,
-    resolve_server_url,
-    resolve_token,
-)
+from .verl_session import EpisodeOutcome, ServeEnvSession, outcome_of
 
 logger = logging.getLogger(__name__)
 
@@ -114,8 +107,8 @@ class SearcherEnvAgentLoop(AgentLoopBase):
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
-        self.server_url = resolve_server_url(server_url)
-        self.token = resolve_token()
+        # SEARCHER_ENV_URL and SEARCHER_RL_TOKEN win over the yaml; the token stays out of the repr.
+        self.server = ServerAddress.from_environment(server_url)
         self.max_turns = int(max_turns)
         self.retry = RetryPolicy(open_timeout_s=float(open_timeout_s))
         self.response_length = int(self.rollout_config.response_length)
@@ -154,7 +147,7 @@ class SearcherEnvAgentLoop(AgentLoopBase):
         request_id = uuid4().hex
         metrics: dict[str, Any] = {}
         session = await ServeEnvSession.open(
-            self.server_url, self.token, {"task": task_id, "episode_id": request_id}, self.retry
+            self.server.url, self.server.token, {"task": task_id, "episode_id": request_id}, self.retry
         )
         params = {**sampling_params, **self.stop_params}
         images: list[Any] = []
@@ -269,6 +262,6 @@ def _ends_an_action(text: str) -> bool:
 
 
 def _lost(error: Exception) -> EpisodeOutcome:
-    code = getattr(error, "code", None) if isinstance(error, ServeEnvError) else "CONNECTION_CLOSED"
+    code = getattr(error, "code", None) if isinstance(error, ServeEnvError) else CONNECTION_CLOSED
     cause = {"stage": "session", "kind": str(code).lower(), "message": str(error)}
     return EpisodeOutcome(None, "missing", "session_lost", cause)

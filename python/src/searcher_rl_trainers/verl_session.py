@@ -10,80 +10,44 @@ The verl agent loop opens one per sample. Nothing here imports verl, so the sess
 - Capacity: a server at `--max-sessions` accepts the upgrade, answers CAPACITY_REACHED and closes.
   That, a draining server (503 on the upgrade, SESSION_ERROR on reset), an upgrade refused with
   408, 429 or another 5xx, a refused connection and a connection closed before the first
-  observation are retried (the same rule as the TRL glue's, openenv_glue.RETRYABLE_*)
-  with jittered exponential backoff (min(initial * 2^n, max) times a jitter in [0.75, 1], the
-  project's rule) until `open_timeout_s` has passed; then `ServeEnvError` says what to change.
+  observation are retried (the rule every glue shares, `connection.RETRYABLE_*`) with jittered
+  exponential backoff (`connection.backoff_s`) until `open_timeout_s` has passed; then
+  `ServeEnvError` says what to change.
 """
 
 import asyncio
 import json
-import os
-import random
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
-from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
-from .openenv_glue import RETRYABLE_CODES as _GLUE_CODES
-from .openenv_glue import RETRYABLE_STATUSES as _GLUE_STATUSES
+# The address, the token and the retry rule are the connection module's, shared by every trainer's
+# glue (TRL's, verl's, SkyRL's); re-exported here, where verl users have imported them from.
+from .connection import (
+    CONNECTION_CLOSED,
+    DEFAULT_SERVER_URL,
+    RETRYABLE_CODES,
+    RETRYABLE_STATUSES,
+    TOKEN_VARIABLE,
+    UNREACHABLE,
+    URL_VARIABLE,
+    RetryPolicy,
+    ServeEnvError,
+    ServerAddress,
+    data_of_reply,
+    error_of_frame,
+    refused_upgrade,
+    resolve_server_url,
+    resolve_token,
+)
 
-DEFAULT_SERVER_URL = "ws://127.0.0.1:8000"
-URL_VARIABLE = "SEARCHER_ENV_URL"
-TOKEN_VARIABLE = "SEARCHER_RL_TOKEN"
-# One retry rule for every trainer's glue (TRL's, verl's, SkyRL's): the codes and HTTP statuses that
-# a later attempt can get past (a full server, a draining or restarting one), from openenv_glue.
-RETRYABLE_CODES = frozenset(_GLUE_CODES)
-RETRYABLE_STATUSES = frozenset(_GLUE_STATUSES)
-
-
-class ServeEnvError(RuntimeError):
-    """The server answered an error frame, refused the connection, or could not be reached in time.
-
-    `code` is the protocol's error code (CAPACITY_REACHED, SESSION_ERROR, EXECUTION_ERROR, ...),
-    `HTTP_<status>` for a refused upgrade, `CONNECTION_CLOSED` or `UNREACHABLE`.
-    """
-
-    def __init__(self, code: str, message: str):
-        super().__init__(f"serve-env {code}: {message}")
-        self.code = code
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long to keep trying to get a session, and the backoff between tries."""
-
-    open_timeout_s: float = 600.0
-    initial_delay_s: float = 0.5
-    max_delay_s: float = 8.0
-
-    def delay(self, attempt: int) -> float:
-        return min(self.initial_delay_s * 2**attempt, self.max_delay_s) * random.uniform(0.75, 1.0)
-
-
-def resolve_server_url(configured: Optional[str] = None) -> str:
-    """`SEARCHER_ENV_URL`, else the configured URL, else ws://127.0.0.1:8000; checked."""
-    url = (os.environ.get(URL_VARIABLE) or configured or DEFAULT_SERVER_URL).strip().rstrip("/")
-    if url.endswith("/ws"):
-        url = url[: -len("/ws")]
-    parts = urlsplit(url)
-    if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        source = URL_VARIABLE if os.environ.get(URL_VARIABLE) else "server_url"
-        raise ValueError(
-            f"{source} must be the server's ws:// or wss:// address (e.g. ws://env-host:8000), got scheme "
-            f"{parts.scheme!r}: set {URL_VARIABLE} to the address `searcher-rl serve-env` prints"
-        )
-    if parts.username or parts.password:
-        raise ValueError(
-            f"{URL_VARIABLE}/server_url carries credentials in the URL; give the token in {TOKEN_VARIABLE} instead"
-        )
-    return url
-
-
-def resolve_token(configured: Optional[str] = None) -> Optional[str]:
-    return os.environ.get(TOKEN_VARIABLE) or configured or None
+__all__ = [
+    "DEFAULT_SERVER_URL", "RETRYABLE_CODES", "RETRYABLE_STATUSES", "TOKEN_VARIABLE", "URL_VARIABLE", "EpisodeOutcome",
+    "RetryPolicy", "ServeEnvError", "ServeEnvSession", "outcome_of", "resolve_server_url", "resolve_token",
+]
 
 
 class ServeEnvSession:
@@ -102,41 +66,41 @@ class ServeEnvSession:
         reset: dict[str, Any],
         retry: RetryPolicy = RetryPolicy(),
     ) -> "ServeEnvSession":
-        """Connect and reset; retry while the server is full or unreachable, up to `retry.open_timeout_s`."""
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        """Connect and reset; retry while the server is full or unreachable, up to `retry.open_timeout_s`.
+        `url` is the server's root (ws://host:port); the token goes in `Authorization: Bearer`."""
+        address = ServerAddress.parse(url, token)
+        endpoint = address.ws_url
         deadline = time.monotonic() + retry.open_timeout_s
         attempt = 0
         while True:
             failure: ServeEnvError
             try:
-                ws = await connect(f"{url}/ws", additional_headers=headers, max_size=None, open_timeout=30)
+                ws = await connect(endpoint, additional_headers=address.headers(), max_size=None, open_timeout=30)
             except InvalidStatus as error:
-                status = error.response.status_code
-                hint = f"set {TOKEN_VARIABLE} to the server's --token" if status == 401 else "check the server"
-                failure = ServeEnvError(f"HTTP_{status}", f"{url}/ws refused the session ({hint})")
+                failure = refused_upgrade(error.response.status_code, endpoint)
                 # A draining (503) or overloaded server: another try, maybe another worker behind the address.
-                if status not in RETRYABLE_STATUSES:
+                if not failure.retryable:
                     raise failure from None
             except InvalidURI as error:
-                raise ValueError(f"{URL_VARIABLE}: {error}") from None
+                raise ValueError(f"{URL_VARIABLE}: {address.redact(str(error))}") from None
             except (OSError, asyncio.TimeoutError) as error:
-                failure = ServeEnvError("UNREACHABLE", f"{url}/ws: {type(error).__name__}: {error}")
+                failure = ServeEnvError(UNREACHABLE, f"{endpoint}: {type(error).__name__}: {address.redact(str(error))}")
             else:
                 try:
                     first = await _request(ws, {"type": "reset", "data": reset})
                     return cls(ws, first, attempt + 1)
                 except ServeEnvError as error:
                     await ws.close()
-                    if error.code not in RETRYABLE_CODES:
+                    if not error.retryable:
                         raise
                     failure = error
                 except ConnectionClosed as error:
                     # A full server answers CAPACITY_REACHED and closes at once, possibly before the
                     # reset went out: its frame may still be waiting to be read.
                     failure = await _pending_error(ws) or ServeEnvError(
-                        "CONNECTION_CLOSED", f"{url}/ws closed before the first observation ({error})"
+                        CONNECTION_CLOSED, f"{endpoint} closed before the first observation ({error})"
                     )
-                    if failure.code not in RETRYABLE_CODES and failure.code != "CONNECTION_CLOSED":
+                    if not failure.retryable:
                         raise failure from None
             pause = retry.delay(attempt)
             if time.monotonic() + pause > deadline:
@@ -162,22 +126,14 @@ class ServeEnvSession:
 
 async def _pending_error(ws: ClientConnection) -> Optional[ServeEnvError]:
     try:
-        reply = json.loads(await asyncio.wait_for(ws.recv(), timeout=1.0))
+        return error_of_frame(json.loads(await asyncio.wait_for(ws.recv(), timeout=1.0)))
     except (ConnectionClosed, asyncio.TimeoutError, ValueError):
         return None
-    if not isinstance(reply, dict) or reply.get("type") != "error":
-        return None
-    data = reply.get("data") or {}
-    return ServeEnvError(str(data.get("code", "ERROR")), str(data.get("message", "")))
 
 
 async def _request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
     await ws.send(json.dumps(message))
-    reply = json.loads(await ws.recv())
-    if reply.get("type") == "error":
-        data = reply.get("data") or {}
-        raise ServeEnvError(str(data.get("code", "ERROR")), str(data.get("message", "")))
-    return reply["data"]
+    return data_of_reply(await ws.recv())
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ Frames are the ones `openenv.core.env_client.EnvClient` sends: {"type": "reset",
 {"type": "step", "data": action}, {"type": "state"}, {"type": "close"}; replies are read with the
 `_parse_result` shape {"observation": ..., "reward": ..., "done": ...}. Only `websockets` is needed
 (Debian's python3-websockets 10.4 and PyPI's 14 and later work: the header keyword
-was renamed from `extra_headers` to `additional_headers` in 14). Prints one JSON line per episode, then a summary line.
+was renamed from `extra_headers` to `additional_headers` in 14). The address and the token go
+through the package's connection module (the token as `Authorization: Bearer`, from `--token` or the
+URL's credentials). Prints one JSON line per episode, then a summary line.
 
     PYTHONPATH=python/src python3 -m searcher_rl_trainers.ws_episodes ws://127.0.0.1:8000 --episodes 4 [--token T]
 """
@@ -16,6 +18,8 @@ import json
 import urllib.request
 
 import websockets
+
+from .connection import ServerAddress
 
 
 async def request(ws, message):
@@ -30,8 +34,8 @@ async def request(ws, message):
 HEADERS_KEYWORD = "additional_headers" if int(websockets.__version__.split(".")[0]) >= 14 else "extra_headers"
 
 
-async def episode(base_url, task, index, headers):
-    async with websockets.connect(f"{base_url}/ws", **{HEADERS_KEYWORD: headers}) as ws:
+async def episode(address, task, index):
+    async with websockets.connect(address.ws_url, **{HEADERS_KEYWORD: address.headers()}) as ws:
         first = await request(ws, {"type": "reset", "data": {"seed": index, "episode_id": f"py-{index}", "task": task["id"]}})
         assert first["done"] is False and first["reward"] is None
         assert task["question"] in first["observation"]["text"]
@@ -57,13 +61,12 @@ async def main():
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--token")
     args = parser.parse_args()
-    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
-    http = args.base_url.replace("ws://", "http://", 1)
-    with urllib.request.urlopen(f"{http}/health") as r:
+    address = ServerAddress.parse(args.base_url, args.token)
+    with urllib.request.urlopen(f"{address.http_url}/health") as r:
         assert json.load(r)["status"] == "healthy"
-    with urllib.request.urlopen(urllib.request.Request(f"{http}/tasks", headers=headers)) as r:
+    with urllib.request.urlopen(urllib.request.Request(f"{address.http_url}/tasks", headers=address.headers())) as r:
         tasks = json.load(r)["tasks"]
-    results = await asyncio.gather(*(episode(args.base_url, tasks[i % len(tasks)], i, headers) for i in range(args.episodes)))
+    results = await asyncio.gather(*(episode(address, tasks[i % len(tasks)], i) for i in range(args.episodes)))
     for line in results:
         print(json.dumps(line))
     print(json.dumps({"episodes": len(results), "done": sum(r["done"] for r in results), "rewarded": sum(r["reward_status"] == "ok" for r in results)}))
