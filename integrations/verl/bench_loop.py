@@ -12,11 +12,16 @@ reward. Prints one JSON line per round and one summary line.
 import argparse
 import asyncio
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from searcher_rl_trainers.verl_testing import ScriptedLLMServer, build_tiny_chat_model, compose_ppo_config, make_batch, serve_env
+# The tests' helpers (python/testing): the serve-env launcher and verl's stand-ins; not in the package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python" / "testing"))
+
+from serve_env import ServeEnv  # noqa: E402
+from verl_harness import ScriptedLLMServer, build_tiny_chat_model, compose_ppo_config, make_batch  # noqa: E402
 
 
 def main() -> None:
@@ -40,8 +45,8 @@ def main() -> None:
     # One trainer uses the whole server: its per-client share is every session.
     server_args = ("--workers", str(args.workers), "--max-sessions", str(args.max_sessions),
                    "--max-sessions-per-client", str(args.max_sessions))
-    with serve_env(token, *server_args, log_path=folder / "server.log") as env:
-        os.environ["SEARCHER_ENV_URL"], os.environ["SEARCHER_RL_TOKEN"] = env.ws_url, token
+    with ServeEnv(token, *server_args, log_path=folder / "server.log") as env:
+        os.environ["SEARCHER_ENV_URL"], os.environ["SEARCHER_RL_TOKEN"] = env.url, token
         tasks = env.task_ids(args.prompts * args.rounds)
         llm = ScriptedLLMServer(AutoTokenizer.from_pretrained(model))
         worker = AgentLoopWorker(config, llm)

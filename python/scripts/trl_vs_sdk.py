@@ -25,7 +25,6 @@ import glob
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python/src"))
+# The serve-env launcher the tests use (python/testing).
+sys.path.insert(0, str(ROOT / "python/testing"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -56,12 +57,6 @@ def newest_sft() -> Path:
 def write(path: Path, data: dict) -> Path:
     path.write_text(json.dumps(data, indent=1))
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def evaluation(run_dir: Path, name: str) -> dict:
@@ -109,23 +104,11 @@ def main() -> None:
 
     # TRL against serve-env.
     from searcher_rl_trainers.train_trl import build_trainer, grpo_args
+    from serve_env import ServeEnv
 
     token = secrets.token_hex(16)
     serve_config = write(out / "serve.json", {"corpus": run_config["corpus"], "searcher": {"episode": episode, "reward": {"weights": "phase1"}}})
-    port = free_port()
-    serve_log = open(out / "serve.log", "w")
-    server = subprocess.Popen(
-        [str(ROOT / "node_modules/.bin/tsx"), "src/cli/main.ts", "serve-env", "--config", str(serve_config), "--port", str(port)],
-        cwd=ROOT,
-        env={**os.environ, "SEARCHER_RL_TOKEN": token},
-        stdout=serve_log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        while "serve-env: ws://" not in (out / "serve.log").read_text():
-            if server.poll() is not None:
-                raise SystemExit(f"serve-env exited; see {out / 'serve.log'}")
-            time.sleep(0.2)
+    with ServeEnv(token, config=serve_config, log_path=out / "serve.log") as server:
         args = grpo_args(
             str(out / "trl"),
             steps=options.steps,
@@ -137,16 +120,12 @@ def main() -> None:
             gradient_checkpointing=False,  # a 2-layer model: nothing to save, only time
         )
         trainer, rollout = build_trainer(
-            f"ws://127.0.0.1:{port}", token, str(sft), args, turn_tokens=episode["maxTurnTokens"], max_sessions=64
+            server.url, token, str(sft), args, turn_tokens=episode["maxTurnTokens"], max_sessions=64
         )
         started = time.perf_counter()
         trainer.train()
         trl_s = time.perf_counter() - started
         trainer.save_model(str(out / "trl/model"))
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        serve_log.close()
     logs = [h for h in trainer.state.log_history if "reward" in h]
     trl_step_s = sum(h["step_time"] for h in logs) / len(logs)
     print(f"TRL: {trl_s:.0f} s of training, {trl_step_s:.2f} s per step, {options.steps / trl_s:.3f} steps/s", flush=True)

@@ -1,10 +1,18 @@
-"""`searcher-rl serve-env` started by a test, from this checkout (tsx, 127.0.0.1, a free port), and
-a stand-in OpenAI Responses endpoint for a judge that fails on the calls a test chooses."""
+"""The one launcher of `searcher-rl serve-env` for the Python-side tests (python/tests, python/tests_verl)
+and the scripts beside them: this checkout's CLI through tsx, on 127.0.0.1 and a free port, the
+token in the environment (never on a command line); and a stand-in OpenAI Responses endpoint for a
+judge that fails on the calls a test chooses.
+
+A test helper: python/testing is put on the tests' path by their conftest.py; the package
+(python/src) never imports it (python/tests/test_layering.py).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -13,8 +21,12 @@ import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+
+from searcher_rl_trainers.connection import TOKEN_VARIABLE, basic_headers, http_url
 
 ROOT = Path(__file__).resolve().parents[2]
+TSX = ROOT / "node_modules" / ".bin" / "tsx"
 # The tiny slide environment of these tests (a smaller corpus than the demo's; short episodes for a
 # small policy: no instructions, 4 turns of at most 48 tokens, observations cut at 170 characters).
 TINY_CORPUS = {"seed": 1, "decks": 24, "minSlides": 5, "maxSlides": 15, "smallPrintRate": 0.25}
@@ -43,7 +55,7 @@ def write_config(path: Path, data: dict) -> Path:
 def searcher_cli(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
     """`searcher-rl <args>` from this checkout (tsx), failing the test with its output."""
     result = subprocess.run(
-        [str(ROOT / "node_modules/.bin/tsx"), "src/cli/main.ts", *args],
+        [str(TSX), "src/cli/main.ts", *args],
         cwd=ROOT,
         env={**os.environ, "NO_COLOR": "1"},
         capture_output=True,
@@ -55,57 +67,92 @@ def searcher_cli(*args: str, timeout_s: float = 600) -> subprocess.CompletedProc
 
 
 class ServeEnv:
-    """A running serve-env; `url` is ws://127.0.0.1:PORT (no credentials), `token` its token."""
+    """`searcher-rl serve-env --host 127.0.0.1 --port <free> [--config CONFIG] ARGS`, started at
+    construction and ready (it printed its address) when the constructor returns.
 
-    def __init__(self, config: Path, log: Path, token: str | None, *extra: str, start_timeout_s: float = 300):
+    `url` is ws://127.0.0.1:PORT (no credentials), `http_url` the same over HTTP, `token` the
+    server's token (None: none). `process` is tsx's process (its node child is the server; with
+    `--workers` that one forks the workers); `close()` ends the whole process group. A context
+    manager, or closed by the fixture that made it.
+    """
+
+    def __init__(
+        self,
+        token: str | None,
+        *args: str,
+        log_path: Path,
+        config: Path | None = None,
+        start_timeout_s: float = 300,
+    ):
         self.port = free_port()
         self.token = token
         self.url = f"ws://127.0.0.1:{self.port}"
-        self.log = log
-        args = ["serve-env", "--config", str(config), "--port", str(self.port), *extra]
+        self.http_url = http_url(self.url)
+        self.log_path = Path(log_path)
+        command = [str(TSX), "src/cli/main.ts", "serve-env", "--host", "127.0.0.1", "--port", str(self.port)]
+        command += ["--config", str(config)] if config is not None else []
         env = {**os.environ, "NO_COLOR": "1"}
-        env.pop("SEARCHER_RL_TOKEN", None)
+        env.pop(TOKEN_VARIABLE, None)
         if token is not None:
-            env["SEARCHER_RL_TOKEN"] = token  # not on the command line
-        self._log_file = open(log, "w")
+            env[TOKEN_VARIABLE] = token  # not on the command line, where `ps` shows it
+        self._log_file = open(self.log_path, "w")
+        # A session of its own: close() ends tsx, the server and its cluster workers together.
         self.process = subprocess.Popen(
-            [str(ROOT / "node_modules/.bin/tsx"), "src/cli/main.ts", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
+            [*command, *args], cwd=ROOT, env=env, stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True
         )
         deadline = time.monotonic() + start_timeout_s
-        while "serve-env: ws://" not in log.read_text():
+        while "serve-env: ws://" not in self.log_path.read_text():
             if self.process.poll() is not None:
-                raise RuntimeError(f"serve-env exited ({self.process.returncode}):\n{log.read_text()[-3000:]}")
+                self.close()
+                raise RuntimeError(f"serve-env exited ({self.process.returncode}):\n{self.log()[-3000:]}")
             if time.monotonic() > deadline:
                 self.close()
-                raise RuntimeError(f"serve-env did not start in {start_timeout_s} s:\n{log.read_text()[-3000:]}")
+                raise RuntimeError(f"serve-env did not start in {start_timeout_s} s:\n{self.log()[-3000:]}")
             time.sleep(0.2)
 
+    def __repr__(self) -> str:
+        return f"ServeEnv(url={self.url!r}, log_path={str(self.log_path)!r})"
+
+    def __enter__(self) -> ServeEnv:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
     def lines(self) -> list[str]:
-        return self.log.read_text().splitlines()
+        return self.log().splitlines()
+
+    def get(self, path: str) -> Any:
+        """GET `path` (with its query) as JSON, with the token."""
+        request = urllib.request.Request(self.http_url + path, headers=basic_headers(self.token))
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+
+    def tasks(self, limit: int) -> list[dict]:
+        """The first `limit` tasks (`{"id", "question"}`) of the server's first page."""
+        return self.get(f"/tasks?limit={limit}")["tasks"]
+
+    def task_ids(self, limit: int) -> list[str]:
+        return [task["id"] for task in self.tasks(limit)]
 
     def close(self) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=40)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+        else:
+            # tsx gone, its children may not be (a server that lost its parent).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         self._log_file.close()
-
-
-def first_tasks(server: ServeEnv, count: int) -> list[dict]:
-    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/tasks?limit={count}")
-    if server.token:
-        import base64
-
-        request.add_header("Authorization", "Basic " + base64.b64encode(f"x:{server.token}".encode()).decode())
-    with urllib.request.urlopen(request) as response:
-        return json.load(response)["tasks"]
 
 
 class FakeJudge:

@@ -1,4 +1,5 @@
-"""Running `SearcherEnvAgentLoop` through verl's own classes without a GPU.
+"""Running `SearcherEnvAgentLoop` through verl's own classes without a GPU (a test helper, not part of
+the package: python/tests_verl and integrations/verl/bench_loop.py put python/testing on their path).
 
 - `build_tiny_chat_model`: a model folder verl's `HFModelConfig` loads (a byte-level BPE tokenizer
   with ChatML's `<|im_start|>`/`<|im_end|>` and template, and a tiny config; no weights: the agent
@@ -6,27 +7,20 @@
 - `compose_ppo_config`: verl's `ppo_trainer.yaml` composed by hydra, as `main_ppo` does.
 - `ScriptedLLMServer`: a stand-in for verl's LLM server client (`generate(request_id, *,
   prompt_ids, sampling_params, image_data=None, ...) -> TokenOutput`) that answers scripted turns.
-- `serve_env`: a `searcher-rl serve-env` process on 127.0.0.1 (this checkout's CLI through tsx).
+- `make_batch`: a `DataProto` as verl's trainer hands it to the agent loop workers.
 
-Used by python/tests_verl and integrations/verl/bench_loop.py.
+The serve-env these run against is `serve_env.ServeEnv`, the launcher every Python-side test uses.
 """
 
 import asyncio
-import contextlib
-import json
 import os
 import re
-import signal
-import socket
-import subprocess
-import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Optional, Union
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-AGENT_LOOP_YAML = REPO_ROOT / "integrations" / "verl" / "agent_loop.yaml"
+from serve_env import ROOT
+
+AGENT_LOOP_YAML = ROOT / "integrations" / "verl" / "agent_loop.yaml"
 CHATML_TEMPLATE = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
@@ -167,62 +161,6 @@ class ScriptedLLMServer:
             await asyncio.sleep(stall_s)
         ids = self.tokenizer.encode(text, add_special_tokens=False)[: sampling_params.get("max_tokens", 1 << 30)]
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class ServeEnv:
-    http_url: str
-    ws_url: str
-    token: str
-    process: subprocess.Popen
-
-    def get(self, path: str) -> Any:
-        request = urllib.request.Request(self.http_url + path, headers={"Authorization": f"Bearer {self.token}"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response)
-
-    def task_ids(self, limit: int) -> list[str]:
-        return [task["id"] for task in self.get(f"/tasks?limit={limit}")["tasks"]]
-
-
-@contextlib.contextmanager
-def serve_env(token: str, *args: str, log_path: Optional[Path] = None, start_timeout_s: float = 240.0) -> Iterator[ServeEnv]:
-    """`searcher-rl serve-env --host 127.0.0.1 --port <free> --token T ARGS` from this checkout."""
-    port = free_port()
-    tsx = REPO_ROOT / "node_modules" / ".bin" / "tsx"
-    command = [str(tsx), "src/cli/main.ts", "serve-env", "--host", "127.0.0.1", "--port", str(port), "--token", token, *args]
-    log = open(log_path, "wb") if log_path else subprocess.DEVNULL
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    server = ServeEnv(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", token, process)
-    try:
-        deadline = time.monotonic() + start_timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(f"{server.http_url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"serve-env did not start (exit {process.poll()}); see {log_path}")
-            time.sleep(0.25)
-        yield server
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        if log_path:
-            log.close()
 
 
 def make_batch(task_ids: list[str], n: int, agent_name: str = "searcher_env", uids: Optional[list[str]] = None) -> Any:

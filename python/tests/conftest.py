@@ -1,5 +1,6 @@
 """Fixtures shared by the trainer-side tests: serve-env processes of this checkout and a small SFT
-checkpoint made by the CLI. Each is started once per pytest session, and only when a test asks."""
+checkpoint made by the CLI. Each is started once per pytest session, and only when a test asks.
+The helpers (the serve-env launcher, a stand-in judge) are python/testing's, shared with python/tests_verl."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testing"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -41,7 +42,7 @@ def serve_config(workdir: Path, corpus: dict) -> Path:
 @pytest.fixture(scope="session")
 def server(workdir: Path, serve_config: Path):
     """serve-env with a token, the default idle timeout, at most 64 sessions."""
-    env = ServeEnv(serve_config, workdir / "serve.log", TOKEN)
+    env = ServeEnv(TOKEN, config=serve_config, log_path=workdir / "serve.log")
     yield env
     env.close()
 
@@ -49,7 +50,7 @@ def server(workdir: Path, serve_config: Path):
 @pytest.fixture(scope="session")
 def strict_server(workdir: Path, serve_config: Path):
     """serve-env that ends a session silent for 1.5 s and holds one session at a time."""
-    env = ServeEnv(serve_config, workdir / "strict.log", TOKEN, "--idle-timeout-ms", "1500", "--max-sessions", "1")
+    env = ServeEnv(TOKEN, "--idle-timeout-ms", "1500", "--max-sessions", "1", config=serve_config, log_path=workdir / "strict.log")
     yield env
     env.close()
 
@@ -80,7 +81,7 @@ def judged_server(workdir: Path, corpus: dict, fake_judge: FakeJudge):
             },
         },
     )
-    env = ServeEnv(config, workdir / "judged.log", TOKEN)
+    env = ServeEnv(TOKEN, config=config, log_path=workdir / "judged.log")
     yield env
     env.close()
 

@@ -22,7 +22,6 @@ from searcher_rl_trainers.openenv_glue import (
     reward_or_none,
     with_credentials,
 )
-from serve_env import first_tasks
 
 SEARCH = "<think>find the page</think>\n<search>{question}</search>"
 COMPLETE = "<think>enough</think>\n<search_complete>true</search_complete>"
@@ -39,7 +38,7 @@ async def episode(client, task: dict):
 
 
 def test_async_and_sync_generic_env_clients_run_whole_episodes_with_the_token_in_the_url(server):
-    tasks = first_tasks(server, 3)
+    tasks = server.tasks(3)
     url = with_credentials(server.url, server.token)
 
     async def run_async():
@@ -83,7 +82,7 @@ def test_without_the_token_the_upgrade_is_refused_with_401_and_the_token_never_s
 
 
 def test_a_pooled_client_whose_session_the_server_ended_as_idle_resets_through_the_glue(strict_server):
-    task = first_tasks(strict_server, 1)[0]
+    task = strict_server.tasks(1)[0]
 
     async def run():
         client = env_client(strict_server.url, strict_server.token)
@@ -113,7 +112,7 @@ def test_a_pooled_client_whose_session_the_server_ended_as_idle_resets_through_t
 
 
 def test_a_second_client_backs_off_on_capacity_reached_and_completes(strict_server):
-    task = first_tasks(strict_server, 1)[0]
+    task = strict_server.tasks(1)[0]
     holder = env_client(strict_server.url, strict_server.token).sync()
     reset_fresh_sync(holder, task=task["id"])  # the one session --max-sessions 1 allows
     # Without the glue the second client is refused: the CAPACITY_REACHED frame, or only the close
@@ -149,14 +148,14 @@ def test_a_second_client_backs_off_on_capacity_reached_and_completes(strict_serv
 
 def test_every_task_is_reachable_page_by_page(server):
     tasks = fetch_tasks(with_credentials(server.url, server.token), page_size=100)
-    head = first_tasks(server, 1000)
+    head = server.tasks(1000)
     assert len(tasks) == len({t["id"] for t in tasks}) > 400  # the tiny corpus: 409 training questions
     assert [t["id"] for t in tasks[: len(head)]] == [t["id"] for t in head]
     assert fetch_tasks(server.url, server.token) == tasks
 
 
 def test_a_reward_the_judge_could_not_give_is_none_never_zero(judged_server, fake_judge):
-    task = first_tasks(judged_server, 1)[0]
+    task = judged_server.tasks(1)[0]
 
     async def run():
         async with env_client(judged_server.url, judged_server.token) as client:

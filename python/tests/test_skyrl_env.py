@@ -9,7 +9,7 @@ import pytest
 import skyrl_gym
 
 from searcher_rl_trainers.skyrl_env import ServeEnvError, register
-from searcher_rl_trainers.verl_testing import serve_env
+from serve_env import ServeEnv
 
 TOKEN = "skyrltokencanary000000000000042"
 IDLE_TIMEOUT_MS = 2000
@@ -19,8 +19,8 @@ TASK = "arklynark_9_0"  # "What was the revenue of Arklynark in 2009?"
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory):
     log = tmp_path_factory.mktemp("serve-env") / "server.log"
-    with serve_env(TOKEN, "--idle-timeout-ms", str(IDLE_TIMEOUT_MS), log_path=log) as server:
-        yield server.ws_url
+    with ServeEnv(TOKEN, "--idle-timeout-ms", str(IDLE_TIMEOUT_MS), log_path=log) as server:
+        yield server.url
 
 
 def test_skyrl_gym_plays_episodes_against_serve_env(server_url, monkeypatch):

@@ -229,9 +229,10 @@ def test_grpo_finishes_under_a_killed_worker_a_failing_judge_and_a_stalled_clien
     )
     # 9 slots: the trainer's 8 sessions at once (its own cap, 8) and the stalled client's one.
     server = ServeEnv(
-        config, tmp_path / "faults.log", TOKEN,
+        TOKEN,
         "--workers", "2", "--max-sessions", str(BATCH + 1), "--max-sessions-per-client", str(BATCH),
         "--idle-timeout-ms", str(IDLE_MS),
+        config=config, log_path=tmp_path / "faults.log",
     )  # fmt: skip
     relay = RecordingRelay(server.url)
     staller = None

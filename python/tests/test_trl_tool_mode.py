@@ -23,7 +23,6 @@ from trl import GRPOTrainer
 from searcher_rl_trainers.openenv_glue import fetch_tasks
 from searcher_rl_trainers.train_trl import grpo_args
 from searcher_rl_trainers.trl_env import TOOL_INSTRUCTIONS, SearcherToolEnv, tool_dataset
-from serve_env import first_tasks
 
 
 class RecordingEnv(SearcherToolEnv):
@@ -121,7 +120,7 @@ def test_tool_calls_reach_the_server_and_its_rewards_reach_trl(chat_model, serve
 
 
 def test_the_environment_gives_multimodal_models_image_parts_and_a_clean_first_turn(server):
-    task = first_tasks(server, 1)[0]
+    task = server.tasks(1)[0]
     env = SearcherToolEnv(server.url, server.token, vision=True)
     first = env.reset(task_id=task["id"])
     assert first == f"{TOOL_INSTRUCTIONS}\n\nQuestion: {task['question']}\n" and "<search>" not in first
@@ -147,7 +146,7 @@ def test_the_environment_gives_multimodal_models_image_parts_and_a_clean_first_t
 
 
 def test_a_pooled_environment_resets_after_the_server_ended_its_idle_session(strict_server):
-    task = first_tasks(strict_server, 1)[0]
+    task = strict_server.tasks(1)[0]
     env = SearcherToolEnv(strict_server.url, strict_server.token)
     env.reset(task_id=task["id"])
     time.sleep(2.5)  # the server's --idle-timeout-ms is 1500
@@ -166,7 +165,7 @@ def test_a_pooled_environment_resets_after_the_server_ended_its_idle_session(str
 
 def test_crop_region_crops_a_region_the_page_marks_and_names_the_marks_otherwise(server):
     env = SearcherToolEnv(server.url, server.token, vision=True)
-    for task in first_tasks(server, 60):
+    for task in server.tasks(60):
         env.reset(task_id=task["id"])
         page = env.search(task["question"])
         marks = re.findall(r"\[([a-z][a-z -]*?) at <x1_", page[-1]["text"] if isinstance(page, list) else page)

@@ -1,10 +1,16 @@
 """Fixtures for the verl tests (verl's own environment, python/requirements-verl.txt): a tiny ChatML
 model folder, and `searcher-rl serve-env` processes on 127.0.0.1, started one after the other (the
-first builds the slide environment's cache)."""
+first builds the slide environment's cache). The helpers are python/testing's, shared with python/tests."""
+
+import sys
+from pathlib import Path
 
 import pytest
 
-from searcher_rl_trainers.verl_testing import build_tiny_chat_model, serve_env
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testing"))
+
+from serve_env import ServeEnv  # noqa: E402
+from verl_harness import build_tiny_chat_model  # noqa: E402
 
 TOKEN = "verltokencanary00000000000000042"
 # A session silent this long is closed by the server: a test stalls one generation past it to lose
@@ -29,7 +35,7 @@ def model_path(tmp_path_factory):
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     logs = tmp_path_factory.mktemp("serve-env")
-    with serve_env(TOKEN, "--idle-timeout-ms", str(IDLE_TIMEOUT_MS), log_path=logs / "server.log") as env:
+    with ServeEnv(TOKEN, "--idle-timeout-ms", str(IDLE_TIMEOUT_MS), log_path=logs / "server.log") as env:
         yield env
 
 
@@ -37,15 +43,14 @@ def server(tmp_path_factory):
 def judge_down_server(server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("serve-env-judge-down")
     (folder / "judge-down.yaml").write_text(JUDGE_DOWN_CONFIG)
-    with serve_env(TOKEN, "--config", str(folder / "judge-down.yaml"), log_path=folder / "server.log") as env:
+    with ServeEnv(TOKEN, config=folder / "judge-down.yaml", log_path=folder / "server.log") as env:
         yield env
 
 
 @pytest.fixture(scope="session")
 def two_session_server(server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("serve-env-two-sessions")
-    with serve_env(TOKEN, "--max-sessions", "2", "--max-sessions-per-client", "2",
-                   log_path=folder / "server.log") as env:
+    with ServeEnv(TOKEN, "--max-sessions", "2", "--max-sessions-per-client", "2", log_path=folder / "server.log") as env:
         yield env
 
 
@@ -54,7 +59,7 @@ def env_for(monkeypatch):
     """Points the loop at a server the way users do: SEARCHER_ENV_URL and SEARCHER_RL_TOKEN."""
 
     def point(env, token=TOKEN):
-        monkeypatch.setenv("SEARCHER_ENV_URL", env.ws_url)
+        monkeypatch.setenv("SEARCHER_ENV_URL", env.url)
         if token is None:
             monkeypatch.delenv("SEARCHER_RL_TOKEN", raising=False)
         else:

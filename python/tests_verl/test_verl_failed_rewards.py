@@ -33,8 +33,8 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.utils import tensordict_utils as tu
 
 from searcher_rl_trainers.verl_advantage import GRPO_MASKED
-from searcher_rl_trainers.verl_testing import (
-    REPO_ROOT,
+from serve_env import ROOT
+from verl_harness import (
     ScriptedLLMServer,
     compose_ppo_config,
     make_batch,
@@ -235,7 +235,7 @@ def test_dropped_failed_rewards_on_verls_v1_worker(model_path, server, env_for, 
 def test_grpo_masked_is_registered_at_import_verl_by_the_entry_point_or_the_variable(tmp_path):
     # The estimator runs in verl's driver, which imports only verl: the package's `verl.plugins`
     # entry point (python/pyproject.toml) or VERL_USE_EXTERNAL_MODULES must register it there.
-    project = tomllib.loads((REPO_ROOT / "python" / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((ROOT / "python" / "pyproject.toml").read_text())["project"]
     plugins = project["entry-points"]["verl.plugins"]
     assert plugins == {"searcher_rl_trainers": "searcher_rl_trainers.verl_advantage"}
     dist_info = tmp_path / "searcher_rl_trainers_probe-0.0.0.dist-info"
@@ -246,7 +246,7 @@ def test_grpo_masked_is_registered_at_import_verl_by_the_entry_point_or_the_vari
     )
     probe = ("import sys, verl\nfrom verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY as r\n"
              "print('grpo_masked' in r, 'searcher_rl_trainers.verl_advantage' in sys.modules)")
-    src = str(REPO_ROOT / "python" / "src")
+    src = str(ROOT / "python" / "src")
     base = {k: v for k, v in os.environ.items() if k not in ("VERL_USE_EXTERNAL_MODULES", "VERL_USE_EXTERNAL_PLUGINS")}
     cases = {
         "entry point": {**base, "PYTHONPATH": os.pathsep.join([str(tmp_path), src]), "VERL_USE_EXTERNAL_PLUGINS": "searcher_rl_trainers"},

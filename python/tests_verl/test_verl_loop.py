@@ -12,7 +12,8 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopWorker, _agent_loop
 
 from searcher_rl_trainers.verl_loop import STOP_STRINGS, turn_close_ids
 from searcher_rl_trainers.verl_session import RetryPolicy, ServeEnvError, ServeEnvSession
-from searcher_rl_trainers.verl_testing import (
+from serve_env import ROOT
+from verl_harness import (
     AGENT_LOOP_YAML,
     ScriptedLLMServer,
     compose_ppo_config,
@@ -159,12 +160,12 @@ def test_a_server_that_stays_full_gives_a_typed_error_naming_the_settings(two_se
     env = two_session_server
 
     async def scenario():
-        held = [await ServeEnvSession.open(env.ws_url, env.token, {"task": TASK}) for _ in range(2)]
+        held = [await ServeEnvSession.open(env.url, env.token, {"task": TASK}) for _ in range(2)]
         try:
             with pytest.raises(ServeEnvError) as full:
-                await ServeEnvSession.open(env.ws_url, env.token, {"task": TASK}, RetryPolicy(open_timeout_s=1.5))
+                await ServeEnvSession.open(env.url, env.token, {"task": TASK}, RetryPolicy(open_timeout_s=1.5))
             await held.pop().close()
-            later = await ServeEnvSession.open(env.ws_url, env.token, {"task": TASK}, RetryPolicy(open_timeout_s=30))
+            later = await ServeEnvSession.open(env.url, env.token, {"task": TASK}, RetryPolicy(open_timeout_s=30))
             await later.close()
             return full.value
         finally:
@@ -200,7 +201,7 @@ def test_settings_that_would_let_a_failed_reward_into_a_group_are_refused(
 
 @pytest.mark.parametrize("images", ["auto", "off"])
 def test_page_images_reach_a_vision_language_processor_as_image_parts(tmp_path_factory, server, env_for, tmp_path, images):
-    from searcher_rl_trainers.verl_testing import build_tiny_vision_model
+    from verl_harness import build_tiny_vision_model
 
     model = build_tiny_vision_model(tmp_path_factory.mktemp("tiny-vision"))
     entry = yaml.safe_load(AGENT_LOOP_YAML.read_text())[0]
@@ -234,10 +235,8 @@ def test_make_dataset_rows_go_through_verls_dataset_to_the_loop(model_path, serv
     from verl.protocol import DataProto
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 
-    from searcher_rl_trainers.verl_testing import REPO_ROOT
-
     monkeypatch.setenv("SEARCHER_RL_TOKEN", server.token)  # make_dataset.py reads it; never on its command line
-    made = subprocess.run([sys.executable, str(REPO_ROOT / "integrations" / "verl" / "make_dataset.py"), server.http_url,
+    made = subprocess.run([sys.executable, str(ROOT / "integrations" / "verl" / "make_dataset.py"), server.http_url,
                            str(tmp_path / "train.parquet")], capture_output=True, text=True, timeout=300)
     assert made.returncode == 0, made.stderr[-2000:]
     total = server.get("/tasks?limit=1")["total"]
