@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# npm run test:python: the Python-side tests with their pinned environments (scripts/python-env.sh):
-# python/tests in the main one (transformers, TRL, OpenEnv, TensorBoard, MLflow, ONNX Runtime),
-# python/tests_verl in verl's. Arguments go to both pytest runs.
+# npm run test:python: the Python-side tests, each test folder in its pinned environment
+# (scripts/python-env.sh). Every requirements file names an environment and a test folder:
+#   python/requirements.txt       -> the main environment (transformers, TRL, OpenEnv, SkyRL, ...) -> python/tests
+#   python/requirements-NAME.txt  -> environment NAME (verl: it pins an older transformers)       -> python/tests_NAME
+# the main one first. A requirements file without its test folder is skipped. Arguments go to every
+# pytest run; the status is the last failing run's.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 # This checkout's package first (an environment shared between checkouts has another one installed).
 export PYTHONPATH="$root/python/src${PYTHONPATH:+:$PYTHONPATH}"
 status=0
-python="$("$root/scripts/python-env.sh")"
-SEARCHER_RL_PYTHON="$python" "$python" -m pytest python/tests "$@" || status=$?
-if [ -d python/tests_verl ]; then
-  verl_python="$("$root/scripts/python-env.sh" verl)"
-  SEARCHER_RL_PYTHON="$verl_python" "$verl_python" -m pytest python/tests_verl "$@" || status=$?
-fi
+for requirements in python/requirements.txt python/requirements-*.txt; do
+  [ -f "$requirements" ] || continue
+  name="$(basename "$requirements" .txt)"
+  name="${name#requirements}"
+  name="${name#-}"
+  tests="python/tests${name:+_$name}"
+  if [ ! -d "$tests" ]; then
+    echo "test-python: no $tests for $requirements; skipped" >&2
+    continue
+  fi
+  python="$("$root/scripts/python-env.sh" ${name:+"$name"})"
+  echo "test-python: $tests with $python" >&2
+  SEARCHER_RL_PYTHON="$python" "$python" -m pytest "$tests" "$@" || status=$?
+done
 exit "$status"
