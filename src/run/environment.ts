@@ -17,7 +17,7 @@ import type { ImageOps } from '../ports/image-ops';
 import type { SearchEngine } from '../ports/search-engine';
 import type { RunConfig } from './config';
 import { type DatasetSplit, readPromptDataset, splitOf } from './dataset';
-import { type BaselinePolicy, genericBaselines, naiveRagScript } from './baselines';
+import { type BaselinePolicy, genericBaselines, naiveRagScript } from './baseline-scripts';
 import { DEMONSTRATION_ATTEMPTS, harvestDemonstrations } from './demonstrator';
 import { progressOf, type RunOptions } from './progress';
 

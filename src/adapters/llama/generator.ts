@@ -23,10 +23,16 @@ export function answerLine(text: string): string {
     .trim();
 }
 
+/** The Llama Generator: a Generator that holds a model. */
+export interface LlamaGenerator extends Generator {
+  /** Releases the model's ONNX Runtime sessions. */
+  dispose(): Promise<void>;
+}
+
 /** A Generator answering with a local Llama-family model (greedy, in its chat template), offline. */
 export async function createLlamaGenerator(
   settings: LlamaGeneratorSettings,
-): Promise<Generator & { dispose(): Promise<void> }> {
+): Promise<LlamaGenerator> {
   const parsed = parseSettings('createLlamaGenerator', llamaGeneratorSettingsSchema, settings);
   const policy: LlamaPolicy = await createLlamaPolicy({
     model: parsed.model,

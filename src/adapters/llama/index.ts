@@ -26,6 +26,7 @@ export { parseLlamaConfig, llamaConfigJson, LLAMA_MODEL_TYPES } from './config';
 export { LORA_TARGET_MODULES } from './llama-graph';
 export { LLAMA_OPTIONAL_PACKAGES } from './packages';
 export type { LlamaPolicy } from './policy';
+export type { LlamaGenerator } from './generator';
 export type { LlamaPolicySettings, LlamaGeneratorSettings } from './settings';
 export type { LlamaConfig, LlamaModelType, RopeScaling } from './config';
 export type { LoadedLlama, LoadedAdapter } from './loader';

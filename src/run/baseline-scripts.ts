@@ -1,0 +1,68 @@
+import type { ScriptContext } from '../adapters/scripted-policy/index';
+import { parseRegionMarks } from '../core/protocol/location';
+import { lineAfter, tagSpans } from '../core/protocol/tag-spans';
+import { hashString } from '../core/random';
+import { demonstrationQueries } from './demonstrator';
+
+// The baselines' scripts (naive RAG, with a random or a rule's crop), apart from their measurement
+// (baselines.ts), so that the environment can name them without importing the evaluation.
+
+/**
+ * A scripted Searcher measured beside the trained one on the same questions, reader and judge
+ * (issue 39: every learning figure is stated beside its strongest baseline). A `reference` line
+ * (the slide oracle, which knows where each fact was drawn) is shown, not measured against.
+ */
+export interface BaselinePolicy {
+  name: string;
+  description: string;
+  reference?: boolean;
+  /** The turn it writes given the episode so far (a scripted policy's script). */
+  script: (context: ScriptContext) => string;
+}
+
+const COMPLETE = '<search_complete>true</search_complete>';
+
+/** The question of the episode, as the policy is shown it. */
+const askedQuestion = (context: string) => lineAfter(context, 'Question: ')?.trim() ?? '';
+const lastObservation = (context: string) =>
+  tagSpans(context, '<information>', '</information>')
+    .map((s) => s.body)
+    .at(-1) ?? '';
+
+/**
+ * Naive RAG: one search with the question's content words (the demonstrator's first query), the
+ * top hit read by the run's reader, no crop. With `crop`, the region it crops where the page marks
+ * some (a name it marks, or null for none).
+ */
+export function naiveRagScript(
+  crop: ((question: string, marks: readonly string[]) => string | null) | null = null,
+): (context: ScriptContext) => string {
+  return ({ turn, context }) => {
+    const question = askedQuestion(context);
+    if (turn === 0) return `<search>${demonstrationQueries(question)[0] ?? question}</search>`;
+    if (crop === null || context.includes('<bbox>')) return COMPLETE;
+    const region = crop(
+      question,
+      parseRegionMarks(lastObservation(context)).map((m) => m.label),
+    );
+    return region === null ? COMPLETE : `<bbox>${region}</bbox>`;
+  };
+}
+
+/** The generic baselines: naive RAG, and naive RAG cropping a random one of the regions the page marks. */
+export function genericBaselines(): BaselinePolicy[] {
+  return [
+    {
+      name: 'naive RAG',
+      description: "one search with the question's words, the top hit read, no crop",
+      script: naiveRagScript(),
+    },
+    {
+      name: 'RAG + random region',
+      description: 'naive RAG, then a crop of a random one of the regions the page marks',
+      script: naiveRagScript((question, marks) =>
+        marks.length === 0 ? null : marks[hashString(question) % marks.length]!,
+      ),
+    },
+  ];
+}
