@@ -30,9 +30,7 @@ export interface LlamaGenerator extends Generator {
 }
 
 /** A Generator answering with a local Llama-family model (greedy, in its chat template), offline. */
-export async function createLlamaGenerator(
-  settings: LlamaGeneratorSettings,
-): Promise<LlamaGenerator> {
+export async function createLlamaGenerator(settings: LlamaGeneratorSettings): Promise<LlamaGenerator> {
   const parsed = parseSettings('createLlamaGenerator', llamaGeneratorSettingsSchema, settings);
   const policy: LlamaPolicy = await createLlamaPolicy({
     model: parsed.model,
