@@ -56,6 +56,12 @@ describe('a brand-new dataset through the CLI', () => {
     const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8'));
     expect(summary.before.questions).toBe(30);
     expect(summary.warnings).toBeUndefined();
+    // The reader's ceiling, measured before training from the golden pages alone, printed and kept.
+    expect(trained.stdout).toMatch(
+      /reader ceiling on .*: the generator answers \d+ of 30 \([\d.]+%\) from the golden pages alone/,
+    );
+    expect(summary.readerCeiling).toMatchObject({ questions: 30, failedCalls: 0 });
+    expect(summary.readerCeiling.ceiling).toBeGreaterThanOrEqual(0.5);
     // eval on a split of the data run: the rows its split column marks, and the training questions.
     const test = await cli(work, 'eval', '--run', runDir, '--split', 'test');
     expect(test.code, test.stderr).toBe(0);

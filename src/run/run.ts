@@ -27,6 +27,12 @@ import { describeRetention } from './retention';
 import { createTrainer } from './trainer';
 import { describeTrackers, openRunTrackers, phaseOffsets } from './trackers';
 import { createPhaseWatch } from './phase-watch';
+import {
+  describeReaderCeiling,
+  LOW_READER_CEILING,
+  measureReaderCeiling,
+  type ReaderCeiling,
+} from './reader-ceiling';
 import { openRun, resetPolicyOptimizer, type RunSession } from './session';
 
 /**
@@ -41,6 +47,8 @@ export interface TrainRunResult {
   /** The scripted baselines on the same split (the reference line included), and the strongest of the warm start and the baselines. */
   baselines: BaselineFigure[];
   strongest: { name: string; success: number } | null;
+  /** How often the Generator answers right from the golden pages alone (null without a page index). */
+  readerCeiling: ReaderCeiling | null;
   steps: Array<StepMetrics & { phase: string }>;
   /** What the run warned about (a warm start without demonstrations, a phase that could not learn), also in summary.json. */
   warnings: string[];
@@ -201,6 +209,19 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         `${b.reference ? 'reference' : 'baseline'} ${b.name} on ${b.summary.split}: ${describeEval(b.summary)}`,
       );
     if (baselines.length > 0) stage('baselines');
+    // The reader's ceiling, before training: a low one is said now, not found after the run.
+    const ceilingPath = join(runDir, 'reader-ceiling.json');
+    let readerCeiling = await readJsonFile<ReaderCeiling>(ceilingPath);
+    if (!readerCeiling) {
+      readerCeiling = await measureReaderCeiling(session, options);
+      if (readerCeiling) await writeJsonAtomic(ceilingPath, readerCeiling);
+    }
+    if (readerCeiling) {
+      const line = describeReaderCeiling(readerCeiling);
+      options.onLog?.(line);
+      if (readerCeiling.ceiling !== null && readerCeiling.ceiling < LOW_READER_CEILING) warnings.push(line);
+      stage('reader ceiling');
+    }
     const strongest = strongestBaseline([
       ...(warmStarted ? [{ name: 'warm start (SFT)', reference: false, success: before.judgeSuccess }] : []),
       ...baselines.map((b) => ({ name: b.name, reference: b.reference, success: b.summary.judgeSuccess })),
@@ -277,12 +298,24 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       before,
       after,
       ...(baselines.length > 0 && { baselines, strongest }),
+      ...(readerCeiling && { readerCeiling }),
       corpus: session.env.corpus,
       ...(warnings.length > 0 && { warnings }),
     });
     for (const line of warnings) options.onLog?.(`warning (also in ${RUN_FILES.summary}): ${line}`);
     status = 'finished';
-    return { runId, runDir, before, after, baselines, strongest, steps, warnings, stageSeconds };
+    return {
+      runId,
+      runDir,
+      before,
+      after,
+      baselines,
+      strongest,
+      readerCeiling,
+      steps,
+      warnings,
+      stageSeconds,
+    };
   } catch (error) {
     if (options.signal?.aborted || AbortedError.isInstance(error)) status = 'killed';
     throw error;

@@ -127,7 +127,12 @@ const ZOOM = 2;
 export async function goldenEvidenceFrom(
   dbPath: string | null,
   options: { imageOps?: ImageOps; signal?: AbortSignal } = {},
-): Promise<{ lookup: (candidate: VerificationCandidate) => Promise<Evidence[]>; close: () => void }> {
+): Promise<{
+  lookup: (candidate: {
+    episode: Pick<VerificationCandidate['episode'], 'goldenBasenames'>;
+  }) => Promise<Evidence[]>;
+  close: () => void;
+}> {
   if (dbPath === null) return { lookup: async () => [], close: () => undefined };
   const { openSqlite } = await import('../../provider-utils/sqlite');
   const db = openSqlite({ file: dbPath }, { readonly: true });
