@@ -156,6 +156,7 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
         forwardOutputs: [LLAMA_NAMES.tokenLogProbs, LLAMA_NAMES.entropySum],
         recomputable: RECOMPUTED_OPS,
         staticInputs: new Set([...built.baseWeights, ...built.loraWeights]),
+        keep: new Set(built.keep),
       });
       cuts.set(entropy, cut);
     }

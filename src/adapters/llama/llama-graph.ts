@@ -125,6 +125,13 @@ export interface LlamaGraph {
   baseWeights: string[];
   loraWeights: string[];
   dropoutInputs: string[];
+  /**
+   * Values a cut of the train graph should keep rather than recompute (cutGraph's `keep`): per layer
+   * the residual stream after attention and after the MLP, the rotated queries and keys and the
+   * values as attention reads them. Recomputing them would keep their operands instead (both sides
+   * of each residual sum, a projection's base and adapter outputs): more bytes.
+   */
+  keep: string[];
 }
 
 export function buildLlamaGraph(config: LlamaConfig, options: LlamaGraphOptions): LlamaGraph {
@@ -207,6 +214,7 @@ export function buildLlamaGraph(config: LlamaConfig, options: LlamaGraphOptions)
     return g.add(g.mul(x, cos), g.mul(turned, sin));
   };
 
+  const keep: string[] = [];
   let x = g.embedding(weight('model.embed_tokens.weight'), flatIds, 'tokens', N.embeddingRows);
   const presentOutputs: string[] = [];
   for (let l = 0; l < config.layers; l++) {
@@ -234,6 +242,7 @@ export function buildLlamaGraph(config: LlamaConfig, options: LlamaGraphOptions)
     );
     const keys = g.transpose(rope(k4), [0, 2, 1, 3]);
     const values = g.transpose(v4, [0, 2, 1, 3]);
+    keep.push(grouped.name, keys.name, values.name);
     let attention: Value;
     if (kind === 'decode') {
       g.node('Identity', [keys.name], undefined, N.presentKeys(l));
@@ -281,10 +290,12 @@ export function buildLlamaGraph(config: LlamaConfig, options: LlamaGraphOptions)
       ['tokens', H * hd],
     );
     x = g.add(x, projection(merged, l, 'o_proj', `${p}.self_attn.o_proj.bias`));
+    keep.push(x.name);
     const h2 = rmsNorm(x, weight(`${p}.post_attention_layernorm.weight`));
     const gate = projection(h2, l, 'gate_proj');
     const up = projection(h2, l, 'up_proj');
     x = g.add(x, projection(g.mul(g.mul(gate, g.sigmoid(gate)), up), l, 'down_proj'));
+    keep.push(x.name);
   }
   const final = rmsNorm(x, weight('model.norm.weight'));
   const atPlaces = g.gatherRows(final, N.places, 'places');
@@ -349,5 +360,11 @@ export function buildLlamaGraph(config: LlamaConfig, options: LlamaGraphOptions)
       dims: null,
     })),
   );
-  return { graph, baseWeights: [...weights.keys()], loraWeights: [...loraWeights.keys()], dropoutInputs };
+  return {
+    graph,
+    baseWeights: [...weights.keys()],
+    loraWeights: [...loraWeights.keys()],
+    dropoutInputs,
+    keep,
+  };
 }

@@ -110,6 +110,17 @@ describe('cutGraph', () => {
     );
   });
 
+  it('keeps a value the graph names even when its op is recomputable', () => {
+    const kept = cutGraph(graph, {
+      forwardOutputs: ['out'],
+      recomputable: new Set(['Sigmoid', 'Sub', 'Mul', 'Transpose']),
+      staticInputs: new Set(['w']),
+      keep: new Set(['s']),
+    });
+    expect(kept.saved).toEqual(['s', 'zShape']);
+    expect(kept.recomputed).toEqual([]);
+  });
+
   it('names a forward output no node gives', () => {
     expect(() =>
       cutGraph(graph, { forwardOutputs: ['nope'], recomputable: new Set(), staticInputs: new Set() }),

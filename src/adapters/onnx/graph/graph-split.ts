@@ -136,6 +136,8 @@ export interface CutOptions {
    * computed from them alone (a transposed weight) is computed again rather than fetched.
    */
   staticInputs: ReadonlySet<string>;
+  /** Values kept when the backward reads them, even when their op is recomputable (the graph's own choice). */
+  keep?: ReadonlySet<string>;
 }
 
 /**
@@ -201,7 +203,11 @@ export function cutGraph(graph: OnnxGraph, options: CutOptions): CutGraphs {
       keep(name);
       return;
     }
-    if (forwardValues.has(name) && !options.recomputable.has(node.opType) && !staticValue(name)) {
+    if (
+      forwardValues.has(name) &&
+      !staticValue(name) &&
+      (options.keep?.has(name) || !options.recomputable.has(node.opType))
+    ) {
       keep(name);
       return;
     }
