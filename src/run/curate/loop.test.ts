@@ -200,7 +200,10 @@ describe('curate loop on a slide run', () => {
         rollouts: 'tfjs',
         coalesceSessions: false,
       },
-      sft: { demonstrations: 400, epochs: 6, batchSize: 8 },
+      // The slide oracle's demonstrations (not the default rejection sampling): the loop's mechanics
+      // need a warm start that leaves rare successes after one step, which this tiny policy gets from
+      // the oracle's 400 episodes.
+      sft: { demonstrator: 'oracle', demonstrations: 400, epochs: 6, batchSize: 8 },
       phases: [
         { name: 'phase1', steps: 1, weights: 'phase1' },
         { name: 'phase2', steps: 1, weights: 'default' },
