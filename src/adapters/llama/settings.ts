@@ -80,7 +80,7 @@ export const llamaPolicySettingsSchema = z
       .nonnegative()
       .default(2 ** 31)
       .describe(
-        "Activations an update keeps from its chunks' forwards for their backwards (bytes); past it a chunk's backward runs its forward again. SmolLM2 keeps about 0.9 MB a token.",
+        "Activations an update keeps from its chunks' forwards for their backwards (bytes); past it a chunk's backward runs its forward again. SmolLM2 keeps about 1.2 MB a token.",
       ),
     coalesceSessions: z.boolean().default(true),
   })
