@@ -122,6 +122,32 @@ describe('layering', () => {
     }
   });
 
+  it('keeps the upper layers in order: the run imports neither the server nor the CLI, the server not the CLI, nothing imports the CLI', () => {
+    // What each folder under src/ may not import (the run library is below the server, both below the CLI).
+    const forbidden: Record<string, readonly string[]> = {
+      run: ['server', 'cli'],
+      server: ['cli'],
+      curation: ['server', 'cli'],
+      icd: ['server', 'cli'],
+      protocol: ['run', 'server', 'cli', 'adapters'],
+      adapters: ['run', 'server', 'cli'],
+      env: ['run', 'server', 'cli'],
+    };
+    const offences: string[] = [];
+    for (const [dir, banned] of Object.entries(forbidden))
+      for (const file of sourceFiles(join(root, 'src', dir)))
+        for (const spec of imports(file)) {
+          if (!spec.startsWith('.')) continue;
+          const top = relative(join(root, 'src'), join(file, '..', spec)).split('/')[0]!;
+          if (banned.includes(top)) offences.push(`${relative(root, file)} imports ${spec}`);
+        }
+    for (const file of sourceFiles(join(root, 'src')).filter((f) => !f.includes('/src/cli/')))
+      for (const spec of imports(file))
+        if (spec.startsWith('.') && relative(join(root, 'src'), join(file, '..', spec)).startsWith('cli/'))
+          offences.push(`${relative(root, file)} imports the CLI (${spec})`);
+    expect(offences).toEqual([]);
+  });
+
   it('keeps test helpers out of the core (they live in src/testing, the searcher-rl/test subpath)', () => {
     const helpers = sourceFiles(join(root, 'src/core')).filter((file) =>
       /createVirtualClock|relativeError|interceptSessions/.test(readFileSync(file, 'utf8')),
