@@ -123,6 +123,38 @@ async function slideEnvironment(config: RunConfig, options: RunOptions): Promise
 }
 
 /**
+ * The generic demonstrator's episodes on `count` training questions, a seeded sample of them (not
+ * the first rows): the warm start of a slide run by rejection sampling and of a run on your own data.
+ */
+function harvestSampled(
+  config: RunConfig,
+  train: readonly PromptRecord[],
+  count: number,
+  how: {
+    ports: Omit<SearcherPorts, 'policy'>;
+    tokenizer: Tokenizer;
+    episode: SearcherConfig['episode'];
+    keepPerQuestion: number;
+    firstSuccess?: boolean;
+    options: RunOptions;
+  },
+) {
+  const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions))
+    .slice(0, count)
+    .map((i) => train[i]!);
+  const { adapters: _adapters, ...sections } = config.searcher;
+  return harvestDemonstrations({
+    prompts: questions,
+    ports: how.ports,
+    tokenizer: how.tokenizer,
+    searcher: { ...sections, episode: how.episode },
+    keepPerQuestion: how.keepPerQuestion,
+    ...(how.firstSuccess && { firstSuccess: true }),
+    options: how.options,
+  });
+}
+
+/**
  * The default warm start of a slide run (`sft.demonstrator: rejection-sampling`): the generic
  * demonstrator's successful episodes on `count` training questions (a seeded sample, as on your own
  * data), from what a dataset holds: the questions, references and golden pages, not where each
@@ -139,16 +171,10 @@ async function harvestedSlideDemonstrations(
   options: RunOptions,
 ): Promise<Trajectory[]> {
   const sft = config.sft!;
-  const train = env.corpus.questions.train;
-  const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions))
-    .slice(0, count)
-    .map((i) => train[i]!);
-  const { adapters: _adapters, ...sections } = config.searcher;
-  const result = await harvestDemonstrations({
-    prompts: questions,
+  const result = await harvestSampled(config, env.corpus.questions.train, count, {
     ports,
     tokenizer,
-    searcher: { ...sections, episode },
+    episode,
     keepPerQuestion: 1,
     firstSuccess: true,
     options,
@@ -345,17 +371,11 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
     },
     demonstrations: config.sft
       ? async (count, tokenizer, ports, episode, runOptions = options) => {
-          const sft = config.sft!;
-          const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions))
-            .slice(0, count)
-            .map((i) => train[i]!);
-          const { adapters: _adapters, ...sections } = config.searcher;
-          const result = await harvestDemonstrations({
-            prompts: questions,
+          const result = await harvestSampled(config, train, count, {
             ports,
             tokenizer,
-            searcher: { ...sections, episode },
-            keepPerQuestion: sft.keepPerQuestion,
+            episode,
+            keepPerQuestion: config.sft!.keepPerQuestion,
             options: runOptions,
           });
           runOptions.onLog?.(
