@@ -102,7 +102,7 @@ export interface TrainingForward extends ScoredChunk {
   readonly ids: readonly number[];
   /** The activations the backward reads; null when not kept or dropped. */
   kept: Record<string, Ort.Tensor> | null;
-  /** Their bytes (counted whether kept or not). */
+  /** Their bytes (0 when not kept). */
   readonly keptBytes: number;
 }
 
@@ -357,16 +357,23 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
       const { session, inputs } = await sessionOf('train-forward', entropy);
       const { feeds, tokens, ids } = sequenceFeeds(sequences, positions, temperature);
       const all = { ...feeds, ...dropoutFeeds(inputs, dropout, tokens) };
-      const out = await session.run({ ...weightFeeds(inputs), ...all });
-      const kept = Object.fromEntries(cut.saved.map((name) => [name, out[name]!]));
+      // Not kept: only the loss's outputs are fetched (the activations are not copied out to be dropped).
+      const lossOutputs = [LLAMA_NAMES.tokenLogProbs, LLAMA_NAMES.entropySum];
+      const out = await session.run(
+        { ...weightFeeds(inputs), ...all },
+        keep ? [...lossOutputs, ...cut.saved] : lossOutputs,
+      );
+      const kept = keep ? Object.fromEntries(cut.saved.map((name) => [name, out[name]!])) : null;
       return {
         tokenLogProbs: out[LLAMA_NAMES.tokenLogProbs]!.data as Float32Array,
         entropySum: (out[LLAMA_NAMES.entropySum]!.data as Float32Array)[0]!,
         entropy,
         feeds: all,
         ids,
-        kept: keep ? kept : null,
-        keptBytes: Object.values(kept).reduce((n, t) => n + (t.data as ArrayBufferView).byteLength, 0),
+        kept,
+        keptBytes: kept
+          ? Object.values(kept).reduce((n, t) => n + (t.data as ArrayBufferView).byteLength, 0)
+          : 0,
       };
     },
     async gradients(forward, upstream, entropyWeight, into) {

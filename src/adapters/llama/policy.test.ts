@@ -91,6 +91,29 @@ describe('createLlamaPolicy', () => {
     });
   }
 
+  it('an update over many chunks trains the same with every activation kept, some, or none (keptActivationBytes)', async () => {
+    const settings = { finetune: 'full' as const, optimizer: { learningRate: 1e-2 }, maxChunkTokens: 16 };
+    const texts = [
+      '<search>river length</search>',
+      '<answer>1204 km</answer>',
+      '<search>Nile source</search>',
+    ];
+    const after: number[][][] = [];
+    for (const keptActivationBytes of [2 ** 31, 60_000, 0]) {
+      const p = await policy({ ...settings, keptActivationBytes });
+      const ids = texts.map((t) => p.tokenizer.encode(t));
+      const batch = { inputIds: ids, positions: ids.map((row) => row.slice(1).map((_, i) => i + 1)) };
+      const result = await p.update(batch, (logProbs) => ({
+        value: -logProbs.flat().reduce((a, b) => a + b, 0),
+        gradNewLogProbs: logProbs.map((row) => row.map(() => -1)),
+      }));
+      expect(result.applied).toBe(true);
+      after.push(await p.logProbs(batch));
+    }
+    for (const other of after.slice(1))
+      other.forEach((row, i) => row.forEach((v, k) => expect(v).toBeCloseTo(after[0]![i]![k]!, 5)));
+  });
+
   it('LoRA starts as the base model (B is zero) and counts only the adapter', async () => {
     const base = await policy({ finetune: 'none' });
     const lora = await policy({

@@ -299,16 +299,23 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
       const forwards: TrainingForward[] = [];
       const newLogProbs: number[][] = batch.inputIds.map(() => []);
       let entropySum = 0;
+      // Kept while the next chunk's activations, predicted from the bytes a token took so far, fit.
       let keptBytes = 0;
+      let keptTokens = 0;
       for (const c of chunks.chunks) {
         throwIfAborted(options?.signal, 'update');
+        const tokens = c.rows.length * Math.max(...c.rows.map((r) => r.length));
+        const predicted = keptTokens > 0 ? (keptBytes / keptTokens) * tokens : 0;
         const forward = await engine.trainingForward(c.rows, c.positions, temperature, {
           entropy: entropyCoef !== 0,
           ...(c.masks && { dropout: c.masks }),
-          keep: keptBytes < parsed.keptActivationBytes,
+          keep: parsed.keptActivationBytes > 0 && keptBytes + predicted <= parsed.keptActivationBytes,
         });
-        keptBytes += forward.keptBytes;
-        if (keptBytes > parsed.keptActivationBytes) forward.kept = null;
+        if (forward.kept && keptBytes + forward.keptBytes > parsed.keptActivationBytes) forward.kept = null;
+        else if (forward.kept) {
+          keptBytes += forward.keptBytes;
+          keptTokens += tokens;
+        }
         forwards.push(forward);
         entropySum += forward.entropySum;
         placeLogProbs(newLogProbs, chunks.scored, c, forward.tokenLogProbs);
