@@ -52,7 +52,13 @@ export interface OnnxTrainingForward {
 }
 
 interface OnnxTrainer {
-  forward(rows: number[][], positions: number[][], temperature: number): Promise<OnnxTrainingForward>;
+  /** `keep` false: only the log-probs and the entropy sum are fetched (no activations copied out). */
+  forward(
+    rows: number[][],
+    positions: number[][],
+    temperature: number,
+    keep: boolean,
+  ): Promise<OnnxTrainingForward>;
   /**
    * The gradient of sum_t upstream_t * logp_t - entropyWeight * (entropy sum) by each weight, in
    * `model.parameters` order, at the weights `forward` saw (one run of forward + backward).
@@ -133,7 +139,7 @@ async function createOnnxTrainer(
   };
 
   return {
-    async forward(rows, positions, temperature) {
+    async forward(rows, positions, temperature, keep) {
       // Right-padded ids and the scored places, as training.ts's denseBatch.
       const { length, places, targets } = scoredPlaces(rows, positions);
       const ids = new BigInt64Array(rows.length * length);
@@ -148,12 +154,17 @@ async function createOnnxTrainer(
         ]),
         [TRAINING_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature), []),
       };
-      const results = await run(forwardSession, only(forwardInputs, inputs), 'forward', forwardOutputs);
+      const results = await run(
+        forwardSession,
+        only(forwardInputs, inputs),
+        'forward',
+        keep ? forwardOutputs : forwardOutputs.slice(0, 2),
+      );
       return {
         tokenLogProbs: results[TRAINING_NAMES.tokenLogProbs]!.data as Float32Array,
         entropySum: (results[TRAINING_NAMES.entropySum]!.data as Float32Array)[0]!,
         feeds: inputs,
-        ...keptOf(results),
+        ...(keep ? keptOf(results) : { kept: null, keptBytes: 0 }),
       };
     },
     async gradients(forward, upstream, entropyWeight) {
@@ -231,19 +242,29 @@ async function computeOnnxGradients(
   const newLogProbs: number[][] = batch.positions.map(() => []);
   const forwards: OnnxTrainingForward[] = [];
   let entropySum = 0;
+  // Kept while the chunk's activations, predicted from the bytes a token took so far, fit the
+  // budget; a chunk past it fetches only its log-probs (nothing copied out to be dropped).
   let keptBytes = 0;
+  let keptTokens = 0;
   for (const chunk of chunks) {
     checkAbort();
+    const rows = chunk.map((i) => batch.inputIds[i]!);
+    const tokens = rows.length * Math.max(...rows.map((r) => r.length));
+    const predicted = keptTokens > 0 ? (keptBytes / keptTokens) * tokens : 0;
     const forward = await trainer.forward(
-      chunk.map((i) => batch.inputIds[i]!),
+      rows,
       chunk.map((i) => batch.positions[i]!),
       temperature,
+      keptBudget > 0 && keptBytes + predicted <= keptBudget,
     );
     let at = 0;
     for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
     entropySum += forward.entropySum;
-    keptBytes += forward.keptBytes;
-    if (keptBytes > keptBudget) forward.kept = null;
+    if (forward.kept && keptBytes + forward.keptBytes > keptBudget) forward.kept = null;
+    else if (forward.kept) {
+      keptBytes += forward.keptBytes;
+      keptTokens += tokens;
+    }
     forwards.push(forward);
   }
   const loss = checkLoss(lossFn(newLogProbs), batch);
