@@ -73,7 +73,7 @@ try {
   // (2) The warm start's demonstrations.
   const demonstrations = await session.env.demonstrations!(
     config.sft!.demonstrations,
-    ports.policy.tokenizer,
+    ports.policy,
     ports,
     config.searcher.episode,
   );

@@ -19,7 +19,7 @@ try {
   const policy = session.policy as typeof session.policy & { backend: { name: string } };
   let started = performance.now();
   const examples = sftExamples(
-    await session.env.demonstrations!(demos, policy.tokenizer, ports, config.searcher.episode),
+    await session.env.demonstrations!(demos, policy, ports, config.searcher.episode),
   );
   const collectSeconds = (performance.now() - started) / 1000;
   const tokens = examples.reduce((n, e) => n + e.inputIds.length, 0);

@@ -181,6 +181,16 @@ describe('progress', () => {
 });
 
 describe('run configuration: a partial searcher block (issue 24, item 18)', () => {
+  it("gives a named policy's episodes its own context (null), the run's own small policy 256 tokens", () => {
+    const dataset = { dataset: { path: 'q.jsonl' } };
+    const named = { searcher: { adapters: { policy: { type: 'llama', model: 'm.gguf' } } } };
+    expect(parseRunConfig(dataset).searcher.episode.maxContextTokens).toBe(256);
+    expect(parseRunConfig({ ...dataset, ...named }).searcher.episode.maxContextTokens).toBeNull();
+    expect(parseRunConfig(named).searcher.episode.maxContextTokens).toBeNull();
+    const given = { searcher: { ...named.searcher, episode: { maxContextTokens: 1024 } } };
+    expect(parseRunConfig({ ...dataset, ...given }).searcher.episode.maxContextTokens).toBe(1024);
+  });
+
   it("merges with the kind's defaults that train --help lists, at every depth, for both kinds of run", () => {
     const slide = parseRunConfig({}).searcher;
     const dataset = { dataset: { path: 'q.jsonl' } };

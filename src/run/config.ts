@@ -199,7 +199,7 @@ export const runConfigObjectSchema = z
       // gets SEARCHER_DEFAULTS.dataset (withKindDefaults fills the section before this applies).
       .prefault(SEARCHER_DEFAULTS.slides)
       .describe(
-        "Without this section, a slide run uses the defaults shown; a run on your own data uses maxTurns 4, maxTurnTokens 48, maxContextTokens 256, observationMaxChars 60, temperature 0.5, nAgent 4, and instructions: one line naming the actions for the run's own policy (the protocol's, about 480 tokens, cannot fit its context; null asks for them), the protocol's for a named policy. A partial section keeps these for the fields it does not set.",
+        "Without this section, a slide run uses the defaults shown; a run on your own data uses maxTurns 4, maxTurnTokens 48, maxContextTokens 256 (null, the policy's own, for a named policy of searcher.adapters), observationMaxChars 60, temperature 0.5, nAgent 4, and instructions: one line naming the actions for the run's own policy (the protocol's, about 480 tokens, cannot fit its context; null asks for them), the protocol's for a named policy. A partial section keeps these for the fields it does not set.",
       ),
     evaluation: z
       .object({
@@ -293,6 +293,12 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
       ...defaults,
       episode: { ...SEARCHER_DEFAULTS.dataset.episode, instructions: COMPACT_INSTRUCTIONS[mode] },
     };
+  }
+  if (namedPolicy) {
+    // A named policy (a pretrained model of searcher.adapters) has its own context, which its chat
+    // template and the protocol's instructions need: the episodes follow it (null), not the 256
+    // tokens sized for the run's own small policy, which cut a SmolLM2 episode after one turn.
+    defaults = { ...defaults, episode: { ...defaults.episode, maxContextTokens: null } };
   }
   if (searcher === undefined) out.searcher = defaults;
   else if (isMapping(input.searcher)) {

@@ -6,6 +6,7 @@ import { neutraliseTags } from '../core/protocol/observation';
 import { checkAnswerCorrectness } from '../core/reward/search-r1';
 import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
+import type { ChatFormat } from '../ports/policy-backend';
 import type { Tokenizer } from '../ports/types';
 import { createSearcher, type SearcherPorts } from '../searcher';
 import { progressOf, type RunOptions } from './progress';
@@ -87,6 +88,8 @@ export async function harvestDemonstrations(args: {
   prompts: readonly PromptRecord[];
   ports: Omit<SearcherPorts, 'policy'>;
   tokenizer: Tokenizer;
+  /** The chat format of the policy the demonstrations train (its episodes are wrapped in it). */
+  chatFormat?: ChatFormat | undefined;
   searcher: Omit<SearcherConfig, 'adapters'>;
   keepPerQuestion: number;
   /**
@@ -124,7 +127,14 @@ export async function harvestDemonstrations(args: {
     return `<answer>${extractAnswer(prompt?.question ?? asked, read) ?? 'unknown'}</answer>`;
   };
   const demonstrator = createSearcher(
-    { ...args.ports, policy: createScriptedPolicy({ tokenizer: args.tokenizer, script }) },
+    {
+      ...args.ports,
+      policy: createScriptedPolicy({
+        tokenizer: args.tokenizer,
+        ...(args.chatFormat && { chatFormat: args.chatFormat }),
+        script,
+      }),
+    },
     {
       ...searcher,
       reward: {

@@ -28,12 +28,7 @@ describe('the slide environment of a run', () => {
     const session = await openRun(config, { kind: 'fresh' });
     try {
       const ports = await resolvePorts(session.container);
-      const demos = await session.env.demonstrations!(
-        6,
-        session.policy.tokenizer,
-        ports,
-        config.searcher.episode,
-      );
+      const demos = await session.env.demonstrations!(6, session.policy, ports, config.searcher.episode);
       expect(demos).toHaveLength(6);
       // The oracle searches first, with the question's entity, and ends with search_complete.
       for (const t of demos) {
@@ -47,12 +42,7 @@ describe('the slide environment of a run', () => {
       );
       expect(small.size).toBeGreaterThan(0);
       const count = 4 * small.size + 2;
-      const many = await session.env.demonstrations!(
-        count,
-        session.policy.tokenizer,
-        ports,
-        config.searcher.episode,
-      );
+      const many = await session.env.demonstrations!(count, session.policy, ports, config.searcher.episode);
       expect(many).toHaveLength(count);
       expect(many.filter((t) => small.has(t.promptUid))).toHaveLength(Math.round(count * 0.5));
     } finally {
@@ -78,12 +68,7 @@ describe('the slide environment of a run', () => {
     try {
       const ports = await resolvePorts(session.container);
       const count = session.env.train.length;
-      const demos = await session.env.demonstrations!(
-        count,
-        session.policy.tokenizer,
-        ports,
-        config.searcher.episode,
-      );
+      const demos = await session.env.demonstrations!(count, session.policy, ports, config.searcher.episode);
       expect(demos.length).toBeGreaterThan(0);
       expect(demos.length).toBeLessThanOrEqual(count);
       for (const t of demos) {

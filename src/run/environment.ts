@@ -3,6 +3,7 @@ import type { AdaptersConfigInput, SearcherConfig } from '../config';
 import { InvalidArgumentError } from '../core/errors';
 import type { SearcherPorts } from '../searcher';
 import { runEpisodes } from '../core/episode/run-episodes';
+import type { ChatFormat } from '../ports/policy-backend';
 import type { Tokenizer } from '../ports/types';
 import { createRandom, permutation, RANDOM_STREAMS } from '../core/random';
 import { expandGroups } from '../core/rl/groups';
@@ -48,7 +49,7 @@ export interface RunEnvironment {
   demonstrations:
     | ((
         count: number,
-        tokenizer: Tokenizer,
+        target: DemonstrationTarget,
         ports: Omit<SearcherPorts, 'policy'> & { searchEngine: SearchEngine; imageOps: ImageOps },
         episode: SearcherConfig['episode'],
         options?: RunOptions,
@@ -63,6 +64,12 @@ export interface RunEnvironment {
   corpus: { cacheDir?: string; slidesDir: string | null };
   /** The SQLite FTS page index, where curation looks golden pages up (null when the engine is not one). */
   dbPath: string | null;
+}
+
+/** The policy demonstrations are made for: its tokenizer, and its chat format when it has one (a chat model's template wraps the episodes). */
+export interface DemonstrationTarget {
+  readonly tokenizer: Tokenizer;
+  readonly chatFormat?: ChatFormat | undefined;
 }
 
 /** Builds (or reuses) a run's environment: the slide corpus, or reads the dataset. */
@@ -95,10 +102,10 @@ async function slideEnvironment(config: RunConfig, options: RunOptions): Promise
     vocabulary: () => corpusVocabulary(env.corpus),
     adapters: slideEnvironmentAdapters(env),
     evaluation: (split = 'test') => ({ label: split, prompts: q[split], storeRun: `eval-${split}` }),
-    demonstrations: (count, tokenizer, ports, episode, runOptions = options) =>
+    demonstrations: (count, target, ports, episode, runOptions = options) =>
       config.sft?.demonstrator === 'oracle'
-        ? slideDemonstrations(config, env, count, tokenizer, ports, episode)
-        : harvestedSlideDemonstrations(config, env, count, tokenizer, ports, episode, runOptions),
+        ? slideDemonstrations(config, env, count, target, ports, episode)
+        : harvestedSlideDemonstrations(config, env, count, target, ports, episode, runOptions),
     baselines: [
       ...genericBaselines(),
       {
@@ -132,7 +139,7 @@ function harvestSampled(
   count: number,
   how: {
     ports: Omit<SearcherPorts, 'policy'>;
-    tokenizer: Tokenizer;
+    target: DemonstrationTarget;
     episode: SearcherConfig['episode'];
     keepPerQuestion: number;
     firstSuccess?: boolean;
@@ -146,7 +153,8 @@ function harvestSampled(
   return harvestDemonstrations({
     prompts: questions,
     ports: how.ports,
-    tokenizer: how.tokenizer,
+    tokenizer: how.target.tokenizer,
+    chatFormat: how.target.chatFormat,
     searcher: { ...sections, episode: how.episode },
     keepPerQuestion: how.keepPerQuestion,
     ...(how.firstSuccess && { firstSuccess: true }),
@@ -165,15 +173,16 @@ async function harvestedSlideDemonstrations(
   config: RunConfig,
   env: SlideEnvironment,
   count: number,
-  tokenizer: Tokenizer,
+  target: DemonstrationTarget,
   ports: Omit<SearcherPorts, 'policy'>,
   episode: SearcherConfig['episode'],
   options: RunOptions,
 ): Promise<Trajectory[]> {
   const sft = config.sft!;
+  const { tokenizer } = target;
   const result = await harvestSampled(config, env.corpus.questions.train, count, {
     ports,
-    tokenizer,
+    target,
     episode,
     keepPerQuestion: 1,
     firstSuccess: true,
@@ -201,11 +210,12 @@ async function slideDemonstrations(
   config: RunConfig,
   env: SlideEnvironment,
   count: number,
-  tokenizer: Tokenizer,
+  target: DemonstrationTarget,
   ports: { searchEngine: SearchEngine; imageOps: ImageOps },
   episode: SearcherConfig['episode'],
 ): Promise<Trajectory[]> {
   const sft = config.sft!;
+  const { tokenizer } = target;
   const train = env.corpus.questions.train;
   const order = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions)).map(
     (i) => train[i]!,
@@ -226,6 +236,7 @@ async function slideDemonstrations(
   const oracleEpisodes = async (list: PromptRecord[], overrides: OracleOptions = {}) => {
     const oracle = createScriptedPolicy({
       tokenizer,
+      ...(target.chatFormat && { chatFormat: target.chatFormat }),
       script: createOracleScript(env.corpus, {
         vagueRate: sft.vagueRate,
         skipCropRate: sft.skipCropRate,
@@ -370,10 +381,10 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
       return { ...chosen, storeRun: `eval-${split}` };
     },
     demonstrations: config.sft
-      ? async (count, tokenizer, ports, episode, runOptions = options) => {
+      ? async (count, target, ports, episode, runOptions = options) => {
           const result = await harvestSampled(config, train, count, {
             ports,
-            tokenizer,
+            target,
             episode,
             keepPerQuestion: config.sft!.keepPerQuestion,
             options: runOptions,

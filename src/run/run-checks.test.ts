@@ -107,11 +107,13 @@ describe('a run writes nothing until it is checked', () => {
     expect(ConfigValidationError.isInstance(wide)).toBe(true);
     expect((wide as ConfigValidationError).field).toBe('searcher.episode.maxContextTokens');
     expect((wide as Error).message).toMatch(/policy\.contextLength/);
-    // A named policy: the fields are its window and the prompt (it has no policy.contextLength).
+    // A named policy: the fields are its window and the prompt (it has no policy.contextLength). Its
+    // window follows the policy by default (null); a window set too small for the prompt is refused.
     const named = await trainRun(
       parseRunConfig({
         ...ownData('named', {
           searcher: {
+            episode: { maxContextTokens: 64 },
             adapters: { policy: { type: 'scripted', script: ['<search_complete>true</search_complete>'] } },
           } as RunConfigInput['searcher'],
         }),

@@ -66,7 +66,9 @@ async function warmStart(
 ): Promise<{ trained: boolean; warning: string | null }> {
   const { config, policy, store, env } = session;
   const sft = config.sft;
-  if (!sft || sft.demonstrations === 0 || !env.demonstrations || config.searcher.adapters.policy)
+  // A policy of searcher.adapters warm-starts too when it trains (the Llama engine): its chat
+  // format wraps the demonstrations as it wraps its own episodes.
+  if (!sft || sft.demonstrations === 0 || !env.demonstrations || !policy.trainable)
     return { trained: false, warning: null };
   const collectStarted = performance.now();
   const ports = await resolvePorts(session.container);
@@ -74,7 +76,7 @@ async function warmStart(
   // demonstration fits the model it trains (a null maxContextTokens would give them 8192).
   const trajectories = await env.demonstrations(
     sft.demonstrations,
-    policy.tokenizer,
+    policy,
     ports,
     {
       ...config.searcher.episode,

@@ -38,3 +38,36 @@ describe('createScriptedPolicy', () => {
     expect(() => createScriptedPolicy({ script: [] })).toThrow(/'script'/);
   });
 });
+
+describe('createScriptedPolicy with a chat format', () => {
+  it("demonstrates in the chat model's template: the episode wraps its prompt and observations", async () => {
+    const { createSearcher } = await import('../../searcher');
+    const { createMockGenerator, createMockSearchEngine } = await import('../mock/index');
+    const { createRuleJudge } = await import('../rule-judge/index');
+    const chatFormat = {
+      prompt: (text: string) => `<|user|>${text}<|assistant|>`,
+      observation: (text: string) => `<|end|><|user|>${text}<|assistant|>`,
+    };
+    const policy = createScriptedPolicy({
+      script: ['<search>acme</search>', '<search_complete>true</search_complete>'],
+      chatFormat,
+    });
+    expect(policy.chatFormat).toBe(chatFormat);
+    const searcher = createSearcher({
+      policy,
+      searchEngine: createMockSearchEngine({ pages: [{ basename: 'a.png', text: 'Acme revenue 4.5' }] }),
+      generator: createMockGenerator(),
+      judge: createRuleJudge(),
+    });
+    const batch = await searcher.collect(
+      [{ uid: 'q', question: 'What was Acme revenue?', reference: '4.5' }],
+      { nAgent: 1 },
+    );
+    const t = batch.episodes[0]!.trajectory;
+    const text = policy.tokenizer.decode(t.fullInputIds);
+    expect(text.startsWith('<|user|>')).toBe(true);
+    expect(text).toMatch(
+      /<search>acme<\/search><\|end\|><\|user\|><information>[\s\S]*<\|assistant\|><search_complete>/,
+    );
+  });
+});

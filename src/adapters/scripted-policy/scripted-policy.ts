@@ -4,6 +4,7 @@ import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
 import type { CallOptions } from '../../ports/common';
 import type { TokenStep, Tokenizer } from '../../ports/types';
 import type {
+  ChatFormat,
   GenerateTurnOptions,
   LogProbBatch,
   LossFunction,
@@ -46,6 +47,11 @@ export interface ScriptedPolicySettings {
   contextLength?: number;
   /** Log-prob reported for every token (default 0: a scripted policy is certain of its script). */
   logProb?: number;
+  /**
+   * The chat format of the model its episodes demonstrate for: the episode wraps the prompt and the
+   * observations in it, so that the demonstrations' tokens are the ones that model reads.
+   */
+  chatFormat?: ChatFormat;
 }
 
 /** Every call the scripted policy received, by method, for tests to assert on. */
@@ -107,6 +113,7 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
     tokenizer,
     trainable: false,
     ...(settings.contextLength !== undefined && { contextLength: settings.contextLength }),
+    ...(settings.chatFormat && { chatFormat: settings.chatFormat }),
     calls,
     async begin(promptTokenIds, options?: CallOptions): Promise<RolloutSession> {
       options?.signal?.throwIfAborted();
