@@ -19,6 +19,7 @@ import { FloatAdamW } from './adamw';
 import { chatFormatOf, dropoutMasks } from './chat-format';
 import { hfModelFiles, peftAdapterFiles } from './checkpoint';
 import type { LlamaConfig } from './config';
+import { createKeptBudget } from '../../rollout-engine/kept-budget';
 import { createLlamaEngine, type LlamaRow, type TrainingForward, type WeightMap } from './engine';
 import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from './llama-graph';
 import { type LoadedLlama, loadLlamaModel, loadPeftAdapter } from './loader';
@@ -299,23 +300,16 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
       const forwards: TrainingForward[] = [];
       const newLogProbs: number[][] = batch.inputIds.map(() => []);
       let entropySum = 0;
-      // Kept while the next chunk's activations, predicted from the bytes a token took so far, fit.
-      let keptBytes = 0;
-      let keptTokens = 0;
+      const budget = createKeptBudget(parsed.keptActivationBytes);
       for (const c of chunks.chunks) {
         throwIfAborted(options?.signal, 'update');
         const tokens = c.rows.length * Math.max(...c.rows.map((r) => r.length));
-        const predicted = keptTokens > 0 ? (keptBytes / keptTokens) * tokens : 0;
         const forward = await engine.trainingForward(c.rows, c.positions, temperature, {
           entropy: entropyCoef !== 0,
           ...(c.masks && { dropout: c.masks }),
-          keep: parsed.keptActivationBytes > 0 && keptBytes + predicted <= parsed.keptActivationBytes,
+          keep: budget.shouldKeep(tokens),
         });
-        if (forward.kept && keptBytes + forward.keptBytes > parsed.keptActivationBytes) forward.kept = null;
-        else if (forward.kept) {
-          keptBytes += forward.keptBytes;
-          keptTokens += tokens;
-        }
+        if (forward.kept && !budget.admit(forward.keptBytes, tokens)) forward.kept = null;
         forwards.push(forward);
         entropySum += forward.entropySum;
         placeLogProbs(newLogProbs, chunks.scored, c, forward.tokenLogProbs);

@@ -13,6 +13,7 @@ import {
   TRAINING_NAMES,
 } from '../onnx/graph/index';
 import type { ComputedGradients, GradientPlan, TrainingEngine } from './engines';
+import { createKeptBudget } from '../../rollout-engine/kept-budget';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { scoredPlaces } from './scored-places';
 import { checkLoss } from './training';
@@ -242,29 +243,21 @@ async function computeOnnxGradients(
   const newLogProbs: number[][] = batch.positions.map(() => []);
   const forwards: OnnxTrainingForward[] = [];
   let entropySum = 0;
-  // Kept while the chunk's activations, predicted from the bytes a token took so far, fit the
-  // budget; a chunk past it fetches only its log-probs (nothing copied out to be dropped).
-  let keptBytes = 0;
-  let keptTokens = 0;
+  const budget = createKeptBudget(keptBudget);
   for (const chunk of chunks) {
     checkAbort();
     const rows = chunk.map((i) => batch.inputIds[i]!);
     const tokens = rows.length * Math.max(...rows.map((r) => r.length));
-    const predicted = keptTokens > 0 ? (keptBytes / keptTokens) * tokens : 0;
     const forward = await trainer.forward(
       rows,
       chunk.map((i) => batch.positions[i]!),
       temperature,
-      keptBudget > 0 && keptBytes + predicted <= keptBudget,
+      budget.shouldKeep(tokens),
     );
     let at = 0;
     for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
     entropySum += forward.entropySum;
-    if (forward.kept && keptBytes + forward.keptBytes > keptBudget) forward.kept = null;
-    else if (forward.kept) {
-      keptBytes += forward.keptBytes;
-      keptTokens += tokens;
-    }
+    if (forward.kept && !budget.admit(forward.keptBytes, tokens)) forward.kept = null;
     forwards.push(forward);
   }
   const loss = checkLoss(lossFn(newLogProbs), batch);
