@@ -52,6 +52,25 @@ def write_config(path: Path, data: dict) -> Path:
     return path
 
 
+def judged_config(path: Path, corpus: dict, judge: "FakeJudge") -> Path:
+    """A serve-env configuration whose judge is `judge` (OpenAI Responses API, no retries), with the
+    default reward (judge 0.8, NDCG 0.2): a reward is missing wherever the judge failed."""
+    return write_config(
+        path,
+        {
+            "corpus": corpus,
+            "searcher": {
+                "episode": TINY_EPISODE,
+                "reward": {"weights": "default"},
+                "calls": {"judge": {"maxRetries": 0}},
+                "adapters": {
+                    "judge": {"type": "openai", "model": "fake-judge", "apiKey": "sk-test", "baseURL": judge.base_url}
+                },
+            },
+        },
+    )
+
+
 def searcher_cli(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
     """`searcher-rl <args>` from this checkout (tsx), failing the test with its output."""
     result = subprocess.run(

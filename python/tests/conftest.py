@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testing"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from serve_env import TINY_CORPUS, TINY_EPISODE, FakeJudge, ServeEnv, searcher_cli, write_config  # noqa: E402
+from serve_env import TINY_CORPUS, TINY_EPISODE, FakeJudge, ServeEnv, judged_config, searcher_cli, write_config  # noqa: E402
 
 # A token with characters a URL reserves: the glue must percent-encode it (a raw one gets 401).
 TOKEN = "t@k:/27#?%&x"
@@ -67,20 +67,7 @@ def fake_judge():
 def judged_server(workdir: Path, corpus: dict, fake_judge: FakeJudge):
     """serve-env whose judge is `fake_judge` (OpenAI Responses API, no retries): the default reward
     (judge 0.8, NDCG 0.2), missing wherever the judge failed."""
-    config = write_config(
-        workdir / "judged.json",
-        {
-            "corpus": corpus,
-            "searcher": {
-                "episode": TINY_EPISODE,
-                "reward": {"weights": "default"},
-                "calls": {"judge": {"maxRetries": 0}},
-                "adapters": {
-                    "judge": {"type": "openai", "model": "fake-judge", "apiKey": "sk-test", "baseURL": fake_judge.base_url}
-                },
-            },
-        },
-    )
+    config = judged_config(workdir / "judged.json", corpus, fake_judge)
     env = ServeEnv(TOKEN, config=config, log_path=workdir / "judged.log")
     yield env
     env.close()

@@ -38,7 +38,7 @@ import searcher_rl_trainers.trl_rollout as trl_rollout
 from searcher_rl_trainers.openenv_glue import fetch_tasks
 from searcher_rl_trainers.train_trl import grpo_args
 from searcher_rl_trainers.trl_rollout import TagRollout, tag_dataset
-from serve_env import TINY_EPISODE, FakeJudge, ServeEnv, write_config
+from serve_env import FakeJudge, ServeEnv, judged_config
 
 TOKEN = "fault-token"
 STEPS = int(os.environ.get("TRL_FAULTS_STEPS", "3"))  # a longer run: TRL_FAULTS_STEPS=20
@@ -215,18 +215,7 @@ def stall(port: int) -> socket.socket:
 def test_grpo_finishes_under_a_killed_worker_a_failing_judge_and_a_stalled_client(sft_checkpoint, workdir, corpus, tmp_path, monkeypatch, capsys):
     started = time.perf_counter()
     judge = FakeJudge(lambda n: None if n % JUDGE_FAILS_EVERY == JUDGE_FAILS_EVERY - 1 else (1.0 if n % 2 == 0 else 0.0))
-    config = write_config(
-        tmp_path / "faults.json",
-        {
-            "corpus": corpus,
-            "searcher": {
-                "episode": TINY_EPISODE,
-                "reward": {"weights": "default"},
-                "calls": {"judge": {"maxRetries": 0}},
-                "adapters": {"judge": {"type": "openai", "model": "fake-judge", "apiKey": "sk-test", "baseURL": judge.base_url}},
-            },
-        },
-    )
+    config = judged_config(tmp_path / "faults.json", corpus, judge)
     # 9 slots: the trainer's 8 sessions at once (its own cap, 8) and the stalled client's one.
     server = ServeEnv(
         TOKEN,
