@@ -1,3 +1,4 @@
+import { createPortGateway } from '../core/calls/gateway';
 import { isJudgeSuccess } from '../core/reward/success';
 import { resolvePorts } from '../container';
 import { goldenEvidenceFrom } from './curate/data';
@@ -38,6 +39,11 @@ export async function measureReaderCeiling(
     .filter((p) => p.reference !== undefined && (p.goldenBasenames?.length ?? 0) > 0)
     .slice(0, limit);
   const ports = await resolvePorts(session.container);
+  // Through the run's call policies (retries, timeouts, validation), as every other call of the run.
+  const gateway = createPortGateway(
+    { generator: ports.generator, judge: ports.judge },
+    config.searcher.calls,
+  );
   // The golden pages as they are (no enlarged copy: that is the verifier's help, not a reader's).
   const golden = await goldenEvidenceFrom(
     session.env.dbPath,
@@ -53,9 +59,8 @@ export async function measureReaderCeiling(
       if (evidence.length > 0) {
         counted++;
         try {
-          const call = options.signal ? { signal: options.signal } : {};
-          const { answer } = await ports.generator.doAnswer(p.question, evidence, call);
-          const verdict = await ports.judge.doScore(p.question, answer, p.reference!, call);
+          const { answer } = await gateway.answer(p.question, evidence, options.signal);
+          const verdict = await gateway.score(p.question, answer, p.reference!, options.signal);
           if (isJudgeSuccess(verdict.score)) answered++;
         } catch (error) {
           if (options.signal?.aborted) throw error;
