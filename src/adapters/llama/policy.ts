@@ -14,7 +14,7 @@ import { checkLogProbBatch, checkLossOutput } from '../../rollout-engine/batch-c
 import { emptyKvCache } from '../../rollout-engine/kv-cache';
 import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
 import { ort } from '../onnx/runtime';
-import { createHfTokenizer } from '../onnx/tokenizer';
+import { createHfTokenizer } from '../../provider-utils/hf-tokenizer';
 import { FloatAdamW } from './adamw';
 import { chatFormatOf, dropoutMasks } from './chat-format';
 import { hfModelFiles, peftAdapterFiles } from './checkpoint';

@@ -6,7 +6,7 @@ import { ONNX_OPTIONAL_PACKAGES } from './packages';
 const [policy, tokenizer, runtime] = await loadWithOptionalPackages(
   'searcher-rl/onnx',
   ONNX_OPTIONAL_PACKAGES,
-  () => Promise.all([import('./policy'), import('./tokenizer'), import('./runtime')]),
+  () => Promise.all([import('./policy'), import('../../provider-utils/hf-tokenizer'), import('./runtime')]),
 );
 
 /**

@@ -12,7 +12,7 @@ import { createOnnxSession } from './graph/session';
 import { readJsonObject } from '../../provider-utils/json-file';
 import { ort } from './runtime';
 import { parseOnnxPolicySettings, type OnnxExecutionProvider, type OnnxPolicySettings } from './settings';
-import { createHfTokenizer } from './tokenizer';
+import { createHfTokenizer } from '../../provider-utils/hf-tokenizer';
 import { checkOnnxWeights } from './weights';
 
 export const ONNX_CHECKPOINT_FORMAT = 'searcher-rl.onnx-reference.v1';
@@ -39,10 +39,6 @@ export interface OnnxPolicy extends PolicyBackend {
 const NOT_TRAINABLE =
   'ONNX Runtime runs the exported graph forward only (no gradients); use it for evaluation and rollout collection, and train with an in-process trainable backend (searcher-rl/tfjs) or outside (e.g. verl), then export again.';
 
-async function readJson(path: string, required: boolean): Promise<Record<string, unknown>> {
-  return (await readJsonObject(path, 'modelDir', required)) ?? {};
-}
-
 /**
  * A rollouts-only Searcher policy on a pretrained causal LM exported to ONNX in Hugging Face
  * Optimum's layout, run by ONNX Runtime (CPU, or CUDA when its binaries are installed). Sessions
@@ -55,11 +51,14 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
   const parsed = parseOnnxPolicySettings(settings);
   const dir = parsed.modelDir;
   const modelPath = join(dir, parsed.modelFile);
+  // A missing optional file reads as {} (no generation defaults, no tokenizer settings).
+  const readJson = async (name: string, required: boolean) =>
+    (await readJsonObject(join(dir, name), 'modelDir', required)) ?? {};
   const [config, generation, tokenizerJson, tokenizerConfig] = await Promise.all([
-    readJson(join(dir, 'config.json'), true),
-    readJson(join(dir, 'generation_config.json'), false),
-    readJson(join(dir, 'tokenizer.json'), true),
-    readJson(join(dir, 'tokenizer_config.json'), false),
+    readJson('config.json', true),
+    readJson('generation_config.json', false),
+    readJson('tokenizer.json', true),
+    readJson('tokenizer_config.json', false),
   ]);
   let modelBytes: Uint8Array;
   try {

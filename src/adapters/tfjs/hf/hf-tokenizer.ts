@@ -32,17 +32,6 @@ function tokenizerSize(json: Record<string, unknown>): number {
   return size;
 }
 
-/** The ids that have a token (the model's vocabulary and the added tokens). */
-function knownIds(json: Record<string, unknown>): Set<number> {
-  const ids = new Set<number>();
-  const vocab = (json.model as { vocab?: unknown } | undefined)?.vocab;
-  if (Array.isArray(vocab)) vocab.forEach((_, i) => ids.add(i));
-  else if (vocab && typeof vocab === 'object')
-    for (const id of Object.values(vocab)) if (typeof id === 'number') ids.add(id);
-  for (const t of (json.added_tokens as AddedToken[] | undefined) ?? []) ids.add(t.id);
-  return ids;
-}
-
 /** The content of a token named in tokenizer_config.json (a string, or an AddedToken object). */
 const tokenContent = (value: unknown): string | undefined =>
   typeof value === 'string'
@@ -71,7 +60,7 @@ export interface HfTokenizerSetup {
  * tags are not `special`, so `decode(skip_special_tokens=True)` (TRL's completions) keeps them.
  * `encode` adds no BOS/EOS: prompts and observations are encoded piece by piece and joined.
  */
-export async function createHfTokenizer(
+export async function createTaggedHfTokenizer(
   tokenizerJson: Record<string, unknown>,
   tokenizerConfig: Record<string, unknown>,
   options: { modelVocabSize: number; eosTokenId?: number; source: string },
@@ -79,10 +68,6 @@ export async function createHfTokenizer(
   const Hf = await loadTokenizersPackage();
   const original = new Hf(tokenizerJson, tokenizerConfig);
   const originalSize = tokenizerSize(tokenizerJson);
-  const single = (hf: InstanceType<HfTokenizerClass>, text: string) => {
-    const ids = hf.encode(text, { add_special_tokens: false }).ids;
-    return ids.length === 1 ? ids[0] : undefined;
-  };
   const added = [...((tokenizerJson.added_tokens as AddedToken[] | undefined) ?? [])];
   const addedTags: HfTokenizerSetup['addedTags'] = [];
   let next = Math.max(originalSize, 0);
@@ -103,35 +88,19 @@ export async function createHfTokenizer(
   const json = { ...tokenizerJson, added_tokens: added };
   // transformers 5 rebuilds some tokenizer classes from their vocabulary: the generic class loads tokenizer.json as it is.
   const config = { ...tokenizerConfig, tokenizer_class: 'TokenizersBackend' };
-  const hf = new Hf(json, config);
   const eosText = tokenContent(tokenizerConfig.eos_token);
-  const eosTokenId = (eosText !== undefined ? single(hf, eosText) : undefined) ?? options.eosTokenId;
+  // Loaded once the package is known to be there (loadTokenizersPackage above).
+  const { createHfTokenizer } = await import('../../../provider-utils/hf-tokenizer');
+  const vocabSize = Math.max(options.modelVocabSize, next);
+  const tagged = createHfTokenizer(json, config, { vocabSize, eosTokenId: options.eosTokenId ?? -1 });
+  const eosTokenId =
+    (eosText !== undefined ? tagged.specialTokenId(eosText) : undefined) ?? options.eosTokenId;
   if (eosTokenId === undefined)
     throw new InvalidArgumentError({
       argument: 'initFrom',
       message: `${options.source}: no end-of-sequence token (tokenizer_config.json eos_token, config.json eos_token_id)`,
     });
-  const vocabSize = Math.max(options.modelVocabSize, next);
-  // Ids without a token (rows a model pads its embedding with) have no text: tokenizers.js would
-  // fail on them, and on an empty list.
-  const known = knownIds(json);
-  const decode = (ids: readonly number[]) => {
-    const kept = ids.filter((id) => known.has(id));
-    return kept.length === 0
-      ? ''
-      : hf.decode(kept, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
-  };
-  const specials = new Map<string, number | undefined>();
-  const tokenizer: Tokenizer = {
-    vocabSize,
-    eosTokenId,
-    encode: (text) => hf.encode(text, { add_special_tokens: false }).ids,
-    decode,
-    tokenText: (id) => decode([id]),
-    specialTokenId(text) {
-      if (!specials.has(text)) specials.set(text, text === '' ? undefined : single(hf, text));
-      return specials.get(text);
-    },
-  };
+  // The port's methods close over the tokenizer, not `this`: a copy with the end-of-sequence id found.
+  const tokenizer: Tokenizer = { ...tagged, eosTokenId };
   return { tokenizer, files: { tokenizerJson: json, tokenizerConfig: config }, addedTags, originalSize };
 }

@@ -3,11 +3,12 @@ import { join } from 'node:path';
 import { InvalidArgumentError } from '../../../core/errors';
 import { firstNonFinite } from '../../../core/finite-values';
 import type { Tokenizer } from '../../../ports/types';
+import { readJsonObject } from '../../../provider-utils/json-file';
 import { decodeSafetensors, float32Of, type SafetensorsTensor } from '../../../provider-utils/safetensors';
 import type { TransformerConfig } from '../transformer';
 import type { TokenizerFiles } from './checkpoint-files';
 import { gpt2TensorName, transformerConfigOfGpt2 } from './gpt2';
-import { createHfTokenizer } from './hf-tokenizer';
+import { createTaggedHfTokenizer } from './hf-tokenizer';
 
 /** A GPT-2-family folder, read and checked: the model it describes, its weights by parameter, its tokenizer. */
 export interface PretrainedModel {
@@ -22,28 +23,6 @@ export interface PretrainedModel {
 
 const refuse = (message: string, cause?: unknown) =>
   new InvalidArgumentError({ argument: 'initFrom', message, ...(cause !== undefined && { cause }) });
-
-async function readJson(
-  dir: string,
-  name: string,
-  required: boolean,
-): Promise<Record<string, unknown> | null> {
-  const path = join(dir, name);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if (!required && (error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw refuse(`cannot read ${path}: ${(error as Error).message}`, error);
-  }
-  try {
-    const value = JSON.parse(text) as unknown;
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
-    return value as Record<string, unknown>;
-  } catch (error) {
-    throw refuse(`${path} is not a JSON object: ${(error as Error).message}`, error);
-  }
-}
 
 async function readWeightsFile(dir: string): Promise<{ path: string; bytes: Uint8Array }> {
   const path = join(dir, 'model.safetensors');
@@ -68,14 +47,14 @@ async function readWeightsFile(dir: string): Promise<{ path: string; bytes: Uint
  */
 export async function readPretrainedFolder(dir: string): Promise<PretrainedModel> {
   const configPath = join(dir, 'config.json');
-  const rawConfig = (await readJson(dir, 'config.json', true))!;
+  const rawConfig = (await readJsonObject(configPath, 'initFrom', true))!;
   const config = transformerConfigOfGpt2(rawConfig, configPath);
-  const tokenizerJson = await readJson(dir, 'tokenizer.json', true);
-  const tokenizerConfig = (await readJson(dir, 'tokenizer_config.json', false)) ?? {};
+  const tokenizerJson = await readJsonObject(join(dir, 'tokenizer.json'), 'initFrom', true);
+  const tokenizerConfig = (await readJsonObject(join(dir, 'tokenizer_config.json'), 'initFrom', false)) ?? {};
   const eosFromConfig = Array.isArray(rawConfig.eos_token_id)
     ? rawConfig.eos_token_id[0]
     : rawConfig.eos_token_id;
-  const setup = await createHfTokenizer(tokenizerJson!, tokenizerConfig, {
+  const setup = await createTaggedHfTokenizer(tokenizerJson!, tokenizerConfig, {
     modelVocabSize: config.vocabSize,
     ...(Number.isInteger(eosFromConfig) && { eosTokenId: eosFromConfig as number }),
     source: dir,
