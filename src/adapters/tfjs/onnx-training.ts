@@ -9,7 +9,7 @@ import {
   ONNX_OPSET,
   type OnnxRuntime,
   type OnnxSessionOptions,
-  splitTrainingGraph,
+  cutGraph,
   TRAINING_NAMES,
 } from '../onnx/graph/index';
 import type { ComputedGradients, GradientPlan, TrainingEngine } from './engines';
@@ -22,7 +22,8 @@ import { MASKED, type Transformer } from './transformer';
 // Gradients of the tfjs Transformer computed by ONNX Runtime (`training: 'onnx'`): one session
 // of the forward (the log-probs for the loss, and the activations the backward keeps) and one of
 // the backward (the gradients given the loss's g), the training graph of
-// src/adapters/onnx/graph/training-graph.ts cut in two (graph-split.ts). The weights are fed from
+// src/adapters/onnx/graph/training-graph.ts cut in two by cutGraph (graph-split.ts), as the Llama
+// engine cuts its own. The weights are fed from
 // the tfjs variables, rebuilt when an update or a load has replaced them; AdamW stays on tfjs
 // (training.ts), so the optimizer state is the same either way.
 
@@ -72,6 +73,21 @@ interface OnnxTrainer {
   dispose(): Promise<void>;
 }
 
+/**
+ * What the backward computes again from kept activations instead of fetching them: shape ops, layer
+ * norms and elementwise products, cheap next to a copy out of ONNX Runtime; matrix products, sums
+ * and softmaxes are kept, except the attention weights the graph names as `recomputed`.
+ */
+const RECOMPUTED_OPS = new Set([
+  'Slice',
+  'Concat',
+  'Reshape',
+  'Transpose',
+  'LayerNormalization',
+  'Mul',
+  'Exp',
+]);
+
 function causalMask(length: number): Float32Array {
   const data = new Float32Array(length * length);
   for (let i = 0; i < length; i++) data.fill(MASKED, i * length + i + 1, (i + 1) * length);
@@ -84,7 +100,14 @@ async function createOnnxTrainer(
   settings: OnnxTrainingSettings,
 ): Promise<OnnxTrainer> {
   checkGraphWeights(model, 'onnx training');
-  const graphs = splitTrainingGraph(buildTrainingGraph(graphConfigOf(model)));
+  const training = buildTrainingGraph(graphConfigOf(model));
+  const graphs = cutGraph(training, {
+    forwardOutputs: [TRAINING_NAMES.tokenLogProbs, TRAINING_NAMES.entropySum],
+    recomputable: RECOMPUTED_OPS,
+    staticInputs: new Set(model.parameters.map((p) => p.name)),
+    keep: new Set(training.saved),
+    recompute: training.recomputed,
+  });
   // Threads sleep between operators: a training step's operators are large enough that waking
   // costs little, and spinning threads lose most of a shared machine's cores (see `spinning`).
   const options: OnnxSessionOptions = {

@@ -28,8 +28,6 @@ export {
   cutGraph,
   type CutGraphs,
   type CutOptions,
-  splitTrainingGraph,
-  type SplitTrainingGraphs,
 } from './graph-split';
 export { buildTrainingGraph, TRAINING_NAMES, type TrainingGraph } from './training-graph';
 export {
