@@ -9,12 +9,7 @@ import { sampleIdOf } from './core/episode/instances';
 import { createEpisodeStages, type EpisodeGroup, type EpisodeSample } from './core/pipeline/episode-stages';
 import { runStepPipeline } from './core/pipeline/step-pipeline';
 import type { GroupResult, PipelineMetrics, PipelineMode } from './core/pipeline/types';
-import {
-  REWARD_PRESETS,
-  type RewardFailure,
-  type RewardOutcome,
-  type RewardWeights,
-} from './core/reward/combine';
+import { resolveRewardWeights, type RewardFailure, type RewardOutcome } from './core/reward/combine';
 import { expandGroups } from './core/rl/groups';
 import { updatePolicy, type PolicyUpdateSummary } from './core/rl/policy-update';
 import { createRandom, RANDOM_STREAMS, type Random } from './core/random';
@@ -161,10 +156,6 @@ function checkPorts(ports: SearcherPorts): void {
       argument: 'ports.policy.tokenizer',
       message: 'must be a Tokenizer with encode and decode',
     });
-}
-
-export function resolveRewardWeights(weights: SearcherConfig['reward']['weights']): RewardWeights {
-  return typeof weights === 'string' ? { ...REWARD_PRESETS[weights] } : weights;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { InvalidArgumentError, RewardsMissingError } from '../core/errors';
 import { checkPromptRecords } from '../core/prompt-records';
-import { resolveRewardWeights } from '../searcher';
+import { resolveRewardWeights } from '../core/reward/combine';
 import {
   createRandom,
   hashString,

@@ -10,7 +10,7 @@ import type { ImageOps } from '../ports/image-ops';
 import type { Judge } from '../ports/judge';
 import type { SearchEngine } from '../ports/search-engine';
 import { readPromptDataset } from '../run/dataset';
-import { resolveRewardWeights } from '../searcher';
+import { resolveRewardWeights } from '../core/reward/combine';
 import type { ServedEnvironment } from './environment';
 
 /**

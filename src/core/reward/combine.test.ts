@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { combineReward, phase1Reward, REWARD_PRESETS, rewardValue } from './combine';
+import { InvalidArgumentError } from '../errors';
+import { combineReward, phase1Reward, REWARD_PRESETS, resolveRewardWeights, rewardValue } from './combine';
 
 describe('combineReward', () => {
   it('is 0 when the format gate fails, whatever the scores', () => {
@@ -33,5 +34,27 @@ describe('combineReward', () => {
         { judge: Number.NaN, ndcg: 0, format: 0 },
       ),
     ).toThrow(/weights\.judge/);
+  });
+});
+
+describe('resolveRewardWeights', () => {
+  it("gives a copy of a preset's weights by name, and explicit weights as given", () => {
+    for (const name of Object.keys(REWARD_PRESETS) as Array<keyof typeof REWARD_PRESETS>) {
+      const resolved = resolveRewardWeights(name);
+      expect(resolved).toEqual(REWARD_PRESETS[name]);
+      expect(resolved).not.toBe(REWARD_PRESETS[name]);
+      resolved.judge = 42;
+      expect(REWARD_PRESETS[name].judge).not.toBe(42);
+    }
+    const explicit = { judge: 0.3, ndcg: 0.6, format: 0.1 };
+    expect(resolveRewardWeights(explicit)).toBe(explicit);
+  });
+  it('refuses an unknown preset with an InvalidArgumentError on reward.weights listing the presets', () => {
+    const call = () => resolveRewardWeights('phase2' as keyof typeof REWARD_PRESETS);
+    expect(call).toThrow(InvalidArgumentError);
+    expect(call).toThrow(/reward\.weights.*phase1, focused, unified, default/);
+    expect(() => resolveRewardWeights('toString' as keyof typeof REWARD_PRESETS)).toThrow(
+      InvalidArgumentError,
+    );
   });
 });

@@ -28,6 +28,24 @@ export const REWARD_PRESETS = Object.freeze({
   default: DEFAULT_REWARD_WEIGHTS,
 } satisfies Record<string, Readonly<RewardWeights>>);
 
+/** A preset's name (`REWARD_PRESETS`): `default`, `phase1`, `focused` or `unified`. */
+export type RewardPresetName = keyof typeof REWARD_PRESETS;
+
+/**
+ * The weights a reward configuration names (`reward.weights`): explicit weights as given, a
+ * preset's name as a copy of the preset's weights. An unknown name is an InvalidArgumentError
+ * listing the presets.
+ */
+export function resolveRewardWeights(weights: RewardWeights | RewardPresetName): RewardWeights {
+  if (typeof weights !== 'string') return weights;
+  if (!Object.hasOwn(REWARD_PRESETS, weights))
+    throw new InvalidArgumentError({
+      argument: 'reward.weights',
+      message: `'${weights}' is not a preset; use one of ${Object.keys(REWARD_PRESETS).join(', ')}, or give { judge, ndcg, format }`,
+    });
+  return { ...REWARD_PRESETS[weights] };
+}
+
 /** What a reward is combined from. */
 export interface RewardComponents {
   /** Did the episode pass the format gate (every turn a valid action, ended by the policy)? */
