@@ -27,5 +27,7 @@ export type {
   UpdateResult,
   UpdateOptions,
   PolicyCheckpoint,
+  PolicyDescription,
+  OptimizerResetSettings,
 } from './policy-backend';
 export type { BoundingBox, PageImage, SearchHit, Evidence, TokenUsage, TokenStep, Tokenizer } from './types';

@@ -111,6 +111,31 @@ export interface ChatFormat {
 }
 
 /**
+ * What a policy says about itself, for a run's log and report (`PolicyBackend.describe`): its
+ * size, where it computes, and the tokens it added.
+ */
+export interface PolicyDescription {
+  /** Scalars in the model's weights; absent where the backend does not count them (an exported graph). */
+  parameterCount?: number;
+  /** Of those, the scalars `update` changes (under LoRA the adapter's); absent where it does not train. */
+  trainableParameterCount?: number;
+  /**
+   * Where the model computes: the tfjs backend (`tensorflow-gpu`, `tensorflow`, `wasm`, `cpu`) or
+   * ONNX Runtime's execution provider (`onnxruntime-cpu`, `onnxruntime-cuda`).
+   */
+  backend: string;
+  /** The protocol tags added as new tokens to a pretrained model's tokenizer, in id order; empty when none. */
+  addedTags: readonly string[];
+}
+
+/** The optimizer settings a run's phase starts a new optimizer with (`PolicyBackend.resetOptimizer`). */
+export interface OptimizerResetSettings {
+  learningRate: number;
+  /** Linear warm-up of the learning rate over this many optimizer steps. */
+  warmupSteps: number;
+}
+
+/**
  * The Searcher policy: rollout sessions, log-probs, updates and checkpoints. The tfjs, ONNX,
  * Llama, scripted and OpenAI-compatible policies implement it (some for rollouts only).
  */
@@ -144,4 +169,12 @@ export interface PolicyBackend extends SetupCheck {
    * Restores a state `save` made; a checkpoint of another model or tokenizer is refused and changes nothing.
    */
   load(checkpoint: PolicyCheckpoint, options?: CallOptions): Promise<void>;
+  /** Its size, backend and added tokens, where the policy knows them (a scripted policy has none). */
+  describe?(): PolicyDescription;
+  /**
+   * Starts a new optimizer (moments cleared, step 0) with these settings: a run's phase and a
+   * curation round's SFT each start one. Absent on a policy without an optimizer (scripted, ONNX
+   * reference, a remote server).
+   */
+  resetOptimizer?(settings: OptimizerResetSettings): void;
 }

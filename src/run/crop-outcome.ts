@@ -25,12 +25,12 @@ interface FactPlace {
 export function factPlace(question: PromptRecord): FactPlace | null {
   const metadata = question.metadata as { small?: unknown; factBox?: unknown } | undefined;
   if (typeof metadata?.small !== 'boolean') return null;
-  const box = metadata.factBox;
-  const factBox =
-    Array.isArray(box) && box.length === 4 && box.every((v) => typeof v === 'number')
-      ? (box as unknown as [number, number, number, number])
-      : null;
-  return { small: metadata.small, factBox };
+  return { small: metadata.small, factBox: isBox(metadata.factBox) ? metadata.factBox : null };
+}
+
+/** Four numbers, [x1, y1, x2, y2]. */
+function isBox(value: unknown): value is readonly [number, number, number, number] {
+  return Array.isArray(value) && value.length === 4 && value.every((v) => typeof v === 'number');
 }
 
 export function cropOutcome(trajectory: Trajectory, place: FactPlace | null): CropOutcome | null {

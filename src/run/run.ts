@@ -5,7 +5,6 @@ import { episodeContextTokens } from '../core/episode/config';
 import { eventRecord } from '../core/events';
 import { createRandom, RANDOM_STREAMS } from '../core/random';
 import { runSft, sftExamples } from '../core/rl/policy-update';
-import type { PolicyBackend } from '../ports/policy-backend';
 import { readLatestCheckpoint, SFT_RUN, writePolicyCheckpoint } from './checkpoints';
 import { resolveRollouts, type RunConfig } from './config';
 import {
@@ -160,10 +159,10 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
   let status: 'finished' | 'failed' | 'killed' = 'failed';
   try {
     const own = config.searcher.adapters.policy === undefined;
-    const described = policy as PolicyBackend & { parameterCount?: number; backend?: { name: string } };
+    const described = policy.describe?.();
     if (own)
       options.onLog?.(
-        `policy: ${described.parameterCount} parameters on ${described.backend?.name} (rollouts: ${await resolveRollouts(config.policy!.rollouts)}, training: ${config.policy!.training}), vocabulary ${policy.tokenizer.vocabSize} tokens${config.policy!.initFrom ? ` (from ${config.policy!.initFrom})` : ''}`,
+        `policy: ${described?.parameterCount} parameters on ${described?.backend} (rollouts: ${await resolveRollouts(config.policy!.rollouts)}, training: ${config.policy!.training}), vocabulary ${policy.tokenizer.vocabSize} tokens${config.policy!.initFrom ? ` (from ${config.policy!.initFrom})` : ''}`,
       );
     else options.onLog?.(`policy: ${policy.provider} (searcher.adapters.policy)`);
     const warnings: string[] = [];
@@ -176,7 +175,7 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     if (warm) options.onLog?.(`SFT warm start: loaded ${SFT_RUN}/${warm.key}`);
     else if (config.policy?.initFrom) {
       options.onLog?.(`warm start: ${session.policyFrom}`);
-      const added = (policy as { addedTags?: readonly string[] }).addedTags ?? [];
+      const added = described?.addedTags ?? [];
       if (added.length > 0)
         options.onLog?.(
           `the protocol tags are new tokens of its tokenizer (${added.length}, ids from ${policy.tokenizer.specialTokenId(added[0]!)}; embedding rows: the mean of their pieces')`,

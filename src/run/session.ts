@@ -11,7 +11,7 @@ import {
   type SearcherContainer,
 } from '../container';
 import { InvalidArgumentError } from '../core/errors';
-import type { PolicyBackend, PolicyCheckpoint } from '../ports/policy-backend';
+import type { OptimizerResetSettings, PolicyBackend, PolicyCheckpoint } from '../ports/policy-backend';
 import type { Store } from '../ports/store';
 import type { Searcher } from '../searcher';
 import { checkpointVocabulary, readFirstCheckpoint, readLatestCheckpoint } from './checkpoints';
@@ -53,14 +53,11 @@ export interface RunSession {
 export type RunPolicyStart = { kind: 'fresh' } | { kind: 'latest'; storeRuns: readonly string[] };
 
 /**
- * Starts a new optimizer with these settings where the policy has one (the tfjs policy's
- * `resetOptimizer`; not a port method: a scripted or ONNX policy has no optimizer).
+ * Starts a new optimizer with these settings where the policy has one (the port's optional
+ * `resetOptimizer`: a scripted or ONNX policy has no optimizer, and nothing happens).
  */
-export function resetPolicyOptimizer(
-  policy: PolicyBackend,
-  settings: { learningRate: number; warmupSteps: number },
-): void {
-  (policy as { resetOptimizer?: (s: typeof settings) => void }).resetOptimizer?.(settings);
+export function resetPolicyOptimizer(policy: PolicyBackend, settings: OptimizerResetSettings): void {
+  policy.resetOptimizer?.(settings);
 }
 
 /**

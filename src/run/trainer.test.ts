@@ -14,6 +14,7 @@ import { runSft, sftExamples } from '../core/rl/policy-update';
 import type { Store } from '../ports/store';
 import { createSearcher } from '../searcher';
 import { TIMING_METRICS, type StepMetrics } from './step-metrics';
+import { readPolicyCheckpoint, writePolicyCheckpoint } from './checkpoints';
 import { createTrainer, type TrainerSettings } from './trainer';
 
 /**
@@ -234,6 +235,31 @@ describe('createTrainer', () => {
     expect(() =>
       createTrainer({ searcher: toySearcher(policies[0]!), store, prompts: [], settings: settings() }),
     ).toThrow(/prompts/);
+  }, 60_000);
+
+  it('refuses a checkpoint whose RNG state, step and cursor or data stamp cannot be read back, naming it', async () => {
+    const store = createMemoryStore();
+    const policy = await tinyPolicy(1);
+    await createTrainer({
+      searcher: toySearcher(policy),
+      store,
+      prompts,
+      settings: settings({ steps: 1 }),
+    }).run();
+    const { state } = await readPolicyCheckpoint(store, 'toy', 'checkpoints/step-00000001');
+    const { policy: _policy, ...good } = state;
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ ...good, random: [1, 2, 3] }, /checkpoint\.random/],
+      [{ ...good, random: [1, 2, 3, 2 ** 32] }, /checkpoint\.random/],
+      [{ ...good, cursor: { epoch: 0 } }, /checkpoint\.cursor/],
+      [{ ...good, step: -1 }, /checkpoint\.cursor/],
+      [{ ...good, dataset: null }, /settings\.prompts/],
+    ];
+    for (const [step, [bad, error]] of cases.entries()) {
+      await writePolicyCheckpoint(store, 'toy', 2 + step, await policy.save(), bad);
+      const resumed = createTrainer({ searcher: toySearcher(policy), store, prompts, settings: settings() });
+      await expect(resumed.run()).rejects.toThrow(error);
+    }
   }, 60_000);
 
   it('refuses to run again after a step failed midway (the policy may have changed)', async () => {

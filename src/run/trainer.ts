@@ -108,6 +108,13 @@ interface TrainerCheckpointState {
   policy: { format: string; metadata: Record<string, unknown>; blobs: string[] };
 }
 
+// What a resume reads back from a checkpoint's state (it is written by this file, read as untrusted JSON).
+const count = z.number().int().min(0);
+const word = count.lt(2 ** 32);
+const savedRandomSchema = z.tuple([word, word, word, word]);
+const savedPlaceSchema = z.object({ step: count, cursor: z.object({ epoch: count, index: count }) });
+const savedDataSchema = z.object({ size: z.number(), fingerprint: z.string() });
+
 /** FNV-1a over the prompt uids: a resumed run must see the same data in the same order. */
 function fingerprint(prompts: readonly PromptRecord[]): string {
   return hashString(prompts.map((p) => p.uid).join('\u0000'))
@@ -211,7 +218,7 @@ export function createTrainer(args: {
 
   const loadCheckpoint = async (runId: string, key: string): Promise<void> => {
     const read = await readPolicyCheckpoint(store, runId, key);
-    const state = read.state as unknown as TrainerCheckpointState;
+    const state = read.state;
     if (state.format !== 'searcher-rl.trainer-checkpoint.v1')
       throw new InvalidArgumentError({
         argument: 'checkpoint.format',
@@ -226,34 +233,26 @@ export function createTrainer(args: {
     if (state.batchSize !== settings.batchSize) mismatch('batchSize', state.batchSize, settings.batchSize);
     if (state.seed !== settings.seed) mismatch('seed', state.seed, settings.seed);
     if (state.shuffle !== settings.shuffle) mismatch('shuffle', state.shuffle, settings.shuffle);
-    if (state.dataset.size !== prompts.length || state.dataset.fingerprint !== datasetFingerprint)
+    const dataset = savedDataSchema.safeParse(state.dataset).data;
+    if (dataset?.size !== prompts.length || dataset.fingerprint !== datasetFingerprint)
       mismatch('prompts', state.dataset, { size: prompts.length, fingerprint: datasetFingerprint });
-    const randomState = state.random;
-    if (
-      !Array.isArray(randomState) ||
-      randomState.length !== 4 ||
-      !randomState.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32)
-    ) {
+    const savedRandom = savedRandomSchema.safeParse(state.random);
+    if (!savedRandom.success) {
       throw new InvalidArgumentError({
         argument: 'checkpoint.random',
         message: `the checkpoint at '${runId}/${key}' has no valid RNG state`,
       });
     }
-    const validCursor =
-      state.cursor &&
-      Number.isInteger(state.cursor.epoch) &&
-      state.cursor.epoch >= 0 &&
-      Number.isInteger(state.cursor.index) &&
-      state.cursor.index >= 0;
-    if (!validCursor || !(Number.isInteger(state.step) && state.step >= 0))
+    const place = savedPlaceSchema.safeParse(state);
+    if (!place.success)
       throw new InvalidArgumentError({
         argument: 'checkpoint.cursor',
         message: `the checkpoint at '${runId}/${key}' has no valid step and data cursor`,
       });
     await policy.load(read.checkpoint);
-    step = state.step;
-    cursor = state.cursor;
-    random.restore(state.random);
+    step = place.data.step;
+    cursor = place.data.cursor;
+    random.restore(savedRandom.data);
   };
 
   const resolveResume = async (): Promise<{ runId: string; key: string } | null> => {

@@ -131,6 +131,19 @@ describe('createLlamaPolicy', () => {
     expect(await lora.logProbs(batch)).not.toEqual(await base.logProbs(batch));
     // q_proj: A [4, 32] + B [32, 4]; down_proj: A [4, 64] + B [32, 4]; two layers.
     expect(lora.trainableParameterCount).toBe(2 * (4 * 32 + 32 * 4 + 4 * 64 + 32 * 4));
+    // The tiny Llama: embeddings 397 x 32 (tied head), per layer two norms, q/o 32 x 32, k/v 16 x 32, three 64 x 32 MLP matrices; the final norm.
+    const baseScalars = 397 * 32 + 2 * (2 * 32 + 2 * 32 * 32 + 2 * 16 * 32 + 3 * 64 * 32) + 32;
+    expect(base.describe()).toEqual({
+      parameterCount: baseScalars,
+      backend: 'onnxruntime-cpu',
+      addedTags: [],
+    });
+    expect(lora.describe()).toEqual({
+      parameterCount: baseScalars + lora.trainableParameterCount,
+      trainableParameterCount: lora.trainableParameterCount,
+      backend: 'onnxruntime-cpu',
+      addedTags: [],
+    });
     await expect(
       base.update(batch, () => ({ value: 0, gradNewLogProbs: [[0, 0, 0, 0]] })),
     ).rejects.toBeInstanceOf(NotTrainableError);

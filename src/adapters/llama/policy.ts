@@ -6,6 +6,7 @@ import type {
   LossFunction,
   PolicyBackend,
   PolicyCheckpoint,
+  PolicyDescription,
   UpdateOptions,
   UpdateResult,
 } from '../../ports/policy-backend';
@@ -18,10 +19,10 @@ import { createHfTokenizer } from '../../provider-utils/hf-tokenizer';
 import { FloatAdamW } from './adamw';
 import { chatFormatOf, dropoutMasks } from './chat-format';
 import { hfModelFiles, peftAdapterFiles } from './checkpoint';
-import type { LlamaConfig } from './config';
+import type { LlamaConfig } from '../engines/llama/config';
 import { createKeptBudget } from '../../rollout-engine/kept-budget';
-import { createLlamaEngine, type LlamaRow, type TrainingForward, type WeightMap } from './engine';
-import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from './llama-graph';
+import { createLlamaEngine, type LlamaRow, type TrainingForward, type WeightMap } from '../engines/llama/engine';
+import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from '../engines/llama/llama-graph';
 import { type LoadedLlama, loadLlamaModel, loadPeftAdapter } from './loader';
 import { type LlamaPolicySettings, parseLlamaPolicySettings } from './settings';
 
@@ -35,6 +36,11 @@ export interface LlamaPolicy extends PolicyBackend {
   readonly finetune: 'lora' | 'full' | 'none';
   /** Trainable parameters (the adapter's under LoRA). */
   readonly trainableParameterCount: number;
+  /**
+   * The base's scalars and the adapter's as parameterCount, the trainable ones (absent with
+   * finetune 'none'), ONNX Runtime's CPU provider as the backend; no added tags.
+   */
+  describe(): PolicyDescription;
   /**
    * The frozen base model as GRPO's KL reference (`ports.referencePolicy` with
    * `rl.loss.klReference: 'initial'`): under LoRA the same sessions score with the adapter off, so
@@ -114,6 +120,14 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
   });
   const trainable: WeightMap =
     finetune === 'full' ? loaded.weights : finetune === 'lora' && lora ? lora.weights : new Map();
+  const scalarsOf = (weights: WeightMap) => [...weights.values()].reduce((n, w) => n + w.length, 0);
+  const trainableParameterCount = scalarsOf(trainable);
+  const description: PolicyDescription = {
+    parameterCount: scalarsOf(loaded.weights) + (lora ? scalarsOf(lora.weights) : 0),
+    ...(finetune !== 'none' && { trainableParameterCount }),
+    backend: 'onnxruntime-cpu',
+    addedTags: [],
+  };
   let optimizer = new FloatAdamW(parsed.optimizer);
   const chatFormat =
     parsed.chatTemplate && loaded.chatTemplate
@@ -265,9 +279,10 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
     contextLength,
     modelConfig: config,
     finetune,
-    trainableParameterCount: [...trainable.values()].reduce((n, w) => n + w.length, 0),
+    trainableParameterCount,
     ...(chatFormat && { chatFormat }),
     doCheck: ensureReady,
+    describe: () => description,
     begin: (promptTokenIds, callOptions) => scheduler.begin(promptTokenIds, callOptions),
     async logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]> {
       await ensureReady();

@@ -63,6 +63,7 @@ describe('OnnxPolicy on an Optimum-layout export', () => {
     });
     expect(policy.contextLength).toBe(256);
     expect(policy.trainable).toBe(false);
+    expect(policy.describe()).toEqual({ backend: 'onnxruntime-cpu', addedTags: [] });
     expect(policy.tokenizer.eosTokenId).toBe(reference.eosTokenId);
     expect((await tiny({ contextLength: 64 })).contextLength).toBe(64);
   });

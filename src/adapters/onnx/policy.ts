@@ -3,12 +3,18 @@ import { join } from 'node:path';
 import { InvalidArgumentError, NotTrainableError, throwIfAborted } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import type { CallOptions } from '../../ports/common';
-import type { LogProbBatch, PolicyBackend, PolicyCheckpoint, UpdateResult } from '../../ports/policy-backend';
+import type {
+  LogProbBatch,
+  PolicyBackend,
+  PolicyCheckpoint,
+  PolicyDescription,
+  UpdateResult,
+} from '../../ports/policy-backend';
 import { emptyKvCache } from '../../rollout-engine/kv-cache';
 import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
 import { forwardLast, scoreSequences, type OnnxModel, type OnnxRow } from './forward';
 import { checkCausalLmLayout, readCausalLmConfig, type GraphValue } from './layout';
-import { createOnnxSession } from './graph/session';
+import { createOnnxSession } from '../engines/onnx-graph/session';
 import { readJsonObject } from '../../provider-utils/json-file';
 import { ort } from './runtime';
 import { parseOnnxPolicySettings, type OnnxExecutionProvider, type OnnxPolicySettings } from './settings';
@@ -22,6 +28,8 @@ export interface OnnxPolicy extends PolicyBackend {
   readonly trainable: false;
   readonly contextLength: number;
   readonly executionProvider: OnnxExecutionProvider;
+  /** ONNX Runtime's execution provider as the backend; no parameter count (the graph's initializers are not only weights), no added tags. */
+  describe(): PolicyDescription;
   /** What the graph and config.json say about the model. */
   readonly modelConfig: {
     layers: number;
@@ -157,6 +165,7 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
       eosTokenIds: facts.eosTokenIds,
     },
     doCheck: ensureReady,
+    describe: () => ({ backend: `onnxruntime-${parsed.executionProvider}`, addedTags: [] }),
     begin: (promptTokenIds, callOptions) => scheduler.begin(promptTokenIds, callOptions),
     async logProbs(batch: LogProbBatch, options?: CallOptions): Promise<number[][]> {
       await ensureReady();

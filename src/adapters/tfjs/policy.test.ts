@@ -61,6 +61,16 @@ describe('numeric contract (every backend)', () => {
     it(`${backend}: incremental log-probs equal a full forward within 1e-5`, async () => {
       const policy = await tiny({ backend });
       expect(policy.backend.name).toBe(backend);
+      const saved = decodeSafetensors((await policy.save()).blobs['model.safetensors']!, {
+        argument: 'test',
+      });
+      const savedScalars = [...saved.tensors.values()].reduce((n, t) => n + float32Of(t)!.length, 0);
+      expect(policy.describe()).toEqual({
+        parameterCount: savedScalars,
+        trainableParameterCount: savedScalars,
+        backend,
+        addedTags: [],
+      });
       for (const options of [
         { temperature: 1, topP: 1 },
         { temperature: 0.7, topP: 0.9 },

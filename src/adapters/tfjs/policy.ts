@@ -1,7 +1,13 @@
 import { InvalidArgumentError } from '../../core/errors';
 import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
-import type { LogProbBatch, LossFunction, PolicyBackend, UpdateOptions } from '../../ports/policy-backend';
+import type {
+  LogProbBatch,
+  LossFunction,
+  PolicyBackend,
+  PolicyDescription,
+  UpdateOptions,
+} from '../../ports/policy-backend';
 import type { Tokenizer } from '../../ports/types';
 import { AdamW, type AdamWSettings } from './adamw';
 import { selectTfjsBackend, type BackendModuleLoader, type TfjsBackendName } from './backends';
@@ -9,14 +15,16 @@ import { createCheckpoints } from './checkpoint';
 import type { PretrainedModel } from './hf/pretrained';
 import { cacheShapeOf, createDecoder } from './decoder';
 import { selectEngines } from './engine-selection';
-import type { RolloutEngine, TrainingEngine } from './engines';
+import type { RolloutEngine, TrainingEngine } from '../engines/engine';
 import { parseTfjsPolicySettings, transformerConfigOf, type TfjsPolicySettings } from './settings';
 import type { PolicyContext, PolicyState } from './state';
 import { gradients, logProbs, resetOptimizer, sequenceLogits, update } from './training';
-import { Transformer, type TransformerConfig } from './transformer';
+import { Transformer, type TransformerConfig } from '../engines/transformer/transformer';
 
 export interface TfjsPolicy extends PolicyBackend {
   readonly provider: 'tfjs';
+  /** Every weight trains: parameterCount twice, the backend's name, the tags `initFrom` added. */
+  describe(): PolicyDescription;
   /** The backend in use (`tensorflow-gpu`, `tensorflow`, `wasm` or `cpu`) and those passed over. */
   readonly backend: { name: TfjsBackendName; skipped: Array<{ name: TfjsBackendName; reason: string }> };
   readonly modelConfig: TransformerConfig;
@@ -163,6 +171,12 @@ export async function createTfjsPolicy(
     save: () => checkpoints.save(),
     load: (checkpoint) => checkpoints.load(checkpoint),
     resetOptimizer: (overrides) => resetOptimizer(context, overrides),
+    describe: () => ({
+      parameterCount: model.parameterCount,
+      trainableParameterCount: model.parameterCount,
+      backend: selected.name,
+      addedTags: pretrained?.addedTags ?? [],
+    }),
     dispose() {
       if (state.disposed) return;
       state.disposed = true;

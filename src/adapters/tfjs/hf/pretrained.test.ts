@@ -51,6 +51,7 @@ describe('createTfjsPolicy({ initFrom })', () => {
     const policy = await fromFolder(dir);
     expect(policy.modelConfig).toEqual(source.modelConfig);
     expect(policy.addedTags).toEqual([]);
+    expect(policy.describe().addedTags).toEqual([]);
     expect(policy.tokenizer.eosTokenId).toBe(tokenizer.eosTokenId);
     const text = '<search>Corcor revenue 2019 a [36, 326]</search> zz é';
     const ids = tokenizer.encode(text);
@@ -79,6 +80,7 @@ describe('createTfjsPolicy({ initFrom })', () => {
     const policy = await fromFolder(dir);
     const V = tokenizer.vocabSize;
     expect(policy.addedTags).toEqual(PROTOCOL_TAG_STRINGS);
+    expect(policy.describe().addedTags).toEqual(PROTOCOL_TAG_STRINGS);
     expect(policy.tokenizer.vocabSize).toBe(V + PROTOCOL_TAG_STRINGS.length);
     expect(PROTOCOL_TAG_STRINGS.map((t) => policy.tokenizer.specialTokenId(t))).toEqual(
       PROTOCOL_TAG_STRINGS.map((_, i) => V + i),
