@@ -15,11 +15,11 @@ import { createCheckpoints } from './checkpoint';
 import type { PretrainedModel } from './hf/pretrained';
 import { cacheShapeOf, createDecoder } from './decoder';
 import { selectEngines } from './engine-selection';
-import type { RolloutEngine, TrainingEngine } from '../engines/engine';
+import type { RolloutEngine, TrainingEngine } from './engines';
 import { parseTfjsPolicySettings, transformerConfigOf, type TfjsPolicySettings } from './settings';
 import type { PolicyContext, PolicyState } from './state';
 import { gradients, logProbs, resetOptimizer, sequenceLogits, update } from './training';
-import { Transformer, type TransformerConfig } from '../engines/transformer/transformer';
+import { Transformer, type TransformerConfig } from './transformer';
 
 export interface TfjsPolicy extends PolicyBackend {
   readonly provider: 'tfjs';
