@@ -1,16 +1,4 @@
 import { z } from 'zod';
-import { extractiveGeneratorSettingsSchema } from './adapters/extractive/settings';
-import { geminiSettingsSchema } from './adapters/gemini/settings';
-import { sharpImageOpsSettingsSchema } from './adapters/image/settings';
-import { mockGeneratorConfigSchema, mockSearchEngineConfigSchema } from './adapters/mock/settings';
-import { llamaGeneratorSettingsSchema, llamaPolicySettingsSchema } from './adapters/llama/settings';
-import { onnxPolicySettingsSchema } from './adapters/onnx/settings';
-import { openaiSettingsSchema } from './adapters/openai/settings';
-import { ruleJudgeSettingsSchema } from './adapters/rule-judge/settings';
-import { scriptedPolicyConfigSchema } from './adapters/scripted-policy/settings';
-import { braveSchema, searchR1Schema, vragSchema } from './adapters/search-http/settings';
-import { sqliteSearchSettingsSchema } from './adapters/sqlite-fts/settings';
-import { tfjsPolicySettingsSchema } from './adapters/tfjs/settings';
 import { DEFAULT_CALL_POLICIES, PORT_NAMES, type SearcherPortName } from './core/calls/call-policy';
 import { DEFAULT_EPISODE_CONFIG } from './core/episode/config';
 import { ConfigValidationError } from './core/errors';
@@ -26,6 +14,12 @@ import { LOSS_AGGREGATIONS } from './core/rl/aggregation';
 import { KL_ESTIMATORS, type KlEstimator } from './core/rl/kl';
 import { DEFAULT_RL_SETTINGS } from './core/rl/settings';
 import { issueFields, positiveInt } from './provider-utils/settings';
+import type {
+  AdapterRegistry,
+  AdaptersSectionSchema,
+  AnyAdapterDefinition,
+} from './registry/adapter-registry';
+import { ADAPTER_REGISTRY } from './registry/adapters';
 
 // Every default below is a core constant (DEFAULT_EPISODE_CONFIG, DEFAULT_RL_SETTINGS, ...): the
 // configuration restates none of them. `test/defaults.test.ts` checks that `{}` parses to them.
@@ -221,110 +215,12 @@ export const pipelineConfigSchema = z
   })
   .strict();
 
-const adapter = <T extends string, Shape extends z.ZodRawShape>(
-  type: T,
-  settings: z.ZodObject<Shape, z.core.$strict>,
-) => settings.extend({ type: z.literal(type) });
-
 /**
  * The adapters the composition root builds from configuration alone (`src/container.ts`), each
- * with its factory's own settings. Vendor SDKs are loaded only for the adapters named here.
+ * with its factory's own settings: derived from the adapter registry (src/registry/adapters.ts),
+ * one discriminated union on `type` per port. Vendor SDKs are loaded only for the adapters named.
  */
-export const adaptersConfigSchema = z
-  .object({
-    searchEngine: z
-      .discriminatedUnion('type', [
-        adapter('mock', mockSearchEngineConfigSchema),
-        adapter(
-          'sqlite-fts',
-          sqliteSearchSettingsSchema.extend({
-            pagesDir: z
-              .string()
-              .min(1)
-              .optional()
-              .describe(
-                'a folder of pages indexed into dbPath first: images with a .txt of their text beside each, or .txt files alone',
-              ),
-            corpusPath: z
-              .string()
-              .min(1)
-              .optional()
-              .describe(
-                'a JSONL corpus indexed into dbPath first, one passage a line: {"id", "contents"} (Search-R1) or {"id", "title", "text"}; a passage is named by its id',
-              ),
-          }),
-        ),
-        adapter('search-r1', searchR1Schema),
-        adapter('vrag', vragSchema),
-        adapter('brave', braveSchema),
-      ])
-      .prefault({ type: 'mock' }),
-    policy: z
-      .discriminatedUnion('type', [
-        adapter('scripted', scriptedPolicyConfigSchema),
-        adapter(
-          'tfjs',
-          tfjsPolicySettingsSchema.extend({
-            tokenizer: z
-              .discriminatedUnion('kind', [
-                z.object({ kind: z.literal('protocol') }).strict(),
-                z.object({ kind: z.literal('vocabulary'), words: z.array(z.string()).min(1) }).strict(),
-              ])
-              .prefault({ kind: 'protocol' })
-              .describe(
-                'The byte-level protocol tokenizer, or words of a corpus as single tokens (bytes for the rest).',
-              ),
-          }),
-        ),
-        adapter('onnx', onnxPolicySettingsSchema),
-        adapter('llama', llamaPolicySettingsSchema),
-      ])
-      .optional()
-      .describe(
-        '`scripted`, `tfjs` (trainable), `onnx` (a pretrained Optimum export run by ONNX Runtime: evaluation and rollout collection only, a training run refuses it), or `llama` (a pretrained Llama-family model, a Hugging Face folder or a GGUF file, rolled out and trained in process with LoRA or fully).',
-      ),
-    generator: z
-      .discriminatedUnion('type', [
-        adapter('mock', mockGeneratorConfigSchema),
-        adapter('extractive', extractiveGeneratorSettingsSchema),
-        adapter('openai', openaiSettingsSchema),
-        adapter('gemini', geminiSettingsSchema),
-        adapter('llama', llamaGeneratorSettingsSchema),
-        z.object({ type: z.literal('slide-reader'), corpusPath: z.string().min(1) }).strict(),
-      ])
-      .prefault({ type: 'mock' }),
-    judge: z
-      .discriminatedUnion('type', [
-        adapter('rule', ruleJudgeSettingsSchema),
-        adapter('openai', openaiSettingsSchema),
-        adapter('gemini', geminiSettingsSchema),
-      ])
-      .prefault({ type: 'rule' }),
-    imageOps: z
-      .discriminatedUnion('type', [
-        z.object({ type: z.literal('raw-rgba') }).strict(),
-        adapter('sharp', sharpImageOpsSettingsSchema),
-      ])
-      .prefault({ type: 'raw-rgba' }),
-    store: z
-      .discriminatedUnion('type', [
-        z.object({ type: z.literal('memory') }).strict(),
-        z.object({ type: z.literal('jsonl'), dir: z.string().min(1) }).strict(),
-        z
-          .object({
-            type: z.literal('sqlite'),
-            path: z
-              .string()
-              .min(1)
-              .describe(
-                'The SQLite database file (runs, steps, episodes, turns, tool calls, rewards, verdicts).',
-              ),
-          })
-          .strict(),
-      ])
-      .prefault({ type: 'memory' }),
-  })
-  .strict();
+export const adaptersConfigSchema = ADAPTER_REGISTRY.configSchema;
 
 /** The Searcher's sections other than its adapters: shared by `createSearcher` and the run's configuration. */
 export const searcherSectionsShape = {
@@ -337,7 +233,11 @@ export const searcherSectionsShape = {
 
 /** The checks across the Searcher's sections (of `searcherConfigSchema` and the run's `searcher`). */
 export function refineSearcherSections(
-  config: Pick<SearcherConfig, 'episode' | 'reward' | 'rl'>,
+  config: {
+    episode: z.output<typeof episodeConfigSchema>;
+    reward: z.output<typeof rewardConfigSchema>;
+    rl: z.output<typeof rlConfigSchema>;
+  },
   ctx: z.RefinementCtx,
 ): void {
   // The Search-R1 reward scores the policy's own <answer> (docs/method.md#search-r1-mode); in
@@ -365,10 +265,15 @@ export function refineSearcherSections(
  * The Searcher's configuration (episode, reward, RL, pipeline, calls and `adapters`) as a zod
  * schema; `parseSearcherConfig` applies it.
  */
-export const searcherConfigSchema = z
-  .object({ ...searcherSectionsShape, adapters: adaptersConfigSchema.prefault({}) })
-  .strict()
-  .superRefine(refineSearcherSections);
+export const searcherConfigSchema = searcherConfigSchemaOf(ADAPTER_REGISTRY);
+
+/** The Searcher's configuration over the adapters of `registry` (the built-in ones, or with yours added). */
+export function searcherConfigSchemaOf<D extends AnyAdapterDefinition>(registry: AdapterRegistry<D>) {
+  return z
+    .object({ ...searcherSectionsShape, adapters: registry.configSchema.prefault({}) })
+    .strict()
+    .superRefine(refineSearcherSections);
+}
 
 /**
  * The ports a configuration sets (`adapters.judge: {type: 'openai'}`) over an environment's (the
@@ -397,9 +302,21 @@ export type AdaptersConfig = z.output<typeof adaptersConfigSchema>;
 /** `config.adapters` as written: a `type` per port and that adapter's settings. */
 export type AdaptersConfigInput = z.input<typeof adaptersConfigSchema>;
 
-/** Validates a configuration; an invalid one throws ConfigValidationError naming each field (`rl.loss.clipLow`). */
-export function parseSearcherConfig(input: unknown): SearcherConfig {
-  const result = searcherConfigSchema.safeParse(input ?? {});
-  if (result.success) return result.data;
+/** A Searcher configuration as written whose `adapters` may name the adapters of registry `D`. */
+export type SearcherConfigInputOf<D extends AnyAdapterDefinition> = Omit<SearcherConfigInput, 'adapters'> & {
+  adapters?: z.input<AdaptersSectionSchema<D>>;
+};
+
+/**
+ * Validates a configuration; an invalid one throws ConfigValidationError naming each field
+ * (`rl.loss.clipLow`). With `registry`, `adapters` may name its adapters (`ADAPTER_REGISTRY.with(yours)`).
+ */
+export function parseSearcherConfig(input: unknown, registry?: AdapterRegistry): SearcherConfig {
+  const schema =
+    registry === undefined || registry === ADAPTER_REGISTRY
+      ? searcherConfigSchema
+      : searcherConfigSchemaOf(registry);
+  const result = schema.safeParse(input ?? {});
+  if (result.success) return result.data as SearcherConfig;
   throw new ConfigValidationError({ issues: issueFields(result.error.issues) });
 }

@@ -1,19 +1,14 @@
 import { Container, ContainerModule } from 'inversify';
 import {
-  createMemoryStore,
-  createMockGenerator,
-  createMockSearchEngine,
-  createRawImageOps,
-} from './adapters/mock/index';
-import { createRuleJudge } from './adapters/rule-judge/index';
-import { createScriptedPolicy } from './adapters/scripted-policy/index';
-import {
   parseSearcherConfig,
-  type AdaptersConfig,
   type SearcherConfig,
   type SearcherConfigInput,
+  type SearcherConfigInputOf,
 } from './config';
 import { ConfigValidationError } from './core/errors';
+import type { AdapterPortName, AdapterPorts } from './provider-utils/adapter-definition';
+import type { AdapterRegistry, AnyAdapterDefinition } from './registry/adapter-registry';
+import { ADAPTER_REGISTRY, type BuiltInAdapter } from './registry/adapters';
 import type { Generator } from './ports/generator';
 import type { ImageOps } from './ports/image-ops';
 import type { Judge } from './ports/judge';
@@ -23,6 +18,18 @@ import type { Store } from './ports/store';
 import type { Tracker } from './ports/tracker';
 import type { TrackerConfig } from './tracker-config';
 import { createSearcher, type Searcher, type SearcherPorts } from './searcher';
+
+export { ADAPTER_REGISTRY, BUILT_IN_ADAPTERS, type BuiltInAdapter } from './registry/adapters';
+export {
+  createAdapterRegistry,
+  type AdapterRegistry,
+  type AnyAdapterDefinition,
+  type AdapterConfigOf,
+  type AdapterConfigInputOf,
+  type AdaptersSectionSchema,
+  type PortConfigSchema,
+  type PortDefaults,
+} from './registry/adapter-registry';
 
 /** The container type, for code that holds one without depending on inversify itself. */
 export type SearcherContainer = Container;
@@ -37,171 +44,9 @@ export const TOKENS = Object.freeze({
   ImageOps: Symbol.for('searcher-rl.ImageOps'),
   Store: Symbol.for('searcher-rl.Store'),
   Searcher: Symbol.for('searcher-rl.Searcher'),
+  /** The adapter registry the port modules build from (`ADAPTER_REGISTRY`, or `options.registry`). */
+  AdapterRegistry: Symbol.for('searcher-rl.AdapterRegistry'),
 });
-
-// Each builder returns the mock and offline adapters at once and loads any other family (and its
-// vendor SDK) only when the configuration names it, so optional SDKs stay optional.
-
-function buildSearchEngine(config: AdaptersConfig['searchEngine']): SearchEngine | Promise<SearchEngine> {
-  switch (config.type) {
-    case 'mock': {
-      const { type: _type, ...settings } = config;
-      return createMockSearchEngine(settings);
-    }
-    case 'sqlite-fts':
-      return import('./adapters/sqlite-fts/index').then(
-        async ({ createSqliteSearchEngine, indexCorpusFile, indexPageFolder }) => {
-          const { type: _type, pagesDir, corpusPath, ...settings } = config;
-          if (pagesDir !== undefined && corpusPath !== undefined)
-            throw new ConfigValidationError({
-              issues: [
-                {
-                  field: 'adapters.searchEngine.corpusPath',
-                  message: 'give pagesDir or corpusPath, not both (one index holds one corpus)',
-                },
-              ],
-            });
-          if (pagesDir !== undefined) await indexPageFolder(settings.dbPath, pagesDir);
-          if (corpusPath !== undefined) await indexCorpusFile(settings.dbPath, corpusPath);
-          return createSqliteSearchEngine(settings);
-        },
-      );
-    case 'search-r1': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/search-http/index').then((m) => m.createSearchR1Retriever(settings));
-    }
-    case 'vrag': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/search-http/index').then((m) => m.createVragImageSearch(settings));
-    }
-    case 'brave': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/search-http/index').then((m) => m.createBraveWebSearch(settings));
-    }
-  }
-}
-
-function buildGenerator(config: AdaptersConfig['generator']): Generator | Promise<Generator> {
-  switch (config.type) {
-    case 'mock': {
-      const { type: _type, ...settings } = config;
-      return createMockGenerator(settings);
-    }
-    case 'extractive': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/extractive/index').then((m) => m.createExtractiveGenerator(settings));
-    }
-    case 'openai': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/openai/index').then((m) => m.createOpenAIGenerator(settings));
-    }
-    case 'gemini': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/gemini/index').then((m) => m.createGeminiGenerator(settings));
-    }
-    case 'llama': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/llama/index').then((m) => m.createLlamaGenerator(settings));
-    }
-    case 'slide-reader':
-      return Promise.all([import('node:fs/promises'), import('./env/slides/reader')]).then(
-        async ([fs, reader]) => {
-          let corpus: unknown;
-          try {
-            corpus = JSON.parse(await fs.readFile(config.corpusPath, 'utf8'));
-          } catch (error) {
-            throw new ConfigValidationError({
-              issues: [
-                {
-                  field: 'adapters.generator.corpusPath',
-                  message: `cannot read the slide corpus at '${config.corpusPath}': ${error instanceof Error ? error.message : String(error)}`,
-                },
-              ],
-            });
-          }
-          return reader.createSlideReader(corpus as Parameters<typeof reader.createSlideReader>[0]);
-        },
-      );
-  }
-}
-
-function buildJudge(config: AdaptersConfig['judge']): Judge | Promise<Judge> {
-  switch (config.type) {
-    case 'rule': {
-      const { type: _type, ...settings } = config;
-      return createRuleJudge(settings);
-    }
-    case 'openai': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/openai/index').then((m) => m.createOpenAIJudge(settings));
-    }
-    case 'gemini': {
-      const { type: _type, ...settings } = config;
-      return import('./adapters/gemini/index').then((m) => m.createGeminiJudge(settings));
-    }
-  }
-}
-
-function buildImageOps(config: AdaptersConfig['imageOps']): ImageOps | Promise<ImageOps> {
-  if (config.type === 'raw-rgba') return createRawImageOps();
-  const { type: _type, ...settings } = config;
-  return import('./adapters/image/index').then((m) => m.createSharpImageOps(settings));
-}
-
-function buildStore(config: AdaptersConfig['store']): Store | Promise<Store> {
-  if (config.type === 'memory') return createMemoryStore();
-  if (config.type === 'sqlite')
-    return import('./adapters/store/sqlite/index').then((m) => m.createSqliteStore({ path: config.path }));
-  return import('./adapters/store/jsonl/index').then((m) => m.createJsonlStore({ dir: config.dir }));
-}
-
-function buildPolicy(config: AdaptersConfig['policy']): PolicyBackend | Promise<PolicyBackend> {
-  if (!config)
-    throw new ConfigValidationError({
-      issues: [
-        {
-          field: 'adapters.policy',
-          message:
-            'no policy configured: set adapters.policy, give ports.policy, or rebind TOKENS.PolicyBackend',
-        },
-      ],
-    });
-  if (config.type === 'scripted')
-    return createScriptedPolicy({ script: config.script, logProb: config.logProb });
-  if (config.type === 'onnx') {
-    const { type: _type, ...settings } = config;
-    return import('./adapters/onnx/index').then((m) => m.createOnnxPolicy(settings));
-  }
-  if (config.type === 'llama') {
-    const { type: _type, ...settings } = config;
-    return import('./adapters/llama/index').then((m) => m.createLlamaPolicy(settings));
-  }
-  const { type: _type, tokenizer, ...settings } = config;
-  if (settings.initFrom && tokenizer.kind === 'vocabulary')
-    throw new ConfigValidationError({
-      issues: [
-        {
-          field: 'adapters.policy.tokenizer',
-          message: `initFrom '${settings.initFrom}' brings its own tokenizer (tokenizer.json): leave tokenizer out`,
-        },
-      ],
-    });
-  return Promise.all([import('./adapters/tfjs/index'), import('./core/protocol/tokenizer')]).then(
-    ([tfjs, tokenizers]) =>
-      // A model folder (initFrom) brings its own model and tokenizer (the schema's model defaults are not the user's).
-      tfjs.createTfjsPolicy(
-        settings.initFrom ? { ...settings, model: undefined } : settings,
-        settings.initFrom
-          ? {}
-          : {
-              tokenizer:
-                tokenizer.kind === 'vocabulary'
-                  ? tokenizers.createVocabularyTokenizer(tokenizer.words)
-                  : tokenizers.createProtocolTokenizer(),
-            },
-      ),
-  );
-}
 
 /**
  * A run's tracker from its configuration (`trackers` of a run config), its adapter loaded on
@@ -231,50 +76,63 @@ const closeAdapter = async (port: unknown) => {
   else if (typeof held?.dispose === 'function') await held.dispose();
 };
 
-/** One module per port: each binds the adapter `config.adapters` names, built at first use. */
-export const searchEngineModule = new ContainerModule(({ bind }) => {
-  bind<SearchEngine>(TOKENS.SearchEngine)
-    .toResolvedValue(
-      (config: SearcherConfig) => buildSearchEngine(config.adapters.searchEngine),
-      [TOKENS.Config],
-    )
-    .inSingletonScope()
-    .onDeactivation(closeAdapter);
-});
-/** Binds the Generator that `config.adapters.generator` names. */
-export const generatorModule = new ContainerModule(({ bind }) => {
-  bind<Generator>(TOKENS.Generator)
-    .toResolvedValue((config: SearcherConfig) => buildGenerator(config.adapters.generator), [TOKENS.Config])
-    .inSingletonScope();
-});
-/** Binds the Judge that `config.adapters.judge` names. */
-export const judgeModule = new ContainerModule(({ bind }) => {
-  bind<Judge>(TOKENS.Judge)
-    .toResolvedValue((config: SearcherConfig) => buildJudge(config.adapters.judge), [TOKENS.Config])
-    .inSingletonScope();
-});
-/** Binds the ImageOps that `config.adapters.imageOps` names. */
-export const imageOpsModule = new ContainerModule(({ bind }) => {
-  bind<ImageOps>(TOKENS.ImageOps)
-    .toResolvedValue((config: SearcherConfig) => buildImageOps(config.adapters.imageOps), [TOKENS.Config])
-    .inSingletonScope();
-});
-/** Binds the Store that `config.adapters.store` names; closed with the container. */
-export const storeModule = new ContainerModule(({ bind }) => {
-  bind<Store>(TOKENS.Store)
-    .toResolvedValue((config: SearcherConfig) => buildStore(config.adapters.store), [TOKENS.Config])
-    .inSingletonScope()
-    .onDeactivation(closeAdapter);
-});
+const tokenName = (token: symbol) =>
+  Object.entries(TOKENS).find(([, t]) => t === token)?.[0] ?? String(token);
+
 /**
- * Binds the policy that `config.adapters.policy` names; closed (or disposed) with the container.
+ * The module of one port: binds the adapter `config.adapters.<port>` names, built at first use by
+ * its definition in the registry bound to `TOKENS.AdapterRegistry`, and closed with the container.
  */
-export const policyModule = new ContainerModule(({ bind }) => {
-  bind<PolicyBackend>(TOKENS.PolicyBackend)
-    .toResolvedValue((config: SearcherConfig) => buildPolicy(config.adapters.policy), [TOKENS.Config])
-    .inSingletonScope()
-    .onDeactivation(closeAdapter);
-});
+function portModule<Port extends AdapterPortName>(port: Port, token: symbol): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<AdapterPorts[Port]>(token)
+      .toResolvedValue(
+        (config: SearcherConfig, registry: AdapterRegistry) => {
+          const chosen = config.adapters[port];
+          if (!chosen)
+            throw new ConfigValidationError({
+              issues: [
+                {
+                  field: `adapters.${port}`,
+                  message: `no ${port} configured: set adapters.${port}, give ports.${port}, or rebind TOKENS.${tokenName(token)}`,
+                },
+              ],
+            });
+          return registry.build(port, chosen);
+        },
+        [TOKENS.Config, TOKENS.AdapterRegistry],
+      )
+      .inSingletonScope()
+      .onDeactivation(closeAdapter);
+  });
+}
+
+/** Binds the SearchEngine that `config.adapters.searchEngine` names; closed with the container. */
+export const searchEngineModule = portModule('searchEngine', TOKENS.SearchEngine);
+/** Binds the Generator that `config.adapters.generator` names. */
+export const generatorModule = portModule('generator', TOKENS.Generator);
+/** Binds the Judge that `config.adapters.judge` names. */
+export const judgeModule = portModule('judge', TOKENS.Judge);
+/** Binds the ImageOps that `config.adapters.imageOps` names. */
+export const imageOpsModule = portModule('imageOps', TOKENS.ImageOps);
+/** Binds the Store that `config.adapters.store` names; closed with the container. */
+export const storeModule = portModule('store', TOKENS.Store);
+/** Binds the policy that `config.adapters.policy` names; closed (or disposed) with the container. */
+export const policyModule = portModule('policy', TOKENS.PolicyBackend);
+
+/**
+ * The configuration the Searcher is made with: all of it, or without `adapters` when they name
+ * adapters of a registry of yours (the Searcher validates its configuration against the built-in ones).
+ */
+function sectionsOf(config: SearcherConfig): SearcherConfigInput {
+  const builtIn = Object.entries(config.adapters).every(
+    ([port, chosen]) =>
+      chosen === undefined || ADAPTER_REGISTRY.definition(port as AdapterPortName, chosen.type) !== undefined,
+  );
+  if (builtIn) return config;
+  const { adapters: _adapters, ...sections } = config;
+  return sections;
+}
 
 /** The Searcher, assembled from whatever adapters are bound. */
 export const searcherModule = new ContainerModule(({ bind }) => {
@@ -288,7 +146,7 @@ export const searcherModule = new ContainerModule(({ bind }) => {
         judge: Judge,
         imageOps: ImageOps,
         store: Store,
-      ) => createSearcher({ policy, searchEngine, generator, judge, imageOps, store }, config),
+      ) => createSearcher({ policy, searchEngine, generator, judge, imageOps, store }, sectionsOf(config)),
       [
         TOKENS.Config,
         TOKENS.PolicyBackend,
@@ -311,8 +169,10 @@ const PORT_TOKENS = {
   store: TOKENS.Store,
 } as const;
 
-/** Options of `createSearcherContainer`: port objects you already have, and extra modules. */
-export interface CreateContainerOptions {
+/** Options of `createSearcherContainer`: port objects you already have, extra modules, adapters of your own. */
+export interface CreateContainerOptions<D extends AnyAdapterDefinition = BuiltInAdapter> {
+  /** The adapters `config.adapters` may name (default `ADAPTER_REGISTRY`; `ADAPTER_REGISTRY.with(yours)` adds yours). */
+  registry?: AdapterRegistry<D>;
   /** Port objects to use instead of building them from `config.adapters` (e.g. a policy you created); the caller keeps them open. */
   ports?: Partial<Omit<SearcherPorts, 'clock'>>;
   /** Modules loaded after the defaults; use `rebind` inside them to replace an adapter. */
@@ -326,13 +186,15 @@ export interface CreateContainerOptions {
  * than the mocks load their SDK on first use), or `resolveSearcher(container)`. Swap an adapter
  * with `container.rebind(TOKENS.Judge).toConstantValue(myJudge)` before resolving.
  */
-export function createSearcherContainer(
-  config: SearcherConfigInput = {},
-  options: CreateContainerOptions = {},
+export function createSearcherContainer<D extends AnyAdapterDefinition = BuiltInAdapter>(
+  config: NoInfer<SearcherConfigInputOf<D>> = {},
+  options: CreateContainerOptions<D> = {},
 ): Container {
-  const resolved = parseSearcherConfig(config);
+  const registry = (options.registry ?? ADAPTER_REGISTRY) as AdapterRegistry;
+  const resolved = parseSearcherConfig(config, registry);
   const container = new Container();
   container.bind<SearcherConfig>(TOKENS.Config).toConstantValue(resolved);
+  container.bind<AdapterRegistry>(TOKENS.AdapterRegistry).toConstantValue(registry);
   container.load(
     searchEngineModule,
     generatorModule,

@@ -1,5 +1,6 @@
 // For adapter authors, plumbing only: keys, settings, Retry-After, redaction, the one vendor-error
-// mapping, HTTP within its origin and a body cap, evidence as message parts, optional packages. (The judge's prompt and strict score
+// mapping, HTTP within its origin and a body cap, evidence as message parts, optional packages, an
+// adapter's definition for the registry (`defineAdapter`). (The judge's prompt and strict score
 // parsing are with the rewards, `src/core/reward/judge-prompt.ts`; the in-process rollout engine
 // is `src/rollout-engine/`.)
 export { loadApiKey } from './api-key';
@@ -17,3 +18,12 @@ export {
 } from './http-guard';
 export { evidenceParts, type EvidencePart } from './evidence';
 export { loadWithOptionalPackages, requireOptionalPackages, type OptionalPackage } from './optional-package';
+export {
+  defineAdapter,
+  ADAPTER_PORT_NAMES,
+  type AdapterDefinition,
+  type AdapterContext,
+  type AdapterPorts,
+  type AdapterPortName,
+  type AdapterSettingsSchema,
+} from './adapter-definition';

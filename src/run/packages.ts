@@ -1,3 +1,4 @@
+import { ADAPTER_REGISTRY } from '../registry/adapters';
 import type { RunConfig } from './config';
 
 // The optional peer dependencies a command will load, listed from its configuration before it
@@ -9,22 +10,9 @@ export const RUN_LIBRARY_PACKAGES = ['sharp', 'libsql'] as const;
 
 type Adapters = RunConfig['searcher']['adapters'];
 
-/** The packages of the adapters a `searcher.adapters` section names (each family's own peer dependencies). */
+/** The packages of the adapters a `searcher.adapters` section names (each definition's `packages`, from the adapter registry). */
 export function adapterPackages(adapters: Partial<Adapters>): string[] {
-  const names: string[] = [];
-  const engine = adapters.searchEngine?.type;
-  if (engine === 'sqlite-fts') names.push('libsql', 'sharp');
-  if (engine === 'search-r1' || engine === 'vrag' || engine === 'brave') names.push('undici');
-  for (const port of [adapters.generator?.type, adapters.judge?.type]) {
-    if (port === 'openai') names.push('openai');
-    if (port === 'gemini') names.push('@google/genai');
-  }
-  if (adapters.imageOps?.type === 'sharp') names.push('sharp');
-  const policy = adapters.policy?.type;
-  if (policy === 'onnx') names.push('onnxruntime-node', '@huggingface/tokenizers');
-  if (policy === 'llama' || adapters.generator?.type === 'llama')
-    names.push('onnxruntime-node', '@huggingface/tokenizers', '@huggingface/jinja');
-  return names;
+  return ADAPTER_REGISTRY.packages(adapters);
 }
 
 /** The backends' packages (`auto` needs none of them: it takes the first that loads, down to cpu). */

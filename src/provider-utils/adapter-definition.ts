@@ -1,0 +1,89 @@
+import type { z } from 'zod';
+import type { Generator } from '../ports/generator';
+import type { ImageOps } from '../ports/image-ops';
+import type { Judge } from '../ports/judge';
+import type { PolicyBackend } from '../ports/policy-backend';
+import type { SearchEngine } from '../ports/search-engine';
+import type { Store } from '../ports/store';
+
+/** The ports a configuration's `adapters` section fills, each with the port type its adapters implement. */
+export interface AdapterPorts {
+  searchEngine: SearchEngine;
+  generator: Generator;
+  judge: Judge;
+  policy: PolicyBackend;
+  imageOps: ImageOps;
+  store: Store;
+}
+
+/** A key of `adapters` in a configuration: `searchEngine`, `generator`, `judge`, `policy`, `imageOps`, `store`. */
+export type AdapterPortName = keyof AdapterPorts;
+
+/** The ports of `adapters`, in the order a configuration lists them. */
+export const ADAPTER_PORT_NAMES: readonly AdapterPortName[] = Object.freeze([
+  'searchEngine',
+  'policy',
+  'generator',
+  'judge',
+  'imageOps',
+  'store',
+]);
+
+/** A strict zod object: the settings an adapter takes from a configuration (an unknown key is an error naming it). */
+export type AdapterSettingsSchema = z.ZodObject<z.ZodRawShape, z.core.$strict>;
+
+/** What `create` is told besides its settings. */
+export interface AdapterContext {
+  /** The configuration path of the adapter (`adapters.searchEngine`), for errors that name a field under it. */
+  readonly field: string;
+}
+
+/**
+ * An adapter describing itself once, for the composition root: the port it fills, the `type` a
+ * configuration names it by, the zod schema of its settings, the optional packages it loads, and
+ * `create`, which builds it from validated settings. An adapter with a vendor SDK loads it inside
+ * `create` (`import('./index')`), so that naming the definition loads nothing; an SDK-free one may
+ * build at once (then `container.get` works without `getAsync`).
+ */
+export interface AdapterDefinition<
+  Port extends AdapterPortName = AdapterPortName,
+  Type extends string = string,
+  Settings extends AdapterSettingsSchema = AdapterSettingsSchema,
+> {
+  readonly port: Port;
+  readonly type: Type;
+  /** The settings under `adapters.<port>` besides `type`. */
+  readonly settings: Settings;
+  /** The optional peer dependencies `create` loads (checked up front by `searcher-rl train`). */
+  readonly packages: readonly string[];
+  /** One line for the port's configuration reference (`searcher-rl config --help`). */
+  readonly description?: string;
+  /** Builds the adapter from its validated settings. */
+  create(
+    settings: z.output<Settings>,
+    context: AdapterContext,
+  ): AdapterPorts[Port] | Promise<AdapterPorts[Port]>;
+}
+
+/**
+ * Declares an adapter (a typed identity: the literal `port` and `type` are kept for the
+ * configuration types derived from a registry).
+ *
+ * @example
+ * ```ts
+ * export const echoJudgeAdapter = defineAdapter({
+ *   port: 'judge',
+ *   type: 'echo',
+ *   settings: z.object({ score: z.number().min(0).max(1) }).strict(),
+ *   packages: [],
+ *   create: (settings) => createEchoJudge(settings),
+ * });
+ * ```
+ */
+export function defineAdapter<
+  const Port extends AdapterPortName,
+  const Type extends string,
+  Settings extends AdapterSettingsSchema,
+>(definition: AdapterDefinition<Port, Type, Settings>): AdapterDefinition<Port, Type, Settings> {
+  return definition;
+}
