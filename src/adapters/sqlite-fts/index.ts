@@ -32,5 +32,17 @@ export const indexPageFolder = sqliteFts.indexPageFolder;
 export const indexCorpusFile = sqliteFts.indexCorpusFile;
 /** What a page index holds: its number of pages, and which of `basenames` it lacks. */
 export const inspectPageIndex = sqliteFts.inspectPageIndex;
-export type { SqliteSearchEngine, SqliteSearchSettings, PageRecord, IndexResult } from './sqlite-fts';
+/**
+ * Opens a page index read-only to read its pages by basename (text and image), e.g. a verifier's
+ * golden pages.
+ */
+export const openPageReader = sqliteFts.openPageReader;
+export type {
+  SqliteSearchEngine,
+  SqliteSearchSettings,
+  PageRecord,
+  IndexResult,
+  IndexedPage,
+  PageReader,
+} from './sqlite-fts';
 export { sqliteSearchSettingsSchema } from './settings';

@@ -10,6 +10,7 @@ import { sqliteSearchSettingsSchema } from './settings';
 
 export { indexPages, inspectPageIndex, type PageRecord, type IndexResult } from './page-index';
 export { indexPageFolder, indexCorpusFile } from './page-sources';
+export { openPageReader, type IndexedPage, type PageReader } from './page-reader';
 
 /** Settings of `createSqliteSearchEngine` (`sqliteSearchSettingsSchema`). */
 export type SqliteSearchSettings = z.input<typeof sqliteSearchSettingsSchema>;

@@ -134,37 +134,16 @@ export async function goldenEvidenceFrom(
   close: () => void;
 }> {
   if (dbPath === null) return { lookup: async () => [], close: () => undefined };
-  const { openSqlite } = await import('../../provider-utils/sqlite');
-  const db = openSqlite({ file: dbPath }, { readonly: true });
-  const byBasename = db.prepare(
-    'SELECT basename, text, image_path AS imagePath, mime, width, height FROM pages WHERE basename = ?',
-  );
+  const { openPageReader } = await import('../../adapters/sqlite-fts/index');
+  const pages = openPageReader(dbPath);
   return {
     async lookup(candidate) {
       const out: Evidence[] = [];
       for (const basename of candidate.episode.goldenBasenames) {
-        const row = byBasename.get(basename) as
-          | {
-              basename: string;
-              text: string;
-              imagePath: string | null;
-              mime: string | null;
-              width: number | null;
-              height: number | null;
-            }
-          | undefined;
-        if (!row) continue;
-        const bytes = row.imagePath ? await readFile(row.imagePath).catch(() => null) : null;
-        const image =
-          bytes && row.mime
-            ? {
-                mimeType: row.mime,
-                width: row.width ?? 0,
-                height: row.height ?? 0,
-                bytes: new Uint8Array(bytes),
-              }
-            : null;
-        out.push({ kind: 'page', basename: row.basename, text: row.text, ...(image && { image }) });
+        const page = await pages.page(basename);
+        if (!page) continue;
+        const { image } = page;
+        out.push({ kind: 'page', basename: page.basename, text: page.text, ...(image && { image }) });
         const side = image ? Math.max(image.width, image.height) : 0;
         if (image && options.imageOps && side > 0 && side <= ZOOM_BELOW_PX) {
           const region = [0, 0, image.width, image.height] as const;
@@ -175,11 +154,12 @@ export async function goldenEvidenceFrom(
               ...(options.signal && { signal: options.signal }),
             })
             .catch(() => null);
-          if (zoomed) out.push({ kind: 'crop', basename: row.basename, image: zoomed, sourceRegion: region });
+          if (zoomed)
+            out.push({ kind: 'crop', basename: page.basename, image: zoomed, sourceRegion: region });
         }
       }
       return out;
     },
-    close: () => db.close(),
+    close: () => pages.close(),
   };
 }
