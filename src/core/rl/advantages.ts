@@ -1,11 +1,48 @@
 import { InvalidArgumentError } from '../errors';
 import { mean } from '../stats';
 
+/** One way of `ADVANTAGE_STD_ESTIMATORS` to estimate a group's reward spread for GRPO's division. */
+export interface AdvantageStdEstimator {
+  /** What the estimate is, in one line, with its source. */
+  readonly summary: string;
+  /** Subtracted from the group's valid rewards to divide the squared deviations by (0: population, 1: Bessel's correction). */
+  readonly degreesOfFreedomLost: number;
+  /** Added to the std before dividing when the options give no `eps`. */
+  readonly defaultEps: number;
+}
+
+/**
+ * The group-std estimators of GRPO's advantage by the name a configuration gives
+ * (`rl.advantage.std`, docs/method.md#advantages). Adding one is one entry here; the config's
+ * choices (`ADVANTAGE_STD_KINDS`) and `groupAdvantages` follow from it.
+ */
+export const ADVANTAGE_STD_ESTIMATORS = Object.freeze({
+  population: {
+    summary: "sqrt(mean((r - mean)^2)), seed 004's, eps 1e-8",
+    degreesOfFreedomLost: 0,
+    defaultEps: 1e-8,
+  },
+  unbiased: {
+    summary: "the n - 1 estimate (torch.std, verl's GRPO), eps 1e-6",
+    degreesOfFreedomLost: 1,
+    defaultEps: 1e-6,
+  },
+} satisfies Record<string, AdvantageStdEstimator>);
+
+/** A group-std estimator's name: a key of `ADVANTAGE_STD_ESTIMATORS` (`population`, `unbiased`). */
+export type AdvantageStd = keyof typeof ADVANTAGE_STD_ESTIMATORS;
+
+/** The names of `ADVANTAGE_STD_ESTIMATORS`, in order, as a non-empty tuple (a config's enum). */
+export const ADVANTAGE_STD_KINDS = Object.freeze(Object.keys(ADVANTAGE_STD_ESTIMATORS)) as readonly [
+  AdvantageStd,
+  ...AdvantageStd[],
+];
+
 /** Options of `groupAdvantages`. */
 export interface GroupAdvantageOptions {
-  /** `population` divides by sqrt(mean((r-mu)^2)) (docs/method.md#advantages); `unbiased` uses the n-1 estimate. */
-  std?: 'population' | 'unbiased';
-  /** Added to the std before dividing. Default 1e-8 for population, 1e-6 for unbiased. */
+  /** The group-std estimator (`ADVANTAGE_STD_ESTIMATORS`); default `population`. */
+  std?: AdvantageStd;
+  /** Added to the std before dividing. Default: the estimator's (1e-8 population, 1e-6 unbiased). */
   eps?: number;
   /** `false` gives r - mean (Dr. GRPO style), no division. Default true. */
   normalize?: boolean;
@@ -33,13 +70,14 @@ export function groupAdvantages(
       message: 'expected an array of rewards (number | null)',
     });
   const std = options.std ?? 'population';
-  if (std !== 'population' && std !== 'unbiased') {
+  if (typeof std !== 'string' || !Object.hasOwn(ADVANTAGE_STD_ESTIMATORS, std)) {
     throw new InvalidArgumentError({
       argument: 'std',
-      message: `must be 'population' or 'unbiased', got ${String(std)}`,
+      message: `must be one of ${ADVANTAGE_STD_KINDS.map((k) => `'${k}'`).join(', ')}, got ${String(std)}`,
     });
   }
-  const eps = options.eps ?? (std === 'population' ? 1e-8 : 1e-6);
+  const estimator: AdvantageStdEstimator = ADVANTAGE_STD_ESTIMATORS[std];
+  const eps = options.eps ?? estimator.defaultEps;
   if (!(Number.isFinite(eps) && eps >= 0))
     throw new InvalidArgumentError({ argument: 'eps', message: `must be a finite number >= 0, got ${eps}` });
   const normalize = options.normalize ?? true;
@@ -63,7 +101,7 @@ export function groupAdvantages(
   let scale = 1;
   if (normalize) {
     const squared = valid.reduce((sum, r) => sum + (r - average) * (r - average), 0);
-    const variance = squared / (std === 'population' ? valid.length : valid.length - 1);
+    const variance = squared / (valid.length - estimator.degreesOfFreedomLost);
     scale = Math.sqrt(variance) + eps;
   }
   return rewards.map((r) => (isMissingReward(r) ? 0 : ((r as number) - average) / scale));

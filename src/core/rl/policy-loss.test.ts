@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors';
 import type { LossAggregation } from './aggregation';
 import { klPenalty } from './kl';
-import { policyLoss, type PolicyLossKind } from './policy-loss';
+import { POLICY_LOSS_KINDS, POLICY_LOSSES, policyLoss, type PolicyLossKind } from './policy-loss';
 import vectors from './__fixtures__/policy_losses.json';
 import { maxMatrixError, relativeError } from '../../testing/closeness';
 
@@ -313,5 +313,44 @@ describe('policy loss properties', () => {
         aggregation: 'mean' as never,
       }),
     ).toThrow(/oldLogProbs\[0\]\[0\]/);
+  });
+});
+
+describe('POLICY_LOSSES', () => {
+  const base = {
+    oldLogProbs: [[-1, -1.2]],
+    newLogProbs: [[-0.9, -1.3]],
+    mask: [[1, 1]],
+    advantages: [1],
+    clipLow: 0.2,
+    clipHigh: 0.2,
+    aggregation: 'token-mean' as const,
+  };
+  const optionValues = { maxLogRatio: 5, clipRatioC: 3, logRatioClamp: 20 } as const;
+
+  it('lists its kinds once, in order, and refuses any other kind naming the known ones', () => {
+    expect(POLICY_LOSS_KINDS).toEqual(Object.keys(POLICY_LOSSES));
+    const call = () => policyLoss({ ...base, kind: 'dapo' as PolicyLossKind });
+    expect(call).toThrow(InvalidArgumentError);
+    expect(call).toThrow(/'kind'.*'ppo_clip', 'gspo', got dapo/);
+    expect(() => policyLoss({ ...base, kind: 'toString' as PolicyLossKind })).toThrow(InvalidArgumentError);
+  });
+
+  it.each(POLICY_LOSS_KINDS)('%s takes its own options and refuses the others by name', (kind) => {
+    const own = POLICY_LOSSES[kind].options as readonly string[];
+    for (const option of Object.keys(optionValues) as Array<keyof typeof optionValues>) {
+      const call = () => policyLoss({ ...base, kind, [option]: optionValues[option] });
+      if (own.includes(option)) expect(call().value).toBeTypeOf('number');
+      else expect(call).toThrow(new RegExp(`'${option}'.*only, not '${kind}'`));
+    }
+  });
+
+  it("each kind's ratio is its own: PPO per token, GSPO one per sequence", () => {
+    const ppo = POLICY_LOSSES.ppo_clip.importanceRatios(base, { maxLogRatio: 10, logRatioClamp: null });
+    expect(ppo.ratio[0]![0]).toBeCloseTo(Math.exp(0.1), 14);
+    expect(ppo.ratio[0]![1]).toBeCloseTo(Math.exp(-0.1), 14);
+    const gspo = POLICY_LOSSES.gspo.importanceRatios(base, { maxLogRatio: 10, logRatioClamp: null });
+    expect(gspo.sequenceRatios![0]).toBeCloseTo(1, 14);
+    expect(gspo.ratio).toEqual([[gspo.sequenceRatios![0]!, gspo.sequenceRatios![0]!]]);
   });
 });

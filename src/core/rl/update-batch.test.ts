@@ -130,4 +130,21 @@ describe('createLossFunction', () => {
     expect(far.value).toBeCloseTo(3, 12);
     expect(far.metrics!.clipFractionLower).toBe(1);
   });
+
+  it("refuses another kind's settings and an unknown kind, naming the setting", () => {
+    const batch = { oldLogProbs: [[-1]], advantages: [1] };
+    expect(() => createLossFunction(batch, loss({ kind: 'gspo', dualClip: true }))).toThrow(
+      /'settings\.dualClip'.*'ppo_clip' only, not 'gspo'/,
+    );
+    expect(() => createLossFunction(batch, loss({ kind: 'gspo', logRatioClamp: 20 }))).toThrow(
+      /'settings\.logRatioClamp'/,
+    );
+    // Off is not set: a GSPO run may carry dualClip false and logRatioClamp null.
+    expect(
+      createLossFunction(batch, loss({ kind: 'gspo', dualClip: false, logRatioClamp: null }))([[-1]]).value,
+    ).toBe(-1);
+    expect(() => createLossFunction(batch, loss({ kind: 'grpo' as never }))).toThrow(
+      /'settings\.kind'.*got grpo/,
+    );
+  });
 });

@@ -3,7 +3,13 @@ import type { Trajectory } from '../trajectory/trajectory';
 import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
 import type { LossAggregation } from './aggregation';
 import { klPenalty, type KlEstimator } from './kl';
-import { policyLoss, type PolicyLossKind } from './policy-loss';
+import {
+  misplacedLossSettings,
+  policyLoss,
+  policyLossOf,
+  type PolicyLossKind,
+  type PolicyLossOwnSettings,
+} from './policy-loss';
 
 export interface UpdateBatch extends LogProbBatch {
   /** Log-probs recorded at generation time, one per policy token (the "old" policy). */
@@ -74,7 +80,8 @@ export function buildUpdateBatch(
   return batch;
 }
 
-export interface LossSettings {
+/** A run's loss settings (`rl.loss`): the policy loss and its settings, the clip range, the KL. */
+export interface LossSettings extends PolicyLossOwnSettings {
   kind: PolicyLossKind;
   clipLow: number;
   clipHigh: number;
@@ -87,28 +94,25 @@ export interface LossSettings {
    * log-probs (a rollout-policy KL); `initial` is a frozen copy of the initial policy, as verl does.
    */
   klReference?: KlReference;
-  /** PPO-clip dual-clip (verl's `clip_ratio_c`); off unless true. */
-  dualClip?: boolean;
-  /** The dual-clip bound, > 1 (default DEFAULT_CLIP_RATIO_C, verl's 3). */
-  clipRatioC?: number;
-  /** PPO-clip: clamp each token's log-ratio to ±this before exp (verl: 20); `null` or absent: off. */
-  logRatioClamp?: number | null;
 }
 
 export type KlReference = 'rollout' | 'initial';
 
-/** verl's default dual-clip bound (`clip_ratio_c`). */
-export const DEFAULT_CLIP_RATIO_C = 3;
-
 /**
  * The core's loss as a backend callback: policy loss + klCoef * KL, value and gradient per
  * scored position. Every position of the batch is a policy token, so the mask is all ones. The
- * KL is against `referenceLogProbs` when the batch has them, else against the rollout's.
+ * KL is against `referenceLogProbs` when the batch has them, else against the rollout's. The
+ * loss is `settings.kind`'s entry of `POLICY_LOSSES`, with its own settings; another kind's
+ * settings are an InvalidArgumentError naming them.
  */
 export function createLossFunction(
   batch: Pick<UpdateBatch, 'oldLogProbs' | 'advantages' | 'referenceLogProbs'>,
   settings: LossSettings,
 ): LossFunction {
+  const options = policyLossOf(settings.kind, 'settings.kind').inputOptions(settings);
+  const misplaced = misplacedLossSettings(settings)[0];
+  if (misplaced)
+    throw new InvalidArgumentError({ argument: `settings.${misplaced.field}`, message: misplaced.message });
   const mask = batch.oldLogProbs.map((row) => row.map(() => 1));
   return (newLogProbs) => {
     const pg = policyLoss({
@@ -120,10 +124,7 @@ export function createLossFunction(
       clipLow: settings.clipLow,
       clipHigh: settings.clipHigh,
       aggregation: settings.aggregation,
-      ...(settings.kind === 'ppo_clip' && {
-        clipRatioC: settings.dualClip ? (settings.clipRatioC ?? DEFAULT_CLIP_RATIO_C) : null,
-        logRatioClamp: settings.logRatioClamp ?? null,
-      }),
+      ...options,
     });
     // The KL is measured whatever klCoef is (a metric to watch); it enters the loss only when klCoef > 0.
     const kl = klPenalty({
