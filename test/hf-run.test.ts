@@ -36,6 +36,8 @@ describe('runs, checkpoints kept and Hugging Face folders', () => {
     dirs.push(root);
     const log: string[] = [];
     await trainRun(tinyConfig(root, 'first'), { onLog: (line) => log.push(line) });
+    // The policy's own description (PolicyBackend.describe): its size and the backend it runs on.
+    expect(log.find((line) => line.startsWith('policy: '))).toMatch(/^policy: \d+ parameters on wasm \(/);
     const kept = log.find((line) => line.startsWith('phase1 checkpoints: kept'));
     expect(kept).toMatch(/step-00000003 \(latest[^)]*\), step-00000004 \(latest\)/);
     expect(kept).toMatch(/\d+\.\d MB; removed \d/);
