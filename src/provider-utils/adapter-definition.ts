@@ -42,7 +42,7 @@ export interface AdapterContext {
  * An adapter describing itself once, for the composition root: the port it fills, the `type` a
  * configuration names it by, the zod schema of its settings, the optional packages it loads, and
  * `create`, which builds it from validated settings. An adapter with a vendor SDK loads it inside
- * `create` (`import('./index')`), so that naming the definition loads nothing; an SDK-free one may
+ * `create` (a dynamic import of the adapter's entry), so that naming the definition loads nothing; an SDK-free one may
  * build at once (then `container.get` works without `getAsync`).
  */
 export interface AdapterDefinition<

@@ -1,7 +1,7 @@
 import { defineAdapter } from '../../provider-utils/adapter-definition';
 import { geminiSettingsSchema } from './settings';
 
-// The SDK is loaded by `create` only (`import('./index')`): naming these loads no `@google/genai`.
+// The SDK is loaded by `create` only (a dynamic import of the adapter's entry): naming these loads no `@google/genai`.
 
 /** `adapters.generator: {type: 'gemini', model, ...}`: the frozen Generator on Gemini. */
 export const geminiGeneratorAdapter = defineAdapter({

@@ -1,7 +1,7 @@
 import { defineAdapter } from '../../provider-utils/adapter-definition';
 import { openaiSettingsSchema } from './settings';
 
-// The SDK is loaded by `create` only (`import('./index')`): naming these loads no `openai`.
+// The SDK is loaded by `create` only (a dynamic import of the adapter's entry): naming these loads no `openai`.
 
 /** `adapters.generator: {type: 'openai', model, ...}`: the frozen Generator on the OpenAI Responses API. */
 export const openaiGeneratorAdapter = defineAdapter({

@@ -1,7 +1,7 @@
 import { defineAdapter } from '../../provider-utils/adapter-definition';
 import { braveSchema, searchR1Schema, vragSchema } from './settings';
 
-// undici is loaded by `create` only (`import('./index')`).
+// undici is loaded by `create` only (a dynamic import of the adapter's entry).
 
 /** `adapters.searchEngine: {type: 'search-r1', url, ...}`: Search-R1's retrieval server. */
 export const searchR1Adapter = defineAdapter({

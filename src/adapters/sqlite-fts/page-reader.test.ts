@@ -57,7 +57,7 @@ describe('the sqlite-fts adapter definition', () => {
         'deck_1.png',
       ]);
     } finally {
-      await (engine as { close(): void }).close();
+      (engine as unknown as { close(): void }).close();
     }
     const both = sqliteFtsAdapter.settings.parse({
       dbPath: join(dir, 'both.sqlite'),
