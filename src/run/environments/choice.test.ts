@@ -1,0 +1,31 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseRunConfig } from '../config';
+import { ENVIRONMENTS, openServedEnvironment } from '../environment';
+
+const kindOfRun = (input: unknown) => ENVIRONMENTS.find((e) => e.choosesRun(parseRunConfig(input)))?.kind;
+
+describe('the environment registry', () => {
+  it('chooses the same environment for a run and for the server: your data when named, else the slides', () => {
+    expect(ENVIRONMENTS.map((e) => e.kind)).toEqual(['dataset', 'slides']);
+    expect(kindOfRun({})).toBe('slides');
+    expect(kindOfRun({ dataset: { path: 'questions.jsonl' } })).toBe('dataset');
+    expect(ENVIRONMENTS.find((e) => e.choosesServed({ tasksFile: 'tasks.jsonl' }))?.kind).toBe('dataset');
+    expect(ENVIRONMENTS.find((e) => e.choosesServed({}))?.kind).toBe('slides');
+  });
+
+  it("serves a task file's questions with no ports of its own (the configuration's are used)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'searcher-rl-envs-'));
+    try {
+      const tasksFile = join(dir, 'tasks.jsonl');
+      await writeFile(tasksFile, `${JSON.stringify({ uid: 'q1', question: 'Who?', reference: 'Ada' })}\n`);
+      const source = await openServedEnvironment({ tasksFile });
+      expect(source.adapters).toEqual({});
+      expect(source.tasks.map((t) => [t.uid, t.question, t.reference])).toEqual([['q1', 'Who?', 'Ada']]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
