@@ -7,8 +7,12 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FloatAdamW } from '../src/adapters/llama/adamw';
 import { hfModelFiles, peftAdapterFiles } from '../src/adapters/llama/checkpoint';
-import { createLlamaEngine, type LlamaRow, type WeightMap } from '../src/adapters/llama/engine';
-import { type LoraShape, type LoraTargetModule, loraWeightShapes } from '../src/adapters/llama/llama-graph';
+import { createLlamaEngine, type LlamaRow, type WeightMap } from '../src/adapters/engines/llama/engine';
+import {
+  type LoraShape,
+  type LoraTargetModule,
+  loraWeightShapes,
+} from '../src/adapters/engines/llama/llama-graph';
 import { loadLlamaModel, loadPeftAdapter } from '../src/adapters/llama/loader';
 import { ort } from '../src/adapters/onnx/runtime';
 import { createRandom } from '../src/core/random';
@@ -144,7 +148,7 @@ if (request.gradients) {
       w.shape,
     ]),
   );
-  const { llamaWeightShapes } = await import('../src/adapters/llama/config');
+  const { llamaWeightShapes } = await import('../src/adapters/engines/llama/config');
   for (const w of llamaWeightShapes(config)) shapes.set(w.name, w.shape);
   answer.gradients = Object.fromEntries(
     names.map((name) => [name, { shape: shapes.get(name), values: Array.from(into.get(name)!) }]),

@@ -34,17 +34,13 @@ const VENDOR =
 /**
  * The only imports allowed from one adapter family into another, each exactly: importer (a folder
  * or a file under src/) -> the one file it may import (under src/, without `.ts`).
- * - tfjs's ONNX engines build their graphs and sessions with the onnx family's graph toolchain,
- *   through its entry file only (the toolchain imports no tfjs: its own test below).
+ * The engines family (src/adapters/engines/: the policies' rollout and training engines and the
+ * ONNX graph toolchain) is below every policy: any adapter may import it, and it imports no other
+ * family (the rule below holds it to its own folder like any family).
  * - The ICD pointer selector, a small tfjs model, trains with the tfjs family's AdamW on a backend
  *   chosen by its backend selection (one optimizer rule and one backend order, not copies).
  */
 const CROSS_FAMILY: ReadonlyArray<{ from: string; to: string }> = [
-  { from: 'src/adapters/tfjs/', to: 'adapters/onnx/graph/index' },
-  // The Llama engine builds its graphs with the ONNX adapter's encoder and sessions, and shares its tokenizer wrapper.
-  { from: 'src/adapters/llama/', to: 'adapters/onnx/graph/index' },
-  { from: 'src/adapters/llama/', to: 'adapters/onnx/runtime' },
-  { from: 'src/adapters/llama/', to: 'adapters/onnx/tokenizer' },
   { from: 'src/adapters/icd/pointer-selector.ts', to: 'adapters/tfjs/adamw' },
   { from: 'src/adapters/icd/pointer-selector.ts', to: 'adapters/tfjs/backends' },
 ];
@@ -101,6 +97,7 @@ describe('layering', () => {
           target.startsWith('provider-utils') ||
           target.startsWith('rollout-engine') ||
           target.startsWith(`adapters/${family}/`) ||
+          target.startsWith('adapters/engines/') ||
           crossFamilyEdge(relative(root, file), target);
         expect(ok, `${relative(root, file)} imports ${spec}`).toBe(true);
       }
@@ -223,11 +220,10 @@ describe('layering', () => {
       'sharp',
     ]);
     // The cross-family edges are exact: the entry file only, from the named importer only.
-    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/index.ts')).toBe(true);
-    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/graph/session.ts')).toBe(
-      false,
-    );
-    expect(crossFamilyEdge('src/adapters/tfjs/onnx-rollouts.ts', 'adapters/onnx/runtime.ts')).toBe(false);
+    expect(
+      crossFamilyEdge('src/adapters/engines/transformer/onnx-rollouts.ts', 'adapters/tfjs/policy.ts'),
+    ).toBe(false);
+    expect(crossFamilyEdge('src/adapters/llama/policy.ts', 'adapters/onnx/runtime.ts')).toBe(false);
     expect(crossFamilyEdge('src/adapters/onnx/policy.ts', 'adapters/tfjs/transformer.ts')).toBe(false);
     expect(crossFamilyEdge('src/adapters/icd/pointer-selector.ts', 'adapters/tfjs/adamw.ts')).toBe(true);
     expect(crossFamilyEdge('src/adapters/icd/pointer-training.ts', 'adapters/tfjs/adamw.ts')).toBe(false);

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../../core/errors';
 import type { ChatFormat } from '../../ports/policy-backend';
 import { createChatTemplate } from './chat-template';
-import type { DropoutMasks } from './engine';
+import type { DropoutMasks } from '../engines/llama/engine';
 
 /**
  * Wrappers that put the Searcher's prompt and each observation into the model's own chat

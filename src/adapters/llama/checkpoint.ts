@@ -1,7 +1,7 @@
 import { encodeSafetensors } from '../../provider-utils/safetensors';
-import { type LlamaConfig, llamaConfigJson, llamaWeightShapes } from './config';
-import type { WeightMap } from './engine';
-import { type LoraShape, loraWeightShapes } from './llama-graph';
+import { type LlamaConfig, llamaConfigJson, llamaWeightShapes } from '../engines/llama/config';
+import type { WeightMap } from '../engines/llama/engine';
+import { type LoraShape, loraWeightShapes } from '../engines/llama/llama-graph';
 
 // Checkpoints a Hugging Face stack loads as they are: a full model as a transformers folder
 // (config.json, model.safetensors in float32, generation_config.json, the tokenizer's files), and

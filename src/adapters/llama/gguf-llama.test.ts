@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { llamaWeightShapes, parseLlamaConfig } from './config';
+import { llamaWeightShapes, parseLlamaConfig } from '../engines/llama/config';
 import { type GgufFile, readGguf } from './gguf';
 import { dequantizeGgufTensor } from './gguf-dequantize';
 import { ggufLlamaModel } from './gguf-llama';

@@ -22,12 +22,12 @@ export const loadPeftAdapter = loader.loadPeftAdapter;
 /** A frozen Generator that is a local Llama-family model (e.g. SmolLM2-135M-Instruct): it answers from the evidence's text in its chat template, greedily, offline. */
 export const createLlamaGenerator = generator.createLlamaGenerator;
 export { llamaPolicySettingsSchema, llamaGeneratorSettingsSchema } from './settings';
-export { parseLlamaConfig, llamaConfigJson, LLAMA_MODEL_TYPES } from './config';
-export { LORA_TARGET_MODULES } from './llama-graph';
+export { parseLlamaConfig, llamaConfigJson, LLAMA_MODEL_TYPES } from '../engines/llama/config';
+export { LORA_TARGET_MODULES } from '../engines/llama/llama-graph';
 export { LLAMA_OPTIONAL_PACKAGES } from './packages';
 export type { LlamaPolicy } from './policy';
 export type { LlamaGenerator } from './generator';
 export type { LlamaPolicySettings, LlamaGeneratorSettings } from './settings';
-export type { LlamaConfig, LlamaModelType, RopeScaling } from './config';
+export type { LlamaConfig, LlamaModelType, RopeScaling } from '../engines/llama/config';
 export type { LoadedLlama, LoadedAdapter } from './loader';
-export type { LoraTargetModule } from './llama-graph';
+export type { LoraTargetModule } from '../engines/llama/llama-graph';

@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { InvalidArgumentError } from '../../core/errors';
 import { readJsonObject } from '../../provider-utils/json-file';
 import { decodeSafetensors, float32Of } from '../../provider-utils/safetensors';
-import { type LlamaConfig, llamaWeightShapes, parseLlamaConfig } from './config';
-import type { WeightMap } from './engine';
+import { type LlamaConfig, llamaWeightShapes, parseLlamaConfig } from '../engines/llama/config';
+import type { WeightMap } from '../engines/llama/engine';
 import { readGguf } from './gguf';
 import { ggufLlamaModel } from './gguf-llama';
 import { ggufTokenizerFiles } from './gguf-tokenizer';
-import { LORA_TARGET_MODULES, type LoraTargetModule, loraWeightShapes } from './llama-graph';
+import { LORA_TARGET_MODULES, type LoraTargetModule, loraWeightShapes } from '../engines/llama/llama-graph';
 
 // Loading a Llama-family model offline: a Hugging Face folder (config.json, model.safetensors or
 // sharded with model.safetensors.index.json, F32/F16/BF16; tokenizer.json and tokenizer_config.json

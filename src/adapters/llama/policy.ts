@@ -14,15 +14,20 @@ import { decodeSafetensors, encodeSafetensors, float32Of } from '../../provider-
 import { checkLogProbBatch, checkLossOutput } from '../../rollout-engine/batch-checks';
 import { emptyKvCache } from '../../rollout-engine/kv-cache';
 import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
-import { ort } from '../onnx/runtime';
+import * as ort from 'onnxruntime-node';
 import { createHfTokenizer } from '../../provider-utils/hf-tokenizer';
 import { FloatAdamW } from './adamw';
 import { chatFormatOf, dropoutMasks } from './chat-format';
 import { hfModelFiles, peftAdapterFiles } from './checkpoint';
-import type { LlamaConfig } from './config';
+import type { LlamaConfig } from '../engines/llama/config';
 import { createKeptBudget } from '../../rollout-engine/kept-budget';
-import { createLlamaEngine, type LlamaRow, type TrainingForward, type WeightMap } from './engine';
-import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from './llama-graph';
+import {
+  createLlamaEngine,
+  type LlamaRow,
+  type TrainingForward,
+  type WeightMap,
+} from '../engines/llama/engine';
+import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from '../engines/llama/llama-graph';
 import { type LoadedLlama, loadLlamaModel, loadPeftAdapter } from './loader';
 import { type LlamaPolicySettings, parseLlamaPolicySettings } from './settings';
 

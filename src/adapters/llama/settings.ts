@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { parseSettings, positiveInt } from '../../provider-utils/settings';
-import { LORA_TARGET_MODULES } from './llama-graph';
+import { LORA_TARGET_MODULES } from '../engines/llama/llama-graph';
 
 // No ONNX Runtime import here: a configuration names these settings without loading it.
+
+/** Who samples a Llama policy's rollouts: its own training engine, or llama.cpp on the GGUF file. */
+export const LLAMA_ROLLOUT_ENGINES = ['onnx', 'llama-cpp'] as const;
 
 /** The settings `createLlamaPolicy` takes, with their defaults (a zod schema; unknown keys are refused). */
 export const llamaPolicySettingsSchema = z
@@ -83,6 +86,30 @@ export const llamaPolicySettingsSchema = z
         "Activations an update keeps from its chunks' forwards for their backwards (bytes); past it a chunk's backward runs its forward again. SmolLM2 keeps about 1.2 MB a token.",
       ),
     coalesceSessions: z.boolean().default(true),
+    rollouts: z
+      .enum(LLAMA_ROLLOUT_ENGINES)
+      .default('onnx')
+      .describe(
+        "Who samples the rollouts: `onnx` the training engine itself (float32 weights); `llama-cpp` llama.cpp through node-llama-cpp (an optional peer dependency: npm install node-llama-cpp@3.21.1) on the .gguf file's own, quantised weights, while logProbs and update stay the training engine's, which recomputes the log-probs it trains on (finetune 'lora' or 'none'; see docs/pretrained-models.md).",
+      ),
+    llamaCpp: z
+      .object({
+        sequencesPerContext: positiveInt()
+          .default(16)
+          .describe(
+            'Rollouts one llama.cpp context holds (their turns decode in shared batches); more open another context.',
+          ),
+        threads: positiveInt().optional().describe("llama.cpp's CPU threads (default: the machine's cores)."),
+        gpu: z
+          .enum(['off', 'auto', 'cuda', 'vulkan', 'metal'])
+          .default('off')
+          .describe(
+            "node-llama-cpp's prebuilt GPU binary to run on (`auto`: the first that loads), or `off` for the CPU.",
+          ),
+      })
+      .strict()
+      .default({ sequencesPerContext: 16, gpu: 'off' })
+      .describe("How `rollouts: 'llama-cpp'` runs."),
   })
   .strict();
 

@@ -14,7 +14,7 @@ import { emptyKvCache } from '../../rollout-engine/kv-cache';
 import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
 import { forwardLast, scoreSequences, type OnnxModel, type OnnxRow } from './forward';
 import { checkCausalLmLayout, readCausalLmConfig, type GraphValue } from './layout';
-import { createOnnxSession } from './graph/session';
+import { createOnnxSession } from '../engines/onnx-graph/session';
 import { readJsonObject } from '../../provider-utils/json-file';
 import { ort } from './runtime';
 import { parseOnnxPolicySettings, type OnnxExecutionProvider, type OnnxPolicySettings } from './settings';

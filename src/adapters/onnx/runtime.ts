@@ -1,5 +1,5 @@
 import * as ort from 'onnxruntime-node';
-import { providerProblem } from './graph/session';
+import { providerProblem } from '../engines/onnx-graph/session';
 import type { OnnxExecutionProvider } from './settings';
 
 /**

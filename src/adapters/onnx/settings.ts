@@ -3,10 +3,12 @@ import { parseSettings, positiveInt } from '../../provider-utils/settings';
 
 // No ONNX Runtime import here: a configuration names these settings without loading it.
 
-/** Execution providers this adapter knows; `cpu` ships with onnxruntime-node, `cuda` is installed apart. */
-export const ONNX_EXECUTION_PROVIDERS = ['cpu', 'cuda'] as const;
-/** An execution provider the ONNX policy can run on (`ONNX_EXECUTION_PROVIDERS`). */
-export type OnnxExecutionProvider = (typeof ONNX_EXECUTION_PROVIDERS)[number];
+import {
+  ONNX_EXECUTION_PROVIDERS,
+  type OnnxExecutionProvider,
+} from '../engines/onnx-graph/execution-providers';
+
+export { ONNX_EXECUTION_PROVIDERS, type OnnxExecutionProvider };
 
 /**
  * The ONNX policy's settings as a zod schema: the model folder, execution provider, threads, seed

@@ -1,12 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 
-/** A trained variable by name: the Transformer's parameters, and any other tfjs model's (the ICD pointer selector's). */
-export interface NamedParameter {
-  name: string;
-  variable: tf.Variable;
-  /** AdamW's decoupled weight decay applies to matrices only (not to norms, biases or embeddings). */
-  decay: boolean;
-}
+import type { NamedParameter } from '../engines/transformer/transformer';
+
+export type { NamedParameter };
 
 /**
  * AdamW's settings (torch's update rule): learning rate, betas, epsilon, weight decay, gradient

@@ -16,7 +16,7 @@ import {
 } from './hf/checkpoint-files';
 import { CHECKPOINT_FORMAT, CHECKPOINT_FORMAT_V1, parseOptimizerSettings } from './settings';
 import { ensureReady, type PolicyContext } from './state';
-import type { TransformerConfig } from './transformer';
+import type { TransformerConfig } from '../engines/transformer/transformer';
 
 /**
  * A hash of every token's text and the end-of-sequence id: a checkpoint only loads with the

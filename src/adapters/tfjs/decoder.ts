@@ -1,7 +1,7 @@
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import { emptyKvCache } from '../../rollout-engine/kv-cache';
 import { createRolloutScheduler, type RolloutScheduler } from '../../rollout-engine/rollout-scheduler';
-import type { CacheShape, RolloutEngine, RowState, RowsForward } from './engines';
+import type { CacheShape, RolloutEngine, RowState, RowsForward } from '../engines/engine';
 import { activateBackend, ensureReady, type PolicyContext } from './state';
 
 export function cacheShapeOf(context: PolicyContext): CacheShape {

@@ -1,9 +1,20 @@
-import type { OnnxRuntime } from '../onnx/graph/index';
+import type { OnnxRuntime } from '../engines/onnx-graph/index';
 import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
-import type { PolicyEngines } from './engines';
+import type * as tf from '@tensorflow/tfjs';
+import type { CacheShape, RolloutEngine, TrainingEngine } from '../engines/engine';
 import type { ParsedTfjsPolicySettings } from './settings';
-import { createTfjsRolloutEngine } from './tfjs-rollouts';
-import { createTfjsTrainingEngine } from './tfjs-training';
+import type { PolicyContext } from './state';
+import { createTfjsRolloutEngine } from '../engines/transformer/tfjs-rollouts';
+import { createTfjsTrainingEngine } from '../engines/transformer/tfjs-training';
+
+/** The tfjs policy's training engine: gradients as tfjs tensors, one per model parameter (the caller disposes them). */
+export type TfjsTrainingEngine = TrainingEngine<tf.Tensor[]>;
+
+/** Makes a policy's engines once its model exists. */
+export interface PolicyEngines {
+  createTraining(context: PolicyContext): Promise<TfjsTrainingEngine>;
+  createRollouts(context: PolicyContext, shape: CacheShape): Promise<RolloutEngine>;
+}
 
 const ONNX_RUNTIME = { name: 'onnxruntime-node', install: 'npm install onnxruntime-node@^1.30.0' };
 
@@ -34,18 +45,27 @@ export async function selectEngines(
     settings.rollouts === 'onnx' || settings.training === 'onnx' ? await loadOnnxRuntime(loadRuntime) : null;
   return {
     async createTraining(context) {
-      if (!ort || settings.training !== 'onnx') return createTfjsTrainingEngine(context);
-      return (await import('./onnx-training')).createOnnxTrainingEngine(ort, context.state.model, {
-        ...settings.onnx,
-        ...(keptActivationBytes !== undefined && { keptActivationBytes }),
-      });
+      if (!ort || settings.training !== 'onnx') return createTfjsTrainingEngine(context.state.model);
+      return (await import('../engines/transformer/onnx-training')).createOnnxTrainingEngine(
+        ort,
+        context.state.model,
+        {
+          ...settings.onnx,
+          ...(keptActivationBytes !== undefined && { keptActivationBytes }),
+        },
+      );
     },
     async createRollouts(context, shape) {
       if (!ort || settings.rollouts !== 'onnx') return createTfjsRolloutEngine(context.state.model, shape);
-      return (await import('./onnx-rollouts')).createOnnxRolloutEngine(ort, context.state.model, shape, {
-        ...settings.onnx,
-        ...(constantWeightBytes !== undefined && { constantWeightBytes }),
-      });
+      return (await import('../engines/transformer/onnx-rollouts')).createOnnxRolloutEngine(
+        ort,
+        context.state.model,
+        shape,
+        {
+          ...settings.onnx,
+          ...(constantWeightBytes !== undefined && { constantWeightBytes }),
+        },
+      );
     },
   };
 }

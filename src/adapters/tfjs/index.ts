@@ -36,5 +36,5 @@ export { tfjsPolicySettingsSchema, CHECKPOINT_FORMAT, TFJS_BACKENDS } from './se
 export type { TfjsPolicy, CreateTfjsPolicyOptions } from './policy';
 export type { TfjsPolicySettings } from './settings';
 export type { TfjsBackendName, SelectedBackend, BackendModuleLoader } from './backends';
-export type { TransformerConfig } from './transformer';
+export type { TransformerConfig } from '../engines/transformer/transformer';
 export type { AdamWSettings } from './adamw';

@@ -14,12 +14,12 @@ import { selectTfjsBackend, type BackendModuleLoader, type TfjsBackendName } fro
 import { createCheckpoints } from './checkpoint';
 import type { PretrainedModel } from './hf/pretrained';
 import { cacheShapeOf, createDecoder } from './decoder';
-import { selectEngines } from './engine-selection';
-import type { RolloutEngine, TrainingEngine } from './engines';
+import { selectEngines, type TfjsTrainingEngine } from './engine-selection';
+import type { RolloutEngine } from '../engines/engine';
 import { parseTfjsPolicySettings, transformerConfigOf, type TfjsPolicySettings } from './settings';
 import type { PolicyContext, PolicyState } from './state';
 import { gradients, logProbs, resetOptimizer, sequenceLogits, update } from './training';
-import { Transformer, type TransformerConfig } from './transformer';
+import { Transformer, type TransformerConfig } from '../engines/transformer/transformer';
 
 export interface TfjsPolicy extends PolicyBackend {
   readonly provider: 'tfjs';
@@ -132,7 +132,7 @@ export async function createTfjsPolicy(
     backendTfName: selected.tfName,
     state,
   };
-  let training: TrainingEngine | undefined;
+  let training: TfjsTrainingEngine | undefined;
   let rollouts: RolloutEngine;
   try {
     training = await engines.createTraining(context);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { InvalidArgumentError } from '../../core/errors';
 import { parseSettings, positiveInt } from '../../provider-utils/settings';
 import type { AdamWSettings } from './adamw';
-import type { TransformerConfig } from './transformer';
+import type { TransformerConfig } from '../engines/transformer/transformer';
 
 // No TensorFlow.js import here: a configuration names these settings without loading tfjs.
 

@@ -4,7 +4,7 @@ import type { AdamW } from './adamw';
 import type { TokenizerFiles } from './hf/checkpoint-files';
 import { activateTfjsBackend } from './backends';
 import type { ParsedTfjsPolicySettings } from './settings';
-import type { Transformer, TransformerConfig } from './transformer';
+import type { Transformer, TransformerConfig } from '../engines/transformer/transformer';
 
 /**
  * Everything about a TfjsPolicy that changes after creation, in one object handed to every part:

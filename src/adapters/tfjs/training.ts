@@ -4,40 +4,16 @@ import type { CallOptions } from '../../ports/common';
 import type { LogProbBatch, LossFunction, UpdateOptions, UpdateResult } from '../../ports/policy-backend';
 import { checkLogProbBatch, checkLossOutput } from '../../rollout-engine/batch-checks';
 import { AdamW, type AdamWSettings } from './adamw';
-import type { ComputedGradients, TrainingEngine } from './engines';
-import { scoredPlaces } from './scored-places';
+import type { ComputedGradients } from '../engines/engine';
+import type { TfjsTrainingEngine } from './engine-selection';
+import { denseBatch, scoredLogProbs } from '../engines/transformer/scored-places';
 import { parseOptimizerSettings } from './settings';
 import { ensureReady, type PolicyContext } from './state';
-import type { TransformerConfig } from './transformer';
+import type { TransformerConfig } from '../engines/transformer/transformer';
 
 /** Checks a batch against the model; returns the temperature to score at (greedy, 0, scores at 1). */
 function checkBatch(batch: LogProbBatch, modelConfig: TransformerConfig): number {
   return checkLogProbBatch(batch, modelConfig);
-}
-
-/**
- * Right-padded ids, the scored places (`scoredPlaces`) and a one-hot [places, vocabulary] of their
- * tokens. Only these places get logits (`forwardFull`'s `scoredRows`).
- */
-export function denseBatch(rows: number[][], positions: number[][], vocabSize: number) {
-  const rowCount = rows.length;
-  const { length, places, targets } = scoredPlaces(rows, positions);
-  const ids = new Int32Array(rowCount * length);
-  rows.forEach((r, i) => ids.set(r, i * length));
-  // The one-hot is made on the device, not shipped.
-  return {
-    ids: tf.tensor2d(ids, [rowCount, length], 'int32'),
-    idValues: ids,
-    places,
-    pick: tf.oneHot(tf.tensor1d(targets, 'int32'), vocabSize) as tf.Tensor2D,
-    length,
-  };
-}
-
-/** Log-probs at a temperature and, per place, the one of the picked token (0 where nothing is picked). */
-export function scoredLogProbs(logits: tf.Tensor2D, pick: tf.Tensor2D, temperature: number) {
-  const logp = tf.logSoftmax(temperature !== 1 ? tf.div(logits, temperature) : logits);
-  return { logp, token: tf.sum(tf.mul(logp, pick), 1) };
 }
 
 /** Row indices grouped into forwards whose attention scores (rows * heads * length^2) stay under the memory bound. */
@@ -60,10 +36,6 @@ function rowChunks(batch: LogProbBatch, heads: number, maxAttentionElements: num
   });
   if (current.length > 0) chunks.push(current);
   return chunks;
-}
-
-export function checkLoss(result: ReturnType<LossFunction>, batch: LogProbBatch): ReturnType<LossFunction> {
-  return checkLossOutput(result, batch, 'tfjs');
 }
 
 /** One sequence's logits [T][V] from a full forward: for comparing with other implementations. */
@@ -119,11 +91,11 @@ export async function logProbs(
  */
 async function computeGradients(
   context: PolicyContext,
-  engine: TrainingEngine,
+  engine: TfjsTrainingEngine,
   batch: LogProbBatch,
   lossFn: LossFunction,
   updateOptions: UpdateOptions,
-): Promise<ComputedGradients | null> {
+): Promise<ComputedGradients<tf.Tensor[]> | null> {
   const { modelConfig, settings } = context;
   const temperature = checkBatch(batch, modelConfig);
   const entropyCoef = updateOptions.entropyCoef ?? 0;
@@ -145,7 +117,7 @@ async function computeGradients(
 
 export async function update(
   context: PolicyContext,
-  engine: TrainingEngine,
+  engine: TfjsTrainingEngine,
   batch: LogProbBatch,
   lossFn: LossFunction,
   updateOptions: UpdateOptions = {},
@@ -171,7 +143,7 @@ export async function update(
 /** The gradient `update` would apply (before clipping), by parameter name; zeros when nothing is scored. */
 export async function gradients(
   context: PolicyContext,
-  engine: TrainingEngine,
+  engine: TfjsTrainingEngine,
   batch: LogProbBatch,
   lossFn: LossFunction,
   updateOptions: UpdateOptions = {},

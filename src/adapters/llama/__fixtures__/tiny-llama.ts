@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createRandom } from '../../../core/random';
 import { encodeSafetensors } from '../../../provider-utils/safetensors';
-import { llamaWeightShapes, parseLlamaConfig } from '../config';
+import { llamaWeightShapes, parseLlamaConfig } from '../../engines/llama/config';
 
 // A tiny random Llama in a Hugging Face folder (the tiny GPT fixture's byte-level tokenizer, a
 // ChatML template), for the policy's and the generator's tests.

@@ -3,7 +3,7 @@ import { firstNonFinite, float32Values, parameterAt } from '../../../core/finite
 import type { PolicyCheckpoint } from '../../../ports/policy-backend';
 import type { Tokenizer } from '../../../ports/types';
 import { decodeSafetensors, encodeSafetensors, float32Of } from '../../../provider-utils/safetensors';
-import type { TransformerConfig } from '../transformer';
+import type { TransformerConfig } from '../../engines/transformer/transformer';
 import { gpt2ConfigJson, gpt2GenerationConfigJson, gpt2TensorName } from './gpt2';
 import { tokenizerJsonOf } from './tokenizer-json';
 

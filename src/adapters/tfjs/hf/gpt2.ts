@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../../../core/errors';
 import { TURN_STOP_TAGS } from '../../../core/protocol/tags';
 import type { Tokenizer } from '../../../ports/types';
-import { LN_EPS, type TransformerConfig } from '../transformer';
+import { LN_EPS, type TransformerConfig } from '../../engines/transformer/transformer';
 
 /**
  * The Hugging Face GPT-2 layout of the tfjs transformer (transformers' GPT2LMHeadModel): the same

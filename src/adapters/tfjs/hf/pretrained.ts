@@ -5,7 +5,7 @@ import { firstNonFinite } from '../../../core/finite-values';
 import type { Tokenizer } from '../../../ports/types';
 import { readJsonObject } from '../../../provider-utils/json-file';
 import { decodeSafetensors, float32Of, type SafetensorsTensor } from '../../../provider-utils/safetensors';
-import type { TransformerConfig } from '../transformer';
+import type { TransformerConfig } from '../../engines/transformer/transformer';
 import type { TokenizerFiles } from './checkpoint-files';
 import { gpt2TensorName, transformerConfigOfGpt2 } from './gpt2';
 import { createTaggedHfTokenizer } from './hf-tokenizer';

@@ -1,8 +1,10 @@
 import * as tf from '@tensorflow/tfjs';
-import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
-import type { ComputedGradients, GradientPlan, TrainingEngine } from './engines';
-import type { PolicyContext } from './state';
-import { checkLoss, denseBatch, logProbs, scoredLogProbs } from './training';
+import { AbortedError } from '../../../core/errors';
+import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
+import { checkLossOutput } from '../../../rollout-engine/batch-checks';
+import type { ComputedGradients, GradientPlan, TrainingEngine } from '../engine';
+import { denseBatch, scoredLogProbs } from './scored-places';
+import type { Transformer } from './transformer';
 
 /**
  * The tfjs training engine (the default, `training: 'tfjs'`): one forward and one backward per row
@@ -10,28 +12,56 @@ import { checkLoss, denseBatch, logProbs, scoredLogProbs } from './training';
  * log-probs at once (GSPO, seq-mean aggregations), so a batch over the memory bound takes one extra
  * forward to read them first.
  */
-export function createTfjsTrainingEngine(context: PolicyContext): TrainingEngine {
+export function createTfjsTrainingEngine(model: Transformer): TrainingEngine<tf.Tensor[]> {
   return {
-    computeGradients: (batch, lossFn, plan) => computeGradients(context, batch, lossFn, plan),
+    computeGradients: (batch, lossFn, plan) => computeGradients(model, batch, lossFn, plan),
     dispose: async () => {},
   };
 }
 
+/** The scored log-probs of every chunk, forward only (the loss's input when it spans several chunks). */
+function chunkLogProbs(model: Transformer, batch: LogProbBatch, plan: GradientPlan): number[][] {
+  const out: number[][] = batch.positions.map(() => []);
+  for (const chunk of plan.chunks) {
+    if (plan.signal?.aborted) throw new AbortedError({ what: 'update', cause: plan.signal.reason });
+    const positions = chunk.map((i) => batch.positions[i]!);
+    const token = tf.tidy(() => {
+      const dense = denseBatch(
+        chunk.map((i) => batch.inputIds[i]!),
+        positions,
+        model.config.vocabSize,
+      );
+      return scoredLogProbs(
+        model.forwardFull(dense.ids, dense.idValues, dense.places),
+        dense.pick,
+        plan.temperature,
+      ).token;
+    });
+    const data = token.dataSync() as Float32Array;
+    token.dispose();
+    let k = 0;
+    for (const i of chunk) out[i] = batch.positions[i]!.map(() => data[k++]!);
+  }
+  return out;
+}
+
+const checkLoss = (result: ReturnType<LossFunction>, batch: LogProbBatch) =>
+  checkLossOutput(result, batch, 'tfjs');
+
 async function computeGradients(
-  context: PolicyContext,
+  model: Transformer,
   batch: LogProbBatch,
   lossFn: LossFunction,
   plan: GradientPlan,
-): Promise<ComputedGradients> {
-  const { modelConfig } = context;
-  const model = context.state.model;
-  const { chunks, temperature, entropyCoef, scored, signal } = plan;
+): Promise<ComputedGradients<tf.Tensor[]>> {
+  const modelConfig = model.config;
+  const { chunks, temperature, entropyCoef, scored } = plan;
   let lossValue = 0;
   let metrics: Record<string, number> = {};
   let entropySum = 0;
   let gradNew: number[][] | null = null;
   if (chunks.length > 1) {
-    const result = checkLoss(lossFn(await logProbs(context, batch, { signal })), batch);
+    const result = checkLoss(lossFn(chunkLogProbs(model, batch, plan)), batch);
     gradNew = result.gradNewLogProbs;
     lossValue = result.value;
     metrics = result.metrics ?? {};

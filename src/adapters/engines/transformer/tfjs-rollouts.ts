@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
-import { gatherKvCache, scatterKvCache } from '../../rollout-engine/kv-cache';
-import type { CacheShape, RolloutEngine, RowState } from './engines';
+import { gatherKvCache, scatterKvCache } from '../../../rollout-engine/kv-cache';
+import type { CacheShape, RolloutEngine, RowState } from '../engine';
 import type { Transformer } from './transformer';
 
 /** One forward over `rows` feeding their uncached tokens; returns log-probs [rows, vocabulary] at their last token. */

@@ -1,5 +1,5 @@
 import type * as Ort from 'onnxruntime-node';
-import { transformerWeightShapes, type TransformerGraphConfig } from '../onnx/graph/index';
+import { transformerWeightShapes, type TransformerGraphConfig } from '../onnx-graph/index';
 import { LN_EPS, type Transformer } from './transformer';
 
 // What the ONNX Runtime rollouts (onnx-rollouts.ts) and training (onnx-training.ts) share: the

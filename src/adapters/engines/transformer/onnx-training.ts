@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 import type * as Ort from 'onnxruntime-node';
-import { AbortedError, ProviderCallError } from '../../core/errors';
-import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
+import { AbortedError, ProviderCallError } from '../../../core/errors';
+import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
+import { checkLossOutput } from '../../../rollout-engine/batch-checks';
 import {
   buildTrainingGraph,
   createOnnxSession,
@@ -11,12 +12,11 @@ import {
   type OnnxSessionOptions,
   cutGraph,
   TRAINING_NAMES,
-} from '../onnx/graph/index';
-import type { ComputedGradients, GradientPlan, TrainingEngine } from './engines';
-import { createKeptBudget } from '../../rollout-engine/kept-budget';
+} from '../onnx-graph/index';
+import type { ComputedGradients, GradientPlan, TrainingEngine } from '../engine';
+import { createKeptBudget } from '../../../rollout-engine/kept-budget';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { scoredPlaces } from './scored-places';
-import { checkLoss } from './training';
 import { MASKED, type Transformer } from './transformer';
 
 // Gradients of the tfjs Transformer computed by ONNX Runtime (`training: 'onnx'`): one session
@@ -234,7 +234,7 @@ export async function createOnnxTrainingEngine(
   ort: OnnxRuntime,
   model: Transformer,
   settings: OnnxTrainingSettings,
-): Promise<TrainingEngine> {
+): Promise<TrainingEngine<tf.Tensor[]>> {
   const trainer = await createOnnxTrainer(ort, model, settings);
   const keptBudget = settings.keptActivationBytes ?? KEPT_ACTIVATION_BYTES;
   return {
@@ -256,7 +256,7 @@ async function computeOnnxGradients(
   lossFn: LossFunction,
   plan: GradientPlan,
   keptBudget: number,
-): Promise<ComputedGradients> {
+): Promise<ComputedGradients<tf.Tensor[]>> {
   const { chunks, temperature, scored, signal } = plan;
   const entropyWeight = plan.entropyCoef / scored;
   const parameters = model.parameters;
@@ -283,7 +283,7 @@ async function computeOnnxGradients(
     if (forward.kept && !budget.admit(forward.keptBytes, tokens)) forward.kept = null;
     forwards.push(forward);
   }
-  const loss = checkLoss(lossFn(newLogProbs), batch);
+  const loss = checkLossOutput(lossFn(newLogProbs), batch, 'tfjs');
   let accumulated: Float32Array[] | null = null;
   for (const [c, chunk] of chunks.entries()) {
     checkAbort();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createRandom } from '../../core/random';
-import { ort } from '../onnx/runtime';
+import { createRandom } from '../../../core/random';
+import { ort } from '../../onnx/runtime';
 import { type LlamaConfig, llamaWeightShapes, parseLlamaConfig } from './config';
 import { createLlamaEngine, type LlamaRow, type WeightMap } from './engine';
 import { loraWeightShapes, type LoraShape } from './llama-graph';

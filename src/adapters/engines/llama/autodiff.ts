@@ -6,7 +6,7 @@ import {
   type OnnxNode,
   type OnnxTensor,
   type OnnxValueInfo,
-} from '../onnx/graph/index';
+} from '../onnx-graph/index';
 
 // Reverse-mode differentiation of ONNX graphs, for the Llama engine's training graph: the forward
 // is written once with the differentiable ops below (each records its vector-Jacobian product on a

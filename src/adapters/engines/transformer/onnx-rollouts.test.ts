@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { MissingDependencyError } from '../../core/errors';
-import { createLossFunction } from '../../core/rl/update-batch';
-import { rollTwoTurns, type TwoTurnRollout } from '../../testing/policy-contract';
-import { createTfjsPolicy, type TfjsPolicy } from './policy';
-import { TINY, useTinyPolicies } from './__fixtures__/tiny-policy';
+import { MissingDependencyError } from '../../../core/errors';
+import { createLossFunction } from '../../../core/rl/update-batch';
+import { rollTwoTurns, type TwoTurnRollout } from '../../../testing/policy-contract';
+import { createTfjsPolicy, type TfjsPolicy } from '../../tfjs/policy';
+import { TINY, useTinyPolicies } from '../../tfjs/__fixtures__/tiny-policy';
 
 const tiny = useTinyPolicies();
 

@@ -1,4 +1,4 @@
-import type { OnnxGraph } from '../onnx/graph/index';
+import type { OnnxGraph } from '../onnx-graph/index';
 import { DifferentiableGraph, type Value } from './autodiff';
 import { type LlamaConfig, llamaWeightShapes } from './config';
 

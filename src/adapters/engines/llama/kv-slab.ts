@@ -1,4 +1,4 @@
-import type { KvCacheRow, KvCacheShape } from '../../rollout-engine/kv-cache';
+import type { KvCacheRow, KvCacheShape } from '../../../rollout-engine/kv-cache';
 
 /**
  * The last decode batch's caches side by side, [rows, kvHeads, capacity, headDim] per layer, fed to

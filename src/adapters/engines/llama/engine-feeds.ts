@@ -1,5 +1,5 @@
 import type * as Ort from 'onnxruntime-node';
-import type { OnnxRuntime } from '../onnx/graph/index';
+import type { OnnxRuntime } from '../onnx-graph/index';
 import { type LlamaConfig, rotaryTables } from './config';
 import { LLAMA_MASKED, LLAMA_NAMES } from './llama-graph';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
-import { useTinyPolicies } from './__fixtures__/tiny-policy';
+import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
+import { useTinyPolicies } from '../../tfjs/__fixtures__/tiny-policy';
 
 const tiny = useTinyPolicies();
 

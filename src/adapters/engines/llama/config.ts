@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../../core/errors';
+import { InvalidArgumentError } from '../../../core/errors';
 
 // The Llama family's config.json as the engine needs it: Llama (SmolLM2, Llama 2/3), Mistral (no
 // sliding window here), Qwen2 (biases on q, k, v) and Qwen3 (RMSNorm on each head's queries and

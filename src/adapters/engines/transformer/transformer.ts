@@ -1,6 +1,13 @@
 import * as tf from '@tensorflow/tfjs';
-import type { Random } from '../../core/random';
-import type { NamedParameter } from './adamw';
+import type { Random } from '../../../core/random';
+
+/** A trained variable by name: the Transformer's parameters, and any other tfjs model's (the ICD pointer selector's). */
+export interface NamedParameter {
+  name: string;
+  variable: tf.Variable;
+  /** AdamW's decoupled weight decay applies to matrices only (not to norms, biases or embeddings). */
+  decay: boolean;
+}
 
 /** A GPT-style decoder: pre-norm blocks, learned positions, tied input/output embedding. */
 export interface TransformerConfig {

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type * as Ort from 'onnxruntime-node';
 import { BackendUnavailableError, InvalidArgumentError } from '../../../core/errors';
-import { ONNX_EXECUTION_PROVIDERS, type OnnxExecutionProvider } from '../settings';
+import { ONNX_EXECUTION_PROVIDERS, type OnnxExecutionProvider } from './execution-providers';
 
 // The one place ONNX Runtime sessions are made, for searcher-rl/onnx (an exported model file) and
 // for the tfjs policy's ONNX engines (graphs built in memory). onnxruntime-node comes in as an

@@ -1,5 +1,5 @@
 import type * as Ort from 'onnxruntime-node';
-import { ProviderCallError } from '../../core/errors';
+import { ProviderCallError } from '../../../core/errors';
 import {
   buildTransformerGraph,
   createOnnxSession,
@@ -8,8 +8,8 @@ import {
   ONNX_OPSET,
   type OnnxRuntime,
   withConstantInputs,
-} from '../onnx/graph/index';
-import type { CacheShape, RolloutEngine, RowState, RowsForward } from './engines';
+} from '../onnx-graph/index';
+import type { CacheShape, RolloutEngine, RowState, RowsForward } from '../engine';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { MASKED, type Transformer } from './transformer';
 

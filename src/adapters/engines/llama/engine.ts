@@ -1,14 +1,14 @@
 import type * as Ort from 'onnxruntime-node';
-import { AbortedError } from '../../core/errors';
+import { AbortedError } from '../../../core/errors';
 import {
   emptyKvCache,
   scatterKvCache,
   type KvCacheRow,
   type KvCacheShape,
-} from '../../rollout-engine/kv-cache';
-import type { ScheduledRow } from '../../rollout-engine/rollout-scheduler';
-import { createOnnxSession, type OnnxRuntime, type OnnxSessionOptions } from '../onnx/graph/index';
-import { type CutGraphs, cutGraph, encodeOnnxModel, withConstantInputs } from '../onnx/graph/index';
+} from '../../../rollout-engine/kv-cache';
+import type { ScheduledRow } from '../../../rollout-engine/rollout-scheduler';
+import { createOnnxSession, type OnnxRuntime, type OnnxSessionOptions } from '../onnx-graph/index';
+import { type CutGraphs, cutGraph, encodeOnnxModel, withConstantInputs } from '../onnx-graph/index';
 import type { LlamaConfig } from './config';
 import { createFeedBuilders, type DropoutMasks, int64 } from './engine-feeds';
 
