@@ -15,7 +15,7 @@ export default defineConfig({
     'adapters/openai/index': 'src/adapters/openai/index.ts',
     'adapters/gemini/index': 'src/adapters/gemini/index.ts',
     'adapters/search-http/index': 'src/adapters/search-http/index.ts',
-    'adapters/openai-compatible/index': 'src/adapters/openai-compatible/index.ts',
+    'adapters/openai/compatible': 'src/adapters/openai/compatible.ts',
     'adapters/tfjs/index': 'src/adapters/tfjs/index.ts',
     'adapters/onnx/index': 'src/adapters/onnx/index.ts',
     'adapters/llama/index': 'src/adapters/llama/index.ts',

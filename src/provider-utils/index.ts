@@ -27,3 +27,4 @@ export {
   type AdapterPortName,
   type AdapterSettingsSchema,
 } from './adapter-definition';
+export { lazyClient, type LazyClient } from './lazy-client';

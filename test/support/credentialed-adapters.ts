@@ -7,7 +7,7 @@ import {
   createOpenAIGenerator,
   createOpenAIJudge,
 } from '../../src/adapters/openai/index';
-import { createOpenAICompatibleCompletions } from '../../src/adapters/openai-compatible/index';
+import { createOpenAICompatibleCompletions } from '../../src/adapters/openai/compatible';
 import {
   createBraveWebSearch,
   createSearchR1Retriever,

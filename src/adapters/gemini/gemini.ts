@@ -25,6 +25,7 @@ import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
 import type { Evidence } from '../../ports/types';
+import { lazyClient } from '../../provider-utils/lazy-client';
 import { geminiSettingsSchema } from './settings';
 
 /**
@@ -33,43 +34,43 @@ import { geminiSettingsSchema } from './settings';
  */
 export type GeminiSettings = z.input<typeof geminiSettingsSchema>;
 
-function lazyClient(
+/** The client of a Gemini generator or judge: the key from the settings, GEMINI_API_KEY or GOOGLE_API_KEY, at the first call. */
+function geminiClient(
   factory: string,
   settings: z.output<typeof geminiSettingsSchema>,
   caller: { port: PortName; provider: string },
 ) {
-  let client: GoogleGenAI | null = null;
-  let key: string | undefined;
   // Redirects stay within the configured origin (fetch would follow one elsewhere with
   // x-goog-api-key, which it does not know to be a credential), answers within maxResponseBytes.
   const safeFetch = guardedFetch(caller, { maxResponseBytes: settings.maxResponseBytes });
-  return {
-    get(): GoogleGenAI {
-      if (client) return client;
-      key = loadApiKey({
+  const client = lazyClient(
+    () =>
+      loadApiKey({
         apiKey: settings.apiKey,
         environmentVariableNames: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
         vendor: 'Gemini',
         factory,
-      });
-      // One attempt per call: retries and timeouts are the core's (withReliability).
-      client = new GoogleGenAI({
-        apiKey: key,
+      }),
+    // One attempt per call: retries and timeouts are the core's (withReliability).
+    (apiKey) =>
+      new GoogleGenAI({
+        apiKey,
         httpOptions: {
           ...(settings.baseUrl && { baseUrl: settings.baseUrl }),
           retryOptions: { attempts: 1 },
           fetch: safeFetch,
         },
-      });
-      return client;
-    },
+      }),
+  );
+  return {
+    get: () => client.get(),
     /** One generateContent call, its failures typed for the reliability layer (Retry-After included). */
     async generate(
       parts: Part[],
       config: GenerateContentConfig,
       options?: CallOptions,
     ): Promise<GenerateContentResponse> {
-      const ai = this.get();
+      const ai = client.get();
       const { port, provider } = caller;
       const capture = headerCapturingFetch(safeFetch);
       try {
@@ -100,7 +101,7 @@ function lazyClient(
           provider,
           error,
           signal: options?.signal,
-          secrets: [key],
+          secrets: [client.key],
           status,
           headers: seen.headers,
           ...(error instanceof ApiError && { retryAfterMs: retryDelayFromBody(error.message) }),
@@ -137,7 +138,7 @@ function vendorEvidenceParts(question: string, evidence: readonly Evidence[]): P
 export function createGeminiGenerator(settings: GeminiSettings): Generator {
   const resolved = parseSettings('createGeminiGenerator', geminiSettingsSchema, settings);
   const provider = `gemini:${resolved.model}`;
-  const client = lazyClient('createGeminiGenerator', resolved, { port: 'generator', provider });
+  const client = geminiClient('createGeminiGenerator', resolved, { port: 'generator', provider });
   return {
     specificationVersion: 'v1',
     provider,
@@ -189,7 +190,7 @@ export function createGeminiGenerator(settings: GeminiSettings): Generator {
 export function createGeminiJudge(settings: GeminiSettings): Judge {
   const resolved = parseSettings('createGeminiJudge', geminiSettingsSchema, settings);
   const provider = `gemini:${resolved.model}`;
-  const client = lazyClient('createGeminiJudge', resolved, { port: 'judge', provider });
+  const client = geminiClient('createGeminiJudge', resolved, { port: 'judge', provider });
   return {
     specificationVersion: 'v1',
     provider,

@@ -5,7 +5,7 @@ import { runEpisodes } from '../../core/episode/run-episodes';
 import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
 import { createMockSearchEngine } from '../mock/mock-search-engine';
 import { createReliableCaller } from '../../core/calls/reliable-call';
-import { createOpenAICompatibleCompletions, createOpenAICompatiblePolicy } from './policy';
+import { createOpenAICompatibleCompletions, createOpenAICompatiblePolicy } from './compatible-policy';
 
 const tokenizer = createProtocolTokenizer();
 let server: RecordedServer;

@@ -1,10 +1,10 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { z } from 'zod';
 import { AbortedError, InvalidArgumentError, PortOutputError } from '../../core/errors';
 import { maxTokensAt } from '../../core/episode/token-budget';
 import { DEFAULT_CALL_POLICY, type CallPolicy } from '../../core/calls/call-policy';
 import { createReliableCaller, type ReliabilityDeps } from '../../core/calls/reliable-call';
-import { guardedFetch, parseSettings, registerSecret, toProviderError } from '../../provider-utils/index';
+import { parseSettings, registerSecret } from '../../provider-utils/index';
 import { positiveInt } from '../../provider-utils/settings';
 import type { CallOptions } from '../../ports/common';
 import type {
@@ -18,6 +18,7 @@ import type {
   UpdateResult,
 } from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
+import { createOpenAIClient } from './client';
 
 /**
  * The OpenAI-compatible policy's settings as a zod schema: the server, the model, the key and extra
@@ -87,46 +88,34 @@ export function createOpenAICompatibleCompletions(
 ): CompletionsClient {
   const config = parseSettings('createOpenAICompatiblePolicy', settingsSchema, settings);
   const provider = `openai-compatible:${config.model}`;
-  let client: OpenAI | null = null;
-  let key: string | undefined;
+  const client = createOpenAIClient({
+    caller: { port: 'policy', provider },
+    // This server's key, never OPENAI_API_KEY (OpenAI's); vLLM without --api-key accepts any.
+    resolveKey: () => {
+      const key = config.apiKey ?? (process.env.OPENAI_COMPATIBLE_API_KEY || undefined) ?? 'EMPTY';
+      // Redacted from every error, log and record from now on ('EMPTY' is too short to register).
+      registerSecret(key);
+      return key;
+    },
+    baseURL: config.baseURL,
+    maxResponseBytes: config.maxResponseBytes,
+  });
   return {
     provider,
     async doComplete(request, options) {
-      if (!client) {
-        key = config.apiKey ?? (process.env.OPENAI_COMPATIBLE_API_KEY || undefined) ?? 'EMPTY';
-        // Redacted from every error, log and record from now on ('EMPTY' is too short to register).
-        registerSecret(key);
-        client = new OpenAI({
-          apiKey: key,
-          baseURL: config.baseURL,
-          maxRetries: 0,
-          timeout: 10 * 60_000,
-          // Redirects stay within the configured origin, answers within maxResponseBytes.
-          fetch: guardedFetch({ port: 'policy', provider }, { maxResponseBytes: config.maxResponseBytes }),
-        });
-      }
-      let response;
-      try {
-        // The prompt is token ids (token-in/token-out); the extension fields are vLLM's.
-        response = await client.completions.create(
-          {
-            model: config.model,
-            ...config.extraBody,
-            ...request,
-          } as unknown as OpenAI.CompletionCreateParamsNonStreaming,
-          { signal: options?.signal },
-        );
-      } catch (error) {
-        throw toProviderError({
-          port: 'policy',
-          provider,
-          error,
-          signal: options?.signal,
-          secrets: [key],
-          aborted: error instanceof OpenAI.APIUserAbortError,
-          connectionFailure: error instanceof OpenAI.APIConnectionError,
-        });
-      }
+      // The prompt is token ids (token-in/token-out); the extension fields are vLLM's.
+      const response = await client.call(
+        (openai, signal) =>
+          openai.completions.create(
+            {
+              model: config.model,
+              ...config.extraBody,
+              ...request,
+            } as unknown as OpenAI.CompletionCreateParamsNonStreaming,
+            { signal },
+          ),
+        options,
+      );
       const choice = response?.choices?.[0] as CompletionChoice | undefined;
       if (!choice || typeof choice.text !== 'string')
         throw new PortOutputError({

@@ -5,7 +5,7 @@ import { loadWithOptionalPackages } from '../../provider-utils/optional-package'
 const [policyModule] = await loadWithOptionalPackages(
   'searcher-rl/openai-compatible',
   [{ name: 'openai', install: 'npm install openai@^6' }],
-  () => Promise.all([import('./policy')]),
+  () => Promise.all([import('./compatible-policy')]),
 );
 
 /**
@@ -20,4 +20,4 @@ export type {
   CompletionsClient,
   CompletionRequest,
   CompletionChoice,
-} from './policy';
+} from './compatible-policy';

@@ -1,10 +1,10 @@
-import OpenAI from 'openai';
 import type { z } from 'zod';
 import { l2Normalise } from '../../core/icd/embeddings';
 import { InvalidArgumentError, PortOutputError } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type { Embedder, EmbeddingInput } from '../../ports/embedder';
-import { guardedFetch, loadApiKey, parseSettings, toProviderError } from '../../provider-utils/index';
+import { loadApiKey, parseSettings } from '../../provider-utils/index';
+import { createOpenAIClient } from './client';
 import { openaiEmbedderSettingsSchema } from './settings';
 
 /**
@@ -21,27 +21,19 @@ export type OpenAIEmbedderSettings = z.input<typeof openaiEmbedderSettingsSchema
 export function createOpenAIEmbedder(settings: OpenAIEmbedderSettings): Embedder {
   const resolved = parseSettings('createOpenAIEmbedder', openaiEmbedderSettingsSchema, settings);
   const provider = `openai:${resolved.model}`;
-  let client: OpenAI | null = null;
-  let key: string | undefined;
-  const get = () => {
-    if (client) return client;
-    key = loadApiKey({
-      apiKey: resolved.apiKey,
-      environmentVariableNames: ['OPENAI_API_KEY'],
-      vendor: 'OpenAI',
-      factory: 'createOpenAIEmbedder',
-    });
-    client = new OpenAI({
-      apiKey: key,
-      baseURL: resolved.baseURL,
-      organization: resolved.organization,
-      maxRetries: 0,
-      timeout: 10 * 60_000,
-      // Redirects stay within the configured origin, answers within maxResponseBytes.
-      fetch: guardedFetch({ port: 'embedder', provider }, { maxResponseBytes: resolved.maxResponseBytes }),
-    });
-    return client;
-  };
+  const client = createOpenAIClient({
+    caller: { port: 'embedder', provider },
+    resolveKey: () =>
+      loadApiKey({
+        apiKey: resolved.apiKey,
+        environmentVariableNames: ['OPENAI_API_KEY'],
+        vendor: 'OpenAI',
+        factory: 'createOpenAIEmbedder',
+      }),
+    baseURL: resolved.baseURL,
+    organization: resolved.organization,
+    maxResponseBytes: resolved.maxResponseBytes,
+  });
   return {
     specificationVersion: 'v1',
     provider,
@@ -56,29 +48,19 @@ export function createOpenAIEmbedder(settings: OpenAIEmbedderSettings): Embedder
         return item.text;
       });
       if (input.length === 0) return [];
-      const openai = get();
-      let response: OpenAI.Embeddings.CreateEmbeddingResponse;
-      try {
-        response = await openai.embeddings.create(
-          {
-            model: resolved.model,
-            input,
-            encoding_format: 'float',
-            ...(resolved.sendDimensions && { dimensions: resolved.dimensions }),
-          },
-          { signal: options?.signal },
-        );
-      } catch (error) {
-        throw toProviderError({
-          port: 'embedder',
-          provider,
-          error,
-          signal: options?.signal,
-          secrets: [key],
-          aborted: error instanceof OpenAI.APIUserAbortError,
-          connectionFailure: error instanceof OpenAI.APIConnectionError,
-        });
-      }
+      const response = await client.call(
+        (openai, signal) =>
+          openai.embeddings.create(
+            {
+              model: resolved.model,
+              input,
+              encoding_format: 'float',
+              ...(resolved.sendDimensions && { dimensions: resolved.dimensions }),
+            },
+            { signal },
+          ),
+        options,
+      );
       const data = Array.isArray(response?.data) ? response.data : null;
       if (!data || data.length !== input.length)
         throw new PortOutputError({

@@ -1,16 +1,10 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { z } from 'zod';
-import { PortOutputError, type PortName } from '../../core/errors';
+import { PortOutputError } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
-import {
-  evidenceParts,
-  guardedFetch,
-  loadApiKey,
-  parseSettings,
-  toProviderError,
-} from '../../provider-utils/index';
+import { evidenceParts, loadApiKey, parseSettings } from '../../provider-utils/index';
 import {
   GENERATOR_INSTRUCTIONS,
   JUDGE_INSTRUCTIONS,
@@ -18,6 +12,7 @@ import {
   parseJudgeScore,
 } from '../../core/reward/judge-prompt';
 import type { Evidence } from '../../ports/types';
+import { createOpenAIClient } from './client';
 import { openaiSettingsSchema } from './settings';
 
 /**
@@ -26,57 +21,30 @@ import { openaiSettingsSchema } from './settings';
  */
 export type OpenAISettings = z.input<typeof openaiSettingsSchema>;
 
-/** One client per adapter, made at the first call so that a missing key fails then, saying how to fix it. */
-function lazyClient(
+/** The client of an OpenAI generator or judge: the key from the settings or OPENAI_API_KEY, at the first call. */
+function responsesClient(
   factory: string,
   settings: z.output<typeof openaiSettingsSchema>,
-  caller: { port: PortName; provider: string },
+  caller: { port: 'generator' | 'judge'; provider: string },
 ) {
-  let client: OpenAI | null = null;
-  let key: string | undefined;
-  return {
-    get(): OpenAI {
-      if (client) return client;
-      key = loadApiKey({
+  const client = createOpenAIClient({
+    caller,
+    resolveKey: () =>
+      loadApiKey({
         apiKey: settings.apiKey,
         environmentVariableNames: ['OPENAI_API_KEY'],
         vendor: 'OpenAI',
         factory,
-      });
-      // Retries and timeouts are the core's (withReliability): the SDK makes one attempt.
-      client = new OpenAI({
-        apiKey: key,
-        baseURL: settings.baseURL,
-        organization: settings.organization,
-        maxRetries: 0,
-        timeout: 10 * 60_000,
-        // Redirects stay within the configured origin, answers within maxResponseBytes.
-        fetch: guardedFetch(caller, { maxResponseBytes: settings.maxResponseBytes }),
-      });
-      return client;
-    },
-    /** One Responses API call, its failures typed for the reliability layer. */
-    async create(
-      port: PortName,
-      provider: string,
-      body: OpenAI.Responses.ResponseCreateParamsNonStreaming,
-      options?: CallOptions,
-    ): Promise<OpenAI.Responses.Response> {
-      const openai = this.get();
-      try {
-        return await openai.responses.create(body, { signal: options?.signal });
-      } catch (error) {
-        throw toProviderError({
-          port,
-          provider,
-          error,
-          signal: options?.signal,
-          secrets: [key],
-          aborted: error instanceof OpenAI.APIUserAbortError,
-          connectionFailure: error instanceof OpenAI.APIConnectionError,
-        });
-      }
-    },
+      }),
+    baseURL: settings.baseURL,
+    organization: settings.organization,
+    maxResponseBytes: settings.maxResponseBytes,
+  });
+  return {
+    get: client.get,
+    /** One Responses API call. */
+    create: (body: OpenAI.Responses.ResponseCreateParamsNonStreaming, options?: CallOptions) =>
+      client.call((openai, signal) => openai.responses.create(body, { signal }), options),
   };
 }
 
@@ -99,7 +67,7 @@ function evidenceContent(question: string, evidence: readonly Evidence[]): Input
 export function createOpenAIGenerator(settings: OpenAISettings): Generator {
   const resolved = parseSettings('createOpenAIGenerator', openaiSettingsSchema, settings);
   const provider = `openai:${resolved.model}`;
-  const client = lazyClient('createOpenAIGenerator', resolved, { port: 'generator', provider });
+  const client = responsesClient('createOpenAIGenerator', resolved, { port: 'generator', provider });
   return {
     specificationVersion: 'v1',
     provider,
@@ -113,8 +81,6 @@ export function createOpenAIGenerator(settings: OpenAISettings): Generator {
       options?: CallOptions,
     ): Promise<GeneratorAnswer> {
       const response = await client.create(
-        'generator',
-        provider,
         {
           model: resolved.model,
           instructions: resolved.instructions ?? GENERATOR_INSTRUCTIONS,
@@ -155,7 +121,7 @@ export function createOpenAIGenerator(settings: OpenAISettings): Generator {
 export function createOpenAIJudge(settings: OpenAISettings): Judge {
   const resolved = parseSettings('createOpenAIJudge', openaiSettingsSchema, settings);
   const provider = `openai:${resolved.model}`;
-  const client = lazyClient('createOpenAIJudge', resolved, { port: 'judge', provider });
+  const client = responsesClient('createOpenAIJudge', resolved, { port: 'judge', provider });
   return {
     specificationVersion: 'v1',
     provider,
@@ -170,8 +136,6 @@ export function createOpenAIJudge(settings: OpenAISettings): Judge {
       options?: CallOptions,
     ): Promise<JudgeVerdict> {
       const response = await client.create(
-        'judge',
-        provider,
         {
           model: resolved.model,
           instructions: resolved.instructions ?? JUDGE_INSTRUCTIONS,
