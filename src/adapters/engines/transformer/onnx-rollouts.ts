@@ -1,26 +1,16 @@
 import type * as Ort from 'onnxruntime-node';
 import { ProviderCallError } from '../../../core/errors';
-import {
-  buildTransformerGraph,
-  createOnnxSession,
-  encodeOnnxModel,
-  ONNX_NAMES,
-  ONNX_OPSET,
-  type OnnxRuntime,
-  withConstantInputs,
-} from '../onnx-graph/index';
+import { ONNX_NAMES, type OnnxRuntime } from '../onnx-graph/index';
 import type { CacheShape, RolloutEngine, RowState, RowsForward } from '../engine';
-import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
+import { checkGraphWeights } from './onnx-weights';
 import { MASKED, type Transformer } from './transformer';
+import { NO_FEEDS, weightSessions } from './weight-sessions';
 
 // Rollouts of the tfjs Transformer through ONNX Runtime: the same chunk forward as an ONNX graph
-// (src/adapters/onnx/graph/transformer-graph.ts) with the weights as constants, the session made
-// again from the tfjs variables whenever an update or a load has replaced them, so that every
-// rollout samples from the weights `logProbs` scores with. Constant weights let ONNX Runtime pack
-// each matrix once per session: fed as inputs, every decode step packed them again (0.99-1.14 ms a
-// 16-row decode step against 0.73-0.75 ms, 4 layers of width 128); the two sessions cost about
-// 35 ms to make, once per update. A model past CONSTANT_WEIGHT_BYTES feeds its weights as inputs to
-// sessions made once instead.
+// (onnx-graph/transformer-graph.ts) on sessions that always hold or take the current tfjs weights
+// (weight-sessions.ts: the weights as constants of sessions made per version of the weights, or as
+// inputs past CONSTANT_WEIGHT_BYTES), so that every rollout samples from the weights `logProbs`
+// scores with.
 
 export interface OnnxRolloutSettings {
   /** ONNX Runtime's intra-op threads. */
@@ -28,16 +18,6 @@ export interface OnnxRolloutSettings {
   /** Weight bytes up to which the weights are constants of the sessions (default CONSTANT_WEIGHT_BYTES); for tests. */
   constantWeightBytes?: number;
 }
-
-/**
- * Up to this many bytes of weights, they are constants of sessions made again after each update
- * (a few ms a MB to encode and load); a bigger model feeds them as inputs of sessions made once,
- * so that no update waits for a model's worth of protobuf (nor meets protobuf's 2 GB limit).
- */
-const CONSTANT_WEIGHT_BYTES = 256 * 2 ** 20;
-
-/** No weight feeds: the sessions hold the weights as constants. */
-const NO_FEEDS: Record<string, Ort.Tensor> = Object.freeze({});
 
 /**
  * The key/value caches of rows decoding together, in one block per layer laid out [rows, heads,
@@ -101,120 +81,6 @@ interface ChunkInputs {
   mask: Float32Array;
   temperature: Float32Array;
   feeds: Record<string, Ort.Tensor>;
-}
-
-/**
- * The sessions of one version of the weights (as constants): the chunk forward (prompts, and rows
- * with several new tokens) and the one-token forward (decode steps), released once a newer version
- * replaces them and no forward still runs on them.
- */
-interface WeightSession {
-  /** The tfjs variables' data ids they were made from (an update or a load gives a variable a new one). */
-  ids: readonly unknown[];
-  chunk: Ort.InferenceSession;
-  token: Ort.InferenceSession;
-  /** The weights as inputs, for sessions that take them so (a model past CONSTANT_WEIGHT_BYTES); else none. */
-  weightFeeds: Record<string, Ort.Tensor>;
-  running: number;
-  replaced: boolean;
-}
-
-/**
- * The session for the model's current weights: the last one while no variable has changed since it
- * was made, else a new one with the weights copied in as constants (the one before it is released
- * when its last forward ends).
- */
-function weightSessions(ort: OnnxRuntime, model: Transformer, settings: OnnxRolloutSettings) {
-  const config = graphConfigOf(model);
-  const graphs = {
-    chunk: buildTransformerGraph(config),
-    token: buildTransformerGraph(config, { oneToken: true }),
-  };
-  let current: WeightSession | null = null;
-  let disposed = false;
-  let making: { ids: readonly unknown[]; made: Promise<WeightSession> } | null = null;
-  const same = (a: readonly unknown[], b: readonly unknown[]) =>
-    a.length === b.length && a.every((id, i) => id === b[i]);
-  const release = (entry: WeightSession) => {
-    if (entry.replaced && entry.running === 0) {
-      void entry.chunk.release().catch(() => undefined);
-      void entry.token.release().catch(() => undefined);
-    }
-  };
-  const options = {
-    intraOpThreads: settings.intraOpThreads,
-    // Threads sleep between operators (see `spinning`): 1.33x at 2 threads in paired runs at load 2-3.
-    sequential: true,
-    spinning: false,
-  };
-  const weightBytes = model.parameters.reduce((n, p) => n + 4 * p.variable.size, 0);
-  const constants = weightBytes <= (settings.constantWeightBytes ?? CONSTANT_WEIGHT_BYTES);
-  const liveWeights = constants ? null : liveWeightFeeds(ort, model);
-  const make = async (ids: readonly unknown[]): Promise<WeightSession> => {
-    // Encoded at once from the variables' data (copied into the models' bytes), before anything can replace them.
-    const weights = constants
-      ? Object.fromEntries(model.parameters.map((p) => [p.name, p.variable.dataSync() as Float32Array]))
-      : {};
-    const chunkBytes = encodeOnnxModel(withConstantInputs(graphs.chunk, weights), ONNX_OPSET);
-    const tokenBytes = encodeOnnxModel(withConstantInputs(graphs.token, weights), ONNX_OPSET);
-    const chunk = await createOnnxSession(ort, chunkBytes, options);
-    let token: Ort.InferenceSession;
-    try {
-      token = await createOnnxSession(ort, tokenBytes, options);
-    } catch (error) {
-      await chunk.release();
-      throw error;
-    }
-    return { ids, chunk, token, weightFeeds: NO_FEEDS, running: 0, replaced: false };
-  };
-  return {
-    /** The session for the current weights, counted as running until `done` is called with it. */
-    async acquire(): Promise<WeightSession> {
-      // Weights fed as inputs: one pair of sessions for the whole run, fed the current data.
-      const ids = liveWeights ? [] : model.parameters.map((p) => p.variable.dataId);
-      while (!current || !same(current.ids, ids)) {
-        if (!making || !same(making.ids, ids)) {
-          const pending = { ids, made: make(ids) };
-          making = pending;
-          pending.made.then(
-            (made) => {
-              if (making === pending) making = null;
-              // Made after the engine was disposed (a make a later weight change overtook): freed at once.
-              if (disposed) {
-                made.replaced = true;
-                release(made);
-                return;
-              }
-              if (current) {
-                current.replaced = true;
-                release(current);
-              }
-              current = made;
-            },
-            () => {
-              if (making === pending) making = null;
-            },
-          );
-        }
-        await making.made;
-      }
-      if (liveWeights) current.weightFeeds = liveWeights();
-      current.running++;
-      return current;
-    },
-    done(entry: WeightSession): void {
-      entry.running--;
-      release(entry);
-    },
-    async dispose(): Promise<void> {
-      disposed = true;
-      await making?.made.catch(() => undefined);
-      if (current) {
-        current.replaced = true;
-        release(current);
-      }
-    },
-  };
 }
 
 /** The ONNX Runtime rollout engine (`rollouts: 'onnx'`): a session per version of the weights, made when a forward first needs it. */
