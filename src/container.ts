@@ -15,11 +15,10 @@ import type { Judge } from './ports/judge';
 import type { PolicyBackend } from './ports/policy-backend';
 import type { SearchEngine } from './ports/search-engine';
 import type { Store } from './ports/store';
-import type { Tracker } from './ports/tracker';
-import type { TrackerConfig } from './tracker-config';
 import { createSearcher, type Searcher, type SearcherPorts } from './searcher';
 
 export { ADAPTER_REGISTRY, BUILT_IN_ADAPTERS, type BuiltInAdapter } from './registry/adapters';
+export { createTracker } from './registry/trackers';
 export {
   createAdapterRegistry,
   type AdapterRegistry,
@@ -47,27 +46,6 @@ export const TOKENS = Object.freeze({
   /** The adapter registry the port modules build from (`ADAPTER_REGISTRY`, or `options.registry`). */
   AdapterRegistry: Symbol.for('searcher-rl.AdapterRegistry'),
 });
-
-/**
- * A run's tracker from its configuration (`trackers` of a run config), its adapter loaded on
- * demand; `logDir` of TensorBoard must be set (a run defaults it to its folder's `tensorboard/`).
- * `jsonl` is the run folder's own records, which every run writes: it has no adapter to build.
- */
-export async function createTracker(
-  config: Exclude<TrackerConfig, { type: 'jsonl' }>,
-  deps: { env?: Readonly<Record<string, string | undefined>> } = {},
-): Promise<Tracker> {
-  if (config.type === 'tensorboard') {
-    const { logDir } = config;
-    if (logDir === undefined)
-      throw new ConfigValidationError({
-        issues: [{ field: 'trackers.logDir', message: 'the TensorBoard tracker needs a logDir' }],
-      });
-    return (await import('./adapters/tensorboard/index')).createTensorBoardTracker({ logDir });
-  }
-  const { type: _type, timeoutMs: _timeoutMs, maxRetries: _maxRetries, ...settings } = config;
-  return (await import('./adapters/mlflow/index')).createMlflowTracker(settings, deps);
-}
 
 /** Releases what an adapter holds (an SQLite index, a store's files, a model's weights) when the container is closed. */
 const closeAdapter = async (port: unknown) => {

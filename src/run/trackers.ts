@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { createTracker } from '../container';
+import { createTracker } from '../registry/trackers';
 import { checkPortVersion } from '../core/calls/port-version';
 import { createReliableCaller, type ReliableCaller } from '../core/calls/reliable-call';
 import { currentRecords } from '../core/store/records';
