@@ -1,8 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type * as Ort from 'onnxruntime-node';
-import { AbortedError, ProviderCallError } from '../../../core/errors';
+import { ProviderCallError } from '../../../core/errors';
 import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
-import { checkLossOutput } from '../../../rollout-engine/batch-checks';
 import {
   buildTrainingGraph,
   createOnnxSession,
@@ -14,7 +13,7 @@ import {
   TRAINING_NAMES,
 } from '../onnx-graph/index';
 import type { ComputedGradients, GradientPlan, TrainingEngine } from '../engine';
-import { createKeptBudget } from '../../../rollout-engine/kept-budget';
+import { type TwoPassForward, twoPassGradients } from '../two-pass';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { scoredPlaces } from './scored-places';
 import { MASKED, type Transformer } from './transformer';
@@ -42,7 +41,7 @@ export interface OnnxTrainingSettings {
 const KEPT_ACTIVATION_BYTES = 1 << 30;
 
 /** One row chunk's forward: its scored log-probs and entropy sum, and the feeds its gradients need. */
-export interface OnnxTrainingForward {
+export interface OnnxTrainingForward extends TwoPassForward {
   /** In the order of the chunk's positions, row by row. */
   tokenLogProbs: Float32Array;
   entropySum: number;
@@ -245,9 +244,9 @@ export async function createOnnxTrainingEngine(
 }
 
 /**
- * The gradients through ONNX Runtime: every chunk's forward gives the loss its log-probs and keeps
- * the activations the backward reads (up to KEPT_ACTIVATION_BYTES over the update), then per chunk
- * one backward run fed the loss's g.
+ * The gradients through ONNX Runtime, in two runs a chunk (two-pass.ts): every chunk's forward gives
+ * the loss its log-probs and keeps the activations the backward reads (up to KEPT_ACTIVATION_BYTES
+ * over the update, decided before each forward), then per chunk one backward run fed the loss's g.
  */
 async function computeOnnxGradients(
   trainer: OnnxTrainer,
@@ -257,51 +256,35 @@ async function computeOnnxGradients(
   plan: GradientPlan,
   keptBudget: number,
 ): Promise<ComputedGradients<tf.Tensor[]>> {
-  const { chunks, temperature, scored, signal } = plan;
-  const entropyWeight = plan.entropyCoef / scored;
   const parameters = model.parameters;
-  const checkAbort = () => {
-    if (signal?.aborted) throw new AbortedError({ what: 'update', cause: signal.reason });
-  };
-  const newLogProbs: number[][] = batch.positions.map(() => []);
-  const forwards: OnnxTrainingForward[] = [];
-  let entropySum = 0;
-  const budget = createKeptBudget(keptBudget);
-  for (const chunk of chunks) {
-    checkAbort();
-    const rows = chunk.map((i) => batch.inputIds[i]!);
-    const tokens = rows.length * Math.max(...rows.map((r) => r.length));
-    const forward = await trainer.forward(
-      rows,
-      chunk.map((i) => batch.positions[i]!),
-      temperature,
-      budget.shouldKeep(tokens),
-    );
-    let at = 0;
-    for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
-    entropySum += forward.entropySum;
-    if (forward.kept && !budget.admit(forward.keptBytes, tokens)) forward.kept = null;
-    forwards.push(forward);
-  }
-  const loss = checkLossOutput(lossFn(newLogProbs), batch, 'tfjs');
   let accumulated: Float32Array[] | null = null;
-  for (const [c, chunk] of chunks.entries()) {
-    checkAbort();
-    const upstream = Float32Array.from(chunk.flatMap((i) => loss.gradNewLogProbs[i]!));
-    const grads = await trainer.gradients(forwards[c]!, upstream, entropyWeight);
-    // Each chunk's activations go as soon as its gradients are in.
-    forwards[c]!.kept = null;
-    if (!accumulated) accumulated = grads;
-    else
-      grads.forEach((grad, k) => {
-        const sum = accumulated![k]!;
-        for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
-      });
-  }
+  const outcome = await twoPassGradients<OnnxTrainingForward>(
+    {
+      tokens: (chunk) => chunk.length * Math.max(...chunk.map((i) => batch.inputIds[i]!.length)),
+      forward: (chunk, keep) =>
+        trainer.forward(
+          chunk.map((i) => batch.inputIds[i]!),
+          chunk.map((i) => batch.positions[i]!),
+          plan.temperature,
+          keep,
+        ),
+      async backward(_chunk, forward, upstream, entropyWeight) {
+        const grads = await trainer.gradients(forward, upstream, entropyWeight);
+        if (!accumulated) accumulated = grads;
+        else
+          grads.forEach((grad, k) => {
+            const sum = accumulated![k]!;
+            for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
+          });
+      },
+    },
+    batch,
+    lossFn,
+    plan,
+    { keptActivationBytes: keptBudget, provider: 'tfjs' },
+  );
   return {
     grads: accumulated!.map((sum, k) => tf.tensor(sum, parameters[k]!.variable.shape)),
-    value: loss.value,
-    metrics: loss.metrics ?? {},
-    entropy: entropySum / scored,
+    ...outcome,
   };
 }

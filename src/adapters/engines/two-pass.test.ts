@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
+import { type TwoPassForward, twoPassGradients } from './two-pass';
+
+const batch: LogProbBatch = {
+  inputIds: [
+    [1, 2, 3, 4],
+    [5, 6, 7, 8],
+    [1, 1, 1, 1],
+  ],
+  positions: [[1, 3], [2], [1, 2, 3]],
+  temperature: 1,
+};
+const lossFn: LossFunction = (newLogProbs) => ({
+  value: newLogProbs.flat().reduce((a, b) => a + b, 0),
+  gradNewLogProbs: newLogProbs.map((row, i) => row.map((_, t) => 10 * i + t)),
+});
+
+/** A fake engine: 100 bytes of activations a token; records what each run was asked. */
+function fakeSteps() {
+  const log: string[] = [];
+  const upstreams: number[][] = [];
+  const tokens = (chunk: readonly number[]) => chunk.length * 4;
+  return {
+    log,
+    upstreams,
+    steps: {
+      tokens,
+      async forward(chunk: readonly number[], keep: boolean): Promise<TwoPassForward> {
+        log.push(`forward ${chunk.join()} keep=${keep}`);
+        const scored = chunk.flatMap((i) => batch.positions[i]!);
+        return {
+          tokenLogProbs: Float32Array.from(scored, (_, k) => -(k + 1)),
+          entropySum: chunk.length,
+          kept: keep ? {} : null,
+          keptBytes: keep ? 100 * tokens(chunk) : 0,
+        };
+      },
+      async backward(chunk: readonly number[], forward: TwoPassForward, upstream: Float32Array) {
+        log.push(`backward ${chunk.join()} kept=${forward.kept !== null}`);
+        upstreams.push([...upstream]);
+      },
+    },
+  };
+}
+
+describe('twoPassGradients', () => {
+  it('decides from the tokens before each forward whether it keeps: past the budget a forward fetches nothing', async () => {
+    const { log, steps } = fakeSteps();
+    const plan = { chunks: [[0], [1], [2]], temperature: 1, entropyCoef: 0, scored: 6 };
+    // Room for two chunks of 4 tokens (800 bytes) but not a third.
+    await twoPassGradients(steps, batch, lossFn, plan, { keptActivationBytes: 900, provider: 'test' });
+    expect(log).toEqual([
+      'forward 0 keep=true',
+      'forward 1 keep=true',
+      'forward 2 keep=false',
+      'backward 0 kept=true',
+      'backward 1 kept=true',
+      'backward 2 kept=false',
+    ]);
+  });
+
+  it("feeds each chunk's backward the loss's g of its rows, and gives the loss's value and the mean entropy", async () => {
+    const { upstreams, steps } = fakeSteps();
+    const plan = { chunks: [[2, 0], [1]], temperature: 1, entropyCoef: 0.5, scored: 6 };
+    const outcome = await twoPassGradients(steps, batch, lossFn, plan, {
+      keptActivationBytes: 0,
+      provider: 'test',
+    });
+    expect(upstreams).toEqual([[20, 21, 22, 0, 1], [10]]);
+    // Row 2's log-probs -1, -2, -3, row 0's -4, -5 (chunk order), row 1's -1.
+    expect(outcome.value).toBe(-16);
+    expect(outcome.entropy).toBeCloseTo(3 / 6);
+  });
+
+  it('stops with an AbortedError once the signal is aborted', async () => {
+    const { steps } = fakeSteps();
+    const controller = new AbortController();
+    controller.abort();
+    const plan = { chunks: [[0]], temperature: 1, entropyCoef: 0, scored: 2, signal: controller.signal };
+    await expect(
+      twoPassGradients(steps, batch, lossFn, plan, { keptActivationBytes: 0, provider: 'test' }),
+    ).rejects.toThrow(/update/);
+  });
+});
