@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../../core/errors';
-import { openSqlite, type SqliteDatabase } from '../../provider-utils/sqlite';
+import { openSqlite, type SqliteDatabase, type SqliteStatement } from '../../provider-utils/sqlite';
 
 const BUILD_IT = 'build it with indexPages or indexPageFolder';
 
@@ -23,4 +23,21 @@ export function notAPageIndex(dbPath: string, error: unknown): InvalidArgumentEr
     message: `'${dbPath}' is not a page index (${error instanceof Error ? error.message : String(error)}); ${BUILD_IT}`,
     cause: error,
   });
+}
+
+/**
+ * A page index opened read-only with `sql` prepared on it; a file that is not a page index (the
+ * statement does not prepare) is closed and refused, naming `dbPath`.
+ */
+export function preparePageIndex(
+  dbPath: string,
+  sql: string,
+): { db: SqliteDatabase; statement: SqliteStatement } {
+  const db = openPageIndex(dbPath);
+  try {
+    return { db, statement: db.prepare(sql) };
+  } catch (error) {
+    db.close();
+    throw notAPageIndex(dbPath, error);
+  }
 }

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { PageImage } from '../../ports/types';
-import type { SqliteStatement } from '../../provider-utils/sqlite';
-import { notAPageIndex, openPageIndex } from './open-index';
+import { preparePageIndex } from './open-index';
 
 /** One page of an index, as it was indexed: its full text, and its image when it has one that can be read. */
 export interface IndexedPage {
@@ -22,16 +21,10 @@ export interface PageReader {
  * the SQL on the index's `pages` table stays inside this adapter.
  */
 export function openPageReader(dbPath: string): PageReader {
-  const db = openPageIndex(dbPath);
-  let byBasename: SqliteStatement;
-  try {
-    byBasename = db.prepare(
-      'SELECT basename, text, image_path AS imagePath, mime, width, height FROM pages WHERE basename = ?',
-    );
-  } catch (error) {
-    db.close();
-    throw notAPageIndex(dbPath, error);
-  }
+  const { db, statement: byBasename } = preparePageIndex(
+    dbPath,
+    'SELECT basename, text, image_path AS imagePath, mime, width, height FROM pages WHERE basename = ?',
+  );
   return {
     async page(basename) {
       const row = byBasename.get(basename) as

@@ -4,8 +4,7 @@ import { AbortedError, InvalidArgumentError, ProviderCallError } from '../../cor
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import type { PageImage, SearchHit } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
-import type { SqliteStatement } from '../../provider-utils/sqlite';
-import { notAPageIndex, openPageIndex } from './open-index';
+import { preparePageIndex } from './open-index';
 import { sqliteSearchSettingsSchema } from './settings';
 
 export { indexPages, inspectPageIndex, type PageRecord, type IndexResult } from './page-index';
@@ -41,16 +40,10 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
     sqliteSearchSettingsSchema,
     settings,
   );
-  const db = openPageIndex(dbPath);
-  let search: SqliteStatement;
-  try {
-    search = db.prepare(
-      'SELECT p.id AS id, p.basename AS basename, COALESCE(p.shown_text, p.text) AS text, p.image_path AS imagePath, p.mime AS mime, p.width AS width, p.height AS height, bm25(pages_fts) AS rank FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts MATCH ? ORDER BY rank, p.id LIMIT ?',
-    );
-  } catch (error) {
-    db.close();
-    throw notAPageIndex(dbPath, error);
-  }
+  const { db, statement: search } = preparePageIndex(
+    dbPath,
+    'SELECT p.id AS id, p.basename AS basename, COALESCE(p.shown_text, p.text) AS text, p.image_path AS imagePath, p.mime AS mime, p.width AS width, p.height AS height, bm25(pages_fts) AS rank FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts MATCH ? ORDER BY rank, p.id LIMIT ?',
+  );
   const images = new Map<string, Promise<Uint8Array>>();
   const imageOf = (path: string) => {
     let bytes = images.get(path);
