@@ -22,6 +22,7 @@ export type AdapterConfigInputOf<D> =
     ? z.input<Settings> & { type: Type }
     : never;
 
+/** The definitions among `D` of one port. */
 type OfPort<D, Port extends AdapterPortName> = Extract<D, { port: Port }>;
 
 /** The schema of one port under `adapters`: a discriminated union on `type` of the port's definitions. */

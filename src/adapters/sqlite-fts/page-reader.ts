@@ -13,6 +13,7 @@ export interface IndexedPage {
 export interface PageReader {
   /** The page named `basename`, or null when the index has none; an image that cannot be read is left out. */
   page(basename: string): Promise<IndexedPage | null>;
+  /** Closes the index. */
   close(): void;
 }
 
