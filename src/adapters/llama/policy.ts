@@ -11,7 +11,7 @@ import type {
   UpdateResult,
 } from '../../ports/policy-backend';
 import { decodeSafetensors, encodeSafetensors, float32Of } from '../../provider-utils/safetensors';
-import { checkLogProbBatch, checkLossOutput } from '../../rollout-engine/batch-checks';
+import { checkLogProbBatch } from '../../rollout-engine/batch-checks';
 import { emptyKvCache } from '../../rollout-engine/kv-cache';
 import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
 import * as ort from 'onnxruntime-node';
@@ -20,14 +20,9 @@ import { FloatAdamW } from './adamw';
 import { chatFormatOf, dropoutMasks } from './chat-format';
 import { hfModelFiles, peftAdapterFiles } from './checkpoint';
 import type { LlamaConfig } from '../engines/llama/config';
-import { createKeptBudget } from '../../rollout-engine/kept-budget';
-import {
-  createLlamaEngine,
-  type LlamaRow,
-  type TrainingForward,
-  type WeightMap,
-} from '../engines/llama/engine';
+import { createLlamaEngine, type LlamaRow, type WeightMap } from '../engines/llama/engine';
 import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from '../engines/llama/llama-graph';
+import { createLlamaTrainingEngine, llamaRolloutEngine } from '../engines/llama/policy-engines';
 import { type LoadedLlama, loadLlamaModel, loadPeftAdapter } from './loader';
 import { type LlamaPolicySettings, parseLlamaPolicySettings } from './settings';
 
@@ -123,6 +118,12 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
     maxBatchRows: parsed.maxBatchRows,
     maxChunkTokens: parsed.maxChunkTokens,
   });
+  // The policy's two engines: rollouts decode on the Llama engine, updates train on it in two runs a chunk.
+  const rolloutEngine = llamaRolloutEngine(engine);
+  const trainingEngine = createLlamaTrainingEngine(engine, {
+    keptActivationBytes: parsed.keptActivationBytes,
+    dropout: (tokens) => masksFor(tokens, true),
+  });
   const trainable: WeightMap =
     finetune === 'full' ? loaded.weights : finetune === 'lora' && lora ? lora.weights : new Map();
   const scalarsOf = (weights: WeightMap) => [...weights.values()].reduce((n, w) => n + w.length, 0);
@@ -166,7 +167,7 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
     coalesceSessions: parsed.coalesceSessions,
     extraEosTokenIds: eosTokenIds.slice(1),
     ensureReady,
-    forward: (rows, temperature) => engine.decode(rows, temperature),
+    forward: async (rows, temperature) => rolloutEngine.forward(rows, temperature),
     createRow: (ids, sessionIndex, r) => ({
       sequence: [...ids],
       cached: 0,
@@ -314,46 +315,30 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
       const total = batch.positions.reduce((n, p) => n + p.length, 0);
       if (total === 0)
         return { value: 0, gradNorm: 0, applied: false, skippedReason: 'no positions to score' };
-      // Every chunk's forward first (the loss needs all the log-probs), keeping the activations its
-      // backward reads while they fit in keptActivationBytes; then one backward per chunk.
-      const chunks = chunksOf(batch, true);
-      const forwards: TrainingForward[] = [];
-      const newLogProbs: number[][] = batch.inputIds.map(() => []);
-      let entropySum = 0;
-      const budget = createKeptBudget(parsed.keptActivationBytes);
-      for (const c of chunks.chunks) {
-        throwIfAborted(options?.signal, 'update');
-        const tokens = c.rows.length * Math.max(...c.rows.map((r) => r.length));
-        const forward = await engine.trainingForward(c.rows, c.positions, temperature, {
-          entropy: entropyCoef !== 0,
-          ...(c.masks && { dropout: c.masks }),
-          keep: budget.shouldKeep(tokens),
-        });
-        if (forward.kept && !budget.admit(forward.keptBytes, tokens)) forward.kept = null;
-        forwards.push(forward);
-        entropySum += forward.entropySum;
-        placeLogProbs(newLogProbs, chunks.scored, c, forward.tokenLogProbs);
-      }
-      const loss = checkLossOutput(lossFn(newLogProbs), batch, 'llama');
-      const entropyWeight = entropyCoef / total;
-      const gradients: WeightMap = new Map();
-      for (const [k, c] of chunks.chunks.entries()) {
-        throwIfAborted(options?.signal, 'update');
-        const upstream = Float32Array.from(c.chunk.flatMap((j) => loss.gradNewLogProbs[chunks.scored[j]!]!));
-        await engine.gradients(forwards[k]!, upstream, entropyWeight, gradients);
-      }
-      const meanEntropy = entropySum / total;
+      // The scored rows, trimmed after their last scored position, in the engine's chunks.
+      const scoredRows = batch.inputIds.map((_, i) => i).filter((i) => batch.positions[i]!.length > 0);
+      const chunks = engine
+        .chunks(scoredRows.map((i) => Math.max(...batch.positions[i]!) + 1))
+        .map((chunk) => chunk.map((k) => scoredRows[k]!));
+      const computed = await trainingEngine.computeGradients(batch, lossFn, {
+        chunks,
+        temperature,
+        entropyCoef,
+        scored: total,
+        signal: options?.signal,
+      });
+      const meanEntropy = computed.entropy;
       const outcome = optimizer.apply(
         trainable,
-        gradients,
+        computed.grads,
         (name) => name.endsWith('_proj.weight') || name === 'lm_head.weight' || name.includes('.lora_'),
       );
       return {
-        value: loss.value - entropyCoef * meanEntropy,
+        value: computed.value - entropyCoef * meanEntropy,
         gradNorm: outcome.gradNorm,
         applied: outcome.applied,
         ...(outcome.skippedReason && { skippedReason: outcome.skippedReason }),
-        metrics: { ...(loss.metrics ?? {}), entropy: meanEntropy, learningRate: outcome.learningRate },
+        metrics: { ...computed.metrics, entropy: meanEntropy, learningRate: outcome.learningRate },
       };
     },
     save,
@@ -437,7 +422,8 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
     async dispose() {
       if (state.disposed) return;
       state.disposed = true;
-      await engine.dispose();
+      await rolloutEngine.dispose();
+      await trainingEngine.dispose();
     },
   };
 }

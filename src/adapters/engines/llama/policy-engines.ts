@@ -1,0 +1,64 @@
+import type { RolloutEngine, TrainingEngine } from '../engine';
+import { twoPassGradients } from '../two-pass';
+import type { DropoutMasks, LlamaEngine, LlamaRow, TrainingForward, WeightMap } from './engine';
+
+// The Llama engine as the two engines a policy holds (engine.ts in this folder's parent): its decode
+// as the rollout engine, its training forward and backward run by the one two-pass update loop.
+
+/** The Llama engine's decode as a rollout engine; disposing it releases the engine's sessions. */
+export function llamaRolloutEngine(engine: LlamaEngine): RolloutEngine<LlamaRow> {
+  return {
+    forward: (rows, temperature) => engine.decode(rows, temperature),
+    dispose: () => engine.dispose(),
+  };
+}
+
+/** What a Llama training engine needs besides the engine. */
+export interface LlamaTrainingOptions {
+  /** Activation bytes an update keeps between its forwards and their backwards. */
+  keptActivationBytes: number;
+  /** The LoRA dropout masks of a training forward over `tokens` (rows x padded length), if any. */
+  dropout(tokens: number): DropoutMasks | undefined;
+}
+
+/**
+ * The Llama engine's gradients by trainable weight name: each row trimmed after its last scored
+ * position, every chunk's forward (with fresh dropout masks) before the loss, one backward each.
+ */
+export function createLlamaTrainingEngine(
+  engine: LlamaEngine,
+  options: LlamaTrainingOptions,
+): TrainingEngine<WeightMap> {
+  return {
+    async computeGradients(batch, lossFn, plan) {
+      const rowsOf = (chunk: readonly number[]) =>
+        chunk.map((i) => batch.inputIds[i]!.slice(0, Math.max(...batch.positions[i]!) + 1));
+      const tokensOf = (rows: readonly number[][]) => rows.length * Math.max(...rows.map((r) => r.length));
+      const gradients: WeightMap = new Map();
+      const outcome = await twoPassGradients<TrainingForward>(
+        {
+          tokens: (chunk) => tokensOf(rowsOf(chunk)),
+          forward(chunk, keep) {
+            const rows = rowsOf(chunk);
+            const masks = options.dropout(tokensOf(rows));
+            return engine.trainingForward(
+              rows,
+              chunk.map((i) => batch.positions[i]!),
+              plan.temperature,
+              { entropy: plan.entropyCoef !== 0, ...(masks && { dropout: masks }), keep },
+            );
+          },
+          backward: (_chunk, forward, upstream, entropyWeight) =>
+            engine.gradients(forward, upstream, entropyWeight, gradients),
+        },
+        batch,
+        lossFn,
+        plan,
+        { keptActivationBytes: options.keptActivationBytes, provider: 'llama' },
+      );
+      return { grads: gradients, ...outcome };
+    },
+    // The sessions are the rollout engine's too: the policy releases them once.
+    dispose: async () => {},
+  };
+}
