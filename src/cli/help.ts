@@ -54,9 +54,9 @@ export const HELP: Record<string, () => string> = {
   corpus; the warm start is SFT on the demonstrator's successful episodes (it searches each
   training question with its own words and keeps those that found a golden page and were judged
   right; \`sft\`), or policy.initFrom. The ports \`searcher.adapters\` leaves unset are the
-  Searcher's defaults (searchEngine: sqlite-fts with pagesDir or corpusPath, search-r1, vrag,
-  brave, mock; generator: extractive, openai, gemini, mock, slide-reader; judge: openai, gemini,
-  rule). Without one, the unset ports are the slide environment's. Settings the run would ignore
+  Searcher's defaults (the types each port takes, from the adapter registry, are listed below
+  under searcher.adapters; sqlite-fts indexes pagesDir or corpusPath). Without one, the unset ports
+  are the slide environment's. Settings the run would ignore
   are refused, by name. Paths FILE names for the run to read are relative to FILE.
 
   The run is checked before anything is written: the config, the questions, that the longest
