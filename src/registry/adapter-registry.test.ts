@@ -6,6 +6,7 @@ import { ConfigValidationError } from '../core/errors';
 import type { Judge } from '../ports/judge';
 import type { Searcher } from '../searcher';
 import { ADAPTER_PORT_NAMES, defineAdapter } from '../provider-utils/adapter-definition';
+import { OPTIONAL_PACKAGE_VERSIONS } from '../provider-utils/optional-package';
 import { createAdapterRegistry } from './adapter-registry';
 import { ADAPTER_REGISTRY, BUILT_IN_ADAPTERS } from './adapters';
 
@@ -99,15 +100,15 @@ describe('the adapter registry', () => {
   it('derives the config unions and the packages from the one list', () => {
     for (const port of ADAPTER_PORT_NAMES) {
       const types = BUILT_IN_ADAPTERS.filter((d) => d.port === port).map((d) => d.type);
-      const judge = ADAPTER_REGISTRY.configSchema.shape[port];
+      const schema = ADAPTER_REGISTRY.configSchema.shape[port];
       for (const type of types) {
         const definition = ADAPTER_REGISTRY.definition(port, type)!;
         // Every built-in type parses with its settings' defaults, except those with required settings.
-        const parsed = judge.safeParse({ type });
+        const parsed = schema.safeParse({ type });
         const required = !definition.settings.safeParse({}).success;
         expect(parsed.success, `${port} ${type}`).toBe(!required);
       }
-      expect(judge.safeParse({ type: 'no-such-adapter' }).success).toBe(false);
+      expect(schema.safeParse({ type: 'no-such-adapter' }).success).toBe(false);
     }
     expect(
       ADAPTER_REGISTRY.packages({
@@ -125,6 +126,13 @@ describe('the adapter registry', () => {
       'openai',
     ]);
     expect(ADAPTER_REGISTRY.packages({ judge: { type: 'rule' }, store: { type: 'memory' } })).toEqual([]);
+    // Every package a definition names is an optional peer dependency (what requireOptionalPackages installs).
+    for (const definition of BUILT_IN_ADAPTERS)
+      for (const name of definition.packages)
+        expect(
+          OPTIONAL_PACKAGE_VERSIONS[name],
+          `${definition.port} ${definition.type}: ${name}`,
+        ).toBeDefined();
   });
 
   it('refuses two definitions of one port and type, and a default with no definition', () => {
