@@ -1,5 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { faultSuite } from '../../../test/support/fault-suite';
+import { serverPerTest } from '../../../test/support/server-per-test';
 import { RecordedServer, type Reply } from '../../../test/support/recorded-server';
 import { runEpisodes } from '../../core/episode/run-episodes';
 import { createProtocolTokenizer } from '../../core/protocol/tokenizer';
@@ -8,11 +9,7 @@ import { createReliableCaller } from '../../core/calls/reliable-call';
 import { createOpenAICompatibleCompletions, createOpenAICompatiblePolicy } from './compatible-policy';
 
 const tokenizer = createProtocolTokenizer();
-let server: RecordedServer;
-beforeEach(async () => {
-  server = await RecordedServer.start();
-});
-afterEach(() => server.close());
+const server = serverPerTest(() => RecordedServer.start());
 
 /** A vLLM /v1/completions reply (return_tokens_as_token_ids, logprobs: 1) for the given text. */
 function completion(text: string, finish: 'stop' | 'length' = 'stop', logProb = -0.25): Reply {
@@ -54,14 +51,14 @@ const prompt = {
 describe('createOpenAICompatiblePolicy', () => {
   const policy = () =>
     createOpenAICompatiblePolicy({
-      baseURL: `${server.url}/v1`,
+      baseURL: `${server().url}/v1`,
       model: 'Qwen/Qwen2.5-7B-Instruct',
       tokenizer,
       reliability: { maxRetries: 0 },
     });
 
   it('runs an episode: token ids and log-probs are the server’s, every turn sends the whole sequence', async () => {
-    server.reply(
+    server().reply(
       completion('<think>find it</think>\n<search>acme revenue</search>'),
       completion('<search_complete>true</search_complete>'),
     );
@@ -73,8 +70,8 @@ describe('createOpenAICompatiblePolicy', () => {
     const t = episode!.trajectory;
     expect(t.terminated).toBe('complete');
     expect(t.retrievedBasenames).toEqual(['acme_2.png']);
-    const first = server.requests[0]!.json as Record<string, unknown>;
-    expect(server.requests[0]!.path).toBe('/v1/completions');
+    const first = server().requests[0]!.json as Record<string, unknown>;
+    expect(server().requests[0]!.path).toBe('/v1/completions');
     expect(first).toMatchObject({
       model: 'Qwen/Qwen2.5-7B-Instruct',
       logprobs: 1,
@@ -87,7 +84,7 @@ describe('createOpenAICompatiblePolicy', () => {
     });
     expect(first.prompt).toEqual(t.fullInputIds.slice(0, t.promptLength));
     // The second request continues the exact token sequence: prompt, turn 1, observation.
-    const secondPrompt = (server.requests[1]!.json as { prompt: number[] }).prompt;
+    const secondPrompt = (server().requests[1]!.json as { prompt: number[] }).prompt;
     expect(secondPrompt).toEqual(t.fullInputIds.slice(0, secondPrompt.length));
     expect(t.tokenSteps[0]).toMatchObject({
       tokenId: tokenizer.specialTokenId('<think>'),
@@ -98,7 +95,7 @@ describe('createOpenAICompatiblePolicy', () => {
   });
 
   it('ends only that episode when the server returns no token ids', async () => {
-    server.reply({
+    server().reply({
       json: {
         ...(completion('<search>x</search>') as { json: { choices: Array<Record<string, unknown>> } }).json,
         choices: [
@@ -121,7 +118,7 @@ describe('createOpenAICompatiblePolicy', () => {
 
   it('reads log-probs of given positions from prompt_logprobs', async () => {
     const ids = tokenizer.encode('<search>ab</search>');
-    server.reply({
+    server().reply({
       json: {
         id: 'cmpl-1',
         object: 'text_completion',
@@ -147,19 +144,19 @@ describe('createOpenAICompatiblePolicy', () => {
     });
     const logProbs = await policy().logProbs({ inputIds: [ids], positions: [[1, 3]] });
     expect(logProbs).toEqual([[-0.1, -0.3]]);
-    expect(server.requests[0]!.json).toMatchObject({ prompt: ids, max_tokens: 1, prompt_logprobs: 0 });
+    expect(server().requests[0]!.json).toMatchObject({ prompt: ids, max_tokens: 1, prompt_logprobs: 0 });
   });
 
   it("never sends OPENAI_API_KEY (OpenAI's key) to the compatible server", async () => {
     const previous = process.env.OPENAI_API_KEY;
     process.env.OPENAI_API_KEY = 'sk-real-openai-key-CANARY';
     try {
-      server.reply(completion('<search>a</search>'));
-      await createOpenAICompatibleCompletions({ baseURL: `${server.url}/v1`, model: 'm' }).doComplete({
+      server().reply(completion('<search>a</search>'));
+      await createOpenAICompatibleCompletions({ baseURL: `${server().url}/v1`, model: 'm' }).doComplete({
         prompt: [1],
         max_tokens: 4,
       });
-      expect(server.requests[0]!.headers.authorization).toBe('Bearer EMPTY');
+      expect(server().requests[0]!.headers.authorization).toBe('Bearer EMPTY');
     } finally {
       if (previous === undefined) delete process.env.OPENAI_API_KEY;
       else process.env.OPENAI_API_KEY = previous;
@@ -176,10 +173,10 @@ describe('createOpenAICompatiblePolicy', () => {
 
 describe('OpenAI-compatible completions faults', () => {
   faultSuite({
-    server: () => server,
+    server,
     port: 'policy',
     adapter: () =>
-      createOpenAICompatibleCompletions({ baseURL: `${server.url}/v1`, model: 'm', apiKey: 'EMPTY' }),
+      createOpenAICompatibleCompletions({ baseURL: `${server().url}/v1`, model: 'm', apiKey: 'EMPTY' }),
     call: (client, signal) => client.doComplete({ prompt: [1, 2, 3], max_tokens: 4 }, { signal }),
     // As the policy calls its client: through a reliable caller of its own.
     reliable: (client, policy, deps) => {

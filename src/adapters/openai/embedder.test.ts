@@ -1,5 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { faultSuite } from '../../../test/support/fault-suite';
+import { serverPerTest } from '../../../test/support/server-per-test';
 import { RecordedServer } from '../../../test/support/recorded-server';
 import { ConfigValidationError, PortOutputError } from '../../core/errors';
 import { withReliability } from '../../core/calls/with-reliability';
@@ -8,13 +9,7 @@ import responses from './__fixtures__/responses.json';
 import { createOpenAIEmbedder } from './embedder';
 
 const CANARY = 'sk-canary-0a1b2c3d4e5f60718293a4b5c6d7e8f9';
-let server: RecordedServer;
-beforeEach(async () => {
-  server = await RecordedServer.start();
-});
-afterEach(async () => {
-  await server.close();
-});
+const server = serverPerTest(() => RecordedServer.start());
 
 const texts = [
   { kind: 'text' as const, text: 'river boat add 3 and 4' },
@@ -23,17 +18,17 @@ const texts = [
 
 describe('createOpenAIEmbedder', () => {
   it('posts the texts to /embeddings and returns the vectors in input order, L2-normalised', async () => {
-    server.reply({ json: fixtures.embeddings });
+    server().reply({ json: fixtures.embeddings });
     const embedder = createOpenAIEmbedder({
       model: 'text-embedding-3-small',
       dimensions: 3,
       apiKey: CANARY,
-      baseURL: `${server.url}/v1`,
+      baseURL: `${server().url}/v1`,
     });
     const vectors = await embedder.doEmbed(texts);
     expect(vectors[0]!.map((x) => Number(x.toFixed(4)))).toEqual([0.6, 0.8, 0]);
     expect(vectors[1]!.map((x) => Number(x.toFixed(4)))).toEqual([0, 0.6, 0.8]);
-    const request = server.requests[0]!;
+    const request = server().requests[0]!;
     expect(request.path).toBe('/v1/embeddings');
     expect(request.headers.authorization).toBe(`Bearer ${CANARY}`);
     expect(request.json).toEqual({
@@ -45,22 +40,22 @@ describe('createOpenAIEmbedder', () => {
   });
 
   it('fails on a wrong count of vectors or dimensions, and validates its settings', async () => {
-    server.reply({ json: { ...fixtures.embeddings, data: fixtures.embeddings.data.slice(0, 1) } });
+    server().reply({ json: { ...fixtures.embeddings, data: fixtures.embeddings.data.slice(0, 1) } });
     const embedder = createOpenAIEmbedder({
       model: 'm',
       dimensions: 3,
       apiKey: CANARY,
-      baseURL: `${server.url}/v1`,
+      baseURL: `${server().url}/v1`,
     });
     expect(PortOutputError.isInstance(await embedder.doEmbed(texts).catch((e: unknown) => e))).toBe(true);
-    server.reply({ json: fixtures.embeddings });
+    server().reply({ json: fixtures.embeddings });
     const wrongSize = withReliability(
       createOpenAIEmbedder({
         model: 'm',
         dimensions: 4,
         sendDimensions: false,
         apiKey: CANARY,
-        baseURL: `${server.url}/v1`,
+        baseURL: `${server().url}/v1`,
       }),
       'embedder',
     );
@@ -71,14 +66,14 @@ describe('createOpenAIEmbedder', () => {
   });
 
   faultSuite({
-    server: () => server,
+    server,
     port: 'embedder',
     adapter: () =>
       createOpenAIEmbedder({
         model: 'text-embedding-3-small',
         dimensions: 3,
         apiKey: CANARY,
-        baseURL: `${server.url}/v1`,
+        baseURL: `${server().url}/v1`,
       }),
     call: (embedder, signal) => embedder.doEmbed(texts, { signal }),
     success: { json: fixtures.embeddings },

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { faultSuite } from '../../../test/support/fault-suite';
+import { serverPerTest } from '../../../test/support/server-per-test';
 import { RecordedServer } from '../../../test/support/recorded-server';
 import { InvalidArgumentError, PortOutputError } from '../../core/errors';
 import { withReliability } from '../../core/calls/with-reliability';
@@ -15,22 +16,18 @@ const ONE_PIXEL_PNG = Buffer.from(
   'base64',
 );
 const CANARY = 'BSAcanary000000000000000000000001';
-let server: RecordedServer;
-beforeEach(async () => {
-  server = await RecordedServer.start();
-});
-afterEach(async () => {
-  await server.close();
+const server = serverPerTest(() => RecordedServer.start());
+afterEach(() => {
   vi.unstubAllEnvs();
 });
 
 describe('createSearchR1Retriever', () => {
   it('posts {queries, topk, return_scores} to /retrieve and reads documents with scores', async () => {
-    server.reply({ json: fixtures.search_r1 });
-    const hits = await createSearchR1Retriever({ url: `${server.url}/` }).doSearch('who was evan morris', {
+    server().reply({ json: fixtures.search_r1 });
+    const hits = await createSearchR1Retriever({ url: `${server().url}/` }).doSearch('who was evan morris', {
       topK: 3,
     });
-    expect(server.requests[0]).toMatchObject({
+    expect(server().requests[0]).toMatchObject({
       method: 'POST',
       path: '/retrieve',
       json: { queries: ['who was evan morris'], topk: 3, return_scores: true },
@@ -44,11 +41,11 @@ describe('createSearchR1Retriever', () => {
   });
 
   it('accepts bare documents (return_scores off) and rejects a wrong shape naming the field', async () => {
-    server.reply(
+    server().reply(
       { json: { result: [[{ id: '7', contents: '"T"\nx' }]] } },
       { json: { result: [[{ document: { id: '7' } }]] } },
     );
-    const retriever = createSearchR1Retriever({ url: server.url });
+    const retriever = createSearchR1Retriever({ url: server().url });
     expect(await retriever.doSearch('q', { topK: 1 })).toEqual([
       { id: '7', basename: '7', text: '"T"\nx', score: 0 },
     ]);
@@ -59,9 +56,9 @@ describe('createSearchR1Retriever', () => {
 
   describe('faults', () => {
     faultSuite({
-      server: () => server,
+      server,
       port: 'searchEngine',
-      adapter: () => createSearchR1Retriever({ url: server.url }),
+      adapter: () => createSearchR1Retriever({ url: server().url }),
       call: (engine, signal) => engine.doSearch('q', { topK: 3, signal }),
       success: { json: fixtures.search_r1 },
       rateLimited: { status: 429, json: { detail: 'Too Many Requests' } },
@@ -82,12 +79,12 @@ describe('createVragImageSearch', () => {
   afterEach(() => rm(root, { recursive: true, force: true }));
 
   it('posts {queries, top_k, vrag_ret} to /search and loads the page images from disk', async () => {
-    server.reply({ json: fixtures.vrag });
-    const hits = await createVragImageSearch({ url: server.url, imageRoot: root }).doSearch(
+    server().reply({ json: fixtures.vrag });
+    const hits = await createVragImageSearch({ url: server().url, imageRoot: root }).doSearch(
       'acme revenue 2019',
       { topK: 5 },
     );
-    expect(server.requests[0]).toMatchObject({
+    expect(server().requests[0]).toMatchObject({
       method: 'POST',
       path: '/search',
       json: { queries: ['acme revenue 2019'], top_k: 5, vrag_ret: true },
@@ -98,18 +95,18 @@ describe('createVragImageSearch', () => {
   });
 
   it("speaks the first demo server's GET /search?queries=… when asked", async () => {
-    server.reply({ json: fixtures.vrag });
-    await createVragImageSearch({ url: server.url, method: 'GET', images: 'none' }).doSearch('acme', {
+    server().reply({ json: fixtures.vrag });
+    await createVragImageSearch({ url: server().url, method: 'GET', images: 'none' }).doSearch('acme', {
       topK: 2,
     });
-    expect(server.requests[0]).toMatchObject({ method: 'GET', path: '/search' });
-    expect(server.requests[0]!.query.getAll('queries')).toEqual(['acme']);
+    expect(server().requests[0]).toMatchObject({ method: 'GET', path: '/search' });
+    expect(server().requests[0]!.query.getAll('queries')).toEqual(['acme']);
   });
 
   it('keeps auth header values out of errors', async () => {
-    server.reply({ status: 401, json: { detail: 'invalid token: Bearer retriever-token-CANARY-0001' } });
+    server().reply({ status: 401, json: { detail: 'invalid token: Bearer retriever-token-CANARY-0001' } });
     const error = (await createSearchR1Retriever({
-      url: server.url,
+      url: server().url,
       headers: { authorization: 'Bearer retriever-token-CANARY-0001' },
     })
       .doSearch('q', { topK: 1 })
@@ -121,11 +118,11 @@ describe('createVragImageSearch', () => {
   it('redacts before it cuts: no part of a key straddling the cut of an error body survives', async () => {
     const token = 'retriever-token-CANARY-0002';
     const headers = { authorization: `Bearer ${token}` };
-    server.reply(
+    server().reply(
       { status: 401, text: `${'x'.repeat(280)}${token} denied` },
       { text: `<html>${'y'.repeat(60)}${token}</html>` },
     );
-    const retriever = createSearchR1Retriever({ url: server.url, headers });
+    const retriever = createSearchR1Retriever({ url: server().url, headers });
     const denied = (await retriever.doSearch('q', { topK: 1 }).catch((e: unknown) => e)) as Error;
     const malformed = (await retriever.doSearch('q', { topK: 1 }).catch((e: unknown) => e)) as Error;
     expect(denied).toMatchObject({ status: 401 });
@@ -134,14 +131,16 @@ describe('createVragImageSearch', () => {
   });
 
   it('can return basenames only, and names a missing image file', async () => {
-    server.reply({ json: fixtures.vrag });
-    const hits = await createVragImageSearch({ url: server.url, images: 'none' }).doSearch('q', { topK: 1 });
+    server().reply({ json: fixtures.vrag });
+    const hits = await createVragImageSearch({ url: server().url, images: 'none' }).doSearch('q', {
+      topK: 1,
+    });
     expect(hits).toEqual([
       { id: './search_engine/corpus/img/acme_report_2.png', basename: 'acme_report_2.png', score: 1 },
     ]);
-    server.reply({ json: [[{ idx: 0, image_file: 'missing.png' }]] });
+    server().reply({ json: [[{ idx: 0, image_file: 'missing.png' }]] });
     await expect(
-      createVragImageSearch({ url: server.url, imageRoot: root }).doSearch('q', { topK: 1 }),
+      createVragImageSearch({ url: server().url, imageRoot: root }).doSearch('q', { topK: 1 }),
     ).rejects.toThrow(/cannot read page image .*missing\.png/);
   });
 
@@ -165,8 +164,8 @@ describe('createVragImageSearch', () => {
         'corpus/linked-dir/private.png',
       ];
       for (const path of refused) {
-        server.reply({ json: [[{ idx: 0, image_file: path }]] });
-        const error = await createVragImageSearch({ url: server.url, imageRoot })
+        server().reply({ json: [[{ idx: 0, image_file: path }]] });
+        const error = await createVragImageSearch({ url: server().url, imageRoot })
           .doSearch('q', { topK: 1 })
           .catch((e: unknown) => e);
         expect(PortOutputError.isInstance(error), path).toBe(true);
@@ -174,8 +173,8 @@ describe('createVragImageSearch', () => {
         expect((error as Error).message).toMatch(/imageRoot/);
       }
       // A link that stays inside the root is read.
-      server.reply({ json: [[{ idx: 0, image_file: 'corpus/inside.png' }]] });
-      const [hit] = await createVragImageSearch({ url: server.url, imageRoot }).doSearch('q', { topK: 1 });
+      server().reply({ json: [[{ idx: 0, image_file: 'corpus/inside.png' }]] });
+      const [hit] = await createVragImageSearch({ url: server().url, imageRoot }).doSearch('q', { topK: 1 });
       expect(Buffer.from(hit!.image!.bytes).equals(ONE_PIXEL_PNG)).toBe(true);
     } finally {
       await rm(outside, { recursive: true, force: true });
@@ -185,8 +184,8 @@ describe('createVragImageSearch', () => {
   it('caps a page image at maxImageBytes, from disk and from images.baseUrl (typed, not retried)', async () => {
     const big = Buffer.concat([ONE_PIXEL_PNG, Buffer.alloc(4096)]);
     await writeFile(join(root, 'big.png'), big);
-    server.reply({ json: [[{ idx: 0, image_file: 'big.png' }]] });
-    const fromDisk = await createVragImageSearch({ url: server.url, imageRoot: root, maxImageBytes: 1024 })
+    server().reply({ json: [[{ idx: 0, image_file: 'big.png' }]] });
+    const fromDisk = await createVragImageSearch({ url: server().url, imageRoot: root, maxImageBytes: 1024 })
       .doSearch('q', { topK: 1 })
       .catch((e: unknown) => e);
     expect(fromDisk).toMatchObject({ port: 'searchEngine', isRetryable: false });
@@ -194,7 +193,7 @@ describe('createVragImageSearch', () => {
     const images = await RecordedServer.start([{ text: big.toString('latin1') }]);
     try {
       const fromUrl = await createVragImageSearch({
-        url: server.url,
+        url: server().url,
         images: { baseUrl: images.url },
         maxImageBytes: 1024,
       })
@@ -209,9 +208,9 @@ describe('createVragImageSearch', () => {
 
   describe('faults', () => {
     faultSuite({
-      server: () => server,
+      server,
       port: 'searchEngine',
-      adapter: () => createVragImageSearch({ url: server.url, images: 'none' }),
+      adapter: () => createVragImageSearch({ url: server().url, images: 'none' }),
       call: (engine, signal) => engine.doSearch('q', { topK: 3, signal }),
       success: { json: fixtures.vrag },
       rateLimited: { status: 429, json: { detail: 'Too Many Requests' } },
@@ -223,12 +222,13 @@ describe('createVragImageSearch', () => {
 
 describe('createBraveWebSearch', () => {
   it('sends the key in its header, reads title and description without markup, URL as basename', async () => {
-    server.reply({ json: fixtures.brave });
-    const hits = await createBraveWebSearch({ apiKey: CANARY, baseUrl: server.url, country: 'us' }).doSearch(
-      'acme revenue 2019',
-      { topK: 2 },
-    );
-    const request = server.requests[0]!;
+    server().reply({ json: fixtures.brave });
+    const hits = await createBraveWebSearch({
+      apiKey: CANARY,
+      baseUrl: server().url,
+      country: 'us',
+    }).doSearch('acme revenue 2019', { topK: 2 });
+    const request = server().requests[0]!;
     expect(request.path).toBe('/res/v1/web/search');
     expect(Object.fromEntries(request.query)).toEqual({ q: 'acme revenue 2019', count: '2', country: 'us' });
     expect(request.headers['x-subscription-token']).toBe(CANARY);
@@ -242,17 +242,17 @@ describe('createBraveWebSearch', () => {
 
   it('reads the key from BRAVE_SEARCH_API_KEY, or says how to provide it; never echoes it', async () => {
     vi.stubEnv('BRAVE_SEARCH_API_KEY', '');
-    const error = await createBraveWebSearch({ baseUrl: server.url })
+    const error = await createBraveWebSearch({ baseUrl: server().url })
       .doSearch('q', { topK: 1 })
       .catch((e: unknown) => e);
     expect(InvalidArgumentError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/set the BRAVE_SEARCH_API_KEY environment variable/);
     vi.stubEnv('BRAVE_SEARCH_API_KEY', CANARY);
-    server.reply({
+    server().reply({
       status: 401,
       json: { error: { detail: `The provided subscription token ${CANARY} is invalid.` } },
     });
-    const denied = (await createBraveWebSearch({ baseUrl: server.url })
+    const denied = (await createBraveWebSearch({ baseUrl: server().url })
       .doSearch('q', { topK: 1 })
       .catch((e: unknown) => e)) as Error;
     expect(denied).toMatchObject({ status: 401 });
@@ -260,13 +260,13 @@ describe('createBraveWebSearch', () => {
   });
 
   it('waits until X-RateLimit-Reset when Brave gives no Retry-After', async () => {
-    server.reply(
+    server().reply(
       { status: 429, json: fixtures.brave_rate_limited, headers: { 'x-ratelimit-reset': '0.04, 2400000' } },
       { json: fixtures.brave },
     );
     const delays: number[] = [];
     const engine = withReliability(
-      createBraveWebSearch({ apiKey: CANARY, baseUrl: server.url }),
+      createBraveWebSearch({ apiKey: CANARY, baseUrl: server().url }),
       'searchEngine',
       {},
       { random: () => 0, onRetry: ({ delayMs }) => delays.push(delayMs) },
@@ -277,9 +277,9 @@ describe('createBraveWebSearch', () => {
 
   describe('faults', () => {
     faultSuite({
-      server: () => server,
+      server,
       port: 'searchEngine',
-      adapter: () => createBraveWebSearch({ apiKey: CANARY, baseUrl: server.url }),
+      adapter: () => createBraveWebSearch({ apiKey: CANARY, baseUrl: server().url }),
       call: (engine, signal) => engine.doSearch('q', { topK: 2, signal }),
       success: { json: fixtures.brave },
       rateLimited: { status: 429, json: fixtures.brave_rate_limited },
