@@ -6,7 +6,7 @@
 // Prints oracle@K over every ordered pair before/after injection and the held-out mean accuracy of
 // random choice, cosine top-2, the beam search, the warm-up and GRPO. The whole comparison (every
 // warm-up, GRPO with and without one, two seeds) is `npm run bench:icd`.
-// test/icd-example.test.ts runs a smaller copy of this flow.
+// test/icd-example.e2e.test.ts runs a smaller copy of this flow.
 // Run: npx tsx examples/icd-selection.ts   (about half a minute on 2 cores with the wasm backend)
 import { DEFAULT_ICD_FLOW_OPTIONS, runIcdFlow } from '../src/run/icd/flow';
 

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigValidationError } from '../../core/errors';
 import { writeTinyLlama } from './__fixtures__/tiny-llama';
 import { answerLine, createLlamaGenerator } from './generator';
+
+// SmolLM2 itself as the Generator is src/adapters/llama/smollm2.e2e.test.ts (npm run test:e2e).
 
 describe('answerLine', () => {
   it('keeps the first line before any special token, without a closing period or quotes', () => {
@@ -61,28 +62,3 @@ describe('createLlamaGenerator', () => {
     );
   });
 });
-
-const smollm2 =
-  process.env.SEARCHER_RL_SMOLLM2_GGUF ??
-  join(import.meta.dirname, '../../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf');
-
-describe.skipIf(!existsSync(smollm2))(
-  `SmolLM2 as the Generator (${smollm2}; scripts/fetch-models.sh)`,
-  () => {
-    it('reads the answer off the evidence', async () => {
-      const generator = await createLlamaGenerator({ model: smollm2 });
-      try {
-        const { answer } = await generator.doAnswer('Who founded the Globex Corporation?', [
-          {
-            kind: 'page',
-            basename: 'globex.png',
-            text: 'The Globex Corporation was founded in 1989 by Hank Scorpio in Cypress Creek.',
-          },
-        ]);
-        expect(answer).toMatch(/Hank Scorpio/);
-      } finally {
-        await generator.dispose();
-      }
-    }, 120_000);
-  },
-);

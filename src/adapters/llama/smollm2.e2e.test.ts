@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createLlamaGenerator } from './generator';
 import { createLlamaPolicy, type LlamaPolicy } from './policy';
 
 // SmolLM2-135M-Instruct itself (scripts/fetch-models.sh; skipped without it): the GGUF loads with
@@ -43,5 +44,24 @@ describe.skipIf(!present)(`SmolLM2-135M-Instruct (${path}; run scripts/fetch-mod
       positions: [greedy!.steps.map((s) => s.position)],
     });
     greedy!.steps.forEach((s, k) => expect(scored![k]).toBeCloseTo(s.logProb, 3));
+  }, 120_000);
+});
+
+// The Generator (createLlamaGenerator) on the same model.
+describe.skipIf(!present)(`SmolLM2 as the Generator (${path}; scripts/fetch-models.sh)`, () => {
+  it('reads the answer off the evidence', async () => {
+    const generator = await createLlamaGenerator({ model: path });
+    try {
+      const { answer } = await generator.doAnswer('Who founded the Globex Corporation?', [
+        {
+          kind: 'page',
+          basename: 'globex.png',
+          text: 'The Globex Corporation was founded in 1989 by Hank Scorpio in Cypress Creek.',
+        },
+      ]);
+      expect(answer).toMatch(/Hank Scorpio/);
+    } finally {
+      await generator.dispose();
+    }
   }, 120_000);
 });
