@@ -10,8 +10,10 @@ import {
 } from './core/pipeline/types';
 import { REWARD_PRESETS } from './core/reward/combine';
 import { DEFAULT_REWARD_CONFIG } from './core/reward/score';
+import { ADVANTAGE_STD_KINDS } from './core/rl/advantages';
 import { LOSS_AGGREGATIONS } from './core/rl/aggregation';
 import { KL_ESTIMATORS, type KlEstimator } from './core/rl/kl';
+import { misplacedLossSettings, POLICY_LOSS_KINDS } from './core/rl/policy-loss';
 import { DEFAULT_RL_SETTINGS } from './core/rl/settings';
 import { issueFields, positiveInt } from './provider-utils/settings';
 import type {
@@ -96,7 +98,7 @@ export const rlConfigSchema = z
     nAgent: positiveInt().default(RL.nAgent).describe('Rollouts per prompt (n_agent).'),
     advantage: z
       .object({
-        std: z.enum(['population', 'unbiased']).default(RL.advantage.std),
+        std: z.enum(ADVANTAGE_STD_KINDS).default(RL.advantage.std),
         eps: z.number().min(0).optional(),
         normalize: z.boolean().default(RL.advantage.normalize),
         dropZeroVarianceGroups: z.boolean().default(RL.advantage.dropZeroVarianceGroups),
@@ -105,7 +107,7 @@ export const rlConfigSchema = z
       .prefault({}),
     loss: z
       .object({
-        kind: z.enum(['ppo_clip', 'gspo']).default(RL.loss.kind),
+        kind: z.enum(POLICY_LOSS_KINDS).default(RL.loss.kind),
         clipLow: z.number().min(0).default(RL.loss.clipLow),
         clipHigh: z.number().min(0).default(RL.loss.clipHigh),
         aggregation: z
@@ -249,16 +251,9 @@ export function refineSearcherSections(
       message: `'search-r1' scores the policy's own answer: set episode.mode to 'answer' (it is '${config.episode.mode}')`,
     });
   }
-  const loss = config.rl.loss;
-  for (const field of ['dualClip', 'logRatioClamp'] as const) {
-    if (loss.kind === 'gspo' && loss[field] !== undefined && loss[field] !== null && loss[field] !== false) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['rl', 'loss', field],
-        message: "applies to kind 'ppo_clip' only (GSPO clamps its sequence log-ratio itself)",
-      });
-    }
-  }
+  // Settings of a loss kind given with another kind (the core's registry says whose each is).
+  for (const { field, message } of misplacedLossSettings(config.rl.loss))
+    ctx.addIssue({ code: 'custom', path: ['rl', 'loss', field], message });
 }
 
 /**

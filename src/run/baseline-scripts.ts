@@ -1,3 +1,4 @@
+import { extractAnswer } from '../adapters/extractive/index';
 import type { ScriptContext } from '../adapters/scripted-policy/index';
 import { parseRegionMarks } from '../core/protocol/location';
 import { lineAfter, tagSpans } from '../core/protocol/tag-spans';
@@ -49,20 +50,60 @@ export function naiveRagScript(
   };
 }
 
+/** Naive RAG, the baseline every run states its figure beside. */
+const NAIVE_RAG: BaselinePolicy = {
+  name: 'naive RAG',
+  description: "one search with the question's words, the top hit read, no crop",
+  script: naiveRagScript(),
+};
+
 /** The generic baselines: naive RAG, and naive RAG cropping a random one of the regions the page marks. */
 export function genericBaselines(): BaselinePolicy[] {
   return [
-    {
-      name: 'naive RAG',
-      description: "one search with the question's words, the top hit read, no crop",
-      script: naiveRagScript(),
-    },
+    NAIVE_RAG,
     {
       name: 'RAG + random region',
       description: 'naive RAG, then a crop of a random one of the regions the page marks',
       script: naiveRagScript((question, marks) =>
         marks.length === 0 ? null : marks[hashString(question) % marks.length]!,
       ),
+    },
+  ];
+}
+
+/**
+ * Naive RAG where the policy answers itself (`episode.mode: answer`, Search-R1's setting): one
+ * search with the question's words, then the extractive reader's answer from what it read.
+ */
+export function naiveRagAnswerScript(): (context: ScriptContext) => string {
+  return ({ turn, context }) => {
+    const question = askedQuestion(context);
+    if (turn === 0) return `<search>${demonstrationQueries(question)[0] ?? question}</search>`;
+    return `<answer>${extractAnswer(question, [lastObservation(context)]) ?? 'unknown'}</answer>`;
+  };
+}
+
+/**
+ * The baselines of a run on your own data: naive RAG and, where a Generator answers from the
+ * evidence (`episode.mode: searcher`), the direct answer without any search (Search-R1's table's
+ * first rows). Both read with the run's own reader and judge, as the trained Searcher does.
+ */
+export function datasetBaselines(mode: 'searcher' | 'answer'): BaselinePolicy[] {
+  if (mode === 'answer')
+    return [
+      {
+        name: 'naive RAG',
+        description:
+          "one search with the question's words, answered by the extractive reader from the top hits",
+        script: naiveRagAnswerScript(),
+      },
+    ];
+  return [
+    NAIVE_RAG,
+    {
+      name: 'direct answer',
+      description: 'no search: the reader answers from the question alone',
+      script: () => COMPLETE,
     },
   ];
 }

@@ -124,6 +124,12 @@ describe('a run on your own data is checked before it starts', () => {
     expect(log.join('\n')).toMatch(/demonstrations: 6 episodes kept from 6 of 6 training questions/);
     // No warning: phase 1's episodes made valid actions (a fresh policy makes none, as the test above shows).
     expect(result.warnings).toEqual([]);
+    // The run's figure stands beside the dataset's baselines, measured with the same reader and judge:
+    // naive RAG finds these pages with the questions' words; the reader cannot answer without them.
+    const figures = new Map(result.baselines.map((b) => [b.name, b.summary.judgeSuccess]));
+    expect([...figures.keys()]).toEqual(['naive RAG', 'direct answer']);
+    expect(figures.get('naive RAG')).toBeGreaterThan(0.5);
+    expect(figures.get('direct answer')).toBe(0);
   }, 180_000);
 
   it("loads a config's input paths from the config file's folder, and makes the index's folder", async () => {

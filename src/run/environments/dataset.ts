@@ -1,6 +1,7 @@
 import type { PromptRecord } from '../../core/types';
 import { InvalidArgumentError } from '../../core/errors';
 import type { RunConfig } from '../config';
+import { datasetBaselines } from '../baseline-scripts';
 import { type DatasetSplit, readPromptDataset, splitOf } from '../dataset';
 import { DEMONSTRATION_ATTEMPTS } from '../demonstrator';
 import type { RunOptions } from '../progress';
@@ -95,8 +96,7 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
           return result.trajectories;
         }
       : null,
-    // Not yet measured on your own data (issue 39, item 6).
-    baselines: [],
+    baselines: datasetBaselines(config.searcher.episode.mode),
     corpus: { slidesDir: pagesDir },
     dbPath: engine?.type === 'sqlite-fts' ? engine.dbPath : null,
   };
