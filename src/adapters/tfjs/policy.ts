@@ -96,7 +96,7 @@ async function readPretrained(
  * together, one forward per token step for all of them. Sampling is temperature + top-p from a
  * seeded stream per rollout, and each TokenStep's log-prob is log softmax(logits / T), the same
  * number `logProbs` computes with a full forward. The forwards of rollouts and the gradients of
- * `update` are two engines (engines.ts), tfjs by default: `rollouts: 'onnx'` runs the rollout
+ * `update` are two engines (src/adapters/engines/engine.ts), tfjs by default: `rollouts: 'onnx'` runs the rollout
  * forwards through ONNX Runtime, fed the live weights; `training: 'onnx'` computes the gradients
  * there too, AdamW staying on tfjs.
  */

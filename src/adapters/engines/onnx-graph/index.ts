@@ -1,8 +1,8 @@
 // The ONNX graph toolchain: a ModelProto encoder, the graph builders of the tfjs policy's
 // transformer (forward with a key/value cache; forward + backward for training) and the one function
-// that makes ONNX Runtime sessions. No onnxruntime-node import at load time (it is passed in), no
-// tfjs: searcher-rl/onnx uses the sessions, and the tfjs policy's ONNX engines import this file
-// (the one edge between adapter families that test/layering.test.ts allows).
+// that makes ONNX Runtime sessions, and the forward/backward cut (cutGraph) of training graphs. No
+// onnxruntime-node import at load time (it is passed in), no tfjs: searcher-rl/onnx uses the
+// sessions, the engines of the tfjs transformer and of the Llama family the rest.
 export {
   encodeOnnxModel,
   withConstantInputs,

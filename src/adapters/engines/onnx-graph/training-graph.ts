@@ -5,7 +5,7 @@ import { GraphBuilder, transformerWeightShapes, type TransformerGraphConfig } fr
 // ONNX Runtime has no training API in onnxruntime-node, so the backward pass is written out here
 // op by op, the same closed forms as transformer.ts's hand-written gradients (linear, layer norm,
 // GELU, the tied embedding). `buildTrainingGraph` writes forward and backward as one graph and names
-// the activations worth keeping; `splitTrainingGraph` (graph-split.ts) cuts it in two: the forward
+// the activations worth keeping; `cutGraph` (graph-split.ts) cuts it in two: the forward
 // gives the log-probs the core's loss needs before the gradients can be, and hands the kept
 // activations to the backward, which recomputes the cheap rest (norms, shapes, elementwise) and the
 // attention weights (`recomputed`: cheaper than fetching them out of onnxruntime-node).

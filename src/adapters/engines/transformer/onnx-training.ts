@@ -21,7 +21,7 @@ import { MASKED, type Transformer } from './transformer';
 // Gradients of the tfjs Transformer computed by ONNX Runtime (`training: 'onnx'`): one session
 // of the forward (the log-probs for the loss, and the activations the backward keeps) and one of
 // the backward (the gradients given the loss's g), the training graph of
-// src/adapters/onnx/graph/training-graph.ts cut in two by cutGraph (graph-split.ts), as the Llama
+// ../onnx-graph/training-graph.ts cut in two by cutGraph (graph-split.ts), as the Llama
 // engine cuts its own. The weights are fed from
 // the tfjs variables, rebuilt when an update or a load has replaced them; AdamW stays on tfjs
 // (training.ts), so the optimizer state is the same either way.

@@ -7,12 +7,12 @@ import { LN_EPS, type Transformer } from './transformer';
 // inputs from the live variables (liveWeightFeeds); rollouts make them constants of a session made
 // again after each update.
 
-/** The model's sizes and layer-norm epsilon, as the graph builders (src/adapters/onnx/graph) take them. */
+/** The model's sizes and layer-norm epsilon, as the graph builders (../onnx-graph) take them. */
 export function graphConfigOf(model: Transformer): TransformerGraphConfig {
   return { ...model.config, layerNormEpsilon: LN_EPS };
 }
 
-/** Throws when the graphs' weight inputs (src/adapters/onnx/graph/transformer-graph.ts) are not the Transformer's parameters: an error in this package, not in the caller's use. */
+/** Throws when the graphs' weight inputs (../onnx-graph/transformer-graph.ts) are not the Transformer's parameters: an error in this package, not in the caller's use. */
 export function checkGraphWeights(model: Transformer, what: string): void {
   const expected = transformerWeightShapes(model.config);
   const mismatch = model.parameters.findIndex(
