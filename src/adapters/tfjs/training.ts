@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { AbortedError, InvalidArgumentError } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type { LogProbBatch, LossFunction, UpdateOptions, UpdateResult } from '../../ports/policy-backend';
-import { checkLogProbBatch, checkLossOutput } from '../../rollout-engine/batch-checks';
+import { checkLogProbBatch } from '../../rollout-engine/batch-checks';
 import { AdamW, type AdamWSettings } from './adamw';
 import type { ComputedGradients } from '../engines/engine';
 import type { TfjsTrainingEngine } from './engine-selection';
