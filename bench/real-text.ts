@@ -13,7 +13,7 @@
 //
 // The Searcher's rows (SFT, GRPO) are not measured here: they come from training runs on the
 // same data (`searcher-rl train --config .cache/real-text/config.yaml`).
-import { access } from 'node:fs/promises';
+import { access, appendFile, mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createScriptedPolicy } from '../src/adapters/scripted-policy/index';
@@ -44,6 +44,7 @@ const { values: args } = parseArgs({
     limit: { type: 'string' },
     dir: { type: 'string', default: join('.cache', 'real-text') },
     readers: { type: 'string', default: 'extractive,llama' },
+    baselines: { type: 'string', default: 'reader_ceiling,direct_answer,naive_rag' },
   },
 });
 const split = args.split as 'train' | 'validation' | 'test';
@@ -94,10 +95,30 @@ interface Outcome {
   uid: string;
   answer: string;
   judgeFull: boolean;
+  /** A failed generator or judge call (not counted as right; counted, not hidden). */
+  failed: boolean;
 }
 
-/** One figure a source: exact match (any reference answer, SQuAD normalisation) and the judge's full score. */
-function report(reader: string, baseline: string, outcomes: readonly Outcome[], seconds: number) {
+const answersDir = join(root, '.cache', 'bench-real-text');
+
+/**
+ * One figure a source: exact match (any reference answer, SQuAD normalisation) and the judge's
+ * full score; every answer is kept in .cache/bench-real-text/answers-READER.jsonl for review.
+ */
+async function report(reader: string, baseline: string, outcomes: readonly Outcome[], seconds: number) {
+  await mkdir(answersDir, { recursive: true });
+  await appendFile(
+    join(answersDir, `answers-${reader}.jsonl`),
+    outcomes
+      .map((o) => {
+        const q = row.get(o.uid)!;
+        const { uid, source, question, reference, answers } = q;
+        const exactMatch = isExactMatchAny(o.answer, answers);
+        const { answer, judgeFull, failed } = o;
+        return `${JSON.stringify({ baseline, uid, source, question, reference, answer, exactMatch, judgeFull, failed })}\n`;
+      })
+      .join(''),
+  );
   for (const source of ['nq', 'generated:description', 'all'] as const) {
     const mine = outcomes.filter((o) => source === 'all' || row.get(o.uid)!.source === source);
     if (mine.length === 0) continue;
@@ -107,6 +128,7 @@ function report(reader: string, baseline: string, outcomes: readonly Outcome[], 
     print(`${baseline}_exact_match`, em / mine.length, { reader, split, source, questions: mine.length });
   }
   print(`${baseline}_seconds`, seconds, { reader, split, questions: outcomes.length });
+  print(`${baseline}_failed_calls`, outcomes.filter((o) => o.failed).length, { reader, split });
 }
 
 const prompts: PromptRecord[] = evaluated.map((q) => ({
@@ -123,31 +145,54 @@ async function measure(reader: string, session: RunSession): Promise<void> {
     session.config.searcher.calls,
   );
   const answerAndScore = async (q: RealTextQuestion, evidence: Evidence[]): Promise<Outcome> => {
-    const { answer } = await gateway.answer(q.question, evidence);
-    const verdict = await gateway.score(q.question, answer, q.reference);
-    return { uid: q.uid, answer, judgeFull: isJudgeSuccess(verdict.score) };
+    try {
+      const { answer } = await gateway.answer(q.question, evidence);
+      const verdict = await gateway.score(q.question, answer, q.reference);
+      return { uid: q.uid, answer, judgeFull: isJudgeSuccess(verdict.score), failed: false };
+    } catch {
+      return { uid: q.uid, answer: '', judgeFull: false, failed: true };
+    }
   };
 
   // The reader ceiling: the golden lead alone (as src/run/reader-ceiling.ts gives it).
-  let started = performance.now();
-  const golden = await goldenEvidenceFrom(session.env.dbPath);
-  const ceiling: Outcome[] = [];
-  try {
-    for (const q of evaluated)
-      ceiling.push(await answerAndScore(q, await golden.lookup({ episode: { goldenBasenames: q.golden } })));
-  } finally {
-    golden.close();
+  if (baselines.has('reader_ceiling')) {
+    const started = performance.now();
+    const golden = await goldenEvidenceFrom(session.env.dbPath);
+    const ceiling: Outcome[] = [];
+    try {
+      for (const q of evaluated)
+        ceiling.push(
+          await answerAndScore(q, await golden.lookup({ episode: { goldenBasenames: q.golden } })),
+        );
+    } finally {
+      golden.close();
+    }
+    await report(reader, 'reader_ceiling', ceiling, (performance.now() - started) / 1000);
   }
-  report(reader, 'reader_ceiling', ceiling, (performance.now() - started) / 1000);
 
   // Direct answer: the generator with no evidence.
-  started = performance.now();
-  const direct: Outcome[] = [];
-  for (const q of evaluated) direct.push(await answerAndScore(q, []));
-  report(reader, 'direct_answer', direct, (performance.now() - started) / 1000);
+  if (baselines.has('direct_answer')) {
+    const started = performance.now();
+    const direct: Outcome[] = [];
+    for (const q of evaluated) direct.push(await answerAndScore(q, []));
+    await report(reader, 'direct_answer', direct, (performance.now() - started) / 1000);
+  }
 
-  // Naive RAG: the run's baseline script (one search with the question's words, the top hit read).
-  started = performance.now();
+  if (baselines.has('naive_rag')) await measureNaiveRag(reader, session, ports);
+}
+
+/**
+ * Naive RAG: the run's baseline script (one search with the question's words, the top hit read).
+ * Episodes go in groups of `RAG_BATCH`: a local model answers one at a time, and 64 episodes
+ * queued on it would pass the pipeline's reward deadline (90 s), which leaves their answers empty.
+ */
+const RAG_BATCH = 8;
+async function measureNaiveRag(
+  reader: string,
+  session: RunSession,
+  ports: Awaited<ReturnType<typeof resolvePorts>>,
+): Promise<void> {
+  const started = performance.now();
   const { adapters: _adapters, ...sections } = session.config.searcher;
   const searcher = createSearcher(
     {
@@ -163,18 +208,20 @@ async function measure(reader: string, session: RunSession): Promise<void> {
   );
   const rag: Outcome[] = [];
   let goldenTopHit = 0;
-  for (let start = 0; start < prompts.length; start += 64) {
-    const batch = await searcher.collect(prompts.slice(start, start + 64), { nAgent: 1 });
+  for (let start = 0; start < prompts.length; start += RAG_BATCH) {
+    const batch = await searcher.collect(prompts.slice(start, start + RAG_BATCH), { nAgent: 1 });
     for (const { trajectory: t } of batch.episodes) {
       rag.push({
         uid: t.promptUid,
         answer: t.finalAnswer,
         judgeFull: isJudgeSuccess(t.rewardDetail?.components.judgeScore),
+        // An error, or no reward (a pipeline deadline cut the episode's answer or its judging).
+        failed: t.error !== null || t.reward === null,
       });
       if (t.retrievedBasenames.some((b) => t.goldenBasenames.includes(b))) goldenTopHit++;
     }
   }
-  report(reader, 'naive_rag', rag, (performance.now() - started) / 1000);
+  await report(reader, 'naive_rag', rag, (performance.now() - started) / 1000);
   print('naive_rag_golden_top_hit', goldenTopHit / prompts.length, {
     reader,
     split,
@@ -183,11 +230,13 @@ async function measure(reader: string, session: RunSession): Promise<void> {
 }
 
 const readers = args.readers!.split(',');
+const baselines = new Set(args.baselines!.split(','));
 const hasModel = await access(modelPath).then(
   () => true,
   () => false,
 );
 for (const reader of readers) {
+  await rm(join(answersDir, `answers-${reader}.jsonl`), { force: true });
   if (reader === 'llama' && !hasModel) {
     print('skipped', null, { reader, reason: `no ${modelPath} (bash scripts/fetch-models.sh)` });
     continue;
@@ -196,8 +245,14 @@ for (const reader of readers) {
     overrides: [
       `runsDir=${join(root, '.cache', 'bench-real-text')}`,
       `runId=${reader}-${Date.now()}`,
+      // One local model answers one question at a time: the episodes' calls wait their turn
+      // (maxConcurrent 1) with no timeout, instead of 64 at once timing out at the default 60 s.
       ...(reader === 'llama'
-        ? [`searcher.adapters.generator=${JSON.stringify({ type: 'llama', model: modelPath })}`]
+        ? [
+            `searcher.adapters.generator=${JSON.stringify({ type: 'llama', model: modelPath })}`,
+            'searcher.calls.generator={maxConcurrent: 1, timeoutMs: null}',
+            'searcher.pipeline.deadlines={rewardTimeoutMs: 3600000, totalTimeoutMs: 3600000}',
+          ]
         : []),
     ],
   });
@@ -207,7 +262,12 @@ for (const reader of readers) {
     // The run's own reader-ceiling measure on its evaluation split (the dataset's test rows), as
     // `searcher-rl train` prints it before training: the same figure as reader_ceiling_judge_full
     // (all), checked for the extractive reader only (the Llama generator's calls are the bench's time).
-    if (reader === 'extractive' && split === 'test' && args.limit === undefined) {
+    if (
+      reader === 'extractive' &&
+      split === 'test' &&
+      args.limit === undefined &&
+      baselines.has('reader_ceiling')
+    ) {
       const c = await measureReaderCeiling(session);
       if (c)
         print('run_reader_ceiling', c.ceiling, {
