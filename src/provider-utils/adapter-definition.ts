@@ -87,3 +87,59 @@ export function defineAdapter<
 >(definition: AdapterDefinition<Port, Type, Settings>): AdapterDefinition<Port, Type, Settings> {
   return definition;
 }
+
+/** The loaded entry of an adapter family, as `adaptersFromEntry` names it. */
+export interface AdapterEntry<Entry> {
+  /** The optional peer dependencies the entry loads (every adapter of the family declares them). */
+  readonly packages: readonly string[];
+  /** Loads the entry (a dynamic import), at the first `create` of one of its adapters. */
+  load(): Promise<Entry>;
+}
+
+/** An adapter of a family loaded from one entry: as {@link AdapterDefinition} without `packages` (the family's), and `create` given the loaded entry first. */
+export interface EntryAdapterDeclaration<
+  Entry,
+  Port extends AdapterPortName,
+  Type extends string,
+  Settings extends AdapterSettingsSchema,
+> extends Omit<AdapterDefinition<Port, Type, Settings>, 'packages' | 'create'> {
+  /** Builds the adapter from the loaded entry and its validated settings. */
+  create(
+    entry: Entry,
+    settings: z.output<Settings>,
+    context: AdapterContext,
+  ): AdapterPorts[Port] | Promise<AdapterPorts[Port]>;
+}
+
+/**
+ * The adapters of one family whose SDK sits behind one entry: the entry's packages and its dynamic
+ * import are written once, and each adapter of the family says its port, type, settings schema and
+ * which factory of the entry builds it. Naming the definitions loads nothing; the entry is loaded
+ * by `create`.
+ *
+ * @example
+ * ```ts
+ * // loadGeminiEntry: a dynamic import of the adapter's entry, `index.ts`
+ * const fromGeminiEntry = adaptersFromEntry({ packages: ['@google/genai'], load: loadGeminiEntry });
+ * export const geminiJudgeAdapter = fromGeminiEntry({
+ *   port: 'judge',
+ *   type: 'gemini',
+ *   settings: geminiSettingsSchema,
+ *   create: (entry, settings) => entry.createGeminiJudge(settings),
+ * });
+ * ```
+ */
+export function adaptersFromEntry<Entry>(
+  family: AdapterEntry<Entry>,
+): <const Port extends AdapterPortName, const Type extends string, Settings extends AdapterSettingsSchema>(
+  declaration: EntryAdapterDeclaration<Entry, Port, Type, Settings>,
+) => AdapterDefinition<Port, Type, Settings> {
+  return (declaration) => {
+    const { create, ...described } = declaration;
+    return defineAdapter({
+      ...described,
+      packages: family.packages,
+      create: async (settings, context) => create(await family.load(), settings, context),
+    });
+  };
+}

@@ -20,8 +20,11 @@ export { evidenceParts, type EvidencePart } from './evidence';
 export { loadWithOptionalPackages, requireOptionalPackages, type OptionalPackage } from './optional-package';
 export {
   defineAdapter,
+  adaptersFromEntry,
   ADAPTER_PORT_NAMES,
   type AdapterDefinition,
+  type AdapterEntry,
+  type EntryAdapterDeclaration,
   type AdapterContext,
   type AdapterPorts,
   type AdapterPortName,

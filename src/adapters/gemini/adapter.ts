@@ -1,22 +1,21 @@
-import { defineAdapter } from '../../provider-utils/adapter-definition';
+import { adaptersFromEntry } from '../../provider-utils/adapter-definition';
 import { geminiSettingsSchema } from './settings';
 
-// The SDK is loaded by `create` only (a dynamic import of the adapter's entry): naming these loads no `@google/genai`.
+// The entry (and with it the SDK) is loaded by `create` only: naming these definitions loads no @google/genai.
+const fromGeminiEntry = adaptersFromEntry({ packages: ['@google/genai'], load: () => import('./index') });
 
 /** `adapters.generator: {type: 'gemini', model, ...}`: the frozen Generator on Gemini. */
-export const geminiGeneratorAdapter = defineAdapter({
+export const geminiGeneratorAdapter = fromGeminiEntry({
   port: 'generator',
   type: 'gemini',
   settings: geminiSettingsSchema,
-  packages: ['@google/genai'],
-  create: (settings) => import('./index').then((m) => m.createGeminiGenerator(settings)),
+  create: (entry, settings) => entry.createGeminiGenerator(settings),
 });
 
 /** `adapters.judge: {type: 'gemini', model, ...}`: the LLM judge on Gemini. */
-export const geminiJudgeAdapter = defineAdapter({
+export const geminiJudgeAdapter = fromGeminiEntry({
   port: 'judge',
   type: 'gemini',
   settings: geminiSettingsSchema,
-  packages: ['@google/genai'],
-  create: (settings) => import('./index').then((m) => m.createGeminiJudge(settings)),
+  create: (entry, settings) => entry.createGeminiJudge(settings),
 });

@@ -1,11 +1,13 @@
-import { defineAdapter } from '../../provider-utils/adapter-definition';
+import { adaptersFromEntry } from '../../provider-utils/adapter-definition';
 import { sharpImageOpsSettingsSchema } from './settings';
 
+// The entry (and with it the SDK) is loaded by `create` only: naming these definitions loads no sharp.
+const fromSharpEntry = adaptersFromEntry({ packages: ['sharp'], load: () => import('./index') });
+
 /** `adapters.imageOps: {type: 'sharp', ...}`: crops with sharp, loaded by `create`. */
-export const sharpImageOpsAdapter = defineAdapter({
+export const sharpImageOpsAdapter = fromSharpEntry({
   port: 'imageOps',
   type: 'sharp',
   settings: sharpImageOpsSettingsSchema,
-  packages: ['sharp'],
-  create: (settings) => import('./index').then((m) => m.createSharpImageOps(settings)),
+  create: (entry, settings) => entry.createSharpImageOps(settings),
 });

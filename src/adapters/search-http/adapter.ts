@@ -1,31 +1,29 @@
-import { defineAdapter } from '../../provider-utils/adapter-definition';
+import { adaptersFromEntry } from '../../provider-utils/adapter-definition';
 import { braveSchema, searchR1Schema, vragSchema } from './settings';
 
-// undici is loaded by `create` only (a dynamic import of the adapter's entry).
+// The entry (and with it the SDK) is loaded by `create` only: naming these definitions loads no undici.
+const fromSearchHttpEntry = adaptersFromEntry({ packages: ['undici'], load: () => import('./index') });
 
 /** `adapters.searchEngine: {type: 'search-r1', url, ...}`: Search-R1's retrieval server. */
-export const searchR1Adapter = defineAdapter({
+export const searchR1Adapter = fromSearchHttpEntry({
   port: 'searchEngine',
   type: 'search-r1',
   settings: searchR1Schema,
-  packages: ['undici'],
-  create: (settings) => import('./index').then((m) => m.createSearchR1Retriever(settings)),
+  create: (entry, settings) => entry.createSearchR1Retriever(settings),
 });
 
 /** `adapters.searchEngine: {type: 'vrag', url, ...}`: a VRAG-style image search endpoint. */
-export const vragAdapter = defineAdapter({
+export const vragAdapter = fromSearchHttpEntry({
   port: 'searchEngine',
   type: 'vrag',
   settings: vragSchema,
-  packages: ['undici'],
-  create: (settings) => import('./index').then((m) => m.createVragImageSearch(settings)),
+  create: (entry, settings) => entry.createVragImageSearch(settings),
 });
 
 /** `adapters.searchEngine: {type: 'brave', ...}`: web search with the Brave Search API. */
-export const braveAdapter = defineAdapter({
+export const braveAdapter = fromSearchHttpEntry({
   port: 'searchEngine',
   type: 'brave',
   settings: braveSchema,
-  packages: ['undici'],
-  create: (settings) => import('./index').then((m) => m.createBraveWebSearch(settings)),
+  create: (entry, settings) => entry.createBraveWebSearch(settings),
 });
