@@ -18,6 +18,7 @@ import {
 import {
   GENERATOR_INSTRUCTIONS,
   JUDGE_INSTRUCTIONS,
+  JUDGE_SCORE_JSON_SCHEMA,
   judgePrompt,
   parseJudgeScore,
 } from '../../core/reward/judge-prompt';
@@ -209,12 +210,7 @@ export function createGeminiJudge(settings: GeminiSettings): Judge {
         {
           systemInstruction: resolved.instructions ?? JUDGE_INSTRUCTIONS,
           responseMimeType: 'application/json',
-          responseJsonSchema: {
-            type: 'object',
-            properties: { score: { type: 'number', minimum: 0, maximum: 1 } },
-            required: ['score'],
-            additionalProperties: false,
-          },
+          responseJsonSchema: JUDGE_SCORE_JSON_SCHEMA,
         },
         options,
       );

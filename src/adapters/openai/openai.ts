@@ -8,6 +8,7 @@ import { evidenceParts, loadApiKey, parseSettings } from '../../provider-utils/i
 import {
   GENERATOR_INSTRUCTIONS,
   JUDGE_INSTRUCTIONS,
+  JUDGE_SCORE_JSON_SCHEMA,
   judgePrompt,
   parseJudgeScore,
 } from '../../core/reward/judge-prompt';
@@ -150,12 +151,7 @@ export function createOpenAIJudge(settings: OpenAISettings): Judge {
               type: 'json_schema',
               name: 'judge_score',
               strict: true,
-              schema: {
-                type: 'object',
-                properties: { score: { type: 'number', minimum: 0, maximum: 1 } },
-                required: ['score'],
-                additionalProperties: false,
-              },
+              schema: { ...JUDGE_SCORE_JSON_SCHEMA },
             },
           },
           ...(resolved.reasoningEffort && { reasoning: { effort: resolved.reasoningEffort } }),

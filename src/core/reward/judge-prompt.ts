@@ -17,6 +17,18 @@ export const JUDGE_INSTRUCTIONS = [
   'Reply with JSON only: {"score": <number between 0 and 1>}.',
 ].join('\n');
 
+/**
+ * The JSON Schema of the judge's reply, `{score}` with a score in [0, 1] and nothing else, for a
+ * vendor's structured output (Gemini's `responseJsonSchema`, OpenAI's strict `json_schema`).
+ * `parseJudgeScore` checks the reply again: a schema asked for is not a schema kept.
+ */
+export const JUDGE_SCORE_JSON_SCHEMA = Object.freeze({
+  type: 'object',
+  properties: { score: { type: 'number', minimum: 0, maximum: 1 } },
+  required: ['score'],
+  additionalProperties: false,
+});
+
 /** The judge's input: the three fields as quoted JSON strings, so the answer cannot close its own section. */
 export function judgePrompt(question: string, answer: string, reference: string): string {
   return [
