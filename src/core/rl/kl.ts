@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../errors';
 import { aggregationWeights, assertAggregation, type LossAggregation } from './aggregation';
-import { assertFiniteMasked, assertMask, assertMatrix, assertSameShape } from './validate';
+import { assertLogProbInputs } from './validate';
 
 /**
  * Per-token KL estimators between the reference (old) policy and the current (new) one, after
@@ -45,14 +45,7 @@ export function klPenalty(input: KlPenaltyInput): KlPenaltyResult {
       message: `must be one of ${KL_ESTIMATORS.join(', ')}, got ${String(estimator)}`,
     });
   }
-  assertMatrix('oldLogProbs', oldLogProbs);
-  assertMatrix('newLogProbs', newLogProbs);
-  assertMatrix('mask', mask);
-  assertSameShape('oldLogProbs', oldLogProbs, 'newLogProbs', newLogProbs);
-  assertSameShape('oldLogProbs', oldLogProbs, 'mask', mask);
-  assertMask(mask);
-  assertFiniteMasked('oldLogProbs', oldLogProbs, mask);
-  assertFiniteMasked('newLogProbs', newLogProbs, mask);
+  assertLogProbInputs(oldLogProbs, newLogProbs, mask);
   assertAggregation(aggregation);
 
   const weights = aggregationWeights(mask, aggregation);

@@ -1,6 +1,12 @@
 import { InvalidArgumentError } from '../errors';
 import { aggregationWeights, assertAggregation, type LossAggregation } from './aggregation';
-import { assertFiniteMasked, assertMask, assertMatrix, assertSameShape } from './validate';
+import {
+  assertFiniteMasked,
+  assertLogProbInputs,
+  assertMatrix,
+  assertNonNegative,
+  assertSameShape,
+} from './validate';
 
 /**
  * The options of `policyLoss` that belong to one loss: set for another, they are an
@@ -229,24 +235,9 @@ export interface PolicyLossResult {
 export function policyLoss(input: PolicyLossInput): PolicyLossResult {
   const { kind, oldLogProbs, newLogProbs, mask, clipLow, clipHigh, aggregation } = input;
   const loss = policyLossOf(kind);
-  assertMatrix('oldLogProbs', oldLogProbs);
-  assertMatrix('newLogProbs', newLogProbs);
-  assertMatrix('mask', mask);
-  assertSameShape('oldLogProbs', oldLogProbs, 'newLogProbs', newLogProbs);
-  assertSameShape('oldLogProbs', oldLogProbs, 'mask', mask);
-  assertMask(mask);
-  assertFiniteMasked('oldLogProbs', oldLogProbs, mask);
-  assertFiniteMasked('newLogProbs', newLogProbs, mask);
-  if (!(Number.isFinite(clipLow) && clipLow >= 0))
-    throw new InvalidArgumentError({
-      argument: 'clipLow',
-      message: `must be a finite number >= 0, got ${clipLow}`,
-    });
-  if (!(Number.isFinite(clipHigh) && clipHigh >= 0))
-    throw new InvalidArgumentError({
-      argument: 'clipHigh',
-      message: `must be a finite number >= 0, got ${clipHigh}`,
-    });
+  assertLogProbInputs(oldLogProbs, newLogProbs, mask);
+  assertNonNegative('clipLow', clipLow);
+  assertNonNegative('clipHigh', clipHigh);
   assertAggregation(aggregation);
   const maxLogRatio = input.maxLogRatio ?? 10;
   if (!(maxLogRatio > 0))

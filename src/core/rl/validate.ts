@@ -65,3 +65,29 @@ export function assertMask(mask: number[][]): void {
     }
   }
 }
+
+/**
+ * The token inputs of a loss or a penalty on log-probs (the policy loss, the KL penalty): old and
+ * new log-probs and the mask, each a matrix, all of one shape, the mask non-negative weights, the
+ * log-probs finite on every masked-in token.
+ */
+export function assertLogProbInputs(
+  oldLogProbs: number[][],
+  newLogProbs: number[][],
+  mask: number[][],
+): void {
+  assertMatrix('oldLogProbs', oldLogProbs);
+  assertMatrix('newLogProbs', newLogProbs);
+  assertMatrix('mask', mask);
+  assertSameShape('oldLogProbs', oldLogProbs, 'newLogProbs', newLogProbs);
+  assertSameShape('oldLogProbs', oldLogProbs, 'mask', mask);
+  assertMask(mask);
+  assertFiniteMasked('oldLogProbs', oldLogProbs, mask);
+  assertFiniteMasked('newLogProbs', newLogProbs, mask);
+}
+
+/** A clip range or a coefficient that must be a finite number >= 0. */
+export function assertNonNegative(name: string, value: number): void {
+  if (!(Number.isFinite(value) && value >= 0))
+    throw new InvalidArgumentError({ argument: name, message: `must be a finite number >= 0, got ${value}` });
+}
