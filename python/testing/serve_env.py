@@ -52,6 +52,25 @@ def write_config(path: Path, data: dict) -> Path:
     return path
 
 
+def evaluation_run_config(path: Path, runs_dir: Path, run_id: str, corpus: dict, policy: dict, **sections) -> Path:
+    """A train configuration of the tiny environment that trains no RL step (phase1 of 0 steps) and
+    evaluates 4 test questions greedily; `sections` adds to it (e.g. `sft`)."""
+    return write_config(
+        path,
+        {
+            "runsDir": str(runs_dir),
+            "runId": run_id,
+            "seed": 1,
+            "corpus": corpus,
+            "policy": policy,
+            **sections,
+            "phases": [{"name": "phase1", "steps": 0, "weights": "phase1", "learningRate": 3.0e-4}],
+            "searcher": {"episode": TINY_EPISODE},
+            "evaluation": {"split": "test", "limit": 4, "temperature": 0},
+        },
+    )
+
+
 def judged_config(path: Path, corpus: dict, judge: "FakeJudge") -> Path:
     """A serve-env configuration whose judge is `judge` (OpenAI Responses API, no retries), with the
     default reward (judge 0.8, NDCG 0.2): a reward is missing wherever the judge failed."""

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testing"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from serve_env import TINY_CORPUS, TINY_EPISODE, FakeJudge, ServeEnv, judged_config, searcher_cli, write_config  # noqa: E402
+from serve_env import TINY_CORPUS, TINY_EPISODE, FakeJudge, ServeEnv, evaluation_run_config, judged_config, searcher_cli, write_config  # noqa: E402
 
 # A token with characters a URL reserves: the glue must percent-encode it (a raw one gets 401).
 TOKEN = "t@k:/27#?%&x"
@@ -81,19 +81,13 @@ def sft_checkpoint(workdir: Path, corpus: dict) -> Path:
     given = os.environ.get("SEARCHER_RL_SFT_CHECKPOINT")
     if given:
         return Path(given)
-    config = write_config(
+    config = evaluation_run_config(
         workdir / "sft.json",
-        {
-            "runsDir": str(workdir / "runs"),
-            "runId": "tiny-sft",
-            "seed": 1,
-            "corpus": corpus,
-            "policy": {"layers": 2, "width": 64, "heads": 4, "contextLength": 256, "tokenizer": "vocabulary"},
-            "sft": {"demonstrations": 400, "epochs": 3, "batchSize": 8, "learningRate": 3.0e-3},
-            "phases": [{"name": "phase1", "steps": 0, "weights": "phase1", "learningRate": 3.0e-4}],
-            "searcher": {"episode": TINY_EPISODE},
-            "evaluation": {"split": "test", "limit": 4, "temperature": 0},
-        },
+        workdir / "runs",
+        "tiny-sft",
+        corpus,
+        {"layers": 2, "width": 64, "heads": 4, "contextLength": 256, "tokenizer": "vocabulary"},
+        sft={"demonstrations": 400, "epochs": 3, "batchSize": 8, "learningRate": 3.0e-3},
     )
     searcher_cli("train", "--config", str(config))
     folder = workdir / "runs/tiny-sft/sft/blobs/checkpoints/step-00000000/policy"

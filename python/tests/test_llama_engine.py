@@ -123,43 +123,42 @@ class TinyCase:
             "mode": mode,
         }
 
+    def train_request(self, mode: str, saved: Path) -> dict:
+        """TRAIN_STEPS AdamW steps at LEARNING_RATE on this case's sequences, saved to `saved`."""
+        return {
+            "mode": mode,
+            "sequences": self.sequences,
+            "steps": TRAIN_STEPS,
+            "learningRate": LEARNING_RATE,
+            "saveTo": str(saved),
+        }
+
+    def probe_model(self, name: str, **requests) -> dict:
+        """One probe run on this case's model (with `requests`: score, greedy, gradients, adapter)."""
+        return probe({"model": str(self.folder), **requests}, self.root, name)
+
     @cached_property
     def base(self) -> dict:
         """Score, greedy with the cache and full gradients in one probe run."""
-        return probe(
-            {
-                "model": str(self.folder),
-                "score": {"sequences": self.sequences, "temperature": self.temperature},
-                "greedy": {"prompt": self.prompt, "maxTokens": GREEDY_TOKENS, "cache": True},
-                "gradients": self.gradients_request("full"),
-            },
-            self.root,
+        return self.probe_model(
             "base",
+            score={"sequences": self.sequences, "temperature": self.temperature},
+            greedy={"prompt": self.prompt, "maxTokens": GREEDY_TOKENS, "cache": True},
+            gradients=self.gradients_request("full"),
         )
 
     @cached_property
     def uncached(self) -> dict:
-        return probe(
-            {
-                "model": str(self.folder),
-                "greedy": {"prompt": self.prompt, "maxTokens": GREEDY_TOKENS, "cache": False},
-            },
-            self.root,
-            "uncached",
-        )
+        return self.probe_model("uncached", greedy={"prompt": self.prompt, "maxTokens": GREEDY_TOKENS, "cache": False})
 
     @cached_property
     def lora(self) -> dict:
         """Score and LoRA gradients with the adapter, in one probe run."""
-        return probe(
-            {
-                "model": str(self.folder),
-                "adapter": str(self.adapter),
-                "score": {"sequences": self.sequences, "temperature": self.temperature},
-                "gradients": self.gradients_request("lora"),
-            },
-            self.root,
+        return self.probe_model(
             "lora",
+            adapter=str(self.adapter),
+            score={"sequences": self.sequences, "temperature": self.temperature},
+            gradients=self.gradients_request("lora"),
         )
 
 
@@ -291,19 +290,9 @@ def adamw_replica(model: torch.nn.Module, sequences: list[list[int]], steps: int
 def test_full_training_saves_a_folder_transformers_loads(tiny, kind: str) -> None:
     case = tiny(kind)
     saved = case.root / "trained-full"
-    answer = probe(
-        {
-            "model": str(case.folder),
-            "train": {
-                "mode": "full",
-                "sequences": case.sequences,
-                "steps": TRAIN_STEPS,
-                "learningRate": LEARNING_RATE,
-                "saveTo": str(saved),
-            },
-        },
-        case.root,
+    answer = case.probe_model(
         "train-full",
+        train=case.train_request("full", saved),
     )
     assert Path(answer["saved"]) == saved
     assert {"config.json", "model.safetensors", "generation_config.json"} <= set(os.listdir(saved))
@@ -367,20 +356,10 @@ def check_lora_checkpoint(case: TinyCase, saved: Path, answer: dict, label: str)
 def test_lora_training_saves_an_adapter_peft_loads(tiny, kind: str) -> None:
     case = tiny(kind)
     saved = case.root / "trained-lora"
-    answer = probe(
-        {
-            "model": str(case.folder),
-            "adapter": str(case.adapter),
-            "train": {
-                "mode": "lora",
-                "sequences": case.sequences,
-                "steps": TRAIN_STEPS,
-                "learningRate": LEARNING_RATE,
-                "saveTo": str(saved),
-            },
-        },
-        case.root,
+    answer = case.probe_model(
         "train-lora",
+        adapter=str(case.adapter),
+        train=case.train_request("lora", saved),
     )
     trained = check_lora_checkpoint(case, saved, answer, f"{kind} trained (LoRA)")
     original = {peft_key(k): v for k, v in load_file(str(case.adapter / "adapter_model.safetensors")).items()}
@@ -400,20 +379,10 @@ def test_a_fresh_lora_trains_and_saves_an_adapter_peft_loads(tiny) -> None:
     """`lora: {rank, alpha, targetModules}` without an adapter: B starts at zero, training moves it."""
     case = tiny("llama-tied")
     saved = case.root / "trained-fresh-lora"
-    answer = probe(
-        {
-            "model": str(case.folder),
-            "lora": {"rank": 4, "alpha": 8, "targetModules": LORA_TARGETS},
-            "train": {
-                "mode": "lora",
-                "sequences": case.sequences,
-                "steps": TRAIN_STEPS,
-                "learningRate": LEARNING_RATE,
-                "saveTo": str(saved),
-            },
-        },
-        case.root,
+    answer = case.probe_model(
         "train-fresh-lora",
+        lora={"rank": 4, "alpha": 8, "targetModules": LORA_TARGETS},
+        train=case.train_request("lora", saved),
     )
     trained = check_lora_checkpoint(case, saved, answer, "llama-tied fresh LoRA trained")
     assert all(v.abs().max() > 0 for k, v in trained.items() if "lora_B" in k)

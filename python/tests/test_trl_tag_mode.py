@@ -26,7 +26,7 @@ from trl import GRPOConfig, GRPOTrainer
 from searcher_rl_trainers.openenv_glue import fetch_tasks
 from searcher_rl_trainers.train_trl import grpo_args
 from searcher_rl_trainers.trl_rollout import TagRollout, server_reward, tag_dataset
-from serve_env import TINY_EPISODE, searcher_cli, write_config
+from serve_env import evaluation_run_config, searcher_cli
 
 
 def capture_advantages(trainer: GRPOTrainer) -> list[list[float]]:
@@ -162,18 +162,8 @@ def test_grpo_trains_the_sft_checkpoint_against_serve_env_and_the_sdk_loads_the_
     # The trained model back in this SDK: a run that starts from TRL's folder and evaluates it.
     saved = tmp_path / "trl-model"
     trainer.save_model(str(saved))
-    run_config = write_config(
-        tmp_path / "eval.json",
-        {
-            "runsDir": str(tmp_path / "runs"),
-            "runId": "from-trl",
-            "seed": 1,
-            "corpus": corpus,
-            "policy": {"initFrom": str(saved)},
-            "phases": [{"name": "phase1", "steps": 0, "weights": "phase1", "learningRate": 3.0e-4}],
-            "searcher": {"episode": TINY_EPISODE},
-            "evaluation": {"split": "test", "limit": 4, "temperature": 0},
-        },
+    run_config = evaluation_run_config(
+        tmp_path / "eval.json", tmp_path / "runs", "from-trl", corpus, {"initFrom": str(saved)}
     )
     searcher_cli("train", "--config", str(run_config))
     summary = json.loads((tmp_path / "runs/from-trl/eval-before-rl.json").read_text())
