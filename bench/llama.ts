@@ -21,11 +21,25 @@
 //   (default maxChunkTokens, 1024: a batch over it runs in chunks); PyTorch:
 //   python/scripts/llama_bench.py (forward, cross-entropy, backward, AdamW).
 //
+// - llama-cpp: the rollout workload (same prompt ids, rows, new tokens and EOS continuations) on
+//   three sides at the same thread count (BENCH_LLAMA_CPP_THREADS, default 2): ours, PyTorch and
+//   node-llama-cpp (llama.cpp 3.21.1's prebuilt CPU binary, src/adapters/llama/llama-cpp-rollouts.ts:
+//   top-k and top-p off, a seed a token from each rollout's stream). The sides do not compute the
+//   same numbers: ours and PyTorch run float32 weights dequantised from the GGUF; llama.cpp runs
+//   the GGUF's Q4_1 (Q8_0 embeddings) blocks as they are, quantising activations to 8 bits for
+//   its dot products. `llama_cpp_logprob_abs_diff` says how far apart that puts them: after its
+//   timed turns the llama-cpp child scores its last repeat's rows (rows x newTokens tokens) with
+//   ours (`logProbs`, the training engine's log-probs) and prints the largest and the mean absolute
+//   difference from the log-probs llama.cpp sampled with. The policy's `rollouts: 'llama-cpp'`
+//   records the trainer's log-probs instead (one `logProbs` a turn): that scoring's time (second
+//   call, warm) is `rescoreSeconds`, and `llama_cpp_rollout_with_rescore_tokens_per_s` counts it.
+//   Without node-llama-cpp installed (an optional peer dependency) its side prints an `error` line.
+//
 // Sizes: the issue's 8x256 batches at 1 and 2 threads, 4 steps each, take ~30 minutes on this
 // 2-core machine; by default both training batches are TRAIN_ROWS_DEFAULT x256 (every line says its
 // `batch`), near 10 minutes. BENCH_LLAMA_TRAIN_ROWS=8 BENCH_LLAMA_FULL_ROWS=4 runs the issue's sizes.
 //
-// Each (side, workload, threads) is its own child process, so its peak RSS (Node's
+// Each (side, workload, threads) is its own child process (bench/llama-child.ts), so its peak RSS (Node's
 // resourceUsage().maxRSS, Python's ru_maxrss) is that workload's, load included; `stepPeakRssMb`
 // is the peak from just after the load (Linux's VmHWM reset through /proc/self/clear_refs).
 // Threads: ours at intraOpThreads 1 and 2, PyTorch at torch.set_num_threads 1 and 2 (and
@@ -37,14 +51,16 @@
 // Environment: SEARCHER_RL_MODELS (the models folder, default .cache/models; scripts/fetch-models.sh
 // fills it), BENCH_PYTHON (else $SEARCHER_RL_VENV/bin/python, else .cache/python-env/bin/python),
 // BENCH_LLAMA_TRAIN_ROWS / BENCH_LLAMA_FULL_ROWS (batch rows of LoRA / full training),
-// BENCH_LLAMA_THREADS (e.g. `2`; default `1,2`), BENCH_LLAMA_WORKLOADS (e.g. `lora,full`; default
-// all three), BENCH_LLAMA_CHILD_TIMEOUT_S (one child's limit, default 420).
+// BENCH_LLAMA_THREADS (e.g. `2`; default `1,2`), BENCH_LLAMA_CPP_THREADS (the llama-cpp workload's,
+// default `2`), BENCH_LLAMA_WORKLOADS (e.g. `lora,full`; default `rollout,llama-cpp,lora,full`),
+// BENCH_LLAMA_CHILD_TIMEOUT_S (one child's limit, default 420).
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRandom } from '../src/core/random';
+import type { ChildConfig, ChildResult, ChildWorkload, Side } from './llama-child';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MODEL_FILE = 'SmolLM2-135M-Instruct.Q4_1.gguf';
@@ -69,163 +85,25 @@ const THREADS = [
     (process.env.BENCH_LLAMA_THREADS ?? '1,2').split(',').map((n) => Math.min(Number(n), cpus().length)),
   ),
 ];
-/** BENCH_LLAMA_WORKLOADS: a comma-separated subset of rollout, lora, full (default all three). */
-const WORKLOADS = (process.env.BENCH_LLAMA_WORKLOADS ?? 'rollout,lora,full').split(',').map((w) => {
-  if (w !== 'rollout' && w !== 'lora' && w !== 'full')
-    throw new Error(`BENCH_LLAMA_WORKLOADS: '${w}' is not one of rollout, lora, full`);
-  return w;
+const LLAMA_CPP_THREADS = [
+  ...new Set(
+    (process.env.BENCH_LLAMA_CPP_THREADS ?? '2').split(',').map((n) => Math.min(Number(n), cpus().length)),
+  ),
+];
+const ALL_WORKLOADS = ['rollout', 'llama-cpp', 'lora', 'full'] as const;
+/** BENCH_LLAMA_WORKLOADS: a comma-separated subset of rollout, llama-cpp, lora, full (default all four). */
+const WORKLOADS = (process.env.BENCH_LLAMA_WORKLOADS ?? ALL_WORKLOADS.join(',')).split(',').map((w) => {
+  const known = ALL_WORKLOADS.find((k) => k === w);
+  if (!known) throw new Error(`BENCH_LLAMA_WORKLOADS: '${w}' is not one of ${ALL_WORKLOADS.join(', ')}`);
+  return known;
 });
 const CHILD_TIMEOUT_MS = Number(process.env.BENCH_LLAMA_CHILD_TIMEOUT_S ?? 420) * 1000;
 
-type Side = 'searcher-rl' | 'pytorch';
-type Workload = 'rollout' | 'lora' | 'full';
-
-interface ChildConfig {
-  model: string;
-  workload: Workload;
-  threads: number;
-  seed: number;
-  warmup: number;
-  repeats: number;
-  learningRate: number;
-  lora: { rank: number; alpha: number; targetModules: readonly string[] };
-  rollout: { rows: number; newTokens: number; warmupTokens: number };
-  train: { ids: number[][] };
-  promptText: string;
-  promptIds?: number[];
-  /** PyTorch: save the dequantised model here / load it from here instead of the GGUF. */
-  saveTo?: string;
-  loadFrom?: string;
-}
-
-/** What a child prints (one JSON line). */
-interface ChildResult {
-  side: Side;
-  workload: Workload;
-  threads: number;
-  loadSeconds: number;
-  firstCallSeconds: number;
-  seconds: number[];
-  medianSeconds: number;
-  tokensPerSecond: number;
-  peakRssMb: number;
-  loadPeakRssMb: number;
-  stepPeakRssMb?: number;
-  promptIds?: number[];
-  [extra: string]: unknown;
-}
+type Workload = (typeof ALL_WORKLOADS)[number];
 
 const print = (line: Record<string, unknown>) => console.log(JSON.stringify({ bench: 'llama', ...line }));
 const round = (value: number) => Number(value.toPrecision(4));
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
-// --- the child: one workload of ours in this process --------------------------------------------
-
-/** Resets this process's RSS high-water mark (VmHWM; Linux 4.0 and up), so that the step's peak shows apart from the load's. */
-function resetPeakRss(): boolean {
-  try {
-    writeFileSync('/proc/self/clear_refs', '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function highWaterMb(): number | undefined {
-  try {
-    const line = readFileSync('/proc/self/status', 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('VmHWM:'));
-    return line ? Number(line.split(/\s+/)[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Node reports maxRSS in KiB. */
-const peakRssMb = () => process.resourceUsage().maxRSS / 1024;
-
-async function runOurs(config: ChildConfig): Promise<ChildResult> {
-  const { createLlamaPolicy } = await import('../src/adapters/llama/index');
-  const started = performance.now();
-  const policy = await createLlamaPolicy({
-    model: config.model,
-    finetune: config.workload === 'rollout' ? 'none' : config.workload,
-    lora: { rank: config.lora.rank, alpha: config.lora.alpha, targetModules: [...LORA.targetModules] },
-    optimizer: { learningRate: config.learningRate },
-    intraOpThreads: config.threads,
-    seed: config.seed,
-  });
-  const loadSeconds = (performance.now() - started) / 1000;
-  const loadPeakRssMb = peakRssMb();
-  const stepPeakTracked = resetPeakRss();
-  const times: number[] = [];
-  let extra: Record<string, unknown> = {};
-  let tokens: number;
-  try {
-    if (config.workload === 'rollout') {
-      const { rows, newTokens, warmupTokens } = config.rollout;
-      const prompt = policy.tokenizer.encode(policy.chatFormat!.prompt(config.promptText));
-      let eosContinuations = 0;
-      for (let repeat = 0; repeat < config.warmup + config.repeats; repeat++) {
-        const t0 = performance.now();
-        const session = await policy.begin(Array.from({ length: rows }, () => prompt));
-        const remaining = new Array<number>(rows).fill(repeat < config.warmup ? warmupTokens : newTokens);
-        for (let turn = 0; remaining.some((n) => n > 0); turn++) {
-          const ids = remaining.flatMap((n, i) => (n > 0 ? [i] : []));
-          if (turn > 0) eosContinuations += ids.length;
-          const outputs = await session.generateTurn(ids, {
-            stopAfter: [],
-            maxTokens: ids.map((i) => remaining[i]!),
-            temperature: 1,
-            topP: 1,
-          });
-          for (const output of outputs) remaining[output.rolloutId]! -= output.steps.length;
-        }
-        times.push((performance.now() - t0) / 1000);
-        await session.end();
-      }
-      tokens = rows * newTokens;
-      extra = { promptIds: prompt, promptLength: prompt.length, eosContinuations };
-    } else {
-      const ids = config.train.ids;
-      const batch = { inputIds: ids, positions: ids.map((row) => row.map((_, t) => t).slice(1)) };
-      const scored = batch.positions.reduce((n, p) => n + p.length, 0);
-      const lossFn = (logProbs: number[][]) => ({
-        value: -logProbs.reduce((sum, row) => sum + row.reduce((a, b) => a + b, 0), 0) / scored,
-        gradNewLogProbs: logProbs.map((row) => row.map(() => -1 / scored)),
-      });
-      const losses: number[] = [];
-      for (let step = 0; step < config.warmup + config.repeats; step++) {
-        const t0 = performance.now();
-        const result = await policy.update(batch, lossFn);
-        times.push((performance.now() - t0) / 1000);
-        losses.push(Number(result.value.toFixed(4)));
-      }
-      tokens = ids.length * ids[0]!.length;
-      extra = { trainableParameters: policy.trainableParameterCount, losses };
-    }
-  } finally {
-    await policy.dispose();
-  }
-  const timed = times.slice(config.warmup);
-  const stepPeak = stepPeakTracked ? highWaterMb() : undefined;
-  return {
-    side: 'searcher-rl',
-    workload: config.workload,
-    threads: config.threads,
-    loadSeconds,
-    firstCallSeconds: times[0]!,
-    seconds: timed,
-    medianSeconds: median(timed),
-    tokensPerSecond: tokens / median(timed),
-    peakRssMb: peakRssMb(),
-    loadPeakRssMb,
-    ...(stepPeak !== undefined && { stepPeakRssMb: stepPeak }),
-    ...extra,
-  };
-}
 
 // --- the driver ------------------------------------------------------------------------------------
 
@@ -258,6 +136,7 @@ function runChild(
   python: string,
 ): Promise<ChildResult | { error: string }> {
   const file = join(folder, `${side}-${config.workload}-${config.threads}.json`);
+  const child = side === 'llama-cpp' ? '--llama-cpp-child' : '--child';
   writeFileSync(file, JSON.stringify(config));
   const threads = String(config.threads);
   const env = {
@@ -269,7 +148,7 @@ function runChild(
   const [command, args] =
     side === 'pytorch'
       ? [python, [join(ROOT, 'python', 'scripts', 'llama_bench.py'), file]]
-      : [process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', file]];
+      : [process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'llama-child.ts'), child, file]];
   return new Promise((resolve) => {
     execFile(
       command,
@@ -294,14 +173,16 @@ function runChild(
 
 const FIGURE: Record<Workload, string> = {
   rollout: 'llama_rollout',
+  'llama-cpp': 'llama_cpp_rollout',
   lora: 'llama_lora_train',
   full: 'llama_full_train',
 };
 
+const isRollout = (workload: Workload) => workload === 'rollout' || workload === 'llama-cpp';
 const rowsOf = (workload: Workload) =>
-  workload === 'rollout' ? ROLLOUT.rows : workload === 'lora' ? TRAIN.loraRows : TRAIN.fullRows;
+  isRollout(workload) ? ROLLOUT.rows : workload === 'lora' ? TRAIN.loraRows : TRAIN.fullRows;
 const shapeOf = (workload: Workload) =>
-  workload === 'rollout'
+  isRollout(workload)
     ? { rows: ROLLOUT.rows, newTokens: ROLLOUT.newTokens }
     : { batch: `${rowsOf(workload)}x${TRAIN.length}` };
 
@@ -326,9 +207,10 @@ async function main(): Promise<void> {
   const folder = mkdtempSync(join(tmpdir(), 'searcher-rl-bench-llama-'));
   const dequantised = join(folder, 'pytorch-model');
   const results: Record<Workload, Record<Side, Map<number, ChildResult>>> = {
-    rollout: { 'searcher-rl': new Map(), pytorch: new Map() },
-    lora: { 'searcher-rl': new Map(), pytorch: new Map() },
-    full: { 'searcher-rl': new Map(), pytorch: new Map() },
+    rollout: { 'searcher-rl': new Map(), pytorch: new Map(), 'llama-cpp': new Map() },
+    'llama-cpp': { 'searcher-rl': new Map(), pytorch: new Map(), 'llama-cpp': new Map() },
+    lora: { 'searcher-rl': new Map(), pytorch: new Map(), 'llama-cpp': new Map() },
+    full: { 'searcher-rl': new Map(), pytorch: new Map(), 'llama-cpp': new Map() },
   };
   let promptIds: number[] | undefined;
   const started = performance.now();
@@ -336,27 +218,30 @@ async function main(): Promise<void> {
   try {
     for (const workload of WORKLOADS) {
       const shape = shapeOf(workload);
-      // Ours first at the most threads: its prompt ids (the model's chat template) go to PyTorch.
-      for (const threads of [...THREADS].reverse())
-        for (const side of ['searcher-rl', 'pytorch'] as const) {
+      const childWorkload: ChildWorkload = workload === 'llama-cpp' ? 'rollout' : workload;
+      const sides: readonly Side[] =
+        workload === 'llama-cpp' ? ['searcher-rl', 'pytorch', 'llama-cpp'] : ['searcher-rl', 'pytorch'];
+      // Ours first at the most threads: its prompt ids (the model's chat template) go to the others.
+      for (const threads of [...(workload === 'llama-cpp' ? LLAMA_CPP_THREADS : THREADS)].reverse())
+        for (const side of sides) {
           const figure = `${FIGURE[workload]}_tokens_per_s`;
           const common = { side, threads, ...shape };
-          if (side === 'pytorch' && workload === 'rollout' && !promptIds) {
+          if (side !== 'searcher-rl' && isRollout(workload) && !promptIds) {
             print({ figure, ...common, error: "no prompt ids: ours' rollout child failed" });
             continue;
           }
           const saved = existsSync(join(dequantised, 'config.json'));
           const config: ChildConfig = {
             model,
-            workload,
+            workload: childWorkload,
             threads,
             seed: 0,
             warmup: WARMUP_STEPS,
-            repeats: workload === 'rollout' ? ROLLOUT.timed : TIMED_STEPS,
+            repeats: isRollout(workload) ? ROLLOUT.timed : TIMED_STEPS,
             learningRate: LEARNING_RATE,
             lora: LORA,
             rollout: ROLLOUT,
-            train: { ids: workload === 'rollout' ? [] : trainIds.slice(0, rowsOf(workload)) },
+            train: { ids: isRollout(workload) ? [] : trainIds.slice(0, rowsOf(workload)) },
             promptText: PROMPT_TEXT,
             ...(promptIds && { promptIds }),
             ...(side === 'pytorch' && (saved ? { loadFrom: dequantised } : { saveTo: dequantised })),
@@ -378,6 +263,26 @@ async function main(): Promise<void> {
             ...(result.eosContinuations !== undefined && { eosContinuations: result.eosContinuations }),
             ...(result.losses !== undefined && { losses: result.losses }),
           });
+          if (typeof result.rescoreSeconds === 'number')
+            print({
+              figure: 'llama_cpp_rollout_with_rescore_tokens_per_s',
+              ...common,
+              value: round(
+                (ROLLOUT.rows * ROLLOUT.newTokens) / (result.medianSeconds + result.rescoreSeconds),
+              ),
+              rescoreSeconds: round(result.rescoreSeconds),
+            });
+          if (result.logProbDiff !== undefined) {
+            const diff = result.logProbDiff as { tokens: number; max: number; mean: number };
+            print({
+              figure: 'llama_cpp_logprob_abs_diff',
+              threads,
+              value: round(diff.max),
+              mean: round(diff.mean),
+              tokens: diff.tokens,
+              note: "|llama.cpp's sampled log-prob (Q4_1 weights) - ours' logProbs (float32 weights dequantised from the same GGUF)|, temperature 1",
+            });
+          }
           print({
             figure: `${FIGURE[workload]}_peak_rss_mb`,
             ...common,
@@ -401,6 +306,34 @@ async function main(): Promise<void> {
   }
 
   for (const workload of WORKLOADS) {
+    if (workload === 'llama-cpp') {
+      // The three sides at each thread count of the workload: llama.cpp over ours and over PyTorch.
+      for (const threads of LLAMA_CPP_THREADS) {
+        const at = (side: Side) => results[workload][side].get(threads);
+        const cpp = at('llama-cpp');
+        for (const [name, other] of [
+          ['ours', at('searcher-rl')],
+          ['torch', at('pytorch')],
+        ] as const)
+          print({
+            figure: `llama_cpp_rollout_ratio_vs_${name}`,
+            threads,
+            ...shapeOf(workload),
+            ...(cpp && other
+              ? { value: round(cpp.tokensPerSecond / other.tokensPerSecond) }
+              : { skipped: `no ${cpp ? name : 'llama-cpp'} figure at ${threads} threads` }),
+          });
+        const ours = at('searcher-rl');
+        if (cpp && ours && typeof cpp.rescoreSeconds === 'number')
+          print({
+            figure: 'llama_cpp_rollout_with_rescore_ratio_vs_ours',
+            threads,
+            ...shapeOf(workload),
+            value: round(ours.medianSeconds / (cpp.medianSeconds + cpp.rescoreSeconds)),
+          });
+      }
+      continue;
+    }
     const best = (side: Side) =>
       [...results[workload][side].values()].sort((a, b) => b.tokensPerSecond - a.tokensPerSecond)[0];
     const ours = best('searcher-rl');
@@ -441,9 +374,4 @@ async function main(): Promise<void> {
   });
 }
 
-if (process.argv[2] === '--child') {
-  const config = JSON.parse(readFileSync(process.argv[3]!, 'utf8')) as ChildConfig;
-  console.log(JSON.stringify(await runOurs(config)));
-} else {
-  await main();
-}
+await main();

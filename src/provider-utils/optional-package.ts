@@ -49,6 +49,7 @@ export const OPTIONAL_PACKAGE_VERSIONS: Readonly<Record<string, string>> = Objec
   '@tensorflow/tfjs-node': '4.22.0',
   '@tensorflow/tfjs-node-gpu': '4.22.0',
   libsql: '^0.5.29',
+  'node-llama-cpp': '3.21.1',
   'onnxruntime-node': '^1.30.0',
   openai: '>=6.0.0 <7',
   sharp: '^0.34.5',

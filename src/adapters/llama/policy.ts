@@ -24,6 +24,7 @@ import { createLlamaEngine, type LlamaRow, type WeightMap } from '../engines/lla
 import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from '../engines/llama/llama-graph';
 import { createLlamaTrainingEngine, llamaRolloutEngine } from '../engines/llama/policy-engines';
 import { type LoadedLlama, loadLlamaModel, loadPeftAdapter } from './loader';
+import { withLlamaCppRollouts } from './llama-cpp-policy';
 import { type LlamaPolicySettings, parseLlamaPolicySettings } from './settings';
 
 export const LLAMA_CHECKPOINT_FORMAT = 'searcher-rl.llama.v1';
@@ -276,7 +277,7 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
     };
   };
 
-  return {
+  const policy: LlamaPolicy = {
     specificationVersion: 'v1',
     provider: 'llama',
     modalities: 'text',
@@ -426,4 +427,14 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
       await trainingEngine.dispose();
     },
   };
+  // llama.cpp samples the rollouts on the GGUF's own weights; logProbs and update stay this engine's.
+  return parsed.rollouts === 'llama-cpp'
+    ? withLlamaCppRollouts(policy, {
+        model: parsed.model,
+        seed: parsed.seed,
+        sequencesPerContext: parsed.llamaCpp.sequencesPerContext,
+        ...(parsed.llamaCpp.threads !== undefined && { threads: parsed.llamaCpp.threads }),
+        gpu: parsed.llamaCpp.gpu === 'off' ? false : parsed.llamaCpp.gpu,
+      })
+    : policy;
 }
