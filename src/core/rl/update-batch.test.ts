@@ -51,12 +51,10 @@ describe('createLossFunction', () => {
     [-0.6, -1.0],
   ];
   const advantages = [1, -1];
-
-  it('measures the KL even when klCoef is 0, with no gradient from it', () => {
-    const result = createLossFunction({ oldLogProbs, advantages }, loss())(newLogProbs);
-    const mask = oldLogProbs.map((row) => row.map(() => 1));
-    const kl = klPenalty({ estimator: 'k3', oldLogProbs, newLogProbs, mask, aggregation: 'token-mean' });
-    const pg = policyLoss({
+  const mask = oldLogProbs.map((row) => row.map(() => 1));
+  // What createLossFunction must equal: the PPO loss and the k3 KL, token-mean, every token in.
+  const referencePolicyLoss = (options: { clipRatioC?: number; logRatioClamp?: number } = {}) =>
+    policyLoss({
       kind: 'ppo_clip',
       oldLogProbs,
       newLogProbs,
@@ -65,7 +63,15 @@ describe('createLossFunction', () => {
       clipLow: 0.2,
       clipHigh: 0.2,
       aggregation: 'token-mean',
+      ...options,
     });
+  const referenceKl = (against: number[][]) =>
+    klPenalty({ estimator: 'k3', oldLogProbs: against, newLogProbs, mask, aggregation: 'token-mean' });
+
+  it('measures the KL even when klCoef is 0, with no gradient from it', () => {
+    const result = createLossFunction({ oldLogProbs, advantages }, loss())(newLogProbs);
+    const kl = referenceKl(oldLogProbs);
+    const pg = referencePolicyLoss();
     expect(result.metrics!.kl).toBeGreaterThan(0);
     expect(result.metrics!.kl).toBe(kl.value);
     expect(result.value).toBe(pg.value);
@@ -74,18 +80,8 @@ describe('createLossFunction', () => {
 
   it('adds klCoef x KL to the value and the gradient when klCoef > 0', () => {
     const result = createLossFunction({ oldLogProbs, advantages }, loss({ klCoef: 0.5 }))(newLogProbs);
-    const mask = oldLogProbs.map((row) => row.map(() => 1));
-    const kl = klPenalty({ estimator: 'k3', oldLogProbs, newLogProbs, mask, aggregation: 'token-mean' });
-    const pg = policyLoss({
-      kind: 'ppo_clip',
-      oldLogProbs,
-      newLogProbs,
-      mask,
-      advantages,
-      clipLow: 0.2,
-      clipHigh: 0.2,
-      aggregation: 'token-mean',
-    });
+    const kl = referenceKl(oldLogProbs);
+    const pg = referencePolicyLoss();
     expect(result.value).toBeCloseTo(pg.value + 0.5 * kl.value, 14);
     expect(result.gradNewLogProbs[0]![0]).toBeCloseTo(
       pg.gradNewLogProbs[0]![0]! + 0.5 * kl.gradNewLogProbs[0]![0]!,
@@ -100,26 +96,8 @@ describe('createLossFunction', () => {
       [-0.5, -0.5],
     ];
     const result = createLossFunction({ oldLogProbs, advantages, referenceLogProbs }, settings)(newLogProbs);
-    const mask = oldLogProbs.map((row) => row.map(() => 1));
-    const pg = policyLoss({
-      kind: 'ppo_clip',
-      oldLogProbs,
-      newLogProbs,
-      mask,
-      advantages,
-      clipLow: 0.2,
-      clipHigh: 0.2,
-      aggregation: 'token-mean',
-      clipRatioC: 3,
-      logRatioClamp: 20,
-    });
-    const kl = klPenalty({
-      estimator: 'k3',
-      oldLogProbs: referenceLogProbs,
-      newLogProbs,
-      mask,
-      aggregation: 'token-mean',
-    });
+    const pg = referencePolicyLoss({ clipRatioC: 3, logRatioClamp: 20 });
+    const kl = referenceKl(referenceLogProbs);
     expect(result.metrics).toMatchObject({ clipFractionLower: pg.clipFractionLower, kl: kl.value });
     expect(result.value).toBeCloseTo(pg.value + 0.1 * kl.value, 14);
     // Dual-clip bounds a negative advantage's loss: far above the old policy, -A x 3.
