@@ -85,20 +85,19 @@ const runConfig = (trackers: unknown[]) =>
   });
 
 describe('openRunTrackers', () => {
+  // The run's trackers as the trainer opens them: run 'r' in this test's folder, with its store.
+  const openTrackers = (
+    config: Parameters<typeof openRunTrackers>[0]['config'],
+    options: Partial<Parameters<typeof openRunTrackers>[0]> = {},
+  ) => openRunTrackers({ config, runId: 'r', runDir, store: runStore(runDir), ...options });
+
   it('sends every step, the evaluations and the config to TensorBoard and MLflow; a resumed run continues both', async () => {
     const config = runConfig([
       'jsonl',
       'tensorboard',
       { type: 'mlflow', trackingUri: server.url, experiment: 'x' },
     ]);
-    const open = () =>
-      openRunTrackers({
-        config,
-        runId: 'r',
-        runDir,
-        store: runStore(runDir),
-        env: { MLFLOW_TRACKING_TOKEN: TOKEN },
-      });
+    const open = () => openTrackers(config, { env: { MLFLOW_TRACKING_TOKEN: TOKEN } });
     const trackers = await open();
     trackers.logConfig(config);
     trackers.logEvaluation('eval-before-rl', 0, summary);
@@ -151,11 +150,7 @@ describe('openRunTrackers', () => {
     server.fault = (r) => (r.path.endsWith('log-batch') ? { status: 500, text: `boom ${TOKEN}` } : null);
     const config = runConfig(['tensorboard', { type: 'mlflow', trackingUri: server.url, maxRetries: 0 }]);
     const lines: string[] = [];
-    const trackers = await openRunTrackers({
-      config,
-      runId: 'r',
-      runDir,
-      store: runStore(runDir),
+    const trackers = await openTrackers(config, {
       onLog: (line) => lines.push(line),
       env: { MLFLOW_TRACKING_TOKEN: TOKEN },
     });
@@ -177,13 +172,7 @@ describe('openRunTrackers', () => {
     server.fault = (r) => (r.path.endsWith('runs/create') ? 'hang' : null);
     const config = runConfig([{ type: 'mlflow', trackingUri: server.url, timeoutMs: 50, maxRetries: 1 }]);
     const lines: string[] = [];
-    const trackers = await openRunTrackers({
-      config,
-      runId: 'r',
-      runDir,
-      store: runStore(runDir),
-      onLog: (l) => lines.push(l),
-    });
+    const trackers = await openTrackers(config, { onLog: (l) => lines.push(l) });
     trackers.logStep('phase1', 1, metrics(1));
     const states = await trackers.finish('finished');
     // The start, then the start again before the step: both time out; the step is not sent.
@@ -197,13 +186,7 @@ describe('openRunTrackers', () => {
     server.fault = (r) => (r.path.endsWith('get-by-name') && refused++ < 2 ? 'reset' : null);
     const config = runConfig([{ type: 'mlflow', trackingUri: server.url, maxRetries: 0 }]);
     const lines: string[] = [];
-    const trackers = await openRunTrackers({
-      config,
-      runId: 'r',
-      runDir,
-      store: runStore(runDir),
-      onLog: (l) => lines.push(l),
-    });
+    const trackers = await openTrackers(config, { onLog: (l) => lines.push(l) });
     for (let step = 1; step <= 3; step++) trackers.logStep('phase1', step, metrics(step));
     const states = await trackers.finish('finished');
     // The start fails, step 1's start fails (two in a row), step 2's start succeeds: steps 2 and 3 go.
@@ -220,13 +203,7 @@ describe('openRunTrackers', () => {
       'tensorboard',
       { type: 'mlflow', trackingUri: server.url, timeoutMs: 600_000 },
     ]);
-    const trackers = await openRunTrackers({
-      config,
-      runId: 'r',
-      runDir,
-      store: runStore(runDir),
-      finishGraceMs: 1000,
-    });
+    const trackers = await openTrackers(config, { finishGraceMs: 1000 });
     for (let step = 1; step <= 3; step++) trackers.logStep('phase1', step, metrics(step));
     const states = await trackers.finish('finished');
     // One call hangs until the grace ends (the first step's, or the start's on a slow machine); the rest are given up.
@@ -241,7 +218,7 @@ describe('openRunTrackers', () => {
     const config = runConfig([{ type: 'mlflow', trackingUri: server.url, maxRetries: 0 }]);
     // The first attempt: runs/create lands, its answer is lost, and the process dies (no finish).
     server.fault = (r) => (r.path.endsWith('runs/create') ? 'lost-answer' : null);
-    await openRunTrackers({ config, runId: 'r', runDir, store: runStore(runDir) });
+    await openTrackers(config);
     await expect.poll(() => server.runs.size).toBe(1);
     const kept = JSON.parse(await readFile(join(runDir, TRACKERS_FILE), 'utf8')) as Record<
       string,
@@ -250,7 +227,7 @@ describe('openRunTrackers', () => {
     expect(kept.mlflow).toMatchObject({ resume: null, startId: expect.any(String) });
     // The next attempt (the same command again) finds that run by the start id the folder kept.
     server.fault = null;
-    const next = await openRunTrackers({ config, runId: 'r', runDir, store: runStore(runDir) });
+    const next = await openTrackers(config);
     next.logStep('phase1', 1, metrics(1));
     const states = await next.finish('finished');
     expect(server.runs.size).toBe(1);
@@ -264,14 +241,7 @@ describe('openRunTrackers', () => {
   it('a tracker without a server set is warned once and the others go on', async () => {
     const config = runConfig(['mlflow', 'tensorboard']);
     const lines: string[] = [];
-    const trackers = await openRunTrackers({
-      config,
-      runId: 'r',
-      runDir,
-      store: runStore(runDir),
-      onLog: (l) => lines.push(l),
-      env: {},
-    });
+    const trackers = await openTrackers(config, { onLog: (l) => lines.push(l), env: {} });
     trackers.logStep('phase1', 1, metrics(1));
     const states = await trackers.finish('finished');
     expect(lines).toEqual([expect.stringMatching(/MLFLOW_TRACKING_URI/)]);
