@@ -11,7 +11,6 @@ import {
   evidenceParts as neutralEvidenceParts,
   guardedFetch,
   loadApiKey,
-  parseSettings,
   retryDelayFromBody,
   toProviderError,
 } from '../../provider-utils/index';
@@ -26,6 +25,7 @@ import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
 import type { Evidence } from '../../ports/types';
+import { modelAdapterParts } from '../../provider-utils/model-adapter';
 import { lazyClient } from '../../provider-utils/lazy-client';
 import { geminiSettingsSchema } from './settings';
 
@@ -135,18 +135,22 @@ function vendorEvidenceParts(question: string, evidence: readonly Evidence[]): P
   );
 }
 
+/** The settings, provider, client and common fields of a Gemini generator or judge. */
+const geminiParts = (factory: string, port: 'generator' | 'judge', settings: GeminiSettings) =>
+  modelAdapterParts({
+    factory,
+    port,
+    vendor: 'gemini',
+    schema: geminiSettingsSchema,
+    settings,
+    client: geminiClient,
+  });
+
 /** The frozen Generator on Gemini: answers from the evidence images. */
 export function createGeminiGenerator(settings: GeminiSettings): Generator {
-  const resolved = parseSettings('createGeminiGenerator', geminiSettingsSchema, settings);
-  const provider = `gemini:${resolved.model}`;
-  const client = geminiClient('createGeminiGenerator', resolved, { port: 'generator', provider });
+  const { resolved, provider, client, checked } = geminiParts('createGeminiGenerator', 'generator', settings);
   return {
-    specificationVersion: 'v1',
-    provider,
-    // The API key is resolved up front (a Searcher checks before its first step).
-    async doCheck() {
-      client.get();
-    },
+    ...checked,
     async doAnswer(
       question: string,
       evidence: readonly Evidence[],
@@ -189,16 +193,9 @@ export function createGeminiGenerator(settings: GeminiSettings): Generator {
 
 /** The LLM judge on Gemini, with structured output `{score}` (docs/method.md#judge). */
 export function createGeminiJudge(settings: GeminiSettings): Judge {
-  const resolved = parseSettings('createGeminiJudge', geminiSettingsSchema, settings);
-  const provider = `gemini:${resolved.model}`;
-  const client = geminiClient('createGeminiJudge', resolved, { port: 'judge', provider });
+  const { resolved, provider, client, checked } = geminiParts('createGeminiJudge', 'judge', settings);
   return {
-    specificationVersion: 'v1',
-    provider,
-    // The API key is resolved up front (a Searcher checks before its first step).
-    async doCheck() {
-      client.get();
-    },
+    ...checked,
     async doScore(
       question: string,
       answer: string,

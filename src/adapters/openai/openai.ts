@@ -4,7 +4,7 @@ import { PortOutputError } from '../../core/errors';
 import type { CallOptions } from '../../ports/common';
 import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Judge, JudgeVerdict } from '../../ports/judge';
-import { evidenceParts, loadApiKey, parseSettings } from '../../provider-utils/index';
+import { evidenceParts, loadApiKey } from '../../provider-utils/index';
 import {
   GENERATOR_INSTRUCTIONS,
   JUDGE_INSTRUCTIONS,
@@ -13,6 +13,7 @@ import {
   parseJudgeScore,
 } from '../../core/reward/judge-prompt';
 import type { Evidence } from '../../ports/types';
+import { modelAdapterParts } from '../../provider-utils/model-adapter';
 import { createOpenAIClient } from './client';
 import { openaiSettingsSchema } from './settings';
 
@@ -64,18 +65,22 @@ function evidenceContent(question: string, evidence: readonly Evidence[]): Input
   );
 }
 
+/** The settings, provider, client and common fields of a OpenAI generator or judge. */
+const openaiParts = (factory: string, port: 'generator' | 'judge', settings: OpenAISettings) =>
+  modelAdapterParts({
+    factory,
+    port,
+    vendor: 'openai',
+    schema: openaiSettingsSchema,
+    settings,
+    client: responsesClient,
+  });
+
 /** The frozen Generator on the OpenAI Responses API: answers from the evidence images. */
 export function createOpenAIGenerator(settings: OpenAISettings): Generator {
-  const resolved = parseSettings('createOpenAIGenerator', openaiSettingsSchema, settings);
-  const provider = `openai:${resolved.model}`;
-  const client = responsesClient('createOpenAIGenerator', resolved, { port: 'generator', provider });
+  const { resolved, provider, client, checked } = openaiParts('createOpenAIGenerator', 'generator', settings);
   return {
-    specificationVersion: 'v1',
-    provider,
-    // The API key is resolved up front (a Searcher checks before its first step).
-    async doCheck() {
-      client.get();
-    },
+    ...checked,
     async doAnswer(
       question: string,
       evidence: readonly Evidence[],
@@ -120,16 +125,9 @@ export function createOpenAIGenerator(settings: OpenAISettings): Generator {
 
 /** The LLM judge on the OpenAI Responses API, with structured output `{score}` (docs/method.md#judge). */
 export function createOpenAIJudge(settings: OpenAISettings): Judge {
-  const resolved = parseSettings('createOpenAIJudge', openaiSettingsSchema, settings);
-  const provider = `openai:${resolved.model}`;
-  const client = responsesClient('createOpenAIJudge', resolved, { port: 'judge', provider });
+  const { resolved, provider, client, checked } = openaiParts('createOpenAIJudge', 'judge', settings);
   return {
-    specificationVersion: 'v1',
-    provider,
-    // The API key is resolved up front (a Searcher checks before its first step).
-    async doCheck() {
-      client.get();
-    },
+    ...checked,
     async doScore(
       question: string,
       answer: string,
