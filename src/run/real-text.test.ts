@@ -10,6 +10,7 @@ import { DatasetValidationError, InvalidArgumentError } from '../core/errors';
 import { loadRunConfig } from './config';
 import { readPromptDataset, splitOf } from './dataset';
 import {
+  baseTitle,
   buildRealTextDataset,
   generateDescriptionQuestions,
   isExactMatchAny,
@@ -92,6 +93,18 @@ describe('readWikiLeads', () => {
     const error = await readWikiLeadsFile(join(dir, 'absent.json')).catch((e: unknown) => e);
     expect(InvalidArgumentError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/scripts\/fetch-data\.sh/);
+  });
+});
+
+describe('baseTitle', () => {
+  it('drops a closing disambiguation only, in linear time', () => {
+    expect(baseTitle('Casablanca (film)')).toBe('Casablanca');
+    expect(baseTitle('Psycho (1960 film) ')).toBe('Psycho');
+    expect(baseTitle('(film)')).toBe('(film)');
+    expect(baseTitle('A (b) c')).toBe('A (b) c');
+    expect(baseTitle('x (a)b)')).toBe('x (a)b)');
+    const long = `a${' '.repeat(200_000)}b)`;
+    expect(baseTitle(long)).toBe(long);
   });
 });
 

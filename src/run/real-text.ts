@@ -112,8 +112,16 @@ export function isExactMatchAny(answer: string, references: readonly string[]): 
 /** Whether normalised `phrase` occurs in normalised `text` as whole words. */
 const containsPhrase = (text: string, phrase: string) => phrase !== '' && ` ${text} `.includes(` ${phrase} `);
 
-/** The title without Wikipedia's disambiguation ("Casablanca (film)" -> "Casablanca"). */
-export const baseTitle = (title: string) => title.replace(/\s*\([^)]*\)\s*$/, '').trim() || title;
+/**
+ * The title without Wikipedia's disambiguation ("Casablanca (film)" -> "Casablanca"). By index,
+ * not a regular expression: `\s*\(` tried at every space of a long title backtracks quadratically.
+ */
+export function baseTitle(title: string): string {
+  const trimmed = title.trimEnd();
+  const open = trimmed.lastIndexOf('(');
+  if (!trimmed.endsWith(')') || open < 0 || trimmed.slice(open + 1, -1).includes(')')) return title;
+  return trimmed.slice(0, open).trim() || title;
+}
 
 /** Titles of at most this many words are looked for in a question. */
 const MAX_TITLE_WORDS = 8;
