@@ -80,28 +80,25 @@ const trajectory = (promptUid: string, rollout: number, judgeScore: number, ndcg
   }) satisfies Trajectory;
 
 const records = (runId: string): StoreRecord[] =>
-  [trajectory('p1', 0, 1, 1), trajectory('p1', 1, 0, 0.5), trajectory('p2', 0, 0, 0)].flatMap((t) => [
-    {
-      kind: 'trajectory' as const,
+  [trajectory('p1', 0, 1, 1), trajectory('p1', 1, 0, 0.5), trajectory('p2', 0, 0, 0)].flatMap((t) => {
+    // The keys a trajectory's records share (its step, prompt, sample and rollout).
+    const keys = {
       runId,
       step: 1,
       promptUid: t.promptUid,
       sampleId: t.sampleId,
       rolloutIndex: t.rolloutIndex,
       time: 1,
-      data: t,
-    },
-    {
-      kind: 'reward' as const,
-      runId,
-      step: 1,
-      promptUid: t.promptUid,
-      sampleId: t.sampleId,
-      rolloutIndex: t.rolloutIndex,
-      time: 1,
-      data: { reward: t.reward, advantage: 0.5, detail: t.rewardDetail },
-    },
-  ]);
+    };
+    return [
+      { kind: 'trajectory' as const, ...keys, data: t },
+      {
+        kind: 'reward' as const,
+        ...keys,
+        data: { reward: t.reward, advantage: 0.5, detail: t.rewardDetail },
+      },
+    ];
+  });
 
 describe('SQLite store', () => {
   it('derives runs, steps, episodes, turns, tool calls, rewards and verdicts, and answers the curation queries', async () => {
