@@ -130,55 +130,35 @@ describe('policy loss properties', () => {
     fc.assert(
       fc.property(batchArbitrary, fc.constantFrom(...aggregations), (batch, aggregation) => {
         const newLogProbs = batch.old.map((row, i) => row.map((v, t) => v + batch.delta[i]![t]!));
-        const losses: Array<(n: number[][]) => { value: number; gradNewLogProbs: number[][] }> = [
-          (n) =>
-            policyLoss({
-              kind: 'ppo_clip',
-              oldLogProbs: batch.old,
-              newLogProbs: n,
-              mask: batch.mask,
-              advantages: batch.advantages,
-              clipLow: 0.2,
-              clipHigh: 0.28,
-              aggregation,
-            }),
+        type Loss = (n: number[][]) => { value: number; gradNewLogProbs: number[][] };
+        const losses: Loss[] = [
           // GSPO's stop-gradient form is built so that its gradient is the true derivative of the
           // sequence-ratio objective, so finite differences of the value check it too.
-          (n) =>
-            policyLoss({
-              kind: 'gspo',
-              oldLogProbs: batch.old,
-              newLogProbs: n,
-              mask: batch.mask,
-              advantages: batch.advantages,
-              clipLow: 0.2,
-              clipHigh: 0.28,
-              aggregation,
-            }),
-          (n) =>
-            klPenalty({
-              estimator: 'k1',
-              oldLogProbs: batch.old,
-              newLogProbs: n,
-              mask: batch.mask,
-              aggregation,
-            }),
-          (n) =>
-            klPenalty({
-              estimator: 'k2',
-              oldLogProbs: batch.old,
-              newLogProbs: n,
-              mask: batch.mask,
-              aggregation,
-            }),
-          (n) =>
-            klPenalty({
-              estimator: 'k3',
-              oldLogProbs: batch.old,
-              newLogProbs: n,
-              mask: batch.mask,
-              aggregation,
-            }),
+          ...(['ppo_clip', 'gspo'] as const).map(
+            (kind): Loss =>
+              (n) =>
+                policyLoss({
+                  kind,
+                  oldLogProbs: batch.old,
+                  newLogProbs: n,
+                  mask: batch.mask,
+                  advantages: batch.advantages,
+                  clipLow: 0.2,
+                  clipHigh: 0.28,
+                  aggregation,
+                }),
+          ),
+          ...(['k1', 'k2', 'k3'] as const).map(
+            (estimator): Loss =>
+              (n) =>
+                klPenalty({
+                  estimator,
+                  oldLogProbs: batch.old,
+                  newLogProbs: n,
+                  mask: batch.mask,
+                  aggregation,
+                }),
+          ),
         ];
         const h = 1e-6;
         for (const loss of losses) {
