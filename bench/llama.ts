@@ -52,10 +52,12 @@
 // fills it), BENCH_PYTHON (else $SEARCHER_RL_VENV/bin/python, else .cache/python-env/bin/python),
 // BENCH_LLAMA_TRAIN_ROWS / BENCH_LLAMA_FULL_ROWS (batch rows of LoRA / full training),
 // BENCH_LLAMA_THREADS (e.g. `2`; default `1,2`), BENCH_LLAMA_CPP_THREADS (the llama-cpp workload's,
-// default `2`), BENCH_LLAMA_WORKLOADS (e.g. `lora,full`; default `rollout,llama-cpp,lora,full`),
+// default `2`), BENCH_LLAMA_WORKLOADS (e.g. `lora,full`; default `rollout,llama-cpp,lora,full`,
+// llama-cpp only where node-llama-cpp is installed),
 // BENCH_LLAMA_CHILD_TIMEOUT_S (one child's limit, default 420).
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,8 +93,18 @@ const LLAMA_CPP_THREADS = [
   ),
 ];
 const ALL_WORKLOADS = ['rollout', 'llama-cpp', 'lora', 'full'] as const;
-/** BENCH_LLAMA_WORKLOADS: a comma-separated subset of rollout, llama-cpp, lora, full (default all four). */
-const WORKLOADS = (process.env.BENCH_LLAMA_WORKLOADS ?? ALL_WORKLOADS.join(',')).split(',').map((w) => {
+/** BENCH_LLAMA_WORKLOADS: a comma-separated subset of rollout, llama-cpp, lora, full (default all four, llama-cpp when installed). */
+const llamaCppInstalled = (() => {
+  try {
+    createRequire(import.meta.url).resolve('node-llama-cpp');
+    return true;
+  } catch {
+    return false;
+  }
+})();
+/** By default the llama-cpp workload runs only where node-llama-cpp is installed (an optional peer dependency). */
+const DEFAULT_WORKLOADS = ALL_WORKLOADS.filter((w) => w !== 'llama-cpp' || llamaCppInstalled);
+const WORKLOADS = (process.env.BENCH_LLAMA_WORKLOADS ?? DEFAULT_WORKLOADS.join(',')).split(',').map((w) => {
   const known = ALL_WORKLOADS.find((k) => k === w);
   if (!known) throw new Error(`BENCH_LLAMA_WORKLOADS: '${w}' is not one of ${ALL_WORKLOADS.join(', ')}`);
   return known;
