@@ -18,6 +18,12 @@ export interface EvalSummary {
   /** The split (slide runs) or the dataset file evaluated. */
   split: string;
   questions: number;
+  /**
+   * Episodes whose reward failed (a Generator or judge call that failed or missed its deadline):
+   * recorded with their cause in the run's reward log and left out of every figure below, never
+   * counted as a wrong answer. Absent from evaluations written before it (0).
+   */
+  failedRewards?: number;
   /** Share of questions given the judge's full score (answer mode, `reward.scheme: search-r1`: whose own answer matches the reference exactly). */
   judgeSuccess: number;
   /** The mean judge score (partial credit included: the similarity a >= 0.5 rule once counted as success); null in answer mode. Absent from evaluations written before it. */
@@ -54,9 +60,10 @@ export interface EvaluationSession {
 export function summarise(
   label: string,
   questions: readonly PromptRecord[],
-  trajectories: readonly Trajectory[],
+  scoredAndFailed: readonly Trajectory[],
   scheme: RunConfig['searcher']['reward']['scheme'] = 'searcher',
 ): EvalSummary {
+  let trajectories = scoredAndFailed;
   const small = new Set(
     questions
       .filter((q) => (q.metadata as { small?: unknown } | undefined)?.small === true)
@@ -67,12 +74,16 @@ export function summarise(
     scheme === 'search-r1'
       ? (t: Trajectory) => (t.reference !== null && isExactMatch(t.finalAnswer, t.reference) ? 1 : 0)
       : (t: Trajectory) => (isJudgeSuccess(t.rewardDetail?.components.judgeScore) ? 1 : 0);
+  // A failed reward is masked, never a silent 0: the figures are over the episodes that were scored.
+  const all = trajectories;
+  trajectories = all.filter((t) => t.reward !== null);
   const smallOnes = trajectories.filter((t) => small.has(t.promptUid));
   const cropped = (t: Trajectory) => (t.turns.some((turn) => turn.crop) ? 1 : 0);
   const crops = cropFigures(questions, trajectories);
   return {
     split: label,
-    questions: trajectories.length,
+    questions: all.length,
+    failedRewards: all.length - trajectories.length,
     judgeSuccess: mean(trajectories.map(success)),
     judgeScoreMean:
       scheme === 'search-r1'
@@ -139,5 +150,8 @@ export function describeEval(summary: EvalSummary): string {
       : summary.judgeScoreMean === undefined || summary.judgeScoreMean === null
         ? ''
         : ` (full score; mean judge score ${summary.judgeScoreMean.toFixed(3)})`;
-  return `${summary.successBy === 'answer' ? 'answer success' : 'judge success'} ${pct(summary.judgeSuccess)}${counted}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}`;
+  const failed = summary.failedRewards
+    ? `; ${summary.failedRewards} of ${summary.questions} rewards failed (their causes in the run's reward log) and are left out`
+    : '';
+  return `${summary.successBy === 'answer' ? 'answer success' : 'judge success'} ${pct(summary.judgeSuccess)}${counted}, NDCG ${summary.ndcg.toFixed(3)}${small}, crops ${pct(summary.cropRate)}${failed}`;
 }
