@@ -18,7 +18,7 @@ export interface AdvantageStdEstimator {
  */
 export const ADVANTAGE_STD_ESTIMATORS = Object.freeze({
   population: {
-    summary: "sqrt(mean((r - mean)^2)), seed 004's, eps 1e-8",
+    summary: 'sqrt(mean((r - mean)^2)), the population estimate (numpy.std), eps 1e-8',
     degreesOfFreedomLost: 0,
     defaultEps: 1e-8,
   },
