@@ -118,85 +118,83 @@ function finiteDifferences(f: (x: number[][]) => number, x: number[][], analytic
   );
 }
 
+type BatchValue = typeof batch extends fc.Arbitrary<infer Value> ? Value : never;
+
+/** A property over 300 random batches and every aggregation mode, with the batch's new log-probs (old + delta). */
+function forEachBatch(check: (b: BatchValue, aggregation: LossAggregation, logp: number[][]) => void): void {
+  fc.assert(
+    fc.property(batch, fc.constantFrom(...modes), (b, aggregation) =>
+      check(
+        b,
+        aggregation,
+        b.old.map((row, i) => row.map((v, t) => v + b.delta[i]![t]!)),
+      ),
+    ),
+    { numRuns: 300 },
+  );
+}
+
 describe('verl-compatible options, against verl written out', () => {
   it('PPO-clip with dual-clip (clipRatioC 3) and the ±20 log-ratio clamp: value, clip fractions and gradient', () => {
-    fc.assert(
-      fc.property(batch, fc.constantFrom(...modes), (b, aggregation) => {
-        const logp = b.old.map((row, i) => row.map((v, t) => v + b.delta[i]![t]!));
-        const ours = (n: number[][]) =>
-          policyLoss({
-            kind: 'ppo_clip',
-            oldLogProbs: b.old,
-            newLogProbs: n,
-            mask: b.mask,
-            advantages: b.advantages,
-            clipLow: 0.2,
-            clipHigh: 0.28,
-            aggregation,
-            clipRatioC: 3,
-            logRatioClamp: 20,
-          });
-        const verl = verlVanillaLoss(b.old, logp, b.advantages, b.mask, 0.2, 0.28, 3, aggregation);
-        const result = ours(logp);
-        expect(result.value).toBeCloseTo(verl.value, 9);
-        expect(result.clipFraction).toBeCloseTo(verl.clipFraction, 12);
-        expect(result.clipFractionLower).toBeCloseTo(verl.clipFractionLower, 12);
-        finiteDifferences(
-          (n) => verlVanillaLoss(b.old, n, b.advantages, b.mask, 0.2, 0.28, 3, aggregation).value,
-          logp,
-          result.gradNewLogProbs,
-        );
-      }),
-      { numRuns: 300 },
-    );
+    forEachBatch((b, aggregation, logp) => {
+      const result = policyLoss({
+        kind: 'ppo_clip',
+        oldLogProbs: b.old,
+        newLogProbs: logp,
+        mask: b.mask,
+        advantages: b.advantages,
+        clipLow: 0.2,
+        clipHigh: 0.28,
+        aggregation,
+        clipRatioC: 3,
+        logRatioClamp: 20,
+      });
+      const verl = verlVanillaLoss(b.old, logp, b.advantages, b.mask, 0.2, 0.28, 3, aggregation);
+      expect(result.value).toBeCloseTo(verl.value, 9);
+      expect(result.clipFraction).toBeCloseTo(verl.clipFraction, 12);
+      expect(result.clipFractionLower).toBeCloseTo(verl.clipFractionLower, 12);
+      finiteDifferences(
+        (n) => verlVanillaLoss(b.old, n, b.advantages, b.mask, 0.2, 0.28, 3, aggregation).value,
+        logp,
+        result.gradNewLogProbs,
+      );
+    });
   });
 
   it('the dual clip bounds the loss of a negative advantage at -A x clipRatioC, with no gradient there', () => {
-    const result = policyLoss({
-      kind: 'ppo_clip',
-      oldLogProbs: [[-2]],
-      newLogProbs: [[-2 + Math.log(5)]],
-      mask: [[1]],
-      advantages: [-1],
-      clipLow: 0.2,
-      clipHigh: 0.2,
-      aggregation: 'token-mean',
-      clipRatioC: 3,
-    });
+    // A token whose ratio is 5 with advantage -1: the plain loss is -A x 5.
+    const negativeAdvantage = (options: { clipRatioC?: number }) =>
+      policyLoss({
+        kind: 'ppo_clip',
+        oldLogProbs: [[-2]],
+        newLogProbs: [[-2 + Math.log(5)]],
+        mask: [[1]],
+        advantages: [-1],
+        clipLow: 0.2,
+        clipHigh: 0.2,
+        aggregation: 'token-mean',
+        ...options,
+      });
+    const result = negativeAdvantage({ clipRatioC: 3 });
     expect(result.value).toBeCloseTo(3, 12);
     expect(result.gradNewLogProbs).toEqual([[0]]);
     expect(result.clipFractionLower).toBe(1);
-    const plain = policyLoss({
-      kind: 'ppo_clip',
-      oldLogProbs: [[-2]],
-      newLogProbs: [[-2 + Math.log(5)]],
-      mask: [[1]],
-      advantages: [-1],
-      clipLow: 0.2,
-      clipHigh: 0.2,
-      aggregation: 'token-mean',
-    });
+    const plain = negativeAdvantage({});
     expect(plain.value).toBeCloseTo(5, 12);
   });
 
   it("low_var_kl is verl's k3 with the log-ratio clamped to ±20 and each token's value to ±10", () => {
-    fc.assert(
-      fc.property(batch, fc.constantFrom(...modes), (b, aggregation) => {
-        const logp = b.old.map((row, i) => row.map((v, t) => v + b.delta[i]![t]!));
-        const ours = (n: number[][]) =>
-          klPenalty({
-            estimator: 'low_var_kl',
-            oldLogProbs: b.old,
-            newLogProbs: n,
-            mask: b.mask,
-            aggregation,
-          });
-        const result = ours(logp);
-        expect(result.value).toBeCloseTo(verlLowVarKl(logp, b.old, b.mask, aggregation), 9);
-        finiteDifferences((n) => verlLowVarKl(n, b.old, b.mask, aggregation), logp, result.gradNewLogProbs);
-      }),
-      { numRuns: 300 },
-    );
+    forEachBatch((b, aggregation, logp) => {
+      const result = klPenalty({
+        estimator: 'low_var_kl',
+        oldLogProbs: b.old,
+        newLogProbs: logp,
+        mask: b.mask,
+        aggregation,
+      });
+      expect(result.value).toBeCloseTo(verlLowVarKl(logp, b.old, b.mask, aggregation), 9);
+      finiteDifferences((n) => verlLowVarKl(n, b.old, b.mask, aggregation), logp, result.gradNewLogProbs);
+    });
     // A reference far above the policy: k3 would be e^5 - 6; low_var_kl caps it at 10, gradient 0.
     const capped = klPenalty({
       estimator: 'low_var_kl',
