@@ -80,33 +80,30 @@ export async function scoreEpisode(
     { ideal: options.ndcgIdeal ?? DEFAULT_REWARD_CONFIG.ndcgIdeal },
   );
   const passed = formatPassed(trajectory);
+  // Every unscored outcome carries the same components, so only the cause differs.
+  const missing = (cause: RewardFailure): RewardOutcome => ({
+    status: 'missing',
+    cause,
+    components: { ndcg, formatPassed: passed },
+    weights,
+  });
 
   // A provider failure during the episode is not the policy's fault, under either scheme.
   if (trajectory.error && trajectory.error.stage !== 'generator') {
-    return {
-      status: 'missing',
-      cause: {
-        stage: 'episode',
-        kind: failureKind(trajectory.error.kind),
-        message: `${trajectory.error.stage}: ${trajectory.error.message}`,
-      },
-      components: { ndcg, formatPassed: passed },
-      weights,
-    };
+    return missing({
+      stage: 'episode',
+      kind: failureKind(trajectory.error.kind),
+      message: `${trajectory.error.stage}: ${trajectory.error.message}`,
+    });
   }
 
   if (options.scheme === 'search-r1') {
     if (trajectory.reference === null) {
-      return {
-        status: 'missing',
-        cause: {
-          stage: 'judge',
-          kind: 'invalid_output',
-          message: `prompt '${trajectory.promptUid}' has no reference answer`,
-        },
-        components: { ndcg, formatPassed: passed },
-        weights,
-      };
+      return missing({
+        stage: 'judge',
+        kind: 'invalid_output',
+        message: `prompt '${trajectory.promptUid}' has no reference answer`,
+      });
     }
     const policyText = trajectory.generatedText + (terminal.status === 'answered' ? terminal.block : '');
     const r = searchR1Reward(policyText, trajectory.reference);
@@ -122,40 +119,25 @@ export async function scoreEpisode(
   if (weights.judge !== 0 && passed) {
     // The generator's answer is only needed when the judge will read it.
     if (terminal.status === 'failed') {
-      return {
-        status: 'missing',
-        cause: {
-          stage: 'generator',
-          kind: failureKind(terminal.failure.kind),
-          message: terminal.failure.message,
-        },
-        components: { ndcg, formatPassed: passed },
-        weights,
-      };
+      return missing({
+        stage: 'generator',
+        kind: failureKind(terminal.failure.kind),
+        message: terminal.failure.message,
+      });
     }
     if (!calls.gateway.ports.judge) {
-      return {
-        status: 'missing',
-        cause: {
-          stage: 'judge',
-          kind: 'error',
-          message: 'the judge weight is non-zero but no judge was given',
-        },
-        components: { ndcg, formatPassed: passed },
-        weights,
-      };
+      return missing({
+        stage: 'judge',
+        kind: 'error',
+        message: 'the judge weight is non-zero but no judge was given',
+      });
     }
     if (trajectory.reference === null) {
-      return {
-        status: 'missing',
-        cause: {
-          stage: 'judge',
-          kind: 'invalid_output',
-          message: `prompt '${trajectory.promptUid}' has no reference answer to judge against`,
-        },
-        components: { ndcg, formatPassed: passed },
-        weights,
-      };
+      return missing({
+        stage: 'judge',
+        kind: 'invalid_output',
+        message: `prompt '${trajectory.promptUid}' has no reference answer to judge against`,
+      });
     }
     try {
       const answer = terminal.status === 'answered' ? terminal.answer.trim() : trajectory.finalAnswer;
@@ -163,12 +145,7 @@ export async function scoreEpisode(
       judgeScore = verdict.score;
     } catch (error) {
       if (AbortedError.isInstance(error)) throw error;
-      return {
-        status: 'missing',
-        cause: classifyFailure('judge', error),
-        components: { ndcg, formatPassed: passed },
-        weights,
-      };
+      return missing(classifyFailure('judge', error));
     }
   }
   return combineReward({ formatPassed: passed, judgeScore, ndcg }, weights);
