@@ -51,35 +51,28 @@ function field(config: Record<string, unknown>, name: string): unknown {
   return config[name];
 }
 
-function positiveInteger(
-  config: Record<string, unknown>,
-  source: string,
-  name: string,
-  fallback?: number,
-): number {
-  const value = field(config, name) ?? fallback;
-  if (!(Number.isInteger(value) && (value as number) > 0))
-    throw new InvalidArgumentError({
-      argument: `${source}: ${name}`,
-      message: `must be a positive integer, got ${JSON.stringify(value)}`,
-    });
-  return value as number;
+/**
+ * Builds a reader of one numeric field: `name` (or `fallback`) must pass `ok`,
+ * else a typed error naming the field says it must be `what`.
+ */
+function requirement(ok: (value: unknown) => boolean, what: string) {
+  return (config: Record<string, unknown>, source: string, name: string, fallback?: number): number => {
+    const value = field(config, name) ?? fallback;
+    if (!ok(value))
+      throw new InvalidArgumentError({
+        argument: `${source}: ${name}`,
+        message: `must be ${what}, got ${JSON.stringify(value)}`,
+      });
+    return value as number;
+  };
 }
 
-function positiveNumber(
-  config: Record<string, unknown>,
-  source: string,
-  name: string,
-  fallback?: number,
-): number {
-  const value = field(config, name) ?? fallback;
-  if (!(typeof value === 'number' && Number.isFinite(value) && value > 0))
-    throw new InvalidArgumentError({
-      argument: `${source}: ${name}`,
-      message: `must be a positive number, got ${JSON.stringify(value)}`,
-    });
-  return value;
-}
+const positiveInteger = requirement((v) => Number.isInteger(v) && (v as number) > 0, 'a positive integer');
+
+const positiveNumber = requirement(
+  (v) => typeof v === 'number' && Number.isFinite(v) && v > 0,
+  'a positive number',
+);
 
 function tokenIds(value: unknown, source: string, name: string): number[] {
   if (value === undefined || value === null) return [];
