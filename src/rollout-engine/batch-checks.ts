@@ -81,3 +81,23 @@ export function checkLossOutput(
   });
   return result;
 }
+
+/**
+ * A rollout session's row by its id, refused by name: after the session ended, or an id that is
+ * not one of its rollouts (every session of an in-process engine refuses them the same way).
+ */
+export function sessionRowLookup<Row>(
+  rows: readonly Row[],
+  ended: () => boolean,
+): (id: number, argument: string) => Row {
+  return (id, argument) => {
+    if (ended()) throw new InvalidArgumentError({ argument: 'session', message: 'the session has ended' });
+    const row = Number.isInteger(id) ? rows[id] : undefined;
+    if (!row)
+      throw new InvalidArgumentError({
+        argument,
+        message: `no rollout ${id} in a session of ${rows.length}`,
+      });
+    return row;
+  };
+}

@@ -4,6 +4,7 @@ import type { Random } from '../core/random';
 import type { CallOptions } from '../ports/common';
 import type { GenerateTurnOptions, RolloutSession, TurnOutput } from '../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../ports/types';
+import { sessionRowLookup } from './batch-checks';
 import { sampleToken } from './sampling';
 import { createTurnStop, type TurnStop } from './turn-stop';
 
@@ -216,16 +217,7 @@ export function createRolloutScheduler<Row extends ScheduledRow>(
       const sessionIndex = backend.nextSessionIndex();
       const rows = promptTokenIds.map((ids, r) => backend.createRow(ids, sessionIndex, r));
       let ended = false;
-      const rowOf = (id: number, argument: string) => {
-        if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'the session has ended' });
-        const row = Number.isInteger(id) ? rows[id] : undefined;
-        if (!row)
-          throw new InvalidArgumentError({
-            argument,
-            message: `no rollout ${id} in a session of ${rows.length}`,
-          });
-        return row;
-      };
+      const rowOf = sessionRowLookup(rows, () => ended);
       return {
         size: rows.length,
         async generateTurn(rolloutIds, turnOptions) {

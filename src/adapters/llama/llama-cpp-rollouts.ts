@@ -6,6 +6,7 @@ import type { CallOptions } from '../../ports/common';
 import type { GenerateTurnOptions, RolloutSession, TurnOutput } from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
 import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
+import { sessionRowLookup } from '../../rollout-engine/batch-checks';
 import { sampleToken } from '../../rollout-engine/sampling';
 import { createTurnStop } from '../../rollout-engine/turn-stop';
 import {
@@ -322,16 +323,7 @@ export async function createLlamaCppRollouts(settings: LlamaCppRolloutSettings):
         busy: false,
       }));
       let ended = false;
-      const rowOf = (id: number, argument: string) => {
-        if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'the session has ended' });
-        const row = Number.isInteger(id) ? rows[id] : undefined;
-        if (!row)
-          throw new InvalidArgumentError({
-            argument,
-            message: `no rollout ${id} in a session of ${rows.length}`,
-          });
-        return row;
-      };
+      const rowOf = sessionRowLookup(rows, () => ended);
       return {
         size: rows.length,
         async generateTurn(rolloutIds, options) {
