@@ -1,4 +1,5 @@
 import {
+  GraphBuilder,
   ONNX_FLOAT,
   ONNX_INT64,
   type OnnxAttribute,
@@ -48,8 +49,10 @@ export function broadcastShapes(a: readonly Dim[], b: readonly Dim[]): Dim[] {
 }
 
 export class DifferentiableGraph {
-  readonly nodes: OnnxNode[] = [];
-  readonly initializers: OnnxTensor[] = [];
+  // Nodes and constants are collected as the transformer's forward collects them (GraphBuilder).
+  private readonly builder = new GraphBuilder();
+  readonly nodes: OnnxNode[] = this.builder.nodes;
+  readonly initializers: OnnxTensor[] = this.builder.initializers;
   readonly inputs: OnnxValueInfo[] = [];
   private readonly tape: TapeEntry[] = [];
   private readonly constants = new Map<string, string>();
@@ -63,17 +66,9 @@ export class DifferentiableGraph {
    */
   constructor(private readonly options: { transposedLinear?: boolean } = {}) {}
 
-  /** A node with one output (a fresh name unless given). */
-  node(
-    opType: string,
-    inputs: readonly string[],
-    attributes?: Record<string, OnnxAttribute>,
-    output?: string,
-    domain?: string,
-  ): string {
-    const name = output ?? `${opType.toLowerCase()}_${this.counter++}`;
-    this.nodes.push({ opType, inputs, outputs: [name], attributes, ...(domain && { domain }) });
-    return name;
+  /** A node with one output (a fresh name unless given): GraphBuilder's `op`. */
+  node(...args: Parameters<GraphBuilder['op']>): string {
+    return this.builder.op(...args);
   }
 
   /** A graph input; float unless `int64`. */
