@@ -1,5 +1,5 @@
-import { InvalidArgumentError, PortOutputError } from '../core/errors';
-import type { LogProbBatch, LossFunction } from '../ports/policy-backend';
+import { AbortedError, InvalidArgumentError, PortOutputError } from '../core/errors';
+import type { GenerateTurnOptions, LogProbBatch, LossFunction } from '../ports/policy-backend';
 
 // The checks every in-process policy backend (tfjs, Llama) makes on a batch to score and on what
 // the core's loss returns, so that a bad batch is refused the same way whichever engine runs it.
@@ -100,4 +100,21 @@ export function sessionRowLookup<Row>(
       });
     return row;
   };
+}
+
+/**
+ * A turn asked of a rollout session, refused by name before any row is touched: an aborted signal,
+ * a rollout listed twice, a temperature below 0 or a top-p outside (0, 1].
+ */
+export function checkTurnRequest(rolloutIds: readonly number[], options: GenerateTurnOptions): void {
+  if (options.signal?.aborted) throw new AbortedError({ what: 'generateTurn', cause: options.signal.reason });
+  if (new Set(rolloutIds).size !== rolloutIds.length)
+    throw new InvalidArgumentError({ argument: 'rolloutIds', message: 'lists a rollout twice' });
+  if (!(Number.isFinite(options.temperature) && options.temperature >= 0))
+    throw new InvalidArgumentError({
+      argument: 'temperature',
+      message: `must be >= 0, got ${options.temperature}`,
+    });
+  if (!(options.topP > 0 && options.topP <= 1))
+    throw new InvalidArgumentError({ argument: 'topP', message: `must be in (0, 1], got ${options.topP}` });
 }

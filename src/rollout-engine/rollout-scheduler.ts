@@ -4,7 +4,7 @@ import type { Random } from '../core/random';
 import type { CallOptions } from '../ports/common';
 import type { GenerateTurnOptions, RolloutSession, TurnOutput } from '../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../ports/types';
-import { sessionRowLookup } from './batch-checks';
+import { checkTurnRequest, sessionRowLookup } from './batch-checks';
 import { sampleToken } from './sampling';
 import { createTurnStop, type TurnStop } from './turn-stop';
 
@@ -222,20 +222,7 @@ export function createRolloutScheduler<Row extends ScheduledRow>(
         size: rows.length,
         async generateTurn(rolloutIds, turnOptions) {
           await backend.ensureReady();
-          if (turnOptions.signal?.aborted)
-            throw new AbortedError({ what: 'generateTurn', cause: turnOptions.signal.reason });
-          if (new Set(rolloutIds).size !== rolloutIds.length)
-            throw new InvalidArgumentError({ argument: 'rolloutIds', message: 'lists a rollout twice' });
-          if (!(Number.isFinite(turnOptions.temperature) && turnOptions.temperature >= 0))
-            throw new InvalidArgumentError({
-              argument: 'temperature',
-              message: `must be >= 0, got ${turnOptions.temperature}`,
-            });
-          if (!(turnOptions.topP > 0 && turnOptions.topP <= 1))
-            throw new InvalidArgumentError({
-              argument: 'topP',
-              message: `must be in (0, 1], got ${turnOptions.topP}`,
-            });
+          checkTurnRequest(rolloutIds, turnOptions);
           const jobRows = rolloutIds.map((rolloutId, k): JobRow<Row> => {
             const row = rowOf(rolloutId, 'rolloutIds');
             const maxTokens = Math.min(maxTokensAt(turnOptions, k), contextLength - row.sequence.length);

@@ -6,7 +6,7 @@ import type { CallOptions } from '../../ports/common';
 import type { GenerateTurnOptions, RolloutSession, TurnOutput } from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
 import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
-import { sessionRowLookup } from '../../rollout-engine/batch-checks';
+import { checkTurnRequest, sessionRowLookup } from '../../rollout-engine/batch-checks';
 import { sampleToken } from '../../rollout-engine/sampling';
 import { createTurnStop } from '../../rollout-engine/turn-stop';
 import {
@@ -328,20 +328,7 @@ export async function createLlamaCppRollouts(settings: LlamaCppRolloutSettings):
         size: rows.length,
         async generateTurn(rolloutIds, options) {
           checkReady();
-          if (options.signal?.aborted)
-            throw new AbortedError({ what: 'generateTurn', cause: options.signal.reason });
-          if (new Set(rolloutIds).size !== rolloutIds.length)
-            throw new InvalidArgumentError({ argument: 'rolloutIds', message: 'lists a rollout twice' });
-          if (!(Number.isFinite(options.temperature) && options.temperature >= 0))
-            throw new InvalidArgumentError({
-              argument: 'temperature',
-              message: `must be >= 0, got ${options.temperature}`,
-            });
-          if (!(options.topP > 0 && options.topP <= 1))
-            throw new InvalidArgumentError({
-              argument: 'topP',
-              message: `must be in (0, 1], got ${options.topP}`,
-            });
+          checkTurnRequest(rolloutIds, options);
           const listed = rolloutIds.map((id) => rowOf(id, 'rolloutIds'));
           const busy = rolloutIds.find((_, k) => listed[k]!.busy);
           if (busy !== undefined)
