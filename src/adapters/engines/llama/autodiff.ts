@@ -1,5 +1,7 @@
 import {
+  floatValueInfo,
   GraphBuilder,
+  int64ValueInfo,
   ONNX_FLOAT,
   ONNX_INT64,
   type OnnxAttribute,
@@ -77,7 +79,7 @@ export class DifferentiableGraph {
     shape: readonly Dim[],
     options: { int64?: boolean; needsGradient?: boolean } = {},
   ): Value {
-    this.inputs.push({ name, type: options.int64 ? ONNX_INT64 : ONNX_FLOAT, dims: shape });
+    this.inputs.push((options.int64 ? int64ValueInfo : floatValueInfo)(name, shape));
     return { name, shape, needsGradient: options.needsGradient ?? false };
   }
 

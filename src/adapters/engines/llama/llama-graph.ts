@@ -1,4 +1,4 @@
-import type { OnnxGraph } from '../onnx-graph/index';
+import { KV_CACHE_NAMES, type OnnxGraph } from '../onnx-graph/index';
 import { DifferentiableGraph, type Value } from './autodiff';
 import { type LlamaConfig, llamaWeightShapes } from './config';
 
@@ -63,12 +63,11 @@ export const LLAMA_NAMES = {
   upstream: 'upstream',
   /** float scalar: the objective is sum g * logp - entropyWeight * (entropy sum) (train). */
   entropyWeight: 'entropy_weight',
-  /** float [rows, kvHeads, past, headDim] per layer (decode). */
-  pastKeys: (layer: number) => `past_keys.${layer}`,
-  pastValues: (layer: number) => `past_values.${layer}`,
-  /** float [rows, kvHeads, length, headDim] per layer: the new tokens' keys and values (decode). */
-  presentKeys: (layer: number) => `present_keys.${layer}`,
-  presentValues: (layer: number) => `present_values.${layer}`,
+  /**
+   * The cache per layer (decode): past keys and values float [rows, kvHeads, past, headDim];
+   * present ones [rows, kvHeads, length, headDim], the new tokens' keys and values.
+   */
+  ...KV_CACHE_NAMES,
   /** float [places, vocabulary]: log-softmax(logits / temperature) (decode). */
   logProbs: 'log_probs',
   /** float [places] (score/train). */

@@ -5,6 +5,8 @@
 // sessions, the engines of the tfjs transformer and of the Llama family the rest.
 export {
   encodeOnnxModel,
+  floatValueInfo,
+  int64ValueInfo,
   withConstantInputs,
   ONNX_FLOAT,
   ONNX_INT64,
@@ -15,9 +17,10 @@ export {
   type OnnxTensor,
   type OnnxValueInfo,
 } from './proto';
+export { GraphBuilder } from './graph-builder';
 export {
   buildTransformerGraph,
-  GraphBuilder,
+  KV_CACHE_NAMES,
   ONNX_NAMES,
   ONNX_OPSET,
   transformerWeightShapes,

@@ -33,6 +33,16 @@ export interface OnnxValueInfo {
   dims: ReadonlyArray<number | string> | null;
 }
 
+/** A float graph input or output. */
+export function floatValueInfo(name: string, dims: ReadonlyArray<number | string>): OnnxValueInfo {
+  return { name, type: ONNX_FLOAT, dims };
+}
+
+/** An int64 graph input or output. */
+export function int64ValueInfo(name: string, dims: ReadonlyArray<number | string>): OnnxValueInfo {
+  return { name, type: ONNX_INT64, dims };
+}
+
 export interface OnnxGraph {
   name: string;
   nodes: readonly OnnxNode[];

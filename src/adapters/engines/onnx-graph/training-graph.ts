@@ -1,5 +1,6 @@
-import { ONNX_FLOAT, ONNX_INT64, type OnnxAttribute, type OnnxGraph, type OnnxValueInfo } from './proto';
-import { GraphBuilder, transformerWeightShapes, type TransformerGraphConfig } from './transformer-graph';
+import { floatValueInfo, int64ValueInfo, type OnnxAttribute, type OnnxGraph } from './proto';
+import { GraphBuilder } from './graph-builder';
+import { transformerWeightShapes, type TransformerGraphConfig } from './transformer-graph';
 
 // The training step of the tfjs Transformer (src/adapters/tfjs/training.ts) as ONNX graphs:
 // ONNX Runtime has no training API in onnxruntime-node, so the backward pass is written out here
@@ -185,7 +186,6 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
     ]);
     const activated = g.op('Mul', [up, sigma]);
     layerSaves.push({
-      p,
       norm1,
       queries,
       keys,
@@ -257,62 +257,52 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
     dPlaces,
   ]);
   for (let l = layers - 1; l >= 0; l--) {
-    const {
-      p,
-      norm1,
-      queries,
-      keys,
-      values,
-      weights,
-      attended,
-      merged,
-      norm2,
-      up,
-      squared,
-      sigma,
-      activated,
-    } = layerSaves[l]!;
-    const dActivated = linearBackward(activated, `${p}.mlp.down`, `${p}.mlp.downBias`, dx, tokenOnes);
+    const p = `blocks.${l}`;
+    const layer = layerSaves[l]!;
+    const dActivated = linearBackward(layer.activated, `${p}.mlp.down`, `${p}.mlp.downBias`, dx, tokenOnes);
     // GELU' = sigma + x sigma (1 - sigma) 2 du/dx, 2 du/dx = 2k (1 + 3 * 0.044715 x^2).
-    const twoDuDx = g.op('Add', [g.op('Mul', [squared, geluSlopeSquared]), geluScale]);
+    const twoDuDx = g.op('Add', [g.op('Mul', [layer.squared, geluSlopeSquared]), geluScale]);
     const derivative = g.op('Mul', [
-      sigma,
-      g.op('Add', [g.op('Mul', [g.op('Mul', [up, g.op('Sub', [one, sigma])]), twoDuDx]), one]),
+      layer.sigma,
+      g.op('Add', [g.op('Mul', [g.op('Mul', [layer.up, g.op('Sub', [one, layer.sigma])]), twoDuDx]), one]),
     ]);
     const dUp = g.op('Mul', [dActivated, derivative]);
     const dx1 = g.op('Add', [
       dx,
       layerNormBackward(
-        norm2,
-        linearBackward(norm2.output, `${p}.mlp.up`, `${p}.mlp.upBias`, dUp, tokenOnes),
+        layer.norm2,
+        linearBackward(layer.norm2.output, `${p}.mlp.up`, `${p}.mlp.upBias`, dUp, tokenOnes),
         tokenOnes,
       ),
     ]);
     const dAttended = toHeads(
-      linearBackward(merged, `${p}.attention.out`, `${p}.attention.outBias`, dx1, tokenOnes),
+      linearBackward(layer.merged, `${p}.attention.out`, `${p}.attention.outBias`, dx1, tokenOnes),
     );
-    const dWeights = g.op('MatMul', [dAttended, swapLast(values)]);
+    const dWeights = g.op('MatMul', [dAttended, swapLast(layer.values)]);
     // dValues = weights^T dAttended, computed transposed as dAttended^T weights: a transpose of the
     // head's [length, width] inside the product instead of the [length, length] weights (1.97 ms
     // against 0.7-1.0 ms a layer); its [rows, heads, width, length] goes to [rows, length, heads,
     // width] in the transpose fromHeads does anyway.
-    const dValuesT = fusedMatMul(dAttended, weights, { transA: 1 });
+    const dValuesT = fusedMatMul(dAttended, layer.weights, { transA: 1 });
     // Softmax: dscores = a (da - sum_k da_k a_k), then the 1/sqrt(dh) scale; the mask is a constant.
     // sum_k da_k a_k = sum_k a_k (dAttended . v_k) = dAttended . attended: a sum over the head's
     // width instead of over every key (FlashAttention's D = rowsum(dO * O)). The scale is the
     // products' alpha below, not a pass over the scores.
-    const rowDot = g.op('ReduceSum', [g.op('Mul', [dAttended, attended]), lastAxis], { keepdims: 1 });
-    const dScoresUnscaled = g.op('Mul', [weights, g.op('Sub', [dWeights, rowDot])]);
-    const dQueries = fusedMatMul(dScoresUnscaled, keys, { alpha: { float: 1 / Math.sqrt(dh) } });
+    const rowDot = g.op('ReduceSum', [g.op('Mul', [dAttended, layer.attended]), lastAxis], { keepdims: 1 });
+    const dScoresUnscaled = g.op('Mul', [layer.weights, g.op('Sub', [dWeights, rowDot])]);
+    const dQueries = fusedMatMul(dScoresUnscaled, layer.keys, { alpha: { float: 1 / Math.sqrt(dh) } });
     // dKeys = dscores^T queries, transposed as above: queries^T dscores.
-    const dKeysT = fusedMatMul(queries, dScoresUnscaled, { transA: 1, alpha: { float: 1 / Math.sqrt(dh) } });
+    const dKeysT = fusedMatMul(layer.queries, dScoresUnscaled, {
+      transA: 1,
+      alpha: { float: 1 / Math.sqrt(dh) },
+    });
     const fromHeadsT = (t: string) => g.op('Reshape', [g.op('Transpose', [t], { perm: [0, 3, 1, 2] }), flat]);
     const dQkv = g.op('Concat', [fromHeads(dQueries), fromHeadsT(dKeysT), fromHeadsT(dValuesT)], { axis: 1 });
     dx = g.op('Add', [
       dx1,
       layerNormBackward(
-        norm1,
-        linearBackward(norm1.output, `${p}.attention.qkv`, `${p}.attention.qkvBias`, dQkv, tokenOnes),
+        layer.norm1,
+        linearBackward(layer.norm1.output, `${p}.attention.qkv`, `${p}.attention.qkvBias`, dQkv, tokenOnes),
         tokenOnes,
       ),
     ]);
@@ -333,16 +323,6 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
   );
   gradient('positionEmbedding', g.op('Pad', [dPositions, pads]));
 
-  const float = (name: string, dims: Array<number | string>): OnnxValueInfo => ({
-    name,
-    type: ONNX_FLOAT,
-    dims,
-  });
-  const int64 = (name: string, dims: Array<number | string>): OnnxValueInfo => ({
-    name,
-    type: ONNX_INT64,
-    dims,
-  });
   const weights = transformerWeightShapes(config);
   return {
     saved,
@@ -351,20 +331,20 @@ export function buildTrainingGraph(config: TransformerGraphConfig): TrainingGrap
     nodes: g.nodes,
     initializers: g.initializers,
     inputs: [
-      ...weights.map((w) => float(w.name, w.shape)),
-      int64(N.ids, ['rows', 'length']),
-      float(N.mask, ['length', 'length']),
-      int64(N.places, ['places']),
-      int64(N.targets, ['places']),
-      float(N.temperature, []),
-      float(N.upstream, ['places']),
-      float(N.entropyWeight, []),
+      ...weights.map((w) => floatValueInfo(w.name, w.shape)),
+      int64ValueInfo(N.ids, ['rows', 'length']),
+      floatValueInfo(N.mask, ['length', 'length']),
+      int64ValueInfo(N.places, ['places']),
+      int64ValueInfo(N.targets, ['places']),
+      floatValueInfo(N.temperature, []),
+      floatValueInfo(N.upstream, ['places']),
+      floatValueInfo(N.entropyWeight, []),
     ],
     outputs: [
-      float(N.tokenLogProbs, ['places']),
-      float(N.entropySum, []),
-      ...weights.map((w) => float(N.gradient(w.name), w.shape)),
-      float(N.tokenRowsGradient, ['tokens', d]),
+      floatValueInfo(N.tokenLogProbs, ['places']),
+      floatValueInfo(N.entropySum, []),
+      ...weights.map((w) => floatValueInfo(N.gradient(w.name), w.shape)),
+      floatValueInfo(N.tokenRowsGradient, ['tokens', d]),
     ],
   };
 }

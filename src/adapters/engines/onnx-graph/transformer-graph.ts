@@ -1,12 +1,5 @@
-import {
-  ONNX_FLOAT,
-  ONNX_INT64,
-  type OnnxAttribute,
-  type OnnxGraph,
-  type OnnxNode,
-  type OnnxTensor,
-  type OnnxValueInfo,
-} from './proto';
+import { GraphBuilder } from './graph-builder';
+import { floatValueInfo, int64ValueInfo, type OnnxGraph } from './proto';
 
 // The tfjs Transformer's chunk forward (src/adapters/tfjs/transformer.ts, forwardChunk) as an ONNX
 // graph at opset 17: standard ops op for op where the rounding matters, and ONNX Runtime's
@@ -16,13 +9,16 @@ import {
 
 export const ONNX_OPSET = 17;
 
-/** The GPT-style decoder's sizes (the tfjs policy's TransformerConfig has these fields). */
+/** The GPT-style decoder's sizes (the tfjs policy's TransformerConfig is this type). */
 export interface TransformerGraphShape {
   vocabSize: number;
+  /** Longest sequence (prompt + turns + observations) the model can see. */
   contextLength: number;
   layers: number;
+  /** Model width (d_model). */
   width: number;
   heads: number;
+  /** Hidden width of the MLP (default 4 * width). */
   mlpWidth: number;
 }
 
@@ -30,6 +26,18 @@ export interface TransformerGraphShape {
 export interface TransformerGraphConfig extends TransformerGraphShape {
   layerNormEpsilon: number;
 }
+
+/**
+ * The key/value cache's inputs and outputs per layer, named alike in every decoding graph (the
+ * transformer's here, the Llama family's in engines/llama/llama-graph.ts): the past keys and
+ * values a step attends to, and the present ones it adds.
+ */
+export const KV_CACHE_NAMES = {
+  pastKeys: (layer: number) => `past_keys.${layer}`,
+  pastValues: (layer: number) => `past_values.${layer}`,
+  presentKeys: (layer: number) => `present_keys.${layer}`,
+  presentValues: (layer: number) => `present_values.${layer}`,
+} as const;
 
 /** Graph input and output names besides the weights (`model.parameters[i].name`). */
 export const ONNX_NAMES = {
@@ -43,14 +51,13 @@ export const ONNX_NAMES = {
   lastIndex: 'last_index',
   /** float scalar: logits are divided by it before the log-softmax (1 leaves them as they are). */
   temperature: 'temperature',
-  /** float [rows, heads, past, headWidth] per layer (past may hold masked slots). */
-  pastKeys: (layer: number) => `past_keys.${layer}`,
-  pastValues: (layer: number) => `past_values.${layer}`,
+  /**
+   * The cache per layer: past keys and values float [rows, heads, past, headWidth] (past may hold
+   * masked slots); present ones [rows, heads, chunk, headWidth], the chunk's own keys and values.
+   */
+  ...KV_CACHE_NAMES,
   /** float [rows, vocabulary]: log-softmax(logits / temperature) at each row's last token. */
   logProbs: 'log_probs',
-  /** float [rows, heads, chunk, headWidth] per layer: the chunk's own keys and values. */
-  presentKeys: (layer: number) => `present_keys.${layer}`,
-  presentValues: (layer: number) => `present_values.${layer}`,
   /**
    * float [2 * layers * rows, heads, chunk, headWidth]: every layer's present keys then values
    * (layer 0's keys, layer 0's values, layer 1's keys, ...) in one output: one copy out of ONNX
@@ -87,52 +94,6 @@ export function transformerWeightShapes(
   }
   shapes.push({ name: 'finalNorm.gain', shape: [d] }, { name: 'finalNorm.bias', shape: [d] });
   return shapes;
-}
-
-/** Collects nodes and constants, naming every intermediate value (the forward here, the training graph in training-graph.ts). */
-export class GraphBuilder {
-  readonly nodes: OnnxNode[] = [];
-  readonly initializers: OnnxTensor[] = [];
-  private counter = 0;
-
-  op(
-    opType: string,
-    inputs: readonly string[],
-    attributes?: Record<string, OnnxAttribute>,
-    output?: string,
-    domain?: string,
-  ): string {
-    const name = output ?? `${opType.toLowerCase()}_${this.counter++}`;
-    this.nodes.push({ opType, inputs, outputs: [name], attributes, ...(domain && { domain }) });
-    return name;
-  }
-
-  /** An op with several outputs. */
-  ops(
-    opType: string,
-    inputs: readonly string[],
-    outputCount: number,
-    attributes?: Record<string, OnnxAttribute>,
-  ): string[] {
-    const outputs = Array.from({ length: outputCount }, () => `${opType.toLowerCase()}_${this.counter++}`);
-    this.nodes.push({ opType, inputs, outputs, attributes });
-    return outputs;
-  }
-
-  floatScalar(name: string, value: number): string {
-    this.initializers.push({ name, type: ONNX_FLOAT, dims: [], values: [value] });
-    return name;
-  }
-
-  floats(name: string, values: readonly number[]): string {
-    this.initializers.push({ name, type: ONNX_FLOAT, dims: [values.length], values });
-    return name;
-  }
-
-  ints(name: string, values: readonly number[]): string {
-    this.initializers.push({ name, type: ONNX_INT64, dims: [values.length], values });
-    return name;
-  }
 }
 
 /** Which forward `buildTransformerGraph` writes. */
@@ -258,35 +219,25 @@ export function buildTransformerGraph(
     N.present,
   );
 
-  const float = (name: string, dims: Array<number | string>): OnnxValueInfo => ({
-    name,
-    type: ONNX_FLOAT,
-    dims,
-  });
-  const int64 = (name: string, dims: Array<number | string>): OnnxValueInfo => ({
-    name,
-    type: ONNX_INT64,
-    dims,
-  });
   const perLayer = (name: (l: number) => string, dims: Array<number | string>) =>
-    Array.from({ length: layers }, (_, l) => float(name(l), dims));
+    Array.from({ length: layers }, (_, l) => floatValueInfo(name(l), dims));
   return {
     name: oneToken ? 'searcher-rl.tfjs-transformer.token' : 'searcher-rl.tfjs-transformer.chunk',
     nodes: g.nodes,
     initializers: g.initializers,
     inputs: [
-      ...transformerWeightShapes(config).map((w) => float(w.name, w.shape)),
-      int64(N.tokens, ['rows', oneToken ? 1 : 'chunk']),
-      int64(N.positions, ['rows', oneToken ? 1 : 'chunk']),
-      float(N.mask, ['rows', 1, oneToken ? 1 : 'chunk', 'keys']),
-      ...(oneToken ? [] : [int64(N.lastIndex, ['rows'])]),
-      float(N.temperature, []),
+      ...transformerWeightShapes(config).map((w) => floatValueInfo(w.name, w.shape)),
+      int64ValueInfo(N.tokens, ['rows', oneToken ? 1 : 'chunk']),
+      int64ValueInfo(N.positions, ['rows', oneToken ? 1 : 'chunk']),
+      floatValueInfo(N.mask, ['rows', 1, oneToken ? 1 : 'chunk', 'keys']),
+      ...(oneToken ? [] : [int64ValueInfo(N.lastIndex, ['rows'])]),
+      floatValueInfo(N.temperature, []),
       ...perLayer(N.pastKeys, ['rows', H, 'past', dh]),
       ...perLayer(N.pastValues, ['rows', H, 'past', dh]),
     ],
     outputs: [
-      float(N.logProbs, ['rows', V]),
-      float(N.present, ['layersRows', H, oneToken ? 1 : 'chunk', dh]),
+      floatValueInfo(N.logProbs, ['rows', V]),
+      floatValueInfo(N.present, ['layersRows', H, oneToken ? 1 : 'chunk', dh]),
     ],
   };
 }

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Random } from '../../../core/random';
+import type { TransformerGraphShape } from '../onnx-graph/index';
 
 /** A trained variable by name: the Transformer's parameters, and any other tfjs model's (the ICD pointer selector's). */
 export interface NamedParameter {
@@ -9,18 +10,11 @@ export interface NamedParameter {
   decay: boolean;
 }
 
-/** A GPT-style decoder: pre-norm blocks, learned positions, tied input/output embedding. */
-export interface TransformerConfig {
-  vocabSize: number;
-  /** Longest sequence (prompt + turns + observations) the model can see. */
-  contextLength: number;
-  layers: number;
-  /** Model width (d_model). */
-  width: number;
-  heads: number;
-  /** Hidden width of the MLP (default 4 * width). */
-  mlpWidth: number;
-}
+/**
+ * A GPT-style decoder: pre-norm blocks, learned positions, tied input/output embedding. Its sizes
+ * are the ONNX graphs' (one type: the engines build the same model in tfjs and in ONNX).
+ */
+export type TransformerConfig = TransformerGraphShape;
 
 interface Block {
   norm1Gain: tf.Variable;
