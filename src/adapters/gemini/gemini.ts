@@ -10,22 +10,15 @@ import { PortOutputError, type PortName } from '../../core/errors';
 import {
   evidenceParts as neutralEvidenceParts,
   guardedFetch,
-  loadApiKey,
   retryDelayFromBody,
   toProviderError,
 } from '../../provider-utils/index';
-import {
-  GENERATOR_INSTRUCTIONS,
-  JUDGE_INSTRUCTIONS,
-  JUDGE_SCORE_JSON_SCHEMA,
-  judgePrompt,
-  parseJudgeScore,
-} from '../../core/reward/judge-prompt';
+import { JUDGE_SCORE_JSON_SCHEMA } from '../../core/reward/judge-prompt';
 import type { CallOptions } from '../../ports/common';
-import type { Generator, GeneratorAnswer } from '../../ports/generator';
-import type { Judge, JudgeVerdict } from '../../ports/judge';
+import type { Generator } from '../../ports/generator';
+import type { Judge } from '../../ports/judge';
 import type { Evidence } from '../../ports/types';
-import { modelAdapterParts } from '../../provider-utils/model-adapter';
+import { modelAdapterFamily } from '../../provider-utils/model-adapter';
 import { lazyClient } from '../../provider-utils/lazy-client';
 import { geminiSettingsSchema } from './settings';
 
@@ -37,21 +30,15 @@ export type GeminiSettings = z.input<typeof geminiSettingsSchema>;
 
 /** The client of a Gemini generator or judge: the key from the settings, GEMINI_API_KEY or GOOGLE_API_KEY, at the first call. */
 function geminiClient(
-  factory: string,
   settings: z.output<typeof geminiSettingsSchema>,
   caller: { port: PortName; provider: string },
+  resolveKey: () => string,
 ) {
   // Redirects stay within the configured origin (fetch would follow one elsewhere with
   // x-goog-api-key, which it does not know to be a credential), answers within maxResponseBytes.
   const safeFetch = guardedFetch(caller, { maxResponseBytes: settings.maxResponseBytes });
   const client = lazyClient(
-    () =>
-      loadApiKey({
-        apiKey: settings.apiKey,
-        environmentVariableNames: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
-        vendor: 'Gemini',
-        factory,
-      }),
+    resolveKey,
     // One attempt per call: retries and timeouts are the core's (withReliability).
     (apiKey) =>
       new GoogleGenAI({
@@ -135,84 +122,58 @@ function vendorEvidenceParts(question: string, evidence: readonly Evidence[]): P
   );
 }
 
-/** The settings, provider, client and common fields of a Gemini generator or judge. */
-const geminiParts = (factory: string, port: 'generator' | 'judge', settings: GeminiSettings) =>
-  modelAdapterParts({
-    factory,
-    port,
-    vendor: 'gemini',
-    schema: geminiSettingsSchema,
-    settings,
-    client: geminiClient,
-  });
+/** The Gemini generator's and judge's settings, provider, client and common fields. */
+const geminiFamily = modelAdapterFamily({
+  vendor: 'gemini',
+  apiKey: { vendorName: 'Gemini', environmentVariableNames: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'] },
+  schema: geminiSettingsSchema,
+  client: geminiClient,
+});
 
 /** The frozen Generator on Gemini: answers from the evidence images. */
 export function createGeminiGenerator(settings: GeminiSettings): Generator {
-  const { resolved, provider, client, checked } = geminiParts('createGeminiGenerator', 'generator', settings);
-  return {
-    ...checked,
-    async doAnswer(
-      question: string,
-      evidence: readonly Evidence[],
-      options?: CallOptions,
-    ): Promise<GeneratorAnswer> {
-      const response = await client.generate(
-        vendorEvidenceParts(question, evidence),
-        { systemInstruction: resolved.instructions ?? GENERATOR_INSTRUCTIONS },
-        options,
-      );
-      const answer = response.text;
-      const finish = response.candidates?.[0]?.finishReason;
-      if (typeof answer !== 'string') {
-        const reason = finish ?? response.promptFeedback?.blockReason ?? 'no candidate';
-        throw new PortOutputError({
-          port: 'generator',
-          provider,
-          field: 'text',
-          message: `no answer in the response (${reason})`,
-        });
-      }
-      // A cut-off answer must not be graded as if it were the answer.
-      if (finish === 'MAX_TOKENS')
-        throw new PortOutputError({
-          port: 'generator',
-          provider,
-          field: 'text',
-          message: 'the answer was cut at maxOutputTokens; raise it',
-        });
-      const usage = response.usageMetadata;
-      return {
-        answer: answer.trim(),
-        ...(usage && {
-          usage: { inputTokens: usage.promptTokenCount ?? 0, outputTokens: usage.candidatesTokenCount ?? 0 },
-        }),
-      };
-    },
-  };
+  return geminiFamily.generator('createGeminiGenerator', settings, async (call, options) => {
+    const response = await call.client.generate(
+      vendorEvidenceParts(call.question, call.evidence),
+      { systemInstruction: call.instructions },
+      options,
+    );
+    const unusable = (message: string) =>
+      new PortOutputError({ port: 'generator', provider: call.provider, field: 'text', message });
+    const answer = response.text;
+    const finish = response.candidates?.[0]?.finishReason;
+    if (typeof answer !== 'string') {
+      const reason = finish ?? response.promptFeedback?.blockReason ?? 'no candidate';
+      throw unusable(`no answer in the response (${reason})`);
+    }
+    // A cut-off answer must not be graded as if it were the answer.
+    if (finish === 'MAX_TOKENS') throw unusable('the answer was cut at maxOutputTokens; raise it');
+    const usage = response.usageMetadata;
+    return {
+      answer: answer.trim(),
+      ...(usage && {
+        usage: { inputTokens: usage.promptTokenCount ?? 0, outputTokens: usage.candidatesTokenCount ?? 0 },
+      }),
+    };
+  });
 }
 
 /** The LLM judge on Gemini, with structured output `{score}` (docs/method.md#judge). */
 export function createGeminiJudge(settings: GeminiSettings): Judge {
-  const { resolved, provider, client, checked } = geminiParts('createGeminiJudge', 'judge', settings);
-  return {
-    ...checked,
-    async doScore(
-      question: string,
-      answer: string,
-      reference: string,
-      options?: CallOptions,
-    ): Promise<JudgeVerdict> {
+  return geminiFamily.judge(
+    'createGeminiJudge',
+    settings,
+    async ({ client, instructions, prompt }, options) => {
       const response = await client.generate(
-        [{ text: judgePrompt(question, answer, reference) }],
+        [{ text: prompt }],
         {
-          systemInstruction: resolved.instructions ?? JUDGE_INSTRUCTIONS,
+          systemInstruction: instructions,
           responseMimeType: 'application/json',
           responseJsonSchema: JUDGE_SCORE_JSON_SCHEMA,
         },
         options,
       );
-      const raw = response.text ?? '';
-      return { score: parseJudgeScore(raw, 'judge', provider), raw };
+      return response.text ?? '';
     },
-  };
+  );
 }

@@ -1,19 +1,13 @@
 import type OpenAI from 'openai';
 import type { z } from 'zod';
-import { PortOutputError } from '../../core/errors';
+import { PortOutputError, type PortName } from '../../core/errors';
+import { JUDGE_SCORE_JSON_SCHEMA } from '../../core/reward/judge-prompt';
 import type { CallOptions } from '../../ports/common';
-import type { Generator, GeneratorAnswer } from '../../ports/generator';
-import type { Judge, JudgeVerdict } from '../../ports/judge';
-import { evidenceParts, loadApiKey } from '../../provider-utils/index';
-import {
-  GENERATOR_INSTRUCTIONS,
-  JUDGE_INSTRUCTIONS,
-  JUDGE_SCORE_JSON_SCHEMA,
-  judgePrompt,
-  parseJudgeScore,
-} from '../../core/reward/judge-prompt';
+import type { Generator } from '../../ports/generator';
+import type { Judge } from '../../ports/judge';
 import type { Evidence } from '../../ports/types';
-import { modelAdapterParts } from '../../provider-utils/model-adapter';
+import { evidenceParts } from '../../provider-utils/index';
+import { modelAdapterFamily } from '../../provider-utils/model-adapter';
 import { createOpenAIClient } from './client';
 import { openaiSettingsSchema } from './settings';
 
@@ -23,21 +17,19 @@ import { openaiSettingsSchema } from './settings';
  */
 export type OpenAISettings = z.input<typeof openaiSettingsSchema>;
 
-/** The client of an OpenAI generator or judge: the key from the settings or OPENAI_API_KEY, at the first call. */
+/**
+ * The client of an OpenAI generator or judge (the key from the settings or OPENAI_API_KEY, at the
+ * first call); each Responses API call takes the model, reasoning effort and output budget from
+ * the settings.
+ */
 function responsesClient(
-  factory: string,
   settings: z.output<typeof openaiSettingsSchema>,
-  caller: { port: 'generator' | 'judge'; provider: string },
+  caller: { port: PortName; provider: string },
+  resolveKey: () => string,
 ) {
   const client = createOpenAIClient({
     caller,
-    resolveKey: () =>
-      loadApiKey({
-        apiKey: settings.apiKey,
-        environmentVariableNames: ['OPENAI_API_KEY'],
-        vendor: 'OpenAI',
-        factory,
-      }),
+    resolveKey,
     baseURL: settings.baseURL,
     organization: settings.organization,
     maxResponseBytes: settings.maxResponseBytes,
@@ -45,8 +37,20 @@ function responsesClient(
   return {
     get: client.get,
     /** One Responses API call. */
-    create: (body: OpenAI.Responses.ResponseCreateParamsNonStreaming, options?: CallOptions) =>
-      client.call((openai, signal) => openai.responses.create(body, { signal }), options),
+    create: (body: Omit<OpenAI.Responses.ResponseCreateParamsNonStreaming, 'model'>, options?: CallOptions) =>
+      client.call(
+        (openai, signal) =>
+          openai.responses.create(
+            {
+              model: settings.model,
+              ...body,
+              ...(settings.reasoningEffort && { reasoning: { effort: settings.reasoningEffort } }),
+              ...(settings.maxOutputTokens && { max_output_tokens: settings.maxOutputTokens }),
+            },
+            { signal },
+          ),
+        options,
+      ),
   };
 }
 
@@ -65,85 +69,52 @@ function evidenceContent(question: string, evidence: readonly Evidence[]): Input
   );
 }
 
-/** The settings, provider, client and common fields of a OpenAI generator or judge. */
-const openaiParts = (factory: string, port: 'generator' | 'judge', settings: OpenAISettings) =>
-  modelAdapterParts({
-    factory,
-    port,
-    vendor: 'openai',
-    schema: openaiSettingsSchema,
-    settings,
-    client: responsesClient,
-  });
+/** The OpenAI generator's and judge's settings, provider, client and common fields. */
+const openaiFamily = modelAdapterFamily({
+  vendor: 'openai',
+  apiKey: { vendorName: 'OpenAI', environmentVariableNames: ['OPENAI_API_KEY'] },
+  schema: openaiSettingsSchema,
+  client: responsesClient,
+});
 
 /** The frozen Generator on the OpenAI Responses API: answers from the evidence images. */
 export function createOpenAIGenerator(settings: OpenAISettings): Generator {
-  const { resolved, provider, client, checked } = openaiParts('createOpenAIGenerator', 'generator', settings);
-  return {
-    ...checked,
-    async doAnswer(
-      question: string,
-      evidence: readonly Evidence[],
-      options?: CallOptions,
-    ): Promise<GeneratorAnswer> {
-      const response = await client.create(
-        {
-          model: resolved.model,
-          instructions: resolved.instructions ?? GENERATOR_INSTRUCTIONS,
-          input: [{ role: 'user', content: evidenceContent(question, evidence) }],
-          ...(resolved.reasoningEffort && { reasoning: { effort: resolved.reasoningEffort } }),
-          ...(resolved.maxOutputTokens && { max_output_tokens: resolved.maxOutputTokens }),
-        },
-        options,
-      );
-      const answer = typeof response?.output_text === 'string' ? response.output_text.trim() : undefined;
-      if (answer === undefined)
-        throw new PortOutputError({
-          port: 'generator',
-          provider,
-          field: 'output_text',
-          message: 'the response has no output text',
-        });
-      // A cut-off answer ("The revenue was 4.") must not be graded as if it were the answer.
-      if (response.status === 'incomplete') {
-        throw new PortOutputError({
-          port: 'generator',
-          provider,
-          field: 'output_text',
-          message: `incomplete response (${response.incomplete_details?.reason ?? 'unknown reason'}); raise maxOutputTokens`,
-        });
-      }
-      return {
-        answer,
-        ...(response.usage && {
-          usage: { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens },
-        }),
-      };
-    },
-  };
+  return openaiFamily.generator('createOpenAIGenerator', settings, async (call, options) => {
+    const response = await call.client.create(
+      {
+        instructions: call.instructions,
+        input: [{ role: 'user', content: evidenceContent(call.question, call.evidence) }],
+      },
+      options,
+    );
+    const unusable = (message: string) =>
+      new PortOutputError({ port: 'generator', provider: call.provider, field: 'output_text', message });
+    const answer = typeof response?.output_text === 'string' ? response.output_text.trim() : undefined;
+    if (answer === undefined) throw unusable('the response has no output text');
+    // A cut-off answer ("The revenue was 4.") must not be graded as if it were the answer.
+    if (response.status === 'incomplete') {
+      const reason = response.incomplete_details?.reason ?? 'unknown reason';
+      throw unusable(`incomplete response (${reason}); raise maxOutputTokens`);
+    }
+    return {
+      answer,
+      ...(response.usage && {
+        usage: { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens },
+      }),
+    };
+  });
 }
 
 /** The LLM judge on the OpenAI Responses API, with structured output `{score}` (docs/method.md#judge). */
 export function createOpenAIJudge(settings: OpenAISettings): Judge {
-  const { resolved, provider, client, checked } = openaiParts('createOpenAIJudge', 'judge', settings);
-  return {
-    ...checked,
-    async doScore(
-      question: string,
-      answer: string,
-      reference: string,
-      options?: CallOptions,
-    ): Promise<JudgeVerdict> {
+  return openaiFamily.judge(
+    'createOpenAIJudge',
+    settings,
+    async ({ client, instructions, prompt }, options) => {
       const response = await client.create(
         {
-          model: resolved.model,
-          instructions: resolved.instructions ?? JUDGE_INSTRUCTIONS,
-          input: [
-            {
-              role: 'user',
-              content: [{ type: 'input_text', text: judgePrompt(question, answer, reference) }],
-            },
-          ],
+          instructions,
+          input: [{ role: 'user', content: [{ type: 'input_text', text: prompt }] }],
           text: {
             format: {
               type: 'json_schema',
@@ -152,13 +123,10 @@ export function createOpenAIJudge(settings: OpenAISettings): Judge {
               schema: { ...JUDGE_SCORE_JSON_SCHEMA },
             },
           },
-          ...(resolved.reasoningEffort && { reasoning: { effort: resolved.reasoningEffort } }),
-          ...(resolved.maxOutputTokens && { max_output_tokens: resolved.maxOutputTokens }),
         },
         options,
       );
-      const raw = typeof response?.output_text === 'string' ? response.output_text : '';
-      return { score: parseJudgeScore(raw, 'judge', provider), raw };
+      return typeof response?.output_text === 'string' ? response.output_text : '';
     },
-  };
+  );
 }
