@@ -1,35 +1,12 @@
 // AdamW on float32 arrays, the update of torch.optim.AdamW (the tfjs policy's adamw.ts, without
 // tfjs): p *= 1 - lr * wd (matrices only); m, v moments; p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
-// The global gradient norm is clipped as torch.nn.utils.clip_grad_norm_ does.
+// The global gradient norm is clipped as torch.nn.utils.clip_grad_norm_ does (engines/adamw-schedule.ts).
 
-export interface FloatAdamWSettings {
-  learningRate: number;
-  beta1: number;
-  beta2: number;
-  epsilon: number;
-  weightDecay: number;
-  maxGradNorm: number | null;
-  warmupSteps: number;
-}
+import { AdamWSchedule, type AdamWStepOutcome } from '../engines/adamw-schedule';
 
-export interface FloatAdamWOutcome {
-  gradNorm: number;
-  applied: boolean;
-  skippedReason?: string;
-  learningRate: number;
-}
-
-export class FloatAdamW {
+export class FloatAdamW extends AdamWSchedule {
   readonly first = new Map<string, Float32Array>();
   readonly second = new Map<string, Float32Array>();
-  step = 0;
-
-  constructor(readonly settings: FloatAdamWSettings) {}
-
-  currentLearningRate(): number {
-    const { learningRate, warmupSteps } = this.settings;
-    return warmupSteps > 0 ? learningRate * Math.min(1, (this.step + 1) / warmupSteps) : learningRate;
-  }
 
   /**
    * One step over `parameters` (updated in place) with `gradients` of the same names; `decays`
@@ -39,24 +16,16 @@ export class FloatAdamW {
     parameters: ReadonlyMap<string, Float32Array>,
     gradients: ReadonlyMap<string, Float32Array>,
     decays: (name: string) => boolean,
-  ): FloatAdamWOutcome {
-    const learningRate = this.currentLearningRate();
+  ): AdamWStepOutcome {
     let squares = 0;
     for (const g of gradients.values()) for (let i = 0; i < g.length; i++) squares += g[i]! * g[i]!;
     const gradNorm = Math.sqrt(squares);
-    if (!Number.isFinite(gradNorm))
-      return {
-        gradNorm,
-        applied: false,
-        skippedReason: `non-finite gradient norm (${gradNorm}); the step was skipped`,
-        learningRate,
-      };
-    const { beta1, beta2, epsilon, weightDecay, maxGradNorm } = this.settings;
-    const clip = maxGradNorm !== null ? Math.min(1, maxGradNorm / (gradNorm + 1e-6)) : 1;
-    this.step += 1;
-    const bc1 = 1 - beta1 ** this.step;
-    const bc2 = Math.sqrt(1 - beta2 ** this.step);
-    const stepSize = learningRate / bc1;
+    const start = this.beginStep(gradNorm);
+    if (start.skipped) return start.skipped;
+    const { learningRate, clip } = start;
+    const { beta1, beta2, epsilon, weightDecay } = this.settings;
+    const bc2 = Math.sqrt(start.biasCorrection2);
+    const stepSize = learningRate / start.biasCorrection1;
     for (const [name, p] of parameters) {
       const g = gradients.get(name);
       if (!g) continue;
