@@ -123,7 +123,7 @@ function vendorEvidenceParts(question: string, evidence: readonly Evidence[]): P
 }
 
 /** The Gemini generator's and judge's settings, provider, client and common fields. */
-const geminiFamily = modelAdapterFamily({
+const gemini = modelAdapterFamily({
   vendor: 'gemini',
   apiKey: { vendorName: 'Gemini', environmentVariableNames: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'] },
   schema: geminiSettingsSchema,
@@ -132,7 +132,7 @@ const geminiFamily = modelAdapterFamily({
 
 /** The frozen Generator on Gemini: answers from the evidence images. */
 export function createGeminiGenerator(settings: GeminiSettings): Generator {
-  return geminiFamily.generator('createGeminiGenerator', settings, async (call, options) => {
+  return gemini.generator('createGeminiGenerator', settings, async (call, options) => {
     const response = await call.client.generate(
       vendorEvidenceParts(call.question, call.evidence),
       { systemInstruction: call.instructions },
@@ -160,20 +160,16 @@ export function createGeminiGenerator(settings: GeminiSettings): Generator {
 
 /** The LLM judge on Gemini, with structured output `{score}` (docs/method.md#judge). */
 export function createGeminiJudge(settings: GeminiSettings): Judge {
-  return geminiFamily.judge(
-    'createGeminiJudge',
-    settings,
-    async ({ client, instructions, prompt }, options) => {
-      const response = await client.generate(
-        [{ text: prompt }],
-        {
-          systemInstruction: instructions,
-          responseMimeType: 'application/json',
-          responseJsonSchema: JUDGE_SCORE_JSON_SCHEMA,
-        },
-        options,
-      );
-      return response.text ?? '';
-    },
-  );
+  return gemini.judge('createGeminiJudge', settings, async ({ client, instructions, prompt }, options) => {
+    const response = await client.generate(
+      [{ text: prompt }],
+      {
+        systemInstruction: instructions,
+        responseMimeType: 'application/json',
+        responseJsonSchema: JUDGE_SCORE_JSON_SCHEMA,
+      },
+      options,
+    );
+    return response.text ?? '';
+  });
 }

@@ -39,8 +39,8 @@ function responsesClient(
     /** One Responses API call. */
     create: (body: Omit<OpenAI.Responses.ResponseCreateParamsNonStreaming, 'model'>, options?: CallOptions) =>
       client.call(
-        (openai, signal) =>
-          openai.responses.create(
+        (sdk, signal) =>
+          sdk.responses.create(
             {
               model: settings.model,
               ...body,
@@ -70,7 +70,7 @@ function evidenceContent(question: string, evidence: readonly Evidence[]): Input
 }
 
 /** The OpenAI generator's and judge's settings, provider, client and common fields. */
-const openaiFamily = modelAdapterFamily({
+const openai = modelAdapterFamily({
   vendor: 'openai',
   apiKey: { vendorName: 'OpenAI', environmentVariableNames: ['OPENAI_API_KEY'] },
   schema: openaiSettingsSchema,
@@ -79,7 +79,7 @@ const openaiFamily = modelAdapterFamily({
 
 /** The frozen Generator on the OpenAI Responses API: answers from the evidence images. */
 export function createOpenAIGenerator(settings: OpenAISettings): Generator {
-  return openaiFamily.generator('createOpenAIGenerator', settings, async (call, options) => {
+  return openai.generator('createOpenAIGenerator', settings, async (call, options) => {
     const response = await call.client.create(
       {
         instructions: call.instructions,
@@ -107,26 +107,22 @@ export function createOpenAIGenerator(settings: OpenAISettings): Generator {
 
 /** The LLM judge on the OpenAI Responses API, with structured output `{score}` (docs/method.md#judge). */
 export function createOpenAIJudge(settings: OpenAISettings): Judge {
-  return openaiFamily.judge(
-    'createOpenAIJudge',
-    settings,
-    async ({ client, instructions, prompt }, options) => {
-      const response = await client.create(
-        {
-          instructions,
-          input: [{ role: 'user', content: [{ type: 'input_text', text: prompt }] }],
-          text: {
-            format: {
-              type: 'json_schema',
-              name: 'judge_score',
-              strict: true,
-              schema: { ...JUDGE_SCORE_JSON_SCHEMA },
-            },
+  return openai.judge('createOpenAIJudge', settings, async ({ client, instructions, prompt }, options) => {
+    const response = await client.create(
+      {
+        instructions,
+        input: [{ role: 'user', content: [{ type: 'input_text', text: prompt }] }],
+        text: {
+          format: {
+            type: 'json_schema',
+            name: 'judge_score',
+            strict: true,
+            schema: { ...JUDGE_SCORE_JSON_SCHEMA },
           },
         },
-        options,
-      );
-      return typeof response?.output_text === 'string' ? response.output_text : '';
-    },
-  );
+      },
+      options,
+    );
+    return typeof response?.output_text === 'string' ? response.output_text : '';
+  });
 }
