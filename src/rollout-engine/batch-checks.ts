@@ -1,4 +1,5 @@
 import { AbortedError, InvalidArgumentError, PortOutputError } from '../core/errors';
+import type { CallOptions } from '../ports/common';
 import type { GenerateTurnOptions, LogProbBatch, LossFunction } from '../ports/policy-backend';
 
 // The checks every in-process policy backend (tfjs, Llama) makes on a batch to score and on what
@@ -117,4 +118,77 @@ export function checkTurnRequest(rolloutIds: readonly number[], options: Generat
     });
   if (!(options.topP > 0 && options.topP <= 1))
     throw new InvalidArgumentError({ argument: 'topP', message: `must be in (0, 1], got ${options.topP}` });
+}
+
+/**
+ * What a rollout session's prompts and appended tokens are checked against: the context, the
+ * vocabulary, and the context's name in the messages (`the model's`, `the rollouts'`).
+ */
+export interface RolloutLimits {
+  contextLength: number;
+  vocabSize: number;
+  contextName: string;
+}
+
+/** Token ids inside the vocabulary; one outside is refused by its argument's name (`argument(t)`). */
+function checkTokenIds(ids: readonly number[], vocabSize: number, argument: (t: number) => string): void {
+  ids.forEach((id, t) => {
+    if (!(Number.isInteger(id) && id >= 0 && id < vocabSize))
+      throw new InvalidArgumentError({
+        argument: argument(t),
+        message: `token id ${id} is outside the vocabulary`,
+      });
+  });
+}
+
+/**
+ * A session's prompts, refused by name before any row is taken: an aborted signal, no prompt, an
+ * empty prompt, one that leaves the policy no room to answer, a token outside the vocabulary.
+ */
+export function checkBeginRequest(
+  promptTokenIds: readonly (readonly number[])[],
+  callOptions: CallOptions | undefined,
+  limits: RolloutLimits,
+): void {
+  const { contextLength, contextName } = limits;
+  if (callOptions?.signal?.aborted)
+    throw new AbortedError({ what: 'begin', cause: callOptions.signal.reason });
+  if (!Array.isArray(promptTokenIds) || promptTokenIds.length === 0)
+    throw new InvalidArgumentError({
+      argument: 'promptTokenIds',
+      message: 'must be a non-empty array of token id arrays',
+    });
+  promptTokenIds.forEach((ids, i) => {
+    if (ids.length === 0)
+      throw new InvalidArgumentError({
+        argument: `promptTokenIds[${i}]`,
+        message: 'a prompt needs at least one token',
+      });
+    if (ids.length >= contextLength)
+      throw new InvalidArgumentError({
+        argument: `promptTokenIds[${i}]`,
+        message: `has ${ids.length} tokens; ${contextName} context is ${contextLength} and the policy must have room to answer`,
+      });
+    checkTokenIds(ids, limits.vocabSize, (t) => `promptTokenIds[${i}][${t}]`);
+  });
+}
+
+/** Tokens appended to a rollout, refused while it generates a turn, past the context, or outside the vocabulary. */
+export function checkAppend(
+  row: { busy: boolean; sequence: readonly number[] },
+  rolloutId: number,
+  tokenIds: readonly number[],
+  limits: RolloutLimits,
+): void {
+  if (row.busy)
+    throw new InvalidArgumentError({
+      argument: 'rolloutId',
+      message: `rollout ${rolloutId} is generating a turn; append after it returns`,
+    });
+  if (row.sequence.length + tokenIds.length > limits.contextLength)
+    throw new InvalidArgumentError({
+      argument: 'tokenIds',
+      message: `appending ${tokenIds.length} tokens to rollout ${rolloutId} (${row.sequence.length} tokens) exceeds ${limits.contextName} context of ${limits.contextLength}`,
+    });
+  checkTokenIds(tokenIds, limits.vocabSize, (t) => `tokenIds[${t}]`);
 }

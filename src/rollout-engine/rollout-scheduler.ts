@@ -4,7 +4,13 @@ import type { Random } from '../core/random';
 import type { CallOptions } from '../ports/common';
 import type { GenerateTurnOptions, RolloutSession, TurnOutput } from '../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../ports/types';
-import { checkTurnRequest, sessionRowLookup } from './batch-checks';
+import {
+  checkAppend,
+  checkBeginRequest,
+  checkTurnRequest,
+  type RolloutLimits,
+  sessionRowLookup,
+} from './batch-checks';
 import { sampleToken } from './sampling';
 import { createTurnStop, type TurnStop } from './turn-stop';
 
@@ -79,6 +85,7 @@ export function createRolloutScheduler<Row extends ScheduledRow>(
   backend: RolloutBackend<Row>,
 ): RolloutScheduler {
   const { tokenizer, contextLength, provider } = backend;
+  const limits: RolloutLimits = { contextLength, vocabSize: backend.vocabSize, contextName: "the model's" };
   const jobs: TurnJob<Row>[] = [];
   let pumping = false;
 
@@ -180,40 +187,10 @@ export function createRolloutScheduler<Row extends ScheduledRow>(
     }
   };
 
-  const checkTokenIds = (ids: readonly number[], argument: (t: number) => string) => {
-    ids.forEach((id, t) => {
-      if (!(Number.isInteger(id) && id >= 0 && id < backend.vocabSize))
-        throw new InvalidArgumentError({
-          argument: argument(t),
-          message: `token id ${id} is outside the vocabulary`,
-        });
-    });
-  };
-
   return {
     async begin(promptTokenIds, callOptions) {
       await backend.ensureReady();
-      if (callOptions?.signal?.aborted)
-        throw new AbortedError({ what: 'begin', cause: callOptions.signal.reason });
-      if (!Array.isArray(promptTokenIds) || promptTokenIds.length === 0)
-        throw new InvalidArgumentError({
-          argument: 'promptTokenIds',
-          message: 'must be a non-empty array of token id arrays',
-        });
-      promptTokenIds.forEach((ids, i) => {
-        if (ids.length === 0)
-          throw new InvalidArgumentError({
-            argument: `promptTokenIds[${i}]`,
-            message: 'a prompt needs at least one token',
-          });
-        if (ids.length >= contextLength) {
-          throw new InvalidArgumentError({
-            argument: `promptTokenIds[${i}]`,
-            message: `has ${ids.length} tokens; the model's context is ${contextLength} and the policy must have room to answer`,
-          });
-        }
-        checkTokenIds(ids, (t) => `promptTokenIds[${i}][${t}]`);
-      });
+      checkBeginRequest(promptTokenIds, callOptions, limits);
       const sessionIndex = backend.nextSessionIndex();
       const rows = promptTokenIds.map((ids, r) => backend.createRow(ids, sessionIndex, r));
       let ended = false;
@@ -251,18 +228,7 @@ export function createRolloutScheduler<Row extends ScheduledRow>(
         },
         async append(rolloutId, tokenIds) {
           const row = rowOf(rolloutId, 'rolloutId');
-          if (row.busy)
-            throw new InvalidArgumentError({
-              argument: 'rolloutId',
-              message: `rollout ${rolloutId} is generating a turn; append after it returns`,
-            });
-          if (row.sequence.length + tokenIds.length > contextLength) {
-            throw new InvalidArgumentError({
-              argument: 'tokenIds',
-              message: `appending ${tokenIds.length} tokens to rollout ${rolloutId} (${row.sequence.length} tokens) exceeds the model's context of ${contextLength}`,
-            });
-          }
-          checkTokenIds(tokenIds, (t) => `tokenIds[${t}]`);
+          checkAppend(row, rolloutId, tokenIds, limits);
           // Absorbed lazily: the next generateTurn feeds these tokens in the same forward.
           row.sequence.push(...tokenIds);
         },

@@ -6,7 +6,13 @@ import type { CallOptions } from '../../ports/common';
 import type { GenerateTurnOptions, RolloutSession, TurnOutput } from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
 import { loadWithOptionalPackages } from '../../provider-utils/optional-package';
-import { checkTurnRequest, sessionRowLookup } from '../../rollout-engine/batch-checks';
+import {
+  checkAppend,
+  checkBeginRequest,
+  checkTurnRequest,
+  type RolloutLimits,
+  sessionRowLookup,
+} from '../../rollout-engine/batch-checks';
 import { sampleToken } from '../../rollout-engine/sampling';
 import { createTurnStop } from '../../rollout-engine/turn-stop';
 import {
@@ -146,6 +152,7 @@ export async function createLlamaCppRollouts(settings: LlamaCppRolloutSettings):
     });
   }
   const vocabSize = tokenizer.vocabSize;
+  const limits: RolloutLimits = { contextLength, vocabSize, contextName: "the rollouts'" };
   const eosIds = settings.extraEosTokenIds ?? [];
   const contexts: ContextEntry[] = [];
   const state = { version: 0, sessionCounter: 0, disposed: false, adapter: settings.loraAdapter ?? null };
@@ -212,16 +219,6 @@ export async function createLlamaCppRollouts(settings: LlamaCppRolloutSettings):
         message: 'these llama.cpp rollouts were disposed',
       });
   };
-  const checkTokenIds = (ids: readonly number[], argument: (t: number) => string) => {
-    ids.forEach((id, t) => {
-      if (!(Number.isInteger(id) && id >= 0 && id < vocabSize))
-        throw new InvalidArgumentError({
-          argument: argument(t),
-          message: `token id ${id} is outside the vocabulary`,
-        });
-    });
-  };
-
   /** One step's token and its log-prob at `temperature` after feeding the row's uncached tokens. */
   const step = async (
     row: Row,
@@ -293,26 +290,7 @@ export async function createLlamaCppRollouts(settings: LlamaCppRolloutSettings):
     device: llama.gpu === false ? 'cpu' : llama.gpu,
     async begin(promptTokenIds, callOptions) {
       checkReady();
-      if (callOptions?.signal?.aborted)
-        throw new AbortedError({ what: 'begin', cause: callOptions.signal.reason });
-      if (!Array.isArray(promptTokenIds) || promptTokenIds.length === 0)
-        throw new InvalidArgumentError({
-          argument: 'promptTokenIds',
-          message: 'must be a non-empty array of token id arrays',
-        });
-      promptTokenIds.forEach((ids, i) => {
-        if (ids.length === 0)
-          throw new InvalidArgumentError({
-            argument: `promptTokenIds[${i}]`,
-            message: 'a prompt needs at least one token',
-          });
-        if (ids.length >= contextLength)
-          throw new InvalidArgumentError({
-            argument: `promptTokenIds[${i}]`,
-            message: `has ${ids.length} tokens; the rollouts' context is ${contextLength} and the policy must have room to answer`,
-          });
-        checkTokenIds(ids, (t) => `promptTokenIds[${i}][${t}]`);
-      });
+      checkBeginRequest(promptTokenIds, callOptions, limits);
       const sessionIndex = state.sessionCounter++;
       const taken = await acquire(promptTokenIds.length);
       const rows: Row[] = taken.map(({ sequence }, r) => ({
@@ -374,17 +352,7 @@ export async function createLlamaCppRollouts(settings: LlamaCppRolloutSettings):
         },
         async append(rolloutId, tokenIds) {
           const row = rowOf(rolloutId, 'rolloutId');
-          if (row.busy)
-            throw new InvalidArgumentError({
-              argument: 'rolloutId',
-              message: `rollout ${rolloutId} is generating a turn; append after it returns`,
-            });
-          if (row.sequence.length + tokenIds.length > contextLength)
-            throw new InvalidArgumentError({
-              argument: 'tokenIds',
-              message: `appending ${tokenIds.length} tokens to rollout ${rolloutId} (${row.sequence.length} tokens) exceeds the rollouts' context of ${contextLength}`,
-            });
-          checkTokenIds(tokenIds, (t) => `tokenIds[${t}]`);
+          checkAppend(row, rolloutId, tokenIds, limits);
           // Absorbed lazily: the next turn feeds these tokens in its first forward.
           row.sequence.push(...tokenIds);
         },
