@@ -77,10 +77,30 @@ export function decodeUtf8Text(bytes: Uint8Array, source?: string): string {
   }
 }
 
+/** The text without a leading byte-order mark. */
+const withoutBom = (text: string) => (text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+
 /** Lines without their line ends (LF or CRLF); a leading byte-order mark is dropped. */
 export function textLines(text: string): string[] {
-  const lines = (text.charCodeAt(0) === 0xfeff ? text.slice(1) : text).split('\n');
+  const lines = withoutBom(text).split('\n');
   return lines.map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
+}
+
+/**
+ * The value of a JSON text (a leading byte-order mark dropped), or a DatasetValidationError naming
+ * `source` (field `(file)`, row -1).
+ */
+export function parseJsonText(text: string, source: string | undefined): unknown {
+  try {
+    return JSON.parse(withoutBom(text));
+  } catch (error) {
+    throw new DatasetValidationError({
+      row: -1,
+      field: '(file)',
+      message: `${source ?? 'the text'} is not valid JSON: ${(error as Error).message.slice(0, 200)}`,
+      cause: error,
+    });
+  }
 }
 
 /** One JSONL row: its 1-based line and its object. */

@@ -25,6 +25,16 @@ export function notAPageIndex(dbPath: string, error: unknown): InvalidArgumentEr
   });
 }
 
+/** A row of the index's `pages` table as the search engine and the page reader select it. */
+export interface PageRow {
+  basename: string;
+  text: string;
+  imagePath: string | null;
+  mime: string | null;
+  width: number | null;
+  height: number | null;
+}
+
 /**
  * A page index opened read-only with `sql` prepared on it; a file that is not a page index (the
  * statement does not prepare) is closed and refused, naming `dbPath`.

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { PageImage } from '../../ports/types';
-import { preparePageIndex } from './open-index';
+import { type PageRow, preparePageIndex } from './open-index';
 
 /** One page of an index, as it was indexed: its full text, and its image when it has one that can be read. */
 export interface IndexedPage {
@@ -28,16 +28,7 @@ export function openPageReader(dbPath: string): PageReader {
   );
   return {
     async page(basename) {
-      const row = byBasename.get(basename) as
-        | {
-            basename: string;
-            text: string;
-            imagePath: string | null;
-            mime: string | null;
-            width: number | null;
-            height: number | null;
-          }
-        | undefined;
+      const row = byBasename.get(basename) as PageRow | undefined;
       if (!row) return null;
       const bytes = row.imagePath ? await readFile(row.imagePath).catch(() => null) : null;
       if (!bytes || !row.mime) return { basename: row.basename, text: row.text };

@@ -4,7 +4,7 @@ import { AbortedError, InvalidArgumentError, ProviderCallError } from '../../cor
 import type { SearchEngine, SearchOptions } from '../../ports/search-engine';
 import type { PageImage, SearchHit } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
-import { preparePageIndex } from './open-index';
+import { type PageRow, preparePageIndex } from './open-index';
 import { sqliteSearchSettingsSchema } from './settings';
 
 export { indexPages, inspectPageIndex, type PageRecord, type IndexResult } from './page-index';
@@ -69,16 +69,7 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
         });
       const match = ftsQuery(String(query));
       if (match === null) return [];
-      let rows: Array<{
-        id: number;
-        basename: string;
-        text: string;
-        imagePath: string | null;
-        mime: string | null;
-        width: number | null;
-        height: number | null;
-        rank: number;
-      }>;
+      let rows: Array<PageRow & { id: number; rank: number }>;
       try {
         rows = search.all(match, options.topK) as typeof rows;
       } catch (error) {

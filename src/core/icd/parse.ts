@@ -8,7 +8,7 @@ import {
   trajectoryError,
   type TrajectoryPlace,
 } from './check';
-import { decodeUtf8Text, parseJsonlRows } from '../text-data';
+import { decodeUtf8Text, parseJsonlRows, parseJsonText } from '../text-data';
 import { DEFAULT_ICD_SETTINGS, type IcdQueryRecord, type IcdTrajectory } from './types';
 
 /** Options of the ICD record parsers. */
@@ -182,18 +182,7 @@ export function parseIcdText(
   const { source } = options;
   const text = typeof input === 'string' ? input : decodeUtf8Text(input, source);
   if (format === 'json') {
-    let value: unknown;
-    try {
-      value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-    } catch (error) {
-      throw new DatasetValidationError({
-        row: -1,
-        field: '(file)',
-        message: `${source ?? 'the text'} is not valid JSON: ${(error as Error).message.slice(0, 200)}`,
-        cause: error,
-      });
-    }
-    return parseIcdRecords(value, options);
+    return parseIcdRecords(parseJsonText(text, source), options);
   }
   const rows: Row[] = parseJsonlRows(text, source, { invalidJsonField: '(line)' }).map(({ line, value }) => ({
     value,

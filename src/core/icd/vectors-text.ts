@@ -1,5 +1,4 @@
-import { DatasetValidationError } from '../errors';
-import { decodeUtf8Text, parseJsonlLines } from '../text-data';
+import { decodeUtf8Text, parseJsonlLines, parseJsonText } from '../text-data';
 
 /**
  * Embedding vectors as found in files, not yet checked (createEmbeddingTable checks them): JSON (an
@@ -13,14 +12,5 @@ export function parseIcdVectorsText(
 ): unknown {
   const text = typeof input === 'string' ? input : decodeUtf8Text(input, source);
   if (format === 'jsonl') return parseJsonlLines(text, source).map((line) => line.value);
-  try {
-    return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-  } catch (error) {
-    throw new DatasetValidationError({
-      row: -1,
-      field: '(file)',
-      message: `${source ?? 'the text'} is not valid JSON: ${(error as Error).message.slice(0, 200)}`,
-      cause: error,
-    });
-  }
+  return parseJsonText(text, source);
 }
