@@ -1,6 +1,24 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from '../core/errors';
 
+/** A file that cannot be read: an InvalidArgumentError on `argument` naming the path and why. */
+function unreadableFile(path: string, argument: string, error: unknown): InvalidArgumentError {
+  return new InvalidArgumentError({
+    argument,
+    message: `cannot read '${path}': ${(error as Error).message}`,
+    cause: error,
+  });
+}
+
+/** The bytes of a file of a model folder (weights, an adapter); one that cannot be read is an InvalidArgumentError on `argument` naming the path. */
+export async function readFileBytes(path: string, argument: string): Promise<Uint8Array> {
+  try {
+    return await readFile(path);
+  } catch (error) {
+    throw unreadableFile(path, argument, error);
+  }
+}
+
 /**
  * A JSON object from a file of a model folder (config.json, tokenizer.json, ...): a file that
  * cannot be read or is not a JSON object is an InvalidArgumentError on `argument` naming the path;
@@ -16,11 +34,7 @@ export async function readJsonObject(
     text = await readFile(path, 'utf8');
   } catch (error) {
     if (!required && (error as { code?: unknown }).code === 'ENOENT') return null;
-    throw new InvalidArgumentError({
-      argument,
-      message: `cannot read '${path}': ${(error as Error).message}`,
-      cause: error,
-    });
+    throw unreadableFile(path, argument, error);
   }
   try {
     const value: unknown = JSON.parse(text);

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '../../core/errors';
-import { readJsonObject } from '../../provider-utils/json-file';
+import { readFileBytes, readJsonObject } from '../../provider-utils/json-file';
 import { decodeSafetensors, float32Of } from '../../provider-utils/safetensors';
 import { type LlamaConfig, llamaWeightShapes, parseLlamaConfig } from '../engines/llama/config';
 import type { WeightMap } from '../engines/llama/engine';
@@ -70,17 +70,10 @@ async function readSafetensorsWeights(dir: string): Promise<WeightMap> {
   const weights: WeightMap = new Map();
   for (const file of files) {
     const path = join(dir, file);
-    let bytes: Uint8Array;
-    try {
-      bytes = await readFile(path);
-    } catch (error) {
-      throw new InvalidArgumentError({
-        argument: 'model',
-        message: `cannot read '${path}': ${(error as Error).message}`,
-        cause: error,
-      });
-    }
-    const decoded = decodeSafetensors(bytes, { argument: 'model', source: path });
+    const decoded = decodeSafetensors(await readFileBytes(path, 'model'), {
+      argument: 'model',
+      source: path,
+    });
     for (const [name, tensor] of decoded.tensors) {
       const values = float32Of(tensor);
       if (!values)
@@ -198,17 +191,10 @@ export async function loadPeftAdapter(dir: string, config: LlamaConfig): Promise
     });
   const targets = modules as LoraTargetModule[];
   const path = join(dir, 'adapter_model.safetensors');
-  let bytes: Uint8Array;
-  try {
-    bytes = await readFile(path);
-  } catch (error) {
-    throw new InvalidArgumentError({
-      argument: 'lora.adapter',
-      message: `cannot read '${path}': ${(error as Error).message}`,
-      cause: error,
-    });
-  }
-  const decoded = decodeSafetensors(bytes, { argument: 'lora.adapter', source: path });
+  const decoded = decodeSafetensors(await readFileBytes(path, 'lora.adapter'), {
+    argument: 'lora.adapter',
+    source: path,
+  });
   const byName = new Map<string, Float32Array>();
   for (const [name, tensor] of decoded.tensors) {
     const values = float32Of(tensor);

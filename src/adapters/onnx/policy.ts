@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError, NotTrainableError, throwIfAborted } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
@@ -15,7 +14,7 @@ import { createRolloutScheduler } from '../../rollout-engine/rollout-scheduler';
 import { forwardLast, scoreSequences, type OnnxModel, type OnnxRow } from './forward';
 import { checkCausalLmLayout, readCausalLmConfig, type GraphValue } from './layout';
 import { createOnnxSession } from '../engines/onnx-graph/session';
-import { readJsonObject } from '../../provider-utils/json-file';
+import { readFileBytes, readJsonObject } from '../../provider-utils/json-file';
 import { ort } from './runtime';
 import { parseOnnxPolicySettings, type OnnxExecutionProvider, type OnnxPolicySettings } from './settings';
 import { createHfTokenizer } from '../../provider-utils/hf-tokenizer';
@@ -68,16 +67,7 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
     readJson('tokenizer.json', true),
     readJson('tokenizer_config.json', false),
   ]);
-  let modelBytes: Uint8Array;
-  try {
-    modelBytes = await readFile(modelPath);
-  } catch (error) {
-    throw new InvalidArgumentError({
-      argument: 'modelDir',
-      message: `cannot read '${modelPath}': ${(error as Error).message}`,
-      cause: error,
-    });
-  }
+  const modelBytes = await readFileBytes(modelPath, 'modelDir');
   // ONNX Runtime runs NaN and Infinity weights without complaint: refused here, naming the initializer.
   checkOnnxWeights(modelPath, modelBytes);
   const session = await createOnnxSession(ort, modelPath, {
