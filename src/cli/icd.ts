@@ -1,6 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { InvalidArgumentError } from '../index';
 import { createJsonlStore } from '../adapters/store/jsonl/index';
 import {
@@ -113,6 +113,15 @@ const integer = (value: string | undefined, name: string, fallback: number) => {
 };
 
 /** The demo's sizes shared by train and table: queries, GRPO steps, warm-up epochs, beam width, shots. */
+/** The options `demoSizes` reads, shared by `train` and `table`. */
+const DEMO_SIZE_OPTIONS = {
+  queries: { type: 'string' },
+  steps: { type: 'string' },
+  'warm-up-epochs': { type: 'string' },
+  'beam-width': { type: 'string' },
+  shots: { type: 'string' },
+} as const;
+
 function demoSizes(
   values: Record<string, string | boolean | undefined>,
   d: { queries: number; grpoSteps: number; warmUpEpochs: number; beamWidth: number; shots: number },
@@ -133,19 +142,26 @@ export async function icdCommand(argv: string[]): Promise<number> {
     return usage(HELP.icd!);
   }
   const help = rest.includes('--help') || rest.includes('-h');
+  /** A subcommand's options parsed strictly, or undefined when `--help` asked for its usage (printed). */
+  const optionsOf = <Options extends NonNullable<ParseArgsConfig['options']>>(
+    helpText: string,
+    options: Options,
+  ) => {
+    if (help) {
+      usage(helpText);
+      return undefined;
+    }
+    return parseArgs({ args: rest, options, strict: true }).values;
+  };
   if (command === 'normalise' || command === 'normalize') {
-    if (help) return usage(HELP.normalise!);
-    const { values } = parseArgs({
-      args: rest,
-      options: {
-        data: { type: 'string' },
-        embeddings: { type: 'string' },
-        'query-embeddings': { type: 'string' },
-        out: { type: 'string' },
-        'pool-size': { type: 'string' },
-      },
-      strict: true,
+    const values = optionsOf(HELP.normalise!, {
+      data: { type: 'string' },
+      embeddings: { type: 'string' },
+      'query-embeddings': { type: 'string' },
+      out: { type: 'string' },
+      'pool-size': { type: 'string' },
     });
+    if (!values) return 0;
     if (!values.data || !values.embeddings || !values['query-embeddings'] || !values.out)
       throw new InvalidArgumentError({
         argument: 'normalise',
@@ -175,12 +191,12 @@ export async function icdCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'eval') {
-    if (help) return usage(HELP.eval!);
-    const { values } = parseArgs({
-      args: rest,
-      options: { data: { type: 'string' }, embeddings: { type: 'string' }, 'pool-size': { type: 'string' } },
-      strict: true,
+    const values = optionsOf(HELP.eval!, {
+      data: { type: 'string' },
+      embeddings: { type: 'string' },
+      'pool-size': { type: 'string' },
     });
+    if (!values) return 0;
     if (!values.data)
       throw new InvalidArgumentError({ argument: 'eval', message: 'needs --data FILE (see --help)' });
     const records = await readRecords(values.data);
@@ -201,16 +217,12 @@ export async function icdCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'mine' || command === 'inject' || command === 'control') {
-    if (help) return usage(HELP.demo!);
-    const { values } = parseArgs({
-      args: rest,
-      options: {
-        out: { type: 'string', default: 'runs/icd' },
-        seed: { type: 'string' },
-        queries: { type: 'string' },
-      },
-      strict: true,
+    const values = optionsOf(HELP.demo!, {
+      out: { type: 'string', default: 'runs/icd' },
+      seed: { type: 'string' },
+      queries: { type: 'string' },
     });
+    if (!values) return 0;
     const data = await buildIcdDemoData(
       {
         ...DEFAULT_ICD_DATA_OPTIONS,
@@ -232,21 +244,13 @@ export async function icdCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'train') {
-    if (help) return usage(HELP.train!);
-    const { values } = parseArgs({
-      args: rest,
-      options: {
-        out: { type: 'string', default: 'runs/icd' },
-        seed: { type: 'string' },
-        queries: { type: 'string' },
-        steps: { type: 'string' },
-        'warm-up-epochs': { type: 'string' },
-        'warm-up': { type: 'string' },
-        'beam-width': { type: 'string' },
-        shots: { type: 'string' },
-      },
-      strict: true,
+    const values = optionsOf(HELP.train!, {
+      out: { type: 'string', default: 'runs/icd' },
+      seed: { type: 'string' },
+      'warm-up': { type: 'string' },
+      ...DEMO_SIZE_OPTIONS,
     });
+    if (!values) return 0;
     const out = values.out!;
     await mkdir(out, { recursive: true });
     const d = DEFAULT_ICD_FLOW_OPTIONS;
@@ -287,20 +291,12 @@ export async function icdCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'table') {
-    if (help) return usage(HELP.table!);
-    const { values } = parseArgs({
-      args: rest,
-      options: {
-        seeds: { type: 'string' },
-        queries: { type: 'string' },
-        steps: { type: 'string' },
-        'warm-up-epochs': { type: 'string' },
-        'beam-width': { type: 'string' },
-        shots: { type: 'string' },
-        json: { type: 'string' },
-      },
-      strict: true,
+    const values = optionsOf(HELP.table!, {
+      seeds: { type: 'string' },
+      ...DEMO_SIZE_OPTIONS,
+      json: { type: 'string' },
     });
+    if (!values) return 0;
     const d = DEFAULT_ICD_TABLE_OPTIONS;
     const seeds = values.seeds?.split(',').map((seed) => integer(seed.trim(), '--seeds', 0)) ?? d.seeds;
     const started = Date.now();
