@@ -14,6 +14,7 @@ import {
   type PointerSelectorSettings,
   type SelectorBatch,
 } from './pointer-selector-settings';
+import { checkCheckpointFormat } from '../../provider-utils/checkpoint-format';
 
 function seededMatrix(rows: number, cols: number, random: Random, scale: number): tf.Tensor2D {
   const data = new Float32Array(rows * cols);
@@ -227,11 +228,7 @@ export async function createPointerSelector(settings: PointerSelectorSettings): 
       };
     },
     load(checkpoint) {
-      if (checkpoint.format !== POINTER_SELECTOR_FORMAT)
-        throw new InvalidArgumentError({
-          argument: 'checkpoint.format',
-          message: `expected '${POINTER_SELECTOR_FORMAT}', got '${checkpoint.format}'`,
-        });
+      checkCheckpointFormat(checkpoint, POINTER_SELECTOR_FORMAT);
       // Every blob is checked before any is assigned: a refused checkpoint leaves the selector as it was.
       const read = (name: string, size: number, secondMoments = false) => {
         const bytes = checkpoint.blobs[name];

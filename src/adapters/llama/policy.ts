@@ -26,6 +26,7 @@ import { createLlamaTrainingEngine, llamaRolloutEngine } from '../engines/llama/
 import { type LoadedLlama, loadLlamaModel, loadPeftAdapter } from './loader';
 import { withLlamaCppRollouts } from './llama-cpp-policy';
 import { type LlamaPolicySettings, parseLlamaPolicySettings } from './settings';
+import { checkCheckpointFormat } from '../../provider-utils/checkpoint-format';
 
 export const LLAMA_CHECKPOINT_FORMAT = 'searcher-rl.llama.v1';
 export { chatFormatOf };
@@ -369,11 +370,7 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
       });
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== LLAMA_CHECKPOINT_FORMAT)
-        throw new InvalidArgumentError({
-          argument: 'checkpoint.format',
-          message: `expected '${LLAMA_CHECKPOINT_FORMAT}', got '${checkpoint.format}'`,
-        });
+      checkCheckpointFormat(checkpoint, LLAMA_CHECKPOINT_FORMAT);
       const counter = checkpoint.metadata.sessionCounter;
       if (!(Number.isInteger(counter) && (counter as number) >= 0))
         throw new InvalidArgumentError({

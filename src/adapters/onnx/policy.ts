@@ -19,6 +19,7 @@ import { ort } from './runtime';
 import { parseOnnxPolicySettings, type OnnxExecutionProvider, type OnnxPolicySettings } from './settings';
 import { createHfTokenizer } from '../../provider-utils/hf-tokenizer';
 import { checkOnnxWeights } from './weights';
+import { checkCheckpointFormat } from '../../provider-utils/checkpoint-format';
 
 export const ONNX_CHECKPOINT_FORMAT = 'searcher-rl.onnx-reference.v1';
 
@@ -217,11 +218,11 @@ export async function createOnnxPolicy(settings: OnnxPolicySettings): Promise<On
       };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== ONNX_CHECKPOINT_FORMAT)
-        throw new InvalidArgumentError({
-          argument: 'checkpoint.format',
-          message: `expected '${ONNX_CHECKPOINT_FORMAT}', got '${checkpoint.format}' (an ONNX policy loads no weights: point modelDir at another export instead)`,
-        });
+      checkCheckpointFormat(
+        checkpoint,
+        ONNX_CHECKPOINT_FORMAT,
+        'an ONNX policy loads no weights: point modelDir at another export instead',
+      );
       const counter = checkpoint.metadata.sessionCounter;
       if (!(Number.isInteger(counter) && (counter as number) >= 0))
         throw new InvalidArgumentError({

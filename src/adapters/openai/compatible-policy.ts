@@ -19,6 +19,7 @@ import type {
 } from '../../ports/policy-backend';
 import type { TokenStep, Tokenizer } from '../../ports/types';
 import { createOpenAIClient } from './client';
+import { checkCheckpointFormat } from '../../provider-utils/checkpoint-format';
 
 /**
  * The OpenAI-compatible policy's settings as a zod schema: the server, the model, the key and extra
@@ -328,11 +329,7 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
       };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== 'openai-compatible-v1')
-        throw new InvalidArgumentError({
-          argument: 'checkpoint.format',
-          message: `expected 'openai-compatible-v1', got '${checkpoint.format}'`,
-        });
+      checkCheckpointFormat(checkpoint, 'openai-compatible-v1');
     },
   };
 }

@@ -15,6 +15,7 @@ import type {
   UpdateResult,
 } from '../../ports/policy-backend';
 import { SCRIPTED_LOG_PROB } from './settings';
+import { checkCheckpointFormat } from '../../provider-utils/checkpoint-format';
 
 /** What a script function sees for the turn it writes. */
 export interface ScriptContext {
@@ -215,11 +216,7 @@ export function createScriptedPolicy(settings: ScriptedPolicySettings): Scripted
       };
     },
     async load(checkpoint: PolicyCheckpoint): Promise<void> {
-      if (checkpoint.format !== 'scripted-v1')
-        throw new InvalidArgumentError({
-          argument: 'checkpoint.format',
-          message: `expected 'scripted-v1', got '${checkpoint.format}'`,
-        });
+      checkCheckpointFormat(checkpoint, 'scripted-v1');
     },
   };
 }
