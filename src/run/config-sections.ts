@@ -33,6 +33,12 @@ export const sftSchema = z
         'Demonstrations per optimizer step: small, because copying names from the question into the query needs many steps (docs/method.md#slide-environment).',
       ),
     learningRate: z.number().positive().default(3e-3),
+    freshNames: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Each epoch, the words a demonstration's actions copy from its question (the asked entity in the query) are renamed, consistently through the whole demonstration and the pages it read, to words drawn at random from the vocabulary: a small policy can then only imitate by copying, not by memorising its training names (docs/method.md#copying-names). Needs the vocabulary tokenizer (policy.tokenizer: vocabulary).",
+      ),
     vagueRate: unit()
       .default(0)
       .describe(

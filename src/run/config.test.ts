@@ -93,6 +93,14 @@ describe('run configuration: input that must be refused', () => {
     expect(parseRunConfig({}).policy?.coalesceSessions).toBe(true);
     expect(parseRunConfig({ policy: { coalesceSessions: false } }).policy?.coalesceSessions).toBe(false);
   });
+
+  it('takes sft.freshNames (off by default) with the vocabulary tokenizer, and refuses it with bytes, by name', () => {
+    expect(parseRunConfig({}).sft?.freshNames).toBe(false);
+    expect(parseRunConfig({ sft: { freshNames: true } }).sft?.freshNames).toBe(true);
+    expect(() => parseRunConfig({ sft: { freshNames: true }, policy: { tokenizer: 'bytes' } })).toThrow(
+      /sft\.freshNames.*policy\.tokenizer: bytes/,
+    );
+  });
 });
 
 describe('progress', () => {

@@ -314,6 +314,14 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
 }
 
 function refineRun(config: RunConfigObject, ctx: z.RefinementCtx): void {
+  // Fresh names rename whole-word tokens, which the byte tokenizer has none of.
+  if (config.sft?.freshNames && config.policy?.tokenizer === 'bytes')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['sft', 'freshNames'],
+      message:
+        'renames whole-word tokens, and policy.tokenizer: bytes has none: set policy.tokenizer: vocabulary, or sft.freshNames: false',
+    });
   // A rollouts-only policy (ONNX Runtime runs the graph forward only) can be evaluated, not trained.
   const policy = config.searcher.adapters.policy;
   const training = config.phases.filter((p) => p.steps > 0);

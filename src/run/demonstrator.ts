@@ -12,16 +12,35 @@ import { createSearcher, type SearcherPorts } from '../searcher';
 import { progressOf, type RunOptions } from './progress';
 import { lineAfter, tagSpans } from '../core/protocol/tag-spans';
 
-/** Searches tried per question: each a different query made from the question's own words. */
-export const DEMONSTRATION_ATTEMPTS = 4;
+/**
+ * Searches tried per question at most: each a different query (the question's own words, then its
+ * golden page's name). Four (the question's words; a different crop each where the page marks
+ * regions), five where some question's golden page name adds a query (`demonstrationQueries`).
+ */
+export const DEMONSTRATION_ATTEMPTS = 5;
+
+/** The attempts for a set of questions: four, or five where a golden page's name adds a fifth query to one. */
+function attemptsFor(prompts: readonly PromptRecord[]): number {
+  const longest = Math.max(
+    0,
+    ...prompts.map((p) => demonstrationQueries(p.question, p.goldenBasenames ?? []).length),
+  );
+  return Math.min(DEMONSTRATION_ATTEMPTS, Math.max(DEMONSTRATION_ATTEMPTS - 1, longest));
+}
+
+const WORDS = /[\p{L}\p{N}]+(?:[.,'’-][\p{L}\p{N}]+)*/gu;
 
 /**
- * The queries the demonstrator tries for a question, all of the question's own words (so that a
- * small policy learns to copy them): its content words, the whole question, the first half and the
- * second half of its content words. Repeats removed.
+ * The queries the demonstrator tries for a question. First the question's own words (so that a
+ * small policy learns to copy them): its content words, the whole question, the first half and
+ * the second half of its content words. Then, where the dataset names the question's golden pages,
+ * the words of the first one's name (`zorvel_export.txt`: zorvel, export), each written as the
+ * question writes it where the question has it: a question worded unlike its page ("Which goods
+ * does Zorvel sell abroad?") is demonstrated with the page's word ("Zorvel export"), which the
+ * question's words alone do not find. Repeats removed.
  */
-export function demonstrationQueries(question: string): string[] {
-  const words = question.match(/[\p{L}\p{N}]+(?:[.,'’-][\p{L}\p{N}]+)*/gu) ?? [];
+export function demonstrationQueries(question: string, golden: readonly string[] = []): string[] {
+  const words = question.match(WORDS) ?? [];
   const content = words.filter((w) => !isStopword(w));
   const half = Math.ceil(content.length / 2);
   const queries = [
@@ -29,8 +48,29 @@ export function demonstrationQueries(question: string): string[] {
     words.join(' '),
     content.length > 1 ? content.slice(0, half).join(' ') : '',
     content.length > 1 ? content.slice(half).join(' ') : '',
+    goldenQuery(words, golden[0]),
   ];
   return [...new Set(queries.filter((q) => q.length > 0))];
+}
+
+/**
+ * The words of a golden page's name (its extension left out): those the question has, as it writes
+ * them and in its order, then the others; '' where the name shares no word with the question (a
+ * name like `deck12_3.png` is an id, not a description) or adds none but numbers (`acme_3.png`
+ * for a question about Acme: a page number the question cannot give).
+ */
+function goldenQuery(questionWords: readonly string[], basename: string | undefined): string {
+  if (basename === undefined) return '';
+  const stem = basename.replace(/\.[^.]*$/, '');
+  const byLower = new Map(questionWords.map((w) => [w.toLowerCase(), w] as const));
+  const named = (stem.match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => !isStopword(w));
+  const shared = new Set(named.map((w) => w.toLowerCase()).filter((w) => byLower.has(w)));
+  // Words the question lacks, numbers left out (a page number is an id the question cannot give).
+  const others = named.filter((w) => !shared.has(w.toLowerCase()) && /\p{L}/u.test(w));
+  if (shared.size === 0 || others.length === 0) return '';
+  // The question's words first, in its order, then the name's others.
+  const fromQuestion = [...new Set(questionWords.filter((w) => shared.has(w.toLowerCase())))];
+  return [...new Set([...fromQuestion, ...others])].join(' ');
 }
 
 /**
@@ -55,6 +95,8 @@ export interface HarvestResult {
   episodes: number;
   /** What made an episode a success: the judge, a golden page, or both. */
   criterion: string;
+  /** Searches tried a question at most (`DEMONSTRATION_ATTEMPTS`: four, or five with golden page names). */
+  attempts: number;
 }
 
 /** Whether a demonstration episode is worth imitating: a golden page retrieved (where the question names one) and the answer right (where it has a reference). */
@@ -109,14 +151,15 @@ export async function harvestDemonstrations(args: {
   const byQuestion = new Map(prompts.map((p) => [neutraliseTags(p.question), p]));
   const maxTurns = searcher.episode.maxTurns;
   const firstSuccess = args.firstSuccess ?? false;
+  const attempts = attemptsFor(prompts);
   let round = 0;
   const script = ({ turn, context, rolloutId: rollout }: ScriptContext): string => {
     const rolloutId = firstSuccess ? round : rollout;
     const asked = lineAfter(context, 'Question: ') ?? '';
     const prompt = byQuestion.get(asked);
-    const queries = prompt ? demonstrationQueries(prompt.question) : [];
+    const queries = prompt ? demonstrationQueries(prompt.question, prompt.goldenBasenames ?? []) : [];
     if (turn === 0 && queries.length > 0)
-      return `<search>${queries[(rolloutId % DEMONSTRATION_ATTEMPTS) % queries.length]}</search>`;
+      return `<search>${queries[(rolloutId % attempts) % queries.length]}</search>`;
     const read = tagSpans(context, '<information>', '</information>').map((s) => s.body);
     if (!answerMode) {
       const crop = cropAttempt(read[read.length - 1] ?? '', prompt?.reference, rolloutId);
@@ -143,7 +186,7 @@ export async function harvestDemonstrations(args: {
       },
       rl: {
         ...searcher.rl,
-        nAgent: firstSuccess ? 1 : DEMONSTRATION_ATTEMPTS,
+        nAgent: firstSuccess ? 1 : attempts,
         loss: { ...searcher.rl.loss, klReference: 'rollout' },
       },
     },
@@ -154,7 +197,7 @@ export async function harvestDemonstrations(args: {
   const chunk = 32;
   const progress = progressOf(options, 'demonstrations', prompts.length);
   const solvedUids = new Set<string>();
-  const rounds = firstSuccess ? DEMONSTRATION_ATTEMPTS : 1;
+  const rounds = firstSuccess ? attempts : 1;
   for (round = 0; round < rounds; round++) {
     const pending = firstSuccess ? prompts.filter((p) => !solvedUids.has(p.uid)) : prompts;
     for (let start = 0; start < pending.length; start += chunk) {
@@ -190,5 +233,12 @@ export async function harvestDemonstrations(args: {
   ]
     .filter((c) => c !== null)
     .join(' and ');
-  return { trajectories: kept, questions: prompts.length, solved, episodes, criterion: criterion || 'none' };
+  return {
+    trajectories: kept,
+    questions: prompts.length,
+    solved,
+    episodes,
+    criterion: criterion || 'none',
+    attempts,
+  };
 }

@@ -1,10 +1,12 @@
 import { join } from 'node:path';
 import { resolvePorts } from '../container';
-import { AbortedError } from '../core/errors';
+import { AbortedError, InvalidArgumentError } from '../core/errors';
 import { episodeContextTokens } from '../core/episode/config';
 import { eventRecord } from '../core/events';
 import { createRandom, RANDOM_STREAMS } from '../core/random';
+import { freshNames } from '../core/rl/fresh-names';
 import { runSft, sftExamples } from '../core/rl/policy-update';
+import type { Tokenizer } from '../ports/types';
 import { readLatestCheckpoint, SFT_RUN, writePolicyCheckpoint } from './checkpoints';
 import { resolveRollouts, type RunConfig } from './config';
 import {
@@ -101,6 +103,7 @@ async function warmStart(
       random: createRandom(config.seed, RANDOM_STREAMS.sftOrder),
       ...(options.signal && { signal: options.signal }),
       onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`),
+      ...(sft.freshNames && { rename: freshNames(examples, wordTokenIds(policy.tokenizer)) }),
     },
   );
   progress.done(`${examples.length} demonstrations`);
@@ -116,6 +119,26 @@ async function warmStart(
   );
   await writePolicyCheckpoint(store, SFT_RUN, 0, await policy.save());
   return { trained: true, warning: null };
+}
+
+/**
+ * The word tokens of a vocabulary tokenizer (each word of its vocabulary one token), which
+ * `sft.freshNames` renames; refused for a tokenizer without one (bytes or BPE pieces are not names).
+ */
+function wordTokenIds(tokenizer: Tokenizer): number[] {
+  const words = (tokenizer.vocabulary ?? []).filter((w) => /^[\p{L}\p{N}]+$/u.test(w));
+  if (words.length === 0)
+    throw new InvalidArgumentError({
+      argument: 'sft.freshNames',
+      message:
+        'renames whole-word tokens, and this policy has none: use it with policy.tokenizer: vocabulary (a checkpoint or initFrom keeps the tokenizer it has)',
+    });
+  const ids = new Set<number>();
+  for (const w of words) {
+    const encoded = tokenizer.encode(w);
+    if (encoded.length === 1) ids.add(encoded[0]!);
+  }
+  return [...ids];
 }
 
 /**

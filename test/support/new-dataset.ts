@@ -20,10 +20,48 @@ export interface NewDataset {
   test: number;
 }
 
+/**
+ * Which questions are held out: `pairs` (default), every fourth (country, attribute) pair, so
+ * that every held-out country is also named by training questions; `entities`, every question of
+ * every fourth country, so that no training question names a held-out country (its pages are in
+ * the index all the same).
+ */
+export type HoldOut = 'pairs' | 'entities';
+
+/**
+ * How the questions are worded: `page` (default), with the words of their page ("What is the
+ * capital of X?" for "X capital city Y"); `reworded`, with none of their page's words but the
+ * country's ("Which town is the seat of government of X?"), so that the question's words find
+ * the country's six pages and not which of them answers.
+ */
+export type Wording = 'page' | 'reworded';
+
+/** The reworded question of each attribute: no word of its page's text or name but the country's. */
+const REWORDED: Record<string, (country: string) => string> = {
+  capital: (c) => `Which town is the seat of government of ${c}?`,
+  founded: (c) => `In which year did ${c} begin?`,
+  export: (c) => `Which goods does ${c} sell abroad?`,
+  population: (c) => `How many inhabitants does ${c} have?`,
+  river: (c) => `Which is the biggest stream of ${c}?`,
+  ruler: (c) => `Who reigns over ${c}?`,
+};
+
 /** Writes `countries` x 6 pages (NAME.txt) and their questions (questions.jsonl, with a split column) under `dir`. */
-export async function writeNewDataset(dir: string, countries = 20): Promise<NewDataset> {
+export async function writeNewDataset(
+  dir: string,
+  options: {
+    countries?: number;
+    holdOut?: HoldOut;
+    wording?: Wording;
+    /** Which corpus: 0 (default), or another whose countries share no name with corpus 0's (nor with each other's). */
+    corpus?: number;
+  } = {},
+): Promise<NewDataset> {
+  const { countries = 20, holdOut = 'pairs', wording = 'page', corpus = 0 } = options;
   const names: string[] = [];
-  for (let i = 0; names.length < countries; i++) {
+  for (let i = 0; names.length < countries * (corpus + 1); i++) {
+    if (i > SYLLABLES.length ** 3)
+      throw new RangeError(`writeNewDataset: no ${countries} more country names`);
     const a = SYLLABLES[(i * 7) % SYLLABLES.length]!;
     const b = SYLLABLES[(i * 5 + Math.floor(i / SYLLABLES.length)) % SYLLABLES.length]!;
     const name = `${a[0]!.toUpperCase()}${a.slice(1)}${b}`;
@@ -32,7 +70,9 @@ export async function writeNewDataset(dir: string, countries = 20): Promise<NewD
   const pagesDir = join(dir, 'pages');
   await mkdir(pagesDir, { recursive: true });
   const rows: Array<Record<string, unknown>> = [];
-  for (const [i, country] of names.entries()) {
+  for (const [k, country] of names.slice(countries * corpus).entries()) {
+    // The facts by the country's place among all corpora's; the split by its place in this one.
+    const i = k + countries * corpus;
     const year = String(1400 + ((i * 37) % 500));
     const people = String(1000 + ((i * 7919) % 90000));
     const facts: Array<[string, string, string, string]> = [
@@ -73,10 +113,10 @@ export async function writeNewDataset(dir: string, countries = 20): Promise<NewD
       await writeFile(join(pagesDir, page), `${text}\n`);
       rows.push({
         uid: `${country.toLowerCase()}-${attribute}`,
-        question,
+        question: wording === 'page' ? question : REWORDED[attribute]!(country),
         reference: answer,
         golden: [page],
-        split: (i + j) % 4 === 0 ? 'test' : 'train',
+        split: (holdOut === 'pairs' ? (k + j) % 4 === 0 : k % 4 === 3) ? 'test' : 'train',
       });
     }
   }
@@ -88,8 +128,11 @@ export async function writeNewDataset(dir: string, countries = 20): Promise<NewD
 
 /**
  * The run of the new dataset, as `dir/train.yaml` beside `data/`: a small policy, the warm start's
- * SFT on the demonstrator's episodes, two RL phases; the paths are the file's, the index a cache
- * in the working directory. Everything else is the default (the instructions included).
+ * SFT on the demonstrator's episodes (up to four a question, their names fresh each epoch, 120
+ * epochs: copying is learnt after 45-135 epochs of one a question, docs/method.md#copying-names),
+ * two RL phases; the paths are the file's, the index a cache in the working directory. Everything
+ * else is the default (the instructions included). The recipe was chosen on corpus 0's held-out
+ * questions, seed 1; `npm run bench:copying` reports it on corpus 1.
  */
 export const NEW_DATASET_CONFIG = [
   'runsDir: runs',
@@ -97,7 +140,7 @@ export const NEW_DATASET_CONFIG = [
   'seed: 1',
   'dataset: { path: data/questions.jsonl }',
   'policy: { layers: 1, width: 48, heads: 4, contextLength: 128, coalesceSessions: false }',
-  'sft: { demonstrations: 1000, epochs: 20, batchSize: 4 }',
+  'sft: { demonstrations: 1000, epochs: 120, batchSize: 4, keepPerQuestion: 4, freshNames: true }',
   'phases:',
   '  - { name: phase1, steps: 20, weights: phase1, learningRate: 1.0e-3, warmupSteps: 0 }',
   '  - { name: phase2, steps: 20, weights: default, learningRate: 1.0e-3, warmupSteps: 0 }',

@@ -1,9 +1,12 @@
 import { AbortedError, InvalidArgumentError } from '../errors';
 import { permutation, type Random } from '../random';
 import type { Trajectory } from '../trajectory/trajectory';
+import type { FreshNames, SftExample } from './fresh-names';
 import type { LogProbBatch, LossFunction, PolicyBackend, UpdateResult } from '../../ports/policy-backend';
 import { buildUpdateBatch, createLossFunction, type LossSettings, type UpdateBatch } from './update-batch';
 import { mean } from '../stats';
+
+export type { SftExample } from './fresh-names';
 
 export interface PolicyUpdateSettings {
   loss: LossSettings;
@@ -162,10 +165,6 @@ export async function updatePolicy(
 }
 
 /** A supervised example: a token sequence and the positions that are policy output (mask 1). */
-export interface SftExample {
-  inputIds: number[];
-  positions: number[];
-}
 
 /**
  * Demonstrations for supervised warm-up, from trajectories (e.g. a scripted or oracle policy's):
@@ -238,7 +237,13 @@ export async function runSft(
   policy: PolicyBackend,
   examples: readonly SftExample[],
   settings: { epochs: number; batchSize: number },
-  options: { random: Random; signal?: AbortSignal; onEpoch?: (epoch: number, loss: number) => void },
+  options: {
+    random: Random;
+    signal?: AbortSignal;
+    onEpoch?: (epoch: number, loss: number) => void;
+    /** Each epoch's demonstrations renamed (`freshNames`: copying pays, memorising names does not). */
+    rename?: FreshNames;
+  },
 ): Promise<SftSummary> {
   if (!(Number.isInteger(settings.epochs) && settings.epochs > 0))
     throw new InvalidArgumentError({
@@ -254,12 +259,14 @@ export async function runSft(
     throw new InvalidArgumentError({ argument: 'examples', message: 'needs at least one demonstration' });
   const summary: SftSummary = { epochLoss: [], updates: 0, skipped: 0 };
   for (let epoch = 0; epoch < settings.epochs; epoch++) {
-    const batches = lengthBucketedBatches(examples, settings.batchSize, options.random);
+    const rename = options.rename;
+    const epochExamples = rename ? examples.map((e) => rename.apply(e, options.random)) : examples;
+    const batches = lengthBucketedBatches(epochExamples, settings.batchSize, options.random);
     let weighted = 0;
     let tokens = 0;
     for (const indices of batches) {
       if (options.signal?.aborted) throw new AbortedError({ what: 'runSft', cause: options.signal.reason });
-      const mini = indices.map((i) => examples[i]!);
+      const mini = indices.map((i) => epochExamples[i]!);
       const batch = { inputIds: mini.map((e) => e.inputIds), positions: mini.map((e) => e.positions) };
       const result = await policy.update(
         batch,

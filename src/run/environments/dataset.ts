@@ -3,7 +3,6 @@ import { InvalidArgumentError } from '../../core/errors';
 import type { RunConfig } from '../config';
 import { datasetBaselines } from '../baseline-scripts';
 import { type DatasetSplit, readPromptDataset, splitOf } from '../dataset';
-import { DEMONSTRATION_ATTEMPTS } from '../demonstrator';
 import type { RunOptions } from '../progress';
 import { harvestSampled } from './harvest';
 import type { EnvironmentDefinition, RunEnvironment } from './types';
@@ -91,7 +90,7 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
             options: runOptions,
           });
           runOptions.onLog?.(
-            `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (the demonstrator: ${DEMONSTRATION_ATTEMPTS} searches a question with its own words, ${result.episodes} episodes; kept where ${result.criterion})`,
+            `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (the demonstrator: ${result.attempts} searches a question with its own words and its golden page's name, ${result.episodes} episodes; kept where ${result.criterion})`,
           );
           return result.trajectories;
         }

@@ -15,7 +15,6 @@ import type { SearchEngine } from '../../ports/search-engine';
 import type { SearcherPorts } from '../../searcher';
 import { genericBaselines, naiveRagScript } from '../baseline-scripts';
 import type { RunConfig } from '../config';
-import { DEMONSTRATION_ATTEMPTS } from '../demonstrator';
 import { progressOf, type RunOptions } from '../progress';
 import { harvestSampled } from './harvest';
 import type { DemonstrationTarget, EnvironmentDefinition, RunEnvironment } from './types';
@@ -123,7 +122,7 @@ async function harvestedSlideDemonstrations(
   const practiceCount = crops.length === 0 ? 0 : (sft.cropPractice ?? Math.round(count / 2));
   const practice = Array.from({ length: practiceCount }, (_, i) => crops[i % crops.length]!);
   options.onLog?.(
-    `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (rejection sampling: up to ${DEMONSTRATION_ATTEMPTS} attempts a question until one succeeds, ${result.episodes} episodes; kept where ${result.criterion}), ${crops.length} of them crop; crop practice ${practiceCount}`,
+    `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (rejection sampling: up to ${result.attempts} attempts a question until one succeeds, ${result.episodes} episodes; kept where ${result.criterion}), ${crops.length} of them crop; crop practice ${practiceCount}`,
   );
   return [...result.trajectories, ...practice];
 }

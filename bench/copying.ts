@@ -1,0 +1,129 @@
+// Does the small Searcher copy what it reads (docs/method.md#copying-names)? Three held-out
+// comparisons on a newly generated corpus of invented countries (corpus 1: its names share nothing
+// with corpus 0, on whose held-out questions the recipe was chosen), each trained with
+// `searcher-rl train` and the own-data config (test/support/new-dataset.ts) on seeds 1-3:
+//   own-data         held-out (country, attribute) pairs; every country also in training questions
+//   unseen-entities  every question of a quarter of the countries held out: no training question names them
+//   reworded         as unseen-entities, the questions worded without their page's words ("Which goods
+//                    does X sell abroad?" for "X main export copper"): the question's words find the
+//                    country's six pages, not which one answers
+// One JSON line per run, then one per comparison with the mean and the spread (min, max) of: naive
+// RAG (search with the question's words, read the top page), the warm start (SFT) and RL, judge
+// success on the held-out questions; and the share of held-out questions whose first query names
+// the asked country. BENCH_COPYING_SEEDS=1,2,3 and BENCH_COPYING_VARIANTS=own-data,... choose.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { type HoldOut, NEW_DATASET_CONFIG, type Wording, writeNewDataset } from '../test/support/new-dataset';
+
+const VARIANTS: Record<string, { holdOut: HoldOut; wording: Wording }> = {
+  'own-data': { holdOut: 'pairs', wording: 'page' },
+  'unseen-entities': { holdOut: 'entities', wording: 'page' },
+  reworded: { holdOut: 'entities', wording: 'reworded' },
+};
+const CORPUS = 1;
+
+const list = (value: string | undefined, fallback: string[]) =>
+  value
+    ? value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : fallback;
+const seeds = list(process.env.BENCH_COPYING_SEEDS, ['1', '2', '3']).map(Number);
+const variants = list(process.env.BENCH_COPYING_VARIANTS, Object.keys(VARIANTS));
+for (const v of variants)
+  if (!VARIANTS[v])
+    throw new Error(`BENCH_COPYING_VARIANTS: unknown '${v}' (${Object.keys(VARIANTS).join(', ')})`);
+for (const s of seeds)
+  if (!Number.isInteger(s)) throw new Error(`BENCH_COPYING_SEEDS: '${s}' is not a whole number`);
+
+const root = join(import.meta.dirname, '..');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+const run = promisify(execFile);
+
+interface Summary {
+  judgeSuccess: number;
+}
+
+/** The share of a run's evaluated questions whose first query names the country asked (the uid's first part). */
+async function firstQueryNamesEntity(evalDir: string): Promise<number> {
+  const lines = (await readFile(join(evalDir, 'event.jsonl'), 'utf8')).split('\n').filter(Boolean);
+  let asked = 0;
+  let named = 0;
+  for (const line of lines) {
+    const record = JSON.parse(line) as {
+      promptUid: string;
+      data: { type: string; turn: number; data: { query?: string } };
+    };
+    if (record.data.type !== 'search.request' || record.data.turn !== 0) continue;
+    const country = record.promptUid.split('-')[0]!;
+    const words = (record.data.data.query ?? '').toLowerCase().split(/[^\p{L}\p{N}]+/u);
+    asked++;
+    if (words.includes(country)) named++;
+  }
+  if (asked === 0) throw new Error(`${evalDir}/event.jsonl holds no first search`);
+  return named / asked;
+}
+
+const round = (x: number) => Number(x.toFixed(4));
+const results: Record<string, Array<Record<string, number>>> = {};
+for (const variant of variants) {
+  for (const seed of seeds) {
+    const dir = await mkdtemp(join(tmpdir(), `bench-copying-${variant}-`));
+    try {
+      await writeNewDataset(join(dir, 'data'), { ...VARIANTS[variant]!, corpus: CORPUS });
+      await writeFile(join(dir, 'train.yaml'), NEW_DATASET_CONFIG.replace('seed: 1', `seed: ${seed}`));
+      const started = performance.now();
+      await run(tsx, [join(root, 'src/cli/main.ts'), 'train', '--config', join(dir, 'train.yaml')], {
+        cwd: dir,
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      const seconds = (performance.now() - started) / 1000;
+      const runDir = join(dir, 'runs', 'countries');
+      const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as {
+        before: Summary;
+        after: Summary;
+        baselines: Array<{ name: string; summary: Summary }>;
+      };
+      const naive = summary.baselines.find((b) => b.name === 'naive RAG');
+      if (!naive) throw new Error(`${runDir}/summary.json has no naive RAG baseline`);
+      const figures = {
+        naiveRag: round(naive.summary.judgeSuccess),
+        warmStart: round(summary.before.judgeSuccess),
+        rl: round(summary.after.judgeSuccess),
+        warmStartNamesEntity: round(await firstQueryNamesEntity(join(runDir, 'eval-before-rl'))),
+        rlNamesEntity: round(await firstQueryNamesEntity(join(runDir, 'eval-after-rl'))),
+        seconds: Number(seconds.toFixed(1)),
+      };
+      (results[variant] ??= []).push(figures);
+      console.log(JSON.stringify({ bench: 'copying', variant, corpus: CORPUS, seed, ...figures }));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+  const rows = results[variant] ?? [];
+  const spread = (key: string) => {
+    const values = rows.map((r) => r[key]!);
+    return {
+      mean: round(values.reduce((a, b) => a + b, 0) / values.length),
+      min: Math.min(...values),
+      max: Math.max(...values),
+    };
+  };
+  console.log(
+    JSON.stringify({
+      bench: 'copying',
+      variant,
+      corpus: CORPUS,
+      seeds,
+      naiveRag: spread('naiveRag'),
+      warmStart: spread('warmStart'),
+      rl: spread('rl'),
+      rlOverNaiveRag: round(spread('rl').mean - spread('naiveRag').mean),
+      rlNamesEntity: spread('rlNamesEntity'),
+    }),
+  );
+}
