@@ -100,6 +100,12 @@ describe('run configuration: input that must be refused', () => {
     expect(() => parseRunConfig({ sft: { freshNames: true }, policy: { tokenizer: 'bytes' } })).toThrow(
       /sft\.freshNames.*policy\.tokenizer: bytes/,
     );
+    expect(() =>
+      parseRunConfig({
+        sft: { freshNames: true },
+        searcher: { adapters: { policy: { type: 'llama', model: 'm.gguf' } } },
+      }),
+    ).toThrow(/sft\.freshNames.*searcher\.adapters has its own tokenizer/);
   });
 });
 

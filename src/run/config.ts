@@ -314,13 +314,14 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
 }
 
 function refineRun(config: RunConfigObject, ctx: z.RefinementCtx): void {
-  // Fresh names rename whole-word tokens, which the byte tokenizer has none of.
-  if (config.sft?.freshNames && config.policy?.tokenizer === 'bytes')
+  // Fresh names rename whole-word tokens, which the byte tokenizer and a named policy's pieces are not.
+  if (config.sft?.freshNames && (config.policy?.tokenizer === 'bytes' || config.searcher.adapters.policy))
     ctx.addIssue({
       code: 'custom',
       path: ['sft', 'freshNames'],
-      message:
-        'renames whole-word tokens, and policy.tokenizer: bytes has none: set policy.tokenizer: vocabulary, or sft.freshNames: false',
+      message: config.searcher.adapters.policy
+        ? "renames the run's own policy's whole-word tokens; a policy of searcher.adapters has its own tokenizer (subword pieces): set sft.freshNames: false"
+        : 'renames whole-word tokens, and policy.tokenizer: bytes has none: set policy.tokenizer: vocabulary, or sft.freshNames: false',
     });
   // A rollouts-only policy (ONNX Runtime runs the graph forward only) can be evaluated, not trained.
   const policy = config.searcher.adapters.policy;
