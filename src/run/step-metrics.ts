@@ -1,10 +1,10 @@
 import { isJudgeSuccess } from '../core/reward/success';
 import { mean } from '../core/stats';
-import type { PolicyUpdateSummary } from '../core/rl/policy-update';
+import type { PolicyUpdateSummary, UpdateFigures } from '../core/rl/policy-update';
 import type { ScoredBatch } from '../searcher';
 
 /** One step's figures. Timing fields (`*PerSecond`, `*Ms`) vary between runs; the rest is deterministic under a seed. */
-export interface StepMetrics {
+export interface StepMetrics extends UpdateFigures {
   step: number;
   epoch: number;
   prompts: number;
@@ -23,12 +23,6 @@ export interface StepMetrics {
   invalidActionRate: number;
   /** Episodes that ended by the policy's own search_complete/answer. */
   completionRate: number;
-  loss: number;
-  clipFraction: number;
-  kl: number;
-  entropy: number;
-  gradNorm: number;
-  gradNormMax: number;
   updatesApplied: number;
   updatesSkipped: number;
   skippedReasons: string[];

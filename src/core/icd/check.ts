@@ -82,6 +82,22 @@ export function checkLocalPointer(
   return pointer;
 }
 
+/** `pointer_global` says the same candidates as the pointer: `pool[pointer[k]]` is `pointer_global[k]`. */
+export function checkPointerGlobal(
+  pointer: readonly number[],
+  pool: readonly number[],
+  pointerGlobal: readonly number[],
+  place: TrajectoryPlace,
+): void {
+  const mapped = pointer.map((p) => pool[p]);
+  if (mapped.some((g, k) => g !== pointerGlobal[k]))
+    throw trajectoryError(
+      place,
+      'pointer_global',
+      `pointer [${pointer.join(', ')}] maps to [${mapped.join(', ')}] through the pool, not to pointer_global [${pointerGlobal.join(', ')}]`,
+    );
+}
+
 /** The scalar fields of a trajectory: `vqa_acc_score`, `vqa_correct` (derived when absent) and `gen_method`. */
 export function checkTrajectoryScalars(
   c: Readonly<Record<string, unknown>>,

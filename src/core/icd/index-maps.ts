@@ -2,6 +2,7 @@ import { DatasetValidationError, InvalidArgumentError } from '../errors';
 import {
   checkIndexList,
   checkLocalPointer,
+  checkPointerGlobal,
   checkShots,
   checkTrajectoryScalars,
   isAbsent,
@@ -109,17 +110,13 @@ export function validateIcdRecords(
         ...place,
         detail: `(${String(method)}, pointer [${Array.isArray(trajectory.pointer) ? trajectory.pointer.join(', ') : '?'}])`,
       });
-      if (!isAbsent(trajectory.pointer_global)) {
-        const global = checkIndexList(trajectory.pointer_global, shots, place, 'pointer_global');
-        const mapped = pointer.map((p) => pool[p]);
-        if (mapped.some((g, k) => g !== global[k])) {
-          throw trajectoryError(
-            place,
-            'pointer_global',
-            `pointer [${pointer.join(', ')}] maps to [${mapped.join(', ')}] through the pool, not to pointer_global [${global.join(', ')}]`,
-          );
-        }
-      }
+      if (!isAbsent(trajectory.pointer_global))
+        checkPointerGlobal(
+          pointer,
+          pool,
+          checkIndexList(trajectory.pointer_global, shots, place, 'pointer_global'),
+          place,
+        );
       checkTrajectoryScalars(trajectory as unknown as Record<string, unknown>, place);
     });
   });

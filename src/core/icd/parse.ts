@@ -2,6 +2,7 @@ import { DatasetValidationError } from '../errors';
 import {
   checkIndexList,
   checkLocalPointer,
+  checkPointerGlobal,
   checkShots,
   checkTrajectoryScalars,
   isAbsent,
@@ -153,15 +154,7 @@ function parseTrajectory(
     });
   }
   const pointer = checkLocalPointer(rawPointer, pool, shots, place);
-  if (pointerGlobal) {
-    const mapped = pointer.map((p) => pool[p]!);
-    if (mapped.some((g, k) => g !== pointerGlobal[k]))
-      throw trajectoryError(
-        place,
-        'pointer_global',
-        `pointer [${pointer.join(', ')}] maps to [${mapped.join(', ')}] through the pool, not to pointer_global [${pointerGlobal.join(', ')}]`,
-      );
-  }
+  if (pointerGlobal) checkPointerGlobal(pointer, pool, pointerGlobal, place);
   return {
     pointer: [...pointer],
     ...(pointerGlobal && { pointer_global: [...pointerGlobal] }),

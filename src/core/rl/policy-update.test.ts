@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AbortedError } from '../errors';
 import { createRandom } from '../random';
 import type { LogProbBatch, LossFunction, PolicyBackend, UpdateResult } from '../../ports/policy-backend';
+import { ppoClipLoss } from './__fixtures__/loss-settings';
 import { trajectoryWith } from './__fixtures__/trajectories';
 import { lengthBucketedBatches, sftExamples, updatePolicy, type PolicyUpdateSettings } from './policy-update';
 
@@ -31,14 +32,7 @@ function fakePolicy(shift: (update: number) => number) {
 }
 
 const settings = (overrides: Partial<PolicyUpdateSettings> = {}): PolicyUpdateSettings => ({
-  loss: {
-    kind: 'ppo_clip',
-    clipLow: 0.2,
-    clipHigh: 0.2,
-    aggregation: 'token-mean',
-    klCoef: 0,
-    klEstimator: 'k3',
-  },
+  loss: ppoClipLoss(),
   ppoEpochs: 1,
   miniBatchSize: null,
   entropyCoef: 0,

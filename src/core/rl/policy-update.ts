@@ -22,20 +22,24 @@ export interface PolicyUpdateSettings {
   stateMasking?: boolean;
 }
 
+/** A step's update figures, as the summary gives them and the step's metrics copy them. */
+export interface UpdateFigures {
+  loss: number;
+  clipFraction: number;
+  kl: number;
+  entropy: number;
+  /** Mean and max over the optimizer steps with a finite gradient norm (skipped steps are left out). */
+  gradNorm: number;
+  gradNormMax: number;
+}
+
 /** What a step's updates did, averaged over the optimizer steps that ran. */
-export interface PolicyUpdateSummary {
+export interface PolicyUpdateSummary extends UpdateFigures {
   /** Optimizer steps attempted (ppoEpochs x minibatches). */
   updates: number;
   applied: number;
   /** Steps skipped by the backend (e.g. a non-finite gradient norm), with their reasons. */
   skipped: string[];
-  loss: number;
-  clipFraction: number;
-  kl: number;
-  entropy: number;
-  /** Mean and max over the steps with a finite gradient norm (skipped steps are in `skipped`). */
-  gradNorm: number;
-  gradNormMax: number;
   /** Policy tokens trained on by applied steps, summed over epochs. */
   tokens: number;
   sequences: number;

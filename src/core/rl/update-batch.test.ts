@@ -1,18 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { ppoClipLoss } from './__fixtures__/loss-settings';
 import { trajectoryWith } from './__fixtures__/trajectories';
 import { klPenalty } from './kl';
 import { policyLoss } from './policy-loss';
-import { buildUpdateBatch, createLossFunction, type LossSettings } from './update-batch';
-
-const loss = (overrides: Partial<LossSettings> = {}): LossSettings => ({
-  kind: 'ppo_clip',
-  clipLow: 0.2,
-  clipHigh: 0.2,
-  aggregation: 'token-mean',
-  klCoef: 0,
-  klEstimator: 'k3',
-  ...overrides,
-});
+import { buildUpdateBatch, createLossFunction } from './update-batch';
 
 describe('buildUpdateBatch', () => {
   it('keeps mask-1 positions only, cuts after the last policy token, and leaves out missing advantages', () => {
@@ -69,7 +60,7 @@ describe('createLossFunction', () => {
     klPenalty({ estimator: 'k3', oldLogProbs: against, newLogProbs, mask, aggregation: 'token-mean' });
 
   it('measures the KL even when klCoef is 0, with no gradient from it', () => {
-    const result = createLossFunction({ oldLogProbs, advantages }, loss())(newLogProbs);
+    const result = createLossFunction({ oldLogProbs, advantages }, ppoClipLoss())(newLogProbs);
     const kl = referenceKl(oldLogProbs);
     const pg = referencePolicyLoss();
     expect(result.metrics!.kl).toBeGreaterThan(0);
@@ -79,7 +70,7 @@ describe('createLossFunction', () => {
   });
 
   it('adds klCoef x KL to the value and the gradient when klCoef > 0', () => {
-    const result = createLossFunction({ oldLogProbs, advantages }, loss({ klCoef: 0.5 }))(newLogProbs);
+    const result = createLossFunction({ oldLogProbs, advantages }, ppoClipLoss({ klCoef: 0.5 }))(newLogProbs);
     const kl = referenceKl(oldLogProbs);
     const pg = referencePolicyLoss();
     expect(result.value).toBeCloseTo(pg.value + 0.5 * kl.value, 14);
@@ -90,7 +81,7 @@ describe('createLossFunction', () => {
   });
 
   it('passes the verl options through: dual-clip (default bound 3), the log-ratio clamp, the KL against a frozen reference', () => {
-    const settings = loss({ dualClip: true, logRatioClamp: 20, klCoef: 0.1 });
+    const settings = ppoClipLoss({ dualClip: true, logRatioClamp: 20, klCoef: 0.1 });
     const referenceLogProbs = [
       [-1.5, -1.5, -1.5],
       [-0.5, -0.5],
@@ -103,7 +94,7 @@ describe('createLossFunction', () => {
     // Dual-clip bounds a negative advantage's loss: far above the old policy, -A x 3.
     const far = createLossFunction(
       { oldLogProbs: [[-3]], advantages: [-1] },
-      loss({ dualClip: true }),
+      ppoClipLoss({ dualClip: true }),
     )([[-3 + Math.log(10)]]);
     expect(far.value).toBeCloseTo(3, 12);
     expect(far.metrics!.clipFractionLower).toBe(1);
@@ -111,17 +102,18 @@ describe('createLossFunction', () => {
 
   it("refuses another kind's settings and an unknown kind, naming the setting", () => {
     const batch = { oldLogProbs: [[-1]], advantages: [1] };
-    expect(() => createLossFunction(batch, loss({ kind: 'gspo', dualClip: true }))).toThrow(
+    expect(() => createLossFunction(batch, ppoClipLoss({ kind: 'gspo', dualClip: true }))).toThrow(
       /'settings\.dualClip'.*'ppo_clip' only, not 'gspo'/,
     );
-    expect(() => createLossFunction(batch, loss({ kind: 'gspo', logRatioClamp: 20 }))).toThrow(
+    expect(() => createLossFunction(batch, ppoClipLoss({ kind: 'gspo', logRatioClamp: 20 }))).toThrow(
       /'settings\.logRatioClamp'/,
     );
     // Off is not set: a GSPO run may carry dualClip false and logRatioClamp null.
     expect(
-      createLossFunction(batch, loss({ kind: 'gspo', dualClip: false, logRatioClamp: null }))([[-1]]).value,
+      createLossFunction(batch, ppoClipLoss({ kind: 'gspo', dualClip: false, logRatioClamp: null }))([[-1]])
+        .value,
     ).toBe(-1);
-    expect(() => createLossFunction(batch, loss({ kind: 'grpo' as never }))).toThrow(
+    expect(() => createLossFunction(batch, ppoClipLoss({ kind: 'grpo' as never }))).toThrow(
       /'settings\.kind'.*got grpo/,
     );
   });

@@ -15,6 +15,7 @@ import { createRuleJudge } from '../../adapters/rule-judge/index';
 import { createScriptedPolicy } from '../../adapters/scripted-policy/index';
 import { createSearcher } from '../../searcher';
 import { runStore, writeJsonAtomic } from '../folder';
+import { UPDATE_METRICS } from './curves';
 import { spread } from './episodes';
 import { writeReport } from './report';
 
@@ -133,17 +134,8 @@ describe('report.html', () => {
       const charts = await page
         .locator('[data-chart]')
         .evaluateAll((b) => b.map((x) => x.getAttribute('data-chart')));
-      const trainingCharts = [
-        'loss',
-        'kl',
-        'entropy',
-        'gradNorm',
-        'clipFraction',
-        'rolloutTokensPerSecond',
-        'trainTokensPerSecond',
-      ];
-      expect(charts).toEqual(expect.arrayContaining(trainingCharts));
-      for (const key of trainingCharts)
+      expect(charts).toEqual(expect.arrayContaining([...UPDATE_METRICS]));
+      for (const key of UPDATE_METRICS)
         expect(await page.locator(`[data-chart="${key}"] canvas`).count(), key).toBe(1);
       // The loss is negative: its axis spans it.
       const lossLegend = page.locator('[data-chart="loss"] .u-legend .u-series').nth(1).locator('.u-value');
