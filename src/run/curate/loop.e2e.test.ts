@@ -45,6 +45,13 @@ async function questionsWithWrongGoldenPage(): Promise<string> {
   return path;
 }
 
+/** The example config's search engine on the example's pages, its index in this test's folder. */
+const examplePagesEngine = (raw: RawConfig) => ({
+  ...raw.searcher.adapters.searchEngine,
+  pagesDir: join(example, 'pages'),
+  dbPath: join(dir, 'pages.sqlite'),
+});
+
 async function dataRunConfig(runId: string, extra: RawConfig = {}) {
   const { sft, ...raw } = parseYaml(await readFile(join(example, 'config.yaml'), 'utf8')) as RawConfig;
   return parseRunConfig({
@@ -62,11 +69,7 @@ async function dataRunConfig(runId: string, extra: RawConfig = {}) {
       ...raw.searcher,
       adapters: {
         ...raw.searcher.adapters,
-        searchEngine: {
-          ...raw.searcher.adapters.searchEngine,
-          pagesDir: join(example, 'pages'),
-          dbPath: join(dir, 'pages.sqlite'),
-        },
+        searchEngine: examplePagesEngine(raw),
       },
     },
   });
@@ -266,11 +269,7 @@ async function scriptedRun(runId: string, scripts: string[][], searcher: RawConf
         episode: { ...raw.searcher.episode, maxTurnTokens: 48, instructions: '', ...searcher.episode },
         adapters: {
           ...raw.searcher.adapters,
-          searchEngine: {
-            ...raw.searcher.adapters.searchEngine,
-            pagesDir: join(example, 'pages'),
-            dbPath: join(dir, 'pages.sqlite'),
-          },
+          searchEngine: examplePagesEngine(raw),
           policy: { type: 'scripted', script: scripts },
         },
       },
