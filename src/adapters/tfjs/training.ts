@@ -6,7 +6,7 @@ import { checkLogProbBatch } from '../../rollout-engine/batch-checks';
 import { AdamW, type AdamWSettings } from './adamw';
 import type { ComputedGradients } from '../engines/engine';
 import type { TfjsTrainingEngine } from './engine-selection';
-import { denseBatch, scoredLogProbs } from '../engines/transformer/scored-places';
+import { chunkedLogProbs } from '../engines/transformer/tfjs-training';
 import { parseOptimizerSettings } from './settings';
 import { ensureReady, type PolicyContext } from './state';
 import type { TransformerConfig } from '../engines/transformer/transformer';
@@ -62,26 +62,13 @@ export async function logProbs(
   await ensureReady(context);
   const { modelConfig, settings, state } = context;
   const temperature = checkBatch(batch, modelConfig);
-  const out: number[][] = batch.positions.map(() => []);
-  for (const chunk of rowChunks(batch, modelConfig.heads, settings.maxAttentionElements)) {
-    if (callOptions?.signal?.aborted)
-      throw new AbortedError({ what: 'logProbs', cause: callOptions.signal.reason });
-    const rows = chunk.map((i) => batch.inputIds[i]!);
-    const positions = chunk.map((i) => batch.positions[i]!);
-    const token = tf.tidy(() => {
-      const dense = denseBatch(rows, positions, modelConfig.vocabSize);
-      return scoredLogProbs(
-        state.model.forwardFull(dense.ids, dense.idValues, dense.places),
-        dense.pick,
-        temperature,
-      ).token;
-    });
-    const data = token.dataSync() as Float32Array;
-    token.dispose();
-    let k = 0;
-    for (const i of chunk) out[i] = batch.positions[i]!.map(() => data[k++]!);
-  }
-  return out;
+  return chunkedLogProbs(
+    state.model,
+    batch,
+    rowChunks(batch, modelConfig.heads, settings.maxAttentionElements),
+    temperature,
+    { what: 'logProbs', signal: callOptions?.signal },
+  );
 }
 
 /**

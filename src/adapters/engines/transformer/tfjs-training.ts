@@ -19,22 +19,28 @@ export function createTfjsTrainingEngine(model: Transformer): TrainingEngine<tf.
   };
 }
 
-/** The scored log-probs of every chunk, forward only (the loss's input when it spans several chunks). */
-function chunkLogProbs(model: Transformer, batch: LogProbBatch, plan: GradientPlan): number[][] {
+/**
+ * The scored log-probs of every row, forward only, a chunk of rows a forward (the loss's input
+ * when it spans several chunks, and the policy's `logProbs`); `what` was aborted between chunks.
+ */
+export function chunkedLogProbs(
+  model: Transformer,
+  batch: LogProbBatch,
+  chunks: readonly number[][],
+  temperature: number,
+  abort: { what: string; signal?: AbortSignal | undefined },
+): number[][] {
   const out: number[][] = batch.positions.map(() => []);
-  for (const chunk of plan.chunks) {
-    if (plan.signal?.aborted) throw new AbortedError({ what: 'update', cause: plan.signal.reason });
+  for (const chunk of chunks) {
+    if (abort.signal?.aborted) throw new AbortedError({ what: abort.what, cause: abort.signal.reason });
+    const rows = chunk.map((i) => batch.inputIds[i]!);
     const positions = chunk.map((i) => batch.positions[i]!);
     const token = tf.tidy(() => {
-      const dense = denseBatch(
-        chunk.map((i) => batch.inputIds[i]!),
-        positions,
-        model.config.vocabSize,
-      );
+      const dense = denseBatch(rows, positions, model.config.vocabSize);
       return scoredLogProbs(
         model.forwardFull(dense.ids, dense.idValues, dense.places),
         dense.pick,
-        plan.temperature,
+        temperature,
       ).token;
     });
     const data = token.dataSync() as Float32Array;
@@ -61,7 +67,10 @@ async function computeGradients(
   let entropySum = 0;
   let gradNew: number[][] | null = null;
   if (chunks.length > 1) {
-    const result = checkLoss(lossFn(chunkLogProbs(model, batch, plan)), batch);
+    const result = checkLoss(
+      lossFn(chunkedLogProbs(model, batch, chunks, temperature, { what: 'update', signal: plan.signal })),
+      batch,
+    );
     gradNew = result.gradNewLogProbs;
     lossValue = result.value;
     metrics = result.metrics ?? {};
