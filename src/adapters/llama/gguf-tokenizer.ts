@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../../core/errors';
+import { byteLevelBpeModel } from '../../provider-utils/bpe-model';
 import type { GgufFile, GgufValue } from './gguf';
 
 // A GGUF carries no tokenizer.json: llama.cpp keeps the vocabulary, merges and token kinds as
@@ -167,23 +168,16 @@ export function ggufTokenizerFiles(file: GgufFile): {
     pre_tokenizer: preTokenizer,
     post_processor: postProcessor,
     decoder: byteLevel(true),
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
+    model: byteLevelBpeModel(
       vocab,
       // Byte-level tokens spell a space as 'Ġ', so a merge's one space separates its two halves.
-      merges: merges.map((merge) => {
+      merges.map((merge) => {
         const space = merge.indexOf(' ');
         if (space <= 0) fail('tokenizer.ggml.merges', `'${merge}' is not two tokens separated by a space`);
         return [merge.slice(0, space), merge.slice(space + 1)];
       }),
-    },
+      false,
+    ),
   };
 
   const chatTemplate = meta.get('tokenizer.chat_template');

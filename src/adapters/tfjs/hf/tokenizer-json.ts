@@ -1,6 +1,7 @@
 import { PROTOCOL_TAG_STRINGS } from '../../../core/protocol/tags';
 import { LOCATION, NUMBER_LIST } from '../../../core/protocol/tokenizer';
 import type { Tokenizer } from '../../../ports/types';
+import { byteLevelBpeModel } from '../../../provider-utils/bpe-model';
 
 /**
  * The protocol and vocabulary tokenizers (src/core/protocol/tokenizer.ts) written as a Hugging Face
@@ -120,17 +121,6 @@ export function tokenizerJsonOf(tokenizer: Tokenizer): Record<string, unknown> {
         { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
       ],
     },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: true,
-      vocab,
-      merges: [],
-    },
+    model: byteLevelBpeModel(vocab, [], true),
   };
 }
