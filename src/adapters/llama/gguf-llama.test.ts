@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { SMOLLM2_GGUF } from '../../../test/support/smollm2';
 import { llamaWeightShapes, parseLlamaConfig } from '../engines/llama/config';
 import { type GgufFile, readGguf } from './gguf';
 import { dequantizeGgufTensor } from './gguf-dequantize';
@@ -194,9 +194,6 @@ describe('ggufLlamaModel', () => {
 
 // --- The real SmolLM2-135M-Instruct (scripts/fetch-models.sh), against reference values. ---
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const SMOLLM2_GGUF =
-  process.env.SEARCHER_RL_SMOLLM2_GGUF ?? `${repoRoot}.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf`;
 const hasSmolLM2 = existsSync(SMOLLM2_GGUF);
 const reference = JSON.parse(
   readFileSync(new URL('./__fixtures__/smollm2-q4_1.json', import.meta.url), 'utf8'),

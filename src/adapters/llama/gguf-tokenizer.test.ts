@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
+import { SMOLLM2_GGUF } from '../../../test/support/smollm2';
 import { type GgufFile, type GgufValue, readGguf } from './gguf';
 import { ggufTokenizerFiles } from './gguf-tokenizer';
 import { refusal } from './__fixtures__/gguf-writer';
@@ -127,9 +127,6 @@ describe('ggufTokenizerFiles', () => {
   });
 });
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const SMOLLM2_GGUF =
-  process.env.SEARCHER_RL_SMOLLM2_GGUF ?? `${repoRoot}.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf`;
 const reference = JSON.parse(
   readFileSync(new URL('./__fixtures__/smollm2-q4_1.json', import.meta.url), 'utf8'),
 ) as {

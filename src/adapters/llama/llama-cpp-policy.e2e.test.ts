@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { llamaCppSkipReason, SMOLLM2_GGUF } from '../../../test/support/smollm2';
 import { InvalidArgumentError } from '../../core/errors';
 import type { LogProbBatch } from '../../ports/policy-backend';
 import { llamaCppAdapterOf } from './llama-cpp-policy';
@@ -13,22 +12,8 @@ import { createLlamaPolicy, type LlamaPolicy } from './policy';
 // `rollouts: 'llama-cpp'` on SmolLM2-135M-Instruct (skipped without node-llama-cpp, an optional
 // peer dependency, or without the model: scripts/fetch-models.sh).
 
-const path =
-  process.env.SEARCHER_RL_SMOLLM2_GGUF ??
-  join(import.meta.dirname, '../../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf');
-const packagePresent = (() => {
-  try {
-    createRequire(import.meta.url).resolve('node-llama-cpp');
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const skipReason = !packagePresent
-  ? '(node-llama-cpp is not installed: npm install node-llama-cpp@3.21.1)'
-  : !existsSync(path)
-    ? `(no model at ${path}: scripts/fetch-models.sh)`
-    : '';
+const path = SMOLLM2_GGUF;
+const skipReason = llamaCppSkipReason();
 
 const maxAbsDiff = (a: number[][], b: number[][]) =>
   Math.max(...a.flatMap((row, i) => row.map((v, k) => Math.abs(v - b[i]![k]!))));

@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { greedyTurn, llamaCppSkipReason, SMOLLM2_GGUF } from '../../../test/support/smollm2';
 import { InvalidArgumentError } from '../../core/errors';
 import type { Tokenizer } from '../../ports/types';
 import { createHfTokenizer } from '../../provider-utils/hf-tokenizer';
@@ -13,23 +12,8 @@ import { createLlamaPolicy } from './policy';
 // llama.cpp rollouts on SmolLM2-135M-Instruct (skipped without node-llama-cpp, an optional peer
 // dependency, or without the model: scripts/fetch-models.sh).
 
-const path =
-  process.env.SEARCHER_RL_SMOLLM2_GGUF ??
-  join(import.meta.dirname, '../../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf');
-const modelPresent = existsSync(path);
-const packagePresent = (() => {
-  try {
-    createRequire(import.meta.url).resolve('node-llama-cpp');
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const skipReason = !packagePresent
-  ? 'node-llama-cpp is not installed (npm install node-llama-cpp@3.21.1)'
-  : !modelPresent
-    ? `no model at ${path} (scripts/fetch-models.sh)`
-    : '';
+const path = SMOLLM2_GGUF;
+const skipReason = llamaCppSkipReason();
 
 describe('createLlamaCppRollouts: refusals before loading anything', () => {
   it('refuses a model that is not a .gguf file, naming the field', async () => {
@@ -83,12 +67,7 @@ describe.skipIf(skipReason !== '')(`llama.cpp rollouts on SmolLM2-135M-Instruct 
 
   it('answers greedily, and its log-probs are near the training engine’s (Q4_1 against float32)', async () => {
     const session = await rollouts.begin([prompt]);
-    const [greedy] = await session.generateTurn([0], {
-      stopAfter: [],
-      maxTokens: 12,
-      temperature: 0,
-      topP: 1,
-    });
+    const [greedy] = await session.generateTurn([0], greedyTurn(12));
     await session.end();
     expect(tokenizer.decode(greedy!.steps.map((s) => s.tokenId))).toContain('Paris');
     expect(greedy!.finishReason).toBe('eos');
@@ -109,18 +88,13 @@ describe.skipIf(skipReason !== '')(`llama.cpp rollouts on SmolLM2-135M-Instruct 
   it('keeps each rollout’s KV cache across turns: a second turn after an observation matches a fresh prefill', async () => {
     const observation = tokenizer.encode(`<|im_end|>\n${chat('And of Italy?')}`);
     const session = await rollouts.begin([prompt, prompt]);
-    const [first] = await session.generateTurn([0], { stopAfter: [], maxTokens: 4, temperature: 0, topP: 1 });
+    const [first] = await session.generateTurn([0], greedyTurn(4));
     await session.append(0, observation);
-    const [second] = await session.generateTurn([0], {
-      stopAfter: [],
-      maxTokens: 6,
-      temperature: 0,
-      topP: 1,
-    });
+    const [second] = await session.generateTurn([0], greedyTurn(6));
     await session.end();
     const whole = [...prompt, ...first!.steps.map((s) => s.tokenId), ...observation];
     const fresh = await rollouts.begin([whole]);
-    const [again] = await fresh.generateTurn([0], { stopAfter: [], maxTokens: 6, temperature: 0, topP: 1 });
+    const [again] = await fresh.generateTurn([0], greedyTurn(6));
     await fresh.end();
     expect(second!.steps.map((s) => s.tokenId)).toEqual(again!.steps.map((s) => s.tokenId));
     second!.steps.forEach((s, k) => {
@@ -180,7 +154,7 @@ describe.skipIf(skipReason !== '')(`llama.cpp rollouts on SmolLM2-135M-Instruct 
       const session = await many.begin(Array.from({ length: 12 }, () => prompt));
       const out = await session.generateTurn(
         Array.from({ length: 12 }, (_, i) => i),
-        { stopAfter: [], maxTokens: 16, temperature: 0, topP: 1 },
+        greedyTurn(16),
       );
       await session.end();
       for (const o of out) {
@@ -196,9 +170,7 @@ describe.skipIf(skipReason !== '')(`llama.cpp rollouts on SmolLM2-135M-Instruct 
     const long = await rollouts.begin([new Array(256).fill(prompt[0]!)]).catch((e: unknown) => e);
     expect((long as InvalidArgumentError).argument).toBe('promptTokenIds[0]');
     const session = await rollouts.begin([prompt]);
-    const missing = await session
-      .generateTurn([1], { stopAfter: [], maxTokens: 2, temperature: 0, topP: 1 })
-      .catch((e: unknown) => e);
+    const missing = await session.generateTurn([1], greedyTurn(2)).catch((e: unknown) => e);
     expect((missing as InvalidArgumentError).argument).toBe('rolloutIds');
     await session.end();
   }, 60_000);

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { greedyTurn, SMOLLM2_GGUF } from '../../../test/support/smollm2';
 import { createLlamaGenerator } from './generator';
 import { createLlamaPolicy, type LlamaPolicy } from './policy';
 
@@ -8,9 +8,7 @@ import { createLlamaPolicy, type LlamaPolicy } from './policy';
 // its tokenizer and chat template, answers a question greedily, and its sampled log-probs are the
 // ones logProbs gives. Its exactness against transformers is python/tests/test_llama_engine.py.
 
-const path =
-  process.env.SEARCHER_RL_SMOLLM2_GGUF ??
-  join(import.meta.dirname, '../../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf');
+const path = SMOLLM2_GGUF;
 const present = existsSync(path);
 
 describe.skipIf(!present)(`SmolLM2-135M-Instruct (${path}; run scripts/fetch-models.sh to get it)`, () => {
@@ -29,12 +27,7 @@ describe.skipIf(!present)(`SmolLM2-135M-Instruct (${path}; run scripts/fetch-mod
     const prompt = policy.tokenizer.encode(policy.chatFormat!.prompt('What is the capital of France?'));
     expect(policy.tokenizer.decode(prompt)).toContain('<|im_start|>assistant\n');
     const session = await policy.begin([prompt]);
-    const [greedy] = await session.generateTurn([0], {
-      stopAfter: [],
-      maxTokens: 12,
-      temperature: 0,
-      topP: 1,
-    });
+    const [greedy] = await session.generateTurn([0], greedyTurn(12));
     await session.end();
     const text = policy.tokenizer.decode(greedy!.steps.map((s) => s.tokenId));
     expect(text).toContain('Paris');
