@@ -109,24 +109,32 @@ export function createSqliteStore(settings: SqliteStoreSettings): SqliteStore {
   const upsertRun = db.prepare(
     'INSERT INTO runs (run_id, started, last_step) VALUES (?, ?, ?) ON CONFLICT(run_id) DO UPDATE SET last_step = max(last_step, excluded.last_step)',
   );
-  const upsertStep = db.prepare(
-    'INSERT OR REPLACE INTO steps (run_id, step, time, reward_mean, success_rate, ndcg_mean, metrics) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  // The derived tables, one row per key: a placeholder for each column.
+  const replaceInto = (table: string, columns: string) => {
+    const placeholders = columns.split(', ').map(() => '?');
+    return db.prepare(`INSERT OR REPLACE INTO ${table} (${columns}) VALUES (${placeholders.join(', ')})`);
+  };
+  const upsertStep = replaceInto(
+    'steps',
+    'run_id, step, time, reward_mean, success_rate, ndcg_mean, metrics',
   );
-  const upsertEpisode = db.prepare(
-    'INSERT OR REPLACE INTO episodes (run_id, step, sample_id, prompt_uid, rollout_index, query, reference, answer, terminated, judge_score, ndcg, reward, searches, crops, text_length) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  const upsertEpisode = replaceInto(
+    'episodes',
+    'run_id, step, sample_id, prompt_uid, rollout_index, query, reference, answer, terminated, judge_score, ndcg, reward, searches, crops, text_length',
   );
-  const upsertTurn = db.prepare(
-    'INSERT OR REPLACE INTO turns (run_id, step, sample_id, turn_index, think, action_type, invalid_reason, forced, text, observation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  const upsertTurn = replaceInto(
+    'turns',
+    'run_id, step, sample_id, turn_index, think, action_type, invalid_reason, forced, text, observation',
   );
-  const upsertTool = db.prepare(
-    'INSERT OR REPLACE INTO tool_calls (run_id, step, sample_id, turn_index, tool, query, basename, chosen_rank, golden_ranks, hits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  const upsertTool = replaceInto(
+    'tool_calls',
+    'run_id, step, sample_id, turn_index, tool, query, basename, chosen_rank, golden_ranks, hits',
   );
-  const upsertReward = db.prepare(
-    'INSERT OR REPLACE INTO rewards (run_id, step, sample_id, prompt_uid, reward, advantage, status, judge_score, ndcg, format_passed, cause) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  const upsertReward = replaceInto(
+    'rewards',
+    'run_id, step, sample_id, prompt_uid, reward, advantage, status, judge_score, ndcg, format_passed, cause',
   );
-  const upsertVerdict = db.prepare(
-    'INSERT OR REPLACE INTO verdicts (run_id, prompt_uid, sample_id, reason, label, detail) VALUES (?, ?, ?, ?, ?, ?)',
-  );
+  const upsertVerdict = replaceInto('verdicts', 'run_id, prompt_uid, sample_id, reason, label, detail');
   const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
   const derive = (record: StoreRecord) => {
