@@ -10,6 +10,19 @@ import { assembleModule, type WasmFunction } from './wasm-assemble';
  * A phase's weights are 32 bytes: i16 lanes [w0, w1] x 4, then [w2, w3] x 4.
  */
 
+/** WAT: `body` again and again while local `cursor` is below local `end` (each kernel's loop). */
+const whileBelow = (cursor: number, end: number, body: string) => `
+    block
+      loop
+        local.get ${cursor}  local.get ${end}  i32.ge_u  br_if 1${body}
+        br 0
+      end
+    end`;
+
+/** WAT: local `pointer` moved on by `bytes`. */
+const advance = (pointer: number, bytes: number) =>
+  `local.get ${pointer}  i32.const ${bytes}  i32.add  local.set ${pointer}`;
+
 /** Swizzle masks taking source pixels (0, 1) and (2, 3) of 16 bytes to i16 lanes [a.c, b.c] per channel c. */
 const PAIRS_01 = '0 16 4 16 1 16 5 16 2 16 6 16 3 16 7 16';
 const PAIRS_23 = '8 16 12 16 9 16 13 16 10 16 14 16 11 16 15 16';
@@ -39,19 +52,18 @@ const horizontal: WasmFunction = {
     v128.const ${PAIRS_23}  local.set 8
     i32.const 2048  i32x4.splat  local.set 9
     local.get 3  local.get 2  i32.const 3  i32.shl  i32.add  local.set 4
-    block
-      loop
-        local.get 3  local.get 4  i32.ge_u  br_if 1
+    ${whileBelow(
+      3,
+      4,
+      `
         local.get 3                                 ;; where the two pixels' eight lanes go
         ${horizontalPixel(0)}
         ${horizontalPixel(8)}
         i16x8.narrow_i32x4_s
         v128.store align=16
-        local.get 1  i32.const 16  i32.add  local.set 1
-        local.get 3  i32.const 16  i32.add  local.set 3
-        br 0
-      end
-    end`,
+        ${advance(1, 16)}
+        ${advance(3, 16)}`,
+    )}`,
 };
 
 /**
@@ -64,9 +76,10 @@ const interleave: WasmFunction = {
   locals: ['i32'], // 4 end
   body: `
     local.get 0  local.get 3  i32.add  local.set 4
-    block
-      loop
-        local.get 0  local.get 4  i32.ge_u  br_if 1
+    ${whileBelow(
+      0,
+      4,
+      `
         local.get 2
         local.get 0  v128.load  local.get 1  v128.load
         i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23
@@ -75,12 +88,10 @@ const interleave: WasmFunction = {
         local.get 0  v128.load  local.get 1  v128.load
         i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31
         v128.store offset=16 align=16
-        local.get 0  i32.const 16  i32.add  local.set 0
-        local.get 1  i32.const 16  i32.add  local.set 1
-        local.get 2  i32.const 32  i32.add  local.set 2
-        br 0
-      end
-    end`,
+        ${advance(0, 16)}
+        ${advance(1, 16)}
+        ${advance(2, 32)}`,
+    )}`,
 };
 
 /** Four output lanes of the vertical pass, from the pair rows' lanes at byte offset `offset`. */
@@ -103,9 +114,10 @@ const vertical: WasmFunction = {
     local.get 2  v128.load offset=16 align=16  local.set 6
     i32.const 2048  i32x4.splat  local.set 7
     local.get 0  local.get 3  i32.add  local.set 8
-    block
-      loop
-        local.get 0  local.get 8  i32.ge_u  br_if 1
+    ${whileBelow(
+      0,
+      8,
+      `
         local.get 4                                 ;; where the 16 bytes go
         ${verticalGroup(0)}
         ${verticalGroup(16)}
@@ -115,12 +127,10 @@ const vertical: WasmFunction = {
         i16x8.narrow_i32x4_s
         i8x16.narrow_i16x8_u
         v128.store
-        local.get 0  i32.const 64  i32.add  local.set 0
-        local.get 1  i32.const 64  i32.add  local.set 1
-        local.get 4  i32.const 16  i32.add  local.set 4
-        br 0
-      end
-    end`,
+        ${advance(0, 64)}
+        ${advance(1, 64)}
+        ${advance(4, 16)}`,
+    )}`,
 };
 
 /** opaque(ptr, bytes): 1 when every 4-byte pixel of `bytes` (a multiple of 16) has 255 in its fourth byte. */
@@ -133,14 +143,13 @@ const opaque: WasmFunction = {
     local.get 0  local.get 1  i32.add  local.set 2
     v128.const 255 255 255 255 255 255 255 255 255 255 255 255 255 255 255 255  local.set 3
     v128.const 0 0 0 255 0 0 0 255 0 0 0 255 0 0 0 255  local.set 4
-    block
-      loop
-        local.get 0  local.get 2  i32.ge_u  br_if 1
+    ${whileBelow(
+      0,
+      2,
+      `
         local.get 3  local.get 0  v128.load  v128.and  local.set 3
-        local.get 0  i32.const 16  i32.add  local.set 0
-        br 0
-      end
-    end
+        ${advance(0, 16)}`,
+    )}
     local.get 3  local.get 4  v128.and  local.get 4  i32x4.eq  i32x4.all_true`,
 };
 
@@ -154,18 +163,17 @@ const pack3: WasmFunction = {
   locals: ['i32'], // 3 end
   body: `
     local.get 0  local.get 2  i32.const 2  i32.shl  i32.add  local.set 3
-    block
-      loop
-        local.get 0  local.get 3  i32.ge_u  br_if 1
+    ${whileBelow(
+      0,
+      3,
+      `
         local.get 1
         local.get 0  v128.load  local.get 0  v128.load
         i8x16.shuffle 0 1 2 4 5 6 8 9 10 12 13 14 15 15 15 15
         v128.store
-        local.get 0  i32.const 16  i32.add  local.set 0
-        local.get 1  i32.const 12  i32.add  local.set 1
-        br 0
-      end
-    end`,
+        ${advance(0, 16)}
+        ${advance(1, 12)}`,
+    )}`,
 };
 
 /**
@@ -179,30 +187,28 @@ const filterUp: WasmFunction = {
   params: ['i32', 'i32', 'i32', 'i32'], // 0 src, 1 dst, 2 rowBytes, 3 rows
   locals: ['i32', 'i32'], // 4 offset in the row, 5 rows done
   body: `
-    block
-      loop
-        local.get 5  local.get 3  i32.ge_u  br_if 1
+    ${whileBelow(
+      5,
+      3,
+      `
         local.get 1  i32.const 2  i32.store8
-        local.get 1  i32.const 1  i32.add  local.set 1
+        ${advance(1, 1)}
         i32.const 0  local.set 4
-        block
-          loop
-            local.get 4  local.get 2  i32.ge_u  br_if 1
+        ${whileBelow(
+          4,
+          2,
+          `
             local.get 1  local.get 4  i32.add
             local.get 0  local.get 4  i32.add  v128.load
             local.get 0  local.get 4  i32.add  local.get 2  i32.sub  v128.load
             i8x16.sub
             v128.store
-            local.get 4  i32.const 16  i32.add  local.set 4
-            br 0
-          end
-        end
+            ${advance(4, 16)}`,
+        )}
         local.get 0  local.get 2  i32.add  local.set 0
         local.get 1  local.get 2  i32.add  local.set 1
-        local.get 5  i32.const 1  i32.add  local.set 5
-        br 0
-      end
-    end`,
+        ${advance(5, 1)}`,
+    )}`,
 };
 
 /** The parts of the WebAssembly runtime used here (the project's TypeScript libs have no DOM types). */
