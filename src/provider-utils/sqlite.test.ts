@@ -16,37 +16,41 @@ afterAll(async () => {
 
 describe('scanSql', () => {
   it('counts statements as sqlite3_complete() ends them: not inside strings, names, comments or a trigger body', () => {
-    const count = (sql: string) => scanSql(sql).statements;
-    for (const sql of ['', '  ', ';;', '-- only a comment', '/* only */ ; /* comments */'])
-      expect(count(sql), sql).toBe(0);
-    for (const sql of [
-      'SELECT 1',
-      'SELECT 1;',
-      'SELECT 1;;  -- done',
-      "SELECT ';'",
-      'SELECT "a;b" FROM t',
-      'SELECT [a;b] FROM t',
-      'SELECT `a;b` FROM t',
-      "SELECT 'it''s; fine'",
-      'SELECT 1 /* ; */',
-      'SELECT 1 -- ;\n',
-      'SELECT 1 /* unterminated ;',
-      'EXPLAIN SELECT 1; ',
-      'CREATE TRIGGER t AFTER INSERT ON x BEGIN DELETE FROM y; SELECT CASE WHEN 1 THEN 2 END; END;',
-      'CREATE TEMP TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END',
-    ]) {
-      expect(count(sql), sql).toBe(1);
-    }
-    for (const sql of [
-      'SELECT 1; SELECT 2',
-      'SELECT 1;DELETE FROM t',
-      "SELECT ';'; DROP TABLE t -- x",
-      'SELECT 1 /* ; */; DELETE FROM t',
-      'CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END; SELECT 2',
-      'SELECT 1\n;\nATTACH x AS y',
-    ]) {
-      expect(count(sql), sql).toBe(2);
-    }
+    const byCount: Array<[statements: number, sql: string[]]> = [
+      [0, ['', '  ', ';;', '-- only a comment', '/* only */ ; /* comments */']],
+      [
+        1,
+        [
+          'SELECT 1',
+          'SELECT 1;',
+          'SELECT 1;;  -- done',
+          "SELECT ';'",
+          'SELECT "a;b" FROM t',
+          'SELECT [a;b] FROM t',
+          'SELECT `a;b` FROM t',
+          "SELECT 'it''s; fine'",
+          'SELECT 1 /* ; */',
+          'SELECT 1 -- ;\n',
+          'SELECT 1 /* unterminated ;',
+          'EXPLAIN SELECT 1; ',
+          'CREATE TRIGGER t AFTER INSERT ON x BEGIN DELETE FROM y; SELECT CASE WHEN 1 THEN 2 END; END;',
+          'CREATE TEMP TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END',
+        ],
+      ],
+      [
+        2,
+        [
+          'SELECT 1; SELECT 2',
+          'SELECT 1;DELETE FROM t',
+          "SELECT ';'; DROP TABLE t -- x",
+          'SELECT 1 /* ; */; DELETE FROM t',
+          'CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END; SELECT 2',
+          'SELECT 1\n;\nATTACH x AS y',
+        ],
+      ],
+    ];
+    for (const [statements, sqls] of byCount)
+      for (const sql of sqls) expect(scanSql(sql).statements, sql).toBe(statements);
   });
 
   it('numbers parameters as SQLite does: bare ?, ?NNN, and names, each name once', () => {
