@@ -17,6 +17,12 @@ const table = (() => {
   );
 })();
 const queryEmbedding = (id: number) => Array.from({ length: D }, (_, k) => Math.cos(id * 3 + k));
+/** Distinct rows of the table, from `minLength` to `maxLength` of them: a pool, a positive's shots. */
+const tableRows = (minLength: number, maxLength: number) =>
+  fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), { minLength, maxLength });
+/** A positive (distinct rows, one of the mined scores) for the property tests. */
+const positiveArbitrary = (minLength: number, maxLength: number) =>
+  fc.record({ global_indices: tableRows(minLength, maxLength), acc_score: fc.constantFrom(0.3, 0.6, 1) });
 const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => i + from);
 const record = (pool: number[], pointers: number[][] = [[0, 1]]): IcdQueryRecord => ({
   query_id: 5,
@@ -77,16 +83,10 @@ describe('injection at the cap never leaves half a pair (issue 24, item 15)', ()
   });
 
   it('for any pool, positives and cap: every injected candidate completes a positive, and at most the cap are injected', () => {
-    const positive = fc.record({
-      global_indices: fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), {
-        minLength: 2,
-        maxLength: 2,
-      }),
-      acc_score: fc.constantFrom(0.3, 0.6, 1),
-    });
+    const positive = positiveArbitrary(2, 2);
     fc.assert(
       fc.property(
-        fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), { minLength: 64, maxLength: 64 }),
+        tableRows(64, 64),
         fc.array(positive, { maxLength: 12 }),
         fc.integer({ min: 0, max: 10 }),
         (pool, positives, cap) => {
@@ -142,16 +142,10 @@ describe('injection at the cap never leaves half a pair (issue 24, item 15)', ()
       }
       return dot / Math.sqrt(nr * nq);
     };
-    const positive = fc.record({
-      global_indices: fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), {
-        minLength: 1,
-        maxLength: 3,
-      }),
-      acc_score: fc.constantFrom(0.3, 0.6, 1),
-    });
+    const positive = positiveArbitrary(1, 3);
     fc.assert(
       fc.property(
-        fc.uniqueArray(fc.integer({ min: 0, max: TABLE_ROWS - 1 }), { minLength: 64, maxLength: 64 }),
+        tableRows(64, 64),
         fc.array(fc.uniqueArray(fc.integer({ min: 0, max: 63 }), { minLength: 2, maxLength: 2 }), {
           maxLength: 20,
         }),
