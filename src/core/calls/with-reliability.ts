@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors';
+import type { CallOptions } from '../../ports/common';
 import type { Embedder } from '../../ports/embedder';
 import type { Generator } from '../../ports/generator';
 import type { ImageOps } from '../../ports/image-ops';
@@ -8,7 +9,25 @@ import type { Store } from '../../ports/store';
 import type { CallPolicy } from './call-policy';
 import { checkAnswer, checkEmbeddings, checkHits, checkImage, checkVerdict } from './outputs';
 import { checkPortVersion } from './port-version';
-import { createReliableCaller, type ReliabilityDeps } from './reliable-call';
+import { createReliableCaller, type ReliabilityDeps, type ReliableCaller } from './reliable-call';
+
+/**
+ * An adapter method called through `caller`: `run` gets the method's options with the attempt's
+ * signal (it fires on the caller's abort and on the attempt's timeout); `args` count toward the
+ * tokens-per-minute limit.
+ */
+function callThrough<O extends CallOptions, T>(
+  caller: ReliableCaller,
+  operation: string,
+  options: O | undefined,
+  run: (options: O) => Promise<T>,
+  args?: readonly unknown[],
+): Promise<T> {
+  return caller.call(operation, (signal) => run({ ...options, signal } as O), {
+    ...(args && { args }),
+    signal: options?.signal,
+  });
+}
 
 /**
  * A port that calls its adapter through the reliability rule (timeouts, retries, caps, rate
@@ -69,10 +88,7 @@ export function withReliability(
       const engine = port as SearchEngine;
       wrapped.doSearch = async (query: string, options: Parameters<SearchEngine['doSearch']>[1]) =>
         checkHits(
-          await caller.call('search', (signal) => engine.doSearch(query, { ...options, signal }), {
-            args: [query],
-            signal: options?.signal,
-          }),
+          await callThrough(caller, 'search', options, (o) => engine.doSearch(query, o), [query]),
           engine.provider,
         );
       break;
@@ -85,11 +101,10 @@ export function withReliability(
         options?: Parameters<Generator['doAnswer']>[2],
       ) =>
         checkAnswer(
-          await caller.call(
-            'answer',
-            (signal) => generator.doAnswer(question, evidence, { ...options, signal }),
-            { args: [question, evidence], signal: options?.signal },
-          ),
+          await callThrough(caller, 'answer', options, (o) => generator.doAnswer(question, evidence, o), [
+            question,
+            evidence,
+          ]),
           generator.provider,
         );
       break;
@@ -103,11 +118,11 @@ export function withReliability(
         options?: Parameters<Judge['doScore']>[3],
       ) =>
         checkVerdict(
-          await caller.call(
-            'score',
-            (signal) => judge.doScore(question, answer, reference, { ...options, signal }),
-            { args: [question, answer, reference], signal: options?.signal },
-          ),
+          await callThrough(caller, 'score', options, (o) => judge.doScore(question, answer, reference, o), [
+            question,
+            answer,
+            reference,
+          ]),
           judge.provider,
         );
       break;
@@ -120,10 +135,7 @@ export function withReliability(
         options?: Parameters<ImageOps['doCrop']>[2],
       ) =>
         checkImage(
-          await caller.call('crop', (signal) => ops.doCrop(image, bbox, { ...options, signal }), {
-            args: [image],
-            signal: options?.signal,
-          }),
+          await callThrough(caller, 'crop', options, (o) => ops.doCrop(image, bbox, o), [image]),
           'imageOps',
           ops.provider,
           'crop',
@@ -137,10 +149,7 @@ export function withReliability(
         options?: Parameters<Embedder['doEmbed']>[1],
       ) =>
         checkEmbeddings(
-          await caller.call('embed', (signal) => embedder.doEmbed(items, { ...options, signal }), {
-            args: [items],
-            signal: options?.signal,
-          }),
+          await callThrough(caller, 'embed', options, (o) => embedder.doEmbed(items, o), [items]),
           items.length,
           embedder.dimensions,
           embedder.provider,
@@ -152,27 +161,17 @@ export function withReliability(
       wrapped.doAppend = (
         records: Parameters<Store['doAppend']>[0],
         options?: Parameters<Store['doAppend']>[1],
-      ) =>
-        caller.call('append', (signal) => store.doAppend(records, { ...options, signal }), {
-          signal: options?.signal,
-        });
+      ) => callThrough(caller, 'append', options, (o) => store.doAppend(records, o));
       wrapped.doQuery = (query: Parameters<Store['doQuery']>[0], options?: Parameters<Store['doQuery']>[1]) =>
-        caller.call('query', (signal) => store.doQuery(query, { ...options, signal }), {
-          signal: options?.signal,
-        });
+        callThrough(caller, 'query', options, (o) => store.doQuery(query, o));
       wrapped.doPutBlob = (
         runId: string,
         key: string,
         bytes: Uint8Array,
         options?: Parameters<Store['doPutBlob']>[3],
-      ) =>
-        caller.call('putBlob', (signal) => store.doPutBlob(runId, key, bytes, { ...options, signal }), {
-          signal: options?.signal,
-        });
+      ) => callThrough(caller, 'putBlob', options, (o) => store.doPutBlob(runId, key, bytes, o));
       wrapped.doGetBlob = (runId: string, key: string, options?: Parameters<Store['doGetBlob']>[2]) =>
-        caller.call('getBlob', (signal) => store.doGetBlob(runId, key, { ...options, signal }), {
-          signal: options?.signal,
-        });
+        callThrough(caller, 'getBlob', options, (o) => store.doGetBlob(runId, key, o));
       break;
     }
     default:
