@@ -35,6 +35,14 @@ const topPArbitrary = fc.oneof(
   fc.double({ min: 0.01, max: 1, noNaN: true, maxExcluded: true }),
 );
 
+/** A sampled token's inputs: log-probs whose last id keeps mass, a temperature, a top-p and a seed. */
+const sampledCase = [
+  logProbsArbitrary({ lastPossible: true }),
+  temperatureArbitrary,
+  topPArbitrary,
+  fc.integer(),
+] as const;
+
 /** A Random that counts its draws and refuses every other kind of call. */
 function counting(seed: number) {
   const inner = createRandom(seed);
@@ -93,19 +101,13 @@ describe('sampleToken', () => {
 
   it('draws exactly one float per sampled token and returns a token with positive probability', () => {
     fc.assert(
-      fc.property(
-        logProbsArbitrary({ lastPossible: true }),
-        temperatureArbitrary,
-        topPArbitrary,
-        fc.integer(),
-        (logProbs, temperature, topP, seed) => {
-          const { random, draws } = counting(seed);
-          const token = sampleToken(logProbs, { temperature, topP }, random);
-          expect(Number.isInteger(token) && token >= 0 && token < logProbs.length).toBe(true);
-          expect(Math.exp(logProbs[token]!)).toBeGreaterThan(0);
-          expect(draws()).toBe(1);
-        },
-      ),
+      fc.property(...sampledCase, (logProbs, temperature, topP, seed) => {
+        const { random, draws } = counting(seed);
+        const token = sampleToken(logProbs, { temperature, topP }, random);
+        expect(Number.isInteger(token) && token >= 0 && token < logProbs.length).toBe(true);
+        expect(Math.exp(logProbs[token]!)).toBeGreaterThan(0);
+        expect(draws()).toBe(1);
+      }),
     );
   });
 
@@ -151,20 +153,14 @@ describe('sampleToken', () => {
 
   it('the same seed gives the same token and leaves the stream in the same state', () => {
     fc.assert(
-      fc.property(
-        logProbsArbitrary({ lastPossible: true }),
-        temperatureArbitrary,
-        topPArbitrary,
-        fc.integer(),
-        (logProbs, temperature, topP, seed) => {
-          const a = createRandom(seed);
-          const b = createRandom(seed);
-          expect(sampleToken(logProbs, { temperature, topP }, a)).toBe(
-            sampleToken(logProbs, { temperature, topP }, b),
-          );
-          expect(a.state()).toEqual(b.state());
-        },
-      ),
+      fc.property(...sampledCase, (logProbs, temperature, topP, seed) => {
+        const a = createRandom(seed);
+        const b = createRandom(seed);
+        expect(sampleToken(logProbs, { temperature, topP }, a)).toBe(
+          sampleToken(logProbs, { temperature, topP }, b),
+        );
+        expect(a.state()).toEqual(b.state());
+      }),
     );
   });
 
