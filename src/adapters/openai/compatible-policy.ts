@@ -20,6 +20,7 @@ import type {
 import type { TokenStep, Tokenizer } from '../../ports/types';
 import { createOpenAIClient } from './client';
 import { checkCheckpointFormat } from '../../provider-utils/checkpoint-format';
+import { sessionRowLookup } from '../../rollout-engine/batch-checks';
 
 /**
  * The OpenAI-compatible policy's settings as a zod schema: the server, the model, the key and extra
@@ -240,16 +241,8 @@ export function createOpenAICompatiblePolicy(settings: OpenAICompatibleSettings)
       if (options?.signal?.aborted) throw new AbortedError({ what: 'begin', cause: options.signal.reason });
       const sequences = promptTokenIds.map((ids) => [...ids]);
       let ended = false;
-      const sequenceOf = (id: number) => {
-        const sequence = sequences[id];
-        if (!sequence)
-          throw new InvalidArgumentError({
-            argument: 'rolloutId',
-            message: `no rollout ${id} in a session of ${sequences.length}`,
-          });
-        if (ended) throw new InvalidArgumentError({ argument: 'session', message: 'the session has ended' });
-        return sequence;
-      };
+      const rowOf = sessionRowLookup(sequences, () => ended);
+      const sequenceOf = (id: number) => rowOf(id, 'rolloutId');
       return {
         size: sequences.length,
         async generateTurn(rolloutIds, options) {
