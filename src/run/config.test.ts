@@ -94,8 +94,9 @@ describe('run configuration: input that must be refused', () => {
     expect(parseRunConfig({ policy: { coalesceSessions: false } }).policy?.coalesceSessions).toBe(false);
   });
 
-  it('takes sft.freshNames (off by default) with the vocabulary tokenizer, and refuses it with bytes, by name', () => {
-    expect(parseRunConfig({}).sft?.freshNames).toBe(false);
+  it('takes sft.freshNames (null by default: on with the vocabulary tokenizer) and refuses true with bytes, by name', () => {
+    expect(parseRunConfig({}).sft?.freshNames).toBeNull();
+    expect(parseRunConfig({ policy: { tokenizer: 'bytes' } }).sft?.freshNames).toBeNull();
     expect(parseRunConfig({ sft: { freshNames: true } }).sft?.freshNames).toBe(true);
     expect(() => parseRunConfig({ sft: { freshNames: true }, policy: { tokenizer: 'bytes' } })).toThrow(
       /sft\.freshNames.*policy\.tokenizer: bytes/,

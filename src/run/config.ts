@@ -314,8 +314,11 @@ function withKindDefaults(input: unknown, ctx: z.RefinementCtx): unknown {
 }
 
 function refineRun(config: RunConfigObject, ctx: z.RefinementCtx): void {
-  // Fresh names rename whole-word tokens, which the byte tokenizer and a named policy's pieces are not.
-  if (config.sft?.freshNames && (config.policy?.tokenizer === 'bytes' || config.searcher.adapters.policy))
+  // Fresh names, asked for, rename whole-word tokens, which the byte tokenizer and a named policy's pieces are not.
+  if (
+    config.sft?.freshNames === true &&
+    (config.policy?.tokenizer === 'bytes' || config.searcher.adapters.policy)
+  )
     ctx.addIssue({
       code: 'custom',
       path: ['sft', 'freshNames'],

@@ -103,7 +103,9 @@ async function warmStart(
       random: createRandom(config.seed, RANDOM_STREAMS.sftOrder),
       ...(options.signal && { signal: options.signal }),
       onEpoch: (epoch, loss) => progress.update(epoch + 1, `loss ${loss.toFixed(3)}`),
-      ...(sft.freshNames && { rename: freshNames(examples, wordTokenIds(policy.tokenizer)) }),
+      ...(freshNamesOn(sft.freshNames, policy.tokenizer) && {
+        rename: freshNames(examples, wordTokenIds(policy.tokenizer)),
+      }),
     },
   );
   progress.done(`${examples.length} demonstrations`);
@@ -119,6 +121,11 @@ async function warmStart(
   );
   await writePolicyCheckpoint(store, SFT_RUN, 0, await policy.save());
   return { trained: true, warning: null };
+}
+
+/** Whether the warm start renames (`sft.freshNames`; null: where the policy's tokenizer has whole-word tokens). */
+function freshNamesOn(setting: boolean | null, tokenizer: Tokenizer): boolean {
+  return setting ?? (tokenizer.vocabulary ?? []).some((w) => /^[\p{L}\p{N}]+$/u.test(w));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRandom } from '../random';
-import { copiedWords, freshNames } from './fresh-names';
+import { copiedWords, freshNames, NAME_SHARE } from './fresh-names';
 import { runSft, type SftExample } from './policy-update';
 import type { PolicyBackend } from '../../ports/policy-backend';
 
@@ -33,14 +33,14 @@ describe('freshNames', () => {
   const examples = [example(120, 130, 140), example(121, 131, 141), example(122, 130, 140)];
 
   it('never draws nor renames the prefix every demonstration shares (the instructions)', () => {
-    const renamer = freshNames(examples, WORDS);
+    const renamer = freshNames(examples, WORDS, 1);
     expect(renamer.pool).not.toContain(1);
     expect(renamer.pool).not.toContain(3);
     expect(renamer.pool).toContain(153);
   });
 
   it('renames each copied word everywhere in the demonstration, consistently, to a word not already in it', () => {
-    const renamer = freshNames(examples, WORDS);
+    const renamer = freshNames(examples, WORDS, 1);
     const random = createRandom(7);
     for (let trial = 0; trial < 50; trial++) {
       const original = examples[trial % 3]!;
@@ -67,7 +67,7 @@ describe('freshNames', () => {
   });
 
   it('draws different names in different epochs, and the same ones from the same seed', () => {
-    const renamer = freshNames(examples, WORDS);
+    const renamer = freshNames(examples, WORDS, 1);
     const draw = (seed: number) => {
       const random = createRandom(seed);
       return [0, 1, 2, 3].map(() => renamer.apply(examples[0]!, random).inputIds.join(','));
@@ -76,8 +76,25 @@ describe('freshNames', () => {
     expect(new Set(draw(3)).size).toBeGreaterThan(1);
   });
 
+  it('renames only names: a word copied in more than NAME_SHARE of the demonstrations is neither renamed nor drawn', () => {
+    // 30 demonstrations of three attributes (each copied in a third) and 30 countries (each in one).
+    const many = Array.from({ length: 30 }, (_, i) => example(200 + i, 130 + (i % 3), 140));
+    const words = [...WORDS, ...many.map((_, i) => 200 + i)];
+    const renamer = freshNames(many, words);
+    expect(NAME_SHARE).toBe(0.1);
+    for (const attribute of [130, 131, 132]) expect(renamer.pool).not.toContain(attribute);
+    const random = createRandom(5);
+    for (const original of many) {
+      const renamed = renamer.apply(original, random);
+      // The attribute (position 5) stays; the country (position 7) and its copies change together.
+      expect(renamed.inputIds[5]).toBe(original.inputIds[5]);
+      expect(renamed.inputIds[7]).not.toBe(original.inputIds[7]);
+      expect(renamed.inputIds[9]).toBe(renamed.inputIds[7]);
+    }
+  });
+
   it('leaves a demonstration that copies nothing as it is', () => {
-    const renamer = freshNames(examples, WORDS);
+    const renamer = freshNames(examples, WORDS, 1);
     const plain: SftExample = { inputIds: [1, 2, 3, 4, 150, 9], positions: [5] };
     expect(renamer.apply(plain, createRandom(1))).toBe(plain);
   });
@@ -97,7 +114,7 @@ describe('freshNames', () => {
       { epochs: 3, batchSize: 3 },
       {
         random: createRandom(1),
-        rename: freshNames(given, WORDS),
+        rename: freshNames(given, WORDS, 1),
       },
     );
     expect(given).toEqual(examples);

@@ -25,19 +25,40 @@ export interface FreshNames {
 }
 
 /**
+ * The largest share of the demonstrations a word may be copied in and still be a name (renamed,
+ * drawn): an organisation or a year is copied by a few demonstrations, an attribute word
+ * ("revenue", "founded") by a sixth of them. Those many share say how a question is asked and
+ * what to do about it (which page word, which region to crop): renamed, they hid that cue, and
+ * the slide policy stopped cropping (small print after RL 0.0-3.9%; with 0.1, 22.5-35.2% on the
+ * validation split). Measured: docs/method.md#copying-names.
+ */
+export const NAME_SHARE = 0.1;
+
+/**
  * The renamer of a set of demonstrations over `words`, the token ids that are whole words (a
  * vocabulary tokenizer's word tokens; bytes, tags and special tokens are never renamed): a copied
  * word is renamed to one of them. Tokens of the prefix that every demonstration shares (the
- * instructions) are never renamed nor drawn: renaming them would rewrite the instructions.
+ * instructions) are never renamed nor drawn: renaming them would rewrite the instructions; nor are
+ * words copied in more than `maxShare` of the demonstrations (`NAME_SHARE`): they are not names.
  *
  * Drawn from every word, not only those the demonstrations hold, so that no word's embedding is
  * special: a word that only a held-out question names is trained as a name among the others (in
  * contexts drawn at random, which tell nothing of its own pages), not left at its initial value,
  * where the copy learnt on trained words does not reach (measured: docs/method.md#copying-names).
  */
-export function freshNames(examples: readonly SftExample[], words: Iterable<number>): FreshNames {
+export function freshNames(
+  examples: readonly SftExample[],
+  words: Iterable<number>,
+  maxShare = NAME_SHARE,
+): FreshNames {
   const fixed = new Set(sharedPrefix(examples));
-  const pool = [...new Set(words)].filter((id) => !fixed.has(id)).sort((a, b) => a - b);
+  const given = new Set(words);
+  const copiedIn = new Map<number, number>();
+  for (const e of examples)
+    for (const id of copiedWords(e, (w) => given.has(w) && !fixed.has(w)))
+      copiedIn.set(id, (copiedIn.get(id) ?? 0) + 1);
+  const common = new Set([...copiedIn].filter(([, n]) => n > maxShare * examples.length).map(([id]) => id));
+  const pool = [...given].filter((id) => !fixed.has(id) && !common.has(id)).sort((a, b) => a - b);
   const isName = new Set(pool);
   return {
     pool,

@@ -90,7 +90,7 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
             options: runOptions,
           });
           runOptions.onLog?.(
-            `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (the demonstrator: ${result.attempts} searches a question with its own words and its golden page's name, ${result.episodes} episodes; kept where ${result.criterion})`,
+            `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (the demonstrator: up to ${result.attempts} searches a question, with its own words or its golden page's name, ${result.episodes} episodes; kept where ${result.criterion})`,
           );
           return result.trajectories;
         }
