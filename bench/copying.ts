@@ -10,10 +10,10 @@
 // One JSON line per run, then one per comparison with the mean and the spread (min, max) of: naive
 // RAG (search with the question's words, read the top page), the warm start (SFT) and RL, judge
 // success on the held-out questions; and the share of held-out questions whose first query names
-// the asked country. BENCH_COPYING_SEEDS=1,2,3 and BENCH_COPYING_VARIANTS=own-data,... choose.
+// the asked country. BENCH_COPYING_SEEDS=1,2,3 and BENCH_COPYING_VARIANTS=own-data,... choose. Each
+// run's folder stays in .cache/bench-copying/VARIANT-sSEED (made anew each time) for a look at its episodes.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type HoldOut, NEW_DATASET_CONFIG, type Wording, writeNewDataset } from '../test/support/new-dataset';
@@ -72,37 +72,35 @@ const round = (x: number) => Number(x.toFixed(4));
 const results: Record<string, Array<Record<string, number>>> = {};
 for (const variant of variants) {
   for (const seed of seeds) {
-    const dir = await mkdtemp(join(tmpdir(), `bench-copying-${variant}-`));
-    try {
-      await writeNewDataset(join(dir, 'data'), { ...VARIANTS[variant]!, corpus: CORPUS });
-      await writeFile(join(dir, 'train.yaml'), NEW_DATASET_CONFIG.replace('seed: 1', `seed: ${seed}`));
-      const started = performance.now();
-      await run(tsx, [join(root, 'src/cli/main.ts'), 'train', '--config', join(dir, 'train.yaml')], {
-        cwd: dir,
-        maxBuffer: 64 * 1024 * 1024,
-      });
-      const seconds = (performance.now() - started) / 1000;
-      const runDir = join(dir, 'runs', 'countries');
-      const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as {
-        before: Summary;
-        after: Summary;
-        baselines: Array<{ name: string; summary: Summary }>;
-      };
-      const naive = summary.baselines.find((b) => b.name === 'naive RAG');
-      if (!naive) throw new Error(`${runDir}/summary.json has no naive RAG baseline`);
-      const figures = {
-        naiveRag: round(naive.summary.judgeSuccess),
-        warmStart: round(summary.before.judgeSuccess),
-        rl: round(summary.after.judgeSuccess),
-        warmStartNamesEntity: round(await firstQueryNamesEntity(join(runDir, 'eval-before-rl'))),
-        rlNamesEntity: round(await firstQueryNamesEntity(join(runDir, 'eval-after-rl'))),
-        seconds: Number(seconds.toFixed(1)),
-      };
-      (results[variant] ??= []).push(figures);
-      console.log(JSON.stringify({ bench: 'copying', variant, corpus: CORPUS, seed, ...figures }));
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    const dir = join(root, '.cache', 'bench-copying', `${variant}-s${seed}`);
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    await writeNewDataset(join(dir, 'data'), { ...VARIANTS[variant]!, corpus: CORPUS });
+    await writeFile(join(dir, 'train.yaml'), NEW_DATASET_CONFIG.replace('seed: 1', `seed: ${seed}`));
+    const started = performance.now();
+    await run(tsx, [join(root, 'src/cli/main.ts'), 'train', '--config', join(dir, 'train.yaml')], {
+      cwd: dir,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const runDir = join(dir, 'runs', 'countries');
+    const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as {
+      before: Summary;
+      after: Summary;
+      baselines: Array<{ name: string; summary: Summary }>;
+    };
+    const naive = summary.baselines.find((b) => b.name === 'naive RAG');
+    if (!naive) throw new Error(`${runDir}/summary.json has no naive RAG baseline`);
+    const figures = {
+      naiveRag: round(naive.summary.judgeSuccess),
+      warmStart: round(summary.before.judgeSuccess),
+      rl: round(summary.after.judgeSuccess),
+      warmStartNamesEntity: round(await firstQueryNamesEntity(join(runDir, 'eval-before-rl'))),
+      rlNamesEntity: round(await firstQueryNamesEntity(join(runDir, 'eval-after-rl'))),
+      seconds: Number(seconds.toFixed(1)),
+    };
+    (results[variant] ??= []).push(figures);
+    console.log(JSON.stringify({ bench: 'copying', variant, corpus: CORPUS, seed, ...figures }));
   }
   const rows = results[variant] ?? [];
   const spread = (key: string) => {
