@@ -141,5 +141,5 @@ describe('learning to crop (seeded, small)', () => {
       await closeSearcherContainer(container);
       policy.dispose();
     }
-  }, 240_000);
+  }, 480_000);
 });
