@@ -38,7 +38,7 @@ export const sftSchema = z
       .nullable()
       .default(null)
       .describe(
-        "Each epoch, the words a demonstration's actions copy from its question (the asked entity in the query) are renamed, consistently through the whole demonstration and the pages it read, to words drawn at random from the vocabulary: a small policy can then only imitate by copying, not by memorising its training names (docs/method.md#copying-names). null (default): on where the policy has the vocabulary tokenizer (policy.tokenizer: vocabulary), off otherwise; chosen on the slides' validation split, seeds 1-3 (judge success after RL 0.0-0.2% without, 48.9-58.4% with). Copying is learnt after some thousands of optimizer steps; with far fewer it can score below memorising.",
+        "Each epoch, the words a demonstration's actions copy from its question (the asked entity in the query) are renamed, consistently through the whole demonstration and the pages it read, to words drawn at random from the vocabulary: a small policy can then only imitate by copying, not by memorising its training names (docs/method.md#copying-names). null (default): on where the policy has the vocabulary tokenizer (policy.tokenizer: vocabulary) and the SFT makes at least 1,000 optimizer steps, off otherwise; chosen on the slides' validation split, seeds 1-3 (judge success after RL 0.0-0.2% without, 48.9-58.4% with). Copying is learnt after some thousands of steps; after a few hundred, renaming scored below memorising.",
       ),
     vagueRate: unit()
       .default(0)
