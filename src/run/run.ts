@@ -4,7 +4,7 @@ import { AbortedError, InvalidArgumentError } from '../core/errors';
 import { episodeContextTokens } from '../core/episode/config';
 import { eventRecord } from '../core/events';
 import { createRandom, RANDOM_STREAMS } from '../core/random';
-import { freshNames } from '../core/rl/fresh-names';
+import { type FreshNames, freshNames, type SftExample } from '../core/rl/fresh-names';
 import { runSft, sftExamples } from '../core/rl/policy-update';
 import type { Tokenizer } from '../ports/types';
 import { readLatestCheckpoint, SFT_RUN, writePolicyCheckpoint } from './checkpoints';
@@ -93,9 +93,7 @@ async function warmStart(
     };
   const examples = sftExamples(trajectories);
   const collectSeconds = (performance.now() - collectStarted) / 1000;
-  const rename = freshNamesOn(sft.freshNames, policy.tokenizer, sftSteps(examples.length, sft))
-    ? freshNames(examples, wordTokenIds(policy.tokenizer))
-    : null;
+  const rename = freshNamesFor(sft, policy.tokenizer, examples);
   const sftStarted = performance.now();
   const progress = progressOf(options, 'SFT warm start', sft.epochs);
   const result = await runSft(
@@ -131,40 +129,34 @@ async function warmStart(
  */
 const FRESH_NAMES_MIN_STEPS = 1000;
 
-/** The optimizer steps of a warm start: every demonstration once an epoch, `batchSize` a step. */
-function sftSteps(examples: number, sft: { epochs: number; batchSize: number }): number {
-  return sft.epochs * Math.ceil(examples / sft.batchSize);
-}
-
 /**
- * Whether the warm start renames (`sft.freshNames`; null: where the policy's tokenizer has
- * whole-word tokens and the SFT makes at least `FRESH_NAMES_MIN_STEPS` steps).
+ * The warm start's renamer (`sft.freshNames`), or null. null in the config: on where the policy's
+ * tokenizer has whole-word tokens (each word of a vocabulary tokenizer's vocabulary one token) and
+ * the SFT makes at least `FRESH_NAMES_MIN_STEPS` optimizer steps; true is refused for a tokenizer
+ * without whole-word tokens (bytes or BPE pieces are not names).
  */
-function freshNamesOn(setting: boolean | null, tokenizer: Tokenizer, steps: number): boolean {
-  if (setting !== null) return setting;
-  return (
-    steps >= FRESH_NAMES_MIN_STEPS && (tokenizer.vocabulary ?? []).some((w) => /^[\p{L}\p{N}]+$/u.test(w))
-  );
-}
-
-/**
- * The word tokens of a vocabulary tokenizer (each word of its vocabulary one token), which
- * `sft.freshNames` renames; refused for a tokenizer without one (bytes or BPE pieces are not names).
- */
-function wordTokenIds(tokenizer: Tokenizer): number[] {
-  const words = (tokenizer.vocabulary ?? []).filter((w) => /^[\p{L}\p{N}]+$/u.test(w));
-  if (words.length === 0)
+function freshNamesFor(
+  sft: { freshNames: boolean | null; epochs: number; batchSize: number },
+  tokenizer: Tokenizer,
+  examples: readonly SftExample[],
+): FreshNames | null {
+  if (sft.freshNames === false) return null;
+  const ids = new Set<number>();
+  for (const w of tokenizer.vocabulary ?? []) {
+    const encoded = /^[\p{L}\p{N}]+$/u.test(w) ? tokenizer.encode(w) : [];
+    if (encoded.length === 1) ids.add(encoded[0]!);
+  }
+  if (sft.freshNames === null) {
+    const steps = sft.epochs * Math.ceil(examples.length / sft.batchSize);
+    return ids.size > 0 && steps >= FRESH_NAMES_MIN_STEPS ? freshNames(examples, ids) : null;
+  }
+  if (ids.size === 0)
     throw new InvalidArgumentError({
       argument: 'sft.freshNames',
       message:
         'renames whole-word tokens, and this policy has none: use it with policy.tokenizer: vocabulary (a checkpoint or initFrom keeps the tokenizer it has)',
     });
-  const ids = new Set<number>();
-  for (const w of words) {
-    const encoded = tokenizer.encode(w);
-    if (encoded.length === 1) ids.add(encoded[0]!);
-  }
-  return [...ids];
+  return freshNames(examples, ids);
 }
 
 /**
