@@ -3,7 +3,7 @@ import type { ScriptContext } from '../adapters/scripted-policy/index';
 import { parseRegionMarks } from '../core/protocol/location';
 import { lineAfter, tagSpans } from '../core/protocol/tag-spans';
 import { hashString } from '../core/random';
-import { demonstrationQueries } from './demonstrator';
+import { contentQuery } from './demonstrator';
 
 // The baselines' scripts (naive RAG, with a random or a rule's crop), apart from their measurement
 // (baselines.ts), so that the environment can name them without importing the evaluation.
@@ -31,8 +31,8 @@ const lastObservation = (context: string) =>
     .at(-1) ?? '';
 
 /**
- * Naive RAG: one search with the question's content words (the demonstrator's first query), the
- * top hit read by the run's reader, no crop. With `crop`, the region it crops where the page marks
+ * Naive RAG: one search with the question's content words (`contentQuery`; BM25 finds what the
+ * whole question finds), the top hit read by the run's reader, no crop. With `crop`, the region it crops where the page marks
  * some (a name it marks, or null for none).
  */
 export function naiveRagScript(
@@ -40,7 +40,7 @@ export function naiveRagScript(
 ): (context: ScriptContext) => string {
   return ({ turn, context }) => {
     const question = askedQuestion(context);
-    if (turn === 0) return `<search>${demonstrationQueries(question)[0] ?? question}</search>`;
+    if (turn === 0) return `<search>${contentQuery(question) || question}</search>`;
     if (crop === null || context.includes('<bbox>')) return COMPLETE;
     const region = crop(
       question,
@@ -78,7 +78,7 @@ export function genericBaselines(): BaselinePolicy[] {
 export function naiveRagAnswerScript(): (context: ScriptContext) => string {
   return ({ turn, context }) => {
     const question = askedQuestion(context);
-    if (turn === 0) return `<search>${demonstrationQueries(question)[0] ?? question}</search>`;
+    if (turn === 0) return `<search>${contentQuery(question) || question}</search>`;
     return `<answer>${extractAnswer(question, [lastObservation(context)]) ?? 'unknown'}</answer>`;
   };
 }

@@ -19,7 +19,7 @@ export const sftSchema = z
       .enum(['rejection-sampling', 'oracle'])
       .default('rejection-sampling')
       .describe(
-        "Who demonstrates on a slide run. 'rejection-sampling' (default, the honest warm start): the generic demonstrator that a run on your own data uses, from what a dataset holds (questions, references, golden pages): it searches with the question's words, crops a region the page marks where the reference is not legible on it, and keeps the episodes the judge scores fully right. 'oracle': the slide oracle, which knows where each fact was drawn; its own success on the evaluation split is printed as a reference line either way (docs/train.md#baselines).",
+        "Who demonstrates on a slide run. 'rejection-sampling' (default, the honest warm start): the generic demonstrator that a run on your own data uses, from what a dataset holds (questions, references, golden pages): it searches with the question's words (the whole question first), searches again (the next result) where the page read is not a golden page, crops a region the page marks where the reference is not legible on it, and keeps the episodes the judge scores fully right. 'oracle': the slide oracle, which knows where each fact was drawn; its own success on the evaluation split is printed as a reference line either way (docs/train.md#baselines).",
       ),
     keepPerQuestion: positiveInt()
       .default(1)

@@ -1,14 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { demonstrationQueries } from './demonstrator';
+import { createMockGenerator, createMockSearchEngine } from '../adapters/mock/index';
+import { createRuleJudge } from '../adapters/rule-judge/rule-judge';
+import { parseSearcherConfig } from '../config';
+import { createProtocolTokenizer } from '../core/protocol/tokenizer';
+import { contentQuery, demonstrationQueries, harvestDemonstrations, pageRead } from './demonstrator';
 
 describe('demonstrationQueries', () => {
-  it("tries the question's own words first: content words, the whole question, then each half", () => {
+  it("tries the question's own words first: the whole question, its content words, then each half", () => {
     expect(demonstrationQueries('What is the capital of Zorvel?')).toEqual([
-      'capital Zorvel',
       'What is the capital of Zorvel',
+      'capital Zorvel',
       'capital',
       'Zorvel',
     ]);
+    expect(contentQuery('What is the capital of Zorvel?')).toBe('capital Zorvel');
   });
 
   it("adds the golden page name's words, written as the question writes those it has, for a question worded unlike its page", () => {
@@ -28,5 +33,61 @@ describe('demonstrationQueries', () => {
     expect(demonstrationQueries('When was Acme founded?', ['acme_3.png'])).toEqual(
       demonstrationQueries('When was Acme founded?'),
     );
+  });
+});
+
+describe('pageRead', () => {
+  it('is the basename of the page an observation shows first, or null for a crop or no page', () => {
+    expect(pageRead('[page arkbex_12.png (640x360)]\nArkbex people')).toBe('arkbex_12.png');
+    expect(pageRead('[page zorvel capital.txt]\ntext')).toBe('zorvel capital.txt');
+    expect(pageRead('[crop of arkbex_12.png region [1, 2, 3, 4] (768x432)]')).toBeNull();
+    expect(
+      pageRead('no further results (every result was already shown) for "x". Try a different query.'),
+    ).toBeNull();
+  });
+});
+
+describe('harvestDemonstrations', () => {
+  // Every query finds the people page of Zorvel first; the capital page (golden) comes next.
+  const searchEngine = createMockSearchEngine({
+    pages: [
+      { basename: 'zorvel_people.txt', text: 'Zorvel people: the capital holds a million.' },
+      { basename: 'zorvel_capital.txt', text: 'Zorvel capital: Vell.' },
+    ],
+  });
+  const generator = createMockGenerator({ facts: { 'zorvel_capital.txt': 'Vell' } });
+  const prompt = {
+    uid: 'q1',
+    question: 'What is the capital of Zorvel?',
+    reference: 'Vell',
+    goldenBasenames: ['zorvel_capital.txt'],
+  };
+  const harvest = (maxTurns: number) => {
+    const config = parseSearcherConfig({ episode: { maxTurns }, rl: { nAgent: 1 } });
+    const { adapters: _, ...searcher } = config;
+    return harvestDemonstrations({
+      prompts: [prompt],
+      ports: { searchEngine, generator, judge: createRuleJudge() },
+      tokenizer: createProtocolTokenizer(),
+      searcher,
+      keepPerQuestion: 1,
+      firstSuccess: true,
+    });
+  };
+
+  it('searches again (the next result) where the page read is not a golden page, and keeps that success', async () => {
+    const result = await harvest(4);
+    expect(result.solved).toBe(1);
+    const [t] = result.trajectories;
+    const queries = t!.turns.flatMap((turn) => (turn.search ? [turn.search.query] : []));
+    expect(queries).toEqual(['What is the capital of Zorvel', 'What is the capital of Zorvel']);
+    expect(t!.retrievedBasenames).toEqual(['zorvel_people.txt', 'zorvel_capital.txt']);
+    expect(t!.rewardDetail?.components.judgeScore).toBe(1);
+  });
+
+  it('completes instead where a second search and its search_complete do not fit the turn budget', async () => {
+    const result = await harvest(2);
+    expect(result.solved).toBe(0);
+    expect(result.trajectories).toEqual([]);
   });
 });

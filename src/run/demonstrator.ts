@@ -19,6 +19,12 @@ import { lineAfter, tagSpans } from '../core/protocol/tag-spans';
  */
 export const DEMONSTRATION_ATTEMPTS = 5;
 
+/**
+ * Searches a demonstration makes at most: the first, and the same search again (its next result)
+ * where the page read is not one of the question's golden pages, within the turn budget.
+ */
+export const DEMONSTRATION_SEARCHES = 3;
+
 /** The attempts for a set of questions: four, or five where a golden page's name adds a fifth query to one. */
 function attemptsFor(prompts: readonly PromptRecord[]): number {
   const longest = Math.max(
@@ -32,9 +38,15 @@ const WORDS = /[\p{L}\p{N}]+(?:[.,'’-][\p{L}\p{N}]+)*/gu;
 
 /**
  * The queries the demonstrator tries for a question. First the question's own words (so that a
- * small policy learns to copy them): its content words, the whole question, the first half and
- * the second half of its content words. Then, where the dataset names the question's golden pages,
- * the words of the first one's name (`zorvel_export.txt`: zorvel, export), each written as the
+ * small policy learns to copy them): the whole question, its content words, the first half and
+ * the second half of its content words. The whole question comes first: copied word for word, each
+ * next word is the one after the last one copied (what a small transformer learns to copy, names
+ * it never saw included), where skipping the stop words asks it to find which words to skip. On
+ * the slide demo's validation split (seed 1) the warm start copied the question's names and
+ * numbers into 95.6% of its first queries against 72% with the content words first, and judge
+ * success rose from 42.0% to 60.4% (docs/method.md#searching-again-and-copying-the-whole-question);
+ * BM25 finds the same pages either way (naive RAG, content words, 62.6% both). Then, where the
+ * dataset names the question's golden pages, the words of the first one's name (`zorvel_export.txt`: zorvel, export), each written as the
  * question writes it where the question has it: a question worded unlike its page ("Which goods
  * does Zorvel sell abroad?") is demonstrated with the page's word ("Zorvel export"), which the
  * question's words alone do not find. Repeats removed.
@@ -44,13 +56,18 @@ export function demonstrationQueries(question: string, golden: readonly string[]
   const content = words.filter((w) => !isStopword(w));
   const half = Math.ceil(content.length / 2);
   const queries = [
-    content.join(' '),
     words.join(' '),
+    content.join(' '),
     content.length > 1 ? content.slice(0, half).join(' ') : '',
     content.length > 1 ? content.slice(half).join(' ') : '',
     goldenQuery(words, golden[0]),
   ];
   return [...new Set(queries.filter((q) => q.length > 0))];
+}
+
+/** The question's content words (its words less the stop words): naive RAG's query. */
+export function contentQuery(question: string): string {
+  return (question.match(WORDS) ?? []).filter((w) => !isStopword(w)).join(' ');
 }
 
 /**
@@ -71,6 +88,11 @@ function goldenQuery(questionWords: readonly string[], basename: string | undefi
   // The question's words first, in its order, then the name's others.
   const fromQuestion = [...new Set(questionWords.filter((w) => shared.has(w.toLowerCase())))];
   return [...new Set([...fromQuestion, ...others])].join(' ');
+}
+
+/** The basename of the page an observation shows first (`[page name.png (640x360)]`), or null (a crop, no results). */
+export function pageRead(observation: string): string | null {
+  return /^\[page (.+?)(?: \(\d+x\d+\))?\]/.exec(observation)?.[1] ?? null;
 }
 
 /**
@@ -119,10 +141,11 @@ function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], ju
  * The warm start on your own data (docs/method.md#warm-start-on-your-own-data): rejection sampling
  * over your own search engine, successes only, as rare-success distillation keeps them. For each question a scripted Searcher tries
  * `DEMONSTRATION_ATTEMPTS` searches with queries made of the question's words
- * (`demonstrationQueries`); in searcher mode, where the page read marks regions and the reference
- * is not legible on it, it crops one of them (`cropAttempt`, a different one each attempt); then it
- * stops (searcher mode: the run's Generator answers) or answers from
- * what it read (answer mode: the extractive reading of the retrieved text). Each episode is scored
+ * (`demonstrationQueries`). In searcher mode, where the page read is not one of the question's
+ * golden pages, it makes the same search again (the next result, up to `DEMONSTRATION_SEARCHES`);
+ * where the page read marks regions and the reference is not legible on it, it crops one of them
+ * (`cropAttempt`, a different one each attempt); then it stops (the run's Generator answers). In
+ * answer mode it answers from what it read (the extractive reading of the retrieved text). Each episode is scored
  * by the run's own ports; the episodes that retrieved a golden page and whose answer was right
  * are kept, at most `keepPerQuestion` a question, the shortest searches first.
  */
@@ -162,7 +185,24 @@ export async function harvestDemonstrations(args: {
       return `<search>${queries[(rolloutId % attempts) % queries.length]}</search>`;
     const read = tagSpans(context, '<information>', '</information>').map((s) => s.body);
     if (!answerMode) {
-      const crop = cropAttempt(read[read.length - 1] ?? '', prompt?.reference, rolloutId);
+      const last = read[read.length - 1] ?? '';
+      // The page read is not one the dataset names for the question: the same search again shows
+      // the next result (a search shows no page twice), where a search and a search_complete fit.
+      const page = pageRead(last);
+      const golden = prompt?.goldenBasenames ?? [];
+      // The episode's own searches: those after the question (the instructions may show the tag).
+      const searches = tagSpans(context.slice(context.indexOf('Question: ')), '<search>', '</search>');
+      const first = searches[0]?.body;
+      if (
+        page !== null &&
+        golden.length > 0 &&
+        !golden.includes(page) &&
+        first &&
+        searches.length < DEMONSTRATION_SEARCHES &&
+        turn + 2 <= maxTurns
+      )
+        return `<search>${first}</search>`;
+      const crop = cropAttempt(last, prompt?.reference, rolloutId);
       return crop !== null && !context.includes('<bbox>') && turn + 2 <= maxTurns
         ? `<bbox>${crop}</bbox>`
         : '<search_complete>true</search_complete>';
