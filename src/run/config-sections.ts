@@ -68,7 +68,7 @@ export const sftSchema = z
       .enum(['region', 'location'])
       .default('region')
       .describe(
-        "How the demonstrations' crops name the region: 'region' (default) by the name the page marks it with, <bbox>footnote</bbox>; 'location' by copying its four location tokens, which the 2-layer policy did not learn (docs/method.md#why-the-crop-was-not-learned).",
+        "How the demonstrations' crops name the region: 'region' (default) by the name the page marks it with, <bbox>footnote</bbox>; 'location' by its box in location tokens, which the episode crops: the oracle writes the four tokens, the rejection-sampling demonstrator the page's whole mark (<bbox>footnote at <x1_17><y1_20><x2_23><y2_25></bbox>, the name not read). The 2-layer policy did not learn to copy the box (right region 55.6% -> 64.7% after RL on the validation split, seed 1; docs/method.md#why-the-crop-was-not-learned).",
       ),
     skipResearchRate: unit()
       .default(0)

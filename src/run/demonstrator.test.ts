@@ -3,7 +3,13 @@ import { createMockGenerator, createMockSearchEngine } from '../adapters/mock/in
 import { createRuleJudge } from '../adapters/rule-judge/rule-judge';
 import { parseSearcherConfig } from '../config';
 import { createProtocolTokenizer } from '../core/protocol/tokenizer';
-import { contentQuery, demonstrationQueries, harvestDemonstrations, pageRead } from './demonstrator';
+import {
+  contentQuery,
+  cropAttempt,
+  demonstrationQueries,
+  harvestDemonstrations,
+  pageRead,
+} from './demonstrator';
 
 describe('demonstrationQueries', () => {
   it("tries the question's own words first: the whole question, its content words, then each half", () => {
@@ -44,6 +50,21 @@ describe('pageRead', () => {
     expect(
       pageRead('no further results (every result was already shown) for "x". Try a different query.'),
     ).toBeNull();
+  });
+});
+
+describe('cropAttempt', () => {
+  const page =
+    '[page acme_3.png (640x360)]\nAcme finance\n[source at <x1_1><y1_24><x2_11><y2_29>] [footnote at <x1_17><y1_20><x2_23><y2_25>]';
+  it("tries the page's marked regions in turn, by name or by the page's mark (name and box), and none where the reference is legible", () => {
+    expect([0, 1, 2].map((rollout) => cropAttempt(page, '8.0 billion', rollout))).toEqual([
+      'source',
+      'footnote',
+      'source',
+    ]);
+    expect(cropAttempt(page, '8.0 billion', 1, 'location')).toBe('footnote at <x1_17><y1_20><x2_23><y2_25>');
+    expect(cropAttempt(`${page}\nRevenue: 8.0 billion`, '8.0 billion', 0)).toBeNull();
+    expect(cropAttempt('[page acme_1.png]\nAcme', '8.0 billion', 0)).toBeNull();
   });
 });
 

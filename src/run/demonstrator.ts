@@ -1,7 +1,7 @@
 import { extractAnswer, isStopword } from '../adapters/extractive/index';
 import { createScriptedPolicy, type ScriptContext } from '../adapters/scripted-policy/index';
 import type { SearcherConfig } from '../config';
-import { parseRegionMarks } from '../core/protocol/location';
+import { locationBinsText, parseRegionMarks } from '../core/protocol/location';
 import { neutraliseTags } from '../core/protocol/observation';
 import { checkAnswerCorrectness } from '../core/reward/search-r1';
 import type { Trajectory } from '../core/trajectory/trajectory';
@@ -101,10 +101,17 @@ export function pageRead(observation: string): string | null {
  * attempt `rolloutId` tries the marked regions in turn (rejection sampling keeps the one the judge
  * scores right). It uses what a dataset holds (the reference), not where the fact was drawn.
  */
-export function cropAttempt(page: string, reference: string | undefined, rolloutId: number): string | null {
+export function cropAttempt(
+  page: string,
+  reference: string | undefined,
+  rolloutId: number,
+  cropBy: 'region' | 'location' = 'region',
+): string | null {
   if (reference !== undefined && reference.trim() !== '' && page.includes(reference.trim())) return null;
   const marks = parseRegionMarks(page);
-  return marks.length === 0 ? null : marks[rolloutId % marks.length]!.label;
+  if (marks.length === 0) return null;
+  const mark = marks[rolloutId % marks.length]!;
+  return cropBy === 'region' ? mark.label : `${mark.label} at ${locationBinsText(mark.bins)}`;
 }
 
 export interface HarvestResult {
@@ -162,6 +169,12 @@ export async function harvestDemonstrations(args: {
    * solved (about half the episodes where the first query mostly works; one kept a question).
    */
   firstSuccess?: boolean;
+  /**
+   * How a crop names its region: by the name the page marks it with (`footnote`), or by that
+   * name and the box the page gives it in location tokens (`footnote at <x1_3><y1_24><x2_13><y2_29>`:
+   * the episode crops the box, not the name).
+   */
+  cropBy?: 'region' | 'location';
   options?: RunOptions;
 }): Promise<HarvestResult> {
   const { prompts, searcher, keepPerQuestion } = args;
@@ -202,7 +215,7 @@ export async function harvestDemonstrations(args: {
         turn + 2 <= maxTurns
       )
         return `<search>${first}</search>`;
-      const crop = cropAttempt(last, prompt?.reference, rolloutId);
+      const crop = cropAttempt(last, prompt?.reference, rolloutId, args.cropBy);
       return crop !== null && !context.includes('<bbox>') && turn + 2 <= maxTurns
         ? `<bbox>${crop}</bbox>`
         : '<search_complete>true</search_complete>';

@@ -70,6 +70,27 @@ describe('location tokens', () => {
     expect(round.kind === 'valid' && round.action).toEqual(action);
   });
 
+  it("parse a region's mark written as the page writes it (name, at, box) as the box: the name is not read", () => {
+    for (const body of [
+      'footnote at <x1_1><y1_28><x2_15><y2_32>',
+      'contact line at<x1_1><y1_28><x2_15><y2_32> ',
+    ]) {
+      const turn = parseAction(`<bbox>${body}</bbox>`);
+      expect(turn.kind === 'valid' && turn.action).toEqual({
+        type: 'bbox',
+        bbox: [1, 28, 15, 32],
+        unit: 'location',
+      });
+    }
+    const reason = (body: string) => {
+      const turn = parseAction(`<bbox>${body}</bbox>`);
+      return turn.kind === 'invalid' ? turn.reason : 'valid';
+    };
+    expect(reason('footnote at <x1_1><y1_28>')).toBe('bbox_not_four_numbers');
+    expect(reason('footnote <x1_1><y1_28><x2_15><y2_32>')).toBe('bbox_not_four_numbers');
+    expect(reason('footnote at <x1_15><y1_28><x2_1><y2_32>')).toBe('bbox_empty_area');
+  });
+
   it('refuse three tokens, a bin past the grid, a mix with numbers and an empty box, with the reason', () => {
     const reason = (body: string) => {
       const turn = parseAction(`<bbox>${body}</bbox>`);

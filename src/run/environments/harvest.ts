@@ -21,6 +21,7 @@ export function harvestSampled(
     episode: SearcherConfig['episode'];
     keepPerQuestion: number;
     firstSuccess?: boolean;
+    cropBy?: 'region' | 'location';
     options: RunOptions;
   },
 ) {
@@ -36,6 +37,7 @@ export function harvestSampled(
     searcher: { ...sections, episode: how.episode },
     keepPerQuestion: how.keepPerQuestion,
     ...(how.firstSuccess && { firstSuccess: true }),
+    ...(how.cropBy && { cropBy: how.cropBy }),
     options: how.options,
   });
 }

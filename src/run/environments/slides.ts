@@ -112,6 +112,7 @@ async function harvestedSlideDemonstrations(
     episode,
     keepPerQuestion: 1,
     firstSuccess: true,
+    cropBy: sft.cropBy,
     options,
   });
   const bbox = tokenizer.specialTokenId('<bbox>');
