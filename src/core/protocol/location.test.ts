@@ -49,11 +49,19 @@ describe('location tokens', () => {
     );
   });
 
-  it('parse as a bbox in location units, with or without brackets and separators; plain numbers stay pixels', () => {
+  /** The reason a `<bbox>` body is refused, or 'valid'. */
+  const reason = (body: string) => {
+    const turn = parseAction(`<bbox>${body}</bbox>`);
+    return turn.kind === 'invalid' ? turn.reason : 'valid';
+  };
+
+  it('parse as a bbox in location units, with or without brackets and separators, or as the page marks a region (its name not read); plain numbers stay pixels', () => {
     for (const body of [
       '<x1_1><y1_28><x2_15><y2_32>',
       '[<x1_1>, <y1_28>, <x2_15>, <y2_32>]',
       ' <x1_1> <y1_28> <x2_15> <y2_32> ',
+      'footnote at <x1_1><y1_28><x2_15><y2_32>',
+      'contact line at<x1_1><y1_28><x2_15><y2_32> ',
     ]) {
       const turn = parseAction(`<bbox>${body}</bbox>`);
       expect(turn.kind === 'valid' && turn.action).toEqual({
@@ -70,32 +78,10 @@ describe('location tokens', () => {
     expect(round.kind === 'valid' && round.action).toEqual(action);
   });
 
-  it("parse a region's mark written as the page writes it (name, at, box) as the box: the name is not read", () => {
-    for (const body of [
-      'footnote at <x1_1><y1_28><x2_15><y2_32>',
-      'contact line at<x1_1><y1_28><x2_15><y2_32> ',
-    ]) {
-      const turn = parseAction(`<bbox>${body}</bbox>`);
-      expect(turn.kind === 'valid' && turn.action).toEqual({
-        type: 'bbox',
-        bbox: [1, 28, 15, 32],
-        unit: 'location',
-      });
-    }
-    const reason = (body: string) => {
-      const turn = parseAction(`<bbox>${body}</bbox>`);
-      return turn.kind === 'invalid' ? turn.reason : 'valid';
-    };
+  it('refuse three tokens, a bin past the grid, a mix with numbers, an empty box and a mark without its box or its "at", with the reason', () => {
     expect(reason('footnote at <x1_1><y1_28>')).toBe('bbox_not_four_numbers');
     expect(reason('footnote <x1_1><y1_28><x2_15><y2_32>')).toBe('bbox_not_four_numbers');
     expect(reason('footnote at <x1_15><y1_28><x2_1><y2_32>')).toBe('bbox_empty_area');
-  });
-
-  it('refuse three tokens, a bin past the grid, a mix with numbers and an empty box, with the reason', () => {
-    const reason = (body: string) => {
-      const turn = parseAction(`<bbox>${body}</bbox>`);
-      return turn.kind === 'invalid' ? turn.reason : 'valid';
-    };
     expect(reason('<x1_1><y1_28><x2_15>')).toBe('bbox_not_four_numbers');
     expect(reason(`<x1_1><y1_28><x2_15><y2_${LOCATION_BINS + 1}>`)).toBe('bbox_not_four_numbers');
     expect(reason('<x1_1>, 28, <x2_15>, <y2_32>')).toBe('bbox_not_four_numbers');
