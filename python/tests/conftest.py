@@ -77,7 +77,10 @@ def judged_server(workdir: Path, corpus: dict, fake_judge: FakeJudge):
 def sft_checkpoint(workdir: Path, corpus: dict) -> Path:
     """A small SFT warm start made by `searcher-rl train` on the tiny slide environment (the demo's
     policy and episode settings, fewer demonstrations): a Hugging Face GPT-2 folder that emits
-    valid action tags. SEARCHER_RL_SFT_CHECKPOINT names an existing one instead (e.g. the demo's)."""
+    valid action tags and copies the question into its query: 14 epochs make about 1,050 optimizer
+    steps, so its names are fresh (`sft.freshNames`, on from 1,000; with 3 epochs it wrote tags but
+    rarely found a page, and GRPO's reward sat at the format's 0.1). SEARCHER_RL_SFT_CHECKPOINT
+    names an existing one instead (e.g. the demo's)."""
     given = os.environ.get("SEARCHER_RL_SFT_CHECKPOINT")
     if given:
         return Path(given)
@@ -87,7 +90,7 @@ def sft_checkpoint(workdir: Path, corpus: dict) -> Path:
         "tiny-sft",
         corpus,
         {"layers": 2, "width": 64, "heads": 4, "contextLength": 256, "tokenizer": "vocabulary"},
-        sft={"demonstrations": 400, "epochs": 3, "batchSize": 8, "learningRate": 3.0e-3},
+        sft={"demonstrations": 400, "epochs": 14, "batchSize": 8, "learningRate": 3.0e-3},
     )
     searcher_cli("train", "--config", str(config))
     folder = workdir / "runs/tiny-sft/sft/blobs/checkpoints/step-00000000/policy"

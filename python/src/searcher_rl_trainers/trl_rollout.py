@@ -280,19 +280,28 @@ def _sample(model: Any, tokenizer: Any, rows: list[list[int]], max_new: int, sto
     width = max(len(r) for r in rows)
     ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=model.device)
     attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=model.device)
-    with torch.no_grad():
-        out = model.generate(
-            input_ids=ids,
-            attention_mask=attention,
-            max_new_tokens=max_new,
-            do_sample=True,
-            temperature=sampling["temperature"],
-            top_p=sampling["top_p"],
-            top_k=sampling["top_k"],
-            stop_strings=list(stop_strings),
-            tokenizer=tokenizer,
-            pad_token_id=pad,
-        )
+    # In eval mode: the trainer holds the model in train mode, where gradient checkpointing (TRL's
+    # default) turns the key/value cache off while `generate` still feeds one new token a step, so
+    # each token was sampled without the context before it (the SFT checkpoint that copies the
+    # question greedily wrote "<search><search><search>..." in train mode). Eval mode also turns dropout off.
+    training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=attention,
+                max_new_tokens=max_new,
+                do_sample=True,
+                temperature=sampling["temperature"],
+                top_p=sampling["top_p"],
+                top_k=sampling["top_k"],
+                stop_strings=list(stop_strings),
+                tokenizer=tokenizer,
+                pad_token_id=pad,
+            )
+    finally:
+        model.train(training)
     return [row[width:].tolist() for row in out]
 
 
