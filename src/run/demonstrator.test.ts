@@ -3,13 +3,7 @@ import { createMockGenerator, createMockSearchEngine } from '../adapters/mock/in
 import { createRuleJudge } from '../adapters/rule-judge/rule-judge';
 import { parseSearcherConfig } from '../config';
 import { createProtocolTokenizer } from '../core/protocol/tokenizer';
-import {
-  contentQuery,
-  cropAttempt,
-  demonstrationQueries,
-  harvestDemonstrations,
-  pageRead,
-} from './demonstrator';
+import { contentQuery, cropAttempt, demonstrationQueries, harvestDemonstrations } from './demonstrator';
 
 describe('demonstrationQueries', () => {
   it("tries the question's own words first: the whole question, its content words, then each half", () => {
@@ -39,17 +33,6 @@ describe('demonstrationQueries', () => {
     expect(demonstrationQueries('When was Acme founded?', ['acme_3.png'])).toEqual(
       demonstrationQueries('When was Acme founded?'),
     );
-  });
-});
-
-describe('pageRead', () => {
-  it('is the basename of the page an observation shows first, or null for a crop or no page', () => {
-    expect(pageRead('[page arkbex_12.png (640x360)]\nArkbex people')).toBe('arkbex_12.png');
-    expect(pageRead('[page zorvel capital.txt]\ntext')).toBe('zorvel capital.txt');
-    expect(pageRead('[crop of arkbex_12.png region [1, 2, 3, 4] (768x432)]')).toBeNull();
-    expect(
-      pageRead('no further results (every result was already shown) for "x". Try a different query.'),
-    ).toBeNull();
   });
 });
 

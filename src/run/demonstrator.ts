@@ -1,8 +1,8 @@
 import { extractAnswer, isStopword } from '../adapters/extractive/index';
 import { createScriptedPolicy, type ScriptContext } from '../adapters/scripted-policy/index';
 import type { SearcherConfig } from '../config';
-import { locationBinsText, parseRegionMarks } from '../core/protocol/location';
-import { neutraliseTags } from '../core/protocol/observation';
+import { parseRegionMarks, regionMarkBody } from '../core/protocol/location';
+import { neutraliseTags, pageRead } from '../core/protocol/observation';
 import { checkAnswerCorrectness } from '../core/reward/search-r1';
 import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
@@ -53,7 +53,7 @@ const WORDS = /[\p{L}\p{N}]+(?:[.,'’-][\p{L}\p{N}]+)*/gu;
  */
 export function demonstrationQueries(question: string, golden: readonly string[] = []): string[] {
   const words = question.match(WORDS) ?? [];
-  const content = words.filter((w) => !isStopword(w));
+  const content = contentWords(words);
   const half = Math.ceil(content.length / 2);
   const queries = [
     words.join(' '),
@@ -67,8 +67,10 @@ export function demonstrationQueries(question: string, golden: readonly string[]
 
 /** The question's content words (its words less the stop words): naive RAG's query. */
 export function contentQuery(question: string): string {
-  return (question.match(WORDS) ?? []).filter((w) => !isStopword(w)).join(' ');
+  return contentWords(question.match(WORDS) ?? []).join(' ');
 }
+
+const contentWords = (words: readonly string[]) => words.filter((w) => !isStopword(w));
 
 /**
  * The words of a golden page's name (its extension left out): those the question has, as it writes
@@ -90,11 +92,6 @@ function goldenQuery(questionWords: readonly string[], basename: string | undefi
   return [...new Set([...fromQuestion, ...others])].join(' ');
 }
 
-/** The basename of the page an observation shows first (`[page name.png (640x360)]`), or null (a crop, no results). */
-export function pageRead(observation: string): string | null {
-  return /^\[page (.+?)(?: \(\d+x\d+\))?\]/.exec(observation)?.[1] ?? null;
-}
-
 /**
  * The region a demonstration attempt crops, or null: where the page it read marks regions
  * (small print it shows by role and place, not its text) and the reference is not legible on it,
@@ -111,7 +108,7 @@ export function cropAttempt(
   const marks = parseRegionMarks(page);
   if (marks.length === 0) return null;
   const mark = marks[rolloutId % marks.length]!;
-  return cropBy === 'region' ? mark.label : `${mark.label} at ${locationBinsText(mark.bins)}`;
+  return cropBy === 'region' ? mark.label : regionMarkBody(mark.label, mark.bins);
 }
 
 export interface HarvestResult {

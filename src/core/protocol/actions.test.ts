@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseAction, renderAction, type Action } from './actions';
-import { correctiveMessage, renderObservation } from './observation';
+import { correctiveMessage, pageRead, renderNoResults, renderObservation } from './observation';
 
 describe('parseAction', () => {
   it('reads a think and a search', () => {
@@ -194,5 +194,24 @@ describe('observations', () => {
     ]);
     expect(inner(page)).not.toMatch(/<\/?(think|answer)>/);
     expect(page).toContain('‹answer›42‹/answer›');
+  });
+});
+
+describe('pageRead', () => {
+  it('reads back the basename of the page renderObservation shows first; null for a crop or no page', () => {
+    const shown = (basename: string, size: boolean) =>
+      renderObservation([
+        { kind: 'page', basename, text: 'Arkbex people', ...(size && { shownWidth: 640, shownHeight: 360 }) },
+      ]).slice('<information>'.length);
+    expect(pageRead(shown('arkbex_12.png', true))).toBe('arkbex_12.png');
+    expect(pageRead(shown('zorvel capital.txt', false))).toBe('zorvel capital.txt');
+    expect(
+      pageRead(
+        renderObservation([{ kind: 'crop', basename: 'a.png', sourceRegion: [1, 2, 3, 4] }]).slice(
+          '<information>'.length,
+        ),
+      ),
+    ).toBeNull();
+    expect(pageRead(renderNoResults('x', 'exhausted').slice('<information>'.length))).toBeNull();
   });
 });

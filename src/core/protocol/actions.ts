@@ -1,6 +1,7 @@
 import type { BoundingBox } from '../../ports/types';
 import {
   LOCATION_BINS,
+  markedBoxText,
   locationBinsText,
   normaliseRegionName,
   parseLocationBins,
@@ -175,8 +176,8 @@ export function parseAction(text: string): ParsedTurn {
       return valid({ type: 'search_complete' });
     }
     case 'bbox': {
-      // A box the page marks, written as its mark: `footnote at <x1_3><y1_24><x2_13><y2_29>` (the box is cropped, the name is not read).
-      const bins = parseLocationBins(LABELLED_BOX.exec(body.normalize('NFC'))?.[1] ?? body);
+      // A box written as the page marks it (`footnote at <x1_3>...`): the box is cropped, the name not read.
+      const bins = parseLocationBins(markedBoxText(body) ?? body);
       if (bins !== null && typeof bins !== 'string')
         return valid({ type: 'bbox', bbox: bins, unit: 'location' });
       const bbox = bins ?? parseBoundingBox(body);
@@ -196,9 +197,6 @@ export function parseAction(text: string): ParsedTurn {
     }
   }
 }
-
-/** A region's name, ` at `, then a box in location tokens: the box part. */
-const LABELLED_BOX = /^\s*\p{L}[\p{L}\p{M} -]{0,47}? at\s*((?:<[xy][12]_\d+>){4})\s*$/u;
 
 /** The corrective sentence for a `<bbox>` body that is not a box: not four numbers, negative, or of no area. */
 export function bboxMessage(problem: 'format' | 'negative' | 'empty'): string {

@@ -61,7 +61,7 @@ describe('location tokens', () => {
       '[<x1_1>, <y1_28>, <x2_15>, <y2_32>]',
       ' <x1_1> <y1_28> <x2_15> <y2_32> ',
       'footnote at <x1_1><y1_28><x2_15><y2_32>',
-      'contact line at<x1_1><y1_28><x2_15><y2_32> ',
+      ' contact line at <x1_1><y1_28><x2_15><y2_32> ',
     ]) {
       const turn = parseAction(`<bbox>${body}</bbox>`);
       expect(turn.kind === 'valid' && turn.action).toEqual({

@@ -115,8 +115,11 @@ export function requireRegionName(text: string, argument: string): string {
   return name;
 }
 
-/** The text a page shows for a marked region: `[label at <x1_k><y1_k><x2_k><y2_k>]` (the label normalised). */
-export function regionMarkText(label: string, bins: BoundingBox): string {
+/**
+ * The inside of a region's mark, `label at <x1_k><y1_k><x2_k><y2_k>` (the label normalised): what
+ * a page shows in brackets (regionMarkText), and what a crop may write to name that box.
+ */
+export function regionMarkBody(label: string, bins: BoundingBox): string {
   const name = requireRegionName(label, 'label');
   const valid = parseLocationBins(locationBinsText(bins));
   if (valid === null || typeof valid === 'string')
@@ -124,13 +127,26 @@ export function regionMarkText(label: string, bins: BoundingBox): string {
       argument: 'bins',
       message: `[${bins.join(', ')}] is not a box of location bins (0-${LOCATION_BINS}, x2 > x1, y2 > y1)`,
     });
-  return `[${name} at ${locationBinsText(bins)}]`;
+  return `${name} at ${locationBinsText(bins)}`;
 }
 
-const MARK = new RegExp(
-  `\\[([\\p{L}][\\p{L}\\p{M} -]{0,47}?) at ((?:<(?:${LOCATION_SLOTS.join('|')})_\\d+>){4})\\]`,
-  'gu',
-);
+/** The text a page shows for a marked region: `[label at <x1_k><y1_k><x2_k><y2_k>]` (the label normalised). */
+export function regionMarkText(label: string, bins: BoundingBox): string {
+  return `[${regionMarkBody(label, bins)}]`;
+}
+
+/** A mark's inside: its label, ` at `, its four location tokens. */
+const MARK_BODY = `([\\p{L}][\\p{L}\\p{M} -]{0,47}?) at ((?:<(?:${LOCATION_SLOTS.join('|')})_\\d+>){4})`;
+const MARK = new RegExp(`\\[${MARK_BODY}\\]`, 'gu');
+const MARK_ALONE = new RegExp(`^\\s*${MARK_BODY}\\s*$`, 'u');
+
+/**
+ * The location tokens of a mark's inside written alone (regionMarkBody: a crop that copies the
+ * page's mark, `footnote at <x1_3><y1_24><x2_13><y2_29>`), or null; the label is not read.
+ */
+export function markedBoxText(text: string): string | null {
+  return MARK_ALONE.exec(text.normalize('NFC'))?.[2] ?? null;
+}
 
 /**
  * The regions a page's text marks (regionMarkText), in order, their labels normalised

@@ -47,6 +47,11 @@ export function renderObservation(
   return `<information>${lines.join('\n')}</information>`;
 }
 
+/** The basename of the page an observation shows first (`[page name.png (640x360)]`, renderObservation), or null (a crop, no results). */
+export function pageRead(observation: string): string | null {
+  return /^\[page (.+?)(?: \(\d+x\d+\))?\]/.exec(observation)?.[1] ?? null;
+}
+
 /** The observation when a search finds nothing new. */
 export function renderNoResults(query: string, reason: 'empty' | 'exhausted'): string {
   const why = reason === 'empty' ? 'no results' : 'no further results (every result was already shown)';
