@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -25,7 +26,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from searcher_rl_trainers.openenv_glue import fetch_tasks
 from searcher_rl_trainers.train_trl import grpo_args
-from searcher_rl_trainers.trl_rollout import DEFAULT_STOP_STRINGS, TagRollout, _sample, server_reward, tag_dataset
+from searcher_rl_trainers.trl_rollout import TagRollout, server_reward, tag_dataset
 from serve_env import evaluation_run_config, searcher_cli
 
 
@@ -131,20 +132,32 @@ def test_a_reward_the_servers_judge_failed_reaches_trl_as_none(sft_checkpoint, j
     assert logged["reward"] == pytest.approx(sum(scored) / 2, abs=1e-4)  # the mean of the scored ones
 
 
-def test_rollouts_sample_as_the_model_in_eval_mode_while_the_trainer_holds_it_in_train_mode(sft_checkpoint):
+def test_rollouts_sample_as_the_model_in_eval_mode_while_the_trainer_holds_it_in_train_mode(sft_checkpoint, server):
     """GRPOTrainer keeps the model in train mode with gradient checkpointing (TRL's default), which
     turns the key/value cache off while `generate` feeds one new token a step: sampled so, each
-    token saw none of the context before it. The rollout samples in eval mode and restores the mode."""
+    token saw none of the context before it. TagRollout runs the rollouts in eval mode (its own
+    sampler's and a caller's `generate`) and gives the model back in train mode."""
     tokenizer = AutoTokenizer.from_pretrained(sft_checkpoint)
     model = AutoModelForCausalLM.from_pretrained(sft_checkpoint)
-    rows = [tokenizer(f"Question: {q}\n", add_special_tokens=False)["input_ids"] for q in ("What was the revenue of Acme in 2019?", "Who is the chief executive of Acme?")]
-    near_greedy = {"temperature": 1e-4, "top_p": 1.0, "top_k": 0}
+    tasks = [t["id"] for t in fetch_tasks(server.url, server.token)[:2]]
+    near_greedy = SimpleNamespace(temperature=1e-4, top_p=1.0, top_k=0, max_completion_length=128)
+    trainer = SimpleNamespace(
+        processing_class=tokenizer, model=model, args=near_greedy, accelerator=SimpleNamespace(unwrap_model=lambda m: m)
+    )
     model.eval()
-    expected = _sample(model, tokenizer, rows, 12, DEFAULT_STOP_STRINGS, near_greedy)
+    expected = TagRollout(server.url, server.token)(tasks, trainer)["completion_ids"]
     model.gradient_checkpointing_enable()
     model.train()
-    assert _sample(model, tokenizer, rows, 12, DEFAULT_STOP_STRINGS, near_greedy) == expected
+    assert TagRollout(server.url, server.token)(tasks, trainer)["completion_ids"] == expected
     assert model.training
+    modes = []
+
+    def recording(model_, tokenizer_, rows, max_new):
+        modes.append(model_.training)
+        return [tokenizer_("<search_complete>true</search_complete>", add_special_tokens=False)["input_ids"]] * len(rows)
+
+    TagRollout(server.url, server.token, generate=recording)(tasks, trainer)
+    assert modes and not any(modes) and model.training
 
 
 def test_grpo_trains_the_sft_checkpoint_against_serve_env_and_the_sdk_loads_the_result(

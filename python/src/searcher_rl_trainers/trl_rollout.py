@@ -122,9 +122,19 @@ class TagRollout:
         budget = args.max_completion_length
         tasks = [p if isinstance(p, str) else p["task_id"] for p in prompts]
         episodes: list[_Episode] = []
-        for start in range(0, len(tasks), self.max_sessions):
-            wave = tasks[start : start + self.max_sessions]
-            episodes += asyncio.run(self._run_wave(wave, model, tokenizer, sampling, budget))
+        # The rollouts run with the model in eval mode, its own `generate` or the caller's: the
+        # trainer holds it in train mode, where gradient checkpointing (GRPOConfig's default) turns
+        # the key/value cache off while transformers' `generate` still feeds one new token a step,
+        # so each token was sampled without the context before it (the tiny SFT checkpoint that
+        # copies the question greedily wrote "<search><search><search>..."). Dropout is off too.
+        training = model.training
+        model.eval()
+        try:
+            for start in range(0, len(tasks), self.max_sessions):
+                wave = tasks[start : start + self.max_sessions]
+                episodes += asyncio.run(self._run_wave(wave, model, tokenizer, sampling, budget))
+        finally:
+            model.train(training)
         for episode in episodes:
             if not episode.completion:  # TRL needs a token: the end-of-sequence one, not trained
                 episode.completion, episode.mask = [tokenizer.eos_token_id], [0]
@@ -280,28 +290,19 @@ def _sample(model: Any, tokenizer: Any, rows: list[list[int]], max_new: int, sto
     width = max(len(r) for r in rows)
     ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=model.device)
     attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=model.device)
-    # In eval mode: the trainer holds the model in train mode, where gradient checkpointing (TRL's
-    # default) turns the key/value cache off while `generate` still feeds one new token a step, so
-    # each token was sampled without the context before it (the SFT checkpoint that copies the
-    # question greedily wrote "<search><search><search>..." in train mode). Eval mode also turns dropout off.
-    training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            out = model.generate(
-                input_ids=ids,
-                attention_mask=attention,
-                max_new_tokens=max_new,
-                do_sample=True,
-                temperature=sampling["temperature"],
-                top_p=sampling["top_p"],
-                top_k=sampling["top_k"],
-                stop_strings=list(stop_strings),
-                tokenizer=tokenizer,
-                pad_token_id=pad,
-            )
-    finally:
-        model.train(training)
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=attention,
+            max_new_tokens=max_new,
+            do_sample=True,
+            temperature=sampling["temperature"],
+            top_p=sampling["top_p"],
+            top_k=sampling["top_k"],
+            stop_strings=list(stop_strings),
+            tokenizer=tokenizer,
+            pad_token_id=pad,
+        )
     return [row[width:].tolist() for row in out]
 
 
