@@ -212,6 +212,19 @@ def stall(port: int) -> socket.socket:
     return sock
 
 
+def worker_serving(workers: list[int], client: socket.socket) -> int | None:
+    """The worker holding `client`'s connection: the one with a TCP socket whose remote end is the
+    client's local address (waiting up to 5 s for the primary to hand the connection over)."""
+    here = client.getsockname()[1]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        for pid in workers:
+            if any(c.raddr and c.raddr.port == here for c in psutil.Process(pid).net_connections(kind="tcp")):
+                return pid
+        time.sleep(0.05)
+    return None
+
+
 def test_grpo_finishes_under_a_killed_worker_a_failing_judge_and_a_stalled_client(sft_checkpoint, workdir, corpus, tmp_path, monkeypatch, capsys):
     started = time.perf_counter()
     judge = FakeJudge(lambda n: None if n % JUDGE_FAILS_EVERY == JUDGE_FAILS_EVERY - 1 else (1.0 if n % 2 == 0 else 0.0))
@@ -229,6 +242,11 @@ def test_grpo_finishes_under_a_killed_worker_a_failing_judge_and_a_stalled_clien
         workers_before = worker_pids(server.process.pid)
         assert len(workers_before) == 2, [p.cmdline() for p in psutil.Process(server.process.pid).children(recursive=True)]
         staller = stall(server.port)
+        # The worker to kill is the one not serving the stalled client: killed with its worker, the
+        # stalled session would end before its idle timeout could (a quick run kills within 3 s).
+        serving = worker_serving(workers_before, staller)
+        assert serving is not None, "no worker holds the stalled client's connection"
+        victim = next(pid for pid in workers_before if pid != serving)
 
         # Trainer side: every client the rollout opens, in order (its episodes are built in order,
         # one client each, and returned in that order, wave after wave).
@@ -237,8 +255,8 @@ def test_grpo_finishes_under_a_killed_worker_a_failing_judge_and_a_stalled_clien
 
         def on_step():
             if batch["index"] == KILL_IN_BATCH and batch["killed"] is None:
-                batch["killed"] = workers_before[0]
-                os.kill(workers_before[0], signal.SIGKILL)
+                batch["killed"] = victim
+                os.kill(victim, signal.SIGKILL)
 
         original_client = trl_rollout.env_client
         monkeypatch.setattr(
@@ -347,12 +365,13 @@ def test_grpo_finishes_under_a_killed_worker_a_failing_judge_and_a_stalled_clien
         # connection after saying so, so the wait ends there.
         staller.settimeout(IDLE_MS / 1000 + 3)
         heard = b""
+        how = "closed"
         try:
             while chunk := staller.recv(65536):
                 heard += chunk
-        except (TimeoutError, socket.timeout, ConnectionError):
-            pass
-        assert b"idle for more than" in heard
+        except (TimeoutError, socket.timeout, ConnectionError) as e:
+            how = type(e).__name__
+        assert b"idle for more than" in heard, (how, time.perf_counter() - started, heard[-300:])
         figures["stalled_session_ended_by_idle_timeout"] = True
         with capsys.disabled():
             print("\nFAULT-FIGURES " + json.dumps(figures))
