@@ -32,19 +32,21 @@ const lastObservation = (context: string) =>
 
 /**
  * Naive RAG: one search with the question's content words (`contentQuery`; BM25 finds what the
- * whole question finds), the top hit read by the run's reader, no crop. With `crop`, the region it crops where the page marks
- * some (a name it marks, or null for none).
+ * whole question finds), the top hit read by the run's reader, no crop. With `crop`, the region it
+ * crops where the page marks some (a name it marks, or null for none), given the page's text.
  */
 export function naiveRagScript(
-  crop: ((question: string, marks: readonly string[]) => string | null) | null = null,
+  crop: ((question: string, marks: readonly string[], page: string) => string | null) | null = null,
 ): (context: ScriptContext) => string {
   return ({ turn, context }) => {
     const question = askedQuestion(context);
     if (turn === 0) return `<search>${contentQuery(question) || question}</search>`;
     if (crop === null || context.includes('<bbox>')) return COMPLETE;
+    const page = lastObservation(context);
     const region = crop(
       question,
-      parseRegionMarks(lastObservation(context)).map((m) => m.label),
+      parseRegionMarks(page).map((m) => m.label),
+      page,
     );
     return region === null ? COMPLETE : `<bbox>${region}</bbox>`;
   };

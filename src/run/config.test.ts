@@ -191,7 +191,7 @@ describe('progress', () => {
     expect(
       parseRunConfig({ ...dataset, searcher: { episode: { maxTurns: 3 } } }).searcher.episode,
     ).toMatchObject({ maxTurns: 3, observationMaxChars: 60, temperature: 0.5 });
-    expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(260);
+    expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(300);
   });
 });
 

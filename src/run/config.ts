@@ -44,6 +44,11 @@ export const runPolicySchema = z
       .describe(
         "Where gradients are computed: `tfjs` (the training backend), `onnx` (a forward + backward graph in ONNX Runtime, needs onnxruntime-node; gradients equal within 1e-4 of the largest, about 3x faster on the wasm backend). Not `auto`: the rounding differs, so a run's figures differ from the tfjs ones.",
       ),
+    trainingThreads: positiveInt()
+      .default(1)
+      .describe(
+        "ONNX Runtime's intra-op threads for `training: onnx` (rollouts keep one: a decode step's operators are too small for a second). The last bits of the gradients depend on the count, so figures compare at the same count.",
+      ),
     coalesceSessions: z
       .boolean()
       .default(true)
@@ -102,7 +107,7 @@ const SEARCHER_DEFAULTS = {
       maxTurns: 5,
       maxTurnTokens: 48,
       maxContextTokens: 256,
-      observationMaxChars: 260,
+      observationMaxChars: 300,
       temperature: 0.7,
     },
     rl: { nAgent: 8 },
@@ -363,7 +368,8 @@ export async function runPolicySettings(
   policy: z.output<typeof runPolicySchema>,
   seed: number,
 ): Promise<TfjsPolicySettings> {
-  const { layers, width, heads, contextLength, backend, coalesceSessions, training } = policy;
+  const { layers, width, heads, contextLength, backend, coalesceSessions, training, trainingThreads } =
+    policy;
   return {
     model: { layers, width, heads, contextLength },
     seed,
@@ -371,6 +377,7 @@ export async function runPolicySettings(
     coalesceSessions,
     rollouts: await resolveRollouts(policy.rollouts),
     training,
+    onnx: { intraOpThreads: 1, trainingThreads },
   };
 }
 

@@ -19,11 +19,11 @@ describe('the slide environment of a run', () => {
       runsDir: join(root, 'runs'),
       runId: 'demos',
       corpus: { decks: 3, minSlides: 5, maxSlides: 5, cacheDir: join(root, 'corpus') },
-      policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm' },
-      // The episode's window within the policy's 192 tokens (a run refuses a larger one before it starts).
-      searcher: { episode: { maxContextTokens: 192 } },
+      policy: { layers: 1, width: 16, heads: 2, contextLength: 256, backend: 'wasm' },
+      // The episode's window within the policy's 256 tokens (a run refuses a larger one before it starts).
+      searcher: { episode: { maxContextTokens: 256 } },
       // No crop practice: the count below is the demonstrations' own (cropTurnMask is tested below).
-      sft: { demonstrator: 'oracle', smallPrintShare: 0.5, cropPractice: 0 },
+      sft: { demonstrator: 'oracle', smallPrintShare: 0.75, cropPractice: 0 },
     });
     const session = await openRun(config, { kind: 'fresh' });
     try {
@@ -35,16 +35,20 @@ describe('the slide environment of a run', () => {
         expect(t.turns[0]!.action?.type).toBe('search');
         expect(t.terminated).toBe('complete');
       }
-      // Small print takes its share (sft.smallPrintShare, here 0.5) of the demonstrations even where the
+      // Small print takes its share (sft.smallPrintShare, here 0.75) of the demonstrations even where the
       // split holds fewer such questions: they are repeated, each repetition its own rollout.
       const small = new Set(
         session.env.train.filter((q) => (q.metadata as { small?: boolean }).small).map((q) => q.uid),
       );
+      const large = session.env.train.length - small.size;
       expect(small.size).toBeGreaterThan(0);
+      // More small-print demonstrations than the split holds, and no more large-print ones than it holds.
       const count = 4 * small.size + 2;
+      expect(Math.round(count * 0.75)).toBeGreaterThan(small.size);
+      expect(count - Math.round(count * 0.75)).toBeLessThanOrEqual(large);
       const many = await session.env.demonstrations!(count, session.policy, ports, config.searcher.episode);
       expect(many).toHaveLength(count);
-      expect(many.filter((t) => small.has(t.promptUid))).toHaveLength(Math.round(count * 0.5));
+      expect(many.filter((t) => small.has(t.promptUid))).toHaveLength(Math.round(count * 0.75));
     } finally {
       await session.close();
     }

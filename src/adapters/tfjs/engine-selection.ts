@@ -50,7 +50,7 @@ export async function selectEngines(
         ort,
         context.state.model,
         {
-          ...settings.onnx,
+          intraOpThreads: settings.onnx.trainingThreads ?? settings.onnx.intraOpThreads,
           ...(keptActivationBytes !== undefined && { keptActivationBytes }),
         },
       );
@@ -62,7 +62,7 @@ export async function selectEngines(
         context.state.model,
         shape,
         {
-          ...settings.onnx,
+          intraOpThreads: settings.onnx.intraOpThreads,
           ...(constantWeightBytes !== undefined && { constantWeightBytes }),
         },
       );

@@ -75,8 +75,15 @@ export const tfjsPolicySettingsSchema = z
     /** ONNX Runtime's settings, for `rollouts: 'onnx'` and `training: 'onnx'`. */
     onnx: z
       .object({
-        /** Intra-op threads of each ONNX Runtime session. */
+        /** Intra-op threads of each ONNX Runtime session (rollouts, and training unless `trainingThreads` says). */
         intraOpThreads: positiveInt().default(1),
+        /**
+         * Intra-op threads of the training sessions (`training: 'onnx'`); default `intraOpThreads`.
+         * A training step's operators are large enough for a second thread to pay, where a decode
+         * step's are not. The last bits of the gradients depend on the count (ONNX Runtime splits
+         * the sums by thread), so runs compare at the same count.
+         */
+        trainingThreads: positiveInt().optional(),
       })
       .strict()
       .prefault({}),

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { indexPageFolder } from '../../adapters/sqlite-fts/sqlite-fts';
 import {
+  type BoxPx,
+  FACT_FONT_PX,
   generateSlideCorpus,
   SLIDE_HEIGHT,
   SLIDE_WIDTH,
@@ -23,10 +25,13 @@ const escapeXml = (text: string) =>
 
 /** A slide as SVG: a title band, facts in large type, small print at the bottom (DejaVu Sans). */
 export function slideSvg(slide: Slide): string {
+  const text = (box: BoxPx, fontPx: number, fill: string, line: string) =>
+    `<text x="${box[0]}" y="${box[3] - Math.ceil(fontPx * 0.3)}" font-size="${fontPx}" fill="${fill}">${escapeXml(line)}</text>`;
   const facts = slide.facts
     .map(
       (f) =>
-        `<text x="${f.box[0]}" y="${f.box[3] - Math.ceil(f.fontPx * 0.3)}" font-size="${f.fontPx}" fill="${f.small ? '#444444' : '#111111'}">${escapeXml(f.line)}</text>`,
+        text(f.box, f.fontPx, f.small ? '#444444' : '#111111', f.line) +
+        (f.pointer ? text(f.pointer.box, FACT_FONT_PX, '#111111', f.pointer.line) : ''),
     )
     .join('');
   return (
@@ -49,7 +54,7 @@ export async function renderSlide(slide: Slide): Promise<Buffer> {
 }
 
 /** Bumped when the rendering changes, so that cached slides are rendered again. */
-const RENDERER_VERSION = 4;
+const RENDERER_VERSION = 5;
 
 /** Beside each slide's `.txt` (what the index searches): what a hit shows a text-only policy. */
 const SHOWN_TEXT = '.shown.txt';

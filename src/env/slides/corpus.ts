@@ -1,7 +1,8 @@
 import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS, type Random } from '../../core/random';
 import type { PromptRecord } from '../../core/types';
-import { drawSmallPrintPlaces, REGION_MARGIN_PX, SMALL_PRINT_ROLES, type SmallPrintRole } from './regions';
+import { ATTRIBUTES, SYLLABLES } from './attributes';
+import { drawSmallPrintPlaces, pointerLine, REGION_MARGIN_PX, type SmallPrintRole } from './regions';
 
 /** Slide size in pixels (16:9). */
 export const SLIDE_WIDTH = 640;
@@ -11,6 +12,10 @@ export const FACT_FONT_PX = 20;
 /** Small print: legible to the reader only when a crop enlarges it to READABLE_FONT_PX or more. */
 export const SMALL_FONT_PX = 7;
 export const READABLE_FONT_PX = 14;
+/** Large type (facts and pointers) in up to four rows: baselines 104, 140, 176, 212. */
+export const LARGE_ROWS = 4;
+const LARGE_BASELINE_PX = 104;
+const LARGE_ROW_PX = 36;
 
 export type BoxPx = [number, number, number, number];
 
@@ -25,9 +30,14 @@ export interface SlideFact {
   fontPx: number;
   /** Where the line is printed, in slide pixels. */
   box: BoxPx;
-  /** Small print: the region's role (what kind of fact it holds) and its box as the policy is told it. */
+  /** Small print: the region's role (drawn apart from the attribute) and its box as the policy is told it. */
   role?: SmallPrintRole;
   region?: BoxPx;
+  /**
+   * Small print: the line in large type that says where the fact is (`Employees 2015: see
+   * footnote`) and where it is printed: the page, not the question, tells which region to enlarge.
+   */
+  pointer?: { line: string; box: BoxPx };
 }
 
 export interface Slide {
@@ -92,93 +102,6 @@ export interface SlideCorpus {
   questions: { train: CorpusQuestion[]; validation: CorpusQuestion[]; test: CorpusQuestion[] };
 }
 
-const SYLLABLES = [
-  'vor',
-  'tal',
-  'kel',
-  'vix',
-  'mon',
-  'dra',
-  ' quo',
-  'zen',
-  'pra',
-  'lum',
-  'tor',
-  'bex',
-  'sol',
-  'nar',
-  'fin',
-  'gal',
-  'rho',
-  'tek',
-  'ves',
-  'pol',
-  'cor',
-  'dyn',
-  'ark',
-  'lyn',
-].map((s) => s.trim());
-const CITIES = [
-  'Austin',
-  'Lyon',
-  'Osaka',
-  'Porto',
-  'Tallinn',
-  'Quito',
-  'Perth',
-  'Bergen',
-  'Leeds',
-  'Kyoto',
-  'Turin',
-  'Hanoi',
-  'Denver',
-  'Malmo',
-  'Cork',
-  'Tunis',
-];
-const GIVEN = [
-  'Ada',
-  'Bruno',
-  'Chen',
-  'Dara',
-  'Elif',
-  'Femi',
-  'Greta',
-  'Hugo',
-  'Ines',
-  'Jonas',
-  'Kira',
-  'Luis',
-  'Mira',
-  'Nils',
-  'Omar',
-  'Priya',
-];
-const FAMILY = [
-  'Lund',
-  'Okafor',
-  'Varga',
-  'Sato',
-  'Moreau',
-  'Kowal',
-  'Reyes',
-  'Haas',
-  'Ito',
-  'Novak',
-  'Silva',
-  'Brandt',
-  'Costa',
-  'Falk',
-  'Ueda',
-  'Wolfe',
-];
-
-interface AttributeKind {
-  attribute: string;
-  slideTitle: (entity: string) => string;
-  make: (random: Random, entity: string) => { value: string; line: string; question: string };
-}
-
 /**
  * Advance width of a line in DejaVu Sans, in em, rounded up a little so that the box always
  * holds the drawn text (the reader checks that a crop covers the box).
@@ -196,71 +119,6 @@ export function textWidthEm(text: string): number {
   }
   return em * 1.03;
 }
-
-// Each dated attribute has its own decade, so that a year in a query points at one kind of fact
-// (BM25 would otherwise favour a short slide that has the year in another fact's line).
-const year = (random: Random, from: number) => from + random.nextInt(10);
-const ATTRIBUTES: AttributeKind[] = [
-  {
-    attribute: 'revenue',
-    slideTitle: (e) => `${e} financial results`,
-    make: (r, e) => {
-      const y = year(r, 2000);
-      const value = `${1 + r.nextInt(9)}.${r.nextInt(10)} billion dollars`;
-      return { value, line: `Revenue ${y}: ${value}`, question: `What was the revenue of ${e} in ${y}?` };
-    },
-  },
-  {
-    attribute: 'employees',
-    slideTitle: (e) => `${e} people`,
-    make: (r, e) => {
-      const y = year(r, 2010);
-      const value = `${1 + r.nextInt(60)},${String(r.nextInt(1000)).padStart(3, '0')}`;
-      return {
-        value,
-        line: `Employees ${y}: ${value}`,
-        question: `How many employees did ${e} have in ${y}?`,
-      };
-    },
-  },
-  {
-    attribute: 'founded',
-    slideTitle: (e) => `${e} history`,
-    make: (r, e) => {
-      const value = String(1900 + r.nextInt(80));
-      return { value, line: `Founded: ${value}`, question: `In which year was ${e} founded?` };
-    },
-  },
-  {
-    attribute: 'headquarters',
-    slideTitle: (e) => `${e} locations`,
-    make: (r, e) => {
-      const value = CITIES[r.nextInt(CITIES.length)]!;
-      return { value, line: `Headquarters: ${value}`, question: `In which city is ${e} headquartered?` };
-    },
-  },
-  {
-    attribute: 'chief executive',
-    slideTitle: (e) => `${e} leadership`,
-    make: (r, e) => {
-      const value = `${GIVEN[r.nextInt(GIVEN.length)]} ${FAMILY[r.nextInt(FAMILY.length)]}`;
-      return { value, line: `Chief executive: ${value}`, question: `Who is the chief executive of ${e}?` };
-    },
-  },
-  {
-    attribute: 'market share',
-    slideTitle: (e) => `${e} market position`,
-    make: (r, e) => {
-      const y = year(r, 1990);
-      const value = `${2 + r.nextInt(60)} percent`;
-      return {
-        value,
-        line: `Market share ${y}: ${value}`,
-        question: `What market share did ${e} have in ${y}?`,
-      };
-    },
-  },
-];
 
 function checkSettings(s: SlideCorpusSettings): void {
   const ints = ['decks', 'minSlides', 'maxSlides'] as const;
@@ -324,22 +182,30 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
       const kind = ATTRIBUTES[(d + p) % ATTRIBUTES.length]!;
       const basename = `${id}_${p}.png`;
       const facts: SlideFact[] = [];
-      const lines = 1 + random.nextInt(3);
       const places =
         random.nextFloat() < settings.smallPrintRate
           ? drawSmallPrintPlaces(random, 1 + random.nextInt(3))
           : [];
+      // Large rows hold the facts in large type and one pointer line per small-print region.
+      const lines = 1 + random.nextInt(Math.min(3, LARGE_ROWS - places.length));
       let title = kind;
+      let row = 0;
+      const largeBox = (text: string): BoxPx => {
+        const y = LARGE_BASELINE_PX + LARGE_ROW_PX * row++;
+        const width = Math.ceil(textWidthEm(text) * FACT_FONT_PX);
+        return [
+          40,
+          y - FACT_FONT_PX,
+          Math.min(SLIDE_WIDTH - 8, 40 + width),
+          y + Math.ceil(FACT_FONT_PX * 0.3),
+        ];
+      };
       for (let k = 0; k < lines + places.length; k++) {
         const place = k >= lines ? places[k - lines]! : null;
-        // Small print holds an attribute of its region's role that no large line of the slide shows,
-        // so that whether the asked fact is on the page follows from the question's attribute.
+        // Small print holds an attribute that no other line of the slide shows, whatever its
+        // region's role (drawn apart): the question does not tell the role, the page's pointer line does.
         const allowed = place
-          ? ATTRIBUTES.filter(
-              (a) =>
-                (SMALL_PRINT_ROLES[place.role] as readonly string[]).includes(a.attribute) &&
-                !facts.some((f) => !f.small && f.attribute === a.attribute),
-            )
+          ? ATTRIBUTES.filter((a) => !facts.some((f) => f.attribute === a.attribute))
           : ATTRIBUTES;
         if (allowed.length === 0) continue;
         // One question per distinct question text in a deck (a repeated one would be ambiguous):
@@ -353,11 +219,22 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
         if (used.has(made.question)) continue;
         if (k === 0) title = attr;
         used.add(made.question);
-        const fontPx = place ? place.fontPx : FACT_FONT_PX;
-        const x = place ? place.x : 40;
-        const y = place ? place.baseline : 110 + 48 * facts.filter((f) => !f.small).length;
-        const width = Math.ceil(textWidthEm(made.line) * fontPx);
-        const box: BoxPx = [x, y - fontPx, Math.min(SLIDE_WIDTH - 8, x + width), y + Math.ceil(fontPx * 0.3)];
+        let box: BoxPx;
+        let pointer: SlideFact['pointer'];
+        if (place) {
+          const width = Math.ceil(textWidthEm(made.line) * place.fontPx);
+          const y = place.baseline;
+          box = [
+            place.x,
+            y - place.fontPx,
+            Math.min(SLIDE_WIDTH - 8, place.x + width),
+            y + Math.ceil(place.fontPx * 0.3),
+          ];
+          const line = pointerLine(made.line, place.role);
+          pointer = { line, box: largeBox(line) };
+        } else {
+          box = largeBox(made.line);
+        }
         const fact: SlideFact = {
           id: `${id}_${p}_${k}`,
           entity,
@@ -365,7 +242,7 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
           value: made.value,
           line: made.line,
           small: place !== null,
-          fontPx,
+          fontPx: place ? place.fontPx : FACT_FONT_PX,
           box,
           ...(place && {
             role: place.role,
@@ -375,6 +252,7 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
               box[2] + REGION_MARGIN_PX,
               box[3] + REGION_MARGIN_PX,
             ] as BoxPx,
+            pointer,
           }),
         };
         facts.push(fact);

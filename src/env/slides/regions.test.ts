@@ -4,7 +4,7 @@ import type { Evidence } from '../../ports/types';
 import { generateSlideCorpus, READABLE_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, type SlideFact } from './corpus';
 import { createOracleScript } from './oracle';
 import { createSlideReader } from './reader';
-import { roleOfAttribute, SMALL_PRINT_ROLES, SMALL_PRINT_SIZES_PX } from './regions';
+import { pointedRole, SMALL_PRINT_ROLE_NAMES, SMALL_PRINT_SIZES_PX } from './regions';
 import { corpusVocabulary, perceivedSlideText, regionBins, regionLine } from './slide-text';
 
 const corpus = generateSlideCorpus({ seed: 11, decks: 60, smallPrintRate: 0.8 });
@@ -37,20 +37,31 @@ describe('small-print regions to choose', () => {
     expect(regions(other)).not.toEqual(regions(corpus));
   });
 
-  it('come one to three a slide, distinct roles, apart, at varied places and sizes, each fact of its role', () => {
+  it('come one to three a slide, distinct roles, apart, at varied places and sizes, any role holding any attribute', () => {
     const counts = new Set<number>();
     const places = new Set<string>();
     const sizes = new Set<number>();
+    const pairs = new Set<string>();
     for (const slide of slides) {
       const small = smallOf(slide.facts);
       counts.add(small.length);
       expect(new Set(small.map((f) => f.role)).size).toBe(small.length);
+      // Large rows: the facts in large type and one pointer line per region, never overlapping.
+      const rows = [
+        ...slide.facts.filter((f) => !f.small).map((f) => f.box),
+        ...small.map((f) => f.pointer!.box),
+      ];
+      expect(rows.length).toBeLessThanOrEqual(4);
+      for (const [i, a] of rows.entries())
+        for (const b of rows.slice(i + 1)) expect(overlap(a, b)).toBe(false);
       for (const [i, fact] of small.entries()) {
         expect(fact.role).toBeDefined();
-        expect(roleOfAttribute(fact.attribute)).toBe(fact.role);
-        expect((SMALL_PRINT_ROLES[fact.role!] as readonly string[]).includes(fact.attribute)).toBe(true);
-        // The asked attribute is never also in large type on the same slide.
-        expect(slide.facts.some((f) => !f.small && f.attribute === fact.attribute)).toBe(false);
+        pairs.add(`${fact.role}|${fact.attribute}`);
+        // The asked attribute is in no other line of the slide.
+        expect(slide.facts.some((f) => f !== fact && f.attribute === fact.attribute)).toBe(false);
+        expect(fact.pointer!.line).toBe(
+          `${fact.line.slice(0, fact.line.lastIndexOf(': '))}: see ${fact.role}`,
+        );
         const region = fact.region!;
         expect(region[0] <= fact.box[0] && region[1] <= fact.box[1]).toBe(true);
         expect(region[2] >= fact.box[2] && region[3] >= fact.box[3]).toBe(true);
@@ -62,14 +73,22 @@ describe('small-print regions to choose', () => {
       }
     }
     expect([...counts].sort()).toEqual([0, 1, 2, 3]);
+    // Every role holds every attribute somewhere: the question's template does not tell the role.
+    expect(pairs.size).toBe(SMALL_PRINT_ROLE_NAMES.length * 6);
     expect(places.size).toBeGreaterThan(100);
     expect([...sizes].sort()).toEqual([...SMALL_PRINT_SIZES_PX]);
   });
 
-  it("show the policy each region's role and place in location tokens, never its text", () => {
+  it("show the policy each region's role and place in location tokens and its pointer line, never its text", () => {
+    const questions = new Map(
+      Object.values(corpus.questions)
+        .flat()
+        .map((q) => [q.metadata.factId, q]),
+    );
     for (const slide of slides) {
       const shown = perceivedSlideText(slide);
       for (const fact of slide.facts) {
+        const question = questions.get(fact.id)!.question;
         if (!fact.small) {
           expect(shown).toContain(fact.line);
           continue;
@@ -77,6 +96,9 @@ describe('small-print regions to choose', () => {
         expect(shown).not.toContain(fact.line);
         expect(shown).not.toContain(fact.value);
         expect(shown).toContain(regionLine(fact));
+        expect(shown.split('\n')).toContain(fact.pointer!.line);
+        // The keyword rule reads the role off the page's pointer line, not off the question.
+        expect(pointedRole(question, shown)).toBe(fact.role);
         expect(regionLine(fact)).toMatch(
           new RegExp(`^\\[${fact.role} at <x1_\\d+><y1_\\d+><x2_\\d+><y2_\\d+>\\]$`),
         );

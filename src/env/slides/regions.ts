@@ -1,27 +1,22 @@
 import type { Random } from '../../core/random';
 
-// Where a slide's small print goes: one to three regions, each with a role that says what kind of
-// fact it holds, at one of several places and sizes (src/env/slides/corpus.ts draws them).
+// Where a slide's small print goes: one to three regions, each with a role (source, footnote,
+// contact line) drawn apart from the fact it holds, at one of several places and sizes
+// (src/env/slides/corpus.ts draws them). A line in large type points at each region.
 
 /**
- * The roles of small-print regions, and the attributes each may hold: the question names an
- * attribute, the page names each region's role, so the region to crop follows from the question.
+ * The roles of small-print regions. Any role may hold any attribute: the question names an
+ * attribute, and only the page's pointer line (`Employees 2015: see footnote`) says which region
+ * holds it, so the region to crop follows from reading the page, not from the question's template.
  */
-export const SMALL_PRINT_ROLES = {
-  source: ['revenue', 'market share'],
-  footnote: ['employees', 'founded'],
-  'contact line': ['headquarters', 'chief executive'],
-} as const satisfies Record<string, readonly string[]>;
+export const SMALL_PRINT_ROLE_NAMES = ['source', 'footnote', 'contact line'] as const;
 
-export type SmallPrintRole = keyof typeof SMALL_PRINT_ROLES;
+export type SmallPrintRole = (typeof SMALL_PRINT_ROLE_NAMES)[number];
 
-export const SMALL_PRINT_ROLE_NAMES = Object.keys(SMALL_PRINT_ROLES) as SmallPrintRole[];
-
-/** The role of the region that holds an attribute's small print. */
-export function roleOfAttribute(attribute: string): SmallPrintRole | null {
-  for (const role of SMALL_PRINT_ROLE_NAMES)
-    if ((SMALL_PRINT_ROLES[role] as readonly string[]).includes(attribute)) return role;
-  return null;
+/** The pointer a page prints in large type for a small-print line `Label: value`: `Label: see role`. */
+export function pointerLine(line: string, role: SmallPrintRole): string {
+  const colon = line.lastIndexOf(': ');
+  return `${colon < 0 ? line : line.slice(0, colon)}: see ${role}`;
 }
 
 /** Small-print sizes in px: all below the reader's 14 px, so each needs an enlarging crop. */
@@ -72,15 +67,29 @@ function shuffled<T>(random: Random, items: readonly T[]): T[] {
 /** The region the policy is shown for a small-print line: its box with a margin of 3 px. */
 export const REGION_MARGIN_PX = 3;
 
+const YEAR = /\b(?:19|20)\d\d\b/;
+
 /**
- * The keyword rule (a crop baseline, docs/train.md#baselines): the role whose attribute the
- * question names, read off its words; null when it names none.
+ * The keyword rule (a crop baseline, docs/train.md#baselines), reading the page: the role that the
+ * page's pointer line for the question's attribute names (`Revenue 2003: see source` for "What was
+ * the revenue of X in 2003?": its words, the year when both have one); null when no line points.
  */
-export function keywordRole(question: string): SmallPrintRole | null {
-  const words = question.toLowerCase();
-  // The first 11 letters: "headquarters" is asked as "headquartered".
-  for (const role of SMALL_PRINT_ROLE_NAMES)
-    if ((SMALL_PRINT_ROLES[role] as readonly string[]).some((a) => words.includes(a.slice(0, 11))))
-      return role;
+export function pointedRole(question: string, page: string): SmallPrintRole | null {
+  const asked = question.toLowerCase();
+  const askedYear = YEAR.exec(asked)?.[0];
+  for (const line of page.split('\n')) {
+    const at = line.indexOf(': see ');
+    if (at <= 0) continue;
+    const label = line.slice(0, at).trim().toLowerCase();
+    const year = YEAR.exec(label)?.[0];
+    // The first 11 letters: "headquarters" is asked as "headquartered".
+    const words = label.replace(YEAR, '').trim().slice(0, 11);
+    if (words === '' || !asked.includes(words) || (year && askedYear && year !== askedYear)) continue;
+    const role = line
+      .slice(at + ': see '.length)
+      .trim()
+      .toLowerCase();
+    if ((SMALL_PRINT_ROLE_NAMES as readonly string[]).includes(role)) return role as SmallPrintRole;
+  }
   return null;
 }

@@ -16,9 +16,11 @@ import {
 
 // What a slide says: the text a search index sees, the text a small text policy perceives, the corpus's words.
 
-/** The text a search index sees for a slide: title and every line, small print included. */
+/** The text a search index sees for a slide: title and every line, small print and pointer lines included. */
 export function slideText(slide: Slide): string {
-  return [slide.title, ...slide.facts.map((f) => f.line)].join('\n');
+  return [slide.title, ...slide.facts.flatMap((f) => (f.pointer ? [f.line, f.pointer.line] : [f.line]))].join(
+    '\n',
+  );
 }
 
 /**
@@ -44,13 +46,19 @@ export function regionLine(fact: SlideFact): string {
 /**
  * What a vision model perceives of a slide, as text for a text-only policy
  * (docs/method.md#what-a-text-policy-perceives): the title and the lines printed large enough to
- * read, and for each small-print region a marked placeholder with its role and place (location
- * tokens, src/core/protocol/location.ts), in reading order, but not its text: the policy can tell
- * which region a crop should enlarge from the question, not from what the region says. The search
- * index still sees every line (`slideText`).
+ * read (facts, and the pointer lines that say which region holds each small-print fact), and for
+ * each small-print region a marked placeholder with its role and place (location tokens,
+ * src/core/protocol/location.ts), in reading order, but not its text: the policy can tell which
+ * region a crop should enlarge from the page's pointer line, not from what the region says. The
+ * search index still sees every line (`slideText`).
  */
 export function perceivedSlideText(slide: Slide, readableFontPx = READABLE_FONT_PX): string {
-  const legible = slide.facts.filter((f) => f.fontPx >= readableFontPx).map((f) => f.line);
+  const legible = [
+    ...slide.facts.filter((f) => f.fontPx >= readableFontPx).map((f) => ({ y: f.box[1], line: f.line })),
+    ...slide.facts.flatMap((f) => (f.pointer ? [{ y: f.pointer.box[1], line: f.pointer.line }] : [])),
+  ]
+    .sort((a, b) => a.y - b.y)
+    .map((l) => l.line);
   const small = slide.facts
     .filter((f) => f.fontPx < readableFontPx)
     .sort((a, b) => a.box[1] - b.box[1] || a.box[0] - b.box[0]);

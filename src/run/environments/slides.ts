@@ -8,7 +8,7 @@ import type { PromptRecord } from '../../core/types';
 import { slideEnvironmentAdapters } from '../../env/slides/adapters-config';
 import { buildSlideEnvironment, type SlideEnvironment } from '../../env/slides/build';
 import { createOracleScript, type OracleOptions } from '../../env/slides/oracle';
-import { keywordRole } from '../../env/slides/regions';
+import { pointedRole } from '../../env/slides/regions';
 import { corpusVocabulary } from '../../env/slides/slide-text';
 import type { ImageOps } from '../../ports/image-ops';
 import type { SearchEngine } from '../../ports/search-engine';
@@ -69,9 +69,10 @@ async function slideEnvironment(config: RunConfig, options: RunOptions): Promise
       ...genericBaselines(),
       {
         name: 'RAG + keyword rule',
-        description: "naive RAG, then a crop of the region whose role the question's attribute word names",
-        script: naiveRagScript((question, marks) => {
-          const role = keywordRole(question);
+        description:
+          "naive RAG, then a crop of the region that the page's pointer line for the question's attribute names (`Employees 2015: see footnote`)",
+        script: naiveRagScript((question, marks, page) => {
+          const role = pointedRole(question, page);
           return role !== null && marks.includes(role) ? role : null;
         }),
       },
