@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigValidationError } from '../core/errors';
 import { createProgress } from '../cli/progress';
-import { loadRunConfig, parseRunConfig } from './config';
+import { loadRunConfig, parseRunConfig, runPolicySettings } from './config';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -192,6 +192,17 @@ describe('progress', () => {
       parseRunConfig({ ...dataset, searcher: { episode: { maxTurns: 3 } } }).searcher.episode,
     ).toMatchObject({ maxTurns: 3, observationMaxChars: 60, temperature: 0.5 });
     expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(300);
+    // ONNX Runtime's training threads reach the policy apart from its rollouts' one.
+    expect(
+      (await runPolicySettings(parseRunConfig({ policy: { trainingThreads: 2 } }).policy, 1)).onnx,
+    ).toEqual({
+      intraOpThreads: 1,
+      trainingThreads: 2,
+    });
+    expect((await runPolicySettings(parseRunConfig({}).policy, 1)).onnx).toEqual({
+      intraOpThreads: 1,
+      trainingThreads: 1,
+    });
   });
 });
 

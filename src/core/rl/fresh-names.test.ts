@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { createRandom } from '../random';
-import { copiedWords, freshNames, NAME_SHARE } from './fresh-names';
+import { copiedNames, copiedWords, freshNames, NAME_SHARE } from './fresh-names';
 import { runSft, type SftExample } from './policy-update';
 import type { PolicyBackend } from '../../ports/policy-backend';
 
 // Token ids: 1-9 the shared instructions and separators, 100+ words. A demonstration: instructions,
 // a question naming an attribute (word 130) and a country (word 120), the query copying both
-// (trained), an observation naming the country again and a region (word 140), and a trained
-// action writing that region's name (from the page alone, as a crop names a region).
+// (trained), an observation naming the country again (not the attribute: the question's wording)
+// and a region (word 140), and a trained action writing that region's name (from the page alone,
+// as a crop names a region).
 const INSTRUCTIONS = [1, 2, 3, 4];
 const example = (country: number, attribute: number, answer: number): SftExample => ({
   inputIds: [...INSTRUCTIONS, 5, attribute, 6, country, 7, country, attribute, 8, country, answer, 9, answer],
@@ -20,6 +21,11 @@ describe('copiedWords', () => {
   it('lists the words the actions copy from the prompt, in the order written, not those taken from a page alone', () => {
     const e = example(120, 130, 140);
     expect(copiedWords(e, (id) => id >= 100)).toEqual([120, 130]);
+  });
+
+  it('names only the copied words that a page read afterwards shows again (copiedNames)', () => {
+    const e = example(120, 130, 140);
+    expect(copiedNames(e, (id) => id >= 100)).toEqual([120]);
   });
 
   it('does not count a word written before it was read, nor one that only stands untrained', () => {
@@ -39,7 +45,7 @@ describe('freshNames', () => {
     expect(renamer.pool).toContain(153);
   });
 
-  it('renames each copied word everywhere in the demonstration, consistently, to a word not already in it', () => {
+  it('renames each copied name everywhere in the demonstration, consistently, to a word not already in it, and not the wording no page shows', () => {
     const renamer = freshNames(examples, WORDS, 1);
     const random = createRandom(7);
     for (let trial = 0; trial < 50; trial++) {
@@ -53,8 +59,10 @@ describe('freshNames', () => {
         if (mapping.has(id)) expect(now).toBe(mapping.get(id));
         mapping.set(id, now);
       });
-      // Distinct words stay distinct, and every copied word moved to a word of the pool.
-      const copied = copiedWords(original, (id) => id >= 100);
+      // The question's wording (the attribute, which no page shows) stays as it is.
+      expect(mapping.get(original.inputIds[5]!)).toBe(original.inputIds[5]);
+      // Distinct words stay distinct, and every copied name moved to a word of the pool.
+      const copied = copiedNames(original, (id) => id >= 100);
       const drawn = copied.map((id) => mapping.get(id)!);
       expect(new Set(drawn).size).toBe(copied.length);
       for (const id of drawn) {
@@ -107,7 +115,9 @@ describe('freshNames', () => {
         return { value: 1, applied: true, metrics: {} };
       },
     } as unknown as PolicyBackend;
-    const given = examples.map((e) => ({ inputIds: [...e.inputIds], positions: [...e.positions] }));
+    // Distinct answers: a renamed country never makes one demonstration into another.
+    const distinct = [example(120, 130, 140), example(121, 131, 141), example(122, 130, 150)];
+    const given = distinct.map((e) => ({ inputIds: [...e.inputIds], positions: [...e.positions] }));
     await runSft(
       policy,
       given,
@@ -117,9 +127,9 @@ describe('freshNames', () => {
         rename: freshNames(given, WORDS, 1),
       },
     );
-    expect(given).toEqual(examples);
+    expect(given).toEqual(distinct);
     expect(seen).toHaveLength(3);
-    const originals = new Set(examples.map((e) => e.inputIds.join(',')));
+    const originals = new Set(distinct.map((e) => e.inputIds.join(',')));
     expect(seen.flat().filter((row) => originals.has(row.join(',')))).toHaveLength(0);
   });
 });

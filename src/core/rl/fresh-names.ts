@@ -7,11 +7,13 @@ export interface SftExample {
 }
 
 /**
- * Fresh names for demonstrations (docs/method.md#copying-names): each epoch, every word that a
+ * Fresh names for demonstrations (docs/method.md#copying-names): each epoch, every name that a
  * demonstration's actions copy from its prompt (a word token at a trained position that also
- * stands in the prompt, before the first trained position: the question's entity written into the
- * query) is replaced, everywhere in that demonstration (the pages read included), by a word drawn
- * at random. The question, the query and the pages stay consistent with each other, but the name
+ * stands in the prompt, before the first trained position, and in a page read after it:
+ * `copiedNames`, the question's entity written into the query and found again on the page) is replaced, everywhere in
+ * that demonstration (the pages read included), by a word drawn at random. A copied word that no
+ * page shows is the question's wording ("Who", "headquartered"), not a name: renamed, a rare
+ * question form lost its words and the policy wrote `433 which year` for `In which year`. The question, the query and the pages stay consistent with each other, but the name
  * itself no longer predicts anything: a small policy can only imitate the demonstrations by
  * copying what it is asked about, not by memorising which names its training questions ask about.
  * Words an action takes from a page alone (a region's name in `<bbox>`, the roles being a fixed
@@ -63,7 +65,7 @@ export function freshNames(
   return {
     pool,
     apply(example, random) {
-      const copied = copiedWords(example, (id) => isName.has(id));
+      const copied = copiedNames(example, (id) => isName.has(id));
       if (copied.length === 0 || pool.length === 0) return example;
       const present = new Set(example.inputIds);
       const taken = new Set<number>();
@@ -103,6 +105,19 @@ export function copiedWords(example: SftExample, isName: (id: number) => boolean
     }
   }
   return copied;
+}
+
+/**
+ * The copied words (`copiedWords`) that a page read after the first trained position shows again
+ * (an untrained position: an observation): the names that link the question to its page, which
+ * fresh names rename. A copied word no page shows is the question's wording.
+ */
+export function copiedNames(example: SftExample, isName: (id: number) => boolean): number[] {
+  const first = Math.min(...example.positions);
+  const start = Number.isFinite(first) ? first : 0;
+  const trained = new Set(example.positions);
+  const observed = new Set(example.inputIds.filter((_, i) => i > start && !trained.has(i)));
+  return copiedWords(example, (id) => isName(id) && observed.has(id));
 }
 
 /** The token ids every example starts with (empty for fewer than two examples: nothing is known to be shared). */

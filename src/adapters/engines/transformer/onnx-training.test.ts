@@ -89,10 +89,14 @@ describe('training through ONNX Runtime', () => {
     };
     const one = await tiny({ ...settings, onnx: { intraOpThreads: 1 } });
     const two = await tiny({ ...settings, onnx: { intraOpThreads: 2 } });
+    // Training's own count (`trainingThreads`), rollouts kept at one thread.
+    const trainingTwo = await tiny({ ...settings, onnx: { intraOpThreads: 1, trainingThreads: 2 } });
     const expected = await one.gradients(long, lossFn, { entropyCoef: 0.05 });
     for (let run = 0; run < 3; run++) {
-      const actual = await two.gradients(long, lossFn, { entropyCoef: 0.05 });
-      expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-5);
+      for (const policy of [two, trainingTwo]) {
+        const actual = await policy.gradients(long, lossFn, { entropyCoef: 0.05 });
+        expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-5);
+      }
     }
   });
 
