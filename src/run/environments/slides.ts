@@ -205,17 +205,19 @@ async function slideDemonstrations(
 /**
  * Crop practice's questions (`sft.cropPractice`): `count` small-print training questions whose
  * page has two or three regions, repeated in the seeded order, each its own rollout. Its episodes
- * are trained on the crop turn alone (cropTurnMask): choosing a region by the question needs many
- * distinct crops (docs/method.md#why-the-crop-was-not-learned), while the queries are learned from
- * the demonstrations, whose mix this leaves as it is. Episodes that do not crop are left out.
+ * are trained on the crop turn alone (cropTurnMask): choosing a region by the question and the
+ * page needs many distinct crops (docs/method.md#why-the-crop-was-not-learned), while the queries
+ * are learned from the demonstrations, whose mix this leaves as it is. Episodes that do not crop
+ * are left out.
  */
 function cropPracticeQuestions(
   env: SlideEnvironment,
   count: number,
   small: readonly PromptRecord[],
 ): PromptRecord[] {
-  // Pages of two or three regions, where the question decides which one: on a page of one, the
-  // crop is right whichever role was asked, which teaches the crop but not the choice.
+  // Pages of two or three regions, where the question, read against the page's pointer lines,
+  // decides which one: on a page of one, the crop is right whichever role was asked, which teaches
+  // the crop but not the choice.
   const regions = new Map<string, number>();
   for (const deck of env.corpus.decks)
     for (const slide of deck.slides) regions.set(slide.basename, slide.facts.filter((f) => f.small).length);
