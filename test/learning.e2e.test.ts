@@ -43,7 +43,7 @@ const episode = {
   maxTurns: 4,
   maxTurnTokens: 48,
   maxContextTokens: 256,
-  observationMaxChars: 260,
+  observationMaxChars: 300,
 };
 
 /** Greedy (temperature 0) episode on one question: did it crop, did the judge accept the answer? */

@@ -70,6 +70,12 @@ export const sftSchema = z
       .describe(
         "How the demonstrations' crops name the region: 'region' (default) by the name the page marks it with, <bbox>footnote</bbox>; 'location' by its box in location tokens, which the episode crops: the oracle writes the four tokens, the rejection-sampling demonstrator the page's whole mark (<bbox>footnote at <x1_17><y1_20><x2_23><y2_25></bbox>, the name not read). The 2-layer policy did not learn to copy the box (right region 55.6% -> 64.7% after RL on the validation split, seed 1; docs/method.md#why-the-crop-was-not-learned).",
       ),
+    thinkBeforeCrop: z
+      .boolean()
+      .default(false)
+      .describe(
+        "The rejection-sampling demonstrator's crops first think the page's line that shares the most words with the question (<think>Employees 2015: see footnote</think><bbox>footnote</bbox>), so that the crop copies the region's name from the line just written. Off by default: on the slides' validation split (seeds 1-3) it gave 72.8 / 67.9 / 65.6% after RL against 72.6 / 75.1 / 71.0% without it, the crops still in the pointed region 52-58% of the time (docs/train.md#honest-figures-issue-39).",
+      ),
     skipResearchRate: unit()
       .default(0)
       .describe(
@@ -90,6 +96,7 @@ export const SLIDE_SFT_FIELDS = [
   'smallPrintShare',
   'cropPractice',
   'cropBy',
+  'thinkBeforeCrop',
 ] as const;
 
 /**

@@ -194,12 +194,12 @@ describe('progress', () => {
     expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(300);
     // ONNX Runtime's training threads reach the policy apart from its rollouts' one.
     expect(
-      (await runPolicySettings(parseRunConfig({ policy: { trainingThreads: 2 } }).policy, 1)).onnx,
+      (await runPolicySettings(parseRunConfig({ policy: { trainingThreads: 2 } }).policy!, 1)).onnx,
     ).toEqual({
       intraOpThreads: 1,
       trainingThreads: 2,
     });
-    expect((await runPolicySettings(parseRunConfig({}).policy, 1)).onnx).toEqual({
+    expect((await runPolicySettings(parseRunConfig({}).policy!, 1)).onnx).toEqual({
       intraOpThreads: 1,
       trainingThreads: 1,
     });

@@ -3,7 +3,13 @@ import { createMockGenerator, createMockSearchEngine } from '../adapters/mock/in
 import { createRuleJudge } from '../adapters/rule-judge/rule-judge';
 import { parseSearcherConfig } from '../config';
 import { createProtocolTokenizer } from '../core/protocol/tokenizer';
-import { contentQuery, cropAttempt, demonstrationQueries, harvestDemonstrations } from './demonstrator';
+import {
+  contentQuery,
+  cropAttempt,
+  demonstrationQueries,
+  harvestDemonstrations,
+  questionLine,
+} from './demonstrator';
 
 describe('demonstrationQueries', () => {
   it("tries the question's own words first: the whole question, its content words, then each half", () => {
@@ -48,6 +54,23 @@ describe('cropAttempt', () => {
     expect(cropAttempt(page, '8.0 billion', 1, 'location')).toBe('footnote at <x1_17><y1_20><x2_23><y2_25>');
     expect(cropAttempt(`${page}\nRevenue: 8.0 billion`, '8.0 billion', 0)).toBeNull();
     expect(cropAttempt('[page acme_1.png]\nAcme', '8.0 billion', 0)).toBeNull();
+  });
+});
+
+describe('questionLine', () => {
+  it("gives the page's line sharing the most words with the question, case aside, never a mark or the header", () => {
+    const page =
+      '[page acme_3.png (640x360)]\nAcme people\nEmployees 2013: 4,500\nEmployees 2015: see footnote\nRevenue 2001: see source\n[footnote at <x1_17><y1_20><x2_23><y2_25>]';
+    expect(questionLine('How many employees did Acme have in 2015?', page)).toBe(
+      'Employees 2015: see footnote',
+    );
+    expect(questionLine('What was the revenue of Acme in 2001?', page)).toBe('Revenue 2001: see source');
+    // Ties go to the later line (a heading is less specific); no shared word, no line.
+    expect(questionLine('Who leads Acme?', page)).toBe('Acme people');
+    expect(questionLine('In which year was Acme founded?', `${page}\nFounded: see contact line`)).toBe(
+      'Founded: see contact line',
+    );
+    expect(questionLine('Where is Zorvel?', page)).toBeNull();
   });
 });
 

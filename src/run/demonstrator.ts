@@ -98,6 +98,27 @@ function goldenQuery(questionWords: readonly string[], basename: string | undefi
  * attempt `rolloutId` tries the marked regions in turn (rejection sampling keeps the one the judge
  * scores right). It uses what a dataset holds (the reference), not where the fact was drawn.
  */
+/**
+ * The line of a page that shares the most words with the question (case aside; ties: the later
+ * line, a heading being less specific than what follows it), marks and the page's header left
+ * out; null when no line shares a word. What the demonstrator
+ * thinks before a crop (`sft.thinkBeforeCrop`): on a slide, the pointer line of the asked fact
+ * (`Employees 2015: see footnote`), so the crop copies the region's name from the line just written.
+ */
+export function questionLine(question: string, page: string): string | null {
+  const words = (text: string) => new Set(text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+  const asked = words(question);
+  let best: { line: string; shared: number } | null = null;
+  for (const raw of page.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('[')) continue;
+    let shared = 0;
+    for (const w of words(line)) if (asked.has(w)) shared++;
+    if (shared > 0 && (best === null || shared >= best.shared)) best = { line, shared };
+  }
+  return best?.line ?? null;
+}
+
 export function cropAttempt(
   page: string,
   reference: string | undefined,
@@ -172,6 +193,8 @@ export async function harvestDemonstrations(args: {
    * the episode crops the box, not the name).
    */
   cropBy?: 'region' | 'location';
+  /** Before a crop, think the page's line that shares the most words with the question (`questionLine`). */
+  thinkBeforeCrop?: boolean;
   options?: RunOptions;
 }): Promise<HarvestResult> {
   const { prompts, searcher, keepPerQuestion } = args;
@@ -213,9 +236,10 @@ export async function harvestDemonstrations(args: {
       )
         return `<search>${first}</search>`;
       const crop = cropAttempt(last, prompt?.reference, rolloutId, args.cropBy);
-      return crop !== null && !context.includes('<bbox>') && turn + 2 <= maxTurns
-        ? `<bbox>${crop}</bbox>`
-        : '<search_complete>true</search_complete>';
+      if (crop === null || context.includes('<bbox>') || turn + 2 > maxTurns)
+        return '<search_complete>true</search_complete>';
+      const thought = args.thinkBeforeCrop ? questionLine(prompt?.question ?? asked, last) : null;
+      return `${thought === null ? '' : `<think>${neutraliseTags(thought)}</think>`}<bbox>${crop}</bbox>`;
     }
     return `<answer>${extractAnswer(prompt?.question ?? asked, read) ?? 'unknown'}</answer>`;
   };

@@ -87,6 +87,38 @@ describe('the slide environment of a run', () => {
       await session.close();
     }
   }, 120_000);
+
+  it("with sft.thinkBeforeCrop, thinks the page's pointer line for the asked fact before each crop and crops the region it names", async () => {
+    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
+    dirs.push(root);
+    const config = parseRunConfig({
+      runsDir: join(root, 'runs'),
+      runId: 'think',
+      corpus: { decks: 3, minSlides: 5, maxSlides: 5, smallPrintRate: 1, cacheDir: join(root, 'corpus') },
+      policy: { layers: 1, width: 16, heads: 2, contextLength: 256, backend: 'wasm' },
+      searcher: { episode: { maxContextTokens: 256 } },
+      sft: { cropPractice: 0, thinkBeforeCrop: true },
+    });
+    const session = await openRun(config, { kind: 'fresh' });
+    try {
+      const ports = await resolvePorts(session.container);
+      const demos = await session.env.demonstrations!(
+        session.env.train.length,
+        session.policy,
+        ports,
+        config.searcher.episode,
+      );
+      const crops = demos.flatMap((t) => t.turns.filter((turn) => turn.crop));
+      expect(crops.length).toBeGreaterThan(0);
+      for (const turn of crops) {
+        const match = /^<think>[^<]*: see ([a-z ]+)<\/think><bbox>([a-z ]+)<\/bbox>$/.exec(turn.text.trim());
+        expect(match).not.toBeNull();
+        expect(match![2]).toBe(match![1]);
+      }
+    } finally {
+      await session.close();
+    }
+  }, 120_000);
 });
 
 describe('cropTurnMask', () => {

@@ -22,6 +22,7 @@ export function harvestSampled(
     keepPerQuestion: number;
     firstSuccess?: boolean;
     cropBy?: 'region' | 'location';
+    thinkBeforeCrop?: boolean;
     options: RunOptions;
   },
 ) {
@@ -38,6 +39,7 @@ export function harvestSampled(
     keepPerQuestion: how.keepPerQuestion,
     ...(how.firstSuccess && { firstSuccess: true }),
     ...(how.cropBy && { cropBy: how.cropBy }),
+    ...(how.thinkBeforeCrop && { thinkBeforeCrop: true }),
     options: how.options,
   });
 }

@@ -114,6 +114,7 @@ async function harvestedSlideDemonstrations(
     keepPerQuestion: 1,
     firstSuccess: true,
     cropBy: sft.cropBy,
+    thinkBeforeCrop: sft.thinkBeforeCrop,
     options,
   });
   const bbox = tokenizer.specialTokenId('<bbox>');
