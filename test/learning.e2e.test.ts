@@ -127,7 +127,9 @@ describe('learning to crop (seeded, small)', () => {
         { random: createRandom(1) },
       );
       const start = await greedy(container, question);
-      expect(start).toMatchObject({ cropped: false, judge: 0 });
+      // Not solved: no crop, and a wrong answer or none (searching on until the turn budget ends it).
+      expect(start.cropped).toBe(false);
+      expect(start.judge ?? 0).toBe(0);
 
       const searcher = await resolveSearcher(container);
       policy.resetOptimizer({ learningRate: 3e-3 });
