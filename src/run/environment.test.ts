@@ -88,6 +88,39 @@ describe('the slide environment of a run', () => {
     }
   }, 120_000);
 
+  it('with sft.cropPracticeQuestions, practises crops from the questions after the demonstrations sample too', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
+    dirs.push(root);
+    const base = {
+      runsDir: join(root, 'runs'),
+      corpus: { decks: 3, minSlides: 5, maxSlides: 5, smallPrintRate: 1, cacheDir: join(root, 'corpus') },
+      policy: { layers: 1, width: 16, heads: 2, contextLength: 256, backend: 'wasm' as const },
+      searcher: { episode: { maxContextTokens: 256 } },
+    };
+    const practised = async (runId: string, cropPracticeQuestions: number) => {
+      const config = parseRunConfig({ ...base, runId, sft: { cropPractice: 60, cropPracticeQuestions } });
+      const session = await openRun(config, { kind: 'fresh' });
+      try {
+        const ports = await resolvePorts(session.container);
+        const count = Math.floor(session.env.train.length / 2);
+        const all = await session.env.demonstrations!(count, session.policy, ports, config.searcher.episode);
+        const practice = all.slice(all.length - 60);
+        const demos = all.slice(0, all.length - 60);
+        return { demos, questions: new Set(practice.map((t) => t.promptUid)) };
+      } finally {
+        await session.close();
+      }
+    };
+    const alone = await practised('alone', 0);
+    const more = await practised('more', 1000);
+    // The demonstrations are the same; the practice covers more questions, and not only theirs.
+    expect(more.demos.map((t) => t.promptUid)).toEqual(alone.demos.map((t) => t.promptUid));
+    expect(more.questions.size).toBeGreaterThan(alone.questions.size);
+    const demonstrated = new Set(alone.demos.map((t) => t.promptUid));
+    expect([...more.questions].some((uid) => !demonstrated.has(uid))).toBe(true);
+    for (const uid of alone.questions) expect(demonstrated.has(uid)).toBe(true);
+  }, 120_000);
+
   it("with sft.thinkBeforeCrop, thinks the page's pointer line for the asked fact before each crop and crops the region it names", async () => {
     const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
     dirs.push(root);

@@ -194,7 +194,14 @@ describe('curate loop on a slide run', () => {
       // No small print: this 1-layer policy, a step a round, finds no small-print fact to crop,
       // and the loop needs rare successes among the hard questions to distill (corpus seeds 3-6
       // leave some after one step; seeds 1 and 2 of the corpus with pointer lines left none).
-      corpus: { seed: 3, decks: 12, minSlides: 5, maxSlides: 6, smallPrintRate: 0, cacheDir: join(dir, 'corpus') },
+      corpus: {
+        seed: 3,
+        decks: 12,
+        minSlides: 5,
+        maxSlides: 6,
+        smallPrintRate: 0,
+        cacheDir: join(dir, 'corpus'),
+      },
       policy: {
         layers: 1,
         width: 32,

@@ -23,11 +23,14 @@ export function harvestSampled(
     firstSuccess?: boolean;
     cropBy?: 'region' | 'location';
     thinkBeforeCrop?: boolean;
+    /** Skip the sample's first `skip` questions (the ones an earlier harvest of this run took). */
+    skip?: number;
     options: RunOptions;
   },
 ) {
+  const skip = how.skip ?? 0;
   const questions = permutation(train.length, createRandom(config.seed, RANDOM_STREAMS.sftQuestions))
-    .slice(0, count)
+    .slice(skip, skip + count)
     .map((i) => train[i]!);
   const { adapters: _adapters, ...sections } = config.searcher;
   return harvestDemonstrations({

@@ -118,14 +118,38 @@ async function harvestedSlideDemonstrations(
     options,
   });
   const bbox = tokenizer.specialTokenId('<bbox>');
-  const crops = result.trajectories.flatMap((trajectory) => {
-    const mask = cropTurnMask(trajectory.fullInputIds, trajectory.lossMask, bbox);
-    return mask ? [{ ...trajectory, lossMask: mask }] : [];
-  });
-  const practiceCount = crops.length === 0 ? 0 : (sft.cropPractice ?? Math.round(count / 2));
-  const practice = Array.from({ length: practiceCount }, (_, i) => crops[i % crops.length]!);
+  const cropsOf = (trajectories: readonly Trajectory[]) =>
+    trajectories.flatMap((trajectory) => {
+      const mask = cropTurnMask(trajectory.fullInputIds, trajectory.lossMask, bbox);
+      return mask ? [{ ...trajectory, lossMask: mask }] : [];
+    });
+  const crops = cropsOf(result.trajectories);
+  // Crop practice from more pages than the demonstrations read (`sft.cropPracticeQuestions`): the
+  // training questions after the demonstrations' sample, whose kept crops join theirs.
+  const extra = Math.min(sft.cropPracticeQuestions, env.corpus.questions.train.length - count);
+  const more =
+    extra > 0
+      ? cropsOf(
+          (
+            await harvestSampled(config, env.corpus.questions.train, extra, {
+              ports,
+              target,
+              episode,
+              keepPerQuestion: 1,
+              firstSuccess: true,
+              cropBy: sft.cropBy,
+              thinkBeforeCrop: sft.thinkBeforeCrop,
+              skip: count,
+              options,
+            })
+          ).trajectories,
+        )
+      : [];
+  const pool = [...crops, ...more];
+  const practiceCount = pool.length === 0 ? 0 : (sft.cropPractice ?? Math.round(count / 2));
+  const practice = Array.from({ length: practiceCount }, (_, i) => pool[i % pool.length]!);
   options.onLog?.(
-    `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (rejection sampling: up to ${result.attempts} attempts a question until one succeeds, ${result.episodes} episodes; kept where ${result.criterion}), ${crops.length} of them crop; crop practice ${practiceCount}`,
+    `demonstrations: ${result.trajectories.length} episodes kept from ${result.solved} of ${result.questions} training questions (rejection sampling: up to ${result.attempts} attempts a question until one succeeds, ${result.episodes} episodes; kept where ${result.criterion}), ${crops.length} of them crop; crop practice ${practiceCount}${more.length > 0 ? ` from ${pool.length} distinct crops (${more.length} from ${extra} more questions)` : ''}`,
   );
   return [...result.trajectories, ...practice];
 }
