@@ -13,7 +13,7 @@ from serve_env import ServeEnv
 
 TOKEN = "skyrltokencanary000000000000042"
 IDLE_TIMEOUT_MS = 2000
-TASK = "arklynark_9_0"  # "What was the revenue of Arklynark in 2009?"
+TASK = "bexarktek_10_0"  # "What was the revenue of Bexarktek in 2002?"
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +32,10 @@ def test_skyrl_gym_plays_episodes_against_serve_env(server_url, monkeypatch):
     env = skyrl_gym.make(env_id, env_config={"server_url": "ws://127.0.0.1:9"}, extras={"extra_info": {"task_id": TASK}})
     observations, info = env.init([{"role": "user", "content": "the dataset's prompt, replaced by the server's"}])
     assert info == {"task_id": TASK}
-    assert observations[0]["role"] == "user" and "Question: What was the revenue of Arklynark in 2009?" in observations[0]["content"]
-    step = env.step("<think>look</think>\n<search>What was the revenue of Arklynark in 2009?</search>")
+    assert observations[0]["role"] == "user" and "Question: What was the revenue of Bexarktek in 2002?" in observations[0]["content"]
+    step = env.step("<think>look</think>\n<search>What was the revenue of Bexarktek in 2002?</search>")
     assert step["done"] is False and step["reward"] == 0.0
-    assert step["observations"][0]["content"].startswith("<information>[page arklynark_9.png")
+    assert step["observations"][0]["content"].startswith("<information>[page bexarktek_10.png")
     step = env.step("<think>enough</think>\n<search_complete>true</search_complete>")
     assert step["done"] is True and step["reward"] == 1.0
     assert step["metadata"] == {"reward_status": "ok", "reward_missing": False, "terminated": "complete"}

@@ -44,7 +44,7 @@ from verl_harness import (
 
 from conftest import IDLE_TIMEOUT_MS
 
-TASK = "arklynark_9_0"
+TASK = "bexarktek_10_0"
 STALL_S = IDLE_TIMEOUT_MS / 1000 + 2.5
 
 

@@ -21,7 +21,7 @@ from verl_harness import (
     question_of,
 )
 
-TASK = "arklynark_9_0"  # "What was the revenue of Arklynark in 2009?": its search finds the golden page
+TASK = "bexarktek_10_0"  # "What was the revenue of Bexarktek in 2002?": its search finds the golden page
 
 
 def worker_for(model_path, *overrides, yaml_path=AGENT_LOOP_YAML, policy=None):
@@ -59,7 +59,7 @@ def test_episodes_pass_verls_postprocessing_with_turns_closed_and_masks_right(mo
     tok = worker.tokenizer
     rollout = config.actor_rollout_ref.rollout
     prompt_length, response_length = rollout.prompt_length, rollout.response_length
-    tasks = [TASK, "arklynark_9_1"]
+    tasks = [TASK, "bexarktek_10_1"]
     out = asyncio.run(worker.generate_sequences(make_batch(tasks, n=4)))
 
     batch = out.batch
@@ -222,7 +222,7 @@ def test_page_images_reach_a_vision_language_processor_as_image_parts(tmp_path_f
     assert [call["images"] for call in llm.calls] == [[], [(640, 360)]]
     at = (response == image_token).nonzero().flatten().tolist()
     assert len(at) == 1 and int(mask[at[0]]) == 0
-    assert "<|im_start|>user\n<|image|><information>[page arklynark_9.png (640x360)]" in worker.tokenizer.decode(response)
+    assert "<|im_start|>user\n<|image|><information>[page bexarktek_10.png (640x360)]" in worker.tokenizer.decode(response)
     assert tuple(inputs["pixel_values"].shape) == (1, 1, 1, 3, 28, 28)  # verl's processor run over the image
 
 
