@@ -11,6 +11,20 @@ afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
+/** A tiny slide run in a fresh folder (3 decks of 5 slides, all with small print), `sft` as given. */
+async function tinySlideRun(runId: string, sft: Record<string, unknown>, contextLength = 256) {
+  const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
+  dirs.push(root);
+  return parseRunConfig({
+    runsDir: join(root, 'runs'),
+    runId,
+    corpus: { decks: 3, minSlides: 5, maxSlides: 5, smallPrintRate: 1, cacheDir: join(root, 'corpus') },
+    policy: { layers: 1, width: 16, heads: 2, contextLength, backend: 'wasm' },
+    searcher: { episode: { maxContextTokens: contextLength } },
+    sft,
+  });
+}
+
 describe('the slide environment of a run', () => {
   it("demonstrates with the oracle over the run's ports, not with the run's own (untrained) policy", async () => {
     const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
@@ -55,16 +69,7 @@ describe('the slide environment of a run', () => {
   }, 120_000);
 
   it('demonstrates by rejection sampling by default: only episodes the judge scores fully right, from a golden page', async () => {
-    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
-    dirs.push(root);
-    const config = parseRunConfig({
-      runsDir: join(root, 'runs'),
-      runId: 'harvest',
-      corpus: { decks: 3, minSlides: 5, maxSlides: 5, smallPrintRate: 1, cacheDir: join(root, 'corpus') },
-      policy: { layers: 1, width: 16, heads: 2, contextLength: 192, backend: 'wasm' },
-      searcher: { episode: { maxContextTokens: 192 } },
-      sft: { cropPractice: 0 },
-    });
+    const config = await tinySlideRun('harvest', { cropPractice: 0 }, 192);
     expect(config.sft!.demonstrator).toBe('rejection-sampling');
     expect(config.sft!.vagueRate).toBe(0);
     expect(config.sft!.skipResearchRate).toBe(0);
@@ -89,16 +94,8 @@ describe('the slide environment of a run', () => {
   }, 120_000);
 
   it('with sft.cropPracticeQuestions, practises crops from the questions after the demonstrations sample too', async () => {
-    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
-    dirs.push(root);
-    const base = {
-      runsDir: join(root, 'runs'),
-      corpus: { decks: 3, minSlides: 5, maxSlides: 5, smallPrintRate: 1, cacheDir: join(root, 'corpus') },
-      policy: { layers: 1, width: 16, heads: 2, contextLength: 256, backend: 'wasm' as const },
-      searcher: { episode: { maxContextTokens: 256 } },
-    };
     const practised = async (runId: string, cropPracticeQuestions: number) => {
-      const config = parseRunConfig({ ...base, runId, sft: { cropPractice: 60, cropPracticeQuestions } });
+      const config = await tinySlideRun(runId, { cropPractice: 60, cropPracticeQuestions });
       const session = await openRun(config, { kind: 'fresh' });
       try {
         const ports = await resolvePorts(session.container);
@@ -122,16 +119,7 @@ describe('the slide environment of a run', () => {
   }, 120_000);
 
   it("with sft.thinkBeforeCrop, thinks the page's pointer line for the asked fact before each crop and crops the region it names", async () => {
-    const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
-    dirs.push(root);
-    const config = parseRunConfig({
-      runsDir: join(root, 'runs'),
-      runId: 'think',
-      corpus: { decks: 3, minSlides: 5, maxSlides: 5, smallPrintRate: 1, cacheDir: join(root, 'corpus') },
-      policy: { layers: 1, width: 16, heads: 2, contextLength: 256, backend: 'wasm' },
-      searcher: { episode: { maxContextTokens: 256 } },
-      sft: { cropPractice: 0, thinkBeforeCrop: true },
-    });
+    const config = await tinySlideRun('think', { cropPractice: 0, thinkBeforeCrop: true });
     const session = await openRun(config, { kind: 'fresh' });
     try {
       const ports = await resolvePorts(session.container);

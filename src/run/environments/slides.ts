@@ -107,7 +107,7 @@ async function harvestedSlideDemonstrations(
 ): Promise<Trajectory[]> {
   const sft = config.sft!;
   const { tokenizer } = target;
-  const result = await harvestSampled(config, env.corpus.questions.train, count, {
+  const how = {
     ports,
     target,
     episode,
@@ -116,7 +116,9 @@ async function harvestedSlideDemonstrations(
     cropBy: sft.cropBy,
     thinkBeforeCrop: sft.thinkBeforeCrop,
     options,
-  });
+  };
+  const train = env.corpus.questions.train;
+  const result = await harvestSampled(config, train, count, how);
   const bbox = tokenizer.specialTokenId('<bbox>');
   const cropsOf = (trajectories: readonly Trajectory[]) =>
     trajectories.flatMap((trajectory) => {
@@ -126,24 +128,10 @@ async function harvestedSlideDemonstrations(
   const crops = cropsOf(result.trajectories);
   // Crop practice from more pages than the demonstrations read (`sft.cropPracticeQuestions`): the
   // training questions after the demonstrations' sample, whose kept crops join theirs.
-  const extra = Math.min(sft.cropPracticeQuestions, env.corpus.questions.train.length - count);
+  const extra = Math.min(sft.cropPracticeQuestions, train.length - count);
   const more =
     extra > 0
-      ? cropsOf(
-          (
-            await harvestSampled(config, env.corpus.questions.train, extra, {
-              ports,
-              target,
-              episode,
-              keepPerQuestion: 1,
-              firstSuccess: true,
-              cropBy: sft.cropBy,
-              thinkBeforeCrop: sft.thinkBeforeCrop,
-              skip: count,
-              options,
-            })
-          ).trajectories,
-        )
+      ? cropsOf((await harvestSampled(config, train, extra, { ...how, skip: count })).trajectories)
       : [];
   const pool = [...crops, ...more];
   const practiceCount = pool.length === 0 ? 0 : (sft.cropPractice ?? Math.round(count / 2));
