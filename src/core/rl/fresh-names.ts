@@ -10,11 +10,12 @@ export interface SftExample {
  * Fresh names for demonstrations (docs/method.md#copying-names): each epoch, every name that a
  * demonstration's actions copy from its prompt (a word token at a trained position that also
  * stands in the prompt, before the first trained position, and in a page read after it:
- * `copiedNames`, the question's entity written into the query and found again on the page) is replaced, everywhere in
- * that demonstration (the pages read included), by a word drawn at random. A copied word that no
- * page shows is the question's wording ("Who", "headquartered"), not a name: renamed, a rare
- * question form lost its words and the policy wrote `433 which year` for `In which year`. The question, the query and the pages stay consistent with each other, but the name
- * itself no longer predicts anything: a small policy can only imitate the demonstrations by
+ * `copiedNames`, the question's entity written into the query and found again on the page) is
+ * replaced, everywhere in that demonstration (the pages read included), by a word drawn at random.
+ * A copied word that no page shows is the question's wording ("Who", "headquartered"), not a
+ * name: renamed, a rare question form lost its words and the policy wrote `433 which year` for
+ * `In which year`. The question, the query and the pages stay consistent with each other, but the
+ * name itself no longer predicts anything: a small policy can only imitate the demonstrations by
  * copying what it is asked about, not by memorising which names its training questions ask about.
  * Words an action takes from a page alone (a region's name in `<bbox>`, the roles being a fixed
  * set the policy chooses from) are left as they are.
