@@ -76,13 +76,13 @@ export const sftSchema = z
       .min(0)
       .default(0)
       .describe(
-        "The rejection-sampling demonstrator's crop practice also draws on this many more training questions (after the demonstrations' sample): their kept crops join the demonstrations' own, so the practice repeats more distinct pages. 0 (default): the demonstrations' crops alone. Measured on the slides' validation split with all 1506 other training questions (499 distinct crops, not about 275): 72.1 / 61.3 / 72.6% after RL on seeds 1-3 against 72.6 / 75.1 / 71.0% without, the crops in the pointed region 49-62% of the time (docs/train.md#honest-figures-issue-39).",
+        "Rejection-sampling demonstrator only (the oracle ignores it): its crop practice also draws on this many more training questions (after the demonstrations' sample): their kept crops join the demonstrations' own, so the practice repeats more distinct pages. 0 (default): the demonstrations' crops alone. Measured on the slides' validation split with all 1506 other training questions (499 distinct crops, not about 275): 72.1 / 61.3 / 72.6% after RL on seeds 1-3 against 72.6 / 75.1 / 71.0% without, the crops in the pointed region 49-62% of the time (docs/train.md#honest-figures-issue-39).",
       ),
     thinkBeforeCrop: z
       .boolean()
       .default(false)
       .describe(
-        "The rejection-sampling demonstrator's crops first think the page's line that shares the most words with the question (<think>Employees 2015: see footnote</think><bbox>footnote</bbox>), so that the crop copies the region's name from the line just written. Off by default: on the slides' validation split (seeds 1-3) it gave 72.8 / 67.9 / 65.6% after RL against 72.6 / 75.1 / 71.0% without it, the crops still in the pointed region 52-58% of the time (docs/train.md#honest-figures-issue-39).",
+        "Rejection-sampling demonstrator only (the oracle ignores it): its crops first think the page's line that shares the most words with the question (<think>Employees 2015: see footnote</think><bbox>footnote</bbox>), so that the crop copies the region's name from the line just written. Off by default: on the slides' validation split (seeds 1-3) it gave 72.8 / 67.9 / 65.6% after RL against 72.6 / 75.1 / 71.0% without it, the crops still in the pointed region 52-58% of the time (docs/train.md#honest-figures-issue-39); measured before questionLine matched headquartered to Headquarters, so headquarters crops thought the slide's title.",
       ),
     skipResearchRate: unit()
       .default(0)

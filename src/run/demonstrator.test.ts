@@ -71,6 +71,9 @@ describe('questionLine', () => {
       'Founded: see contact line',
     );
     expect(questionLine('Where is Zorvel?', page)).toBeNull();
+    expect(
+      questionLine('In which city is Acme headquartered?', `${page}\nHeadquarters: see contact line`),
+    ).toBe('Headquarters: see contact line');
   });
 });
 

@@ -93,20 +93,16 @@ function goldenQuery(questionWords: readonly string[], basename: string | undefi
 }
 
 /**
- * The region a demonstration attempt crops, or null: where the page it read marks regions
- * (small print it shows by role and place, not its text) and the reference is not legible on it,
- * attempt `rolloutId` tries the marked regions in turn (rejection sampling keeps the one the judge
- * scores right). It uses what a dataset holds (the reference), not where the fact was drawn.
- */
-/**
- * The line of a page that shares the most words with the question (case aside; ties: the later
- * line, a heading being less specific than what follows it), marks and the page's header left
- * out; null when no line shares a word. What the demonstrator
+ * The line of a page that shares the most words with the question (case aside, words compared by
+ * their first 11 letters so that "headquartered" meets "Headquarters"; ties: the later line, a
+ * heading being less specific than what follows it), marks and the page's header left out; null
+ * when no line shares a word. What the demonstrator
  * thinks before a crop (`sft.thinkBeforeCrop`): on a slide, the pointer line of the asked fact
  * (`Employees 2015: see footnote`), so the crop copies the region's name from the line just written.
  */
 export function questionLine(question: string, page: string): string | null {
-  const words = (text: string) => new Set(text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+  const words = (text: string) =>
+    new Set((text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.slice(0, 11)));
   const asked = words(question);
   let best: { line: string; shared: number } | null = null;
   for (const raw of page.split('\n')) {
@@ -119,6 +115,12 @@ export function questionLine(question: string, page: string): string | null {
   return best?.line ?? null;
 }
 
+/**
+ * The region a demonstration attempt crops, or null: where the page it read marks regions
+ * (small print it shows by role and place, not its text) and the reference is not legible on it,
+ * attempt `rolloutId` tries the marked regions in turn (rejection sampling keeps the one the judge
+ * scores right). It uses what a dataset holds (the reference), not where the fact was drawn.
+ */
 export function cropAttempt(
   page: string,
   reference: string | undefined,

@@ -79,8 +79,9 @@ export const tfjsPolicySettingsSchema = z
         intraOpThreads: positiveInt().default(1),
         /**
          * Intra-op threads of the training sessions (`training: 'onnx'`); default `intraOpThreads`.
-         * A training step's operators are large enough for a second thread to pay, where a decode
-         * step's are not. The last bits of the gradients depend on the count (ONNX Runtime splits
+         * A second thread pays where a training step's operators are large (the 860k-parameter
+         * model of bench:training: 1.5x); at the demo's width 64 it barely does (SFT 71.0 s against
+         * 73.0 s). The last bits of the gradients depend on the count (ONNX Runtime splits
          * the sums by thread), so runs compare at the same count.
          */
         trainingThreads: positiveInt().optional(),

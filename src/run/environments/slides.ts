@@ -128,7 +128,7 @@ async function harvestedSlideDemonstrations(
   const crops = cropsOf(result.trajectories);
   // Crop practice from more pages than the demonstrations read (`sft.cropPracticeQuestions`): the
   // training questions after the demonstrations' sample, whose kept crops join theirs.
-  const extra = Math.min(sft.cropPracticeQuestions, train.length - count);
+  const extra = sft.cropPractice === 0 ? 0 : Math.min(sft.cropPracticeQuestions, train.length - count);
   const more =
     extra > 0
       ? cropsOf((await harvestSampled(config, train, extra, { ...how, skip: count })).trajectories)
