@@ -5,7 +5,7 @@
 // against PyTorch 2.15's best setting. Prints one JSON line per figure.
 //
 // Sections: training engines (tfjs, and ONNX Runtime (`training: 'onnx'`) at 1 and 2 intra-op
-// threads when onnxruntime-node is installed), rollout engines (each a `RolloutEngine`; another engine's figure slots
+// threads and on 2 data-parallel lanes when onnxruntime-node is installed), rollout engines (each a `RolloutEngine`; another engine's figure slots
 // into `rolloutEngines`: tfjs, and ONNX Runtime (`rollouts: 'onnx'`) at 1 and 2 intra-op threads
 // when onnxruntime-node is installed), what a new version of the weights costs the ONNX rollouts
 // (their sessions are made again, once per update: `onnx_rollout_ms_after_weight_change`, and the
@@ -30,6 +30,14 @@ const TRAIN_MIN_REPEATS = 9;
 /** Thread counts PyTorch runs at (capped at the cores there are); ONNX Runtime rollouts run at the same intra-op counts. */
 const TORCH_THREADS = [...new Set([1, 2].map((n) => Math.min(n, cpus().length)))];
 const ONNX_THREADS = TORCH_THREADS;
+/**
+ * ONNX Runtime training at each thread count, and at one thread on each of 2 data-parallel lanes
+ * (`trainingLanes`: the rows split between the main thread and a worker thread) where there are 2 cores.
+ */
+const ONNX_TRAIN_SETTINGS: { intraOpThreads: number; trainingLanes?: number }[] = [
+  ...ONNX_THREADS.map((intraOpThreads) => ({ intraOpThreads })),
+  ...(cpus().length >= 2 ? [{ intraOpThreads: 1, trainingLanes: 2 }] : []),
+];
 
 const print = (figure: string, value: number, extra: Record<string, unknown> = {}) =>
   console.log(JSON.stringify({ bench: 'training', figure, value: Number(value.toPrecision(4)), ...extra }));
@@ -129,6 +137,7 @@ async function onnxCopy(
   engine: 'rollouts' | 'training',
   intraOpThreads: number,
   skippedFigure: string,
+  trainingLanes?: number,
 ): Promise<TfjsPolicy | null> {
   let onnx: TfjsPolicy;
   try {
@@ -137,7 +146,7 @@ async function onnxCopy(
       seed: 0,
       backend: policy.backend.name,
       [engine]: 'onnx',
-      onnx: { intraOpThreads },
+      onnx: { intraOpThreads, ...(trainingLanes !== undefined && { trainingLanes }) },
     });
   } catch (error) {
     print(skippedFigure, 0, { reason: error instanceof Error ? error.message : String(error) });
@@ -175,14 +184,22 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
     { figure: 'tfjs_train_tokens_per_second', tokensPerSecond: tfjs.tokensPerSecond },
   ];
   let best: TrainingFigure | null = null;
-  for (const intraOpThreads of ONNX_THREADS) {
+  for (const { intraOpThreads, trainingLanes } of ONNX_TRAIN_SETTINGS) {
     // The weights tfjs started from, so that both engines train the same model.
-    const onnx = await onnxCopy(policy, checkpoint, 'training', intraOpThreads, 'onnx_train_skipped');
+    const onnx = await onnxCopy(
+      policy,
+      checkpoint,
+      'training',
+      intraOpThreads,
+      'onnx_train_skipped',
+      trainingLanes,
+    );
     if (!onnx) return figures;
     const measured = await measureTraining(onnx, batch);
     onnx.dispose();
+    const setting = { intraOpThreads, ...(trainingLanes !== undefined && { trainingLanes }) };
     print('onnx_train_tokens_per_second_at_setting', measured.tokensPerSecond, {
-      intraOpThreads,
+      ...setting,
       ...about,
       repeats: measured.repeats,
       warmupSteps: measured.warmupSteps,
@@ -193,7 +210,7 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
       best = {
         figure: 'onnx_train_tokens_per_second',
         tokensPerSecond: measured.tokensPerSecond,
-        setting: { intraOpThreads },
+        setting,
       };
   }
   if (best) {

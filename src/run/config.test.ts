@@ -192,16 +192,23 @@ describe('progress', () => {
       parseRunConfig({ ...dataset, searcher: { episode: { maxTurns: 3 } } }).searcher.episode,
     ).toMatchObject({ maxTurns: 3, observationMaxChars: 60, temperature: 0.5 });
     expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(300);
-    // ONNX Runtime's training threads reach the policy apart from its rollouts' one.
+    // ONNX Runtime's training threads and lanes reach the policy apart from its rollouts' one thread.
     expect(
-      (await runPolicySettings(parseRunConfig({ policy: { trainingThreads: 2 } }).policy!, 1)).onnx,
+      (
+        await runPolicySettings(
+          parseRunConfig({ policy: { trainingThreads: 2, trainingLanes: 3 } }).policy!,
+          1,
+        )
+      ).onnx,
     ).toEqual({
       intraOpThreads: 1,
       trainingThreads: 2,
+      trainingLanes: 3,
     });
     expect((await runPolicySettings(parseRunConfig({}).policy!, 1)).onnx).toEqual({
       intraOpThreads: 1,
       trainingThreads: 1,
+      trainingLanes: 2,
     });
   });
 });

@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolvePorts } from '../container';
+import { neutraliseTags } from '../core/protocol/observation';
+import { generateSlideCorpus } from '../env/slides/corpus';
+import { perceivedSlideText } from '../env/slides/slide-text';
 import { parseRunConfig } from './config';
 import { openRun } from './session';
 
@@ -26,6 +29,18 @@ async function tinySlideRun(runId: string, sft: Record<string, unknown>, context
 }
 
 describe('the slide environment of a run', () => {
+  it('shows every page of the default corpus whole: the longest perceived text fits observationMaxChars', () => {
+    const limit = parseRunConfig({}).searcher.episode.observationMaxChars;
+    for (const seed of [1, 2, 3]) {
+      const corpus = generateSlideCorpus({ seed });
+      const longest = Math.max(
+        ...corpus.decks.flatMap((d) => d.slides).map((s) => neutraliseTags(perceivedSlideText(s)).length),
+      );
+      // A truncated page would hide its last lines (pointer lines and small-print marks among them).
+      expect(longest).toBeLessThanOrEqual(limit);
+    }
+  });
+
   it("demonstrates with the oracle over the run's ports, not with the run's own (untrained) policy", async () => {
     const root = await mkdtemp(join(tmpdir(), 'searcher-rl-env-'));
     dirs.push(root);

@@ -26,8 +26,8 @@ function fakeSteps() {
     upstreams,
     steps: {
       tokens,
-      async forward(chunk: readonly number[], keep: boolean): Promise<TwoPassForward> {
-        log.push(`forward ${chunk.join()} keep=${keep}`);
+      async forward(chunk: readonly number[], keep: boolean, lane = 0): Promise<TwoPassForward> {
+        log.push(`forward ${chunk.join()} keep=${keep}${lane > 0 ? ` lane=${lane}` : ''}`);
         const scored = chunk.flatMap((i) => batch.positions[i]!);
         return {
           tokenLogProbs: Float32Array.from(scored, (_, k) => -(k + 1)),
@@ -36,8 +36,14 @@ function fakeSteps() {
           keptBytes: keep ? 100 * tokens(chunk) : 0,
         };
       },
-      async backward(chunk: readonly number[], forward: TwoPassForward, upstream: Float32Array) {
-        log.push(`backward ${chunk.join()} kept=${forward.kept !== null}`);
+      async backward(
+        chunk: readonly number[],
+        forward: TwoPassForward,
+        upstream: Float32Array,
+        _entropyWeight = 0,
+        lane = 0,
+      ) {
+        log.push(`backward ${chunk.join()} kept=${forward.kept !== null}${lane > 0 ? ` lane=${lane}` : ''}`);
         upstreams.push([...upstream]);
       },
     },
@@ -45,6 +51,25 @@ function fakeSteps() {
 }
 
 describe('twoPassGradients', () => {
+  it('with lanes, runs the chunks in groups, chunk k of a group on lane k, its backward on the lane of its forward', async () => {
+    const { log, upstreams, steps } = fakeSteps();
+    const plan = { chunks: [[0], [1], [2]], temperature: 1, entropyCoef: 0, scored: 6 };
+    await twoPassGradients(steps, batch, lossFn, plan, {
+      keptActivationBytes: 1e9,
+      provider: 'test',
+      lanes: 2,
+    });
+    expect(log).toEqual([
+      'forward 0 keep=true',
+      'forward 1 keep=true lane=1',
+      'forward 2 keep=true',
+      'backward 0 kept=true',
+      'backward 1 kept=true lane=1',
+      'backward 2 kept=true',
+    ]);
+    expect(upstreams).toEqual([[0, 1], [10], [20, 21, 22]]);
+  });
+
   it('decides from the tokens before each forward whether it keeps: past the budget a forward fetches nothing', async () => {
     const { log, steps } = fakeSteps();
     const plan = { chunks: [[0], [1], [2]], temperature: 1, entropyCoef: 0, scored: 6 };

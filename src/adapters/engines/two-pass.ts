@@ -26,8 +26,8 @@ export interface TwoPassForward {
 export interface TwoPassSteps<Forward extends TwoPassForward> {
   /** The tokens a chunk's forward runs over (rows x padded length): what its kept bytes are predicted from. */
   tokens(chunk: readonly number[]): number;
-  /** The forward; `keep` false fetches no activations. */
-  forward(chunk: readonly number[], keep: boolean): Promise<Forward>;
+  /** The forward; `keep` false fetches no activations. `lane`: which of the engine's lanes runs it. */
+  forward(chunk: readonly number[], keep: boolean, lane: number): Promise<Forward>;
   /**
    * The gradient of sum upstream * logp - entropyWeight * (entropy sum), at the weights the forward
    * saw, added into the engine's sums (running the forward again when nothing was kept).
@@ -37,6 +37,7 @@ export interface TwoPassSteps<Forward extends TwoPassForward> {
     forward: Forward,
     upstream: Float32Array,
     entropyWeight: number,
+    lane: number,
   ): Promise<void>;
 }
 
@@ -50,38 +51,52 @@ export interface TwoPassOutcome {
 /**
  * Runs `plan`'s chunks through `steps`: forwards (keeping activations while `keptActivationBytes`
  * holds them), the loss on every new log-prob, then backwards. `provider` names the policy in a
- * refused loss output.
+ * refused loss output. `lanes` (default 1): chunks run that many at a time, chunk k of a group on
+ * lane k (an engine's data-parallel replicas); whether each keeps is decided before its group runs.
  */
 export async function twoPassGradients<Forward extends TwoPassForward>(
   steps: TwoPassSteps<Forward>,
   batch: LogProbBatch,
   lossFn: LossFunction,
   plan: GradientPlan,
-  options: { keptActivationBytes: number; provider: string },
+  options: { keptActivationBytes: number; provider: string; lanes?: number },
 ): Promise<TwoPassOutcome> {
   const { chunks, scored, signal } = plan;
+  const lanes = Math.max(1, options.lanes ?? 1);
+  const groups: number[][] = [];
+  for (let c = 0; c < chunks.length; c += lanes)
+    groups.push(Array.from({ length: Math.min(lanes, chunks.length - c) }, (_, k) => c + k));
   const newLogProbs: number[][] = batch.positions.map(() => []);
   const forwards: Forward[] = [];
   let entropySum = 0;
   const budget = createKeptBudget(options.keptActivationBytes);
-  for (const chunk of chunks) {
+  for (const group of groups) {
     throwIfAborted(signal, 'update');
-    const tokens = steps.tokens(chunk);
-    const forward = await steps.forward(chunk, budget.shouldKeep(tokens));
-    if (forward.kept && !budget.admit(forward.keptBytes, tokens)) forward.kept = null;
-    let at = 0;
-    for (const i of chunk) newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
-    entropySum += forward.entropySum;
-    forwards.push(forward);
+    const tokens = group.map((c) => steps.tokens(chunks[c]!));
+    const keep = tokens.map((t) => budget.shouldKeep(t));
+    const done = await Promise.all(group.map((c, lane) => steps.forward(chunks[c]!, keep[lane]!, lane)));
+    done.forEach((forward, lane) => {
+      if (forward.kept && !budget.admit(forward.keptBytes, tokens[lane]!)) forward.kept = null;
+      let at = 0;
+      for (const i of chunks[group[lane]!]!)
+        newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
+      entropySum += forward.entropySum;
+      forwards.push(forward);
+    });
   }
   const loss = checkLossOutput(lossFn(newLogProbs), batch, options.provider);
   const entropyWeight = plan.entropyCoef / scored;
-  for (const [c, chunk] of chunks.entries()) {
+  for (const group of groups) {
     throwIfAborted(signal, 'update');
-    const upstream = Float32Array.from(chunk.flatMap((i) => loss.gradNewLogProbs[i]!));
-    await steps.backward(chunk, forwards[c]!, upstream, entropyWeight);
-    // Each chunk's activations go as soon as its gradients are in.
-    forwards[c]!.kept = null;
+    await Promise.all(
+      group.map(async (c, lane) => {
+        const chunk = chunks[c]!;
+        const upstream = Float32Array.from(chunk.flatMap((i) => loss.gradNewLogProbs[i]!));
+        await steps.backward(chunk, forwards[c]!, upstream, entropyWeight, lane);
+        // Each chunk's activations go as soon as its gradients are in.
+        forwards[c]!.kept = null;
+      }),
+    );
   }
   return { value: loss.value, metrics: loss.metrics ?? {}, entropy: entropySum / scored };
 }

@@ -51,6 +51,7 @@ export async function selectEngines(
         context.state.model,
         {
           intraOpThreads: settings.onnx.trainingThreads ?? settings.onnx.intraOpThreads,
+          lanes: settings.onnx.trainingLanes ?? 1,
           ...(keptActivationBytes !== undefined && { keptActivationBytes }),
         },
       );

@@ -85,6 +85,12 @@ export const tfjsPolicySettingsSchema = z
          * the sums by thread), so runs compare at the same count.
          */
         trainingThreads: positiveInt().optional(),
+        /**
+         * Data-parallel lanes of `training: 'onnx'` (default 1): each update's rows are split into
+         * this many shares, run side by side, one on the calling thread and the others each on a
+         * worker thread with its own sessions; the gradients are summed in row order.
+         */
+        trainingLanes: positiveInt().optional(),
       })
       .strict()
       .prefault({}),

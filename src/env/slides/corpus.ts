@@ -156,8 +156,10 @@ function checkSettings(s: SlideCorpusSettings): void {
  * A seeded slide-deck corpus: each deck is about one invented organisation; each slide has a
  * title and up to three facts in large type, and on some slides one to three small-print regions
  * (src/env/slides/regions.ts) at varied places and sizes, each with a role (source, footnote,
- * contact line) and one fact of an attribute its role holds. Every fact is the answer to one question whose golden page is its slide. The same
- * settings give the same corpus on every machine.
+ * contact line) drawn apart from the one fact it holds (any role holds any attribute), and a pointer
+ * line in large type naming the role (`Employees 2015: see footnote`). Every fact is the answer to
+ * one question whose golden page is its slide. The same settings give the same corpus on every
+ * machine.
  */
 export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}): SlideCorpus {
   const settings = { ...DEFAULT_SLIDE_CORPUS_SETTINGS, ...partial };

@@ -32,9 +32,8 @@ export interface OracleOptions {
  * A scripted Searcher for demonstrations. It decides from what the policy itself is shown (the
  * last observation in the context), so that every action it demonstrates is predictable from the
  * context: first a search for the entity, attribute and year named in the question; then, when
- * the asked fact is legible on the page, search_complete; when the page is the asked
- * organisation's and names a small-print region of the role that holds the asked attribute
- * (src/env/slides/regions.ts), a crop of that region by its name, or its location tokens (`cropBy`; what it says is
+ * the asked fact is legible on the page, search_complete; when the page prints the asked fact's
+ * pointer line and marks the small-print region it names (src/env/slides/regions.ts), a crop of that region by its name, or its location tokens (`cropBy`; what it says is
  * unknown until the reader has it enlarged), then search_complete; otherwise the same search
  * again (the next result), up to `maxSearches` and within the turn budget (`maxTurns`). It never crops when the fact is on the page. With `vagueRate`,
  * `skipCropRate` and `skipResearchRate` it makes the mistakes a warm-started policy makes (a vague
@@ -47,8 +46,14 @@ export function createOracleScript(
   const byQuestion = new Map<string, CorpusQuestion>();
   for (const list of Object.values(corpus.questions)) for (const q of list) byQuestion.set(q.question, q);
   const lines = new Map<string, string>();
+  // A small fact's pointer line (`Employees 2015: see footnote`), printed in large type on its page only.
+  const pointers = new Map<string, string>();
   for (const deck of corpus.decks)
-    for (const slide of deck.slides) for (const fact of slide.facts) lines.set(fact.id, fact.line);
+    for (const slide of deck.slides)
+      for (const fact of slide.facts) {
+        lines.set(fact.id, fact.line);
+        if (fact.pointer) pointers.set(fact.id, fact.pointer.line);
+      }
   const vagueRate = options.vagueRate ?? 0;
   const skipCropRate = options.skipCropRate ?? 0;
   const skipResearchRate = options.skipResearchRate ?? 0;
@@ -70,12 +75,14 @@ export function createOracleScript(
     if (last.startsWith('[crop of')) return complete;
     if (last.includes(lines.get(asked.metadata.factId) ?? '\u0000')) return complete;
     // The region that holds the asked fact, known to the oracle (where it was drawn); a policy reads
-    // it off the page's pointer line. What it says is unknown until the reader has it enlarged.
+    // it off the page's pointer line, which only the fact's own page prints: on another page of the
+    // organisation (a region of the same role holding another fact) the oracle searches again.
+    // What the region says is unknown until the reader has it enlarged.
     const role = asked.metadata.role;
     const region = parseRegionMarks(last).find((m) => m.label === role);
     if (
       region &&
-      last.includes(asked.metadata.entity) &&
+      last.includes(pointers.get(asked.metadata.factId) ?? '\u0000') &&
       turn + 2 <= maxTurns &&
       roll(`crop${turn}`) >= skipCropRate
     )

@@ -159,6 +159,34 @@ describe('small-print regions to choose', () => {
     expect(cropped).toBeGreaterThan(30);
   });
 
+  it("make the oracle search again on another page of the organisation that marks a region of the asked role but prints another fact's pointer", () => {
+    const script = createOracleScript(corpus);
+    let checked = 0;
+    for (const deck of corpus.decks) {
+      for (const slide of deck.slides) {
+        for (const fact of smallOf(slide.facts)) {
+          // Another slide of the deck with a region of the same role (holding another fact).
+          const other = deck.slides.find(
+            (s) => s !== slide && smallOf(s.facts).some((f) => f.role === fact.role),
+          );
+          if (!other) continue;
+          const question = Object.values(corpus.questions)
+            .flat()
+            .find((q) => q.metadata.factId === fact.id)!;
+          const shown = `[page ${other.basename} (640x360)]\n${perceivedSlideText(other)}`;
+          expect(shown).toContain(`[${fact.role} at `);
+          expect(shown).toContain(question.metadata.entity);
+          const context = `Question: ${question.question}\n<search>${question.metadata.query}</search><information>${shown}</information>`;
+          expect(script({ turn: 1, context, rolloutId: 0 } as Parameters<typeof script>[0])).toBe(
+            `<search>${question.metadata.query}</search>`,
+          );
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+
   it('make the oracle crop only where search_complete still fits the turn budget, and search only where a crop would', () => {
     const script = createOracleScript(corpus, { maxTurns: 5 });
     const slide = slides.find((s) => smallOf(s.facts).length >= 1)!;

@@ -35,8 +35,16 @@ export {
 export { buildTrainingGraph, TRAINING_NAMES, type TrainingGraph } from './training-graph';
 export {
   createOnnxSession,
+  onnxSessionOptions,
   CUDA_INSTALL,
   providerProblem,
   type OnnxRuntime,
   type OnnxSessionOptions,
 } from './session';
+export {
+  createWorkerLane,
+  onnxRuntimeEntry,
+  type LaneResult,
+  type LaneRun,
+  type WorkerLane,
+} from './worker-lane';

@@ -62,6 +62,23 @@ export interface OnnxSessionOptions {
   spinning?: boolean;
 }
 
+/** ONNX Runtime's session options for `options` (plain data: a worker lane gets the same). */
+export function onnxSessionOptions(options: OnnxSessionOptions = {}): Ort.InferenceSession.SessionOptions {
+  const executionProviders: Ort.InferenceSession.ExecutionProviderConfig[] =
+    (options.executionProvider ?? 'cpu') === 'cuda'
+      ? [{ name: 'cuda', deviceId: options.cudaDeviceId ?? 0 }]
+      : ['cpu'];
+  return {
+    executionProviders,
+    graphOptimizationLevel: 'all',
+    ...(options.intraOpThreads !== undefined && { intraOpNumThreads: options.intraOpThreads }),
+    ...(options.sequential && { interOpNumThreads: 1, executionMode: 'sequential' }),
+    ...(options.spinning === false && {
+      extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+    }),
+  };
+}
+
 /**
  * An inference session on the chosen provider, from a model file or the bytes of a built graph
  * (`encodeOnnxModel`). A provider that cannot run is a BackendUnavailableError saying what to
@@ -87,17 +104,7 @@ export async function createOnnxSession(
       known: ONNX_EXECUTION_PROVIDERS,
       message: `${problem}. To use it, ${CUDA_INSTALL}`,
     });
-  const executionProviders: Ort.InferenceSession.ExecutionProviderConfig[] =
-    provider === 'cuda' ? [{ name: 'cuda', deviceId: options.cudaDeviceId ?? 0 }] : ['cpu'];
-  const sessionOptions: Ort.InferenceSession.SessionOptions = {
-    executionProviders,
-    graphOptimizationLevel: 'all',
-    ...(options.intraOpThreads !== undefined && { intraOpNumThreads: options.intraOpThreads }),
-    ...(options.sequential && { interOpNumThreads: 1, executionMode: 'sequential' }),
-    ...(options.spinning === false && {
-      extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
-    }),
-  };
+  const sessionOptions = onnxSessionOptions(options);
   try {
     return typeof model === 'string'
       ? await ort.InferenceSession.create(model, sessionOptions)

@@ -1,3 +1,4 @@
+import type * as Ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
 import { useTinyPolicies } from '../../tfjs/__fixtures__/tiny-policy';
@@ -98,6 +99,64 @@ describe('training through ONNX Runtime', () => {
         expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-5);
       }
     }
+  });
+
+  for (const [lanes, maxAttentionElements, keptBytes] of [
+    [2, 16_000_000, undefined],
+    [3, 16_000_000, undefined],
+    [3, 2 * 11 * 11, undefined],
+    [2, 16_000_000, 0],
+  ] as const) {
+    const chunks = maxAttentionElements > 1000 ? 'one chunk' : 'a chunk per row';
+    const kept = keptBytes === 0 ? ', nothing kept' : '';
+    it(`gradients on ${lanes} lanes (worker threads) equal one lane's (${chunks}${kept})`, async () => {
+      const settings = { seed: 9, maxAttentionElements, training: 'onnx' as const };
+      const options = keptBytes === undefined ? {} : { onnxKeptActivationBytes: keptBytes };
+      const one = await tiny(settings, options);
+      const many = await tiny({ ...settings, onnx: { intraOpThreads: 1, trainingLanes: lanes } }, options);
+      for (const entropyCoef of [0, 0.05]) {
+        const expected = await one.gradients(BATCH, lossFn, { entropyCoef });
+        const actual = await many.gradients(BATCH, lossFn, { entropyCoef });
+        expect(actual.value).toBeCloseTo(expected.value, 5);
+        expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-6);
+      }
+      // Updates: the lanes get the new weights after each step.
+      for (let step = 0; step < 3; step++) {
+        const [a, b] = [await many.update(BATCH, lossFn), await one.update(BATCH, lossFn)];
+        expect(a.value).toBeCloseTo(b.value, 4);
+      }
+      const [a, b] = [await many.logProbs(BATCH), await one.logProbs(BATCH)];
+      a.forEach((row, i) => row.forEach((lp, t) => expect(Math.abs(lp - b[i]![t]!)).toBeLessThan(1e-4)));
+    });
+  }
+
+  it('trainingThreads reaches the training sessions, intraOpThreads the rollout sessions', async () => {
+    const real = (await import('onnxruntime-node')) as unknown as typeof Ort & { default?: typeof Ort };
+    const ort = real.InferenceSession ? real : real.default!;
+    const seen: number[] = [];
+    const recording = {
+      ...ort,
+      InferenceSession: {
+        create: (model: Uint8Array, options: Ort.InferenceSession.SessionOptions) => {
+          seen.push(options.intraOpNumThreads!);
+          return ort.InferenceSession.create(model, options);
+        },
+      },
+    };
+    const policy = await tiny(
+      { rollouts: 'onnx', training: 'onnx', onnx: { intraOpThreads: 1, trainingThreads: 2 } },
+      { loadOnnxRuntime: async () => recording },
+    );
+    await policy.gradients(BATCH, lossFn);
+    // The training engine's forward and backward sessions at 2; the rollouts' at 1.
+    expect(seen.filter((n) => n === 2)).toHaveLength(2);
+    expect(seen.filter((n) => n === 1).length).toBeGreaterThan(0);
+  });
+
+  it('lanes are counted in whole numbers', async () => {
+    await expect(tiny({ training: 'onnx', onnx: { intraOpThreads: 1, trainingLanes: 0 } })).rejects.toThrow(
+      /trainingLanes/,
+    );
   });
 
   it('an update moves the weights as the tfjs one does and reports the same fields', async () => {

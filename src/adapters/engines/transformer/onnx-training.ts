@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import type * as Ort from 'onnxruntime-node';
-import { ProviderCallError } from '../../../core/errors';
+import { InvalidArgumentError } from '../../../core/errors';
 import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
 import {
   buildTrainingGraph,
@@ -8,12 +8,19 @@ import {
   encodeOnnxModel,
   ONNX_OPSET,
   type OnnxRuntime,
-  type OnnxSessionOptions,
   cutGraph,
   TRAINING_NAMES,
 } from '../onnx-graph/index';
 import type { ComputedGradients, GradientPlan, TrainingEngine } from '../engine';
-import { type TwoPassForward, twoPassGradients } from '../two-pass';
+import { twoPassGradients } from '../two-pass';
+import {
+  addTokenRows,
+  createWorkerTrainer,
+  laneError,
+  type OnnxTrainer,
+  type OnnxTrainingForward,
+  type TrainerGraphs,
+} from './onnx-lanes';
 import { checkGraphWeights, graphConfigOf, liveWeightFeeds } from './onnx-weights';
 import { scoredPlaces } from './scored-places';
 import { MASKED, type Transformer } from './transformer';
@@ -27,8 +34,14 @@ import { MASKED, type Transformer } from './transformer';
 // (training.ts), so the optimizer state is the same either way.
 
 export interface OnnxTrainingSettings {
-  /** ONNX Runtime's intra-op threads. */
+  /** ONNX Runtime's intra-op threads (each lane's). */
   intraOpThreads: number;
+  /**
+   * Data-parallel lanes (default 1): an update's rows are split into this many parts, each run by
+   * its own sessions, the first on the calling thread and the others on worker threads
+   * (worker-lane.ts); their gradients are summed in row order.
+   */
+  lanes?: number;
   /** Kept activations held across one update at most (default KEPT_ACTIVATION_BYTES); for tests. */
   keptActivationBytes?: number;
 }
@@ -39,38 +52,6 @@ export interface OnnxTrainingSettings {
  * every chunk's did before the cut. 24 MB per layer for 8 rows of 256 tokens at width 128.
  */
 const KEPT_ACTIVATION_BYTES = 1 << 30;
-
-/** One row chunk's forward: its scored log-probs and entropy sum, and the feeds its gradients need. */
-export interface OnnxTrainingForward extends TwoPassForward {
-  /** In the order of the chunk's positions, row by row. */
-  tokenLogProbs: Float32Array;
-  entropySum: number;
-  /** The forward's inputs. */
-  readonly feeds: Record<string, Ort.Tensor>;
-  /** The activations the backward reads; null once dropped (the backward runs the forward again). */
-  kept: Record<string, Ort.Tensor> | null;
-  keptBytes: number;
-}
-
-interface OnnxTrainer {
-  /** `keep` false: only the log-probs and the entropy sum are fetched (no activations copied out). */
-  forward(
-    rows: number[][],
-    positions: number[][],
-    temperature: number,
-    keep: boolean,
-  ): Promise<OnnxTrainingForward>;
-  /**
-   * The gradient of sum_t upstream_t * logp_t - entropyWeight * (entropy sum) by each weight, in
-   * `model.parameters` order, at the weights `forward` saw (one run of forward + backward).
-   */
-  gradients(
-    forward: OnnxTrainingForward,
-    upstream: Float32Array,
-    entropyWeight: number,
-  ): Promise<Float32Array[]>;
-  dispose(): Promise<void>;
-}
 
 /**
  * What the backward computes again from kept activations instead of fetching them: shape ops, layer
@@ -93,11 +74,7 @@ function causalMask(length: number): Float32Array {
   return data;
 }
 
-async function createOnnxTrainer(
-  ort: OnnxRuntime,
-  model: Transformer,
-  settings: OnnxTrainingSettings,
-): Promise<OnnxTrainer> {
+function trainerGraphs(ort: OnnxRuntime, model: Transformer, settings: OnnxTrainingSettings): TrainerGraphs {
   checkGraphWeights(model, 'onnx training');
   const training = buildTrainingGraph(graphConfigOf(model));
   const graphs = cutGraph(training, {
@@ -107,33 +84,7 @@ async function createOnnxTrainer(
     keep: new Set(training.saved),
     recompute: training.recomputed,
   });
-  // Threads sleep between operators: a training step's operators are large enough that waking
-  // costs little, and spinning threads lose most of a shared machine's cores (see `spinning`).
-  const options: OnnxSessionOptions = {
-    intraOpThreads: settings.intraOpThreads,
-    sequential: true,
-    spinning: false,
-  };
-  const forwardSession = await createOnnxSession(ort, encodeOnnxModel(graphs.forward, ONNX_OPSET), options);
-  const backwardSession = await createOnnxSession(ort, encodeOnnxModel(graphs.backward, ONNX_OPSET), options);
   const gradientNames = model.parameters.map((p) => TRAINING_NAMES.gradient(p.name));
-  const backwardOutputs = [...gradientNames, TRAINING_NAMES.tokenRowsGradient];
-  const tokenEmbedding = model.parameters.findIndex((p) => p.name === 'tokenEmbedding');
-  const width = model.config.width;
-  const forwardInputs = new Set(forwardSession.inputNames);
-  const backwardInputs = new Set(backwardSession.inputNames);
-  const forwardOutputs = [TRAINING_NAMES.tokenLogProbs, TRAINING_NAMES.entropySum, ...graphs.saved];
-  const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) =>
-    Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
-  const keptOf = (results: Record<string, Ort.Tensor>) => {
-    const kept = only(backwardInputs, Object.fromEntries(graphs.saved.map((name) => [name, results[name]!])));
-    return {
-      kept,
-      keptBytes: Object.values(kept).reduce((n, t) => n + (t.data as Float32Array).byteLength, 0),
-    };
-  };
-
-  const currentWeights = liveWeightFeeds(ort, model);
   // The last length's mask only: batches vary in length, and a mask per length up to the context
   // would keep context^3 / 3 floats.
   let mask: { length: number; tensor: Ort.Tensor } | null = null;
@@ -141,6 +92,54 @@ async function createOnnxTrainer(
     if (mask?.length !== length)
       mask = { length, tensor: new ort.Tensor('float32', causalMask(length), [length, length]) };
     return mask.tensor;
+  };
+  return {
+    forwardModel: encodeOnnxModel(graphs.forward, ONNX_OPSET),
+    backwardModel: encodeOnnxModel(graphs.backward, ONNX_OPSET),
+    // Threads sleep between operators: a training step's operators are large enough that waking
+    // costs little, and spinning threads lose most of a shared machine's cores (see `spinning`).
+    options: { intraOpThreads: settings.intraOpThreads, sequential: true, spinning: false },
+    forwardOutputs: [TRAINING_NAMES.tokenLogProbs, TRAINING_NAMES.entropySum, ...graphs.saved],
+    backwardReads: graphs.saved.filter((name) => graphs.backward.inputs.some((input) => input.name === name)),
+    backwardOutputs: [...gradientNames, TRAINING_NAMES.tokenRowsGradient],
+    gradientNames,
+    tokenEmbedding: model.parameters.findIndex((p) => p.name === 'tokenEmbedding'),
+    width: model.config.width,
+    currentWeights: liveWeightFeeds(ort, model),
+    batchFeeds(rows, positions, temperature) {
+      // Right-padded ids and the scored places, as training.ts's denseBatch.
+      const { length, places, targets } = scoredPlaces(rows, positions);
+      const ids = new BigInt64Array(rows.length * length);
+      rows.forEach((r, i) => r.forEach((id, t) => (ids[i * length + t] = BigInt(id))));
+      return {
+        [TRAINING_NAMES.ids]: new ort.Tensor('int64', ids, [rows.length, length]),
+        [TRAINING_NAMES.mask]: maskOf(length),
+        [TRAINING_NAMES.places]: new ort.Tensor('int64', BigInt64Array.from(places, BigInt), [places.length]),
+        [TRAINING_NAMES.targets]: new ort.Tensor('int64', BigInt64Array.from(targets, BigInt), [
+          targets.length,
+        ]),
+        [TRAINING_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature), []),
+      };
+    },
+  };
+}
+
+/** The lane on the calling thread: its two sessions run here. */
+async function createOnnxTrainer(ort: OnnxRuntime, shared: TrainerGraphs): Promise<OnnxTrainer> {
+  const forwardSession = await createOnnxSession(ort, shared.forwardModel, shared.options);
+  const backwardSession = await createOnnxSession(ort, shared.backwardModel, shared.options);
+  const forwardInputs = new Set(forwardSession.inputNames);
+  const backwardInputs = new Set(backwardSession.inputNames);
+  const { forwardOutputs, backwardOutputs, gradientNames } = shared;
+  const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) =>
+    Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
+  const saved = forwardOutputs.slice(2);
+  const keptOf = (results: Record<string, Ort.Tensor>) => {
+    const kept = only(backwardInputs, Object.fromEntries(saved.map((name) => [name, results[name]!])));
+    return {
+      kept,
+      keptBytes: Object.values(kept).reduce((n, t) => n + (t.data as Float32Array).byteLength, 0),
+    };
   };
   const run = async (
     session: Ort.InferenceSession,
@@ -151,31 +150,15 @@ async function createOnnxTrainer(
     try {
       return await (fetches ? session.run(feeds, fetches) : session.run(feeds));
     } catch (error) {
-      throw new ProviderCallError({
-        port: 'policy',
-        provider: 'tfjs',
-        message: `ONNX Runtime training ${what} failed: ${error instanceof Error ? error.message : String(error)}`,
-        isRetryable: false,
-        cause: error,
-      });
+      throw laneError(what, error);
     }
   };
 
   return {
     async forward(rows, positions, temperature, keep) {
-      // Right-padded ids and the scored places, as training.ts's denseBatch.
-      const { length, places, targets } = scoredPlaces(rows, positions);
-      const ids = new BigInt64Array(rows.length * length);
-      rows.forEach((r, i) => r.forEach((id, t) => (ids[i * length + t] = BigInt(id))));
       const inputs: Record<string, Ort.Tensor> = {
-        ...currentWeights(),
-        [TRAINING_NAMES.ids]: new ort.Tensor('int64', ids, [rows.length, length]),
-        [TRAINING_NAMES.mask]: maskOf(length),
-        [TRAINING_NAMES.places]: new ort.Tensor('int64', BigInt64Array.from(places, BigInt), [places.length]),
-        [TRAINING_NAMES.targets]: new ort.Tensor('int64', BigInt64Array.from(targets, BigInt), [
-          targets.length,
-        ]),
-        [TRAINING_NAMES.temperature]: new ort.Tensor('float32', Float32Array.of(temperature), []),
+        ...shared.currentWeights(),
+        ...shared.batchFeeds(rows, positions, temperature),
       };
       const results = await run(
         forwardSession,
@@ -206,16 +189,12 @@ async function createOnnxTrainer(
         backwardOutputs,
       );
       const gradients = gradientNames.map((name) => results[name]!.data as Float32Array);
-      // The input gather's part of the token embedding's gradient: each token's row added at its id
-      // (the graph leaves it out: see TRAINING_NAMES.tokenRowsGradient).
-      const rows = results[TRAINING_NAMES.tokenRowsGradient]!.data as Float32Array;
-      const ids = forward.feeds[TRAINING_NAMES.ids]!.data as BigInt64Array;
-      const embedding = gradients[tokenEmbedding]!;
-      for (let t = 0; t < ids.length; t++) {
-        const at = Number(ids[t]) * width;
-        const from = t * width;
-        for (let j = 0; j < width; j++) embedding[at + j]! += rows[from + j]!;
-      }
+      addTokenRows(
+        shared,
+        gradients,
+        results[TRAINING_NAMES.tokenRowsGradient]!.data as Float32Array,
+        forward.feeds[TRAINING_NAMES.ids]!.data as BigInt64Array,
+      );
       return gradients;
     },
     async dispose() {
@@ -227,29 +206,61 @@ async function createOnnxTrainer(
 
 /**
  * The ONNX Runtime training engine (`training: 'onnx'`): the gradients from the two sessions of
- * `createOnnxTrainer`, fed the live weights.
+ * `createOnnxTrainer`, fed the live weights, on `settings.lanes` lanes (the calling thread's and
+ * worker threads').
  */
 export async function createOnnxTrainingEngine(
   ort: OnnxRuntime,
   model: Transformer,
   settings: OnnxTrainingSettings,
 ): Promise<TrainingEngine<tf.Tensor[]>> {
-  const trainer = await createOnnxTrainer(ort, model, settings);
+  const lanes = settings.lanes ?? 1;
+  if (!(Number.isInteger(lanes) && lanes >= 1))
+    throw new InvalidArgumentError({
+      argument: 'lanes',
+      message: `must be a positive integer, got ${String(lanes)}`,
+    });
+  const shared = trainerGraphs(ort, model, settings);
+  const trainers: OnnxTrainer[] = [await createOnnxTrainer(ort, shared)];
+  try {
+    for (let k = 1; k < lanes; k++) trainers.push(await createWorkerTrainer(ort, shared));
+  } catch (error) {
+    await Promise.all(trainers.map((t) => t.dispose()));
+    throw laneError(
+      'worker start (trainingLanes 1 trains on the calling thread alone: policy.trainingLanes in a run configuration)',
+      error,
+    );
+  }
   const keptBudget = settings.keptActivationBytes ?? KEPT_ACTIVATION_BYTES;
   return {
     computeGradients: (batch, lossFn, plan) =>
-      computeOnnxGradients(trainer, model, batch, lossFn, plan, keptBudget),
-    dispose: () => trainer.dispose(),
+      computeOnnxGradients(trainers, model, batch, lossFn, plan, keptBudget),
+    dispose: async () => {
+      await Promise.all(trainers.map((t) => t.dispose()));
+    },
   };
+}
+
+/** Each chunk cut into up to `parts` runs of consecutive rows (the lanes' shares), in order. */
+export function laneChunks(chunks: readonly number[][], parts: number): number[][] {
+  if (parts <= 1) return chunks.map((c) => [...c]);
+  return chunks.flatMap((chunk) => {
+    const n = Math.min(parts, chunk.length);
+    return Array.from({ length: n }, (_, k) =>
+      chunk.slice(Math.floor((k * chunk.length) / n), Math.floor(((k + 1) * chunk.length) / n)),
+    );
+  });
 }
 
 /**
  * The gradients through ONNX Runtime, in two runs a chunk (two-pass.ts): every chunk's forward gives
  * the loss its log-probs and keeps the activations the backward reads (up to KEPT_ACTIVATION_BYTES
  * over the update, decided before each forward), then per chunk one backward run fed the loss's g.
+ * With more than one lane, each chunk is cut into the lanes' shares, which run side by side; the
+ * chunks' gradients are summed in chunk order whatever order they arrive in.
  */
 async function computeOnnxGradients(
-  trainer: OnnxTrainer,
+  trainers: readonly OnnxTrainer[],
   model: Transformer,
   batch: LogProbBatch,
   lossFn: LossFunction,
@@ -257,31 +268,41 @@ async function computeOnnxGradients(
   keptBudget: number,
 ): Promise<ComputedGradients<tf.Tensor[]>> {
   const parameters = model.parameters;
+  const chunks = laneChunks(plan.chunks, trainers.length);
+  const order = new Map(chunks.map((chunk, c) => [chunk, c]));
   let accumulated: Float32Array[] | null = null;
+  const arrived = new Map<number, Float32Array[]>();
+  let next = 0;
   const outcome = await twoPassGradients<OnnxTrainingForward>(
     {
       tokens: (chunk) => chunk.length * Math.max(...chunk.map((i) => batch.inputIds[i]!.length)),
-      forward: (chunk, keep) =>
-        trainer.forward(
+      forward: (chunk, keep, lane) =>
+        trainers[lane]!.forward(
           chunk.map((i) => batch.inputIds[i]!),
           chunk.map((i) => batch.positions[i]!),
           plan.temperature,
           keep,
         ),
-      async backward(_chunk, forward, upstream, entropyWeight) {
-        const grads = await trainer.gradients(forward, upstream, entropyWeight);
-        if (!accumulated) accumulated = grads;
-        else
-          grads.forEach((grad, k) => {
-            const sum = accumulated![k]!;
-            for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
-          });
+      async backward(chunk, forward, upstream, entropyWeight, lane) {
+        arrived.set(
+          order.get(chunk as number[])!,
+          await trainers[lane]!.gradients(forward, upstream, entropyWeight),
+        );
+        for (let grads = arrived.get(next); grads; grads = arrived.get(next)) {
+          arrived.delete(next++);
+          if (!accumulated) accumulated = grads;
+          else
+            grads.forEach((grad, k) => {
+              const sum = accumulated![k]!;
+              for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
+            });
+        }
       },
     },
     batch,
     lossFn,
-    plan,
-    { keptActivationBytes: keptBudget, provider: 'tfjs' },
+    { ...plan, chunks },
+    { keptActivationBytes: keptBudget, provider: 'tfjs', lanes: trainers.length },
   );
   return {
     grads: accumulated!.map((sum, k) => tf.tensor(sum, parameters[k]!.variable.shape)),
