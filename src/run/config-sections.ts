@@ -62,7 +62,7 @@ export const sftSchema = z
       .nullable()
       .default(null)
       .describe(
-        "Crop practice: crop episodes trained on the crop turn alone, beside the demonstrations (whose mix of queries stays as it is): the rejection-sampling demonstrator's kept episodes that crop, repeated; with `sft.demonstrator: oracle`, the oracle's episodes on small-print training questions whose page has two or three regions. null (default): half of sft.demonstrations, 1000 of the 2000; 0 turns it off. On the corpus before the pointer lines, where the question's template told the role, crops that name their region went from 54-80% right without it to 93-97% with 1000 on seeds 1-3 (docs/method.md#why-the-crop-was-not-learned); with the pointer lines the crops hit the named region 52-69% of the time after RL (docs/train.md#honest-figures-issue-39).",
+        "Crop practice: crop episodes trained on the crop turn alone, beside the demonstrations (whose mix of queries stays as it is): the rejection-sampling demonstrator's kept episodes that crop, repeated; with `sft.demonstrator: oracle`, the oracle's episodes on small-print training questions whose page has two or three regions. null (default): half of sft.demonstrations, 1000 of the 2000; 0 turns it off. On the corpus before the pointer lines, where the question's template told the role, crops that name their region went from 54-80% right without it to 93-97% with 1000 on seeds 1-3 (docs/method.md#why-the-crop-was-not-learned); with the pointer lines the crops hit the named region 48-72% of the time after RL (docs/train.md#honest-figures-issue-39).",
       ),
     cropBy: z
       .enum(['region', 'location'])

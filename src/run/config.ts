@@ -52,7 +52,7 @@ export const runPolicySchema = z
     trainingLanes: positiveInt()
       .default(2)
       .describe(
-        "Data-parallel lanes for `training: onnx`: each update's rows are split into this many shares that run side by side, one on the main thread and each other on a worker thread with its own ONNX Runtime sessions (onnxruntime-node runs a session on the thread that calls it). The gradients are summed in row order; their last bits differ from one lane's, so figures compare at the same count. Default 2: on 2 cores the demo's SFT took 45.9 s instead of 67.4 s and its two RL phases 25.6 s instead of 40.6 s (docs/train.md#the-demo-npm-run-demo); 1 keeps everything on the main thread.",
+        "Data-parallel lanes for `training: onnx`: each update's rows are split into this many shares that run side by side, one on the main thread and each other on a worker thread with its own ONNX Runtime sessions (onnxruntime-node runs a session on the thread that calls it). The gradients are summed in row order; their last bits differ from one lane's, so figures compare at the same count. Default 2 (the library's createTfjsPolicy defaults to 1): on 2 cores the demo's SFT took 45.9 s instead of 67.4 s and its two RL phases 25.6 s instead of 40.6 s; on one core a step took 3% longer than on one lane (docs/train.md#the-demo-npm-run-demo). 1 keeps everything on the main thread.",
       ),
     coalesceSessions: z
       .boolean()

@@ -39,6 +39,8 @@ export interface TwoPassSteps<Forward extends TwoPassForward> {
     entropyWeight: number,
     lane: number,
   ): Promise<void>;
+  /** Frees what a forward kept when the budget refused it after all (optional: where it is held elsewhere). */
+  release?(forward: Forward, lane: number): void;
 }
 
 /** What the loss said, and the mean entropy over the scored positions. */
@@ -76,7 +78,10 @@ export async function twoPassGradients<Forward extends TwoPassForward>(
     const keep = tokens.map((t) => budget.shouldKeep(t));
     const done = await Promise.all(group.map((c, lane) => steps.forward(chunks[c]!, keep[lane]!, lane)));
     done.forEach((forward, lane) => {
-      if (forward.kept && !budget.admit(forward.keptBytes, tokens[lane]!)) forward.kept = null;
+      if (forward.kept && !budget.admit(forward.keptBytes, tokens[lane]!)) {
+        forward.kept = null;
+        steps.release?.(forward, lane);
+      }
       let at = 0;
       for (const i of chunks[group[lane]!]!)
         newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);

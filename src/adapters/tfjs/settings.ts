@@ -86,9 +86,12 @@ export const tfjsPolicySettingsSchema = z
          */
         trainingThreads: positiveInt().optional(),
         /**
-         * Data-parallel lanes of `training: 'onnx'` (default 1): each update's rows are split into
-         * this many shares, run side by side, one on the calling thread and the others each on a
-         * worker thread with its own sessions; the gradients are summed in row order.
+         * Data-parallel lanes of `training: 'onnx'` (default 1 here; a run configuration's
+         * `policy.trainingLanes` defaults to 2): each update's rows are split into this many
+         * shares, run side by side, one on the calling thread and the others each on a worker
+         * thread with its own sessions; the gradients are summed in row order. A worker loads
+         * onnxruntime-node itself (resolved from this package, not through `loadOnnxRuntime`); a
+         * lane whose worker died fails every later update (create the policy again).
          */
         trainingLanes: positiveInt().optional(),
       })

@@ -32,8 +32,8 @@ export interface OracleOptions {
  * A scripted Searcher for demonstrations. It decides from what the policy itself is shown (the
  * last observation in the context), so that every action it demonstrates is predictable from the
  * context: first a search for the entity, attribute and year named in the question; then, when
- * the asked fact is legible on the page, search_complete; when the page prints the asked fact's
- * pointer line and marks the small-print region it names (src/env/slides/regions.ts), a crop of that region by its name, or its location tokens (`cropBy`; what it says is
+ * the asked fact is legible on the page, search_complete; when the page is the fact's own (it prints
+ * the fact's pointer line and marks the small-print region it names, src/env/slides/regions.ts), a crop of that region by its name, or its location tokens (`cropBy`; what it says is
  * unknown until the reader has it enlarged), then search_complete; otherwise the same search
  * again (the next result), up to `maxSearches` and within the turn budget (`maxTurns`). It never crops when the fact is on the page. With `vagueRate`,
  * `skipCropRate` and `skipResearchRate` it makes the mistakes a warm-started policy makes (a vague
@@ -75,13 +75,16 @@ export function createOracleScript(
     if (last.startsWith('[crop of')) return complete;
     if (last.includes(lines.get(asked.metadata.factId) ?? '\u0000')) return complete;
     // The region that holds the asked fact, known to the oracle (where it was drawn); a policy reads
-    // it off the page's pointer line, which only the fact's own page prints: on another page of the
-    // organisation (a region of the same role holding another fact) the oracle searches again.
+    // it off the page's pointer line. Pointer lines name no organisation (`Employees 2013: see
+    // footnote` is printed on other decks' pages too), so the oracle crops only the fact's own page,
+    // which prints it; on any other page (of the organisation or not) it searches again.
     // What the region says is unknown until the reader has it enlarged.
     const role = asked.metadata.role;
     const region = parseRegionMarks(last).find((m) => m.label === role);
+    const onGoldenPage = asked.goldenBasenames.some((name) => last.startsWith(`[page ${name} `));
     if (
       region &&
+      onGoldenPage &&
       last.includes(pointers.get(asked.metadata.factId) ?? '\u0000') &&
       turn + 2 <= maxTurns &&
       roll(`crop${turn}`) >= skipCropRate

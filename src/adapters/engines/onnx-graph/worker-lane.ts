@@ -40,6 +40,10 @@ export interface WorkerLane {
   run(request: LaneRun): Promise<LaneResult>;
   /** Drops what a run kept under `key` (nothing when there is none). */
   drop(key: string): void;
+  /** Drops everything runs kept (after an update that failed between a forward and its backward). */
+  clear(): void;
+  /** How many runs' kept outputs the worker holds. */
+  held(): Promise<number>;
   dispose(): Promise<void>;
 }
 
@@ -49,59 +53,90 @@ const ort = require(workerData.ortEntry);
 const sessions = {};
 const kept = new Map();
 let statics = {};
+// A failed 'static' (the weights) fails every run after it: a run must never see old weights.
+let staticError = null;
 const tensor = (t) => new ort.Tensor(t.type, t.data, t.dims);
 const post = (message, buffers) => {
   try { parentPort.postMessage(message, buffers); } catch { parentPort.postMessage(message); }
 };
-parentPort.on('message', async (m) => {
-  try {
-    if (m.op === 'init') {
-      for (const [name, bytes] of Object.entries(m.models))
-        sessions[name] = await ort.InferenceSession.create(bytes, m.options);
-      post({ id: m.id, ok: true });
-    } else if (m.op === 'static') {
-      statics = Object.fromEntries(Object.entries(m.feeds).map(([k, t]) => [k, tensor(t)]));
-    } else if (m.op === 'drop') {
-      kept.delete(m.key);
-    } else if (m.op === 'run') {
-      const session = sessions[m.session];
-      const inputs = {};
-      const given = Object.fromEntries(Object.entries(m.feeds).map(([k, t]) => [k, tensor(t)]));
-      const old = m.useKept !== undefined ? kept.get(m.useKept) : undefined;
-      if (m.useKept !== undefined) kept.delete(m.useKept);
-      for (const name of session.inputNames) {
-        const t = given[name] ?? (old && old[name]) ?? statics[name];
-        if (t === undefined) throw new Error('no feed for input ' + name);
-        inputs[name] = t;
-      }
-      const results = await session.run(inputs, m.fetches);
-      let keptBytes = 0;
-      const keepNames = new Set(m.keep ? m.keep.names : []);
-      if (m.keep) {
-        const held = {};
-        for (const name of keepNames) {
-          held[name] = results[name];
-          keptBytes += results[name].data.byteLength;
-        }
-        kept.set(m.keep.key, held);
-      }
-      const outputs = {};
-      const buffers = [];
-      for (const name of m.fetches) {
-        if (keepNames.has(name)) continue;
-        const data = results[name].data;
-        outputs[name] = { data, dims: results[name].dims };
-        if (data.buffer && !buffers.includes(data.buffer)) buffers.push(data.buffer);
-      }
-      post({ id: m.id, ok: true, outputs, keptBytes }, buffers);
-    } else if (m.op === 'close') {
-      for (const s of Object.values(sessions)) await s.release();
-      kept.clear();
-      post({ id: m.id, ok: true });
-    }
-  } catch (error) {
-    post({ id: m.id, ok: false, message: error && error.message ? error.message : String(error) });
+async function handle(m) {
+  if (m.op === 'init') {
+    for (const [name, bytes] of Object.entries(m.models))
+      sessions[name] = await ort.InferenceSession.create(bytes, m.options);
+    return {};
   }
+  if (m.op === 'static') {
+    try {
+      statics = Object.fromEntries(Object.entries(m.feeds).map(([k, t]) => [k, tensor(t)]));
+      staticError = null;
+    } catch (error) {
+      staticError = error;
+    }
+    return null;
+  }
+  if (m.op === 'drop') {
+    kept.delete(m.key);
+    return null;
+  }
+  if (m.op === 'clear') {
+    kept.clear();
+    return null;
+  }
+  if (m.op === 'held') return { held: kept.size };
+  if (m.op === 'run') {
+    if (staticError) throw new Error('the last weights sent could not be read: ' + (staticError.message || staticError));
+    const session = sessions[m.session];
+    const inputs = {};
+    const given = Object.fromEntries(Object.entries(m.feeds).map(([k, t]) => [k, tensor(t)]));
+    const old = m.useKept !== undefined ? kept.get(m.useKept) : undefined;
+    if (m.useKept !== undefined) kept.delete(m.useKept);
+    for (const name of session.inputNames) {
+      const t = given[name] ?? (old && old[name]) ?? statics[name];
+      if (t === undefined) throw new Error('no feed for input ' + name);
+      inputs[name] = t;
+    }
+    const results = await session.run(inputs, m.fetches);
+    let keptBytes = 0;
+    const keepNames = new Set(m.keep ? m.keep.names : []);
+    if (m.keep) {
+      const held = {};
+      for (const name of keepNames) {
+        held[name] = results[name];
+        keptBytes += results[name].data.byteLength;
+      }
+      kept.set(m.keep.key, held);
+    }
+    const outputs = {};
+    const buffers = [];
+    for (const name of m.fetches) {
+      if (keepNames.has(name)) continue;
+      const data = results[name].data;
+      outputs[name] = { data, dims: results[name].dims };
+      if (data.buffer && !buffers.includes(data.buffer)) buffers.push(data.buffer);
+    }
+    return { reply: { outputs, keptBytes }, buffers };
+  }
+  if (m.op === 'close') {
+    for (const s of Object.values(sessions)) await s.release();
+    kept.clear();
+    return {};
+  }
+  throw new Error('unknown operation ' + m.op);
+}
+// One message at a time, in the order sent: a close never releases the sessions under a run.
+let chain = Promise.resolve();
+parentPort.on('message', (m) => {
+  chain = chain.then(async () => {
+    try {
+      const done = await handle(m);
+      if (m.id === undefined) return;
+      if (done && done.reply) post({ id: m.id, ok: true, ...done.reply }, done.buffers);
+      else post({ id: m.id, ok: true, ...(done || {}) });
+    } catch (error) {
+      if (m.id !== undefined)
+        post({ id: m.id, ok: false, message: error && error.message ? error.message : String(error) });
+    }
+  });
 });
 `;
 
@@ -125,8 +160,6 @@ export async function createWorkerLane(
   ortEntry: string = onnxRuntimeEntry(),
 ): Promise<WorkerLane> {
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ortEntry } });
-  // An idle lane does not hold the process open (the engine's dispose terminates it).
-  worker.unref();
   let nextId = 0;
   let dead: Error | null = null;
   const pending = new Map<
@@ -134,14 +167,18 @@ export async function createWorkerLane(
     { resolve: (m: Record<string, unknown>) => void; reject: (e: Error) => void }
   >();
   const failAll = (error: Error) => {
-    dead = error;
+    dead ??= error;
     for (const p of pending.values()) p.reject(error);
     pending.clear();
   };
+  // The worker holds the process open only while a call waits for it: an idle lane (a policy
+  // never disposed) lets the process exit, a pending run keeps it alive until it answers.
+  const holdWhilePending = () => (pending.size > 0 ? worker.ref() : worker.unref());
   worker.on('message', (m: { id: number; ok: boolean; message?: string }) => {
     const p = pending.get(m.id);
     if (!p) return;
     pending.delete(m.id);
+    holdWhilePending();
     if (m.ok) p.resolve(m as unknown as Record<string, unknown>);
     else p.reject(new Error(`ONNX Runtime worker: ${m.message}`));
   });
@@ -152,6 +189,7 @@ export async function createWorkerLane(
     const id = nextId++;
     return new Promise((resolve, reject) => {
       pending.set(id, { resolve, reject });
+      holdWhilePending();
       worker.postMessage({ ...message, id });
     });
   };
@@ -178,6 +216,12 @@ export async function createWorkerLane(
     },
     drop(key) {
       if (!dead) worker.postMessage({ op: 'drop', key });
+    },
+    clear() {
+      if (!dead) worker.postMessage({ op: 'clear' });
+    },
+    async held() {
+      return (await call({ op: 'held' })).held as number;
     },
     async dispose() {
       if (!dead) await call({ op: 'close' }).catch(() => undefined);

@@ -48,6 +48,10 @@ export interface OnnxTrainer {
     upstream: Float32Array,
     entropyWeight: number,
   ): Promise<Float32Array[]>;
+  /** Frees what `forward` kept (it will not be used: its backward runs the forward again). */
+  release(forward: OnnxTrainingForward): void;
+  /** Frees everything forwards kept: after an update that failed between its forwards and backwards. */
+  reset(): void;
   dispose(): Promise<void>;
 }
 
@@ -175,6 +179,10 @@ export async function createWorkerTrainer(ort: OnnxRuntime, shared: TrainerGraph
       );
       return gradients;
     },
+    release(forward) {
+      if (forward.laneKey !== undefined) lane.drop(forward.laneKey);
+    },
+    reset: () => lane.clear(),
     dispose: () => lane.dispose(),
   };
 }

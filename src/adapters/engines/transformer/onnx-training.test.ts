@@ -2,6 +2,7 @@ import type * as Ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
 import { useTinyPolicies } from '../../tfjs/__fixtures__/tiny-policy';
+import { createOnnxTrainingEngine } from './onnx-training';
 
 const tiny = useTinyPolicies();
 
@@ -153,10 +154,28 @@ describe('training through ONNX Runtime', () => {
     expect(seen.filter((n) => n === 1).length).toBeGreaterThan(0);
   });
 
-  it('lanes are counted in whole numbers', async () => {
+  it('lanes are counted in whole numbers, in the settings and by the engine', async () => {
     await expect(tiny({ training: 'onnx', onnx: { intraOpThreads: 1, trainingLanes: 0 } })).rejects.toThrow(
       /trainingLanes/,
     );
+    // The engine's own check comes before it reads the model.
+    for (const lanes of [0, 1.5])
+      await expect(
+        createOnnxTrainingEngine({} as never, {} as never, { intraOpThreads: 1, lanes }),
+      ).rejects.toThrow(/lanes/);
+  });
+
+  it('a failed update leaves the lanes usable: the next one gives the same gradients as one lane', async () => {
+    const settings = { seed: 9, training: 'onnx' as const };
+    const one = await tiny(settings);
+    const two = await tiny({ ...settings, onnx: { intraOpThreads: 1, trainingLanes: 2 } });
+    const refused: LossFunction = () => {
+      throw new Error('refused');
+    };
+    await expect(two.update(BATCH, refused)).rejects.toThrow(/refused/);
+    const expected = await one.gradients(BATCH, lossFn);
+    const actual = await two.gradients(BATCH, lossFn);
+    expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-6);
   });
 
   it('an update moves the weights as the tfjs one does and reports the same fields', async () => {

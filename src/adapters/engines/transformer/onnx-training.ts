@@ -197,6 +197,9 @@ async function createOnnxTrainer(ort: OnnxRuntime, shared: TrainerGraphs): Promi
       );
       return gradients;
     },
+    // What this lane keeps is in its forwards (`kept`), freed with them.
+    release() {},
+    reset() {},
     async dispose() {
       await forwardSession.release();
       await backwardSession.release();
@@ -273,37 +276,46 @@ async function computeOnnxGradients(
   let accumulated: Float32Array[] | null = null;
   const arrived = new Map<number, Float32Array[]>();
   let next = 0;
-  const outcome = await twoPassGradients<OnnxTrainingForward>(
-    {
-      tokens: (chunk) => chunk.length * Math.max(...chunk.map((i) => batch.inputIds[i]!.length)),
-      forward: (chunk, keep, lane) =>
-        trainers[lane]!.forward(
-          chunk.map((i) => batch.inputIds[i]!),
-          chunk.map((i) => batch.positions[i]!),
-          plan.temperature,
-          keep,
-        ),
-      async backward(chunk, forward, upstream, entropyWeight, lane) {
-        arrived.set(
-          order.get(chunk as number[])!,
-          await trainers[lane]!.gradients(forward, upstream, entropyWeight),
-        );
-        for (let grads = arrived.get(next); grads; grads = arrived.get(next)) {
-          arrived.delete(next++);
-          if (!accumulated) accumulated = grads;
-          else
-            grads.forEach((grad, k) => {
-              const sum = accumulated![k]!;
-              for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
-            });
-        }
+  let outcome: Awaited<ReturnType<typeof twoPassGradients>>;
+  try {
+    outcome = await twoPassGradients<OnnxTrainingForward>(
+      {
+        tokens: (chunk) => chunk.length * Math.max(...chunk.map((i) => batch.inputIds[i]!.length)),
+        forward: (chunk, keep, lane) =>
+          trainers[lane]!.forward(
+            chunk.map((i) => batch.inputIds[i]!),
+            chunk.map((i) => batch.positions[i]!),
+            plan.temperature,
+            keep,
+          ),
+        async backward(chunk, forward, upstream, entropyWeight, lane) {
+          arrived.set(
+            order.get(chunk as number[])!,
+            await trainers[lane]!.gradients(forward, upstream, entropyWeight),
+          );
+          for (let grads = arrived.get(next); grads; grads = arrived.get(next)) {
+            arrived.delete(next++);
+            if (!accumulated) accumulated = grads;
+            else
+              grads.forEach((grad, k) => {
+                const sum = accumulated![k]!;
+                for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
+              });
+          }
+        },
+        release: (forward, lane) => trainers[lane]!.release(forward),
       },
-    },
-    batch,
-    lossFn,
-    { ...plan, chunks },
-    { keptActivationBytes: keptBudget, provider: 'tfjs', lanes: trainers.length },
-  );
+      batch,
+      lossFn,
+      { ...plan, chunks },
+      { keptActivationBytes: keptBudget, provider: 'tfjs', lanes: trainers.length },
+    );
+  } catch (error) {
+    // An abort, a refused loss or a failed run between the forwards and the backwards: nothing the
+    // workers kept for this update will be read.
+    for (const trainer of trainers) trainer.reset();
+    throw error;
+  }
   return {
     grads: accumulated!.map((sum, k) => tf.tensor(sum, parameters[k]!.variable.shape)),
     ...outcome,
