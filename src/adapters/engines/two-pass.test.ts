@@ -70,6 +70,24 @@ describe('twoPassGradients', () => {
     expect(upstreams).toEqual([[0, 1], [10], [20, 21, 22]]);
   });
 
+  it("with lanes, decides a group's keeps counting the group's earlier keepers", async () => {
+    const { log, steps } = fakeSteps();
+    const plan = { chunks: [[0], [1], [2], [0]], temperature: 1, entropyCoef: 0, scored: 8 };
+    // 400 bytes a chunk: the first group keeps both (nothing measured yet, 800 bytes); in the
+    // second, chunk 2 fits (1200) and chunk 3 would not on top of it (1600 > 1300).
+    await twoPassGradients(steps, batch, lossFn, plan, {
+      keptActivationBytes: 1300,
+      provider: 'test',
+      lanes: 2,
+    });
+    expect(log.slice(0, 4)).toEqual([
+      'forward 0 keep=true',
+      'forward 1 keep=true lane=1',
+      'forward 2 keep=true',
+      'forward 0 keep=false lane=1',
+    ]);
+  });
+
   it('decides from the tokens before each forward whether it keeps: past the budget a forward fetches nothing', async () => {
     const { log, steps } = fakeSteps();
     const plan = { chunks: [[0], [1], [2]], temperature: 1, entropyCoef: 0, scored: 6 };

@@ -75,7 +75,13 @@ export async function twoPassGradients<Forward extends TwoPassForward>(
   for (const group of groups) {
     throwIfAborted(signal, 'update');
     const tokens = group.map((c) => steps.tokens(chunks[c]!));
-    const keep = tokens.map((t) => budget.shouldKeep(t));
+    // A group's chunks run together: each one's keep is decided counting the group's earlier keepers.
+    let keeping = 0;
+    const keep = tokens.map((t) => {
+      const k = budget.shouldKeep(keeping + t);
+      if (k) keeping += t;
+      return k;
+    });
     const done = await Promise.all(group.map((c, lane) => steps.forward(chunks[c]!, keep[lane]!, lane)));
     done.forEach((forward, lane) => {
       if (forward.kept && !budget.admit(forward.keptBytes, tokens[lane]!)) {
