@@ -165,6 +165,22 @@ describe('training through ONNX Runtime', () => {
       ).rejects.toThrow(/lanes/);
   });
 
+  it('the worker lanes train on the weights a checkpoint load brings', async () => {
+    const settings = { seed: 9, training: 'onnx' as const };
+    const two = await tiny({ ...settings, onnx: { intraOpThreads: 1, trainingLanes: 2 } });
+    // The lanes have seen (and hold) seed 9's weights; then another policy's weights are loaded.
+    await two.gradients(BATCH, lossFn);
+    const other = await tiny({ ...settings, seed: 3 });
+    await other.update(BATCH, lossFn);
+    const checkpoint = await other.save();
+    await two.load(checkpoint);
+    const one = await tiny({ ...settings, seed: 3 });
+    await one.load(checkpoint);
+    const expected = await one.gradients(BATCH, lossFn);
+    const actual = await two.gradients(BATCH, lossFn);
+    expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-6);
+  });
+
   it('a failed update leaves the lanes usable: the next one gives the same gradients as one lane', async () => {
     const settings = { seed: 9, training: 'onnx' as const };
     const one = await tiny(settings);
