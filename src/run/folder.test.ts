@@ -14,6 +14,35 @@ beforeEach(async () => {
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
 describe('the run folder', () => {
+  it('continues with other engine settings (threads, lanes, engines), and from a config.json older than them', async () => {
+    const base = { runsDir: dir, runId: 'engines' };
+    const { runDir } = await openRunFolder(parseRunConfig({ ...base, policy: { trainingLanes: 1 } }));
+    await expect(
+      openRunFolder(
+        parseRunConfig({
+          ...base,
+          policy: {
+            trainingLanes: 3,
+            trainingThreads: 2,
+            training: 'onnx',
+            rollouts: 'tfjs',
+            coalesceSessions: false,
+          },
+        }),
+      ),
+    ).resolves.toMatchObject({ runDir });
+    // A config.json written before trainingThreads and trainingLanes existed.
+    const old = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8'));
+    delete old.policy.trainingThreads;
+    delete old.policy.trainingLanes;
+    await writeJsonAtomic(join(runDir, 'config.json'), old);
+    await expect(openRunFolder(parseRunConfig(base))).resolves.toMatchObject({ runDir });
+    // The model itself still has to match.
+    await expect(openRunFolder(parseRunConfig({ ...base, policy: { width: 32 } }))).rejects.toThrow(
+      /other 'policy' settings/,
+    );
+  });
+
   it('keeps no credential in config.json, and continues the same folder with the keys given again', async () => {
     const config = parseRunConfig({
       runsDir: dir,

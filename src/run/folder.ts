@@ -87,8 +87,9 @@ export interface PlannedRunFolder {
 /**
  * The run folder of `config` (a new one with a timestamped id when `runId` is unset), checked but
  * not written: continuing a folder needs the same environment, policy, warm start and seed as
- * before; how sessions share forwards and which engines run rollouts and gradients change the
- * model's numbers in their last bits only, so a folder may continue with another setting of those.
+ * before; how sessions share forwards, which engines run rollouts and gradients, and on how many
+ * threads and lanes change the model's numbers in their last bits only, so a folder may continue
+ * with another setting of those (and from a config.json written before those settings existed).
  * Credentials take no part in the comparison (`config.json` holds none).
  */
 export async function planRunFolder(given: RunConfig): Promise<PlannedRunFolder> {
@@ -100,7 +101,17 @@ export async function planRunFolder(given: RunConfig): Promise<PlannedRunFolder>
     const part = (c: RunConfig, key: (typeof KEPT)[number]) =>
       JSON.stringify(
         key === 'policy' && c.policy
-          ? { ...c.policy, coalesceSessions: null, rollouts: null, training: null }
+          ? // Sorted: a config.json written before a setting existed lists it elsewhere.
+            Object.fromEntries(
+              Object.entries({
+                ...c.policy,
+                coalesceSessions: null,
+                rollouts: null,
+                training: null,
+                trainingThreads: null,
+                trainingLanes: null,
+              }).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+            )
           : c[key],
       );
     for (const key of KEPT) {
