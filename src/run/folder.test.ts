@@ -31,13 +31,17 @@ describe('the run folder', () => {
         }),
       ),
     ).resolves.toMatchObject({ runDir });
-    // A config.json written before trainingThreads and trainingLanes existed.
+    // A config.json written before trainingThreads, trainingLanes and sft.cropPracticeQuestions existed.
     const old = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8'));
     delete old.policy.trainingThreads;
     delete old.policy.trainingLanes;
+    delete old.sft.cropPracticeQuestions;
     await writeJsonAtomic(join(runDir, 'config.json'), old);
     await expect(openRunFolder(parseRunConfig(base))).resolves.toMatchObject({ runDir });
-    // The model itself still has to match.
+    // The model and the warm start themselves still have to match.
+    await expect(
+      openRunFolder(parseRunConfig({ ...base, sft: { cropPracticeQuestions: 5 } })),
+    ).rejects.toThrow(/other 'sft' settings/);
     await expect(openRunFolder(parseRunConfig({ ...base, policy: { width: 32 } }))).rejects.toThrow(
       /other 'policy' settings/,
     );

@@ -89,29 +89,35 @@ export interface PlannedRunFolder {
  * not written: continuing a folder needs the same environment, policy, warm start and seed as
  * before; how sessions share forwards, which engines run rollouts and gradients, and on how many
  * threads and lanes change the model's numbers in their last bits only, so a folder may continue
- * with another setting of those (and from a config.json written before those settings existed).
- * Credentials take no part in the comparison (`config.json` holds none).
+ * with another setting of those. The folder's config.json is parsed as `config` was, so a setting
+ * added since it was written compares at its default. Credentials take no part in the comparison
+ * (`config.json` holds none).
  */
 export async function planRunFolder(given: RunConfig): Promise<PlannedRunFolder> {
   const config = withoutSecretFields(given);
   const runId = config.runId ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const runDir = join(config.runsDir, runId);
-  const previous = await readJsonFile<RunConfig>(join(runDir, RUN_FILES.config));
-  if (previous) {
+  const raw = await readJsonFile<RunConfig>(join(runDir, RUN_FILES.config));
+  if (raw) {
+    // Parsed as `config` was (readRunFolderConfig's way): a config.json written before a setting
+    // existed gets its default, in the schema's order, so only settings that differ refuse.
+    let previous: RunConfig = raw;
+    try {
+      previous = withoutSecretFields(parseRunConfig(raw));
+    } catch {
+      // A config.json this version cannot read: compared as written (and refused where it differs).
+    }
     const part = (c: RunConfig, key: (typeof KEPT)[number]) =>
       JSON.stringify(
         key === 'policy' && c.policy
-          ? // Sorted: a config.json written before a setting existed lists it elsewhere.
-            Object.fromEntries(
-              Object.entries({
-                ...c.policy,
-                coalesceSessions: null,
-                rollouts: null,
-                training: null,
-                trainingThreads: null,
-                trainingLanes: null,
-              }).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-            )
+          ? {
+              ...c.policy,
+              coalesceSessions: null,
+              rollouts: null,
+              training: null,
+              trainingThreads: null,
+              trainingLanes: null,
+            }
           : c[key],
       );
     for (const key of KEPT) {
@@ -123,7 +129,7 @@ export async function planRunFolder(given: RunConfig): Promise<PlannedRunFolder>
       }
     }
   }
-  return { runId, runDir, exists: previous !== null };
+  return { runId, runDir, exists: raw !== null };
 }
 
 /**

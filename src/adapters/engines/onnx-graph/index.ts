@@ -35,6 +35,7 @@ export {
 export { buildTrainingGraph, TRAINING_NAMES, type TrainingGraph } from './training-graph';
 export {
   createOnnxSession,
+  onnxRuntimeEntry,
   onnxSessionOptions,
   CUDA_INSTALL,
   providerProblem,
@@ -43,7 +44,6 @@ export {
 } from './session';
 export {
   createWorkerLane,
-  onnxRuntimeEntry,
   type LaneResult,
   type LaneRun,
   type WorkerLane,

@@ -15,11 +15,15 @@ export type OnnxRuntime = typeof Ort;
 export const CUDA_INSTALL =
   "install onnxruntime-node's CUDA execution provider: on Linux x64, `npm install onnxruntime-node --onnxruntime-node-install=cuda12` with its install script allowed (it downloads the CUDA binaries from NuGet; an .npmrc with onnxruntime-node-install=skip or --ignore-scripts leaves them out), plus CUDA 12 and cuDNN 9 on the library path. Or use executionProvider 'cpu'.";
 
+/** Where onnxruntime-node's CommonJS entry is (throws where it is not installed); a worker lane requires it. */
+export function onnxRuntimeEntry(): string {
+  return createRequire(import.meta.url).resolve('onnxruntime-node');
+}
+
 /** Where onnxruntime-node keeps its native libraries (its CUDA provider is downloaded there). */
 function bindingFolder(): string | null {
   try {
-    const entry = createRequire(import.meta.url).resolve('onnxruntime-node');
-    return join(dirname(entry), '..', 'bin', 'napi-v6', process.platform, process.arch);
+    return join(dirname(onnxRuntimeEntry()), '..', 'bin', 'napi-v6', process.platform, process.arch);
   } catch {
     return null;
   }

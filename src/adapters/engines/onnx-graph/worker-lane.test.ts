@@ -6,8 +6,8 @@ import { promisify } from 'node:util';
 import type * as Ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { encodeOnnxModel, floatValueInfo } from './proto';
-import { onnxSessionOptions } from './session';
-import { createWorkerLane, onnxRuntimeEntry } from './worker-lane';
+import { onnxRuntimeEntry, onnxSessionOptions } from './session';
+import { createWorkerLane } from './worker-lane';
 
 // y = (x + w) * x, with w a static feed (as the weights are) and y's input s kept for a second run.
 const model = (

@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type * as Ort from 'onnxruntime-node';
+import { onnxRuntimeEntry } from './session';
 
 // A second (third, ...) ONNX Runtime on a worker thread, for data-parallel training: onnxruntime-node
 // runs a session on the calling thread (its `run` is synchronous inside a setImmediate), so two runs
@@ -143,11 +143,6 @@ parentPort.on('message', (m) => {
 const wire = (t: Ort.Tensor): WireTensor => ({ type: t.type, data: t.data, dims: t.dims });
 const wireAll = (feeds: Record<string, Ort.Tensor>) =>
   Object.fromEntries(Object.entries(feeds).map(([name, t]) => [name, wire(t)]));
-
-/** Where onnxruntime-node's CommonJS entry is, for a worker to require. */
-export function onnxRuntimeEntry(): string {
-  return createRequire(import.meta.url).resolve('onnxruntime-node');
-}
 
 /**
  * A worker thread with its own sessions of `models` (name -> ONNX bytes), made with

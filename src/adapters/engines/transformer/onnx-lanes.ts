@@ -151,9 +151,9 @@ export async function createWorkerTrainer(ort: OnnxRuntime, shared: TrainerGraph
     },
     async gradients(forward, upstream, entropyWeight) {
       let key = forward.laneKey;
-      // Not kept (or dropped by the budget): the worker runs the forward again, keeping this time.
+      // Not kept (or refused by the budget, and then released): the worker runs the forward again,
+      // keeping this time.
       if (forward.kept === null || key === undefined) {
-        if (key !== undefined) lane.drop(key);
         key = `k${nextKey++}`;
         await forwardRun(forward.feeds, key);
       }

@@ -245,7 +245,7 @@ export async function createOnnxTrainingEngine(
 }
 
 /** Each chunk cut into up to `parts` runs of consecutive rows (the lanes' shares), in order. */
-export function laneChunks(chunks: readonly number[][], parts: number): number[][] {
+function laneChunks(chunks: readonly number[][], parts: number): number[][] {
   if (parts <= 1) return chunks.map((c) => [...c]);
   return chunks.flatMap((chunk) => {
     const n = Math.min(parts, chunk.length);
