@@ -18,8 +18,11 @@
 //   step (lr 1e-4, weight decay 0, gradient norm clipped at 1: the policy's default); tokens/s =
 //   rows x length / the median of TIMED_STEPS steps after WARMUP_STEPS. LoRA: rank 8, alpha 16 on
 //   q/k/v/o_proj (peft's get_peft_model on the PyTorch side). Ours: `policy.update(batch, lossFn)`
-//   (default maxChunkTokens, 1024: a batch over it runs in chunks); PyTorch:
-//   python/scripts/llama_bench.py (forward, cross-entropy, backward, AdamW).
+//   with the core's `sftLossFunction` (its constant gradient declared, so each chunk's forward and
+//   backward run in one pass; default maxChunkTokens, 1024: a batch over it runs in chunks), then
+//   the same steps with the gradient not declared, as an RL loss runs (`*_two_pass_*`: every
+//   forward, the loss, then the backwards); PyTorch: python/scripts/llama_bench.py (forward,
+//   cross-entropy, backward, AdamW).
 //
 // - llama-cpp: the rollout workload (same prompt ids, rows, new tokens and EOS continuations) on
 //   three sides at the same thread count (BENCH_LLAMA_CPP_THREADS, default 2): ours, PyTorch and
@@ -198,6 +201,14 @@ const shapeOf = (workload: Workload) =>
     ? { rows: ROLLOUT.rows, newTokens: ROLLOUT.newTokens }
     : { batch: `${rowsOf(workload)}x${TRAIN.length}` };
 
+/** A training child's tokens/s on the two-pass path (the loss without its constant gradient), if it measured it. */
+function twoPassTokensPerSecond(workload: Workload, result: ChildResult): number | undefined {
+  const seconds = result.twoPassSeconds;
+  if (!Array.isArray(seconds) || seconds.length === 0) return undefined;
+  const sorted = [...(seconds as number[])].sort((a, b) => a - b);
+  return (rowsOf(workload) * TRAIN.length) / sorted[Math.floor(sorted.length / 2)]!;
+}
+
 async function main(): Promise<void> {
   const model = modelPath();
   if (!existsSync(model)) {
@@ -275,6 +286,14 @@ async function main(): Promise<void> {
             ...(result.eosContinuations !== undefined && { eosContinuations: result.eosContinuations }),
             ...(result.losses !== undefined && { losses: result.losses }),
           });
+          if (Array.isArray(result.twoPassSeconds))
+            print({
+              figure: `${FIGURE[workload]}_two_pass_tokens_per_s`,
+              ...common,
+              value: round(twoPassTokensPerSecond(workload, result)!),
+              seconds: (result.twoPassSeconds as number[]).map(round),
+              note: 'the same loss without its constant gradient declared, as an RL loss runs: every forward, the loss, then the backwards',
+            });
           if (typeof result.rescoreSeconds === 'number')
             print({
               figure: 'llama_cpp_rollout_with_rescore_tokens_per_s',
@@ -365,6 +384,13 @@ async function main(): Promise<void> {
       value: round(ours.tokensPerSecond / torch.tokensPerSecond),
       ...pair,
     });
+    const twoPass = twoPassTokensPerSecond(workload, ours);
+    if (twoPass !== undefined)
+      print({
+        figure: `${FIGURE[workload]}_two_pass_ratio`,
+        value: round(twoPass / torch.tokensPerSecond),
+        ...pair,
+      });
     if (workload !== 'rollout')
       print({
         figure: `${FIGURE[workload]}_peak_rss_ratio`,

@@ -58,10 +58,18 @@ export interface LogProbBatch {
 }
 
 /** The core's loss: value and d value / d logp for each requested position (same shape). */
-export type LossFunction = (newLogProbs: number[][]) => {
+export type LossFunction = ((newLogProbs: number[][]) => {
   value: number;
   gradNewLogProbs: number[][];
   metrics?: Record<string, number>;
+}) & {
+  /**
+   * Set when the loss is linear in the log-probs (supervised fine-tuning's negative
+   * log-likelihood): its d value / d logp, the same whatever the log-probs are. An engine may then
+   * run each chunk's forward and backward in one pass, fed this gradient before the forward, instead
+   * of every forward before the loss; the gradient the loss then returns must equal it.
+   */
+  readonly constantGradient?: number[][];
 };
 
 /** Options of one `update`. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { PortOutputError } from '../../core/errors';
 import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
 import { type TwoPassForward, twoPassGradients } from './two-pass';
 
@@ -124,5 +125,66 @@ describe('twoPassGradients', () => {
     await expect(
       twoPassGradients(steps, batch, lossFn, plan, { keptActivationBytes: 0, provider: 'test' }),
     ).rejects.toThrow(/update/);
+  });
+
+  describe('a loss with a constant gradient (supervised fine-tuning)', () => {
+    const declared = batch.positions.map((row, i) => row.map((_, t) => 10 * i + t));
+    const linear: LossFunction = Object.assign((newLogProbs: number[][]) => lossFn(newLogProbs), {
+      constantGradient: declared,
+    });
+    function withFused() {
+      const fake = fakeSteps();
+      const steps = {
+        ...fake.steps,
+        async fused(chunk: readonly number[], upstream: Float32Array, entropyWeight: number, lane = 0) {
+          fake.log.push(
+            `fused ${chunk.join()} entropyWeight=${entropyWeight}${lane > 0 ? ` lane=${lane}` : ''}`,
+          );
+          fake.upstreams.push([...upstream]);
+          const scored = chunk.flatMap((i) => batch.positions[i]!);
+          return { tokenLogProbs: Float32Array.from(scored, (_, k) => -(k + 1)), entropySum: chunk.length };
+        },
+      };
+      return { ...fake, steps };
+    }
+
+    it('runs each chunk forward and backward in one run, fed the declared gradient, lanes as the two passes', async () => {
+      const { log, upstreams, steps } = withFused();
+      const plan = { chunks: [[2, 0], [1]], temperature: 1, entropyCoef: 0.5, scored: 6 };
+      const outcome = await twoPassGradients(steps, batch, linear, plan, {
+        keptActivationBytes: 1e9,
+        provider: 'test',
+        lanes: 2,
+      });
+      expect(log).toEqual([`fused 2,0 entropyWeight=${0.5 / 6}`, `fused 1 entropyWeight=${0.5 / 6} lane=1`]);
+      expect(upstreams).toEqual([[20, 21, 22, 0, 1], [10]]);
+      // The loss is asked after, on the fused runs' log-probs: the same value as the two passes give.
+      expect(outcome.value).toBe(-16);
+      expect(outcome.entropy).toBeCloseTo(3 / 6);
+    });
+
+    it('runs the two passes where the engine has no fused run', async () => {
+      const { log, steps } = fakeSteps();
+      const plan = { chunks: [[0, 1, 2]], temperature: 1, entropyCoef: 0, scored: 6 };
+      await twoPassGradients(steps, batch, linear, plan, { keptActivationBytes: 1e9, provider: 'test' });
+      expect(log).toEqual(['forward 0,1,2 keep=true', 'backward 0,1,2 kept=true']);
+    });
+
+    it('refuses a declared gradient the loss does not return, naming the place', async () => {
+      const { steps } = withFused();
+      const wrong: LossFunction = Object.assign((newLogProbs: number[][]) => lossFn(newLogProbs), {
+        constantGradient: declared.map((row, i) => row.map((g, t) => (i === 1 && t === 0 ? g + 1 : g))),
+      });
+      const plan = { chunks: [[0, 1, 2]], temperature: 1, entropyCoef: 0, scored: 6 };
+      const run = twoPassGradients(steps, batch, wrong, plan, { keptActivationBytes: 0, provider: 'test' });
+      await expect(run).rejects.toThrow(PortOutputError);
+      await expect(run).rejects.toMatchObject({ field: 'lossFn.constantGradient[1][0]' });
+      const misshapen: LossFunction = Object.assign((newLogProbs: number[][]) => lossFn(newLogProbs), {
+        constantGradient: [[0, 1]],
+      });
+      await expect(
+        twoPassGradients(steps, batch, misshapen, plan, { keptActivationBytes: 0, provider: 'test' }),
+      ).rejects.toMatchObject({ field: 'lossFn().gradNewLogProbs' });
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { throwIfAborted } from '../../core/errors';
+import { PortOutputError, throwIfAborted } from '../../core/errors';
 import type { LogProbBatch, LossFunction } from '../../ports/policy-backend';
 import { checkLossOutput } from '../../rollout-engine/batch-checks';
 import { createKeptBudget } from '../../rollout-engine/kept-budget';
@@ -41,6 +41,17 @@ export interface TwoPassSteps<Forward extends TwoPassForward> {
   ): Promise<void>;
   /** Frees what a forward kept when the budget refused it after all (optional: where it is held elsewhere). */
   release?(forward: Forward, lane: number): void;
+  /**
+   * The forward and the backward in one run, fed `upstream` before the forward (for a loss whose
+   * gradient is known before the log-probs are: `LossFunction.constantGradient`): the gradients
+   * added into the engine's sums, the chunk's log-probs and entropy sum returned. Optional.
+   */
+  fused?(
+    chunk: readonly number[],
+    upstream: Float32Array,
+    entropyWeight: number,
+    lane: number,
+  ): Promise<Pick<TwoPassForward, 'tokenLogProbs' | 'entropySum'>>;
 }
 
 /** What the loss said, and the mean entropy over the scored positions. */
@@ -68,6 +79,16 @@ export async function twoPassGradients<Forward extends TwoPassForward>(
   const groups: number[][] = [];
   for (let c = 0; c < chunks.length; c += lanes)
     groups.push(Array.from({ length: Math.min(lanes, chunks.length - c) }, (_, k) => c + k));
+  if (lossFn.constantGradient && steps.fused)
+    return fusedGradients(
+      steps.fused.bind(steps),
+      batch,
+      lossFn,
+      lossFn.constantGradient,
+      plan,
+      groups,
+      options.provider,
+    );
   const newLogProbs: number[][] = batch.positions.map(() => []);
   const forwards: Forward[] = [];
   let entropySum = 0;
@@ -109,5 +130,54 @@ export async function twoPassGradients<Forward extends TwoPassForward>(
       }),
     );
   }
+  return { value: loss.value, metrics: loss.metrics ?? {}, entropy: entropySum / scored };
+}
+
+/**
+ * A loss with a constant gradient (supervised fine-tuning): each chunk's forward and backward in one
+ * run, fed that gradient, so nothing is handed from a forward to its backward; the loss is asked
+ * after, for its value and metrics, and refused if its gradient is not the one it declared.
+ */
+async function fusedGradients(
+  fused: NonNullable<TwoPassSteps<TwoPassForward>['fused']>,
+  batch: LogProbBatch,
+  lossFn: LossFunction,
+  gradient: number[][],
+  plan: GradientPlan,
+  groups: readonly number[][],
+  provider: string,
+): Promise<TwoPassOutcome> {
+  const { chunks, scored, signal } = plan;
+  const declared = checkLossOutput({ value: 0, gradNewLogProbs: gradient }, batch, provider).gradNewLogProbs;
+  const entropyWeight = plan.entropyCoef / scored;
+  const newLogProbs: number[][] = batch.positions.map(() => []);
+  let entropySum = 0;
+  for (const group of groups) {
+    throwIfAborted(signal, 'update');
+    const done = await Promise.all(
+      group.map((c, lane) => {
+        const upstream = Float32Array.from(chunks[c]!.flatMap((i) => declared[i]!));
+        return fused(chunks[c]!, upstream, entropyWeight, lane);
+      }),
+    );
+    done.forEach((result, lane) => {
+      let at = 0;
+      for (const i of chunks[group[lane]!]!)
+        newLogProbs[i] = batch.positions[i]!.map(() => result.tokenLogProbs[at++]!);
+      entropySum += result.entropySum;
+    });
+  }
+  const loss = checkLossOutput(lossFn(newLogProbs), batch, provider);
+  loss.gradNewLogProbs.forEach((row, i) =>
+    row.forEach((g, j) => {
+      if (g !== declared[i]![j])
+        throw new PortOutputError({
+          port: 'policy',
+          provider,
+          field: `lossFn.constantGradient[${i}][${j}]`,
+          message: `is ${declared[i]![j]} but the loss returned ${g} there: a loss whose gradient depends on the log-probs must not declare constantGradient (no update was applied)`,
+        });
+    }),
+  );
   return { value: loss.value, metrics: loss.metrics ?? {}, entropy: entropySum / scored };
 }

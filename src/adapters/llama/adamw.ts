@@ -1,7 +1,9 @@
 // AdamW on float32 arrays, the update of torch.optim.AdamW (the tfjs policy's adamw.ts, without
-// tfjs): p *= 1 - lr * wd (matrices only); m, v moments; p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
+// tfjs): p *= 1 - lr * wd (matrices only); m, v moments; p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps),
+// each element in float32 by the WebAssembly kernel of engines/adamw-kernel.ts.
 // The global gradient norm is clipped as torch.nn.utils.clip_grad_norm_ does (engines/adamw-schedule.ts).
 
+import { adamwStep } from '../engines/adamw-kernel';
 import { AdamWSchedule, type AdamWStepOutcome } from '../engines/adamw-schedule';
 
 export class FloatAdamW extends AdamWSchedule {
@@ -41,35 +43,5 @@ export class FloatAdamW extends AdamWSchedule {
       adamwStep(p, g, m, v, { clip, beta1, beta2, decay, stepSize, inverseBc2: 1 / bc2, epsilon });
     }
     return { gradNorm, applied: true, learningRate };
-  }
-}
-
-/** One tensor's update; a plain loop over typed arrays, constants hoisted (about 8 ns an element, memory-bound). */
-function adamwStep(
-  p: Float32Array,
-  g: Float32Array,
-  m: Float32Array,
-  v: Float32Array,
-  k: {
-    clip: number;
-    beta1: number;
-    beta2: number;
-    decay: number;
-    stepSize: number;
-    inverseBc2: number;
-    epsilon: number;
-  },
-): void {
-  const { clip, beta1, beta2, decay, stepSize, inverseBc2, epsilon } = k;
-  const c1 = 1 - beta1;
-  const c2 = 1 - beta2;
-  const n = p.length;
-  for (let i = 0; i < n; i++) {
-    const gi = g[i]! * clip;
-    const mi = beta1 * m[i]! + c1 * gi;
-    const vi = beta2 * v[i]! + c2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i]! * decay - (stepSize * mi) / (Math.sqrt(vi) * inverseBc2 + epsilon);
   }
 }

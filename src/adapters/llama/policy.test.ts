@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, NotTrainableError } from '../../core/errors';
+import { sftLossFunction } from '../../core/rl/policy-update';
+import type { LossFunction } from '../../ports/policy-backend';
 import { CHATML, writeTinyLlama } from './__fixtures__/tiny-llama';
 import { chatFormatOf, createLlamaPolicy, type LlamaPolicy } from './policy';
 
@@ -113,6 +115,38 @@ describe('createLlamaPolicy', () => {
     for (const other of after.slice(1))
       other.forEach((row, i) => row.forEach((v, k) => expect(v).toBeCloseTo(after[0]![i]![k]!, 5)));
   });
+
+  it.each([
+    ['full', {}],
+    ['lora', { lora: { rank: 2, alpha: 4, dropout: 0.3 } }],
+  ] as const)(
+    '%s: a supervised loss trains as its two passes do, in one run a chunk (the same weights after)',
+    async (finetune, extra) => {
+      const settings = { finetune, ...extra, optimizer: { learningRate: 1e-2 }, maxChunkTokens: 16, seed: 3 };
+      const texts = ['<search>river length</search>', '<answer>1204 km</answer>', '<search>Nile</search>'];
+      const after: number[][][] = [];
+      const values: number[] = [];
+      for (const declared of [true, false]) {
+        const p = await policy(settings);
+        const ids = texts.map((t) => p.tokenizer.encode(t));
+        const batch = { inputIds: ids, positions: ids.map((row) => row.slice(1).map((_, i) => i + 1)) };
+        const sft = sftLossFunction(batch);
+        // The same loss with its gradient not declared runs as an RL loss: every forward, then the backwards.
+        const lossFn: LossFunction = declared ? sft : (logProbs) => sft(logProbs);
+        for (let step = 0; step < 2; step++) {
+          const result = await p.update(batch, lossFn, { entropyCoef: 0.1 });
+          expect(result.applied).toBe(true);
+          values.push(result.value);
+        }
+        after.push(await p.logProbs(batch));
+      }
+      expect(values[0]).toBeCloseTo(values[2]!, 5);
+      expect(values[1]).toBeCloseTo(values[3]!, 5);
+      // The second step's loss moved, so the weights the comparison reads were trained.
+      expect(values[1]).not.toBeCloseTo(values[0]!, 3);
+      after[1]!.forEach((row, i) => row.forEach((v, k) => expect(v).toBeCloseTo(after[0]![i]![k]!, 5)));
+    },
+  );
 
   it('LoRA starts as the base model (B is zero) and counts only the adapter', async () => {
     const base = await policy({ finetune: 'none' });

@@ -4,7 +4,13 @@ import { createRandom } from '../random';
 import type { LogProbBatch, LossFunction, PolicyBackend, UpdateResult } from '../../ports/policy-backend';
 import { ppoClipLoss } from './__fixtures__/loss-settings';
 import { trajectoryWith } from './__fixtures__/trajectories';
-import { lengthBucketedBatches, sftExamples, updatePolicy, type PolicyUpdateSettings } from './policy-update';
+import {
+  lengthBucketedBatches,
+  sftExamples,
+  sftLossFunction,
+  updatePolicy,
+  type PolicyUpdateSettings,
+} from './policy-update';
 
 /** The log-prob `trajectoryWith` records for a token id. */
 const recorded = (tokenId: number) => -0.1 * (tokenId - 100);
@@ -146,6 +152,21 @@ describe('updatePolicy', () => {
         signal: controller.signal,
       }),
     ).rejects.toThrow(AbortedError);
+  });
+});
+
+describe('sftLossFunction', () => {
+  it('is -mean logp, and declares the gradient it returns whatever the log-probs (engines may run it in one pass)', () => {
+    const loss = sftLossFunction({ positions: [[1, 2], [3]] });
+    const at = [[-1, -2], [-3]];
+    const result = loss(at);
+    expect(result.value).toBeCloseTo(2);
+    expect(loss.constantGradient).toEqual([[-1 / 3, -1 / 3], [-1 / 3]]);
+    expect(result.gradNewLogProbs).toEqual(loss.constantGradient);
+    expect(loss([[-5, 0], [-0.5]]).gradNewLogProbs).toEqual(loss.constantGradient);
+    // What the loss returns is a copy: a caller changing it does not change the declaration.
+    result.gradNewLogProbs[0]![0] = 9;
+    expect(loss.constantGradient![0]![0]).toBe(-1 / 3);
   });
 });
 

@@ -193,15 +193,17 @@ export function sftExamples(trajectories: readonly Trajectory[]): SftExample[] {
 /** Cross-entropy on the demonstrated tokens: loss = -mean logp, d loss / d logp = -1 / N. */
 export function sftLossFunction(batch: Pick<LogProbBatch, 'positions'>): LossFunction {
   const count = batch.positions.reduce((n, row) => n + row.length, 0);
-  return (newLogProbs) => {
+  const constantGradient = batch.positions.map((row) => row.map(() => -1 / count));
+  const loss = (newLogProbs: number[][]) => {
     let sum = 0;
     for (const row of newLogProbs) for (const v of row) sum += v;
     return {
       value: -sum / count,
-      gradNewLogProbs: newLogProbs.map((row) => row.map(() => -1 / count)),
+      gradNewLogProbs: constantGradient.map((row) => [...row]),
       metrics: { nll: -sum / count },
     };
   };
+  return Object.assign(loss, { constantGradient });
 }
 
 /** What `runSft` did: the loss per epoch and the updates applied and skipped. */

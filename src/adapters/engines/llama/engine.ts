@@ -13,6 +13,15 @@ import type { LlamaConfig } from './config';
 import { createFeedBuilders, type DropoutMasks, int64 } from './engine-feeds';
 
 export type { DropoutMasks } from './engine-feeds';
+export type {
+  LlamaEngine,
+  LlamaEngineOptions,
+  LlamaRow,
+  ScoredChunk,
+  TrainingForward,
+  WeightMap,
+} from './engine-types';
+import type { LlamaEngine, LlamaEngineOptions, LlamaRow, WeightMap } from './engine-types';
 import { createKvSlabs } from './kv-slab';
 import {
   buildLlamaGraph,
@@ -26,85 +35,6 @@ import {
 // llama-graph.ts. Frozen weights are constants of the sessions (ONNX Runtime packs each matrix
 // once per session), so LoRA and inference pay nothing per run for the base model; weights that
 // train (full fine-tuning) are inputs fed at each run from the live arrays.
-
-/** One rollout: its tokens and its key/value cache. */
-export interface LlamaRow extends ScheduledRow, KvCacheRow {
-  released?: boolean;
-}
-
-/** Float32 arrays by Hugging Face name. */
-export type WeightMap = Map<string, Float32Array>;
-
-export interface LlamaEngineOptions {
-  config: LlamaConfig;
-  base: WeightMap;
-  /** When present, the adapter's weights (updated in place by training). */
-  lora?: { shape: LoraShape; weights: WeightMap };
-  /** Full fine-tuning: the base weights are inputs (they change), not constants. */
-  trainBase: boolean;
-  session: OnnxSessionOptions;
-  /** Rows per decode forward. */
-  maxBatchRows: number;
-  /** Tokens (rows x padded length) per score or train run. */
-  maxChunkTokens: number;
-}
-
-export interface ScoredChunk {
-  tokenLogProbs: Float32Array;
-  entropySum: number;
-}
-
-export interface LlamaEngine {
-  readonly kvShape: KvCacheShape;
-  /** Feeds every row's uncached tokens; log-probs at each row's last token. */
-  decode(rows: LlamaRow[], temperature: number): Promise<Float32Array[]>;
-  /** Row chunks for `score` and `gradients` (each under maxChunkTokens). */
-  chunks(lengths: readonly number[]): number[][];
-  score(
-    sequences: readonly (readonly number[])[],
-    positions: readonly (readonly number[])[],
-    temperature: number,
-    dropout?: DropoutMasks,
-    /** Score the base model: the LoRA adapter's B matrices fed as zeros (the adapter then adds nothing). */
-    withoutAdapter?: boolean,
-  ): Promise<ScoredChunk>;
-  /**
-   * The training forward of one chunk: its log-probs and entropy sum, and the activations its
-   * backward reads, kept (while `keep` says so) so that `gradients` runs the backward alone.
-   */
-  trainingForward(
-    sequences: readonly (readonly number[])[],
-    positions: readonly (readonly number[])[],
-    temperature: number,
-    options: { entropy: boolean; dropout?: DropoutMasks; keep: boolean },
-  ): Promise<TrainingForward>;
-  /**
-   * Gradients of sum upstream * logp - entropyWeight * entropy by each trainable weight (added
-   * into `into`) at the weights `forward` saw; runs the forward again first when its activations
-   * were not kept. The activations are dropped after.
-   */
-  gradients(
-    forward: TrainingForward,
-    upstream: Float32Array,
-    entropyWeight: number,
-    into: WeightMap,
-  ): Promise<void>;
-  /** The trainable weights' names. */
-  readonly trainableNames: readonly string[];
-  /** Drops the sessions whose constants are the base weights (after a full-model load). */
-  dispose(): Promise<void>;
-}
-
-/** One chunk's training forward (see LlamaEngine.trainingForward). */
-export interface TrainingForward extends ScoredChunk {
-  readonly entropy: boolean;
-  readonly feeds: Record<string, Ort.Tensor>;
-  readonly ids: readonly number[];
-  /** The activations the backward reads; null when not kept or dropped. */
-  kept: Record<string, Ort.Tensor> | null;
-  /** Their bytes (0 when not kept). */
-  readonly keptBytes: number;
-}
 
 /**
  * What the backward computes again from kept activations instead of fetching them out of the
@@ -305,6 +235,26 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
     return zeroAdapter;
   };
 
+  /** A backward's gradients added into `into` (the embedding's rows scattered by the chunk's token ids). */
+  const addGradients = (out: Ort.InferenceSession.ReturnType, ids: readonly number[], into: WeightMap) => {
+    for (const name of trainableNames) {
+      const g = out[LLAMA_NAMES.gradient(name)]!.data as Float32Array;
+      const target = into.get(name);
+      // The first chunk's gradient is taken as it came (a fresh array of this run's output).
+      if (!target) into.set(name, g);
+      else for (let i = 0; i < g.length; i++) target[i]! += g[i]!;
+    }
+    if (trainBase) {
+      const rows = out[LLAMA_NAMES.embeddingRows]!.data as Float32Array;
+      const d = config.hiddenSize;
+      const target = into.get('model.embed_tokens.weight')!;
+      ids.forEach((id, t) => {
+        const from = t * d;
+        const to = id * d;
+        for (let j = 0; j < d; j++) target[to + j]! += rows[from + j]!;
+      });
+    }
+  };
   const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) =>
     Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
   return {
@@ -398,23 +348,33 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
           [LLAMA_NAMES.entropyWeight]: new ort.Tensor('float32', new Float32Array([entropyWeight]), []),
         }),
       });
-      for (const name of trainableNames) {
-        const g = out[LLAMA_NAMES.gradient(name)]!.data as Float32Array;
-        const target = into.get(name);
-        // The first chunk's gradient is taken as it came (a fresh array of this run's output).
-        if (!target) into.set(name, g);
-        else for (let i = 0; i < g.length; i++) target[i]! += g[i]!;
-      }
-      if (trainBase) {
-        const rows = out[LLAMA_NAMES.embeddingRows]!.data as Float32Array;
-        const d = config.hiddenSize;
-        const target = into.get('model.embed_tokens.weight')!;
-        forward.ids.forEach((id, t) => {
-          const from = t * d;
-          const to = id * d;
-          for (let j = 0; j < d; j++) target[to + j]! += rows[from + j]!;
-        });
-      }
+      addGradients(out, forward.ids, into);
+    },
+    async trainingStep(
+      sequences,
+      positions,
+      temperature,
+      { entropy, dropout },
+      upstream,
+      entropyWeight,
+      into,
+    ) {
+      const { session, inputs } = await sessionOf('train', entropy);
+      const { feeds, tokens, ids } = sequenceFeeds(sequences, positions, temperature);
+      const out = await session.run({
+        ...weightFeeds(inputs),
+        ...feeds,
+        ...dropoutFeeds(inputs, dropout, tokens),
+        [LLAMA_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
+        ...(inputs.has(LLAMA_NAMES.entropyWeight) && {
+          [LLAMA_NAMES.entropyWeight]: new ort.Tensor('float32', new Float32Array([entropyWeight]), []),
+        }),
+      });
+      addGradients(out, ids, into);
+      return {
+        tokenLogProbs: out[LLAMA_NAMES.tokenLogProbs]!.data as Float32Array,
+        entropySum: (out[LLAMA_NAMES.entropySum]!.data as Float32Array)[0]!,
+      };
     },
     async dispose() {
       const made = [...sessions.values()];

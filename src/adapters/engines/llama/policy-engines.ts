@@ -50,6 +50,19 @@ export function createLlamaTrainingEngine(
           },
           backward: (_chunk, forward, upstream, entropyWeight) =>
             engine.gradients(forward, upstream, entropyWeight, gradients),
+          fused(chunk, upstream, entropyWeight) {
+            const rows = rowsOf(chunk);
+            const masks = options.dropout(tokensOf(rows));
+            return engine.trainingStep(
+              rows,
+              chunk.map((i) => batch.positions[i]!),
+              plan.temperature,
+              { entropy: plan.entropyCoef !== 0, ...(masks && { dropout: masks }) },
+              upstream,
+              entropyWeight,
+              gradients,
+            );
+          },
         },
         batch,
         lossFn,

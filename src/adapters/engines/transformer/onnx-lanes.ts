@@ -31,6 +31,14 @@ export interface OnnxTrainingForward extends TwoPassForward {
   keptBytes: number;
 }
 
+/** One chunk's forward and backward in one run (`OnnxTrainer.step`). */
+export interface OnnxTrainingStep {
+  tokenLogProbs: Float32Array;
+  entropySum: number;
+  /** By weight, in `model.parameters` order. */
+  gradients: Float32Array[];
+}
+
 export interface OnnxTrainer {
   /** `keep` false: only the log-probs and the entropy sum are fetched (no activations copied out). */
   forward(
@@ -48,6 +56,17 @@ export interface OnnxTrainer {
     upstream: Float32Array,
     entropyWeight: number,
   ): Promise<Float32Array[]>;
+  /**
+   * The forward and the backward in one run of the uncut training graph, fed `upstream` before the
+   * forward (a loss with a constant gradient): the log-probs, the entropy sum and the gradients.
+   */
+  step(
+    rows: number[][],
+    positions: number[][],
+    temperature: number,
+    upstream: Float32Array,
+    entropyWeight: number,
+  ): Promise<OnnxTrainingStep>;
   /** Frees what `forward` kept (it will not be used: its backward runs the forward again). */
   release(forward: OnnxTrainingForward): void;
   /** Frees everything forwards kept: after an update that failed between its forwards and backwards. */
@@ -59,6 +78,8 @@ export interface OnnxTrainer {
 export interface TrainerGraphs {
   forwardModel: Uint8Array;
   backwardModel: Uint8Array;
+  /** The training graph uncut: forward and backward in one run (`OnnxTrainer.step`). */
+  trainModel: Uint8Array;
   options: OnnxSessionOptions;
   /** Forward outputs: the log-probs, the entropy sum, then every activation the backward may read. */
   forwardOutputs: string[];
@@ -82,8 +103,47 @@ export const laneError = (what: string, error: unknown) =>
     cause: error,
   });
 
+/** The loss's feeds of a backward: d loss / d logp and the entropy bonus's weight. */
+export const lossFeeds = (
+  ort: OnnxRuntime,
+  upstream: Float32Array,
+  entropyWeight: number,
+): Record<string, Ort.Tensor> => ({
+  [TRAINING_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
+  [TRAINING_NAMES.entropyWeight]: new ort.Tensor('float32', Float32Array.of(entropyWeight), []),
+});
+
+/** A backward's (or a step's) outputs as the gradients by weight, the token embedding's rows added. */
+export function gradientsOf(
+  shared: TrainerGraphs,
+  outputs: Record<string, { data: unknown }>,
+  feeds: Record<string, Ort.Tensor>,
+): Float32Array[] {
+  const gradients = shared.gradientNames.map((name) => outputs[name]!.data as Float32Array);
+  addTokenRows(
+    shared,
+    gradients,
+    outputs[TRAINING_NAMES.tokenRowsGradient]!.data as Float32Array,
+    feeds[TRAINING_NAMES.ids]!.data as BigInt64Array,
+  );
+  return gradients;
+}
+
+/** A step's outputs: its log-probs, entropy sum and gradients. */
+export function stepOf(
+  shared: TrainerGraphs,
+  outputs: Record<string, { data: unknown }>,
+  feeds: Record<string, Ort.Tensor>,
+): OnnxTrainingStep {
+  return {
+    tokenLogProbs: outputs[TRAINING_NAMES.tokenLogProbs]!.data as Float32Array,
+    entropySum: (outputs[TRAINING_NAMES.entropySum]!.data as Float32Array)[0]!,
+    gradients: gradientsOf(shared, outputs, feeds),
+  };
+}
+
 /** The gradients' token-embedding part from the input gather: each token's row added at its id. */
-export function addTokenRows(
+function addTokenRows(
   shared: TrainerGraphs,
   gradients: Float32Array[],
   rows: Float32Array,
@@ -105,10 +165,10 @@ export function addTokenRows(
  */
 export async function createWorkerTrainer(ort: OnnxRuntime, shared: TrainerGraphs): Promise<OnnxTrainer> {
   const lane = await createWorkerLane(
-    { forward: shared.forwardModel, backward: shared.backwardModel },
+    { forward: shared.forwardModel, backward: shared.backwardModel, train: shared.trainModel },
     onnxSessionOptions(shared.options),
   );
-  const { forwardOutputs, backwardOutputs, gradientNames, backwardReads } = shared;
+  const { forwardOutputs, backwardOutputs, backwardReads } = shared;
   let sentWeights: Record<string, Ort.Tensor> | null = null;
   let nextKey = 0;
   const run = async (request: LaneRun, what: string) => {
@@ -118,12 +178,15 @@ export async function createWorkerTrainer(ort: OnnxRuntime, shared: TrainerGraph
       throw laneError(what, error);
     }
   };
-  const forwardRun = (feeds: Record<string, Ort.Tensor>, key: string | null) => {
+  const sendWeights = () => {
     const weights = shared.currentWeights();
     if (weights !== sentWeights) {
       lane.setStatic(weights);
       sentWeights = weights;
     }
+  };
+  const forwardRun = (feeds: Record<string, Ort.Tensor>, key: string | null) => {
+    sendWeights();
     return run(
       {
         session: 'forward',
@@ -160,24 +223,26 @@ export async function createWorkerTrainer(ort: OnnxRuntime, shared: TrainerGraph
       const result = await run(
         {
           session: 'backward',
-          feeds: {
-            ...forward.feeds,
-            [TRAINING_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
-            [TRAINING_NAMES.entropyWeight]: new ort.Tensor('float32', Float32Array.of(entropyWeight), []),
-          },
+          feeds: { ...forward.feeds, ...lossFeeds(ort, upstream, entropyWeight) },
           fetches: backwardOutputs,
           useKept: key,
         },
         'backward',
       );
-      const gradients = gradientNames.map((name) => result.outputs[name]!.data as Float32Array);
-      addTokenRows(
-        shared,
-        gradients,
-        result.outputs[TRAINING_NAMES.tokenRowsGradient]!.data as Float32Array,
-        forward.feeds[TRAINING_NAMES.ids]!.data as BigInt64Array,
+      return gradientsOf(shared, result.outputs, forward.feeds);
+    },
+    async step(rows, positions, temperature, upstream, entropyWeight) {
+      const feeds = shared.batchFeeds(rows, positions, temperature);
+      sendWeights();
+      const result = await run(
+        {
+          session: 'train',
+          feeds: { ...feeds, ...lossFeeds(ort, upstream, entropyWeight) },
+          fetches: [TRAINING_NAMES.tokenLogProbs, TRAINING_NAMES.entropySum, ...backwardOutputs],
+        },
+        'forward and backward',
       );
-      return gradients;
+      return stepOf(shared, result.outputs, feeds);
     },
     release(forward) {
       if (forward.laneKey !== undefined) lane.drop(forward.laneKey);

@@ -1,5 +1,6 @@
 import type * as Ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
+import { sftLossFunction } from '../../../core/rl/policy-update';
 import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
 import { useTinyPolicies } from '../../tfjs/__fixtures__/tiny-policy';
 import { createOnnxTrainingEngine } from './onnx-training';
@@ -128,6 +129,27 @@ describe('training through ONNX Runtime', () => {
       }
       const [a, b] = [await many.logProbs(BATCH), await one.logProbs(BATCH)];
       a.forEach((row, i) => row.forEach((lp, t) => expect(Math.abs(lp - b[i]![t]!)).toBeLessThan(1e-4)));
+    });
+  }
+
+  for (const [lanes, maxAttentionElements] of [
+    [1, 16_000_000],
+    [1, 2 * 11 * 11],
+    [2, 2 * 11 * 11],
+  ] as const) {
+    const chunks = maxAttentionElements > 1000 ? 'one chunk' : 'a chunk per row';
+    it(`a supervised loss (constant gradient) gives the two passes' gradients in one run a chunk (${lanes} lane${lanes > 1 ? 's' : ''}, ${chunks})`, async () => {
+      const settings = { seed: 9, maxAttentionElements, training: 'onnx' as const };
+      const policy = await tiny({ ...settings, onnx: { intraOpThreads: 1, trainingLanes: lanes } });
+      const sft = sftLossFunction(BATCH);
+      // Undeclared, the same loss runs as an RL loss does: every forward, then the backwards.
+      const undeclared: LossFunction = (logProbs) => sft(logProbs);
+      for (const entropyCoef of [0, 0.05]) {
+        const expected = await policy.gradients(BATCH, undeclared, { entropyCoef });
+        const actual = await policy.gradients(BATCH, sft, { entropyCoef });
+        expect(actual.value).toBe(expected.value);
+        expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBe(0);
+      }
     });
   }
 

@@ -14,10 +14,12 @@ import {
 import type { ComputedGradients, GradientPlan, TrainingEngine } from '../engine';
 import { twoPassGradients } from '../two-pass';
 import {
-  addTokenRows,
+  gradientsOf,
+  lossFeeds,
   createWorkerTrainer,
   laneError,
   type OnnxTrainer,
+  stepOf,
   type OnnxTrainingForward,
   type TrainerGraphs,
 } from './onnx-lanes';
@@ -96,6 +98,7 @@ function trainerGraphs(ort: OnnxRuntime, model: Transformer, settings: OnnxTrain
   return {
     forwardModel: encodeOnnxModel(graphs.forward, ONNX_OPSET),
     backwardModel: encodeOnnxModel(graphs.backward, ONNX_OPSET),
+    trainModel: encodeOnnxModel(training, ONNX_OPSET),
     // Threads sleep between operators: a training step's operators are large enough that waking
     // costs little, and spinning threads lose most of a shared machine's cores (see `spinning`).
     options: { intraOpThreads: settings.intraOpThreads, sequential: true, spinning: false },
@@ -128,9 +131,11 @@ function trainerGraphs(ort: OnnxRuntime, model: Transformer, settings: OnnxTrain
 async function createOnnxTrainer(ort: OnnxRuntime, shared: TrainerGraphs): Promise<OnnxTrainer> {
   const forwardSession = await createOnnxSession(ort, shared.forwardModel, shared.options);
   const backwardSession = await createOnnxSession(ort, shared.backwardModel, shared.options);
+  // Made at the first step: an engine that only trains RL losses never builds it.
+  let trainSession: Promise<Ort.InferenceSession> | null = null;
   const forwardInputs = new Set(forwardSession.inputNames);
   const backwardInputs = new Set(backwardSession.inputNames);
-  const { forwardOutputs, backwardOutputs, gradientNames } = shared;
+  const { forwardOutputs, backwardOutputs } = shared;
   const only = (names: Set<string>, feeds: Record<string, Ort.Tensor>) =>
     Object.fromEntries(Object.entries(feeds).filter(([name]) => names.has(name)));
   const saved = forwardOutputs.slice(2);
@@ -179,23 +184,25 @@ async function createOnnxTrainer(ort: OnnxRuntime, shared: TrainerGraphs): Promi
         keptOf(await run(forwardSession, only(forwardInputs, forward.feeds), 'forward', forwardOutputs)).kept;
       const results = await run(
         backwardSession,
-        {
-          ...only(backwardInputs, forward.feeds),
-          ...kept,
-          [TRAINING_NAMES.upstream]: new ort.Tensor('float32', upstream, [upstream.length]),
-          [TRAINING_NAMES.entropyWeight]: new ort.Tensor('float32', Float32Array.of(entropyWeight), []),
-        },
+        { ...only(backwardInputs, forward.feeds), ...kept, ...lossFeeds(ort, upstream, entropyWeight) },
         'backward',
         backwardOutputs,
       );
-      const gradients = gradientNames.map((name) => results[name]!.data as Float32Array);
-      addTokenRows(
-        shared,
-        gradients,
-        results[TRAINING_NAMES.tokenRowsGradient]!.data as Float32Array,
-        forward.feeds[TRAINING_NAMES.ids]!.data as BigInt64Array,
+      return gradientsOf(shared, results, forward.feeds);
+    },
+    async step(rows, positions, temperature, upstream, entropyWeight) {
+      trainSession ??= createOnnxSession(ort, shared.trainModel, shared.options);
+      const session = await trainSession.catch((error) => {
+        trainSession = null;
+        throw laneError('session build', error);
+      });
+      const feeds = shared.batchFeeds(rows, positions, temperature);
+      const results = await run(
+        session,
+        { ...shared.currentWeights(), ...feeds, ...lossFeeds(ort, upstream, entropyWeight) },
+        'forward and backward',
       );
-      return gradients;
+      return stepOf(shared, results, feeds);
     },
     // What this lane keeps is in its forwards (`kept`), freed with them.
     release() {},
@@ -203,6 +210,7 @@ async function createOnnxTrainer(ort: OnnxRuntime, shared: TrainerGraphs): Promi
     async dispose() {
       await forwardSession.release();
       await backwardSession.release();
+      if (trainSession) await (await trainSession.catch(() => null))?.release();
     },
   };
 }
@@ -276,6 +284,19 @@ async function computeOnnxGradients(
   let accumulated: Float32Array[] | null = null;
   const arrived = new Map<number, Float32Array[]>();
   let next = 0;
+  /** A chunk's gradients, summed in chunk order whatever order they arrive in. */
+  const arrive = (chunk: readonly number[], gradients: Float32Array[]) => {
+    arrived.set(order.get(chunk as number[])!, gradients);
+    for (let grads = arrived.get(next); grads; grads = arrived.get(next)) {
+      arrived.delete(next++);
+      if (!accumulated) accumulated = grads;
+      else
+        grads.forEach((grad, k) => {
+          const sum = accumulated![k]!;
+          for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
+        });
+    }
+  };
   let outcome: Awaited<ReturnType<typeof twoPassGradients>>;
   try {
     outcome = await twoPassGradients<OnnxTrainingForward>(
@@ -289,21 +310,20 @@ async function computeOnnxGradients(
             keep,
           ),
         async backward(chunk, forward, upstream, entropyWeight, lane) {
-          arrived.set(
-            order.get(chunk as number[])!,
-            await trainers[lane]!.gradients(forward, upstream, entropyWeight),
-          );
-          for (let grads = arrived.get(next); grads; grads = arrived.get(next)) {
-            arrived.delete(next++);
-            if (!accumulated) accumulated = grads;
-            else
-              grads.forEach((grad, k) => {
-                const sum = accumulated![k]!;
-                for (let j = 0; j < grad.length; j++) sum[j]! += grad[j]!;
-              });
-          }
+          arrive(chunk, await trainers[lane]!.gradients(forward, upstream, entropyWeight));
         },
         release: (forward, lane) => trainers[lane]!.release(forward),
+        async fused(chunk, upstream, entropyWeight, lane) {
+          const step = await trainers[lane]!.step(
+            chunk.map((i) => batch.inputIds[i]!),
+            chunk.map((i) => batch.positions[i]!),
+            plan.temperature,
+            upstream,
+            entropyWeight,
+          );
+          arrive(chunk, step.gradients);
+          return step;
+        },
       },
       batch,
       lossFn,
