@@ -1,16 +1,9 @@
 import type * as Ort from 'onnxruntime-node';
 import { AbortedError } from '../../../core/errors';
-import {
-  emptyKvCache,
-  scatterKvCache,
-  type KvCacheRow,
-  type KvCacheShape,
-} from '../../../rollout-engine/kv-cache';
-import type { ScheduledRow } from '../../../rollout-engine/rollout-scheduler';
-import { createOnnxSession, type OnnxRuntime, type OnnxSessionOptions } from '../onnx-graph/index';
+import { emptyKvCache, scatterKvCache, type KvCacheShape } from '../../../rollout-engine/kv-cache';
+import { createOnnxSession, type OnnxRuntime } from '../onnx-graph/index';
 import { type CutGraphs, cutGraph, encodeOnnxModel, withConstantInputs } from '../onnx-graph/index';
-import type { LlamaConfig } from './config';
-import { createFeedBuilders, type DropoutMasks, int64 } from './engine-feeds';
+import { createFeedBuilders, int64 } from './engine-feeds';
 
 export type { DropoutMasks } from './engine-feeds';
 export type {
@@ -23,13 +16,7 @@ export type {
 } from './engine-types';
 import type { LlamaEngine, LlamaEngineOptions, LlamaRow, WeightMap } from './engine-types';
 import { createKvSlabs } from './kv-slab';
-import {
-  buildLlamaGraph,
-  LLAMA_MASKED,
-  LLAMA_NAMES,
-  type LlamaGraphKind,
-  type LoraShape,
-} from './llama-graph';
+import { buildLlamaGraph, LLAMA_MASKED, LLAMA_NAMES, type LlamaGraphKind } from './llama-graph';
 
 // The Llama engine's sessions on ONNX Runtime: decode (rollouts), score and train graphs built by
 // llama-graph.ts. Frozen weights are constants of the sessions (ONNX Runtime packs each matrix
