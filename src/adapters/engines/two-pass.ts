@@ -6,7 +6,9 @@ import type { GradientPlan } from './engine';
 
 // One update on an engine whose forward and backward are two runs (the ONNX Runtime engines of the
 // tfjs policy's transformer and of the Llama family): every chunk's forward first, since the loss
-// needs all the new log-probs, then one backward per chunk fed the loss's g. What a forward keeps
+// needs all the new log-probs, then one backward per chunk fed the loss's g. A loss that declares
+// its gradient (`constantGradient`: supervised fine-tuning's) needs no log-probs for it, so where the
+// engine has a fused run each chunk's forward and backward are one run, fed that gradient. What a forward keeps
 // for its backward adds up over the update: whether a chunk keeps is decided from its tokens before
 // its forward runs (kept-budget.ts), so a chunk that would not fit fetches only its log-probs and
 // its backward runs its forward again.
@@ -109,9 +111,7 @@ export async function twoPassGradients<Forward extends TwoPassForward>(
         forward.kept = null;
         steps.release?.(forward, lane);
       }
-      let at = 0;
-      for (const i of chunks[group[lane]!]!)
-        newLogProbs[i] = batch.positions[i]!.map(() => forward.tokenLogProbs[at++]!);
+      placeLogProbs(batch, chunks[group[lane]!]!, forward.tokenLogProbs, newLogProbs);
       entropySum += forward.entropySum;
       forwards.push(forward);
     });
@@ -123,8 +123,13 @@ export async function twoPassGradients<Forward extends TwoPassForward>(
     await Promise.all(
       group.map(async (c, lane) => {
         const chunk = chunks[c]!;
-        const upstream = Float32Array.from(chunk.flatMap((i) => loss.gradNewLogProbs[i]!));
-        await steps.backward(chunk, forwards[c]!, upstream, entropyWeight, lane);
+        await steps.backward(
+          chunk,
+          forwards[c]!,
+          upstreamOf(chunk, loss.gradNewLogProbs),
+          entropyWeight,
+          lane,
+        );
         // Each chunk's activations go as soon as its gradients are in.
         forwards[c]!.kept = null;
       }),
@@ -155,15 +160,10 @@ async function fusedGradients(
   for (const group of groups) {
     throwIfAborted(signal, 'update');
     const done = await Promise.all(
-      group.map((c, lane) => {
-        const upstream = Float32Array.from(chunks[c]!.flatMap((i) => declared[i]!));
-        return fused(chunks[c]!, upstream, entropyWeight, lane);
-      }),
+      group.map((c, lane) => fused(chunks[c]!, upstreamOf(chunks[c]!, declared), entropyWeight, lane)),
     );
     done.forEach((result, lane) => {
-      let at = 0;
-      for (const i of chunks[group[lane]!]!)
-        newLogProbs[i] = batch.positions[i]!.map(() => result.tokenLogProbs[at++]!);
+      placeLogProbs(batch, chunks[group[lane]!]!, result.tokenLogProbs, newLogProbs);
       entropySum += result.entropySum;
     });
   }
@@ -181,3 +181,18 @@ async function fusedGradients(
   );
   return { value: loss.value, metrics: loss.metrics ?? {}, entropy: entropySum / scored };
 }
+
+/** A chunk's log-probs (row after row, in the chunk's order) put at their rows of `into`. */
+function placeLogProbs(
+  batch: LogProbBatch,
+  chunk: readonly number[],
+  tokenLogProbs: Float32Array,
+  into: number[][],
+): void {
+  let at = 0;
+  for (const i of chunk) into[i] = batch.positions[i]!.map(() => tokenLogProbs[at++]!);
+}
+
+/** The loss's gradient at a chunk's rows, in the order its forward scored them. */
+const upstreamOf = (chunk: readonly number[], gradient: readonly (readonly number[])[]) =>
+  Float32Array.from(chunk.flatMap((i) => gradient[i]!));

@@ -131,7 +131,8 @@ function trainerGraphs(ort: OnnxRuntime, model: Transformer, settings: OnnxTrain
 async function createOnnxTrainer(ort: OnnxRuntime, shared: TrainerGraphs): Promise<OnnxTrainer> {
   const forwardSession = await createOnnxSession(ort, shared.forwardModel, shared.options);
   const backwardSession = await createOnnxSession(ort, shared.backwardModel, shared.options);
-  // Made at the first step: an engine that only trains RL losses never builds it.
+  // Made at the first step: this lane never builds it for RL losses alone (a worker lane makes all
+  // three sessions at its start).
   let trainSession: Promise<Ort.InferenceSession> | null = null;
   const forwardInputs = new Set(forwardSession.inputNames);
   const backwardInputs = new Set(backwardSession.inputNames);
@@ -266,8 +267,9 @@ function laneChunks(chunks: readonly number[][], parts: number): number[][] {
 /**
  * The gradients through ONNX Runtime, in two runs a chunk (two-pass.ts): every chunk's forward gives
  * the loss its log-probs and keeps the activations the backward reads (up to KEPT_ACTIVATION_BYTES
- * over the update, decided before each forward), then per chunk one backward run fed the loss's g.
- * With more than one lane, each chunk is cut into the lanes' shares, which run side by side; the
+ * over the update, decided before each forward), then per chunk one backward run fed the loss's g;
+ * a loss declaring its constant gradient (SFT's) runs one run a chunk of the uncut graph instead
+ * (`OnnxTrainer.step`). With more than one lane, each chunk is cut into the lanes' shares, which run side by side; the
  * chunks' gradients are summed in chunk order whatever order they arrive in.
  */
 async function computeOnnxGradients(
