@@ -2,7 +2,7 @@ import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS, type Random } from '../../core/random';
 import type { PromptRecord } from '../../core/types';
 import { ATTRIBUTES, SYLLABLES } from './attributes';
-import { drawSmallPrintPlaces, pointerLine, REGION_MARGIN_PX, type SmallPrintRole } from './regions';
+import { drawSmallPrintPlaces, pointerLine, REGION_MARGIN_PX, type SmallPrintRole, YEAR } from './regions';
 
 /** Slide size in pixels (16:9). */
 export const SLIDE_WIDTH = 640;
@@ -267,9 +267,7 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
             factId: fact.id,
             entity,
             attribute: attr.attribute,
-            query: [entity, attr.attribute, /\b(19|20)\d\d\b/.exec(made.question)?.[0]]
-              .filter(Boolean)
-              .join(' '),
+            query: [entity, attr.attribute, YEAR.exec(made.question)?.[0]].filter(Boolean).join(' '),
             small: place !== null,
             split: 'train',
             factBox: box,

@@ -67,7 +67,8 @@ function shuffled<T>(random: Random, items: readonly T[]): T[] {
 /** The region the policy is shown for a small-print line: its box with a margin of 3 px. */
 export const REGION_MARGIN_PX = 3;
 
-const YEAR = /\b(?:19|20)\d\d\b/;
+/** A year as the slides print one (1900-2099): what tells a dated figure's line from another. */
+export const YEAR = /\b(?:19|20)\d\d\b/;
 
 /**
  * The keyword rule (a crop baseline, docs/train.md#baselines), reading the page: the role that the
