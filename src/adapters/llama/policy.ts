@@ -119,6 +119,7 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
     session: { ...(parsed.intraOpThreads !== undefined && { intraOpThreads: parsed.intraOpThreads }) },
     maxBatchRows: parsed.maxBatchRows,
     maxChunkTokens: parsed.maxChunkTokens,
+    trainingMemoryArena: parsed.trainingMemoryArena,
   });
   // The policy's two engines: rollouts decode on the Llama engine, updates train on it in two runs a chunk.
   const rolloutEngine = llamaRolloutEngine(engine);

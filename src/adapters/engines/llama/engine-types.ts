@@ -28,6 +28,8 @@ export interface LlamaEngineOptions {
   maxBatchRows: number;
   /** Tokens (rows x padded length) per score or train run. */
   maxChunkTokens: number;
+  /** Whether the training sessions keep an ONNX Runtime memory arena between runs (default false). */
+  trainingMemoryArena?: boolean;
 }
 
 export interface ScoredChunk {

@@ -111,6 +111,9 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
         // One operator after another: the graphs are chains, where a parallel executor only adds hand-offs (decode 72 -> 66 ms a step on SmolLM2, 16 rows).
         const session = await createOnnxSession(ort, encodeOnnxModel(graph, 17), {
           sequential: true,
+          // A training session's arena would hold its largest run (activations of a whole chunk)
+          // for the policy's life, and the one-run and two-run sessions' arenas add up.
+          ...(kind.startsWith('train') && { memoryArena: options.trainingMemoryArena === true }),
           ...options.session,
         });
         return { session, inputs: new Set(session.inputNames) };

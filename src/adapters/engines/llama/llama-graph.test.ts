@@ -161,6 +161,22 @@ describe('the Llama engine on tiny random models', () => {
         expect(unkept.kept).toBeNull();
         await engine.gradients(unkept, upstream, entropyWeight, again);
         for (const [name, g] of into) expect(Array.from(again.get(name)!), name).toEqual(Array.from(g));
+        // One run (a loss with a constant gradient): the same log-probs and gradients as the two runs.
+        const fused: WeightMap = new Map();
+        const step = await engine.trainingStep(
+          sequences,
+          positions,
+          1.3,
+          { entropy: true },
+          upstream,
+          entropyWeight,
+          fused,
+        );
+        expect(Array.from(step.tokenLogProbs)).toEqual(Array.from(forward.tokenLogProbs));
+        expect(step.entropySum).toBeCloseTo(forward.entropySum, 5);
+        expect([...fused.keys()].sort()).toEqual([...into.keys()].sort());
+        for (const [name, g] of into)
+          fused.get(name)!.forEach((v, i) => expect(Math.abs(v - g[i]!), name).toBeLessThan(1e-6));
         const weights = mode === 'full' ? base : adapter!.weights;
         const names =
           mode === 'full'
@@ -196,4 +212,38 @@ describe('the Llama engine on tiny random models', () => {
       });
     }
   }
+
+  it('makes its training sessions without a memory arena unless trainingMemoryArena says so', async () => {
+    const config = tinyConfig('llama', true);
+    for (const trainingMemoryArena of [undefined, true]) {
+      const seen: boolean[] = [];
+      const recording = {
+        ...ort,
+        InferenceSession: {
+          create: async (model: Uint8Array, options: Record<string, unknown>) => {
+            const session = await ort.InferenceSession.create(model, options);
+            seen.push(options.enableCpuMemArena !== false);
+            return session;
+          },
+        },
+      } as typeof ort;
+      const engine = await createLlamaEngine(recording, {
+        config,
+        base: randomWeights(llamaWeightShapes(config), 7),
+        trainBase: true,
+        session: { intraOpThreads: 1 },
+        maxBatchRows: 8,
+        maxChunkTokens: 64,
+        ...(trainingMemoryArena !== undefined && { trainingMemoryArena }),
+      });
+      await engine.score(sequences, positions, 1);
+      const upstream = new Float32Array(9).fill(0.1);
+      await engine.trainingStep(sequences, positions, 1, { entropy: false }, upstream, 0, new Map());
+      const forward = await engine.trainingForward(sequences, positions, 1, { entropy: false, keep: true });
+      await engine.gradients(forward, upstream, 0, new Map());
+      // score, train (one run), train-forward, train-backward: only the score session keeps its arena by default.
+      expect(seen).toEqual(trainingMemoryArena ? [true, true, true, true] : [true, false, false, false]);
+      await engine.dispose();
+    }
+  });
 });

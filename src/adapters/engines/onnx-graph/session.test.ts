@@ -28,4 +28,14 @@ describe('createOnnxSession', () => {
     expect(seen[1]).toMatchObject({ intraOpNumThreads: 2, executionMode: 'sequential' });
     expect(seen[1]).not.toHaveProperty('extra');
   });
+
+  it('turns the memory arena off with memoryArena: false, and leaves its default otherwise', async () => {
+    const { ort, seen } = recordingRuntime();
+    await createOnnxSession(ort, new Uint8Array(1), { memoryArena: false });
+    await createOnnxSession(ort, new Uint8Array(1), { memoryArena: true });
+    await createOnnxSession(ort, new Uint8Array(1));
+    expect(seen[0]).toMatchObject({ enableCpuMemArena: false });
+    expect(seen[1]).not.toHaveProperty('enableCpuMemArena');
+    expect(seen[2]).not.toHaveProperty('enableCpuMemArena');
+  });
 });

@@ -64,6 +64,12 @@ export interface OnnxSessionOptions {
    * the rollouts 1.3x (load 2-3) to 3x (load 5).
    */
   spinning?: boolean;
+  /**
+   * Whether the session keeps the memory of its runs in its own arena for the next run (ONNX
+   * Runtime's default, `true`) or returns it after each run (`false`): an arena holds its largest
+   * run's memory for as long as the session lives, so several large sessions of one model add up.
+   */
+  memoryArena?: boolean;
 }
 
 /** ONNX Runtime's session options for `options` (plain data: a worker lane gets the same). */
@@ -77,6 +83,7 @@ export function onnxSessionOptions(options: OnnxSessionOptions = {}): Ort.Infere
     graphOptimizationLevel: 'all',
     ...(options.intraOpThreads !== undefined && { intraOpNumThreads: options.intraOpThreads }),
     ...(options.sequential && { interOpNumThreads: 1, executionMode: 'sequential' }),
+    ...(options.memoryArena === false && { enableCpuMemArena: false }),
     ...(options.spinning === false && {
       extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
     }),
