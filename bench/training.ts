@@ -199,9 +199,14 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
   const figures: TrainingFigure[] = [
     { figure: 'tfjs_train_tokens_per_second', tokensPerSecond: tfjs.tokensPerSecond },
   ];
-  let best: TrainingFigure | null = null;
-  for (const { intraOpThreads, trainingLanes } of ONNX_TRAIN_SETTINGS) {
-    // The weights tfjs started from, so that both engines train the same model.
+  /** One setting's figure on a copy of the weights tfjs started from (so both engines train the same model). */
+  const measureOnnx = async (
+    figure: string,
+    { intraOpThreads, trainingLanes }: (typeof ONNX_TRAIN_SETTINGS)[number],
+    setting: Record<string, unknown>,
+    loss: LossFunction,
+    what: string,
+  ) => {
     const onnx = await onnxCopy(
       policy,
       checkpoint,
@@ -210,18 +215,33 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
       'onnx_train_skipped',
       trainingLanes,
     );
-    if (!onnx) return figures;
-    const measured = await measureTraining(onnx, batch);
+    if (!onnx) return null;
+    const measured = await measureTraining(onnx, batch, loss);
     onnx.dispose();
-    const setting = { intraOpThreads, ...(trainingLanes !== undefined && { trainingLanes }) };
-    print('onnx_train_tokens_per_second_at_setting', measured.tokensPerSecond, {
+    print(figure, measured.tokensPerSecond, {
       ...setting,
       ...about,
       repeats: measured.repeats,
       warmupSteps: measured.warmupSteps,
       tokensPerCpuSecond: measured.tokensPerCpuSecond,
-      note: `training: onnx (gradients in ONNX Runtime, AdamW on ${policy.backend.name}); ${note}`,
+      note: `${what}; ${note}`,
     });
+    return measured;
+  };
+  let best: TrainingFigure | null = null;
+  for (const at of ONNX_TRAIN_SETTINGS) {
+    const setting = {
+      intraOpThreads: at.intraOpThreads,
+      ...(at.trainingLanes !== undefined && { trainingLanes: at.trainingLanes }),
+    };
+    const measured = await measureOnnx(
+      'onnx_train_tokens_per_second_at_setting',
+      at,
+      setting,
+      lossFn,
+      `training: onnx (gradients in ONNX Runtime, AdamW on ${policy.backend.name})`,
+    );
+    if (!measured) return figures;
     if (!best || measured.tokensPerSecond > best.tokensPerSecond)
       best = {
         figure: 'onnx_train_tokens_per_second',
@@ -233,33 +253,20 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
     print(best.figure, best.tokensPerSecond, { ...best.setting, ...about, note: 'best setting' });
     figures.push(best);
     // The best setting again with the loss's gradient declared (the path supervised fine-tuning takes).
-    const { intraOpThreads, trainingLanes } = best.setting as (typeof ONNX_TRAIN_SETTINGS)[number];
-    const onnx = await onnxCopy(
-      policy,
-      checkpoint,
-      'training',
-      intraOpThreads,
-      'onnx_train_skipped',
-      trainingLanes,
+    const setting = { ...best.setting, constantGradient: true };
+    const measured = await measureOnnx(
+      'onnx_train_constant_gradient_tokens_per_second',
+      best.setting as (typeof ONNX_TRAIN_SETTINGS)[number],
+      setting,
+      constantGradientLoss(batch.positions),
+      "the best setting, the loss declaring its constant gradient (as SFT's does): each chunk's forward and backward in one run",
     );
-    if (onnx) {
-      const measured = await measureTraining(onnx, batch, constantGradientLoss(batch.positions));
-      onnx.dispose();
-      const setting = { ...best.setting, constantGradient: true };
-      print('onnx_train_constant_gradient_tokens_per_second', measured.tokensPerSecond, {
-        ...setting,
-        ...about,
-        repeats: measured.repeats,
-        warmupSteps: measured.warmupSteps,
-        tokensPerCpuSecond: measured.tokensPerCpuSecond,
-        note: `the best setting, the loss declaring its constant gradient (as SFT's does): each chunk's forward and backward in one run; ${note}`,
-      });
+    if (measured)
       figures.push({
         figure: 'onnx_train_constant_gradient_tokens_per_second',
         tokensPerSecond: measured.tokensPerSecond,
         setting,
       });
-    }
   }
   return figures;
 }

@@ -1,4 +1,4 @@
-import { assembleModule, type WasmFunction } from './wasm-assemble';
+import { assembleModule, type WasmFunction } from '../../provider-utils/wasm-assemble';
 
 /**
  * The passes of the bicubic enlargement (`libvips-enlarge.ts`) as WebAssembly SIMD kernels, in

@@ -1,5 +1,6 @@
 /**
- * A small WebAssembly assembler for the image kernels (`enlarge-kernels.ts`): function bodies are
+ * A small WebAssembly assembler for the project's kernels (the image enlargement's,
+ * `adapters/image/enlarge-kernels.ts`; AdamW's, `adapters/engines/adamw-kernel.ts`): function bodies are
  * written in the WebAssembly text format's flat instruction syntax (`local.get 0`, `v128.load
  * offset=16 align=16`, `;;` comments; locals by index) and encoded to the binary format
  * (https://webassembly.github.io/spec/core/binary/). Only the instructions the kernels use are
@@ -43,6 +44,12 @@ const OPCODES: Record<string, number | [number, number]> = {
   'i8x16.sub': [0xfd, 0x71],
   'i32x4.eq': [0xfd, 0x37],
   'i32x4.all_true': [0xfd, 0xa3],
+  'f32x4.splat': [0xfd, 0x13],
+  'f32x4.sqrt': [0xfd, 0xe3],
+  'f32x4.add': [0xfd, 0xe4],
+  'f32x4.sub': [0xfd, 0xe5],
+  'f32x4.mul': [0xfd, 0xe6],
+  'f32x4.div': [0xfd, 0xe7],
 };
 
 /** The immediates that follow each instruction that has any. */
@@ -64,8 +71,8 @@ const IMMEDIATES: Record<string, 'blocktype' | 'index' | 'i32' | 'memarg' | 'byt
   'v128.store': 'memarg',
 };
 
-export type ValueType = 'i32' | 'v128';
-const VALUE_TYPES: Record<ValueType, number> = { i32: 0x7f, v128: 0x7b };
+export type ValueType = 'i32' | 'f32' | 'v128';
+const VALUE_TYPES: Record<ValueType, number> = { i32: 0x7f, f32: 0x7d, v128: 0x7b };
 
 export interface WasmFunction {
   name: string;
