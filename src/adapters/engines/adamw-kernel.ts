@@ -112,6 +112,19 @@ function loadKernel(): NonNullable<typeof kernel> {
   return kernel;
 }
 
+/** The kernel's nine constants, in its parameters' order. */
+const kernelConstants = (k: AdamWElementConstants) => [
+  k.clip,
+  k.beta1,
+  1 - k.beta1,
+  k.beta2,
+  1 - k.beta2,
+  k.decay,
+  k.stepSize,
+  k.inverseBc2,
+  k.epsilon,
+];
+
 /**
  * One AdamW step of one tensor: `p`, `m` and `v` updated in place from the gradient `g` (all the
  * same length), in float32 (see the file's head).
@@ -124,17 +137,7 @@ export function adamwStep(
   k: AdamWElementConstants,
 ): void {
   const block = loadKernel();
-  const constants = [
-    k.clip,
-    k.beta1,
-    1 - k.beta1,
-    k.beta2,
-    1 - k.beta2,
-    k.decay,
-    k.stepSize,
-    k.inverseBc2,
-    k.epsilon,
-  ];
+  const constants = kernelConstants(k);
   for (let start = 0; start < p.length; start += BLOCK) {
     const end = Math.min(start + BLOCK, p.length);
     const length = end - start;
@@ -159,17 +162,17 @@ export function adamwStepReference(
   k: AdamWElementConstants,
 ): void {
   const f = Math.fround;
-  const [clip, beta1, c1, beta2, c2, decay, stepSize, inverseBc2, epsilon] = [
-    k.clip,
-    k.beta1,
-    1 - k.beta1,
-    k.beta2,
-    1 - k.beta2,
-    k.decay,
-    k.stepSize,
-    k.inverseBc2,
-    k.epsilon,
-  ].map(f) as [number, number, number, number, number, number, number, number, number];
+  const [clip, beta1, c1, beta2, c2, decay, stepSize, inverseBc2, epsilon] = kernelConstants(k).map(f) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   for (let i = 0; i < p.length; i++) {
     const gi = f(g[i]! * clip);
     const mi = f(f(beta1 * m[i]!) + f(c1 * gi));
