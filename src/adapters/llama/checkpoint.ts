@@ -1,4 +1,5 @@
-import { encodeSafetensors } from '../../provider-utils/safetensors';
+import { InvalidArgumentError } from '../../core/errors';
+import { decodeSafetensors, encodeSafetensors, float32Of } from '../../provider-utils/safetensors';
 import { type LlamaConfig, llamaConfigJson, llamaWeightShapes } from '../engines/llama/config';
 import type { WeightMap } from '../engines/llama/engine';
 import { type LoraShape, loraWeightShapes } from '../engines/llama/llama-graph';
@@ -72,4 +73,37 @@ export function peftAdapterFiles(
       { format: 'pt' },
     ),
   };
+}
+
+/**
+ * AdamW's moments from a checkpoint's `optimizer.safetensors` (`first.NAME`, `second.NAME`, the step
+ * in its metadata), each checked against its trainable weight's length before anything is loaded:
+ * a moment of another length would fail (or corrupt) the next step. No file: no moments, step 0.
+ */
+export function readOptimizerMoments(
+  bytes: Uint8Array | undefined,
+  weights: WeightMap,
+): { first: WeightMap; second: WeightMap; step: number } {
+  const argument = "checkpoint.blobs['optimizer.safetensors']";
+  const first: WeightMap = new Map();
+  const second: WeightMap = new Map();
+  if (!bytes) return { first, second, step: 0 };
+  const moments = decodeSafetensors(bytes, { argument });
+  for (const [name, tensor] of moments.tensors) {
+    const into = name.startsWith('first.') ? first : name.startsWith('second.') ? second : null;
+    if (!into) continue;
+    const weight = name.slice(name.indexOf('.') + 1);
+    const values = float32Of(tensor)!;
+    const expected = weights.get(weight)?.length;
+    if (values.length !== expected)
+      throw new InvalidArgumentError({
+        argument: `${argument}: ${name}`,
+        message:
+          expected === undefined
+            ? 'names no trainable weight'
+            : `holds ${values.length} values, expected ${expected}`,
+      });
+    into.set(weight, values);
+  }
+  return { first, second, step: Number(moments.metadata.step ?? 0) };
 }

@@ -1,9 +1,11 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InvalidArgumentError, NotTrainableError } from '../../core/errors';
 import { sftLossFunction } from '../../core/rl/policy-update';
+import { decodeSafetensors, encodeSafetensors, float32Of } from '../../provider-utils/safetensors';
 import type { LossFunction } from '../../ports/policy-backend';
 import { CHATML, writeTinyLlama } from './__fixtures__/tiny-llama';
 import { chatFormatOf, createLlamaPolicy, type LlamaPolicy } from './policy';
@@ -133,11 +135,15 @@ describe('createLlamaPolicy', () => {
         const sft = sftLossFunction(batch);
         // The same loss with its gradient not declared runs as an RL loss: every forward, then the backwards.
         const lossFn: LossFunction = declared ? sft : (logProbs) => sft(logProbs);
+        // Which path ran: the one-run path makes one training session, the two passes two.
+        const created = vi.spyOn(ort.InferenceSession, 'create');
         for (let step = 0; step < 2; step++) {
           const result = await p.update(batch, lossFn, { entropyCoef: 0.1 });
           expect(result.applied).toBe(true);
           values.push(result.value);
         }
+        expect(created).toHaveBeenCalledTimes(declared ? 1 : 2);
+        created.mockRestore();
         after.push(await p.logProbs(batch));
       }
       expect(values[0]).toBeCloseTo(values[2]!, 5);
@@ -147,6 +153,36 @@ describe('createLlamaPolicy', () => {
       after[1]!.forEach((row, i) => row.forEach((v, k) => expect(v).toBeCloseTo(after[0]![i]![k]!, 5)));
     },
   );
+
+  it('refuses a checkpoint whose optimizer moments do not fit its weights, naming the moment, and changes nothing', async () => {
+    const p = await policy({ finetune: 'lora', optimizer: { learningRate: 1e-2 } });
+    const ids = p.tokenizer.encode('<search>river</search>');
+    const batch = { inputIds: [ids], positions: [ids.slice(1).map((_, i) => i + 1)] };
+    const trained = await p.update(batch, sftLossFunction(batch));
+    expect(trained.applied).toBe(true);
+    const saved = await p.save();
+    const moments = decodeSafetensors(saved.blobs['optimizer.safetensors']!, { argument: 'test' });
+    const [name] = [...moments.tensors.keys()].filter((n) => n.startsWith('first.'));
+    const tensors = [...moments.tensors].map(([n, t]) => {
+      const values = float32Of(t)!;
+      return {
+        name: n,
+        shape: [n === name ? values.length - 1 : values.length],
+        values: n === name ? values.slice(1) : values,
+      };
+    });
+    const broken = {
+      ...saved,
+      blobs: { ...saved.blobs, 'optimizer.safetensors': encodeSafetensors(tensors, { step: '1' }) },
+    };
+    const before = await p.logProbs(batch);
+    await expect(p.load(broken)).rejects.toMatchObject({
+      argument: `checkpoint.blobs['optimizer.safetensors']: ${name}`,
+    });
+    expect(await p.logProbs(batch)).toEqual(before);
+    // The optimizer kept its state: the next update runs.
+    expect((await p.update(batch, sftLossFunction(batch))).applied).toBe(true);
+  });
 
   it('LoRA starts as the base model (B is zero) and counts only the adapter', async () => {
     const base = await policy({ finetune: 'none' });

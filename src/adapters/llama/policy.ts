@@ -18,7 +18,7 @@ import * as ort from 'onnxruntime-node';
 import { createHfTokenizer } from '../../provider-utils/hf-tokenizer';
 import { FloatAdamW } from './adamw';
 import { chatFormatOf, dropoutMasks } from './chat-format';
-import { hfModelFiles, peftAdapterFiles } from './checkpoint';
+import { hfModelFiles, peftAdapterFiles, readOptimizerMoments } from './checkpoint';
 import type { LlamaConfig } from '../engines/llama/config';
 import { createLlamaEngine, type LlamaRow, type WeightMap } from '../engines/llama/engine';
 import { LLAMA_NAMES, type LoraShape, loraWeightShapes } from '../engines/llama/llama-graph';
@@ -398,22 +398,14 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
             message: next ? `holds ${next.length} values, expected ${values.length}` : 'is missing',
           });
       }
+      // The moments too: one of another length than its weight would fail (or corrupt) the next step.
+      const moments = readOptimizerMoments(checkpoint.blobs['optimizer.safetensors'], target);
       for (const [name, values] of target) values.set(incoming.get(name)!);
-      const optimizerBytes = checkpoint.blobs['optimizer.safetensors'];
       optimizer.first.clear();
       optimizer.second.clear();
-      optimizer.step = 0;
-      if (optimizerBytes) {
-        const moments = decodeSafetensors(optimizerBytes, {
-          argument: "checkpoint.blobs['optimizer.safetensors']",
-        });
-        optimizer.step = Number(moments.metadata.step ?? 0);
-        for (const [name, tensor] of moments.tensors) {
-          const values = float32Of(tensor)!;
-          if (name.startsWith('first.')) optimizer.first.set(name.slice(6), values);
-          if (name.startsWith('second.')) optimizer.second.set(name.slice(7), values);
-        }
-      }
+      for (const [name, values] of moments.first) optimizer.first.set(name, values);
+      for (const [name, values] of moments.second) optimizer.second.set(name, values);
+      optimizer.step = moments.step;
       state.sessionCounter = counter as number;
       // Frozen weights are session constants: a full model's new weights are fed as inputs, so
       // nothing is rebuilt; LoRA weights are inputs too.

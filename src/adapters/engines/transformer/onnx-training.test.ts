@@ -1,5 +1,5 @@
 import type * as Ort from 'onnxruntime-node';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sftLossFunction } from '../../../core/rl/policy-update';
 import type { LogProbBatch, LossFunction } from '../../../ports/policy-backend';
 import { useTinyPolicies } from '../../tfjs/__fixtures__/tiny-policy';
@@ -144,12 +144,20 @@ describe('training through ONNX Runtime', () => {
       const sft = sftLossFunction(BATCH);
       // Undeclared, the same loss runs as an RL loss does: every forward, then the backwards.
       const undeclared: LossFunction = (logProbs) => sft(logProbs);
+      const real = (await import('onnxruntime-node')) as unknown as typeof Ort & { default?: typeof Ort };
+      const created = vi.spyOn((real.InferenceSession ? real : real.default!).InferenceSession, 'create');
       for (const entropyCoef of [0, 0.05]) {
+        const before = created.mock.calls.length;
         const expected = await policy.gradients(BATCH, undeclared, { entropyCoef });
+        // The two passes' sessions were made with the engine: the undeclared loss makes none.
+        expect(created.mock.calls.length).toBe(before);
         const actual = await policy.gradients(BATCH, sft, { entropyCoef });
         expect(actual.value).toBe(expected.value);
         expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBe(0);
       }
+      // The one-run session: made once, on this thread's lane at its first step (workers make theirs at start).
+      expect(created).toHaveBeenCalledTimes(1);
+      created.mockRestore();
     });
   }
 
