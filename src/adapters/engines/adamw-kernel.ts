@@ -113,6 +113,15 @@ function loadKernel(): NonNullable<typeof kernel> {
   return kernel;
 }
 
+/** One tensor's step: `p`, `m` and `v` updated in place from the gradient `g` (all the same length). */
+export type AdamWElementStep = (
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  k: AdamWElementConstants,
+) => void;
+
 /** The kernel's nine constants, in its parameters' order. */
 const kernelConstants = (k: AdamWElementConstants) => [
   k.clip,
@@ -130,13 +139,7 @@ const kernelConstants = (k: AdamWElementConstants) => [
  * One AdamW step of one tensor: `p`, `m` and `v` updated in place from the gradient `g` (all the
  * same length), in float32 (see the file's head).
  */
-export function adamwStep(
-  p: Float32Array,
-  g: Float32Array,
-  m: Float32Array,
-  v: Float32Array,
-  k: AdamWElementConstants,
-): void {
+export const adamwStep: AdamWElementStep = (p, g, m, v, k) => {
   const block = loadKernel();
   const constants = kernelConstants(k);
   for (let start = 0; start < p.length; start += BLOCK) {
@@ -152,16 +155,10 @@ export function adamwStep(
     m.set(block.m.subarray(0, length), start);
     v.set(block.v.subarray(0, length), start);
   }
-}
+};
 
 /** `adamwStep` in JavaScript, each operation rounded to float32: the kernel's reference. */
-export function adamwStepReference(
-  p: Float32Array,
-  g: Float32Array,
-  m: Float32Array,
-  v: Float32Array,
-  k: AdamWElementConstants,
-): void {
+export const adamwStepReference: AdamWElementStep = (p, g, m, v, k) => {
   const f = Math.fround;
   const [clip, beta1, c1, beta2, c2, decay, stepSize, inverseBc2, epsilon] = kernelConstants(k).map(f) as [
     number,
@@ -182,4 +179,4 @@ export function adamwStepReference(
     v[i] = vi;
     p[i] = f(f(p[i]! * decay) - f(f(stepSize * mi) / f(f(f(Math.sqrt(vi)) * inverseBc2) + epsilon)));
   }
-}
+};

@@ -34,30 +34,33 @@ export function createLlamaTrainingEngine(
       const rowsOf = (chunk: readonly number[]) =>
         chunk.map((i) => batch.inputIds[i]!.slice(0, Math.max(...batch.positions[i]!) + 1));
       const tokensOf = (rows: readonly number[][]) => rows.length * Math.max(...rows.map((r) => r.length));
+      /** A chunk's rows and positions, and its run's entropy flag and fresh dropout masks (one draw a chunk). */
+      const inputsOf = (chunk: readonly number[]) => {
+        const rows = rowsOf(chunk);
+        const masks = options.dropout(tokensOf(rows));
+        return {
+          rows,
+          positions: chunk.map((i) => batch.positions[i]!),
+          run: { entropy: plan.entropyCoef !== 0, ...(masks && { dropout: masks }) },
+        };
+      };
       const gradients: WeightMap = new Map();
       const outcome = await twoPassGradients<TrainingForward>(
         {
           tokens: (chunk) => tokensOf(rowsOf(chunk)),
           forward(chunk, keep) {
-            const rows = rowsOf(chunk);
-            const masks = options.dropout(tokensOf(rows));
-            return engine.trainingForward(
-              rows,
-              chunk.map((i) => batch.positions[i]!),
-              plan.temperature,
-              { entropy: plan.entropyCoef !== 0, ...(masks && { dropout: masks }), keep },
-            );
+            const { rows, positions, run } = inputsOf(chunk);
+            return engine.trainingForward(rows, positions, plan.temperature, { ...run, keep });
           },
           backward: (_chunk, forward, upstream, entropyWeight) =>
             engine.gradients(forward, upstream, entropyWeight, gradients),
           fused(chunk, upstream, entropyWeight) {
-            const rows = rowsOf(chunk);
-            const masks = options.dropout(tokensOf(rows));
+            const { rows, positions, run } = inputsOf(chunk);
             return engine.trainingStep(
               rows,
-              chunk.map((i) => batch.positions[i]!),
+              positions,
               plan.temperature,
-              { entropy: plan.entropyCoef !== 0, ...(masks && { dropout: masks }) },
+              run,
               upstream,
               entropyWeight,
               gradients,
