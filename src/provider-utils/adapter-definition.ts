@@ -32,6 +32,16 @@ export const ADAPTER_PORT_NAMES: readonly AdapterPortName[] = Object.freeze([
 /** A strict zod object: the settings an adapter takes from a configuration (an unknown key is an error naming it). */
 export type AdapterSettingsSchema = z.ZodObject<z.ZodRawShape, z.core.$strict>;
 
+/**
+ * A setting of an adapter that names a file or folder the adapter reads: its key (dotted for a
+ * nested one, `lora.adapter`), and optionally when it is read (`dbPath` only where nothing is
+ * indexed into it). A run configuration file's relative paths there are resolved from the file's
+ * folder (src/run/config-file.ts), so that a config works from any working directory.
+ */
+export type AdapterInputPath =
+  | string
+  | { readonly key: string; readonly when: (settings: Record<string, unknown>) => boolean };
+
 /** What `create` is told besides its settings. */
 export interface AdapterContext {
   /** The configuration path of the adapter (`adapters.searchEngine`), for errors that name a field under it. */
@@ -58,6 +68,11 @@ export interface AdapterDefinition<
   readonly packages: readonly string[];
   /** One line for the port's configuration reference (`searcher-rl config --help`). */
   readonly description?: string;
+  /**
+   * The settings that name a file or folder the adapter reads (a model, a corpus, an image folder),
+   * not what it writes; a model *name* of a remote API is not one.
+   */
+  readonly inputPaths?: readonly AdapterInputPath[];
   /** Builds the adapter from its validated settings. */
   create(
     settings: z.output<Settings>,

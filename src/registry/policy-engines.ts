@@ -25,6 +25,7 @@ export const tfjsPolicyAdapter = defineAdapter({
       ),
   }),
   packages: ['@tensorflow/tfjs'],
+  inputPaths: ['initFrom'],
   description: '`tfjs` (trainable)',
   async create({ tokenizer, ...settings }, { field }) {
     if (settings.initFrom && tokenizer.kind === 'vocabulary')
@@ -56,6 +57,7 @@ export const onnxPolicyAdapter = defineAdapter({
   port: 'policy',
   type: 'onnx',
   settings: onnxPolicySettingsSchema,
+  inputPaths: ['modelDir'],
   packages: ['onnxruntime-node', '@huggingface/tokenizers'],
   description:
     '`onnx` (a pretrained Optimum export run by ONNX Runtime: evaluation and rollout collection only, a training run refuses it)',
@@ -70,6 +72,7 @@ export const llamaPolicyAdapter = defineAdapter({
   type: 'llama',
   settings: llamaPolicySettingsSchema,
   packages: LLAMA_PACKAGES,
+  inputPaths: ['model', 'lora.adapter'],
   description:
     '`llama` (a pretrained Llama-family model, a Hugging Face folder or a GGUF file, rolled out and trained in process with LoRA or fully)',
   create: (settings) => import('../adapters/llama/index').then((m) => m.createLlamaPolicy(settings)),
@@ -81,5 +84,6 @@ export const llamaGeneratorAdapter = defineAdapter({
   type: 'llama',
   settings: llamaGeneratorSettingsSchema,
   packages: LLAMA_PACKAGES,
+  inputPaths: ['model'],
   create: (settings) => import('../adapters/llama/index').then((m) => m.createLlamaGenerator(settings)),
 });

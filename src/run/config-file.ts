@@ -4,6 +4,12 @@ import { dirname, extname, isAbsolute, resolve as resolvePath } from 'node:path'
 import { parse as parseYaml } from 'yaml';
 import { ConfigValidationError, InvalidArgumentError } from '../core/errors';
 import { decodeUtf8Text } from '../core/text-data';
+import {
+  ADAPTER_PORT_NAMES,
+  type AdapterInputPath,
+  type AdapterPortName,
+} from '../provider-utils/adapter-definition';
+import { ADAPTER_REGISTRY } from '../registry/adapters';
 
 const isMapping = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -154,51 +160,65 @@ export function applyOverrides(
 }
 
 /**
- * The fields of a run configuration that name a file or folder the run reads (not what it writes:
- * `runsDir`, caches and a page index built from pages are found from the working directory). Each
- * is a path of keys; `dbPath` is read only where no pages or corpus are indexed into it.
+ * The fields of a run configuration outside `searcher.adapters` that name a file or folder the run
+ * reads (not what it writes: `runsDir`, caches and trackers' folders are the working directory's).
+ * Each is a path of keys.
  */
-const INPUT_PATHS: ReadonlyArray<{
-  path: readonly string[];
-  when?: (parent: Record<string, unknown>) => boolean;
-}> = [
-  { path: ['dataset', 'path'] },
-  { path: ['dataset', 'evalPath'] },
-  { path: ['searcher', 'adapters', 'searchEngine', 'pagesDir'] },
-  { path: ['searcher', 'adapters', 'searchEngine', 'corpusPath'] },
-  {
-    path: ['searcher', 'adapters', 'searchEngine', 'dbPath'],
-    when: (engine) => engine.pagesDir === undefined && engine.corpusPath === undefined,
-  },
-  { path: ['searcher', 'adapters', 'searchEngine', 'imageRoot'] },
-  { path: ['searcher', 'adapters', 'generator', 'corpusPath'] },
-  { path: ['searcher', 'adapters', 'policy', 'modelDir'] },
-  { path: ['searcher', 'adapters', 'policy', 'model'] },
-  { path: ['searcher', 'adapters', 'policy', 'lora', 'adapter'] },
+const RUN_INPUT_PATHS: readonly (readonly string[])[] = [
+  ['dataset', 'path'],
+  ['dataset', 'evalPath'],
+  ['policy', 'initFrom'],
 ];
+
+/** The registry's declared input paths of an adapter (`AdapterDefinition.inputPaths`). */
+export type AdapterInputPathsOf = (port: AdapterPortName, type: string) => readonly AdapterInputPath[];
+
+const builtInInputPaths: AdapterInputPathsOf = (port, type) =>
+  ADAPTER_REGISTRY.definition(port, type)?.inputPaths ?? [];
 
 /**
  * A configuration file's input paths resolved from the file's folder, so that a config works from
- * any working directory (and from an installed package): a relative path is the one beside the
- * file where that exists, else the one from the working directory where that exists (configs
- * written before paths were the file's), else the one beside the file (which the error names).
+ * any working directory (and from an installed package): the run's own (`RUN_INPUT_PATHS`) and,
+ * under `searcher.adapters`, those the named adapter declares (`AdapterDefinition.inputPaths`: a
+ * local model file, a corpus, a page folder; an API's model name is not one). A relative path is
+ * the one beside the file where that exists, else the one from the working directory where that
+ * exists (configs written before paths were the file's), else the one beside the file (which the
+ * error names).
  */
 export function resolveInputPaths(
   raw: Record<string, unknown>,
   configPath: string,
   exists: (path: string) => boolean = existsSync,
+  inputPathsOf: AdapterInputPathsOf = builtInInputPaths,
 ): Record<string, unknown> {
   const base = dirname(resolvePath(configPath));
   const out = structuredClone(raw);
-  for (const { path, when } of INPUT_PATHS) {
-    let parent: unknown = out;
-    for (const key of path.slice(0, -1)) parent = isMapping(parent) ? parent[key] : undefined;
-    if (!isMapping(parent)) continue;
-    const key = path[path.length - 1]!;
+  const resolveAt = (
+    parent: unknown,
+    keys: readonly string[],
+    when?: (p: Record<string, unknown>) => boolean,
+  ) => {
+    for (const key of keys.slice(0, -1)) parent = isMapping(parent) ? parent[key] : undefined;
+    if (!isMapping(parent)) return;
+    const key = keys[keys.length - 1]!;
     const value = parent[key];
-    if (typeof value !== 'string' || value === '' || isAbsolute(value) || (when && !when(parent))) continue;
+    if (typeof value !== 'string' || value === '' || isAbsolute(value)) return;
+    if (when && !when(parent)) return;
     const beside = resolvePath(base, value);
     parent[key] = exists(beside) || !exists(value) ? beside : resolvePath(value);
-  }
+  };
+  for (const keys of RUN_INPUT_PATHS) resolveAt(out, keys);
+  const searcher = out.searcher;
+  const adapters = isMapping(searcher) ? searcher.adapters : undefined;
+  if (isMapping(adapters))
+    for (const port of ADAPTER_PORT_NAMES) {
+      const adapter = adapters[port];
+      if (!isMapping(adapter) || typeof adapter.type !== 'string') continue;
+      for (const field of inputPathsOf(port, adapter.type)) {
+        const { key, when } = typeof field === 'string' ? { key: field, when: undefined } : field;
+        // A nested key's condition sees the adapter's settings, not the nested mapping.
+        resolveAt(adapter, key.split('.'), when && (() => when(adapter)));
+      }
+    }
   return out;
 }

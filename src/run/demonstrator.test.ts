@@ -9,6 +9,7 @@ import {
   demonstrationQueries,
   harvestDemonstrations,
   questionLine,
+  referenceAsRead,
 } from './demonstrator';
 
 describe('demonstrationQueries', () => {
@@ -77,6 +78,12 @@ describe('questionLine', () => {
   });
 });
 
+/** A ChatML wrapping, as SmolLM2's template writes it. */
+const CHATML = {
+  prompt: (text: string) => `<|im_start|>user\n${text}<|im_end|>\n<|im_start|>assistant\n`,
+  observation: (text: string) => `<|im_end|>\n<|im_start|>user\n${text}<|im_end|>\n<|im_start|>assistant\n`,
+};
+
 describe('harvestDemonstrations', () => {
   // Every query finds the people page of Zorvel first; the capital page (golden) comes next.
   const searchEngine = createMockSearchEngine({
@@ -119,5 +126,50 @@ describe('harvestDemonstrations', () => {
     const result = await harvest(2);
     expect(result.solved).toBe(0);
     expect(result.trajectories).toEqual([]);
+  });
+
+  it.each([
+    ['', undefined],
+    [', for a chat model', CHATML],
+  ])(
+    "answer mode%s: searches again the same way, then answers with the reference as the page writes it, and passes Search-R1's format check",
+    async (_label, chatFormat) => {
+      const config = parseSearcherConfig({
+        episode: { mode: 'answer', maxTurns: 4 },
+        reward: { scheme: 'search-r1' },
+        rl: { nAgent: 1 },
+      });
+      const { adapters: _, ...searcher } = config;
+      const result = await harvestDemonstrations({
+        prompts: [{ ...prompt, reference: 'vell' }],
+        ports: { searchEngine, generator, judge: createRuleJudge() },
+        tokenizer: createProtocolTokenizer(),
+        ...(chatFormat && { chatFormat }),
+        searcher,
+        keepPerQuestion: 1,
+        firstSuccess: true,
+      });
+      expect(result.solved).toBe(1);
+      const [t] = result.trajectories;
+      expect(t!.retrievedBasenames).toEqual(['zorvel_people.txt', 'zorvel_capital.txt']);
+      expect(t!.finalAnswer).toBe('Vell');
+      expect(t!.rewardDetail?.components.formatPassed).toBe(true);
+      // The token ids carry the chat template; the protocol's text does not.
+      const read = createProtocolTokenizer().decode(t!.fullInputIds.slice(t!.promptLength));
+      expect(read.includes('<|im_start|>user')).toBe(chatFormat !== undefined);
+      expect(t!.generatedText).not.toContain('<|im_');
+    },
+  );
+});
+
+describe('referenceAsRead', () => {
+  it('finds the reference in what was read, case and spacing aside, whole words only, in the spelling read', () => {
+    const read = ['Zorvel people: the Parisian quarter.', 'The  capital is  new\nVell  City, by the sea.'];
+    expect(referenceAsRead('vell city', read)).toBe('Vell City');
+    expect(referenceAsRead('Paris', read)).toBeNull();
+    expect(referenceAsRead('Parisian', read)).toBe('Parisian');
+    expect(referenceAsRead('a.b (c)', ['it is a.b (c) here'])).toBe('a.b (c)');
+    expect(referenceAsRead('a.b (c)', ['it is axb (c) here'])).toBeNull();
+    expect(referenceAsRead(' - ', read)).toBeNull();
   });
 });

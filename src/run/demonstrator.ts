@@ -151,7 +151,9 @@ export interface HarvestResult {
 /** Whether a demonstration episode is worth imitating: a golden page retrieved (where the question names one) and the answer right (where it has a reference). */
 function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], judged: boolean): boolean {
   const detail = t.rewardDetail;
-  if (t.terminated !== 'complete' || detail?.status !== 'ok' || !detail.components.formatPassed) return false;
+  // An episode ends by its own action: search_complete, or (answer mode) its answer.
+  const ended = t.terminated === 'complete' || t.terminated === 'answer';
+  if (!ended || detail?.status !== 'ok' || !detail.components.formatPassed) return false;
   if (t.goldenBasenames.length > 0 && detail.components.ndcg <= 0) return false;
   if (t.reference !== null && judged) {
     // As rare-success distillation keeps them: a judge score of 1 (Search-R1's answer check in answer mode).
@@ -165,6 +167,29 @@ function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], ju
 }
 
 /**
+ * The reference as the evidence writes it, or null where no text read contains it: compared case
+ * aside and on runs of whitespace, the evidence's own spelling returned (`the Nutcracker` for the
+ * reference `The Nutcracker` where the page writes that). What the answer-mode demonstrator
+ * answers: a reader that copies the answer from the page where the page holds it. A reference
+ * of no letter or digit is never found.
+ */
+export function referenceAsRead(reference: string, read: readonly string[]): string | null {
+  const words = reference
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w !== '');
+  if (!words.some((w) => /[\p{L}\p{N}]/u.test(w))) return null;
+  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  // Whole words: `Paris` is not read in `Parisian`.
+  const pattern = new RegExp(`(?<![\\p{L}\\p{N}])${escaped.join('\\s+')}(?![\\p{L}\\p{N}])`, 'iu');
+  for (const text of read) {
+    const found = pattern.exec(text);
+    if (found) return found[0].replace(/\s+/g, ' ');
+  }
+  return null;
+}
+
+/**
  * The warm start on your own data (docs/method.md#warm-start-on-your-own-data): rejection sampling
  * over your own search engine, successes only, as rare-success distillation keeps them. For each question a scripted Searcher tries
  * `DEMONSTRATION_ATTEMPTS` searches with queries made of the question's words
@@ -172,7 +197,8 @@ function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], ju
  * golden pages, it makes the same search again (the next result, up to `DEMONSTRATION_SEARCHES`);
  * where the page read marks regions and the reference is not legible on it, it crops one of them
  * (`cropAttempt`, a different one each attempt); then it stops (the run's Generator answers). In
- * answer mode it answers from what it read (the extractive reading of the retrieved text). Each episode is scored
+ * answer mode it searches again the same way, then answers with the reference as the pages read
+ * write it (`referenceAsRead`), or where none holds it the extractive reading of what it read. Each episode is scored
  * by the run's own ports; the episodes that retrieved a golden page and whose answer was right
  * are kept, at most `keepPerQuestion` a question, the shortest searches first.
  */
@@ -219,31 +245,32 @@ export async function harvestDemonstrations(args: {
     if (turn === 0 && queries.length > 0)
       return `<search>${queries[(rolloutId % attempts) % queries.length]}</search>`;
     const read = tagSpans(context, '<information>', '</information>').map((s) => s.body);
+    const last = read[read.length - 1] ?? '';
+    // The page read is not one the dataset names for the question: the same search again shows
+    // the next result (a search shows no page twice), where a search and the last action fit.
+    const page = pageRead(last);
+    const golden = prompt?.goldenBasenames ?? [];
+    // The episode's own searches: those after the question (the instructions may show the tag).
+    const searches = tagSpans(context.slice(context.indexOf('Question: ')), '<search>', '</search>');
+    const first = searches[0]?.body;
+    if (
+      page !== null &&
+      golden.length > 0 &&
+      !golden.includes(page) &&
+      first &&
+      searches.length < DEMONSTRATION_SEARCHES &&
+      turn + 2 <= maxTurns
+    )
+      return `<search>${first}</search>`;
     if (!answerMode) {
-      const last = read[read.length - 1] ?? '';
-      // The page read is not one the dataset names for the question: the same search again shows
-      // the next result (a search shows no page twice), where a search and a search_complete fit.
-      const page = pageRead(last);
-      const golden = prompt?.goldenBasenames ?? [];
-      // The episode's own searches: those after the question (the instructions may show the tag).
-      const searches = tagSpans(context.slice(context.indexOf('Question: ')), '<search>', '</search>');
-      const first = searches[0]?.body;
-      if (
-        page !== null &&
-        golden.length > 0 &&
-        !golden.includes(page) &&
-        first &&
-        searches.length < DEMONSTRATION_SEARCHES &&
-        turn + 2 <= maxTurns
-      )
-        return `<search>${first}</search>`;
       const crop = cropAttempt(last, prompt?.reference, rolloutId, args.cropBy);
       if (crop === null || context.includes('<bbox>') || turn + 2 > maxTurns)
         return '<search_complete>true</search_complete>';
       const thought = args.thinkBeforeCrop ? questionLine(prompt?.question ?? asked, last) : null;
       return `${thought === null ? '' : `<think>${neutraliseTags(thought)}</think>`}<bbox>${crop}</bbox>`;
     }
-    return `<answer>${extractAnswer(prompt?.question ?? asked, read) ?? 'unknown'}</answer>`;
+    const copied = prompt?.reference === undefined ? null : referenceAsRead(prompt.reference, read);
+    return `<answer>${neutraliseTags(copied ?? extractAnswer(prompt?.question ?? asked, read) ?? 'unknown')}</answer>`;
   };
   const demonstrator = createSearcher(
     {

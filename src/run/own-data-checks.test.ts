@@ -190,6 +190,8 @@ describe('a run on your own data is checked before it starts', () => {
       quiet,
     );
     expect(result.after).toMatchObject({ questions: 3, successBy: 'answer' });
+    // The Searcher answers itself: no frozen reader's ceiling is measured, nor warned about.
+    expect(result.readerCeiling).toBeNull();
     // The 10-passage sample answers none of NQ's questions: the warm start says so instead of training on nothing.
     expect(result.warnings[0]).toMatch(/^warm start: no demonstration succeeded/);
   }, 120_000);

@@ -26,13 +26,18 @@ export interface ReaderCeiling {
   failedCalls: number;
 }
 
-/** The reader's ceiling on the run's evaluation split; null when the run has no page index (nothing to look golden pages up in). */
+/**
+ * The reader's ceiling on the run's evaluation split; null when the run has no page index (nothing
+ * to look golden pages up in), or in answer mode, where the Searcher answers itself and no frozen
+ * reader bounds it.
+ */
 export async function measureReaderCeiling(
   session: RunSession,
   options: RunOptions & { limit?: number } = {},
 ): Promise<ReaderCeiling | null> {
   if (session.env.dbPath === null) return null;
   const { config } = session;
+  if (config.searcher.episode.mode === 'answer') return null;
   const { label, prompts } = session.env.evaluation(config.evaluation.split);
   const limit = options.limit ?? config.evaluation.limit ?? prompts.length;
   const questions = prompts

@@ -161,14 +161,19 @@ export async function openRun(
   env.evaluation(config.evaluation.split);
   const store = runStore(runDir);
   let checkpoint: { from: string; checkpoint: PolicyCheckpoint } | null = null;
-  if (!config.searcher.adapters.policy && start.kind === 'latest') {
+  const named = config.searcher.adapters.policy;
+  if (start.kind === 'latest') {
     const found = await readFirstCheckpoint(store, start.storeRuns);
+    // A named policy that trains (the Llama engine) loads its checkpoints as the run's own does;
+    // without one it starts from its own weights (the model it names).
     if (found) checkpoint = { from: `${found.runId}/${found.key}`, checkpoint: found.checkpoint };
-    else if (config.policy?.initFrom && (await isModelFolder(config.policy.initFrom))) {
+    else if (named) {
+      // Its own weights: nothing to load.
+    } else if (config.policy?.initFrom && (await isModelFolder(config.policy.initFrom))) {
       // The policy is made from the folder (runPolicyAdapter): nothing to load into it.
     } else if (config.policy?.initFrom) {
-      const named = await readNamedCheckpoint(config.policy.initFrom);
-      checkpoint = { from: named.key, checkpoint: named.checkpoint };
+      const read = await readNamedCheckpoint(config.policy.initFrom);
+      checkpoint = { from: read.key, checkpoint: read.checkpoint };
     } else
       throw new InvalidArgumentError({
         argument: 'run',
@@ -192,8 +197,8 @@ export async function openRun(
     await checkRunIndex(config, env, options);
     if (checkpoint) await policy.load(checkpoint.checkpoint);
     if (planned) await commitRunFolder(config, planned);
-    const policyFrom = config.searcher.adapters.policy
-      ? `searcher.adapters.policy (${config.searcher.adapters.policy.type})`
+    const policyFrom = named
+      ? `searcher.adapters.policy (${named.type})${checkpoint ? ` from ${checkpoint.from}` : ''}`
       : (checkpoint?.from ??
         (config.policy?.initFrom && start.kind === 'latest'
           ? `${config.policy.initFrom} (model folder)`

@@ -92,6 +92,22 @@ describe('createLlamaPolicy', () => {
       (await p.logProbs(batch))[0]!.forEach((v, k) => expect(v).toBeCloseTo(before[k]!, 5));
       await p.load(trained);
       (await p.logProbs(batch))[0]!.forEach((v, k) => expect(v).toBeCloseTo(after[k]!, 5));
+      // A fresh policy (as a resumed run or `eval` builds it) scores and samples as the trained one.
+      const fresh = await policy({ finetune, optimizer: { learningRate: 1e-2 } });
+      await fresh.load(trained);
+      (await fresh.logProbs(batch))[0]!.forEach((v, k) => expect(v).toBeCloseTo(after[k]!, 5));
+      const greedy = async (q: LlamaPolicy) => {
+        const session = await q.begin([ids.slice(0, 3)]);
+        const [turn] = await session.generateTurn([0], {
+          maxTokens: 6,
+          temperature: 0,
+          topP: 1,
+          stopAfter: [],
+        });
+        await session.end();
+        return turn!.steps.map((s) => [s.tokenId, Number(s.logProb.toFixed(4))]);
+      };
+      expect(await greedy(fresh)).toEqual(await greedy(p));
     });
   }
 

@@ -17,6 +17,7 @@ export const vragAdapter = fromSearchHttpEntry({
   port: 'searchEngine',
   type: 'vrag',
   settings: vragSchema,
+  inputPaths: ['imageRoot'],
   create: (entry, settings) => entry.createVragImageSearch(settings),
 });
 

@@ -28,6 +28,12 @@ export const sqliteFtsAdapter = defineAdapter({
       ),
   }),
   packages: ['libsql', 'sharp'],
+  // dbPath is read only where nothing is indexed into it first.
+  inputPaths: [
+    'pagesDir',
+    'corpusPath',
+    { key: 'dbPath', when: (s) => s.pagesDir === undefined && s.corpusPath === undefined },
+  ],
   async create({ pagesDir, corpusPath, ...settings }, { field }) {
     if (pagesDir !== undefined && corpusPath !== undefined)
       throw new ConfigValidationError({

@@ -179,7 +179,9 @@ export async function runEpisodesThrough(
               ...(signal && { signal }),
               ...(images.length > 0 && { images }),
             });
-            state.tokens.appendContext(ids, observed);
+            // The ids are what the policy reads (in its chat template); the text is the protocol's, which
+            // Search-R1's format check reads: each </search> followed by its <information>.
+            state.tokens.appendContext(ids, record.observation);
           } catch (error) {
             if (AbortedError.isInstance(error)) throw error;
             fail(id, 'policy', error);

@@ -74,7 +74,10 @@ export interface Trajectory {
   goldenBasenames: string[];
   promptLength: number;
   tokenSteps: TokenStep[];
-  /** Everything after the prompt: policy turns, observations, and the generator's answer block. */
+  /**
+   * Everything after the prompt as the protocol writes it: policy turns, observations (without a
+   * chat template's wrapping, which only the token ids carry), and the generator's answer block.
+   */
   generatedText: string;
   finalAnswer: string;
   fullInputIds: number[];

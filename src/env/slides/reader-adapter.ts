@@ -12,6 +12,7 @@ export const slideReaderAdapter = defineAdapter({
   port: 'generator',
   type: 'slide-reader',
   settings: z.object({ corpusPath: z.string().min(1) }).strict(),
+  inputPaths: ['corpusPath'],
   packages: [],
   async create({ corpusPath }, { field }) {
     let corpus: unknown;
