@@ -11,8 +11,8 @@
 //   bash scripts/fetch-data.sh && npm run bench:real-text
 //   npm run bench:real-text -- --split validation --generated 300 --limit 20 --readers extractive
 //
-// The Searcher's rows (SFT, GRPO) are not measured here: they come from training runs on the
-// same data (`searcher-rl train --config .cache/real-text/config.yaml`).
+// The Searcher's rows (SFT, GRPO) are not measured here: `npm run bench:search-r1` trains SmolLM2
+// on the same data (examples/smollm2/real-text.yaml) and prints them beside these.
 import { access, appendFile, mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -281,6 +281,6 @@ for (const reader of readers) {
     await session.close();
   }
 }
-// The Searcher's rows (SFT warm start, GRPO from the instruct model and from SFT) come from training
-// runs on .cache/real-text/config.yaml; they are not printed here.
-print('searcher_rows', null, { note: 'SFT and GRPO rows: from training runs, not measured by this bench' });
+// The Searcher's rows (SFT warm start, GRPO from the instruct model and from SFT): `npm run
+// bench:search-r1`, which runs this bench first for its baselines.
+print('searcher_rows', null, { note: 'SFT and GRPO rows: npm run bench:search-r1' });

@@ -51,8 +51,11 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
   const evaluated = evalFile
     ? { label: dataset.evalPath!, prompts: evalFile }
     : (splits.test ?? splits.validation ?? { label: dataset.path, prompts: train });
+  // The evaluation the run makes: the split its config asks for (evaluation.split), else the default.
+  const asked = config.evaluation.split;
+  const shown = (asked !== undefined ? splits[asked] : null) ?? evaluated;
   options.onLog?.(
-    `dataset: ${train.length} training questions (${dataset.path}${held.length > 0 ? `; ${held.length} held out by its split column` : ''}), evaluation ${evaluated.prompts.length} (${evaluated.label})`,
+    `dataset: ${train.length} training questions (${dataset.path}${held.length > 0 ? `; ${held.length} held out by its split column` : ''}), evaluation ${shown.prompts.length} (${shown.label})`,
   );
   const engine = config.searcher.adapters.searchEngine;
   const pagesDir = engine?.type === 'sqlite-fts' ? (engine.pagesDir ?? null) : null;

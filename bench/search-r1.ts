@@ -1,0 +1,195 @@
+// Search-R1's table on the real-text task (issue 39 item 4), from one command: SmolLM2-135M-Instruct
+// as a Search-R1 Searcher (it searches the Wikipedia leads with SQLite FTS5 and answers itself,
+// rewarded by Search-R1's format and answer check) on the held-out test split (pages no training
+// question uses), seeds 1-3, beside the baselines:
+//   - direct answer and naive RAG (the question's words, the FTS5 top hit read), each by SmolLM2
+//     (the Llama generator) and by the extractive reader: `bench/real-text.ts`, run first as a
+//     child (deterministic: once);
+//   - SFT on the generic demonstrator's episodes (the warm start), then GRPO from it;
+//   - GRPO from the instruct model, no SFT (as Search-R1 trains);
+//   - the instruct model itself, zero-shot, given the Searcher's instructions.
+// The recipe is examples/smollm2/real-text.yaml's, chosen on the validation split; here only the
+// seed, the run id and the split differ. Each row gets exact match (any of the question's
+// reference answers, SQuAD normalisation: Search-R1's em_check) and the rule judge's full score,
+// per source (Natural Questions, generated) and over all. One JSON line per figure; the spread is
+// the lowest and highest seed.
+//
+//   bash scripts/fetch-models.sh && bash scripts/fetch-data.sh && npm run bench:search-r1
+//   npm run bench:search-r1 -- --seeds 1 --rows sft     # one seed, SFT then GRPO only
+import { spawn } from 'node:child_process';
+import { access, readFile, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createRuleJudge } from '../src/adapters/rule-judge/rule-judge';
+import { isJudgeSuccess } from '../src/core/reward/success';
+import { loadRunConfig } from '../src/run/config';
+import { isExactMatchAny, type RealTextQuestion } from '../src/run/real-text';
+import { trainRun } from '../src/run/run';
+
+const { values: args } = parseArgs({
+  options: {
+    seeds: { type: 'string', default: '1,2,3' },
+    rows: { type: 'string', default: 'sft,instruct' },
+    split: { type: 'string', default: 'test' },
+    'skip-baselines': { type: 'boolean', default: false },
+  },
+});
+const root = resolve(import.meta.dirname, '..');
+const example = join(root, 'examples', 'smollm2', 'real-text.yaml');
+const model = join(
+  process.env.SEARCHER_RL_MODELS ?? join(root, '.cache', 'models'),
+  'SmolLM2-135M-Instruct.Q4_1.gguf',
+);
+const runsDir = join(root, '.cache', 'bench-search-r1', 'runs');
+const split = args.split as 'validation' | 'test';
+const seeds = args.seeds!.split(',').map(Number);
+const rows = new Set(args.rows!.split(','));
+
+const print = (figure: string, value: number | null, extra: Record<string, unknown> = {}) =>
+  console.log(
+    JSON.stringify({
+      bench: 'search-r1',
+      figure,
+      value: value === null ? null : Number(value.toPrecision(4)),
+      ...extra,
+    }),
+  );
+
+try {
+  await access(model);
+} catch {
+  print('skipped', null, { reason: `no model at ${model}: run bash scripts/fetch-models.sh` });
+  process.exit(0);
+}
+
+// The baselines (and the dataset in .cache/real-text): bench/real-text.ts, its lines passed on.
+if (!args['skip-baselines']) {
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'bench', 'real-text.ts'),
+      '--split',
+      split,
+      '--baselines',
+      'direct_answer,naive_rag',
+    ],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let pending = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const lines = pending.split('\n');
+    pending = lines.pop()!;
+    for (const line of lines) if (line.startsWith('{')) console.log(line);
+  });
+  const code = await new Promise<number | null>((done) => child.on('close', done));
+  if (code !== 0) throw new Error(`bench/real-text.ts exited with ${code}`);
+  print('baselines_seconds', (performance.now() - started) / 1000);
+}
+
+const questions = new Map<string, RealTextQuestion>();
+for (const line of (await readFile(join(root, '.cache', 'real-text', 'questions.jsonl'), 'utf8')).split('\n'))
+  if (line.trim() !== '') {
+    const q = JSON.parse(line) as RealTextQuestion;
+    questions.set(q.uid, q);
+  }
+const judge = createRuleJudge();
+
+interface Scored {
+  em: boolean;
+  judge: boolean;
+  source: RealTextQuestion['source'];
+}
+
+/** A store run's evaluation, from its trajectory records: exact match on any reference and the rule judge's full score. */
+async function scoreEvaluation(runDir: string, storeRun: string): Promise<Scored[]> {
+  const text = await readFile(join(runDir, storeRun, 'trajectory.jsonl'), 'utf8');
+  const scored: Scored[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const t = (JSON.parse(line) as { data: { promptUid: string; finalAnswer: string } }).data;
+    const q = questions.get(t.promptUid);
+    if (!q) throw new Error(`evaluated question '${t.promptUid}' is not in the dataset`);
+    const verdict = await judge.doScore(q.question, t.finalAnswer, q.reference);
+    scored.push({
+      em: isExactMatchAny(t.finalAnswer, q.answers),
+      judge: isJudgeSuccess(verdict.score),
+      source: q.source,
+    });
+  }
+  return scored;
+}
+
+/** Figures of each row and seed: `[row][seed] = exact match over all`. */
+const table = new Map<string, Map<number, number>>();
+function report(row: string, seed: number, scored: readonly Scored[], seconds: number | null): void {
+  for (const source of ['nq', 'generated:description', 'all'] as const) {
+    const mine = scored.filter((s) => source === 'all' || s.source === source);
+    if (mine.length === 0) continue;
+    const extra = { row, seed, split, source, questions: mine.length };
+    const em = mine.filter((s) => s.em).length / mine.length;
+    print('exact_match', em, extra);
+    print('judge_full', mine.filter((s) => s.judge).length / mine.length, extra);
+    if (source === 'all') {
+      const bySeed = table.get(row) ?? new Map<number, number>();
+      bySeed.set(seed, em);
+      table.set(row, bySeed);
+    }
+  }
+  if (seconds !== null) print('seconds', seconds, { row, seed });
+}
+
+const base = (overrides: string[]) =>
+  loadRunConfig(example, {
+    overrides: [
+      `runsDir=${runsDir}`,
+      `evaluation.split=${split}`,
+      `searcher.adapters.policy.model=${model}`,
+      ...overrides,
+    ],
+  });
+
+for (const seed of seeds) {
+  if (rows.has('sft')) {
+    const runId = `sft-s${seed}`;
+    await rm(join(runsDir, runId), { recursive: true, force: true });
+    const result = await trainRun(await base([`seed=${seed}`, `runId=${runId}`]));
+    const sft = (result.stageSeconds['warm start'] ?? 0) + (result.stageSeconds['eval-before-rl'] ?? 0);
+    report('sft', seed, await scoreEvaluation(result.runDir, 'eval-before-rl'), sft);
+    const grpo = Object.entries(result.stageSeconds)
+      .filter(([stage]) => stage !== 'warm start' && stage !== 'eval-before-rl' && stage !== 'setup')
+      .reduce((a, [, s]) => a + s, 0);
+    report('grpo_from_sft', seed, await scoreEvaluation(result.runDir, 'eval-after-rl'), grpo);
+    const naive = result.baselines.find((b) => b.name === 'naive RAG');
+    if (naive)
+      print('run_naive_rag_exact_match', naive.summary.judgeSuccess, { seed, split, reader: 'extractive' });
+  }
+  if (rows.has('instruct')) {
+    const runId = `instruct-s${seed}`;
+    await rm(join(runsDir, runId), { recursive: true, force: true });
+    const result = await trainRun(await base([`seed=${seed}`, `runId=${runId}`, 'sft.demonstrations=0']));
+    report('instruct_zero_shot', seed, await scoreEvaluation(result.runDir, 'eval-before-rl'), null);
+    const seconds = Object.values(result.stageSeconds).reduce((a, s) => a + s, 0);
+    report('grpo_from_instruct', seed, await scoreEvaluation(result.runDir, 'eval-after-rl'), seconds);
+  }
+}
+
+// Mean and spread over the seeds, and GRPO's margin over SFT per seed.
+for (const [row, bySeed] of table) {
+  const values = [...bySeed.values()];
+  print('exact_match_mean', values.reduce((a, b) => a + b, 0) / values.length, {
+    row,
+    split,
+    seeds: [...bySeed.keys()],
+    min: Math.min(...values),
+    max: Math.max(...values),
+  });
+}
+const sft = table.get('sft');
+const grpo = table.get('grpo_from_sft');
+if (sft && grpo)
+  for (const [seed, value] of grpo)
+    print('grpo_over_sft_points', 100 * (value - sft.get(seed)!), { seed, split });
