@@ -40,7 +40,12 @@ export type AdapterSettingsSchema = z.ZodObject<z.ZodRawShape, z.core.$strict>;
  */
 export type AdapterInputPath =
   | string
-  | { readonly key: string; readonly when: (settings: Record<string, unknown>) => boolean };
+  | {
+      /** The setting's key, dotted for a nested one. */
+      readonly key: string;
+      /** Whether the adapter reads it, given its settings as written. */
+      readonly when: (settings: Record<string, unknown>) => boolean;
+    };
 
 /** What `create` is told besides its settings. */
 export interface AdapterContext {
