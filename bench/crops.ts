@@ -5,6 +5,7 @@
 // log-prob of the crop's tokens (the region's name, or its location tokens with
 // sft.cropBy=location) on held-out crop demonstrations (every fifth, not trained on) and the share
 // of held-out crops with every token above p 0.5. One JSON line per figure.
+import { figurePrinter } from './figures';
 import { join } from 'node:path';
 import { createScriptedPolicy } from '../src/adapters/scripted-policy/index';
 import { resolvePorts } from '../src/container';
@@ -19,15 +20,7 @@ import { summarise } from '../src/run/evaluate';
 import { openRun } from '../src/run/session';
 
 const epochs = Number(process.env.BENCH_CROPS_EPOCHS ?? 6);
-const print = (figure: string, value: number | null, extra: Record<string, unknown> = {}) =>
-  console.log(
-    JSON.stringify({
-      bench: 'crops',
-      figure,
-      value: value === null ? null : Number(value.toPrecision(4)),
-      ...extra,
-    }),
-  );
+const print = figurePrinter('crops');
 const config = await loadRunConfig(null, {
   overrides: [
     ...process.argv.slice(2),

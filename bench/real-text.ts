@@ -13,6 +13,7 @@
 //
 // The Searcher's rows (SFT, GRPO) are not measured here: `npm run bench:search-r1` trains SmolLM2
 // on the same data (examples/smollm2/real-text.yaml) and prints them beside these.
+import { figurePrinter } from './figures';
 import { access, appendFile, mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -61,15 +62,7 @@ const modelPath = join(
   'SmolLM2-135M-Instruct.Q4_1.gguf',
 );
 
-const print = (figure: string, value: number | null, extra: Record<string, unknown> = {}) =>
-  console.log(
-    JSON.stringify({
-      bench: 'real-text',
-      figure,
-      value: value === null ? null : Number(value.toPrecision(4)),
-      ...extra,
-    }),
-  );
+const print = figurePrinter('real-text');
 
 // The dataset, made from the fetched leads and the repository's NQ sample (rewritten each time: cheap).
 const leads = await readWikiLeadsFile(leadsPath);

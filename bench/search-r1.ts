@@ -16,6 +16,7 @@
 //
 //   bash scripts/fetch-models.sh && bash scripts/fetch-data.sh && npm run bench:search-r1
 //   npm run bench:search-r1 -- --seeds 1 --rows sft     # one seed, SFT then GRPO only
+import { figurePrinter } from './figures';
 import { spawn } from 'node:child_process';
 import { access, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -45,15 +46,7 @@ const split = args.split as 'validation' | 'test';
 const seeds = args.seeds!.split(',').map(Number);
 const rows = new Set(args.rows!.split(','));
 
-const print = (figure: string, value: number | null, extra: Record<string, unknown> = {}) =>
-  console.log(
-    JSON.stringify({
-      bench: 'search-r1',
-      figure,
-      value: value === null ? null : Number(value.toPrecision(4)),
-      ...extra,
-    }),
-  );
+const print = figurePrinter('search-r1');
 
 try {
   await access(model);

@@ -5,6 +5,7 @@
 // between the main thread and a worker thread), each from the same seed in its own run folder;
 // BENCH_SFT_TRAINING=tfjs measures the TensorFlow.js engine instead (lanes do not apply). One JSON
 // line per figure, then the two-lane ratio.
+import { figurePrinter } from './figures';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { resolvePorts } from '../src/container';
@@ -15,8 +16,7 @@ import { openRun } from '../src/run/session';
 
 const demos = Number(process.env.BENCH_SFT_DEMOS ?? 400);
 const training = process.env.BENCH_SFT_TRAINING === 'tfjs' ? 'tfjs' : 'onnx';
-const print = (figure: string, value: number, extra: Record<string, unknown> = {}) =>
-  console.log(JSON.stringify({ bench: 'sft', figure, value: Number(value.toPrecision(4)), ...extra }));
+const print = figurePrinter('sft');
 
 /** One epoch of SFT on `demos` demonstrations with `lanes` training lanes: its tokens/s. */
 async function measure(lanes: number): Promise<number> {

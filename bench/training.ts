@@ -16,6 +16,7 @@
 // figures 15% apart, 25 s ones within 9%); BENCH_PYTHON names the interpreter (else
 // SEARCHER_RL_VENV's, else scripts/python-env.sh's .cache/python-env), BENCH_TORCH_COMPILE=0 leaves
 // torch.compile out.
+import { figurePrinter } from './figures';
 import { cpus, loadavg } from 'node:os';
 import { createTfjsPolicy, type TfjsPolicy } from '../src/adapters/tfjs/policy';
 import { createRandom, type Random } from '../src/core/random';
@@ -42,8 +43,7 @@ const ONNX_TRAIN_SETTINGS: { intraOpThreads: number; trainingLanes?: number }[] 
   ...(cpus().length >= 2 ? [{ intraOpThreads: 1, trainingLanes: 2 }] : []),
 ];
 
-const print = (figure: string, value: number, extra: Record<string, unknown> = {}) =>
-  console.log(JSON.stringify({ bench: 'training', figure, value: Number(value.toPrecision(4)), ...extra }));
+const print = figurePrinter('training');
 
 /** `timedSteps` at this bench's defaults. */
 const timed = (step: () => Promise<void>, options: { minSeconds?: number; minRepeats?: number } = {}) =>
