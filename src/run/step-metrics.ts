@@ -24,6 +24,12 @@ export interface StepMetrics extends UpdateFigures {
   /** Episodes that ended by the policy's own search_complete/answer. */
   completionRate: number;
   updatesApplied: number;
+  /**
+   * Applied updates whose minibatch had no learning signal (every advantage 0, no KL or entropy
+   * term): the optimizer stepped with a zero gradient, without the forward and backward, so they
+   * add nothing to the loss, KL, clip fraction or entropy means (0 when every update was one).
+   */
+  updatesNoSignal: number;
   updatesSkipped: number;
   skippedReasons: string[];
   rolloutTokens: number;
@@ -90,6 +96,7 @@ export function stepMetrics(
     gradNorm: update.gradNorm,
     gradNormMax: update.gradNormMax,
     updatesApplied: update.applied,
+    updatesNoSignal: update.noSignal,
     updatesSkipped: update.skipped.length,
     skippedReasons: update.skipped,
     rolloutTokens,

@@ -49,6 +49,7 @@ const metrics = (step: number): StepMetrics => ({
   gradNorm: 0.7,
   gradNormMax: 0.9,
   updatesApplied: 1,
+  updatesNoSignal: 0,
   updatesSkipped: 0,
   skippedReasons: [],
   rolloutTokens: 100,

@@ -140,6 +140,38 @@ describe('updatePolicy', () => {
     expect(maskedCalls[0]!.batch.positions[0]).toEqual([2, 6, 7]);
   });
 
+  it('steps the optimizer on one token with a zero gradient where a minibatch has no signal (every advantage 0, no KL or entropy term)', async () => {
+    const zero = () => [0, 1, 2, 3].map((i) => trajectoryWith(`z#${i}`, 10, [2 + i, 3 + i], 0));
+    const { policy, calls } = fakePolicy(() => 0.3);
+    const summary = await updatePolicy(policy, zero(), settings({ miniBatchSize: 2 }), {
+      random: createRandom(4),
+    });
+    expect(calls).toHaveLength(2);
+    for (const call of calls) {
+      expect(call.batch.inputIds).toHaveLength(1);
+      expect(call.batch.positions[0]).toHaveLength(1);
+      expect(call.batch.inputIds[0]!.length).toBe(call.batch.positions[0]![0]! + 1);
+      expect(call.result.gradNewLogProbs).toEqual([[0]]);
+    }
+    expect(summary).toMatchObject({ updates: 2, applied: 2, noSignal: 2, tokens: 0, loss: 0 });
+
+    // One advantage that is not 0: the minibatch is scored whole.
+    const { policy: mixed, calls: mixedCalls } = fakePolicy(() => 0.3);
+    const some = await updatePolicy(mixed, [...zero(), trajectoryWith('s#0', 10, [4, 5], 1)], settings(), {
+      random: createRandom(4),
+    });
+    expect(mixedCalls.map((c) => c.batch.inputIds.length)).toEqual([5]);
+    expect(some).toMatchObject({ noSignal: 0, tokens: 10 });
+
+    // A KL or an entropy term gives zeros a gradient: scored whole.
+    for (const extra of [{ loss: ppoClipLoss({ klCoef: 0.1 }) }, { entropyCoef: 0.01 }]) {
+      const { policy: other, calls: seen } = fakePolicy(() => 0.3);
+      const again = await updatePolicy(other, zero(), settings(extra), { random: createRandom(4) });
+      expect(seen.map((c) => c.batch.inputIds.length)).toEqual([4]);
+      expect(again.noSignal).toBe(0);
+    }
+  });
+
   it('stops at an abort between minibatches', async () => {
     const controller = new AbortController();
     const { policy } = fakePolicy(() => {

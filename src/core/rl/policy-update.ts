@@ -40,8 +40,13 @@ export interface PolicyUpdateSummary extends UpdateFigures {
   applied: number;
   /** Steps skipped by the backend (e.g. a non-finite gradient norm), with their reasons. */
   skipped: string[];
-  /** Policy tokens trained on by applied steps, summed over epochs. */
+  /** Policy tokens trained on by applied steps, summed over epochs (a no-signal step's are not counted). */
   tokens: number;
+  /**
+   * Optimizer steps on a minibatch with no learning signal (every advantage 0, no KL or entropy
+   * term: the loss's gradient is exactly 0), taken without the minibatch's forward and backward.
+   */
+  noSignal: number;
   sequences: number;
   results: UpdateResult[];
 }
@@ -55,6 +60,37 @@ function slice(batch: UpdateBatch, indices: readonly number[]): UpdateBatch {
     sampleIds: indices.map((i) => batch.sampleIds[i]!),
     ...(batch.referenceLogProbs && { referenceLogProbs: indices.map((i) => batch.referenceLogProbs![i]!) }),
   };
+}
+
+/**
+ * Whether a minibatch's loss has a zero gradient whatever the policy's log-probs: every policy
+ * loss is the advantage times a function of the ratio (POLICY_LOSSES), so with every advantage 0
+ * and neither a KL nor an entropy term, nothing reaches the weights but the optimizer's own step.
+ */
+function hasNoSignal(mini: UpdateBatch, settings: PolicyUpdateSettings): boolean {
+  return settings.loss.klCoef === 0 && settings.entropyCoef === 0 && mini.advantages.every((a) => a === 0);
+}
+
+/**
+ * The optimizer step of a minibatch with no signal, without its forward and backward: the backend
+ * updates on one scored token with a zero loss gradient, so the weights get exactly the step the
+ * whole minibatch's (zero) gradient gives them (AdamW's moments, weight decay and schedule
+ * included). Its loss is 0; it reports no KL, clip fraction or entropy (they would be one token's).
+ */
+async function zeroGradientStep(
+  policy: PolicyBackend,
+  mini: UpdateBatch,
+  temperature: number,
+  signal: AbortSignal | undefined,
+): Promise<UpdateResult> {
+  const position = mini.positions[0]![0]!;
+  const lossFn: LossFunction = () => ({ value: 0, gradNewLogProbs: [[0]], metrics: {} });
+  const result = await policy.update(
+    { inputIds: [mini.inputIds[0]!.slice(0, position + 1)], positions: [[position]], temperature },
+    lossFn,
+    { entropyCoef: 0, ...(signal && { signal }) },
+  );
+  return { ...result, value: 0, metrics: {} };
 }
 
 /** The mean of the finite values (a skipped minibatch reports NaN). */
@@ -126,6 +162,7 @@ export async function updatePolicy(
     gradNorm: 0,
     gradNormMax: 0,
     tokens: 0,
+    noSignal: 0,
     sequences: n,
     results: [],
   };
@@ -144,17 +181,20 @@ export async function updatePolicy(
       if (options.signal?.aborted)
         throw new AbortedError({ what: 'updatePolicy', cause: options.signal.reason });
       const mini = slice(batch, order.slice(start, start + size));
-      const lossFn = createLossFunction(mini, settings.loss);
-      const result = await policy.update(
-        { inputIds: mini.inputIds, positions: mini.positions, temperature: settings.temperature },
-        lossFn,
-        { entropyCoef: settings.entropyCoef, ...(options.signal && { signal: options.signal }) },
-      );
+      const noSignal = hasNoSignal(mini, settings);
+      const result = noSignal
+        ? await zeroGradientStep(policy, mini, settings.temperature, options.signal)
+        : await policy.update(
+            { inputIds: mini.inputIds, positions: mini.positions, temperature: settings.temperature },
+            createLossFunction(mini, settings.loss),
+            { entropyCoef: settings.entropyCoef, ...(options.signal && { signal: options.signal }) },
+          );
       summary.results.push(result);
       summary.updates++;
+      if (noSignal) summary.noSignal++;
       if (result.applied) {
         summary.applied++;
-        summary.tokens += mini.positions.reduce((t, row) => t + row.length, 0);
+        if (!noSignal) summary.tokens += mini.positions.reduce((t, row) => t + row.length, 0);
       } else summary.skipped.push(result.skippedReason ?? 'not applied');
     }
   }
