@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../../core/errors';
-import { createRandom, RANDOM_STREAMS, type Random } from '../../core/random';
+import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import type { PromptRecord } from '../../core/types';
 import { ATTRIBUTES, SYLLABLES } from './attributes';
 import { drawSmallPrintPlaces, pointerLine, REGION_MARGIN_PX, type SmallPrintRole, YEAR } from './regions';
