@@ -7,7 +7,10 @@
 //     child (deterministic: once);
 //   - SFT on the generic demonstrator's episodes (the warm start), then GRPO from it;
 //   - GRPO from the instruct model, no SFT (as Search-R1 trains);
-//   - the instruct model itself, zero-shot, given the Searcher's instructions.
+//   - the instruct model itself, zero-shot, given the Searcher's instructions;
+//   - TRL's GRPOTrainer from the same SFT adapter, the same steps, batch and settings, against
+//     `serve-env` (python/scripts/trl_search_r1.py), its adapter evaluated here as every row is;
+//     beside it and the SDK's GRPO: wall seconds, seconds a step, rollout tokens a second.
 // The recipe is examples/smollm2/real-text.yaml's, chosen on the validation split; here only the
 // seed, the run id and the split differ. Each row gets exact match (any of the question's
 // reference answers, SQuAD normalisation: Search-R1's em_check) and the rule judge's full score,
@@ -16,6 +19,8 @@
 //
 //   bash scripts/fetch-models.sh && bash scripts/fetch-data.sh && npm run bench:search-r1
 //   npm run bench:search-r1 -- --seeds 1 --rows sft     # one seed, SFT then GRPO only
+// The trl row needs the Python environment (bash scripts/python-env.sh) and the seed's sft row
+// (run in the same command, or left in .cache/bench-search-r1/runs by an earlier one).
 import { figurePrinter } from './figures';
 import { spawn } from 'node:child_process';
 import { access, readFile, rm } from 'node:fs/promises';
@@ -30,7 +35,7 @@ import { trainRun } from '../src/run/run';
 const { values: args } = parseArgs({
   options: {
     seeds: { type: 'string', default: '1,2,3' },
-    rows: { type: 'string', default: 'sft,instruct' },
+    rows: { type: 'string', default: 'sft,instruct,trl' },
     split: { type: 'string', default: 'test' },
     'skip-baselines': { type: 'boolean', default: false },
   },
@@ -45,6 +50,7 @@ const runsDir = join(root, '.cache', 'bench-search-r1', 'runs');
 const split = args.split as 'validation' | 'test';
 const seeds = args.seeds!.split(',').map(Number);
 const rows = new Set(args.rows!.split(','));
+const python = join(root, '.cache', 'python-env', 'bin', 'python');
 
 const print = figurePrinter('search-r1');
 
@@ -145,6 +151,80 @@ const base = (overrides: string[]) =>
     ],
   });
 
+const mean = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+
+/** The SDK's GRPO speed from its step metrics: seconds a step, generated tokens a second of rollout. */
+async function speeds(row: string, seed: number, metricFile: string): Promise<void> {
+  const steps = (await readFile(metricFile, 'utf8'))
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => (JSON.parse(line) as { data: Record<string, number> }).data);
+  const rollout = steps.reduce((a, m) => a + m.rolloutMs!, 0) / 1000;
+  print('step_seconds', mean(steps.map((m) => (m.rolloutMs! + m.updateMs!) / 1000)), { row, seed });
+  print('rollout_tokens_per_second', steps.reduce((a, m) => a + m.rolloutTokens!, 0) / rollout, {
+    row,
+    seed,
+  });
+}
+
+interface TrlSummary {
+  model: string;
+  train_s: number;
+  rollout_tokens_per_s: number | null;
+  step_s: number[];
+  rewards: number[];
+}
+
+/** TRL's GRPOTrainer from the seed's SFT adapter (python/scripts/trl_search_r1.py), then its adapter evaluated. */
+async function trlRow(seed: number): Promise<void> {
+  try {
+    await access(python);
+  } catch {
+    print('skipped', null, {
+      row: 'trl',
+      seed,
+      reason: `no Python environment at ${python}: bash scripts/python-env.sh`,
+    });
+    return;
+  }
+  const sftRun = join(runsDir, `sft-s${seed}`);
+  try {
+    await access(join(sftRun, 'config.json'));
+  } catch {
+    throw new Error(`the trl row starts from seed ${seed}'s sft row (${sftRun}): run --rows sft,trl`);
+  }
+  const out = join(root, '.cache', 'bench-search-r1', `trl-s${seed}`);
+  await rm(out, { recursive: true, force: true });
+  const child = spawn(
+    python,
+    [join(root, 'python', 'scripts', 'trl_search_r1.py'), '--run', sftRun, '--out', out],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    process.stderr.write(chunk);
+  });
+  const code = await new Promise<number | null>((done) => child.on('close', done));
+  if (code !== 0) throw new Error(`python/scripts/trl_search_r1.py exited with ${code}`);
+  const summary = JSON.parse(output.trim().split('\n').pop()!) as TrlSummary;
+  const result = await trainRun(
+    await base([
+      `seed=${seed}`,
+      `runId=trl-s${seed}`,
+      'sft.demonstrations=0',
+      'phases.0.steps=0',
+      `searcher.adapters.policy.lora.adapter=${summary.model}`,
+    ]),
+  );
+  report('trl_grpo_from_sft', seed, await scoreEvaluation(result.runDir, 'eval-before-rl'), summary.train_s);
+  print('step_seconds', mean(summary.step_s), { row: 'trl_grpo_from_sft', seed });
+  print('rollout_tokens_per_second', summary.rollout_tokens_per_s, { row: 'trl_grpo_from_sft', seed });
+}
+
 for (const seed of seeds) {
   if (rows.has('sft')) {
     const runId = `sft-s${seed}`;
@@ -159,7 +239,9 @@ for (const seed of seeds) {
     const naive = result.baselines.find((b) => b.name === 'naive RAG');
     if (naive)
       print('run_naive_rag_exact_match', naive.summary.judgeSuccess, { seed, split, reader: 'extractive' });
+    await speeds('grpo_from_sft', seed, join(result.runDir, 'grpo', 'metric.jsonl'));
   }
+  if (rows.has('trl')) await trlRow(seed);
   if (rows.has('instruct')) {
     const runId = `instruct-s${seed}`;
     await rm(join(runsDir, runId), { recursive: true, force: true });
@@ -186,3 +268,7 @@ const grpo = table.get('grpo_from_sft');
 if (sft && grpo)
   for (const [seed, value] of grpo)
     print('grpo_over_sft_points', 100 * (value - sft.get(seed)!), { seed, split });
+const trl = table.get('trl_grpo_from_sft');
+if (sft && trl)
+  for (const [seed, value] of trl)
+    if (sft.has(seed)) print('trl_over_sft_points', 100 * (value - sft.get(seed)!), { seed, split });

@@ -237,6 +237,8 @@ def test_a_chat_model_gets_its_end_of_turn_token_and_each_observation_as_a_user_
     assert "</information><|im_end|>\n<|im_start|>assistant\n<search_complete>true</search_complete><|im_end|>" in text
     assert [m for t, m in zip(ids, mask) if t == end] == [0, 0, 0]  # two closed turns and the observation's
     assert out["episode_ending"] == ["complete"] * 4 and all(r is not None and r >= 0.1 for r in out["server_reward"])
+    # The generated tokens counted are the trained ones: the turns as cut, not the end-of-turn tokens.
+    assert rollout.stats["generated_tokens"] == sum(sum(mask) for mask in out["env_mask"])
 
 
 def test_the_train_trl_command_trains_against_serve_env_and_saves_the_model(sft_checkpoint, server, tmp_path, monkeypatch, capsys):
@@ -254,3 +256,34 @@ def test_the_train_trl_command_trains_against_serve_env_and_saves_the_model(sft_
     assert lines[-1] == summary and summary["episodes"] == 16 and summary["endings"].get("complete", 0) > 0
     assert (out / "model/config.json").is_file() and (out / "model/model.safetensors").is_file()
     assert server.token not in json.dumps(lines)
+
+
+def test_build_trainer_trains_a_peft_adapter_given_as_a_model_with_its_tokenizer(sft_checkpoint, server, tmp_path):
+    """The trl row of bench:search-r1 hands `build_trainer` a loaded PeftModel (the SDK's LoRA
+    checkpoint is a PEFT adapter folder) with its tokenizer as `processing_class`: TRL trains the
+    adapter's weights only, and saves an adapter folder."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    from searcher_rl_trainers.train_trl import build_trainer
+
+    tokenizer = AutoTokenizer.from_pretrained(sft_checkpoint)
+    base = AutoModelForCausalLM.from_pretrained(sft_checkpoint)
+    adapter = tmp_path / "adapter"
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], init_lora_weights=False)
+    get_peft_model(base, lora).save_pretrained(str(adapter))
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(sft_checkpoint), str(adapter), is_trainable=True)
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    adapted = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    assert adapted and all("lora_" in n for n in adapted)
+    tasks = fetch_tasks(server.url, server.token)
+    trainer, rollout = build_trainer(
+        server.url, server.token, model, config(tmp_path, max_steps=2), tasks=tasks, processing_class=tokenizer
+    )
+    assert trainer.processing_class is tokenizer
+    trainer.train()
+    after = dict(trainer.model.named_parameters())
+    assert all(torch.equal(after[n], p) for n, p in frozen.items())
+    assert any(not torch.equal(after[n], p) for n, p in adapted.items())
+    assert rollout.stats["episodes"] == 16 and rollout.stats["generated_tokens"] > 0
+    trainer.save_model(str(tmp_path / "saved"))
+    assert (tmp_path / "saved/adapter_config.json").is_file() and (tmp_path / "saved/adapter_model.safetensors").is_file()

@@ -86,7 +86,7 @@ def grpo_args(
 def build_trainer(
     env_url: str,
     token: str | None,
-    model: str,
+    model: Any,
     args: Any,
     *,
     mode: str = "tags",
@@ -95,9 +95,11 @@ def build_trainer(
     vision: bool = False,
     tasks: list[dict] | None = None,
     callbacks: list | None = None,
+    processing_class: Any = None,
 ) -> tuple[Any, Any]:
     """The GRPOTrainer for `mode` ('tags' or 'tools') over every task the server serves, and its
-    rollout function (tags) or None (tools)."""
+    rollout function (tags) or None (tools). `model` is a folder or hub id, or a loaded model (a
+    PeftModel to train an adapter), with its tokenizer as `processing_class`."""
     from trl import GRPOTrainer
 
     tasks = tasks if tasks is not None else fetch_tasks(env_url, token)
@@ -112,6 +114,7 @@ def build_trainer(
             train_dataset=tag_dataset(tasks),
             rollout_func=rollout,
             callbacks=callbacks,
+            processing_class=processing_class,
         )
         return trainer, rollout
     if mode == "tools":
@@ -123,6 +126,7 @@ def build_trainer(
             train_dataset=tool_dataset(tasks),
             environment_factory=functools.partial(SearcherToolEnv, env_url, token, vision=vision),
             callbacks=callbacks,
+            processing_class=processing_class,
         )
         return trainer, None
     raise ValueError(f"--mode: 'tags' or 'tools', not {mode!r}")

@@ -107,7 +107,14 @@ class TagRollout:
         self.end_of_turn = end_of_turn
         self.max_sessions, self.reset_attempts = max_sessions, reset_attempts
         self.generate = generate
-        self.stats: dict[str, Any] = {"episodes": 0, "steps": 0, "endings": Counter(), "generate_s": 0.0, "env_s": 0.0}
+        self.stats: dict[str, Any] = {
+            "episodes": 0,
+            "steps": 0,
+            "endings": Counter(),
+            "generate_s": 0.0,
+            "env_s": 0.0,
+            "generated_tokens": 0,
+        }
 
     # -- the trainer's side ---------------------------------------------------------------------
     def __call__(self, prompts: list, trainer: Any) -> dict:
@@ -207,6 +214,7 @@ class TagRollout:
         texts, reasons = [], []
         for episode, new, limit in zip(active, generated, limits):
             ids, reason = _cut_turn(tokenizer, list(new)[:limit], end_ids, self.stop_strings)
+            self.stats["generated_tokens"] += len(ids)
             episode.completion += ids
             episode.mask += [1] * len(ids)
             episode.turns += 1
