@@ -68,6 +68,9 @@ describe('a brand-new dataset through the CLI', () => {
     );
     expect(summary.readerCeiling).toMatchObject({ questions: 30, failedCalls: 0 });
     expect(summary.readerCeiling.ceiling).toBeGreaterThanOrEqual(0.5);
+    expect(trained.stdout.indexOf('reader ceiling on')).toBeLessThan(
+      trained.stdout.indexOf('demonstrations:'),
+    );
     // eval on a split of the data run: the rows its split column marks, and the training questions.
     const test = await cli(work, 'eval', '--run', runDir, '--split', 'test');
     expect(test.code, test.stderr).toBe(0);
@@ -83,6 +86,27 @@ describe('a brand-new dataset through the CLI', () => {
     expect(none.code).not.toBe(0);
     expect(none.stderr).toMatch(/evaluation\.split.*no validation questions.*dataset\.evalPath/);
   }, 600_000);
+
+  it('says before any training why a corpus of another shape cannot learn: tables its reader cannot read', async () => {
+    // One page an attribute, a Markdown table with a row a country; test countries no training
+    // question names. The extractive reader answers none from the golden tables alone.
+    const project = join(dir, 'tables');
+    const data = await writeNewDataset(join(project, 'data'), { shape: 'table', holdOut: 'entities' });
+    expect([data.pages, data.train, data.test]).toEqual([6, 90, 30]);
+    await writeFile(join(project, 'train.yaml'), CONFIG.replace('runId: countries', 'runId: tables'));
+    const work = join(dir, 'work-tables');
+    await mkdir(work);
+    const trained = await cli(work, 'train', '--config', join(project, 'train.yaml'));
+    expect(trained.code, trained.stderr).toBe(0);
+    const ceiling = trained.stdout.indexOf(
+      'the generator answers 0 of 30 (0.0%) from the golden pages alone. WARNING',
+    );
+    expect(ceiling, trained.stdout).toBeGreaterThan(-1);
+    expect(ceiling).toBeLessThan(trained.stdout.indexOf('demonstrations:'));
+    const summary = JSON.parse(await readFile(join(work, 'runs', 'tables', 'summary.json'), 'utf8'));
+    expect(summary.readerCeiling.ceiling).toBe(0);
+    expect(summary.warnings.join('\n')).toMatch(/no Searcher can score above 0\.0%/);
+  });
 
   it('runs examples/own-data from an installed package: the built CLI, the package read-only, from the project folder', async () => {
     // node_modules/searcher-rl as npm would lay it out (package.json, dist, examples), its dependencies beside it.

@@ -110,6 +110,8 @@ def main() -> None:
     phase, policy, episode, rl = settings["phase"], settings["policy"], settings["episode"], settings["rl"]
     steps = options.steps or phase["steps"]
     adapter = sft_adapter(run)
+    # The Llama policy's optimizer: its schema's defaults (src/adapters/llama/settings.ts) where the
+    # run's config leaves them out; the learning rate and warm-up are the phase's.
     optimizer = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "weightDecay": 0, "maxGradNorm": 1, **policy.get("optimizer", {})}
 
     # The training questions, and a server config with the run's episode, reward and search engine only.

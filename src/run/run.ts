@@ -212,6 +212,20 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       options.onLog?.(`warning: ${line}`);
     };
     stage('setup');
+    // The reader's ceiling, before any training (the warm start's included): a low one is said
+    // now, not found after minutes of SFT and RL.
+    const ceilingPath = join(runDir, 'reader-ceiling.json');
+    let readerCeiling = await readJsonFile<ReaderCeiling>(ceilingPath);
+    if (!readerCeiling) {
+      readerCeiling = await measureReaderCeiling(session, options);
+      if (readerCeiling) await writeJsonAtomic(ceilingPath, readerCeiling);
+    }
+    if (readerCeiling) {
+      const line = describeReaderCeiling(readerCeiling);
+      options.onLog?.(line);
+      if (readerCeiling.ceiling !== null && readerCeiling.ceiling < LOW_READER_CEILING) warnings.push(line);
+      stage('reader ceiling');
+    }
     let warmStarted = warm !== null;
     if (warm) options.onLog?.(`SFT warm start: loaded ${SFT_RUN}/${warm.key}`);
     else if (config.policy?.initFrom) {
@@ -251,19 +265,6 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
         `${b.reference ? 'reference' : 'baseline'} ${b.name} on ${b.summary.split}: ${describeEval(b.summary)}`,
       );
     if (baselines.length > 0) stage('baselines');
-    // The reader's ceiling, before training: a low one is said now, not found after the run.
-    const ceilingPath = join(runDir, 'reader-ceiling.json');
-    let readerCeiling = await readJsonFile<ReaderCeiling>(ceilingPath);
-    if (!readerCeiling) {
-      readerCeiling = await measureReaderCeiling(session, options);
-      if (readerCeiling) await writeJsonAtomic(ceilingPath, readerCeiling);
-    }
-    if (readerCeiling) {
-      const line = describeReaderCeiling(readerCeiling);
-      options.onLog?.(line);
-      if (readerCeiling.ceiling !== null && readerCeiling.ceiling < LOW_READER_CEILING) warnings.push(line);
-      stage('reader ceiling');
-    }
     const strongest = strongestBaseline([
       ...(warmStarted ? [{ name: 'warm start (SFT)', reference: false, success: before.judgeSuccess }] : []),
       ...baselines.map((b) => ({ name: b.name, reference: b.reference, success: b.summary.judgeSuccess })),

@@ -2,7 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 // A brand-new dataset made from nothing, unrelated to the slide corpus or examples/own-data:
-// invented countries, one text-only page per (country, attribute), one question per page. The
+// invented countries, text-only pages of their facts (one per (country, attribute) by default;
+// other shapes: `Shape`), one question per (country, attribute). The
 // questions of every fourth (country, attribute) pair are held out (split: test), so that the
 // held-out questions ask for pairs the policy never saw, of countries and attributes it did.
 
@@ -36,6 +37,25 @@ export type HoldOut = 'pairs' | 'entities';
  */
 export type Wording = 'page' | 'reworded';
 
+/**
+ * How the facts are written on the pages: `lines` (default), one page per (country, attribute)
+ * holding the fact as one line ("X capital city Y"); `kv`, one page per country of
+ * `attribute: value` lines ("capital: Y"), so every question about a country has the same golden
+ * page; `table`, one page per attribute, a Markdown table of every country's value (a row per
+ * country), so the golden page of a question is shared by every country's.
+ */
+export type Shape = 'lines' | 'kv' | 'table';
+
+/** The label of each attribute on a `kv` page and in a `table` page's header. */
+const LABELS: Record<string, string> = {
+  capital: 'capital',
+  founded: 'founded',
+  export: 'main export',
+  population: 'population',
+  river: 'longest river',
+  ruler: 'ruler',
+};
+
 /** The reworded question of each attribute: no word of its page's text or name but the country's. */
 const REWORDED: Record<string, (country: string) => string> = {
   capital: (c) => `Which town is the seat of government of ${c}?`,
@@ -46,7 +66,7 @@ const REWORDED: Record<string, (country: string) => string> = {
   ruler: (c) => `Who reigns over ${c}?`,
 };
 
-/** Writes `countries` x 6 pages (NAME.txt) and their questions (questions.jsonl, with a split column) under `dir`. */
+/** Writes the pages of `countries` x 6 facts (NAME.txt, as `shape` lays them out) and their questions (questions.jsonl, with a split column) under `dir`. */
 export async function writeNewDataset(
   dir: string,
   options: {
@@ -55,9 +75,12 @@ export async function writeNewDataset(
     wording?: Wording;
     /** Which corpus: 0 (default), or another whose countries share no name with corpus 0's (nor with each other's). */
     corpus?: number;
+    shape?: Shape;
   } = {},
 ): Promise<NewDataset> {
-  const { countries = 20, holdOut = 'pairs', wording = 'page', corpus = 0 } = options;
+  const { countries = 20, holdOut = 'pairs', wording = 'page', corpus = 0, shape = 'lines' } = options;
+  if (!['lines', 'kv', 'table'].includes(shape))
+    throw new RangeError(`writeNewDataset: shape must be lines, kv or table, not ${String(shape)}`);
   const names: string[] = [];
   for (let i = 0; names.length < countries * (corpus + 1); i++) {
     if (i > SYLLABLES.length ** 3)
@@ -70,6 +93,8 @@ export async function writeNewDataset(
   const pagesDir = join(dir, 'pages');
   await mkdir(pagesDir, { recursive: true });
   const rows: Array<Record<string, unknown>> = [];
+  const pages = new Map<string, string[]>();
+  const write = (page: string, line: string) => pages.set(page, [...(pages.get(page) ?? []), line]);
   for (const [k, country] of names.slice(countries * corpus).entries()) {
     // The facts by the country's place among all corpora's; the split by its place in this one.
     const i = k + countries * corpus;
@@ -109,8 +134,22 @@ export async function writeNewDataset(
       ],
     ];
     for (const [j, [attribute, text, question, answer]] of facts.entries()) {
-      const page = `${country.toLowerCase()}_${attribute}.txt`;
-      await writeFile(join(pagesDir, page), `${text}\n`);
+      let page: string;
+      if (shape === 'lines') {
+        page = `${country.toLowerCase()}_${attribute}.txt`;
+        write(page, text);
+      } else if (shape === 'kv') {
+        page = `${country.toLowerCase()}.txt`;
+        if (!pages.has(page)) write(page, country);
+        write(page, `${LABELS[attribute]}: ${answer}`);
+      } else {
+        page = `${attribute}.txt`;
+        if (!pages.has(page)) {
+          write(page, `| country | ${LABELS[attribute]} |`);
+          write(page, '| --- | --- |');
+        }
+        write(page, `| ${country} | ${answer} |`);
+      }
       rows.push({
         uid: `${country.toLowerCase()}-${attribute}`,
         question: wording === 'page' ? question : REWORDED[attribute]!(country),
@@ -120,10 +159,11 @@ export async function writeNewDataset(
       });
     }
   }
+  for (const [page, lines] of pages) await writeFile(join(pagesDir, page), `${lines.join('\n')}\n`);
   const questionsPath = join(dir, 'questions.jsonl');
   await writeFile(questionsPath, `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
   const test = rows.filter((r) => r.split === 'test').length;
-  return { pagesDir, questionsPath, pages: rows.length, train: rows.length - test, test };
+  return { pagesDir, questionsPath, pages: pages.size, train: rows.length - test, test };
 }
 
 /**
