@@ -27,4 +27,21 @@ describe('describeReaderCeiling', () => {
       describeReaderCeiling({ split: 'x', questions: 0, answered: 0, ceiling: null, failedCalls: 0 }),
     ).toMatch(/no question with a golden page/);
   });
+
+  it('names a remedy other than the generator the run already has', () => {
+    const at = (generator: string) =>
+      describeReaderCeiling({
+        split: 'test',
+        questions: 30,
+        answered: 9,
+        ceiling: 0.3,
+        failedCalls: 0,
+        generator,
+      });
+    expect(at('extractive')).toMatch(/adapters\.generator type llama or an API model/);
+    expect(at('llama')).not.toMatch(/type llama/);
+    expect(at('llama')).toMatch(
+      /a stronger generator than this one \(llama\), e\.g\. a larger model or an API model/,
+    );
+  });
 });
