@@ -28,6 +28,8 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createRuleJudge } from '../src/adapters/rule-judge/rule-judge';
 import { isJudgeSuccess } from '../src/core/reward/success';
+import { mean } from '../src/core/stats';
+import { parseJsonlLines } from '../src/core/text-data';
 import { loadRunConfig } from '../src/run/config';
 import { isExactMatchAny, type RealTextQuestion } from '../src/run/real-text';
 import { trainRun } from '../src/run/run';
@@ -89,12 +91,13 @@ if (!args['skip-baselines']) {
   print('baselines_seconds', (performance.now() - started) / 1000);
 }
 
+/** The values of a JSON Lines file (blank lines skipped; a bad line is an error naming it). */
+const readJsonl = async <T>(path: string): Promise<T[]> =>
+  parseJsonlLines(await readFile(path, 'utf8'), path).map((row) => row.value as T);
+
 const questions = new Map<string, RealTextQuestion>();
-for (const line of (await readFile(join(root, '.cache', 'real-text', 'questions.jsonl'), 'utf8')).split('\n'))
-  if (line.trim() !== '') {
-    const q = JSON.parse(line) as RealTextQuestion;
-    questions.set(q.uid, q);
-  }
+for (const q of await readJsonl<RealTextQuestion>(join(root, '.cache', 'real-text', 'questions.jsonl')))
+  questions.set(q.uid, q);
 const judge = createRuleJudge();
 
 interface Scored {
@@ -105,11 +108,9 @@ interface Scored {
 
 /** A store run's evaluation, from its trajectory records: exact match on any reference and the rule judge's full score. */
 async function scoreEvaluation(runDir: string, storeRun: string): Promise<Scored[]> {
-  const text = await readFile(join(runDir, storeRun, 'trajectory.jsonl'), 'utf8');
+  type Evaluated = { data: { promptUid: string; finalAnswer: string } };
   const scored: Scored[] = [];
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    const t = (JSON.parse(line) as { data: { promptUid: string; finalAnswer: string } }).data;
+  for (const { data: t } of await readJsonl<Evaluated>(join(runDir, storeRun, 'trajectory.jsonl'))) {
     const q = questions.get(t.promptUid);
     if (!q) throw new Error(`evaluated question '${t.promptUid}' is not in the dataset`);
     const verdict = await judge.doScore(q.question, t.finalAnswer, q.reference);
@@ -151,14 +152,9 @@ const base = (overrides: string[]) =>
     ],
   });
 
-const mean = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-
 /** The SDK's GRPO speed from its step metrics: seconds a step, generated tokens a second of rollout. */
 async function speeds(row: string, seed: number, metricFile: string): Promise<void> {
-  const steps = (await readFile(metricFile, 'utf8'))
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => (JSON.parse(line) as { data: Record<string, number> }).data);
+  const steps = (await readJsonl<{ data: Record<string, number> }>(metricFile)).map((m) => m.data);
   const rollout = steps.reduce((a, m) => a + m.rolloutMs!, 0) / 1000;
   print('step_seconds', mean(steps.map((m) => (m.rolloutMs! + m.updateMs!) / 1000)), { row, seed });
   print('rollout_tokens_per_second', steps.reduce((a, m) => a + m.rolloutTokens!, 0) / rollout, {
@@ -255,7 +251,7 @@ for (const seed of seeds) {
 // Mean and spread over the seeds, and GRPO's margin over SFT per seed.
 for (const [row, bySeed] of table) {
   const values = [...bySeed.values()];
-  print('exact_match_mean', values.reduce((a, b) => a + b, 0) / values.length, {
+  print('exact_match_mean', mean(values), {
     row,
     split,
     seeds: [...bySeed.keys()],

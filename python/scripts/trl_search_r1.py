@@ -114,11 +114,8 @@ def main() -> None:
     # run's config leaves them out; the learning rate and warm-up are the phase's.
     optimizer = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "weightDecay": 0, "maxGradNorm": 1, **policy.get("optimizer", {})}
 
-    # The training questions, and a server config with the run's episode, reward and search engine only.
-    tasks = out / "train-tasks.jsonl"
-    with open(config["dataset"]["path"]) as source, open(tasks, "w") as sink:
-        kept = [line for line in source if line.strip() and json.loads(line).get("split") == "train"]
-        sink.writelines(kept)
+    # A server config with the run's episode, reward and search engine only; serve-env serves the
+    # dataset's training rows (`--split train`, as the run splits them).
     searcher = config["searcher"]
     serve_config = out / "serve.json"
     serve_config.write_text(
@@ -147,10 +144,11 @@ def main() -> None:
     base = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
     model = PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
     load_s = time.perf_counter() - started
-    print(json.dumps({"start": str(adapter), "load_s": round(load_s, 1), "tasks": len(kept)}), flush=True)
+    print(json.dumps({"start": str(adapter), "load_s": round(load_s, 1)}), flush=True)
 
     token = secrets.token_hex(16)
-    with ServeEnv(token, "--tasks", str(tasks), config=serve_config, log_path=out / "serve.log") as server:
+    tasks = ["--tasks", config["dataset"]["path"], "--split", "train"]
+    with ServeEnv(token, *tasks, config=serve_config, log_path=out / "serve.log") as server:
         args = grpo_args(
             str(out / "trl"),
             steps=steps,
@@ -186,6 +184,7 @@ def main() -> None:
             processing_class=tokenizer,
             callbacks=[step_printer()],
         )
+        print(json.dumps({"tasks": len(trainer.train_dataset)}), flush=True)
         started = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - started

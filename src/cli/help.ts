@@ -92,7 +92,9 @@ ${describeConfigFields(runConfigSchema.out).join('\n')}
   sections as for \`train\`); with --tasks (PromptRecord JSONL) the adapters of FILE's
   searcher.adapters instead.
 
-  --split S            the slide questions served: train (default), validation or test
+  --split S            the questions served: train (default), validation or test; with --tasks,
+                       the rows its split column marks, as train splits them (no held-out row is
+                       served for training)
   --host H             default 127.0.0.1 (0.0.0.0 to serve other machines)
   --port N             default 8000
   --workers N          worker processes behind the one port (node:cluster), default 1

@@ -58,7 +58,7 @@ async function settingsOf(options: ServeEnvOptions): Promise<ServedEnvironmentSe
   return {
     searcher,
     slides: { ...(run.corpus ?? parseRunConfig({}).corpus!), split: options.split },
-    ...(options.tasks && { tasksFile: options.tasks }),
+    ...(options.tasks && { tasksFile: options.tasks, tasksSplit: options.split }),
   };
 }
 

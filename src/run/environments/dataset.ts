@@ -17,8 +17,34 @@ export const datasetEnvironmentDefinition: EnvironmentDefinition = {
   choosesServed: (choice) => Boolean(choice.tasksFile),
   openRun: datasetEnvironment,
   // The trainer's dataset reader: UTF-8 or refused naming the line, every row an object, checked.
-  openServed: async (choice) => ({ adapters: {}, tasks: await readPromptDataset(choice.tasksFile!) }),
+  // The rows of the split asked for (default train), as a run splits them: a server that trains
+  // on a file with a split column never serves its held-out rows unless asked to.
+  openServed: async (choice) => {
+    const rows = await readPromptDataset(choice.tasksFile!);
+    const split = choice.tasksSplit ?? 'train';
+    const bySplit = splitRows(rows);
+    if (bySplit[split].length === 0)
+      throw new InvalidArgumentError({
+        argument: '--split',
+        message: `${choice.tasksFile} has no ${split} rows (train ${bySplit.train.length}, validation ${bySplit.validation.length}, test ${bySplit.test.length})`,
+      });
+    return { adapters: {}, tasks: bySplit[split] };
+  },
 };
+
+/**
+ * A dataset's rows by split: rows marked validation or test are held out and the rest are the
+ * training questions, unless every row is held out (a file of one split is the user's training set).
+ */
+export function splitRows(rows: readonly PromptRecord[]): Record<DatasetSplit, PromptRecord[]> {
+  const heldOut = rows.filter((p) => splitOf(p) === 'validation' || splitOf(p) === 'test');
+  const allHeld = heldOut.length === rows.length;
+  return {
+    train: allHeld ? [...rows] : rows.filter((p) => !heldOut.includes(p)),
+    validation: allHeld ? [] : heldOut.filter((p) => splitOf(p) === 'validation'),
+    test: allHeld ? [] : heldOut.filter((p) => splitOf(p) === 'test'),
+  };
+}
 
 async function datasetEnvironment(config: RunConfig, options: RunOptions): Promise<RunEnvironment> {
   const dataset = config.dataset!;
@@ -33,19 +59,17 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
     dataset.evalPath === null
       ? null
       : await readPromptDataset(dataset.evalPath, dataset.format, { needsReference });
-  // Rows marked validation or test are held out, unless every row is (a file of one split is the user's training set).
-  const heldOut = rows.filter((p) => splitOf(p) === 'validation' || splitOf(p) === 'test');
-  const train = heldOut.length < rows.length ? rows.filter((p) => !heldOut.includes(p)) : rows;
-  const held = heldOut.length < rows.length ? heldOut : [];
-  const bySplit = (split: DatasetSplit) => held.filter((p) => splitOf(p) === split);
+  const byRows = splitRows(rows);
+  const train = byRows.train;
+  const held = byRows.validation.length + byRows.test.length;
   const splits: Record<DatasetSplit, { label: string; prompts: readonly PromptRecord[] } | null> = {
     train: { label: `${dataset.path} (train)`, prompts: train },
     validation: evalFile
       ? { label: dataset.evalPath!, prompts: evalFile }
-      : bySplit('validation').length > 0
-        ? { label: `${dataset.path} (validation)`, prompts: bySplit('validation') }
+      : byRows.validation.length > 0
+        ? { label: `${dataset.path} (validation)`, prompts: byRows.validation }
         : null,
-    test: bySplit('test').length > 0 ? { label: `${dataset.path} (test)`, prompts: bySplit('test') } : null,
+    test: byRows.test.length > 0 ? { label: `${dataset.path} (test)`, prompts: byRows.test } : null,
   };
   // Without a split asked for: the evaluation file, else the held-out rows (test first), else the training questions.
   const evaluated = evalFile
@@ -55,7 +79,7 @@ async function datasetEnvironment(config: RunConfig, options: RunOptions): Promi
   const asked = config.evaluation.split;
   const shown = (asked !== undefined ? splits[asked] : null) ?? evaluated;
   options.onLog?.(
-    `dataset: ${train.length} training questions (${dataset.path}${held.length > 0 ? `; ${held.length} held out by its split column` : ''}), evaluation ${shown.prompts.length} (${shown.label})`,
+    `dataset: ${train.length} training questions (${dataset.path}${held > 0 ? `; ${held} held out by its split column` : ''}), evaluation ${shown.prompts.length} (${shown.label})`,
   );
   const engine = config.searcher.adapters.searchEngine;
   const pagesDir = engine?.type === 'sqlite-fts' ? (engine.pagesDir ?? null) : null;

@@ -70,6 +70,8 @@ export interface ServedEnvironmentChoice {
   slides?: Partial<SlideCorpusSettings> & { cacheDir: string; split?: 'train' | 'validation' | 'test' };
   /** Your tasks (PromptRecord JSONL) over the configured ports. */
   tasksFile?: string;
+  /** Which of the task file's rows: its split column's, as a run splits them (default train). */
+  tasksSplit?: 'train' | 'validation' | 'test';
 }
 
 /** What a server serves of an environment: the ports it brings (for those the configuration leaves unset) and the tasks. */
