@@ -7,21 +7,29 @@
 //   reworded         as unseen-entities, the questions worded without their page's words ("Which goods
 //                    does X sell abroad?" for "X main export copper"): the question's words find the
 //                    country's six pages, not which one answers
+//   tables           as reworded, on one page an attribute: a Markdown table with a row a country
+//                    (--shape table): the question's words find all six tables, which name the
+//                    country alike; the right one is the attribute's, a word the question lacks
+//   kv               as reworded, on one page a country of `attribute: value` lines (--shape kv):
+//                    the question's words find the page; the reader's ceiling is the limit
 // One JSON line per run, then one per comparison with the mean and the spread (min, max) of: naive
 // RAG (search with the question's words, read the top page), the warm start (SFT) and RL, judge
-// success on the held-out questions; and the share of held-out questions whose first query names
+// success on the held-out questions, RL's gain over the stronger of the two each seed, the reader's
+// ceiling (golden pages alone); and the share of held-out questions whose first query names
 // the asked country. BENCH_COPYING_SEEDS=1,2,3 and BENCH_COPYING_VARIANTS=own-data,... choose. Each
 // run's folder stays in .cache/bench-copying/VARIANT-sSEED (made anew each time) for a look at its episodes.
 import { execFile } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { type HoldOut, NEW_DATASET_CONFIG, type Wording, writeNewDataset } from '../test/support/new-dataset';
+import { NEW_DATASET_CONFIG, type NewDatasetOptions, writeNewDataset } from '../test/support/new-dataset';
 
-const VARIANTS: Record<string, { holdOut: HoldOut; wording: Wording }> = {
+const VARIANTS: Record<string, NewDatasetOptions> = {
   'own-data': { holdOut: 'pairs', wording: 'page' },
   'unseen-entities': { holdOut: 'entities', wording: 'page' },
   reworded: { holdOut: 'entities', wording: 'reworded' },
+  tables: { holdOut: 'entities', wording: 'reworded', shape: 'table' },
+  kv: { holdOut: 'entities', wording: 'reworded', shape: 'kv' },
 };
 const CORPUS = 1;
 
@@ -88,6 +96,7 @@ for (const variant of variants) {
       before: Summary;
       after: Summary;
       baselines: Array<{ name: string; summary: Summary }>;
+      readerCeiling?: { ceiling: number | null };
     };
     const naive = summary.baselines.find((b) => b.name === 'naive RAG');
     if (!naive) throw new Error(`${runDir}/summary.json has no naive RAG baseline`);
@@ -95,6 +104,10 @@ for (const variant of variants) {
       naiveRag: round(naive.summary.judgeSuccess),
       warmStart: round(summary.before.judgeSuccess),
       rl: round(summary.after.judgeSuccess),
+      rlOverStrongest: round(
+        summary.after.judgeSuccess - Math.max(naive.summary.judgeSuccess, summary.before.judgeSuccess),
+      ),
+      readerCeiling: round(summary.readerCeiling?.ceiling ?? Number.NaN),
       warmStartNamesEntity: round(await firstQueryNamesEntity(join(runDir, 'eval-before-rl'))),
       rlNamesEntity: round(await firstQueryNamesEntity(join(runDir, 'eval-after-rl'))),
       seconds: Number(seconds.toFixed(1)),
@@ -121,6 +134,8 @@ for (const variant of variants) {
       warmStart: spread('warmStart'),
       rl: spread('rl'),
       rlOverNaiveRag: round(spread('rl').mean - spread('naiveRag').mean),
+      rlOverStrongest: spread('rlOverStrongest'),
+      readerCeiling: spread('readerCeiling'),
       rlNamesEntity: spread('rlNamesEntity'),
     }),
   );

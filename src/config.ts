@@ -66,6 +66,12 @@ export const episodeConfigSchema = z
     observationMaxChars: positiveInt()
       .default(E.observationMaxChars)
       .describe('Characters of page text shown to a text policy per page.'),
+    observationExcerpt: z
+      .enum(['start', 'query'])
+      .default(E.observationExcerpt)
+      .describe(
+        "Which part of a page longer than observationMaxChars is shown: 'start' (its first characters) or 'query' (its first line, then the lines sharing the most of the search's words, in the page's order, as a search engine's snippet: a table's row of the asked entity though it is far down the page).",
+      ),
     instructions: z
       .string()
       .nullable()

@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { extractAnswer as extractiveAnswer } from '../src/adapters/extractive/index';
+import { structureOf } from '../src/adapters/extractive/structure';
 import { parseIcdText } from '../src/core/icd/parse';
 import { hasObservationClaim, outsideThinks, thinkSpans } from '../src/core/curation/think-rewrite';
 import { parseAction, parseBoundingBox } from '../src/core/protocol/actions';
+import { queryExcerpt } from '../src/core/protocol/observation';
 import { parseLocationBins, parseRegionMarks } from '../src/core/protocol/location';
 import { createProtocolTokenizer } from '../src/core/protocol/tokenizer';
 import { answerGamingClasses, normaliseAnswer } from '../src/core/reward/answer-gaming';
@@ -63,6 +66,9 @@ const UNITS = [
   'or ',
   '\n',
   '\r',
+  '|',
+  '| --- ',
+  'label: ',
 ];
 const adversarial = fc
   .tuple(
@@ -96,6 +102,11 @@ const PARSERS: Array<[string, (text: string) => unknown]> = [
   ['parseJudgeScore (judge replies)', (t) => parseJudgeScore(t, 'judge', 'adversarial')],
   ['checkFormatCorrectness (Search-R1 format)', checkFormatCorrectness],
   ['extractAnswer', extractAnswer],
+  ['queryExcerpt (observation snippets)', (t) => queryExcerpt(t, `a x 1 ${t.slice(0, 200)}`, 2000)],
+  [
+    'extractive reader (page structure)',
+    (t) => [structureOf(t), extractiveAnswer('What is the x of y?', [t])],
+  ],
   ['thinkSpans / outsideThinks', (t) => [thinkSpans(t), outsideThinks(t)]],
   ['hasObservationClaim', hasObservationClaim],
   ['rule judge gaming check', (t) => [normaliseAnswer(t), answerGamingClasses(t, 'Paris or London', t)]],

@@ -192,6 +192,15 @@ describe('progress', () => {
       parseRunConfig({ ...dataset, searcher: { episode: { maxTurns: 3 } } }).searcher.episode,
     ).toMatchObject({ maxTurns: 3, observationMaxChars: 60, temperature: 0.5 });
     expect(parseRunConfig({}).searcher.episode.observationMaxChars).toBe(300);
+    // Which part of a long page is shown: the start by default, the search's lines when asked; nothing else.
+    expect(parseRunConfig(dataset).searcher.episode.observationExcerpt).toBe('start');
+    expect(
+      parseRunConfig({ ...dataset, searcher: { episode: { observationExcerpt: 'query' } } }).searcher.episode
+        .observationExcerpt,
+    ).toBe('query');
+    expect(() =>
+      parseRunConfig({ ...dataset, searcher: { episode: { observationExcerpt: 'middle' } } }),
+    ).toThrow(/searcher\.episode\.observationExcerpt/);
     // ONNX Runtime's training threads and lanes reach the policy apart from its rollouts' one thread.
     expect(
       (

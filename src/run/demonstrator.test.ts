@@ -29,6 +29,25 @@ describe('demonstrationQueries', () => {
     expect(queries).toHaveLength(5);
   });
 
+  it("adds a golden name with none of the question's words to its content words, less the reference's words and ids", () => {
+    const queries = demonstrationQueries(
+      'How many inhabitants does Zorvel have?',
+      ['population.txt'],
+      '1200',
+    );
+    expect(queries.at(-1)).toBe('inhabitants Zorvel population');
+    expect(queries).toHaveLength(5);
+    // A page named after the answer gives only the words the answer does not have.
+    expect(
+      demonstrationQueries('What is the point at which light rays converge?', ['Focus_(optics)'], 'Focus').at(
+        -1,
+      ),
+    ).toBe('point light rays converge optics');
+    expect(demonstrationQueries('Who wrote it?', ['Pyotr_Tchaikovsky'], 'Pyotr Tchaikovsky')).toEqual(
+      demonstrationQueries('Who wrote it?'),
+    );
+  });
+
   it('adds nothing where the golden name repeats a query already tried, or names nothing the question has (an id)', () => {
     expect(demonstrationQueries('What is the capital of Zorvel?', ['zorvel_capital.txt'])).toEqual(
       demonstrationQueries('What is the capital of Zorvel?'),

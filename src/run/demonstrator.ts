@@ -29,7 +29,7 @@ export const DEMONSTRATION_SEARCHES = 3;
 function attemptsFor(prompts: readonly PromptRecord[]): number {
   const longest = Math.max(
     0,
-    ...prompts.map((p) => demonstrationQueries(p.question, p.goldenBasenames ?? []).length),
+    ...prompts.map((p) => demonstrationQueries(p.question, p.goldenBasenames ?? [], p.reference).length),
   );
   return Math.min(DEMONSTRATION_ATTEMPTS, Math.max(DEMONSTRATION_ATTEMPTS - 1, longest));
 }
@@ -49,9 +49,14 @@ const WORDS = /[\p{L}\p{N}]+(?:[.,'’-][\p{L}\p{N}]+)*/gu;
  * dataset names the question's golden pages, the words of the first one's name (`zorvel_export.txt`: zorvel, export), each written as the
  * question writes it where the question has it: a question worded unlike its page ("Which goods
  * does Zorvel sell abroad?") is demonstrated with the page's word ("Zorvel export"), which the
- * question's words alone do not find. Repeats removed.
+ * question's words alone do not find; a name with none of the question's words is added to its
+ * content words (`goldenQuery`). Repeats removed.
  */
-export function demonstrationQueries(question: string, golden: readonly string[] = []): string[] {
+export function demonstrationQueries(
+  question: string,
+  golden: readonly string[] = [],
+  reference?: string,
+): string[] {
   const words = question.match(WORDS) ?? [];
   const content = contentWords(words);
   const half = Math.ceil(content.length / 2);
@@ -60,7 +65,7 @@ export function demonstrationQueries(question: string, golden: readonly string[]
     content.join(' '),
     content.length > 1 ? content.slice(0, half).join(' ') : '',
     content.length > 1 ? content.slice(half).join(' ') : '',
-    goldenQuery(words, golden[0]),
+    goldenQuery(words, golden[0], reference),
   ];
   return [...new Set(queries.filter((q) => q.length > 0))];
 }
@@ -73,20 +78,33 @@ export function contentQuery(question: string): string {
 const contentWords = (words: readonly string[]) => words.filter((w) => !isStopword(w));
 
 /**
- * The words of a golden page's name (its extension left out): those the question has, as it writes
- * them and in its order, then the others; '' where the name shares no word with the question (a
- * name like `deck12_3.png` is an id, not a description) or adds none but numbers (`acme_3.png`
- * for a question about Acme: a page number the question cannot give).
+ * The words of a golden page's name (its extension left out), with the question's words:
+ * - where the name shares words with the question, those as the question writes them and in its
+ *   order, then the name's others (`zorvel_export.txt` for "Which goods does Zorvel sell
+ *   abroad?": "Zorvel export");
+ * - where it shares none, the question's content words, then the name's words (`population.txt`,
+ *   a table of every country's population, for "How many inhabitants does Zorvel have?":
+ *   "inhabitants Zorvel population"), only words of letters alone and none of the reference's:
+ *   a name like `deck12_3.png` is an id, not a description, and a page named after the answer
+ *   ("Pyotr Tchaikovsky") is not a word a searcher could know before reading it.
+ * '' where the name adds no word but numbers (`acme_3.png` for a question about Acme: a page
+ * number the question cannot give).
  */
-function goldenQuery(questionWords: readonly string[], basename: string | undefined): string {
+function goldenQuery(questionWords: readonly string[], basename: string | undefined, reference = ''): string {
   if (basename === undefined) return '';
   const stem = basename.replace(/\.[^.]*$/, '');
   const byLower = new Map(questionWords.map((w) => [w.toLowerCase(), w] as const));
   const named = (stem.match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => !isStopword(w));
   const shared = new Set(named.map((w) => w.toLowerCase()).filter((w) => byLower.has(w)));
+  if (shared.size === 0) {
+    const answer = new Set((reference.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase()));
+    const words = named.filter((w) => /^\p{L}+$/u.test(w) && !answer.has(w.toLowerCase()));
+    const content = contentWords(questionWords);
+    return words.length === 0 || content.length === 0 ? '' : [...new Set([...content, ...words])].join(' ');
+  }
   // Words the question lacks, numbers left out (a page number is an id the question cannot give).
   const others = named.filter((w) => !shared.has(w.toLowerCase()) && /\p{L}/u.test(w));
-  if (shared.size === 0 || others.length === 0) return '';
+  if (others.length === 0) return '';
   // The question's words first, in its order, then the name's others.
   const fromQuestion = [...new Set(questionWords.filter((w) => shared.has(w.toLowerCase())))];
   return [...new Set([...fromQuestion, ...others])].join(' ');
@@ -241,7 +259,9 @@ export async function harvestDemonstrations(args: {
     const rolloutId = firstSuccess ? round : rollout;
     const asked = lineAfter(context, 'Question: ') ?? '';
     const prompt = byQuestion.get(asked);
-    const queries = prompt ? demonstrationQueries(prompt.question, prompt.goldenBasenames ?? []) : [];
+    const queries = prompt
+      ? demonstrationQueries(prompt.question, prompt.goldenBasenames ?? [], prompt.reference)
+      : [];
     if (turn === 0 && queries.length > 0)
       return `<search>${queries[(rolloutId % attempts) % queries.length]}</search>`;
     const read = tagSpans(context, '<information>', '</information>').map((s) => s.body);

@@ -66,18 +66,18 @@ const REWORDED: Record<string, (country: string) => string> = {
   ruler: (c) => `Who reigns over ${c}?`,
 };
 
+/** What `writeNewDataset` writes. */
+export interface NewDatasetOptions {
+  countries?: number;
+  holdOut?: HoldOut;
+  wording?: Wording;
+  /** Which corpus: 0 (default), or another whose countries share no name with corpus 0's (nor with each other's). */
+  corpus?: number;
+  shape?: Shape;
+}
+
 /** Writes the pages of `countries` x 6 facts (NAME.txt, as `shape` lays them out) and their questions (questions.jsonl, with a split column) under `dir`. */
-export async function writeNewDataset(
-  dir: string,
-  options: {
-    countries?: number;
-    holdOut?: HoldOut;
-    wording?: Wording;
-    /** Which corpus: 0 (default), or another whose countries share no name with corpus 0's (nor with each other's). */
-    corpus?: number;
-    shape?: Shape;
-  } = {},
-): Promise<NewDataset> {
+export async function writeNewDataset(dir: string, options: NewDatasetOptions = {}): Promise<NewDataset> {
   const { countries = 20, holdOut = 'pairs', wording = 'page', corpus = 0, shape = 'lines' } = options;
   if (!['lines', 'kv', 'table'].includes(shape))
     throw new RangeError(`writeNewDataset: shape must be lines, kv or table, not ${String(shape)}`);
@@ -172,7 +172,11 @@ export async function writeNewDataset(
  * epochs: copying is learnt after 45-135 epochs of one a question, docs/method.md#copying-names),
  * two RL phases; the paths are the file's, the index a cache in the working directory. Everything
  * else is the default (the instructions included). The recipe was chosen on corpus 0's held-out
- * questions, seed 1; `npm run bench:copying` reports it on corpus 1.
+ * questions, seed 1; `npm run bench:copying` reports it on corpus 1. A page longer than an
+ * observation shows the lines its search names (`observationExcerpt: query`): chosen on corpus 0's
+ * reworded tables, seeds 1-3 (held-out success after SFT 46.7-96.7% with the page's start, 100.0%
+ * with the excerpt, whose row of the asked country lets fresh names rename it); the default
+ * one-line pages fit whole, so it changes nothing there.
  */
 export const NEW_DATASET_CONFIG = [
   'runsDir: runs',
@@ -186,7 +190,7 @@ export const NEW_DATASET_CONFIG = [
   '  - { name: phase2, steps: 20, weights: default, learningRate: 1.0e-3, warmupSteps: 0 }',
   'trainer: { batchSize: 8 }',
   'searcher:',
-  '  episode: { maxTurns: 3, maxTurnTokens: 16, maxContextTokens: 128, temperature: 0.7 }',
+  '  episode: { maxTurns: 3, maxTurnTokens: 16, maxContextTokens: 128, temperature: 0.7, observationExcerpt: query }',
   '  rl: { nAgent: 4 }',
   '  adapters:',
   '    searchEngine: { type: sqlite-fts, pagesDir: data/pages, dbPath: .cache/searcher-rl/countries.sqlite }',

@@ -3,6 +3,7 @@ import type { Generator, GeneratorAnswer } from '../../ports/generator';
 import type { Evidence } from '../../ports/types';
 import { parseSettings } from '../../provider-utils/settings';
 import { extractiveGeneratorSettingsSchema } from './settings';
+import { structureOf } from './structure';
 
 /** Settings of `createExtractiveGenerator`. */
 export interface ExtractiveGeneratorSettings {
@@ -137,10 +138,12 @@ function spansOf(sentence: string, questionStems: Set<string>, expected: Expecte
 }
 
 /**
- * The extractive reading of a question over page texts: the sentence sharing the most of the
- * question's content words (the earlier page first on a tie), and in it the span of words the
- * question does not have that best fits the question (a number for when / how many, a capitalised
- * name for who / where, next to the question's words). `null` when no sentence shares a word.
+ * The extractive reading of a question over page texts: the sentence, or the fact of a
+ * `label: value` line or a table cell (`structureOf`), sharing the most of the question's content
+ * words (a fact's words are its label, its subject and its value; the earlier page first on a
+ * tie, then within a page the fact whose value best fits the question), and in it the span of
+ * words the question does not have that best fits the question (a number for when / how many, a
+ * capitalised name for who / where, next to the question's words). `null` when nothing shares a word.
  */
 export function extractAnswer(question: string, texts: readonly string[], maxWords = 8): string | null {
   const questionStems = new Set(
@@ -150,24 +153,54 @@ export function extractAnswer(question: string, texts: readonly string[], maxWor
   );
   if (questionStems.size === 0) return null;
   const expected = expectedKind(question);
-  const candidates: Array<{ sentences: string[]; at: number; overlap: number; order: number }> = [];
-  for (const text of texts) {
-    const sentences = sentencesOf(text);
-    sentences.forEach((sentence, at) => {
-      const stems = new Set(tokensOf(sentence).map((t) => stemOf(t.lower)));
-      const overlap = [...questionStems].filter((s) => stems.has(s)).length;
-      if (overlap > 0) candidates.push({ sentences, at, overlap, order: candidates.length });
-    });
+  const overlapOf = (...parts: string[]) => {
+    const stems = new Set(parts.flatMap((part) => tokensOf(part).map((t) => stemOf(t.lower))));
+    return [...questionStems].filter((s) => stems.has(s)).length;
+  };
+  const bestSpan = (text: string) => {
+    const spans = spansOf(text, questionStems, expected, maxWords);
+    return spans.length === 0 ? null : spans.reduce((a, b) => (b.score > a.score ? b : a));
+  };
+  interface Candidate {
+    overlap: number;
+    page: number;
+    fit: number;
+    position: number;
+    read: () => string | null;
   }
-  candidates.sort((a, b) => b.overlap - a.overlap || a.order - b.order);
-  for (const { sentences, at } of candidates) {
-    // A sentence that only names the subject ("The Zorbel bridge.") is answered by the next one.
-    for (const sentence of sentences.slice(at, at + 2)) {
-      const spans = spansOf(sentence, questionStems, expected, maxWords);
-      if (spans.length === 0) continue;
-      const best = spans.reduce((a, b) => (b.score > a.score ? b : a));
-      return sentence.slice(best.start, best.end);
+  const candidates: Candidate[] = [];
+  for (const [page, text] of texts.entries()) {
+    const { facts, prose } = structureOf(text);
+    const sentences = prose.flatMap(({ text: line, position }) =>
+      sentencesOf(line).map((sentence, k) => ({ sentence, position: position * 1000 + k })),
+    );
+    sentences.forEach(({ sentence, position }, at) => {
+      const overlap = overlapOf(sentence);
+      if (overlap === 0) return;
+      const read = () => {
+        // A sentence that only names the subject ("The Zorbel bridge.") is answered by the next one.
+        for (const { sentence: next } of sentences.slice(at, at + 2)) {
+          const span = bestSpan(next);
+          if (span !== null) return next.slice(span.start, span.end);
+        }
+        return null;
+      };
+      candidates.push({ overlap, page, fit: 0, position, read });
+    });
+    for (const fact of facts) {
+      const overlap = overlapOf(fact.label, fact.subject, fact.value);
+      const span = overlap === 0 ? null : bestSpan(fact.value);
+      if (span === null) continue;
+      const answer = fact.value.slice(span.start, span.end);
+      candidates.push({ overlap, page, fit: span.score, position: fact.position * 1000, read: () => answer });
     }
+  }
+  candidates.sort(
+    (a, b) => b.overlap - a.overlap || a.page - b.page || b.fit - a.fit || a.position - b.position,
+  );
+  for (const candidate of candidates) {
+    const answer = candidate.read();
+    if (answer !== null) return answer;
   }
   return null;
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigValidationError } from '../../core/errors';
 import { createRuleJudge } from '../rule-judge/index';
 import { createExtractiveGenerator, extractAnswer } from './index';
+import { structureOf } from './structure';
 
 // The pages and questions of examples/own-data, which the extractive reader answers with no facts table.
 const PAGES: Record<string, string> = {
@@ -59,6 +60,45 @@ describe('the extractive generator', () => {
         'The Zorbel bridge. It spans 412 metres over the bay.',
       ]),
     ).toBe('spans 412 metres');
+  });
+
+  it('reads a page of `label: value` lines by its label and the heading above it', () => {
+    const page = 'Zorvel\ncapital: Amberford\nfounded: 1437\nmain export: copper\nruler: Queen Ada\n';
+    expect(extractAnswer('When was Zorvel founded?', [page])).toBe('1437');
+    expect(extractAnswer('What is the main export of Zorvel?', [page])).toBe('copper');
+    expect(extractAnswer('Who is the ruler of Zorvel?', [page])).toBe('Queen Ada');
+    // No label word in the question: the value that fits its kind (a name of two capitals for who).
+    expect(extractAnswer('Who reigns over Zorvel?', [page])).toBe('Queen Ada');
+    // The earlier page first on a tie, as for sentences.
+    const other = 'Quarin\nfounded: 1502\n';
+    expect(extractAnswer('When was it founded?', [other, page])).toBe('1502');
+  });
+
+  it('reads a Markdown table by the row naming the subject and the column naming the attribute', () => {
+    const table = [
+      '# Countries',
+      '| country | capital | founded |',
+      '| --- | :---: | ---: |',
+      '| Zorvel | Amberford | 1437 |',
+      '| Quarin | Belltown | 1502 |',
+    ].join('\n');
+    expect(extractAnswer('What is the capital of Quarin?', [table])).toBe('Belltown');
+    expect(extractAnswer('When was Zorvel founded?', [table])).toBe('1437');
+    expect(extractAnswer('How old is Quarin? Founded when?', [table])).toBe('1502');
+    // Without a header row, a row is read by its cells alone.
+    expect(extractAnswer('Where is Zorvel?', ['| Zorvel | Amberford |\n| Quarin | Belltown |'])).toBe(
+      'Amberford',
+    );
+  });
+
+  it('reads a colon line with a long value, a row of many cells, as prose', () => {
+    const { facts, prose } = structureOf(
+      '2001: A Space Odyssey is a 1968 epic science fiction film produced and directed by Stanley Kubrick.\n' +
+        `|${' x |'.repeat(40)}\n` +
+        'capital: Amberford',
+    );
+    expect(prose.map((p) => p.text.slice(0, 4))).toEqual(['2001', '| x ']);
+    expect(facts).toEqual([{ label: 'capital', subject: '', value: 'Amberford', position: 2 }]);
   });
 
   it('says the fallback when no text shares a word with the question, and caps the span', async () => {

@@ -28,6 +28,12 @@ export interface EpisodeConfig {
   cropMinOutputSide: number;
   /** Characters of page text shown to a text policy per page. */
   observationMaxChars: number;
+  /**
+   * Which part of a longer page is shown: `start` (its first `observationMaxChars` characters) or
+   * `query` (its first line and the lines that share the most of the search's words, as a search
+   * engine's snippet: `queryExcerpt`).
+   */
+  observationExcerpt: 'start' | 'query';
   /** The text before the question in the prompt; `null`: the protocol instructions of `mode`. */
   instructions: string | null;
 }
@@ -44,6 +50,7 @@ export const DEFAULT_EPISODE_CONFIG: Readonly<EpisodeConfig> = Object.freeze({
   policyImageMaxSide: null,
   cropMinOutputSide: 768,
   observationMaxChars: 2000,
+  observationExcerpt: 'start',
   instructions: null,
 });
 
@@ -65,6 +72,11 @@ export function resolveEpisodeConfig(partial: Partial<EpisodeConfig> = {}): Epis
         message: `must be a positive integer, got ${String(v)}`,
       });
   }
+  if (config.observationExcerpt !== 'start' && config.observationExcerpt !== 'query')
+    throw new InvalidArgumentError({
+      argument: 'episode.observationExcerpt',
+      message: `must be 'start' or 'query', got ${String(config.observationExcerpt)}`,
+    });
   if (config.mode !== 'searcher' && config.mode !== 'answer')
     throw new InvalidArgumentError({
       argument: 'episode.mode',

@@ -193,6 +193,39 @@ describe('runEpisodes', () => {
     );
   });
 
+  it("shows a long page's lines the search names with observationExcerpt: query, its start otherwise", async () => {
+    const table = ['| country | founded |', '| --- | --- |']
+      .concat(['Zorzor', 'Drumab', 'Quarin', 'Velzor'].map((c, i) => `| ${c} | ${1400 + i} |`))
+      .join('\n');
+    const observe = async (observationExcerpt?: 'start' | 'query') => {
+      const policy = createScriptedPolicy({ script: ['<search>Velzor founded</search>'] });
+      const page = { basename: 'founded.txt', text: table };
+      const [episode] = await runEpisodes(
+        one(),
+        { policy, searchEngine: createMockSearchEngine({ pages: [page] }) },
+        {
+          config: { maxTurns: 1, observationMaxChars: 50, ...(observationExcerpt && { observationExcerpt }) },
+        },
+      );
+      return episode!.trajectory.turns[0]!.observation;
+    };
+    expect(await observe('query')).toContain('| country | founded |\n…\n| Velzor | 1403 |');
+    expect(await observe()).not.toContain('Velzor');
+    expect(await observe('start')).toBe(await observe());
+    await expect(
+      runEpisodes(
+        one(),
+        {
+          policy: createScriptedPolicy({ script: ['<search>x</search>'] }),
+          searchEngine: createMockSearchEngine({ pages }),
+        },
+        {
+          config: { observationExcerpt: 'middle' as never },
+        },
+      ),
+    ).rejects.toThrow(/episode\.observationExcerpt.*'start' or 'query'/);
+  });
+
   it('maps bbox coordinates back to source pixels', () => {
     // A 200x100 page shown at 100x50: [10, 10, 50, 30] is [20, 20, 100, 60] in the page.
     expect(

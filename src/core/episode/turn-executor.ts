@@ -156,7 +156,10 @@ export async function executeTurn(
           // The newest page has no image: a bbox now would crop a page the policy no longer sees.
           state.lastImage = null;
         }
-        record.observation = renderObservation([item], { maxTextChars: config.observationMaxChars });
+        record.observation = renderObservation([item], {
+          maxTextChars: config.observationMaxChars,
+          ...(config.observationExcerpt === 'query' && { query: action.query }),
+        });
         // The regions a crop may name: those the policy was shown (a mark cut off with the text is not).
         const marks = parseRegionMarks(record.observation);
         if (state.lastImage && marks.length > 0) state.lastImage = { ...state.lastImage, marks };

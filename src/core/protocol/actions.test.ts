@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseAction, renderAction, type Action } from './actions';
-import { correctiveMessage, pageRead, renderNoResults, renderObservation } from './observation';
+import { correctiveMessage, pageRead, queryExcerpt, renderNoResults, renderObservation } from './observation';
 
 describe('parseAction', () => {
   it('reads a think and a search', () => {
@@ -150,6 +150,33 @@ describe('parseAction', () => {
 });
 
 describe('observations', () => {
+  it("shows a long page's first line and the lines sharing the query's words, in page order (observationExcerpt: query)", () => {
+    const table = [
+      '| country | founded |',
+      '| --- | --- |',
+      ...['Zorzor', 'Drumab', 'Quarin', 'Velzor', 'Nixtho'].map((c, i) => `| ${c} | ${1400 + i} |`),
+    ].join('\n');
+    expect(queryExcerpt(table, 'Velzor begin founded', 60)).toBe(
+      '| country | founded |\n…\n| Velzor | 1403 |\n…',
+    );
+    expect(
+      renderObservation([{ kind: 'page', basename: 'founded.txt', text: table }], {
+        maxTextChars: 60,
+        query: 'Velzor founded',
+      }),
+    ).toBe('<information>[page founded.txt]\n| country | founded |\n…\n| Velzor | 1403 |\n…</information>');
+    // Without the query, or where no other line shares a word, the page's start, as before.
+    expect(
+      renderObservation([{ kind: 'page', basename: 'founded.txt', text: table }], { maxTextChars: 30 }),
+    ).toBe(`<information>[page founded.txt]\n${table.slice(0, 30)}…</information>`);
+    expect(queryExcerpt(table, 'Amberford', 30)).toBe(`${table.slice(0, 30)}…`);
+    // A page that fits is shown whole; lines are kept best first while they fit, never past the limit.
+    expect(queryExcerpt('short page', 'page', 60)).toBe('short page');
+    const many = queryExcerpt(table, 'Zorzor Drumab Quarin Velzor Nixtho', 64);
+    expect(many.length).toBeLessThanOrEqual(64);
+    expect(many).toBe('| country | founded |\n…\n| Zorzor | 1400 |\n| Drumab | 1401 |\n…');
+  });
+
   it('renders pages and crops in <information>', () => {
     const text = renderObservation([
       {

@@ -28,15 +28,21 @@ export function neutraliseTags(text: string): string {
   return text.replace(TAG_IN_CONTENT, '‹$1$2›');
 }
 
-/** `<information>…</information>` around the text form of search results or a crop. */
+/**
+ * `<information>…</information>` around the text form of search results or a crop. A page's text
+ * longer than `maxTextChars` is cut to its start, or, given the search's `query`, to the lines that
+ * share its words (`queryExcerpt`).
+ */
 export function renderObservation(
   items: readonly ObservationItem[],
-  options: { maxTextChars?: number } = {},
+  options: { maxTextChars?: number; query?: string } = {},
 ): string {
   const limit = options.maxTextChars ?? MAX_TEXT_CHARS;
+  const shorten = (text: string) =>
+    options.query === undefined ? truncate(text, limit) : queryExcerpt(text, options.query, limit);
   const lines = items.map((item) => {
     const size = item.shownWidth && item.shownHeight ? ` (${item.shownWidth}x${item.shownHeight})` : '';
-    const text = item.text ? `\n${truncate(neutraliseTags(item.text), limit)}` : '';
+    const text = item.text ? `\n${shorten(neutraliseTags(item.text))}` : '';
     if (item.kind === 'page') return `[page ${item.basename ?? 'unknown'}${size}]${text}`;
     if (item.kind === 'crop') {
       const region = item.sourceRegion ? ` region [${item.sourceRegion.map(round).join(', ')}]` : '';
@@ -77,6 +83,50 @@ export function correctiveMessage(
 
 function truncate(text: string, limit: number): string {
   return text.length <= limit ? text : `${text.slice(0, limit)}…`;
+}
+
+const WORD = /[\p{L}\p{N}]+/gu;
+const MAX_EXCERPT_CANDIDATES = 256;
+const wordsOf = (text: string) => new Set((text.toLowerCase().match(WORD) ?? []) as string[]);
+
+/**
+ * A page's text cut to `limit` characters around a search's words, as a search engine's snippet:
+ * the page's first line (its title or a table's header), then the lines sharing the most of the
+ * query's words (the earlier first on a tie) while they fit, shown in the page's order, `…` where
+ * lines are left out. So a table's row of the asked entity is shown though it is far down the
+ * page. A page that fits, or whose other lines share no word, is cut as `truncate` cuts it.
+ */
+export function queryExcerpt(text: string, query: string, limit: number): string {
+  if (text.length <= limit) return text;
+  const asked = wordsOf(query);
+  const lines = text.split('\n');
+  const scored = lines
+    .map((line, at) => {
+      let shared = 0;
+      for (const w of wordsOf(line)) if (asked.has(w)) shared++;
+      return { at, shared };
+    })
+    .filter(({ at, shared }) => at > 0 && shared > 0)
+    .sort((a, b) => b.shared - a.shared || a.at - b.at);
+  if (scored.length === 0) return truncate(text, limit);
+  const render = (kept: readonly number[]) => {
+    const shown: string[] = [];
+    let last = -1;
+    for (const at of kept) {
+      if (at > last + 1) shown.push('…');
+      shown.push(lines[at]!);
+      last = at;
+    }
+    if (last < lines.length - 1) shown.push('…');
+    return shown.join('\n');
+  };
+  let kept = [0];
+  // The best lines only: what fits in an observation is a few dozen lines at most.
+  for (const { at } of scored.slice(0, MAX_EXCERPT_CANDIDATES)) {
+    const tried = [...kept, at].sort((a, b) => a - b);
+    if (render(tried).length <= limit) kept = tried;
+  }
+  return kept.length === 1 ? truncate(text, limit) : render(kept);
 }
 
 function round(value: number): number {
