@@ -22,6 +22,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { mean } from '../src/core/stats';
 import { NEW_DATASET_CONFIG, type NewDatasetOptions, writeNewDataset } from '../test/support/new-dataset';
 
 const VARIANTS: Record<string, NewDatasetOptions> = {
@@ -119,7 +120,7 @@ for (const variant of variants) {
   const spread = (key: string) => {
     const values = rows.map((r) => r[key]!);
     return {
-      mean: round(values.reduce((a, b) => a + b, 0) / values.length),
+      mean: round(mean(values)),
       min: Math.min(...values),
       max: Math.max(...values),
     };

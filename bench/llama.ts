@@ -66,6 +66,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRandom } from '../src/core/random';
 import type { ChildConfig, ChildResult, ChildWorkload, Side } from './llama-child';
+import { benchPython } from './python-env';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MODEL_FILE = 'SmolLM2-135M-Instruct.Q4_1.gguf';
@@ -126,22 +127,18 @@ function modelPath(): string {
   return join(process.env.SEARCHER_RL_MODELS ?? join(ROOT, '.cache', 'models'), MODEL_FILE);
 }
 
-/** The Python interpreter with torch, transformers, peft and gguf, or why there is none. */
-function benchPython(): { python: string } | { reason: string } {
-  const venv = process.env.SEARCHER_RL_VENV ?? join(ROOT, '.cache', 'python-env');
-  const python = process.env.BENCH_PYTHON ?? join(venv, 'bin', 'python');
-  if (!existsSync(python))
-    return {
-      reason: `no Python at ${python}: create the environment with scripts/python-env.sh, or set SEARCHER_RL_VENV or BENCH_PYTHON`,
-    };
+/** The bench's Python interpreter (`benchPython`) when it imports torch, transformers, peft and gguf, or why not. */
+function llamaPython(): { python: string } | { reason: string } {
+  const found = benchPython();
+  if ('reason' in found) return found;
   try {
-    execFileSync(python, ['-c', 'import torch, transformers, peft, gguf'], { stdio: 'ignore' });
+    execFileSync(found.python, ['-c', 'import torch, transformers, peft, gguf'], { stdio: 'ignore' });
   } catch {
     return {
-      reason: `${python} does not import torch, transformers, peft and gguf (python/requirements.txt)`,
+      reason: `${found.python} does not import torch, transformers, peft and gguf (python/requirements.txt)`,
     };
   }
-  return { python };
+  return { python: found.python };
 }
 
 function runChild(
@@ -218,7 +215,7 @@ async function main(): Promise<void> {
     });
     return;
   }
-  const found = benchPython();
+  const found = llamaPython();
   if ('reason' in found) {
     print({ figure: 'llama', skipped: found.reason });
     return;

@@ -12,18 +12,17 @@ import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
+  HOLD_OUTS,
   type HoldOut,
   NEW_DATASET_CONFIG,
+  SHAPES,
   type Shape,
+  WORDINGS,
   type Wording,
   writeNewDataset,
 } from '../test/support/new-dataset';
 
-const CHOICES = {
-  shape: ['lines', 'kv', 'table'],
-  'hold-out': ['pairs', 'entities'],
-  wording: ['page', 'reworded'],
-} as const;
+const CHOICES = { shape: SHAPES, 'hold-out': HOLD_OUTS, wording: WORDINGS } as const;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -22,6 +22,7 @@
 // The trl row needs the Python environment (bash scripts/python-env.sh) and the seed's sft row
 // (run in the same command, or left in .cache/bench-search-r1/runs by an earlier one).
 import { figurePrinter } from './figures';
+import { benchPython } from './python-env';
 import { spawn } from 'node:child_process';
 import { access, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -52,7 +53,6 @@ const runsDir = join(root, '.cache', 'bench-search-r1', 'runs');
 const split = args.split as 'validation' | 'test';
 const seeds = args.seeds!.split(',').map(Number);
 const rows = new Set(args.rows!.split(','));
-const python = join(root, '.cache', 'python-env', 'bin', 'python');
 
 const print = figurePrinter('search-r1');
 
@@ -173,14 +173,9 @@ interface TrlSummary {
 
 /** TRL's GRPOTrainer from the seed's SFT adapter (python/scripts/trl_search_r1.py), then its adapter evaluated. */
 async function trlRow(seed: number): Promise<void> {
-  try {
-    await access(python);
-  } catch {
-    print('skipped', null, {
-      row: 'trl',
-      seed,
-      reason: `no Python environment at ${python}: bash scripts/python-env.sh`,
-    });
+  const found = benchPython();
+  if ('reason' in found) {
+    print('skipped', null, { row: 'trl', seed, reason: found.reason });
     return;
   }
   const sftRun = join(runsDir, `sft-s${seed}`);
@@ -192,7 +187,7 @@ async function trlRow(seed: number): Promise<void> {
   const out = join(root, '.cache', 'bench-search-r1', `trl-s${seed}`);
   await rm(out, { recursive: true, force: true });
   const child = spawn(
-    python,
+    found.python,
     [join(root, 'python', 'scripts', 'trl_search_r1.py'), '--run', sftRun, '--out', out],
     {
       cwd: root,

@@ -9,8 +9,8 @@
 // always runs); ratios are against its best setting. Debian's python3-torch (1.13), when /usr/bin/python3 has it, runs the
 // earlier anchor (bench/torch_reference_legacy.py) beside it, printed as `debian_torch_*`.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { benchPython } from './python-env';
 
 /** One setting's figures. */
 export interface TorchFigures {
@@ -47,21 +47,6 @@ const PASSIVE = { OMP_WAIT_POLICY: 'PASSIVE' };
 
 type Print = (figure: string, value: number, extra?: Record<string, unknown>) => void;
 type Line = Record<string, unknown> & { figure: string; value: number };
-
-const root = fileURLToPath(new URL('..', import.meta.url));
-
-/** The anchor's interpreter and where it was found, or why there is none. */
-function anchorPython(): { python: string; source: string } | { reason: string } {
-  if (process.env.BENCH_PYTHON) return { python: process.env.BENCH_PYTHON, source: 'BENCH_PYTHON' };
-  const venv = process.env.SEARCHER_RL_VENV ?? `${root}.cache/python-env`;
-  const source = process.env.SEARCHER_RL_VENV ? 'SEARCHER_RL_VENV' : 'scripts/python-env.sh';
-  const python = `${venv}/bin/python`;
-  if (!existsSync(python))
-    return {
-      reason: `no Python environment at ${venv} (${source}): create it with scripts/python-env.sh (python/requirements.txt, torch 2.15; several minutes), or set SEARCHER_RL_VENV or BENCH_PYTHON`,
-    };
-  return { python, source };
-}
 
 /** torch's version under `python`, or null when it does not import torch. */
 function torchVersion(python: string): string | null {
@@ -207,7 +192,7 @@ export function measureTorch(
   shape: TorchShape,
 ): { anchor: TorchFigures[] | null; debian: TorchFigures[] | null } {
   let anchor: TorchFigures[] | null = null;
-  const found = anchorPython();
+  const found = benchPython();
   const version = 'python' in found ? torchVersion(found.python) : null;
   if (!('python' in found)) print('torch_reference_skipped', 0, { reason: found.reason });
   else if (!version)

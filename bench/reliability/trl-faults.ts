@@ -4,20 +4,17 @@
 // FAULT-FIGURES line returned as the figure. Skipped, saying why, without the pinned Python
 // environment (scripts/python-env.sh).
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchPython } from '../python-env';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MARK = 'FAULT-FIGURES ';
 
 export async function trlFaults(steps: number): Promise<Record<string, unknown>> {
-  const python = join(process.env.SEARCHER_RL_VENV ?? join(ROOT, '.cache', 'python-env'), 'bin', 'python');
-  if (!existsSync(python))
-    return {
-      figure: 'trl_faults',
-      skipped: `no Python at ${python}: create it with scripts/python-env.sh (or set SEARCHER_RL_VENV)`,
-    };
+  const found = benchPython();
+  if ('reason' in found) return { figure: 'trl_faults', skipped: found.reason };
+  const python = found.python;
   const started = performance.now();
   const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
     (resolve) =>

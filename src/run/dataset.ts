@@ -51,6 +51,17 @@ export function splitOf(prompt: PromptRecord): DatasetSplit | null {
   return null;
 }
 
+/**
+ * A dataset's rows by split (`splitOf`): rows marked validation or test are held out and the rest
+ * are the training questions, unless every row is held out (a file of one split is the user's
+ * training set). What a run trains and evaluates on, and what `serve-env --tasks` serves.
+ */
+export function splitRows(rows: readonly PromptRecord[]): Record<DatasetSplit, PromptRecord[]> {
+  const bySplit: Record<DatasetSplit, PromptRecord[]> = { train: [], validation: [], test: [] };
+  for (const row of rows) bySplit[splitOf(row) ?? 'train'].push(row);
+  return bySplit.train.length === 0 ? { train: [...rows], validation: [], test: [] } : bySplit;
+}
+
 /** Reads a dataset of questions (JSONL or verl/Search-R1 Parquet) and checks it before anything runs. */
 export async function readPromptDataset(
   path: string,

@@ -95,9 +95,8 @@ export function describeReaderCeiling(c: ReaderCeiling): string {
   const pct = (c.ceiling * 100).toFixed(1);
   const failed = c.failedCalls > 0 ? `, ${c.failedCalls} failed calls` : '';
   const line = `reader ceiling on ${c.split}: the generator answers ${c.answered} of ${c.questions} (${pct}%) from the golden pages alone${failed}`;
-  // SmolLM2 (type llama) reads worse than the extractive reader on some pages (attribute: value
-  // lines: 9 of 30 from the golden pages, the extractive reader 30 of 30, docs/own-data.md), so its
-  // name is no remedy once it is the reader.
+  // SmolLM2 (type llama) reads no better than the extractive reader on some pages (attribute:
+  // value lines, docs/own-data.md#pages-of-other-shapes), so its name is no remedy once it is the reader.
   const stronger =
     c.generator === undefined || c.generator === 'extractive'
       ? 'a stronger generator, e.g. adapters.generator type llama or an API model, may raise it'

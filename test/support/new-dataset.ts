@@ -27,7 +27,8 @@ export interface NewDataset {
  * every fourth country, so that no training question names a held-out country (its pages are in
  * the index all the same).
  */
-export type HoldOut = 'pairs' | 'entities';
+export const HOLD_OUTS = ['pairs', 'entities'] as const;
+export type HoldOut = (typeof HOLD_OUTS)[number];
 
 /**
  * How the questions are worded: `page` (default), with the words of their page ("What is the
@@ -35,7 +36,8 @@ export type HoldOut = 'pairs' | 'entities';
  * country's ("Which town is the seat of government of X?"), so that the question's words find
  * the country's six pages and not which of them answers.
  */
-export type Wording = 'page' | 'reworded';
+export const WORDINGS = ['page', 'reworded'] as const;
+export type Wording = (typeof WORDINGS)[number];
 
 /**
  * How the facts are written on the pages: `lines` (default), one page per (country, attribute)
@@ -44,7 +46,8 @@ export type Wording = 'page' | 'reworded';
  * page; `table`, one page per attribute, a Markdown table of every country's value (a row per
  * country), so the golden page of a question is shared by every country's.
  */
-export type Shape = 'lines' | 'kv' | 'table';
+export const SHAPES = ['lines', 'kv', 'table'] as const;
+export type Shape = (typeof SHAPES)[number];
 
 /** The label of each attribute on a `kv` page and in a `table` page's header. */
 const LABELS: Record<string, string> = {
@@ -79,8 +82,15 @@ export interface NewDatasetOptions {
 /** Writes the pages of `countries` x 6 facts (NAME.txt, as `shape` lays them out) and their questions (questions.jsonl, with a split column) under `dir`. */
 export async function writeNewDataset(dir: string, options: NewDatasetOptions = {}): Promise<NewDataset> {
   const { countries = 20, holdOut = 'pairs', wording = 'page', corpus = 0, shape = 'lines' } = options;
-  if (!['lines', 'kv', 'table'].includes(shape))
-    throw new RangeError(`writeNewDataset: shape must be lines, kv or table, not ${String(shape)}`);
+  for (const [name, value, allowed] of [
+    ['shape', shape, SHAPES],
+    ['holdOut', holdOut, HOLD_OUTS],
+    ['wording', wording, WORDINGS],
+  ] as const)
+    if (!(allowed as readonly string[]).includes(value))
+      throw new RangeError(
+        `writeNewDataset: ${name} must be one of ${allowed.join(', ')}, not ${String(value)}`,
+      );
   const names: string[] = [];
   for (let i = 0; names.length < countries * (corpus + 1); i++) {
     if (i > SYLLABLES.length ** 3)
@@ -94,7 +104,11 @@ export async function writeNewDataset(dir: string, options: NewDatasetOptions = 
   await mkdir(pagesDir, { recursive: true });
   const rows: Array<Record<string, unknown>> = [];
   const pages = new Map<string, string[]>();
-  const write = (page: string, line: string) => pages.set(page, [...(pages.get(page) ?? []), line]);
+  const write = (page: string, line: string) => {
+    const lines = pages.get(page);
+    if (lines) lines.push(line);
+    else pages.set(page, [line]);
+  };
   for (const [k, country] of names.slice(countries * corpus).entries()) {
     // The facts by the country's place among all corpora's; the split by its place in this one.
     const i = k + countries * corpus;

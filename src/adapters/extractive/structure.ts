@@ -3,6 +3,8 @@
 // a line's label and the page's heading above it; a table cell's column header and the other
 // cells of its row. Everything else on the page is prose, read sentence by sentence.
 
+import { textLines } from '../../core/text-data';
+
 /** One value of a page with the words that place it. */
 export interface Fact {
   /** Where it is said: its line's label, or its column's header ('' when the table has none). */
@@ -49,7 +51,7 @@ const cellsOf = (row: string) =>
  * above it of at most eight words (the page's heading). Lines of neither kind are prose.
  */
 export function structureOf(text: string): PageStructure {
-  const lines = text.split(/\r?\n/);
+  const lines = textLines(text);
   const facts: Fact[] = [];
   const prose: PageStructure['prose'] = [];
   let heading = '';
@@ -84,13 +86,14 @@ export function structureOf(text: string): PageStructure {
       continue;
     }
     const kv = KEY_VALUE.exec(line);
+    const value = kv?.[2]!.trim() ?? '';
     if (
       kv !== null &&
       /\p{L}/u.test(kv[1]!) &&
       !/^https?$/i.test(kv[1]!) &&
-      kv[2]!.trim().split(/\s+/).length <= MAX_VALUE_WORDS
+      value.split(/\s+/).length <= MAX_VALUE_WORDS
     ) {
-      facts.push({ label: kv[1]!, subject: heading, value: kv[2]!.trim(), position: position++ });
+      facts.push({ label: kv[1]!, subject: heading, value, position: position++ });
       continue;
     }
     const text = line.replace(HEADING_MARKS, '').trim();

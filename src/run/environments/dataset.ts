@@ -2,7 +2,7 @@ import type { PromptRecord } from '../../core/types';
 import { InvalidArgumentError } from '../../core/errors';
 import type { RunConfig } from '../config';
 import { datasetBaselines } from '../baseline-scripts';
-import { type DatasetSplit, readPromptDataset, splitOf } from '../dataset';
+import { type DatasetSplit, readPromptDataset, splitRows } from '../dataset';
 import type { RunOptions } from '../progress';
 import { harvestSampled } from './harvest';
 import type { EnvironmentDefinition, RunEnvironment } from './types';
@@ -31,20 +31,6 @@ export const datasetEnvironmentDefinition: EnvironmentDefinition = {
     return { adapters: {}, tasks: bySplit[split] };
   },
 };
-
-/**
- * A dataset's rows by split: rows marked validation or test are held out and the rest are the
- * training questions, unless every row is held out (a file of one split is the user's training set).
- */
-export function splitRows(rows: readonly PromptRecord[]): Record<DatasetSplit, PromptRecord[]> {
-  const heldOut = rows.filter((p) => splitOf(p) === 'validation' || splitOf(p) === 'test');
-  const allHeld = heldOut.length === rows.length;
-  return {
-    train: allHeld ? [...rows] : rows.filter((p) => !heldOut.includes(p)),
-    validation: allHeld ? [] : heldOut.filter((p) => splitOf(p) === 'validation'),
-    test: allHeld ? [] : heldOut.filter((p) => splitOf(p) === 'test'),
-  };
-}
 
 async function datasetEnvironment(config: RunConfig, options: RunOptions): Promise<RunEnvironment> {
   const dataset = config.dataset!;

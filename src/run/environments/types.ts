@@ -1,5 +1,6 @@
 import type { AdaptersConfigInput, SearcherConfig } from '../../config';
 import type { Trajectory } from '../../core/trajectory/trajectory';
+import type { DatasetSplit } from '../dataset';
 import type { PromptRecord } from '../../core/types';
 import type { SlideCorpusSettings } from '../../env/slides/corpus';
 import type { ImageOps } from '../../ports/image-ops';
@@ -71,7 +72,7 @@ export interface ServedEnvironmentChoice {
   /** Your tasks (PromptRecord JSONL) over the configured ports. */
   tasksFile?: string;
   /** Which of the task file's rows: its split column's, as a run splits them (default train). */
-  tasksSplit?: 'train' | 'validation' | 'test';
+  tasksSplit?: DatasetSplit;
 }
 
 /** What a server serves of an environment: the ports it brings (for those the configuration leaves unset) and the tasks. */
