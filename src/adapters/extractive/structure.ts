@@ -86,7 +86,7 @@ export function structureOf(text: string): PageStructure {
       continue;
     }
     const kv = KEY_VALUE.exec(line);
-    const value = kv?.[2]!.trim() ?? '';
+    const value = kv?.[2]?.trim() ?? '';
     if (
       kv !== null &&
       /\p{L}/u.test(kv[1]!) &&
