@@ -5,6 +5,7 @@ import { requireOptionalPackages } from '../provider-utils/optional-package';
 import { parseRunConfig, type RunConfig } from './config';
 import { runPackages } from './packages';
 import { writeJsonAtomic } from './folder';
+import { RECORDED_UNDER } from './recorded';
 import type { RunOptions } from './progress';
 import { pct, type EvalSummary } from './evaluate';
 import { trainRun } from './run';
@@ -230,10 +231,9 @@ export async function runAblations(
         force: false,
         errorOnExist: false,
       });
-      await cp(join(baselineDir, 'eval-before-rl.json'), join(runDir, 'eval-before-rl.json'), {
-        force: false,
-        errorOnExist: false,
-      });
+      // With the settings it was measured under (recorded.ts): an ablation that changes one of them evaluates again.
+      for (const file of ['eval-before-rl.json', RECORDED_UNDER])
+        await cp(join(baselineDir, file), join(runDir, file), { force: false, errorOnExist: false });
     }
     const config = configs[index]!;
     runOptions.onLog?.(`\n== ablation ${ablation.name}: ${ablation.change}`);

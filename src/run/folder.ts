@@ -15,6 +15,9 @@ import { parseRunConfig, type RunConfig } from './config';
  *   (`sft-distilled/`, `focused-round1/`); each holds `trajectory.jsonl`, `reward.jsonl`,
  *   `metric.jsonl`, `event.jsonl`, `checkpoint.jsonl` and `checkpoints/` (src/run/checkpoints.ts);
  * - `eval-before-rl.json`, `eval-after-rl.json`, `eval-<split>.json`: evaluation summaries;
+ * - `reader-ceiling.json`, `baselines.json`, and `recorded-under.json`: the settings these and
+ *   `eval-before-rl.json` were measured under (recorded.ts: a continued run reuses them only under
+ *   the same);
  * - `summary.json`, `report.html`, `curation/`.
  */
 export const RUN_FILES = {

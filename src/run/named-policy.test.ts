@@ -77,5 +77,20 @@ describe('a trainable policy named in searcher.adapters', () => {
     const continued = await trainRun(config, { onLog: (line) => logs.push(line) });
     expect(logs).toContain('SFT warm start: loaded sft/checkpoints/step-00000000');
     expect(continued.before).toEqual(first.before);
+    expect(logs.join('\n')).not.toMatch(/measured again/);
+
+    // Continued with another evaluation: the figures recorded under the old one are measured again.
+    const other = parseRunConfig({ ...config, evaluation: { ...config.evaluation, limit: 2 } });
+    const again: string[] = [];
+    const narrowed = await trainRun(other, { onLog: (line) => again.push(line) });
+    expect(again).toContain(
+      "reader ceiling: recorded under other evaluation settings than this run's; measured again",
+    );
+    expect(again).toContain(
+      "eval-before-rl: recorded under other evaluation settings than this run's; measured again",
+    );
+    expect(narrowed.before.questions).toBe(2);
+    expect(narrowed.readerCeiling?.questions).toBe(2);
+    expect(narrowed.baselines.every((b) => b.summary.questions === 2)).toBe(true);
   }, 120_000);
 });

@@ -14,7 +14,6 @@ import {
   EVAL_AFTER,
   EVAL_BEFORE,
   planRunFolder,
-  readJsonFile,
   readRunFolderConfig,
   RUN_FILES,
   runStore,
@@ -34,6 +33,14 @@ import {
   measureReaderCeiling,
   type ReaderCeiling,
 } from './reader-ceiling';
+import {
+  BASELINES_FILE,
+  describeRemeasured,
+  READER_CEILING_FILE,
+  readRecorded,
+  recordedBasis,
+  writeRecorded,
+} from './recorded';
 import { openRun, resetPolicyOptimizer, type RunSession } from './session';
 
 /**
@@ -214,11 +221,16 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     stage('setup');
     // The reader's ceiling, before any training (the warm start's included): a low one is said
     // now, not found after minutes of SFT and RL.
-    const ceilingPath = join(runDir, 'reader-ceiling.json');
-    let readerCeiling = await readJsonFile<ReaderCeiling>(ceilingPath);
+    const basis = recordedBasis(config);
+    const recorded = async <T>(file: string, what: string) => {
+      const found = await readRecorded<T>(runDir, file, basis);
+      if (found.changed.length > 0) options.onLog?.(describeRemeasured(what, found.changed));
+      return found.value;
+    };
+    let readerCeiling = await recorded<ReaderCeiling>(READER_CEILING_FILE, 'reader ceiling');
     if (!readerCeiling) {
       readerCeiling = await measureReaderCeiling(session, options);
-      if (readerCeiling) await writeJsonAtomic(ceilingPath, readerCeiling);
+      if (readerCeiling) await writeRecorded(runDir, READER_CEILING_FILE, readerCeiling, basis);
     }
     if (readerCeiling) {
       const line = describeReaderCeiling(readerCeiling);
@@ -241,11 +253,10 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       if (started.warning) warn(started.warning);
     }
     stage('warm start');
-    const beforePath = join(runDir, `${EVAL_BEFORE}.json`);
-    let before = await readJsonFile<EvalSummary>(beforePath);
+    let before = await recorded<EvalSummary>(`${EVAL_BEFORE}.json`, EVAL_BEFORE);
     if (!before) {
       before = await session.evaluate(EVAL_BEFORE, undefined, options);
-      await writeJsonAtomic(beforePath, before);
+      await writeRecorded(runDir, `${EVAL_BEFORE}.json`, before, basis);
       // An earlier attempt logged the one it read (a tracker new to the folder gets it with the recorded steps).
       trackers.logEvaluation(EVAL_BEFORE, 0, before);
     }
@@ -254,11 +265,10 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     );
     stage(EVAL_BEFORE);
     // The baselines on the same questions, reader and judge (kept for a continued run).
-    const baselinesPath = join(runDir, 'baselines.json');
-    let baselines = await readJsonFile<BaselineFigure[]>(baselinesPath);
+    let baselines = await recorded<BaselineFigure[]>(BASELINES_FILE, 'baselines');
     if (!baselines) {
       baselines = await measureBaselines(session, session.env.baselines, options);
-      await writeJsonAtomic(baselinesPath, baselines);
+      await writeRecorded(runDir, BASELINES_FILE, baselines, basis);
     }
     for (const b of baselines)
       options.onLog?.(
