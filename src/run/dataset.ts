@@ -38,6 +38,7 @@ export function promptFromJsonRow(row: Record<string, unknown>, index: number): 
   };
 }
 
+/** A dataset row's split: the rows a run trains on, chooses its recipe on, or reports. */
 export type DatasetSplit = 'train' | 'validation' | 'test';
 
 /** A row's split (JSONL `split`, Parquet `extra_info.split`), with the common spellings (`val`, `dev`, `valid`) read as validation. */
