@@ -27,10 +27,7 @@ export const DEMONSTRATION_SEARCHES = 3;
 
 /** The attempts for a set of questions: four, or five where a golden page's name adds a fifth query to one. */
 function attemptsFor(prompts: readonly PromptRecord[]): number {
-  const longest = Math.max(
-    0,
-    ...prompts.map((p) => demonstrationQueries(p.question, p.goldenBasenames ?? [], p.reference).length),
-  );
+  const longest = Math.max(0, ...prompts.map((p) => queriesOf(p).length));
   return Math.min(DEMONSTRATION_ATTEMPTS, Math.max(DEMONSTRATION_ATTEMPTS - 1, longest));
 }
 
@@ -69,6 +66,9 @@ export function demonstrationQueries(
   ];
   return [...new Set(queries.filter((q) => q.length > 0))];
 }
+
+/** A dataset row's demonstration queries (`demonstrationQueries` of its question, golden pages and reference). */
+const queriesOf = (p: PromptRecord) => demonstrationQueries(p.question, p.goldenBasenames ?? [], p.reference);
 
 /** The question's content words (its words less the stop words): naive RAG's query. */
 export function contentQuery(question: string): string {
@@ -259,9 +259,7 @@ export async function harvestDemonstrations(args: {
     const rolloutId = firstSuccess ? round : rollout;
     const asked = lineAfter(context, 'Question: ') ?? '';
     const prompt = byQuestion.get(asked);
-    const queries = prompt
-      ? demonstrationQueries(prompt.question, prompt.goldenBasenames ?? [], prompt.reference)
-      : [];
+    const queries = prompt ? queriesOf(prompt) : [];
     if (turn === 0 && queries.length > 0)
       return `<search>${queries[(rolloutId % attempts) % queries.length]}</search>`;
     const read = tagSpans(context, '<information>', '</information>').map((s) => s.body);

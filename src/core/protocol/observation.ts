@@ -1,5 +1,6 @@
 import type { InvalidActionReason } from './actions';
 import type { BoundingBox } from '../../ports/types';
+import { textLines } from '../text-data';
 
 /** One item shown to the policy after an action, in both forms: image (if any) and text. */
 export interface ObservationItem {
@@ -99,7 +100,7 @@ const wordsOf = (text: string) => new Set((text.toLowerCase().match(WORD) ?? [])
 export function queryExcerpt(text: string, query: string, limit: number): string {
   if (text.length <= limit) return text;
   const asked = wordsOf(query);
-  const lines = text.split('\n');
+  const lines = textLines(text);
   const scored = lines
     .map((line, at) => {
       let shared = 0;
