@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type AdamWElementConstants, adamwStep, adamwStepReference } from './adamw-kernel';
+import {
+  type AdamWElementConstants,
+  adamwStep,
+  adamwStepReference,
+  adamwStepTfjsOrder,
+  adamwStepTfjsOrderReference,
+} from './adamw-kernel';
 
 const constants: AdamWElementConstants = {
   clip: 0.7,
@@ -76,5 +82,40 @@ describe('adamwStep (WebAssembly SIMD)', () => {
     adamwStepReference(expected, values(5, 10), m.slice(), v.slice(), constants);
     adamwStep(p, values(5, 10), m, v, constants);
     expect(p).toEqual(expected);
+  });
+});
+
+describe('adamwStepTfjsOrder (WebAssembly SIMD, the order of tfjs operations)', () => {
+  const tfjs = {
+    clip: 0.7,
+    beta1: 0.9,
+    beta2: 0.999,
+    decay: 1 - 1e-3 * 0.01,
+    stepSize: 1e-3 / (1 - 0.9 ** 3),
+    sqrtBc2: Math.sqrt(1 - 0.999 ** 3),
+    epsilon: 1e-8,
+  };
+  it.each([1, 5, 16384, 40_003])('equals its float32 reference to the bit (%i elements)', (n) => {
+    const p = values(n, 11);
+    const g = values(n, 12);
+    const m = values(n, 13);
+    const v = values(n, 14).map(Math.abs);
+    const [p2, m2, v2] = [p.slice(), m.slice(), v.slice()];
+    adamwStepTfjsOrder(p, g, m, v, tfjs);
+    adamwStepTfjsOrderReference(p2, g, m2, v2, tfjs);
+    expect(p).toEqual(p2);
+    expect(m).toEqual(m2);
+    expect(v).toEqual(v2);
+    expect(p.some((x, i) => x !== values(n, 11)[i])).toBe(true);
+  });
+
+  it('differs from the torch order in the last bits somewhere (they are two orders, not one)', () => {
+    const n = 4096;
+    const [p, g, m, v] = [values(n, 21), values(n, 22), values(n, 23), values(n, 24).map(Math.abs)];
+    const torch = [p.slice(), m.slice(), v.slice()] as const;
+    adamwStepTfjsOrder(p, g, m, v, tfjs);
+    adamwStep(torch[0], g, torch[1], torch[2], { ...tfjs, inverseBc2: 1 / tfjs.sqrtBc2 });
+    expect(p.some((x, i) => x !== torch[0][i])).toBe(true);
+    p.forEach((x, i) => expect(x).toBeCloseTo(torch[0][i]!, 5));
   });
 });

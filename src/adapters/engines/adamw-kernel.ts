@@ -73,13 +73,48 @@ function adamwModule(): Uint8Array {
         local.get 10 i32.const 16 i32.add local.tee 10 local.get 0 i32.lt_u br_if 0
       end
     end`;
+  // The same update in the order tfjs's AdamW (adapters/tfjs/adamw.ts) runs its operations, each a
+  // float32 op of the tfjs backend: v takes (g' * g') * c2, the denominator sqrt(v) / sqrt(bc2) +
+  // epsilon, and p = p * decay - (m / denominator) * stepSize. Local 18 is sqrt(bc2) here.
+  const tfjsBody = `
+    ${splats.join('\n')}
+    block
+      local.get 0 i32.eqz br_if 0
+      loop
+        local.get 10 v128.load offset=${OFFSET.g} align=16 local.get 11 f32x4.mul local.set 20
+        ;; m = m * beta1 + g' * c1
+        local.get 10
+        local.get 10 v128.load offset=${OFFSET.m} align=16 local.get 12 f32x4.mul
+        local.get 20 local.get 13 f32x4.mul f32x4.add
+        local.tee 21 v128.store offset=${OFFSET.m} align=16
+        ;; v = v * beta2 + (g' * g') * c2
+        local.get 10
+        local.get 10 v128.load offset=${OFFSET.v} align=16 local.get 14 f32x4.mul
+        local.get 20 local.get 20 f32x4.mul local.get 15 f32x4.mul f32x4.add
+        local.tee 22 v128.store offset=${OFFSET.v} align=16
+        ;; p = p * decay - (m / (sqrt(v) / sqrtBc2 + epsilon)) * stepSize
+        local.get 10
+        local.get 10 v128.load offset=${OFFSET.p} align=16 local.get 16 f32x4.mul
+        local.get 21 local.get 22 f32x4.sqrt local.get 18 f32x4.div local.get 19 f32x4.add f32x4.div
+        local.get 17 f32x4.mul
+        f32x4.sub
+        v128.store offset=${OFFSET.p} align=16
+        local.get 10 i32.const 16 i32.add local.tee 10 local.get 0 i32.lt_u br_if 0
+      end
+    end`;
+  const signature = {
+    params: ['i32', ...Array.from({ length: 9 }, () => 'f32' as const)],
+    locals: ['i32', ...Array.from({ length: 12 }, () => 'v128' as const)],
+  } as const;
   return assembleModule(
     [
+      { name: 'adamw', ...signature, params: [...signature.params], locals: [...signature.locals], body },
       {
-        name: 'adamw',
-        params: ['i32', ...Array.from({ length: 9 }, () => 'f32' as const)],
-        locals: ['i32', ...Array.from({ length: 12 }, () => 'v128' as const)],
-        body,
+        name: 'adamw_tfjs',
+        ...signature,
+        params: [...signature.params],
+        locals: [...signature.locals],
+        body: tfjsBody,
       },
     ],
     4,
@@ -92,12 +127,22 @@ type AdamWKernel = (bytes: number, ...constants: number[]) => void;
 const { WebAssembly: wasm } = globalThis as unknown as {
   WebAssembly: {
     Module: new (bytes: Uint8Array) => object;
-    Instance: new (module: object) => { exports: { memory: { buffer: ArrayBuffer }; adamw: AdamWKernel } };
+    Instance: new (
+      module: object,
+    ) => {
+      exports: { memory: { buffer: ArrayBuffer }; adamw: AdamWKernel; adamw_tfjs: AdamWKernel };
+    };
   };
 };
 
-let kernel: { run: AdamWKernel; p: Float32Array; g: Float32Array; m: Float32Array; v: Float32Array } | null =
-  null;
+let kernel: {
+  run: AdamWKernel;
+  runTfjs: AdamWKernel;
+  p: Float32Array;
+  g: Float32Array;
+  m: Float32Array;
+  v: Float32Array;
+} | null = null;
 
 function loadKernel(): NonNullable<typeof kernel> {
   if (kernel) return kernel;
@@ -105,6 +150,7 @@ function loadKernel(): NonNullable<typeof kernel> {
   const { buffer } = instance.exports.memory;
   kernel = {
     run: instance.exports.adamw,
+    runTfjs: instance.exports.adamw_tfjs,
     p: new Float32Array(buffer, OFFSET.p, BLOCK),
     g: new Float32Array(buffer, OFFSET.g, BLOCK),
     m: new Float32Array(buffer, OFFSET.m, BLOCK),
@@ -141,7 +187,19 @@ const kernelConstants = (k: AdamWElementConstants) => [
  */
 export const adamwStep: AdamWElementStep = (p, g, m, v, k) => {
   const block = loadKernel();
-  const constants = kernelConstants(k);
+  runBlocks(block.run, p, g, m, v, kernelConstants(k));
+};
+
+/** Streams the four arrays through the kernel's blocks. */
+function runBlocks(
+  run: AdamWKernel,
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  constants: number[],
+): void {
+  const block = loadKernel();
   for (let start = 0; start < p.length; start += BLOCK) {
     const end = Math.min(start + BLOCK, p.length);
     const length = end - start;
@@ -150,12 +208,12 @@ export const adamwStep: AdamWElementStep = (p, g, m, v, k) => {
     block.m.set(m.subarray(start, end));
     block.v.set(v.subarray(start, end));
     // A block's last vector may run past `length` over stale values; only `length` elements go back.
-    block.run(Math.ceil(length / 4) * 16, ...constants);
+    run(Math.ceil(length / 4) * 16, ...constants);
     p.set(block.p.subarray(0, length), start);
     m.set(block.m.subarray(0, length), start);
     v.set(block.v.subarray(0, length), start);
   }
-};
+}
 
 /** `adamwStep` in JavaScript, each operation rounded to float32: the kernel's reference. */
 export const adamwStepReference: AdamWElementStep = (p, g, m, v, k) => {
@@ -180,3 +238,66 @@ export const adamwStepReference: AdamWElementStep = (p, g, m, v, k) => {
     p[i] = f(f(p[i]! * decay) - f(f(stepSize * mi) / f(f(f(Math.sqrt(vi)) * inverseBc2) + epsilon)));
   }
 };
+
+/** The constants of a step in tfjs's order: sqrt(1 - beta2^t) divides, as tfjs's AdamW does. */
+export interface AdamWTfjsConstants extends Omit<AdamWElementConstants, 'inverseBc2'> {
+  /** sqrt(1 - beta2^t). */
+  sqrtBc2: number;
+}
+
+const tfjsConstants = (k: AdamWTfjsConstants) => [
+  k.clip,
+  k.beta1,
+  1 - k.beta1,
+  k.beta2,
+  1 - k.beta2,
+  k.decay,
+  k.stepSize,
+  k.sqrtBc2,
+  k.epsilon,
+];
+
+/**
+ * One AdamW step of one tensor in the order of tfjs's operations (adapters/tfjs/adamw.ts), each
+ * rounded to float32 as a tfjs backend's op is: the same bits as those operations, in one pass
+ * instead of a dozen kernel calls a tensor.
+ */
+export function adamwStepTfjsOrder(
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  k: AdamWTfjsConstants,
+): void {
+  runBlocks(loadKernel().runTfjs, p, g, m, v, tfjsConstants(k));
+}
+
+/** `adamwStepTfjsOrder` in JavaScript, each operation rounded to float32: its reference. */
+export function adamwStepTfjsOrderReference(
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  k: AdamWTfjsConstants,
+): void {
+  const f = Math.fround;
+  const [clip, beta1, c1, beta2, c2, decay, stepSize, sqrtBc2, epsilon] = tfjsConstants(k).map(f) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  for (let i = 0; i < p.length; i++) {
+    const gi = f(g[i]! * clip);
+    const mi = f(f(m[i]! * beta1) + f(gi * c1));
+    const vi = f(f(v[i]! * beta2) + f(f(gi * gi) * c2));
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = f(f(p[i]! * decay) - f(f(mi / f(f(f(Math.sqrt(vi)) / sqrtBc2) + epsilon)) * stepSize));
+  }
+}

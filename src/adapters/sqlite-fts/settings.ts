@@ -14,5 +14,17 @@ export const sqliteSearchSettingsSchema = z
     includeImages: z.boolean().default(true),
     /** Characters of page text returned per hit (`null`: all). */
     maxTextChars: positiveInt().nullable().default(null),
+    /**
+     * Queries whose hits are kept, most recently used first (0: none). The index is read-only
+     * while the engine is open, so a repeated query (a group's rollouts, the baselines' shared
+     * first search, an evaluation after another) is answered from memory with the same hits.
+     */
+    queryCache: z.number().int().min(0).default(4096),
+    /** Bytes of page images kept in memory (0: read from disk at each hit). */
+    imageCacheBytes: z
+      .number()
+      .int()
+      .min(0)
+      .default(64 * 1024 * 1024),
   })
   .strict();

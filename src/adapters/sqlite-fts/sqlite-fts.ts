@@ -35,7 +35,7 @@ export function ftsQuery(query: string): string | null {
  * basename, text, image and the score `-bm25` (higher is better). The database is opened read-only.
  */
 export function createSqliteSearchEngine(settings: SqliteSearchSettings): SqliteSearchEngine {
-  const { dbPath, includeImages, maxTextChars } = parseSettings(
+  const { dbPath, includeImages, maxTextChars, queryCache, imageCacheBytes } = parseSettings(
     'createSqliteSearchEngine',
     sqliteSearchSettingsSchema,
     settings,
@@ -44,16 +44,62 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
     dbPath,
     'SELECT p.id AS id, p.basename AS basename, COALESCE(p.shown_text, p.text) AS text, p.image_path AS imagePath, p.mime AS mime, p.width AS width, p.height AS height, bm25(pages_fts) AS rank FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid WHERE pages_fts MATCH ? ORDER BY rank, p.id LIMIT ?',
   );
-  const images = new Map<string, Promise<Uint8Array>>();
-  const imageOf = (path: string) => {
-    let bytes = images.get(path);
-    if (!bytes) {
-      bytes = readFile(path).then((b) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
-      bytes.catch(() => images.delete(path));
-      // A small cache: the same pages come back across rollouts of a group.
-      if (images.size > 256) images.delete(images.keys().next().value!);
-      images.set(path, bytes);
+  type Row = PageRow & { id: number; rank: number };
+  let closed = false;
+  // Each query's rows as last fetched, with the LIMIT they were fetched under: the order (rank,
+  // then id) is total, so the first k rows of a larger LIMIT are the rows of LIMIT k.
+  const answered = new Map<string, { limit: number; rows: Row[] }>();
+  const rowsOf = (match: string, topK: number): Row[] => {
+    const kept = answered.get(match);
+    if (kept && (kept.limit >= topK || kept.rows.length < kept.limit)) {
+      answered.delete(match);
+      answered.set(match, kept);
+      return kept.rows.slice(0, topK);
     }
+    const rows = search.all(match, topK) as Row[];
+    if (queryCache > 0) {
+      answered.delete(match);
+      answered.set(match, { limit: topK, rows });
+      if (answered.size > queryCache) answered.delete(answered.keys().next().value!);
+    }
+    return rows;
+  };
+  // Page images by path, least recently used dropped past `imageCacheBytes` (the pages of a corpus
+  // come back across rollouts, evaluations and baselines).
+  const images = new Map<string, { bytes: Promise<Uint8Array>; size: number }>();
+  let imageBytes = 0;
+  const forget = (path: string) => {
+    const entry = images.get(path);
+    if (!entry) return;
+    images.delete(path);
+    imageBytes -= entry.size;
+  };
+  const imageOf = (path: string) => {
+    const kept = images.get(path);
+    if (kept) {
+      images.delete(path);
+      images.set(path, kept);
+      return kept.bytes;
+    }
+    const bytes = readFile(path).then((b) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
+    if (imageCacheBytes === 0) return bytes;
+    const entry = { bytes, size: 0 };
+    images.set(path, entry);
+    bytes.then(
+      (b) => {
+        if (images.get(path) !== entry) return;
+        entry.size = b.byteLength;
+        imageBytes += b.byteLength;
+        for (const [old] of images) {
+          if (imageBytes <= imageCacheBytes || old === path) break;
+          forget(old);
+        }
+        if (imageBytes > imageCacheBytes) forget(path);
+      },
+      () => {
+        if (images.get(path) === entry) forget(path);
+      },
+    );
     return bytes;
   };
   return {
@@ -67,11 +113,18 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
           argument: 'topK',
           message: `must be a positive integer, got ${String(options.topK)}`,
         });
+      if (closed)
+        throw new ProviderCallError({
+          port: 'searchEngine',
+          provider: 'sqlite-fts',
+          message: `search failed: the engine over '${dbPath}' was closed`,
+          isRetryable: false,
+        });
       const match = ftsQuery(String(query));
       if (match === null) return [];
-      let rows: Array<PageRow & { id: number; rank: number }>;
+      let rows: Row[];
       try {
-        rows = search.all(match, options.topK) as typeof rows;
+        rows = rowsOf(match, options.topK);
       } catch (error) {
         throw new ProviderCallError({
           port: 'searchEngine',
@@ -110,6 +163,10 @@ export function createSqliteSearchEngine(settings: SqliteSearchSettings): Sqlite
       );
     },
     close() {
+      closed = true;
+      answered.clear();
+      images.clear();
+      imageBytes = 0;
       db.close();
     },
   };
