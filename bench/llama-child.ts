@@ -245,11 +245,35 @@ async function runOurs(config: ChildConfig): Promise<ChildResult> {
         await policy.update(batch, twoPass);
         twoPassSeconds.push((performance.now() - t0) / 1000);
       }
+      // An RL loss on policy (the first update of a GRPO step): its gradient depends on the new
+      // log-probs (PPO's unclipped -A * exp(new - old), here A = 1/N), and it anticipates them at
+      // the rollout's, scored before each step (untimed: a rollout records them as it samples).
+      const onPolicySeconds: number[] = [];
+      let corrected = 0;
+      for (let step = 0; step < config.warmup + config.repeats; step++) {
+        const old = await policy.logProbs(batch);
+        const count = old.reduce((n, row) => n + row.length, 0);
+        const onPolicy: LossFunction = Object.assign(
+          (logProbs: number[][]) => ({
+            value: 0,
+            gradNewLogProbs: logProbs.map((row, i) =>
+              row.map((lp, t) => -Math.exp(lp - old[i]![t]!) / count),
+            ),
+          }),
+          { anticipatedLogProbs: old },
+        );
+        const t0 = performance.now();
+        const result = await policy.update(batch, onPolicy);
+        onPolicySeconds.push((performance.now() - t0) / 1000);
+        corrected += result.metrics?.anticipationCorrected ?? 0;
+      }
       tokens = ids.length * ids[0]!.length;
       extra = {
         trainableParameters: policy.trainableParameterCount,
         losses,
         twoPassSeconds: twoPassSeconds.slice(config.warmup),
+        onPolicySeconds: onPolicySeconds.slice(config.warmup),
+        onPolicyCorrected: corrected,
       };
     }
   } finally {

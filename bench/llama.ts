@@ -21,7 +21,10 @@
 //   with the core's `sftLossFunction` (its constant gradient declared, so each chunk's forward and
 //   backward run in one pass; default maxChunkTokens, 1024: a batch over it runs in chunks), then
 //   the same steps with the gradient not declared, as an RL loss runs (`*_two_pass_*`: every
-//   forward, the loss, then the backwards); PyTorch: python/scripts/llama_bench.py (forward,
+//   forward, the loss, then the backwards), then an RL loss on policy, as a GRPO step's first
+//   update runs (`*_on_policy_*`: PPO's unclipped gradient, anticipating the rollout's log-probs,
+//   scored untimed before each step: one run a chunk, a second where the anticipated gradient was
+//   off, `corrected` counts those); PyTorch: python/scripts/llama_bench.py (forward,
 //   cross-entropy, backward, AdamW).
 //
 // - llama-cpp: the rollout workload (same prompt ids, rows, new tokens and EOS continuations) on
@@ -199,8 +202,12 @@ const shapeOf = (workload: Workload) =>
     : { batch: `${rowsOf(workload)}x${TRAIN.length}` };
 
 /** A training child's tokens/s on the two-pass path (the loss without its constant gradient), if it measured it. */
-function twoPassTokensPerSecond(workload: Workload, result: ChildResult): number | undefined {
-  const seconds = result.twoPassSeconds;
+function twoPassTokensPerSecond(
+  workload: Workload,
+  result: ChildResult,
+  key: 'twoPassSeconds' | 'onPolicySeconds' = 'twoPassSeconds',
+): number | undefined {
+  const seconds = result[key];
   if (!Array.isArray(seconds) || seconds.length === 0) return undefined;
   const sorted = [...(seconds as number[])].sort((a, b) => a - b);
   return (rowsOf(workload) * TRAIN.length) / sorted[Math.floor(sorted.length / 2)]!;
@@ -290,6 +297,15 @@ async function main(): Promise<void> {
               value: round(twoPassTokensPerSecond(workload, result)!),
               seconds: (result.twoPassSeconds as number[]).map(round),
               note: 'the same loss without its constant gradient declared, as an RL loss runs: every forward, the loss, then the backwards',
+            });
+          if (Array.isArray(result.onPolicySeconds))
+            print({
+              figure: `${FIGURE[workload]}_on_policy_tokens_per_s`,
+              ...common,
+              value: round(twoPassTokensPerSecond(workload, result, 'onPolicySeconds')!),
+              seconds: (result.onPolicySeconds as number[]).map(round),
+              corrected: result.onPolicyCorrected,
+              note: "an RL loss on policy (a GRPO step's first update) anticipating the rollout's log-probs: one run a chunk, corrected by a second where its gradient was off",
             });
           if (typeof result.rescoreSeconds === 'number')
             print({
@@ -386,6 +402,13 @@ async function main(): Promise<void> {
       print({
         figure: `${FIGURE[workload]}_two_pass_ratio`,
         value: round(twoPass / torch.tokensPerSecond),
+        ...pair,
+      });
+    const onPolicy = twoPassTokensPerSecond(workload, ours, 'onPolicySeconds');
+    if (onPolicy !== undefined)
+      print({
+        figure: `${FIGURE[workload]}_on_policy_ratio`,
+        value: round(onPolicy / torch.tokensPerSecond),
         ...pair,
       });
     if (workload !== 'rollout')

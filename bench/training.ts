@@ -6,7 +6,8 @@
 //
 // Sections: training engines (tfjs, and ONNX Runtime (`training: 'onnx'`) at 1 and 2 intra-op
 // threads and on 2 data-parallel lanes when onnxruntime-node is installed; the best of those again
-// with the loss declaring its constant gradient, the path SFT takes), rollout engines (each a `RolloutEngine`; another engine's figure slots
+// with the loss declaring its constant gradient, the path SFT takes, and anticipating its
+// log-probs, the path an on-policy RL update takes), rollout engines (each a `RolloutEngine`; another engine's figure slots
 // into `rolloutEngines`: tfjs, and ONNX Runtime (`rollouts: 'onnx'`) at 1 and 2 intra-op threads
 // when onnxruntime-node is installed), what a new version of the weights costs the ONNX rollouts
 // (their sessions are made again, once per update: `onnx_rollout_ms_after_weight_change`, and the
@@ -23,6 +24,7 @@ import { createRandom, type Random } from '../src/core/random';
 import { median, secondsOf, timedSteps } from './step-timing';
 import { bestOf, measureTorch, type TorchFigures } from './torch-reference';
 import type { LossFunction } from '../src/ports/policy-backend';
+import { anticipatingLoss, constantGradientLoss, lossFn } from './training-losses';
 
 const MODEL = { layers: 4, width: 128, heads: 4, contextLength: 256 };
 const TRAIN = { batch: 8, length: 256, scoredFrom: 64 };
@@ -48,19 +50,6 @@ const print = figurePrinter('training');
 /** `timedSteps` at this bench's defaults. */
 const timed = (step: () => Promise<void>, options: { minSeconds?: number; minRepeats?: number } = {}) =>
   timedSteps(step, { minSeconds: MIN_SECONDS, minRepeats: MIN_REPEATS, ...options });
-
-/**
- * A loss whose gradient is the same small number at every scored token: the step's cost, not its
- * result, is measured. Not declared constant, so the ONNX engine runs it as an RL loss (whose
- * gradient depends on the new log-probs): every forward, the loss, then the backwards.
- */
-const lossFn: LossFunction = (lp) => ({ value: 0, gradNewLogProbs: lp.map((row) => row.map(() => 0.01)) });
-
-/** The same loss declaring its gradient (as SFT's does): the ONNX engine runs each chunk's forward and backward in one run. */
-const constantGradientLoss = (positions: number[][]): LossFunction =>
-  Object.assign((lp: number[][]) => lossFn(lp), {
-    constantGradient: positions.map((row) => row.map(() => 0.01)),
-  });
 
 /** ROLLOUT.rollouts random prompts of ROLLOUT.promptLength tokens. */
 const rolloutPrompts = (random: Random) =>
@@ -220,6 +209,21 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
         figure: 'onnx_train_constant_gradient_tokens_per_second',
         tokensPerSecond: measured.tokensPerSecond,
         setting,
+      });
+    // And as an on-policy RL loss (the first update of a GRPO step) runs.
+    const onPolicySetting = { ...best.setting, onPolicy: true };
+    const onPolicy = await measureOnnx(
+      'onnx_train_on_policy_tokens_per_second',
+      best.setting as (typeof ONNX_TRAIN_SETTINGS)[number],
+      onPolicySetting,
+      anticipatingLoss(batch.positions),
+      "the best setting, an RL loss on policy anticipating the rollout's log-probs: one run a chunk",
+    );
+    if (onPolicy)
+      figures.push({
+        figure: 'onnx_train_on_policy_tokens_per_second',
+        tokensPerSecond: onPolicy.tokensPerSecond,
+        setting: onPolicySetting,
       });
   }
   return figures;
@@ -415,7 +419,9 @@ function printRatios(against: string, reference: TorchFigures[]) {
         ? `train_ratio_tfjs_over_${against}`
         : figure === 'onnx_train_constant_gradient_tokens_per_second'
           ? `train_ratio_onnx_constant_gradient_over_${against}`
-          : `train_ratio_onnx_over_${against}`;
+          : figure === 'onnx_train_on_policy_tokens_per_second'
+            ? `train_ratio_onnx_on_policy_over_${against}`
+            : `train_ratio_onnx_over_${against}`;
     print(name, tokensPerSecond / best.train.train, {
       ...setting,
       ...torchAbout,

@@ -70,6 +70,16 @@ export type LossFunction = ((newLogProbs: number[][]) => {
    * of every forward before the loss; the gradient the loss then returns must equal it.
    */
   readonly constantGradient?: number[][];
+  /**
+   * The log-probs the loss expects the policy to give (the rollout's, on an update that comes
+   * before any other of the step: the policy that sampled the tokens is the one trained). An
+   * engine may then run each chunk's forward and backward in one pass fed the loss's gradient at
+   * these, ask the loss again at the log-probs the forward gave, and run the difference's
+   * backward too where the two gradients differ by more than a relative `1e-4` (engines/two-pass.ts):
+   * the gradient is the loss's at the new log-probs (within that tolerance), in about the time of
+   * supervised fine-tuning's one pass instead of two.
+   */
+  readonly anticipatedLogProbs?: number[][];
 };
 
 /** Options of one `update`. */

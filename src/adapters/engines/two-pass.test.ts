@@ -187,4 +187,101 @@ describe('twoPassGradients', () => {
       ).rejects.toMatchObject({ field: 'lossFn().gradNewLogProbs' });
     });
   });
+
+  describe('a loss that anticipates its log-probs (the first update of a step)', () => {
+    /** A loss whose gradient at each place is the log-prob there: it depends on the log-probs. */
+    const dependent = (anticipated: number[][]): LossFunction =>
+      Object.assign(
+        (newLogProbs: number[][]) => ({
+          value: 0,
+          gradNewLogProbs: newLogProbs.map((row) => [...row]),
+          metrics: { asked: 1 },
+        }),
+        { anticipatedLogProbs: anticipated },
+      );
+    function withFused() {
+      const fake = fakeSteps();
+      const steps = {
+        ...fake.steps,
+        async fused(chunk: readonly number[], upstream: Float32Array, entropyWeight: number, lane = 0) {
+          fake.log.push(
+            `fused ${chunk.join()} entropyWeight=${entropyWeight}${lane > 0 ? ` lane=${lane}` : ''}`,
+          );
+          fake.upstreams.push([...upstream]);
+          // Each row's places score -(row + 1) - 0.5 * place: the same whatever the chunk.
+          const scored = chunk.flatMap((i) => batch.positions[i]!.map((_, t) => -(i + 1) - 0.5 * t));
+          return { tokenLogProbs: Float32Array.from(scored), entropySum: chunk.length };
+        },
+      };
+      return { ...fake, steps };
+    }
+    const truth = batch.positions.map((row, i) => row.map((_, t) => -(i + 1) - 0.5 * t));
+    const plan = { chunks: [[2, 0], [1]], temperature: 1, entropyCoef: 0.5, scored: 6 };
+
+    it('runs one pass a chunk fed the gradient at the anticipated log-probs when the new ones give the same', async () => {
+      const { log, upstreams, steps } = withFused();
+      const nearly = truth.map((row) => row.map((v) => v * (1 + 1e-6)));
+      const outcome = await twoPassGradients(steps, batch, dependent(nearly), plan, {
+        keptActivationBytes: 1e9,
+        provider: 'test',
+        lanes: 2,
+      });
+      expect(log).toEqual([`fused 2,0 entropyWeight=${0.5 / 6}`, `fused 1 entropyWeight=${0.5 / 6} lane=1`]);
+      expect(upstreams[0]).toEqual([...Float32Array.from([...nearly[2]!, ...nearly[0]!])]);
+      expect(outcome.metrics).toEqual({ asked: 1, anticipationCorrected: 0 });
+      expect(outcome.entropy).toBeCloseTo(3 / 6);
+    });
+
+    it('adds the gradient of the difference in a second run a chunk where they differ, without the entropy again', async () => {
+      const { log, upstreams, steps } = withFused();
+      const wrong = truth.map((row) => row.map(() => 0));
+      const outcome = await twoPassGradients(steps, batch, dependent(wrong), plan, {
+        keptActivationBytes: 1e9,
+        provider: 'test',
+        lanes: 2,
+      });
+      expect(log).toEqual([
+        `fused 2,0 entropyWeight=${0.5 / 6}`,
+        `fused 1 entropyWeight=${0.5 / 6} lane=1`,
+        'fused 2,0 entropyWeight=0',
+        'fused 1 entropyWeight=0 lane=1',
+      ]);
+      // Fed 0 first, then the whole gradient at the new log-probs: the sum is the loss's gradient there.
+      expect(upstreams.slice(0, 2)).toEqual([[0, 0, 0, 0, 0], [0]]);
+      expect(upstreams.slice(2)).toEqual([[...truth[2]!, ...truth[0]!], truth[1]]);
+      expect(outcome.metrics.anticipationCorrected).toBe(1);
+    });
+
+    it('corrects a NaN (the optimizer then skips the step), and refuses anticipated log-probs of another shape', async () => {
+      const { log, steps } = withFused();
+      const nan = truth.map((row, i) => row.map((v, t) => (i === 1 && t === 0 ? Number.NaN : v)));
+      await twoPassGradients(steps, batch, dependent(nan), plan, {
+        keptActivationBytes: 0,
+        provider: 'test',
+      });
+      expect(log.filter((l) => l.includes('entropyWeight=0 '))).toHaveLength(0);
+      expect(log.filter((l) => l.endsWith('entropyWeight=0'))).toHaveLength(2);
+      await expect(
+        twoPassGradients(steps, batch, dependent([[0, 0]]), plan, {
+          keptActivationBytes: 0,
+          provider: 'test',
+        }),
+      ).rejects.toMatchObject({ field: 'lossFn.anticipatedLogProbs' });
+    });
+
+    it('runs the two passes where the engine has no fused run', async () => {
+      const { log, steps } = fakeSteps();
+      await twoPassGradients(
+        steps,
+        batch,
+        dependent(truth),
+        { ...plan, chunks: [[0, 1, 2]] },
+        {
+          keptActivationBytes: 1e9,
+          provider: 'test',
+        },
+      );
+      expect(log).toEqual(['forward 0,1,2 keep=true', 'backward 0,1,2 kept=true']);
+    });
+  });
 });

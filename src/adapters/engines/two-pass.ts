@@ -28,6 +28,12 @@ export interface TwoPassForward {
 export interface TwoPassSteps<Forward extends TwoPassForward> {
   /** The tokens a chunk's forward runs over (rows x padded length): what its kept bytes are predicted from. */
   tokens(chunk: readonly number[]): number;
+  /**
+   * Whether a training forward scores as the rollouts did (default true): false where it drops
+   * units (LoRA dropout), whose log-probs an anticipating loss cannot foresee, so such a loss runs
+   * the two passes.
+   */
+  deterministic?: boolean;
   /** The forward; `keep` false fetches no activations. `lane`: which of the engine's lanes runs it. */
   forward(chunk: readonly number[], keep: boolean, lane: number): Promise<Forward>;
   /**
@@ -81,6 +87,16 @@ export async function twoPassGradients<Forward extends TwoPassForward>(
   const groups: number[][] = [];
   for (let c = 0; c < chunks.length; c += lanes)
     groups.push(Array.from({ length: Math.min(lanes, chunks.length - c) }, (_, k) => c + k));
+  if (lossFn.anticipatedLogProbs && !lossFn.constantGradient && steps.fused && steps.deterministic !== false)
+    return anticipatedGradients(
+      steps.fused.bind(steps),
+      batch,
+      lossFn,
+      lossFn.anticipatedLogProbs,
+      plan,
+      groups,
+      options.provider,
+    );
   if (lossFn.constantGradient && steps.fused)
     return fusedGradients(
       steps.fused.bind(steps),
@@ -180,6 +196,84 @@ async function fusedGradients(
     }),
   );
   return { value: loss.value, metrics: loss.metrics ?? {}, entropy: entropySum / scored };
+}
+
+/**
+ * The largest difference, relative to the largest gradient, between the loss's gradient at the
+ * anticipated log-probs and at the new ones under which the first gradient stands. The log-probs
+ * of one policy scored by its rollout graph and by its training graph differ by float32 rounding
+ * (a K3 KL of about 1e-11 between them on SmolLM2's first GRPO update), which moves a policy
+ * loss's gradient by a relative 1e-5 or so.
+ */
+export const ANTICIPATION_TOLERANCE = 1e-4;
+
+/**
+ * A loss that says which log-probs it expects (`LossFunction.anticipatedLogProbs`): each chunk's
+ * forward and backward in one run fed the loss's gradient there; the loss asked again at the new
+ * log-probs; where its gradient differs by more than ANTICIPATION_TOLERANCE (relative to the
+ * largest), a second run per chunk adds the difference's gradient (the backward is linear in its
+ * upstream), so the sum is the gradient at the new log-probs. `metrics.anticipationCorrected` is 1
+ * when that second run was needed.
+ */
+async function anticipatedGradients(
+  fused: NonNullable<TwoPassSteps<TwoPassForward>['fused']>,
+  batch: LogProbBatch,
+  lossFn: LossFunction,
+  anticipated: number[][],
+  plan: GradientPlan,
+  groups: readonly number[][],
+  provider: string,
+): Promise<TwoPassOutcome> {
+  const { chunks, scored, signal } = plan;
+  const shaped =
+    anticipated.length === batch.positions.length &&
+    anticipated.every((row, i) => Array.isArray(row) && row.length === batch.positions[i]!.length);
+  if (!shaped)
+    throw new PortOutputError({
+      port: 'policy',
+      provider,
+      field: 'lossFn.anticipatedLogProbs',
+      message: 'must have one log-prob per scored position of each row (no update was applied)',
+    });
+  const first = checkLossOutput(lossFn(anticipated), batch, provider).gradNewLogProbs;
+  const entropyWeight = plan.entropyCoef / scored;
+  const newLogProbs: number[][] = batch.positions.map(() => []);
+  let entropySum = 0;
+  for (const group of groups) {
+    throwIfAborted(signal, 'update');
+    const done = await Promise.all(
+      group.map((c, lane) => fused(chunks[c]!, upstreamOf(chunks[c]!, first), entropyWeight, lane)),
+    );
+    done.forEach((result, lane) => {
+      placeLogProbs(batch, chunks[group[lane]!]!, result.tokenLogProbs, newLogProbs);
+      entropySum += result.entropySum;
+    });
+  }
+  const loss = checkLossOutput(lossFn(newLogProbs), batch, provider);
+  let largest = 0;
+  let off = 0;
+  const difference = loss.gradNewLogProbs.map((row, i) =>
+    row.map((g, j) => {
+      const d = g - first[i]![j]!;
+      largest = Math.max(largest, Math.abs(g));
+      off = Math.max(off, Math.abs(d));
+      return d;
+    }),
+  );
+  // A NaN compares false: corrected, so the NaN reaches the gradient and the optimizer skips.
+  const corrected = !(off <= ANTICIPATION_TOLERANCE * largest);
+  if (corrected)
+    for (const group of groups) {
+      throwIfAborted(signal, 'update');
+      await Promise.all(
+        group.map((c, lane) => fused(chunks[c]!, upstreamOf(chunks[c]!, difference), 0, lane)),
+      );
+    }
+  return {
+    value: loss.value,
+    metrics: { ...(loss.metrics ?? {}), anticipationCorrected: corrected ? 1 : 0 },
+    entropy: entropySum / scored,
+  };
 }
 
 /** A chunk's log-probs (row after row, in the chunk's order) put at their rows of `into`. */

@@ -126,6 +126,7 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
   const trainingEngine = createLlamaTrainingEngine(engine, {
     keptActivationBytes: parsed.keptActivationBytes,
     dropout: (tokens) => masksFor(tokens, true),
+    deterministic: !(lora && lora.dropoutRate > 0),
   });
   const trainable: WeightMap =
     finetune === 'full' ? loaded.weights : finetune === 'lora' && lora ? lora.weights : new Map();

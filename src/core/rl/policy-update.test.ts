@@ -21,6 +21,7 @@ function fakePolicy(shift: (update: number) => number) {
     batch: LogProbBatch;
     result: ReturnType<LossFunction>;
     atRecorded: ReturnType<LossFunction>;
+    anticipated: number[][] | undefined;
   }> = [];
   const policy = {
     specificationVersion: 'v1',
@@ -30,7 +31,7 @@ function fakePolicy(shift: (update: number) => number) {
       const at = (delta: number) =>
         batch.positions.map((row, i) => row.map((p) => recorded(batch.inputIds[i]![p]!) + delta));
       const result = lossFn(at(shift(calls.length)));
-      calls.push({ batch, result, atRecorded: lossFn(at(0)) });
+      calls.push({ batch, result, atRecorded: lossFn(at(0)), anticipated: lossFn.anticipatedLogProbs });
       return { value: result.value, gradNorm: calls.length, applied: true, metrics: result.metrics! };
     },
   } as unknown as PolicyBackend;
@@ -67,6 +68,12 @@ describe('updatePolicy', () => {
     expect(ids(3, 6).sort()).toEqual([4, 5, 6, 7, 8]);
     expect(summary.gradNorm).toBe(3.5);
     expect(summary.gradNormMax).toBe(6);
+    // Only the first update trains the weights that sampled the tokens: its loss anticipates the
+    // rollout's log-probs (an engine may run it in one pass); the others do not.
+    expect(calls.map((c) => c.anticipated !== undefined)).toEqual([true, false, false, false, false, false]);
+    expect(calls[0]!.anticipated).toEqual(
+      calls[0]!.batch.positions.map((row, i) => row.map((p) => recorded(calls[0]!.batch.inputIds[i]![p]!))),
+    );
   });
 
   it('keeps the rollout log-probs as the old ones in every epoch: later epochs see ratio != 1, KL and clipping', async () => {

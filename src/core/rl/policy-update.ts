@@ -186,7 +186,8 @@ export async function updatePolicy(
         ? await zeroGradientStep(policy, mini, settings.temperature, options.signal)
         : await policy.update(
             { inputIds: mini.inputIds, positions: mini.positions, temperature: settings.temperature },
-            createLossFunction(mini, settings.loss),
+            // The step's first update trains the weights that sampled its tokens.
+            createLossFunction(mini, settings.loss, { onPolicy: epoch === 0 && start === 0 }),
             { entropyCoef: settings.entropyCoef, ...(options.signal && { signal: options.signal }) },
           );
       summary.results.push(result);

@@ -103,18 +103,20 @@ export type KlReference = 'rollout' | 'initial';
  * scored position. Every position of the batch is a policy token, so the mask is all ones. The
  * KL is against `referenceLogProbs` when the batch has them, else against the rollout's. The
  * loss is `settings.kind`'s entry of `POLICY_LOSSES`, with its own settings; another kind's
- * settings are an InvalidArgumentError naming them.
+ * settings are an InvalidArgumentError naming them. `onPolicy`: the policy has not been updated
+ * since it sampled the batch (the first update of a step), so the loss anticipates the old log-probs.
  */
 export function createLossFunction(
   batch: Pick<UpdateBatch, 'oldLogProbs' | 'advantages' | 'referenceLogProbs'>,
   settings: LossSettings,
+  { onPolicy = false }: { onPolicy?: boolean } = {},
 ): LossFunction {
   const options = policyLossOf(settings.kind, 'settings.kind').inputOptions(settings);
   const misplaced = misplacedLossSettings(settings)[0];
   if (misplaced)
     throw new InvalidArgumentError({ argument: `settings.${misplaced.field}`, message: misplaced.message });
   const mask = batch.oldLogProbs.map((row) => row.map(() => 1));
-  return (newLogProbs) => {
+  const loss: LossFunction = (newLogProbs) => {
     const pg = policyLoss({
       kind: settings.kind,
       oldLogProbs: batch.oldLogProbs,
@@ -149,4 +151,7 @@ export function createLossFunction(
       metrics,
     };
   };
+  // On policy (the weights that sampled the tokens are the ones trained), the new log-probs are
+  // the rollout's up to float32 rounding: an engine may anticipate them (LossFunction).
+  return onPolicy ? Object.assign(loss, { anticipatedLogProbs: batch.oldLogProbs }) : loss;
 }

@@ -19,6 +19,11 @@ export interface LlamaTrainingOptions {
   keptActivationBytes: number;
   /** The LoRA dropout masks of a training forward over `tokens` (rows x padded length), if any. */
   dropout(tokens: number): DropoutMasks | undefined;
+  /**
+   * Whether a training forward drops nothing (no LoRA dropout): it then scores the tokens as the
+   * rollouts did, which an anticipated gradient needs to be right the first time.
+   */
+  deterministic: boolean;
 }
 
 /**
@@ -34,10 +39,16 @@ export function createLlamaTrainingEngine(
       const rowsOf = (chunk: readonly number[]) =>
         chunk.map((i) => batch.inputIds[i]!.slice(0, Math.max(...batch.positions[i]!) + 1));
       const tokensOf = (rows: readonly number[][]) => rows.length * Math.max(...rows.map((r) => r.length));
+      /**
+       * A chunk's masks, drawn at its first run: a chunk run again in this update (an anticipated
+       * gradient's correction adds the difference's backward) must drop what its first run dropped.
+       */
+      const drawn = new Map<readonly number[], ReturnType<LlamaTrainingOptions['dropout']>>();
       /** A chunk's rows and positions, and its run's entropy flag and fresh dropout masks (one draw a chunk). */
       const inputsOf = (chunk: readonly number[]) => {
         const rows = rowsOf(chunk);
-        const masks = options.dropout(tokensOf(rows));
+        if (!drawn.has(chunk)) drawn.set(chunk, options.dropout(tokensOf(rows)));
+        const masks = drawn.get(chunk);
         return {
           rows,
           positions: chunk.map((i) => batch.positions[i]!),
@@ -48,6 +59,7 @@ export function createLlamaTrainingEngine(
       const outcome = await twoPassGradients<TrainingForward>(
         {
           tokens: (chunk) => tokensOf(rowsOf(chunk)),
+          deterministic: options.deterministic,
           forward(chunk, keep) {
             const { rows, positions, run } = inputsOf(chunk);
             return engine.trainingForward(rows, positions, plan.temperature, { ...run, keep });

@@ -161,6 +161,34 @@ describe('training through ONNX Runtime', () => {
     });
   }
 
+  for (const lanes of [1, 2]) {
+    it(`an RL loss anticipating its log-probs gives the two passes' gradients: one run a chunk at the policy's own, a second where they are off (${lanes} lane${lanes > 1 ? 's' : ''})`, async () => {
+      const settings = { seed: 9, maxAttentionElements: 2 * 11 * 11, training: 'onnx' as const };
+      const policy = await tiny({ ...settings, onnx: { intraOpThreads: 1, trainingLanes: lanes } });
+      const own = await policy.logProbs(BATCH);
+      const anticipating = (anticipated: number[][]): LossFunction =>
+        Object.assign((logProbs: number[][]) => lossFn(logProbs), { anticipatedLogProbs: anticipated });
+      const off = own.map((row) => row.map((lp) => lp - 0.5));
+      for (const entropyCoef of [0, 0.05]) {
+        const expected = await policy.gradients(BATCH, lossFn, { entropyCoef });
+        for (const anticipated of [own, off]) {
+          const actual = await policy.gradients(BATCH, anticipating(anticipated), { entropyCoef });
+          expect(actual.value).toBeCloseTo(expected.value, 5);
+          expect(worstRelativeGap(actual.gradients, expected.gradients).gap).toBeLessThan(1e-5);
+        }
+      }
+      // Which runs it took, told by the update's metrics (each on a policy of its own: an update moves the weights).
+      for (const [anticipated, corrected] of [
+        [own, 0],
+        [off, 1],
+      ] as const) {
+        const fresh = await tiny({ ...settings, onnx: { intraOpThreads: 1, trainingLanes: lanes } });
+        const result = await fresh.update(BATCH, anticipating(anticipated));
+        expect(result.metrics?.anticipationCorrected).toBe(corrected);
+      }
+    });
+  }
+
   it('trainingThreads reaches the training sessions, intraOpThreads the rollout sessions', async () => {
     const real = (await import('onnxruntime-node')) as unknown as typeof Ort & { default?: typeof Ort };
     const ort = real.InferenceSession ? real : real.default!;

@@ -282,13 +282,16 @@ async function computeOnnxGradients(
 ): Promise<ComputedGradients<tf.Tensor[]>> {
   const parameters = model.parameters;
   const chunks = laneChunks(plan.chunks, trainers.length);
-  const order = new Map(chunks.map((chunk, c) => [chunk, c]));
   let accumulated: Float32Array[] | null = null;
   const arrived = new Map<number, Float32Array[]>();
+  let issued = 0;
   let next = 0;
-  /** A chunk's gradients, summed in chunk order whatever order they arrive in. */
-  const arrive = (chunk: readonly number[], gradients: Float32Array[]) => {
-    arrived.set(order.get(chunk as number[])!, gradients);
+  /**
+   * The runs' gradients, summed in the order the runs were asked for whatever order they arrive
+   * in (a chunk may run twice: an anticipated gradient's correction).
+   */
+  const arrive = (run: number, gradients: Float32Array[]) => {
+    arrived.set(run, gradients);
     for (let grads = arrived.get(next); grads; grads = arrived.get(next)) {
       arrived.delete(next++);
       if (!accumulated) accumulated = grads;
@@ -311,11 +314,13 @@ async function computeOnnxGradients(
             plan.temperature,
             keep,
           ),
-        async backward(chunk, forward, upstream, entropyWeight, lane) {
-          arrive(chunk, await trainers[lane]!.gradients(forward, upstream, entropyWeight));
+        async backward(_chunk, forward, upstream, entropyWeight, lane) {
+          const run = issued++;
+          arrive(run, await trainers[lane]!.gradients(forward, upstream, entropyWeight));
         },
         release: (forward, lane) => trainers[lane]!.release(forward),
         async fused(chunk, upstream, entropyWeight, lane) {
+          const run = issued++;
           const step = await trainers[lane]!.step(
             chunk.map((i) => batch.inputIds[i]!),
             chunk.map((i) => batch.positions[i]!),
@@ -323,7 +328,7 @@ async function computeOnnxGradients(
             upstream,
             entropyWeight,
           );
-          arrive(chunk, step.gradients);
+          arrive(run, step.gradients);
           return step;
         },
       },
