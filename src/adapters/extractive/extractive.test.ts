@@ -91,6 +91,50 @@ describe('the extractive generator', () => {
     );
   });
 
+  it('reads tab-separated runs and a page of comma-separated values as tables', () => {
+    const tsv = [
+      'Countries of the west',
+      'country\tcapital\tfounded',
+      'Zorvel\tAmberford\t1437',
+      'Quarin\tBelltown\t1502',
+    ].join('\n');
+    expect(extractAnswer('What is the capital of Quarin?', [tsv])).toBe('Belltown');
+    expect(extractAnswer('When was Zorvel founded?', [tsv])).toBe('1437');
+    const csv = [
+      'country,capital,"motto, in full"',
+      'Zorvel,Amberford,"Onward, ever"',
+      'Quarin,Belltown,"Say ""yes"""',
+    ].join('\n');
+    expect(extractAnswer('What is the capital of Zorvel?', [csv])).toBe('Amberford');
+    // Quoted cells keep their commas and doubled quotes.
+    expect(structureOf(csv).facts.map((f) => f.value)).toEqual([
+      'Zorvel',
+      'Amberford',
+      'Onward, ever',
+      'Quarin',
+      'Belltown',
+      'Say "yes"',
+    ]);
+    expect(structureOf(csv).facts[0]).toEqual({
+      label: 'country',
+      subject: 'Amberford Onward, ever',
+      value: 'Zorvel',
+      position: 0,
+    });
+    // Prose with commas stays prose: a sentence is not a cell, nor a page of unequal lines a table.
+    for (const text of [
+      'Zorvel, a small country, lies in the west.\nQuarin, its neighbour, lies in the east of the continent, by the sea.',
+      'Amberford is the capital of Zorvel, founded in 1437 by settlers who came over the mountains from the east, as the chronicles say.\nBelltown, Quarin',
+      // Short sentences of one comma each: the lines end sentences.
+      'Zorvel lies west, by the sea.\nQuarin lies east, in the hills.',
+      // Lines that do not end sentences, but whose first is no header of short names.
+      'The capital of Zorvel and its largest city, Amberford\nThe capital of Quarin, Belltown',
+    ])
+      expect(structureOf(text).facts).toEqual([]);
+    // One tab-separated line is not a table.
+    expect(structureOf('Zorvel\tAmberford').facts).toEqual([]);
+  });
+
   it('reads a colon line with a long value, a row of many cells, as prose', () => {
     const { facts, prose } = structureOf(
       '2001: A Space Odyssey is a 1968 epic science fiction film produced and directed by Stanley Kubrick.\n' +
