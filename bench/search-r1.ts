@@ -20,7 +20,8 @@
 //   bash scripts/fetch-models.sh && bash scripts/fetch-data.sh && npm run bench:search-r1
 //   npm run bench:search-r1 -- --seeds 1 --rows sft     # one seed, SFT then GRPO only
 // The trl row needs the Python environment (bash scripts/python-env.sh) and the seed's sft row
-// (run in the same command, or left in .cache/bench-search-r1/runs by an earlier one).
+// (run in the same command, or left in .cache/bench-search-r1/runs by an earlier one with this
+// recipe: another is refused, naming the settings that differ).
 import { figurePrinter } from './figures';
 import { benchPython } from './python-env';
 import { spawn } from 'node:child_process';
@@ -31,7 +32,8 @@ import { createRuleJudge } from '../src/adapters/rule-judge/rule-judge';
 import { isJudgeSuccess } from '../src/core/reward/success';
 import { mean } from '../src/core/stats';
 import { parseJsonlLines } from '../src/core/text-data';
-import { loadRunConfig } from '../src/run/config';
+import { loadRunConfig, type RunConfig } from '../src/run/config';
+import { adaptersAsMeasured } from '../src/run/recorded';
 import { isExactMatchAny, type RealTextQuestion } from '../src/run/real-text';
 import { trainRun } from '../src/run/run';
 
@@ -179,10 +181,26 @@ async function trlRow(seed: number): Promise<void> {
     return;
   }
   const sftRun = join(runsDir, `sft-s${seed}`);
+  let recorded: Record<string, unknown>;
   try {
-    await access(join(sftRun, 'config.json'));
+    recorded = JSON.parse(await readFile(join(sftRun, 'config.json'), 'utf8')) as Record<string, unknown>;
   } catch {
     throw new Error(`the trl row starts from seed ${seed}'s sft row (${sftRun}): run --rows sft,trl`);
+  }
+  // An sft row left by an earlier command is this command's only if made with this recipe.
+  const recipe = await base([`seed=${seed}`, `runId=sft-s${seed}`]);
+  const asMeasured = (config: { searcher: RunConfig['searcher'] }) => ({
+    ...config.searcher,
+    adapters: adaptersAsMeasured(config.searcher.adapters),
+  });
+  for (const key of ['seed', 'dataset', 'sft', 'phases', 'trainer', 'evaluation', 'searcher'] as const) {
+    const mine = key === 'searcher' ? asMeasured(recipe) : recipe[key];
+    const theirs =
+      key === 'searcher' ? asMeasured(recorded as { searcher: RunConfig['searcher'] }) : recorded[key];
+    if (JSON.stringify(mine) !== JSON.stringify(theirs))
+      throw new Error(
+        `the trl row starts from ${sftRun}, whose '${key}' settings are not this command's recipe: run --rows sft,trl`,
+      );
   }
   const out = join(root, '.cache', 'bench-search-r1', `trl-s${seed}`);
   await rm(out, { recursive: true, force: true });

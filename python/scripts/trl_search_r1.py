@@ -53,6 +53,19 @@ def sft_adapter(run: Path) -> Path:
     return Path(found[-1])
 
 
+def sft_optimizer(run: Path) -> dict:
+    """The AdamW settings the SFT checkpoint's moments were made under (the Llama policy writes
+    them, defaults resolved, into its checkpoint's metadata)."""
+    state = json.loads((sft_adapter(run).parent / "state.json").read_text())
+    settings = state.get("policy", {}).get("metadata", {}).get("optimizer")
+    if not isinstance(settings, dict):
+        raise SystemExit(
+            f"trl_search_r1: the SFT checkpoint of {run} does not record its optimizer settings "
+            "(written before checkpoints did): run the bench's sft row again"
+        )
+    return settings
+
+
 def dequantised(gguf: Path) -> Path:
     """A float32 Hugging Face folder of the GGUF model as transformers dequantises it, made once
     beside the file: transformers refuses to train a model loaded with `gguf_file` (it counts as
@@ -110,9 +123,9 @@ def main() -> None:
     phase, policy, episode, rl = settings["phase"], settings["policy"], settings["episode"], settings["rl"]
     steps = options.steps or phase["steps"]
     adapter = sft_adapter(run)
-    # The Llama policy's optimizer: its schema's defaults (src/adapters/llama/settings.ts) where the
-    # run's config leaves them out; the learning rate and warm-up are the phase's.
-    optimizer = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "weightDecay": 0, "maxGradNorm": 1, **policy.get("optimizer", {})}
+    # The Llama policy's optimizer as the SFT checkpoint records it (its settings, defaults
+    # resolved); the learning rate and warm-up are the phase's.
+    optimizer = sft_optimizer(run)
 
     # A server config with the run's episode, reward and search engine only; serve-env serves the
     # dataset's training rows (`--split train`, as the run splits them).

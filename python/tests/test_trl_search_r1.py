@@ -5,6 +5,7 @@ GRPO cannot run what the SDK's run ran."""
 from __future__ import annotations
 
 import copy
+import json
 import importlib.util
 from pathlib import Path
 
@@ -76,3 +77,18 @@ def test_a_setting_trl_cannot_match_is_refused_by_its_field(path, value, field):
 
 def test_a_hugging_face_folder_is_used_as_it_is(tmp_path):
     assert script.dequantised(tmp_path) == tmp_path
+
+
+def _sft_checkpoint(run: Path, metadata: dict) -> None:
+    step = run / "sft/blobs/checkpoints/step-00000004"
+    (step / "policy").mkdir(parents=True)
+    (step / "state.json").write_text(json.dumps({"policy": {"format": "searcher-rl.llama.v1", "metadata": metadata}}))
+
+
+def test_the_optimizer_settings_are_the_sft_checkpoints_and_an_older_one_is_refused(tmp_path):
+    settings = {"learningRate": 1e-3, "beta1": 0.8, "beta2": 0.99, "epsilon": 1e-6, "weightDecay": 0.01, "maxGradNorm": None, "warmupSteps": 0}
+    _sft_checkpoint(tmp_path / "new", {"optimizerStep": 92, "optimizer": settings})
+    assert script.sft_optimizer(tmp_path / "new") == settings
+    _sft_checkpoint(tmp_path / "old", {"optimizerStep": 92})
+    with pytest.raises(SystemExit, match="does not record its optimizer settings"):
+        script.sft_optimizer(tmp_path / "old")

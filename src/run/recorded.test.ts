@@ -58,6 +58,27 @@ describe('figures recorded before training', () => {
     expect((await readRecorded(runDir, 'baselines.json', judge)).changed).toEqual(['searcher.adapters']);
   });
 
+  it("are reused whatever the search engine keeps in memory (its answers are the index's either way), not under another index", async () => {
+    const runDir = await mkdtemp(join(dir, 'run-'));
+    const engine = (settings: Record<string, unknown>) =>
+      recordedBasis(
+        parseRunConfig({
+          ...base,
+          searcher: { adapters: { searchEngine: { type: 'sqlite-fts', dbPath: 'a.sqlite', ...settings } } },
+        }),
+      );
+    await writeRecorded(runDir, 'eval-before-rl.json', { judgeSuccess: 0.5 }, engine({}));
+    for (const settings of [
+      { queryCache: 0 },
+      { imageCacheBytes: 1024 },
+      { queryCache: 16, imageCacheBytes: 0 },
+    ])
+      expect((await readRecorded(runDir, 'eval-before-rl.json', engine(settings))).changed).toEqual([]);
+    expect(
+      (await readRecorded(runDir, 'eval-before-rl.json', engine({ dbPath: 'b.sqlite' }))).changed,
+    ).toEqual(['searcher.adapters']);
+  });
+
   it('keeps no secret of the settings', async () => {
     const runDir = await mkdtemp(join(dir, 'run-'));
     await writeRecorded(runDir, 'baselines.json', [], recordedBasis(parseRunConfig(base)));

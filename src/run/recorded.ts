@@ -19,6 +19,28 @@ export const BASELINES_FILE = 'baselines.json';
 /** The file of the run folder that says which settings each recorded figure was measured under. */
 export const RECORDED_UNDER = 'recorded-under.json';
 
+/**
+ * Adapter settings that cannot change what an adapter returns, only how fast: the SQLite search
+ * engine's memory of answered queries and page images (its answers are the index's either way).
+ */
+const ANSWER_KEEPING_SETTINGS = ['queryCache', 'imageCacheBytes'] as const;
+
+/** `adapters` without the settings that cannot change a figure (ANSWER_KEEPING_SETTINGS). */
+export function adaptersAsMeasured(adapters: RunConfig['searcher']['adapters']): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(adapters).map(([port, settings]) => [
+      port,
+      settings && typeof settings === 'object'
+        ? Object.fromEntries(
+            Object.entries(settings).filter(
+              ([key]) => !(ANSWER_KEEPING_SETTINGS as readonly string[]).includes(key),
+            ),
+          )
+        : settings,
+    ]),
+  );
+}
+
 /** The settings a recorded figure depends on, beyond those config.json refuses a change of. */
 export function recordedBasis(config: RunConfig): Record<string, unknown> {
   const { weights: _weights, ...reward } = config.searcher.reward;
@@ -27,7 +49,7 @@ export function recordedBasis(config: RunConfig): Record<string, unknown> {
       evaluation: config.evaluation,
       'searcher.episode': config.searcher.episode,
       'searcher.reward': reward,
-      'searcher.adapters': config.searcher.adapters,
+      'searcher.adapters': adaptersAsMeasured(config.searcher.adapters),
     }),
   );
 }

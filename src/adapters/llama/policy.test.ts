@@ -76,6 +76,8 @@ describe('createLlamaPolicy', () => {
       const after = (await p.logProbs(batch))[0]!;
       expect(after.reduce((a, b) => a + b, 0)).toBeGreaterThan(before.reduce((a, b) => a + b, 0));
       const trained = await p.save();
+      // The optimizer's settings ride along (defaults resolved), for another trainer to continue under.
+      expect(trained.metadata.optimizer).toMatchObject({ learningRate: 1e-2, beta1: 0.9, beta2: 0.999 });
       expect(Object.keys(trained.blobs).sort()).toEqual(
         finetune === 'lora'
           ? ['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors']

@@ -275,6 +275,9 @@ export async function createLlamaPolicy(settings: LlamaPolicySettings): Promise<
         finetune,
         sessionCounter: state.sessionCounter,
         optimizerStep: optimizer.step,
+        // The settings the moments were made under (another trainer continuing from this
+        // checkpoint reads them instead of assuming this policy's defaults).
+        optimizer: { ...optimizer.settings },
       },
       blobs,
     };
