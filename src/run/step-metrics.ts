@@ -30,6 +30,11 @@ export interface StepMetrics extends UpdateFigures {
    * add nothing to the loss, KL, clip fraction or entropy means (0 when every update was one).
    */
   updatesNoSignal: number;
+  /**
+   * Updates that anticipated the rollout's log-probs (a step's first) and needed a second run a
+   * chunk because the gradient at the new ones differed (0 on policy; see LossFunction).
+   */
+  updatesCorrected: number;
   updatesSkipped: number;
   skippedReasons: string[];
   rolloutTokens: number;
@@ -97,6 +102,7 @@ export function stepMetrics(
     gradNormMax: update.gradNormMax,
     updatesApplied: update.applied,
     updatesNoSignal: update.noSignal,
+    updatesCorrected: update.corrected,
     updatesSkipped: update.skipped.length,
     skippedReasons: update.skipped,
     rolloutTokens,

@@ -50,6 +50,7 @@ const metrics = (step: number): StepMetrics => ({
   gradNormMax: 0.9,
   updatesApplied: 1,
   updatesNoSignal: 0,
+  updatesCorrected: 0,
   updatesSkipped: 0,
   skippedReasons: [],
   rolloutTokens: 100,

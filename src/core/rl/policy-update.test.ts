@@ -71,9 +71,26 @@ describe('updatePolicy', () => {
     // Only the first update trains the weights that sampled the tokens: its loss anticipates the
     // rollout's log-probs (an engine may run it in one pass); the others do not.
     expect(calls.map((c) => c.anticipated !== undefined)).toEqual([true, false, false, false, false, false]);
+    expect(summary.corrected).toBe(0);
     expect(calls[0]!.anticipated).toEqual(
       calls[0]!.batch.positions.map((row, i) => row.map((p) => recorded(calls[0]!.batch.inputIds[i]![p]!))),
     );
+  });
+
+  it('counts the updates whose engine corrected an anticipated gradient', async () => {
+    const { policy } = fakePolicy(() => 0);
+    const update = policy.update.bind(policy);
+    policy.update = async (batch, lossFn, options) => {
+      const result = await update(batch, lossFn, options);
+      return {
+        ...result,
+        metrics: { ...result.metrics, anticipationCorrected: lossFn.anticipatedLogProbs ? 1 : 0 },
+      };
+    };
+    const summary = await updatePolicy(policy, five(), settings({ ppoEpochs: 2, miniBatchSize: 2 }), {
+      random: createRandom(1),
+    });
+    expect(summary).toMatchObject({ updates: 6, corrected: 1 });
   });
 
   it('keeps the rollout log-probs as the old ones in every epoch: later epochs see ratio != 1, KL and clipping', async () => {

@@ -47,6 +47,12 @@ export interface PolicyUpdateSummary extends UpdateFigures {
    * term: the loss's gradient is exactly 0), taken without the minibatch's forward and backward.
    */
   noSignal: number;
+  /**
+   * Updates whose loss anticipated the rollout's log-probs and whose engine had to add a second
+   * run a chunk for the difference (`metrics.anticipationCorrected`): off policy, the first
+   * update's gradient was not the one anticipated.
+   */
+  corrected: number;
   sequences: number;
   results: UpdateResult[];
 }
@@ -163,6 +169,7 @@ export async function updatePolicy(
     gradNormMax: 0,
     tokens: 0,
     noSignal: 0,
+    corrected: 0,
     sequences: n,
     results: [],
   };
@@ -193,6 +200,7 @@ export async function updatePolicy(
       summary.results.push(result);
       summary.updates++;
       if (noSignal) summary.noSignal++;
+      if (result.metrics?.anticipationCorrected === 1) summary.corrected++;
       if (result.applied) {
         summary.applied++;
         if (!noSignal) summary.tokens += mini.positions.reduce((t, row) => t + row.length, 0);
