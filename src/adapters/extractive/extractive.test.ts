@@ -131,6 +131,8 @@ describe('the extractive generator', () => {
       'The capital of Zorvel and its largest city, Amberford\nThe capital of Quarin, Belltown',
     ])
       expect(structureOf(text).facts).toEqual([]);
+    // Two lines of pairs are two pairs, not a header and a row.
+    expect(structureOf('Zorvel, Amberford\nQuarin, Belltown').facts).toEqual([]);
     // One tab-separated line is not a table.
     expect(structureOf('Zorvel\tAmberford').facts).toEqual([]);
   });

@@ -73,13 +73,14 @@ const MAX_HEADER_WORDS = 5;
 
 /**
  * The rows of a page that is all comma-separated values: every non-empty line splits into the
- * same number (2 to MAX_COLUMNS) of cells, there are at least two lines, no line ends a sentence
+ * same number (2 to MAX_COLUMNS) of cells, there are at least three lines (a header, two rows: a
+ * pair of lines is more often two pairs than a table), no line ends a sentence
  * (`.`, `!`, `?`), each cell is short (a value, not a clause) and every header cell is a short
  * name with a letter. Prose with commas is not one.
  */
 function csvPage(lines: readonly string[]): string[][] | null {
   const filled = lines.filter((l) => l.trim() !== '');
-  if (filled.length < 2 || filled.some((l) => TABLE_ROW.test(l) || /[.!?]\s*$/.test(l))) return null;
+  if (filled.length < 3 || filled.some((l) => TABLE_ROW.test(l) || /[.!?]\s*$/.test(l))) return null;
   const rows: string[][] = [];
   for (const line of filled) {
     const cells = csvCells(line);
