@@ -195,36 +195,28 @@ async function measureTrainingEngines(policy: TfjsPolicy, random: Random): Promi
   if (best) {
     print(best.figure, best.tokensPerSecond, { ...best.setting, ...about, note: 'best setting' });
     figures.push(best);
-    // The best setting again with the loss's gradient declared (the path supervised fine-tuning takes).
-    const setting = { ...best.setting, constantGradient: true };
-    const measured = await measureOnnx(
-      'onnx_train_constant_gradient_tokens_per_second',
-      best.setting as (typeof ONNX_TRAIN_SETTINGS)[number],
-      setting,
-      constantGradientLoss(batch.positions),
-      "the best setting, the loss declaring its constant gradient (as SFT's does): each chunk's forward and backward in one run",
-    );
-    if (measured)
-      figures.push({
+    // The best setting again with the loss's gradient declared (the path supervised fine-tuning
+    // takes), and anticipating its log-probs (the path an on-policy RL update takes).
+    const variants = [
+      {
         figure: 'onnx_train_constant_gradient_tokens_per_second',
-        tokensPerSecond: measured.tokensPerSecond,
-        setting,
-      });
-    // And as an on-policy RL loss (the first update of a GRPO step) runs.
-    const onPolicySetting = { ...best.setting, onPolicy: true };
-    const onPolicy = await measureOnnx(
-      'onnx_train_on_policy_tokens_per_second',
-      best.setting as (typeof ONNX_TRAIN_SETTINGS)[number],
-      onPolicySetting,
-      anticipatingLoss(batch.positions),
-      "the best setting, an RL loss on policy anticipating the rollout's log-probs: one run a chunk",
-    );
-    if (onPolicy)
-      figures.push({
+        flag: { constantGradient: true },
+        loss: constantGradientLoss(batch.positions),
+        note: "the best setting, the loss declaring its constant gradient (as SFT's does): each chunk's forward and backward in one run",
+      },
+      {
         figure: 'onnx_train_on_policy_tokens_per_second',
-        tokensPerSecond: onPolicy.tokensPerSecond,
-        setting: onPolicySetting,
-      });
+        flag: { onPolicy: true },
+        loss: anticipatingLoss(batch.positions),
+        note: "the best setting, an RL loss on policy anticipating the rollout's log-probs: one run a chunk",
+      },
+    ];
+    for (const { figure, flag, loss, note } of variants) {
+      const setting = { ...best.setting, ...flag };
+      const at = best.setting as (typeof ONNX_TRAIN_SETTINGS)[number];
+      const measured = await measureOnnx(figure, at, setting, loss, note);
+      if (measured) figures.push({ figure, tokensPerSecond: measured.tokensPerSecond, setting });
+    }
   }
   return figures;
 }

@@ -222,16 +222,20 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
     // The reader's ceiling, before any training (the warm start's included): a low one is said
     // now, not found after minutes of SFT and RL.
     const basis = recordedBasis(config);
-    const recorded = async <T>(file: string, what: string) => {
+    /** The figure `file` as recorded under this run's settings, else measured now and recorded. */
+    const recordedOrMeasured = async <T>(file: string, what: string, measure: () => Promise<T | null>) => {
       const found = await readRecorded<T>(runDir, file, basis);
       if (found.changed.length > 0) options.onLog?.(describeRemeasured(what, found.changed));
-      return found.value;
+      if (found.value !== null) return { value: found.value, measured: false };
+      const value = await measure();
+      if (value !== null) await writeRecorded(runDir, file, value, basis);
+      return { value, measured: true };
     };
-    let readerCeiling = await recorded<ReaderCeiling>(READER_CEILING_FILE, 'reader ceiling');
-    if (!readerCeiling) {
-      readerCeiling = await measureReaderCeiling(session, options);
-      if (readerCeiling) await writeRecorded(runDir, READER_CEILING_FILE, readerCeiling, basis);
-    }
+    const readerCeiling = (
+      await recordedOrMeasured<ReaderCeiling>(READER_CEILING_FILE, 'reader ceiling', () =>
+        measureReaderCeiling(session, options),
+      )
+    ).value;
     if (readerCeiling) {
       const line = describeReaderCeiling(readerCeiling);
       options.onLog?.(line);
@@ -253,23 +257,22 @@ export async function trainRun(config: RunConfig, given: RunOptions = {}): Promi
       if (started.warning) warn(started.warning);
     }
     stage('warm start');
-    let before = await recorded<EvalSummary>(`${EVAL_BEFORE}.json`, EVAL_BEFORE);
-    if (!before) {
-      before = await session.evaluate(EVAL_BEFORE, undefined, options);
-      await writeRecorded(runDir, `${EVAL_BEFORE}.json`, before, basis);
-      // An earlier attempt logged the one it read (a tracker new to the folder gets it with the recorded steps).
-      trackers.logEvaluation(EVAL_BEFORE, 0, before);
-    }
+    const evaluated = await recordedOrMeasured<EvalSummary>(`${EVAL_BEFORE}.json`, EVAL_BEFORE, () =>
+      session.evaluate(EVAL_BEFORE, undefined, options),
+    );
+    const before = evaluated.value!;
+    // An earlier attempt logged the one it read (a tracker new to the folder gets it with the recorded steps).
+    if (evaluated.measured) trackers.logEvaluation(EVAL_BEFORE, 0, before);
     options.onLog?.(
       `before RL${warmStarted ? ' (after SFT)' : ''} on ${before.split}: ${describeEval(before)}`,
     );
     stage(EVAL_BEFORE);
     // The baselines on the same questions, reader and judge (kept for a continued run).
-    let baselines = await recorded<BaselineFigure[]>(BASELINES_FILE, 'baselines');
-    if (!baselines) {
-      baselines = await measureBaselines(session, session.env.baselines, options);
-      await writeRecorded(runDir, BASELINES_FILE, baselines, basis);
-    }
+    const baselines = (
+      await recordedOrMeasured<BaselineFigure[]>(BASELINES_FILE, 'baselines', () =>
+        measureBaselines(session, session.env.baselines, options),
+      )
+    ).value!;
     for (const b of baselines)
       options.onLog?.(
         `${b.reference ? 'reference' : 'baseline'} ${b.name} on ${b.summary.split}: ${describeEval(b.summary)}`,

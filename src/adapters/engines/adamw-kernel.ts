@@ -36,16 +36,19 @@ const BLOCK_BYTES = BLOCK * 4;
 const OFFSET = { p: 0, g: BLOCK_BYTES, m: 2 * BLOCK_BYTES, v: 3 * BLOCK_BYTES };
 
 /**
- * The module (provider-utils/wasm-assemble.ts): memory (exported as `memory`, 4 pages) and
- * `adamw(bytes: i32, clip, beta1, 1 - beta1, beta2, 1 - beta2, decay, stepSize, inverseBc2,
- * epsilon: f32)` over the first `bytes` (a multiple of 16) of each block.
+ * The module (provider-utils/wasm-assemble.ts): memory (exported as `memory`, 4 pages) and two
+ * functions over the first `bytes` (a multiple of 16) of each block, with the same parameters
+ * `(bytes: i32, clip, beta1, 1 - beta1, beta2, 1 - beta2, decay, stepSize, bc2, epsilon: f32)`:
+ * `adamw` (torch's order; bc2 is 1/sqrt(1 - beta2^t), multiplied) and `adamw_tfjs` (the order of
+ * tfjs's AdamW operations, adapters/tfjs/adamw.ts; bc2 is sqrt(1 - beta2^t), divided).
  */
 function adamwModule(): Uint8Array {
   // Parameters: 0 bytes, 1-9 the constants. Locals: 10 the byte offset i; 11-19 the nine constants
-  // splatted to four lanes (clip, beta1, c1, beta2, c2, decay, stepSize, inverseBc2, epsilon);
+  // splatted to four lanes (clip, beta1, c1, beta2, c2, decay, stepSize, bc2, epsilon);
   // 20 g', 21 m, 22 v.
   const splats = Array.from({ length: 9 }, (_, k) => `local.get ${k + 1} f32x4.splat local.set ${k + 11}`);
-  const body = `
+  /** The loop over the blocks, given the two parts the orders differ in (m's products commute). */
+  const body = (vTerm: string, pUpdate: string) => `
     ${splats.join('\n')}
     block
       local.get 0 i32.eqz br_if 0
@@ -57,64 +60,44 @@ function adamwModule(): Uint8Array {
         local.get 12 local.get 10 v128.load offset=${OFFSET.m} align=16 f32x4.mul
         local.get 13 local.get 20 f32x4.mul f32x4.add
         local.tee 21 v128.store offset=${OFFSET.m} align=16
-        ;; v = beta2 * v + (c2 * g') * g'
+        ;; v = beta2 * v + vTerm
         local.get 10
         local.get 14 local.get 10 v128.load offset=${OFFSET.v} align=16 f32x4.mul
-        local.get 15 local.get 20 f32x4.mul local.get 20 f32x4.mul f32x4.add
+        ${vTerm} f32x4.add
         local.tee 22 v128.store offset=${OFFSET.v} align=16
-        ;; p = p * decay - (stepSize * m) / (sqrt(v) * inverseBc2 + epsilon)
+        ;; p = p * decay - pUpdate
         local.get 10
         local.get 10 v128.load offset=${OFFSET.p} align=16 local.get 16 f32x4.mul
-        local.get 17 local.get 21 f32x4.mul
-        local.get 22 f32x4.sqrt local.get 18 f32x4.mul local.get 19 f32x4.add
-        f32x4.div f32x4.sub
+        ${pUpdate}
+        f32x4.sub
         v128.store offset=${OFFSET.p} align=16
         ;; i += 16, again while i < bytes
         local.get 10 i32.const 16 i32.add local.tee 10 local.get 0 i32.lt_u br_if 0
       end
     end`;
-  // The same update in the order tfjs's AdamW (adapters/tfjs/adamw.ts) runs its operations, each a
-  // float32 op of the tfjs backend: v takes (g' * g') * c2, the denominator sqrt(v) / sqrt(bc2) +
-  // epsilon, and p = p * decay - (m / denominator) * stepSize. Local 18 is sqrt(bc2) here.
-  const tfjsBody = `
-    ${splats.join('\n')}
-    block
-      local.get 0 i32.eqz br_if 0
-      loop
-        local.get 10 v128.load offset=${OFFSET.g} align=16 local.get 11 f32x4.mul local.set 20
-        ;; m = m * beta1 + g' * c1
-        local.get 10
-        local.get 10 v128.load offset=${OFFSET.m} align=16 local.get 12 f32x4.mul
-        local.get 20 local.get 13 f32x4.mul f32x4.add
-        local.tee 21 v128.store offset=${OFFSET.m} align=16
-        ;; v = v * beta2 + (g' * g') * c2
-        local.get 10
-        local.get 10 v128.load offset=${OFFSET.v} align=16 local.get 14 f32x4.mul
-        local.get 20 local.get 20 f32x4.mul local.get 15 f32x4.mul f32x4.add
-        local.tee 22 v128.store offset=${OFFSET.v} align=16
-        ;; p = p * decay - (m / (sqrt(v) / sqrtBc2 + epsilon)) * stepSize
-        local.get 10
-        local.get 10 v128.load offset=${OFFSET.p} align=16 local.get 16 f32x4.mul
-        local.get 21 local.get 22 f32x4.sqrt local.get 18 f32x4.div local.get 19 f32x4.add f32x4.div
-        local.get 17 f32x4.mul
-        f32x4.sub
-        v128.store offset=${OFFSET.p} align=16
-        local.get 10 i32.const 16 i32.add local.tee 10 local.get 0 i32.lt_u br_if 0
-      end
-    end`;
-  const signature = {
-    params: ['i32', ...Array.from({ length: 9 }, () => 'f32' as const)],
-    locals: ['i32', ...Array.from({ length: 12 }, () => 'v128' as const)],
-  } as const;
+  const signature = () => ({
+    params: ['i32' as const, ...Array.from({ length: 9 }, () => 'f32' as const)],
+    locals: ['i32' as const, ...Array.from({ length: 12 }, () => 'v128' as const)],
+  });
   return assembleModule(
     [
-      { name: 'adamw', ...signature, params: [...signature.params], locals: [...signature.locals], body },
+      {
+        name: 'adamw',
+        ...signature(),
+        // (c2 * g') * g'; (stepSize * m) / (sqrt(v) * bc2 + epsilon)
+        body: body(
+          'local.get 15 local.get 20 f32x4.mul local.get 20 f32x4.mul',
+          'local.get 17 local.get 21 f32x4.mul local.get 22 f32x4.sqrt local.get 18 f32x4.mul local.get 19 f32x4.add f32x4.div',
+        ),
+      },
       {
         name: 'adamw_tfjs',
-        ...signature,
-        params: [...signature.params],
-        locals: [...signature.locals],
-        body: tfjsBody,
+        ...signature(),
+        // (g' * g') * c2; (m / (sqrt(v) / bc2 + epsilon)) * stepSize
+        body: body(
+          'local.get 20 local.get 20 f32x4.mul local.get 15 f32x4.mul',
+          'local.get 21 local.get 22 f32x4.sqrt local.get 18 f32x4.div local.get 19 f32x4.add f32x4.div local.get 17 f32x4.mul',
+        ),
       },
     ],
     4,
@@ -168,8 +151,8 @@ export type AdamWElementStep = (
   k: AdamWElementConstants,
 ) => void;
 
-/** The kernel's nine constants, in its parameters' order. */
-const kernelConstants = (k: AdamWElementConstants) => [
+/** The kernel's nine constants, in its parameters' order (`bc2` as the order takes it). */
+const kernelConstants = (k: Omit<AdamWElementConstants, 'inverseBc2'>, bc2: number) => [
   k.clip,
   k.beta1,
   1 - k.beta1,
@@ -177,7 +160,7 @@ const kernelConstants = (k: AdamWElementConstants) => [
   1 - k.beta2,
   k.decay,
   k.stepSize,
-  k.inverseBc2,
+  bc2,
   k.epsilon,
 ];
 
@@ -187,7 +170,7 @@ const kernelConstants = (k: AdamWElementConstants) => [
  */
 export const adamwStep: AdamWElementStep = (p, g, m, v, k) => {
   const block = loadKernel();
-  runBlocks(block.run, p, g, m, v, kernelConstants(k));
+  runBlocks(block.run, p, g, m, v, kernelConstants(k, k.inverseBc2));
 };
 
 /** Streams the four arrays through the kernel's blocks. */
@@ -215,10 +198,20 @@ function runBlocks(
   }
 }
 
-/** `adamwStep` in JavaScript, each operation rounded to float32: the kernel's reference. */
-export const adamwStepReference: AdamWElementStep = (p, g, m, v, k) => {
+/**
+ * A step in JavaScript, each operation rounded to float32: the kernels' reference, in torch's order
+ * or tfjs's (the same float32 products in m; v and p differ, see adamwModule).
+ */
+function referenceStep(
+  order: 'torch' | 'tfjs',
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  constants: number[],
+): void {
   const f = Math.fround;
-  const [clip, beta1, c1, beta2, c2, decay, stepSize, inverseBc2, epsilon] = kernelConstants(k).map(f) as [
+  const [clip, beta1, c1, beta2, c2, decay, stepSize, bc2, epsilon] = constants.map(f) as [
     number,
     number,
     number,
@@ -232,30 +225,27 @@ export const adamwStepReference: AdamWElementStep = (p, g, m, v, k) => {
   for (let i = 0; i < p.length; i++) {
     const gi = f(g[i]! * clip);
     const mi = f(f(beta1 * m[i]!) + f(c1 * gi));
-    const vi = f(f(beta2 * v[i]!) + f(f(c2 * gi) * gi));
+    const vi = f(f(beta2 * v[i]!) + (order === 'torch' ? f(f(c2 * gi) * gi) : f(f(gi * gi) * c2)));
     m[i] = mi;
     v[i] = vi;
-    p[i] = f(f(p[i]! * decay) - f(f(stepSize * mi) / f(f(f(Math.sqrt(vi)) * inverseBc2) + epsilon)));
+    const root = f(Math.sqrt(vi));
+    const update =
+      order === 'torch'
+        ? f(f(stepSize * mi) / f(f(root * bc2) + epsilon))
+        : f(f(mi / f(f(root / bc2) + epsilon)) * stepSize);
+    p[i] = f(f(p[i]! * decay) - update);
   }
-};
+}
+
+/** `adamwStep` in JavaScript, each operation rounded to float32: the kernel's reference. */
+export const adamwStepReference: AdamWElementStep = (p, g, m, v, k) =>
+  referenceStep('torch', p, g, m, v, kernelConstants(k, k.inverseBc2));
 
 /** The constants of a step in tfjs's order: sqrt(1 - beta2^t) divides, as tfjs's AdamW does. */
 export interface AdamWTfjsConstants extends Omit<AdamWElementConstants, 'inverseBc2'> {
   /** sqrt(1 - beta2^t). */
   sqrtBc2: number;
 }
-
-const tfjsConstants = (k: AdamWTfjsConstants) => [
-  k.clip,
-  k.beta1,
-  1 - k.beta1,
-  k.beta2,
-  1 - k.beta2,
-  k.decay,
-  k.stepSize,
-  k.sqrtBc2,
-  k.epsilon,
-];
 
 /**
  * One AdamW step of one tensor in the order of tfjs's operations (adapters/tfjs/adamw.ts), each
@@ -269,7 +259,7 @@ export function adamwStepTfjsOrder(
   v: Float32Array,
   k: AdamWTfjsConstants,
 ): void {
-  runBlocks(loadKernel().runTfjs, p, g, m, v, tfjsConstants(k));
+  runBlocks(loadKernel().runTfjs, p, g, m, v, kernelConstants(k, k.sqrtBc2));
 }
 
 /** `adamwStepTfjsOrder` in JavaScript, each operation rounded to float32: its reference. */
@@ -280,24 +270,5 @@ export function adamwStepTfjsOrderReference(
   v: Float32Array,
   k: AdamWTfjsConstants,
 ): void {
-  const f = Math.fround;
-  const [clip, beta1, c1, beta2, c2, decay, stepSize, sqrtBc2, epsilon] = tfjsConstants(k).map(f) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  for (let i = 0; i < p.length; i++) {
-    const gi = f(g[i]! * clip);
-    const mi = f(f(m[i]! * beta1) + f(gi * c1));
-    const vi = f(f(v[i]! * beta2) + f(f(gi * gi) * c2));
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = f(f(p[i]! * decay) - f(f(mi / f(f(f(Math.sqrt(vi)) / sqrtBc2) + epsilon)) * stepSize));
-  }
+  referenceStep('tfjs', p, g, m, v, kernelConstants(k, k.sqrtBc2));
 }

@@ -51,6 +51,20 @@ function fakeSteps() {
   };
 }
 
+/** The fake engine with a fused run, whose log-probs a chunk gets are `logProbsOf(chunk)`. */
+function fakeStepsWithFused(logProbsOf: (chunk: readonly number[]) => number[]) {
+  const fake = fakeSteps();
+  const steps = {
+    ...fake.steps,
+    async fused(chunk: readonly number[], upstream: Float32Array, entropyWeight: number, lane = 0) {
+      fake.log.push(`fused ${chunk.join()} entropyWeight=${entropyWeight}${lane > 0 ? ` lane=${lane}` : ''}`);
+      fake.upstreams.push([...upstream]);
+      return { tokenLogProbs: Float32Array.from(logProbsOf(chunk)), entropySum: chunk.length };
+    },
+  };
+  return { ...fake, steps };
+}
+
 describe('twoPassGradients', () => {
   it('with lanes, runs the chunks in groups, chunk k of a group on lane k, its backward on the lane of its forward', async () => {
     const { log, upstreams, steps } = fakeSteps();
@@ -132,21 +146,8 @@ describe('twoPassGradients', () => {
     const linear: LossFunction = Object.assign((newLogProbs: number[][]) => lossFn(newLogProbs), {
       constantGradient: declared,
     });
-    function withFused() {
-      const fake = fakeSteps();
-      const steps = {
-        ...fake.steps,
-        async fused(chunk: readonly number[], upstream: Float32Array, entropyWeight: number, lane = 0) {
-          fake.log.push(
-            `fused ${chunk.join()} entropyWeight=${entropyWeight}${lane > 0 ? ` lane=${lane}` : ''}`,
-          );
-          fake.upstreams.push([...upstream]);
-          const scored = chunk.flatMap((i) => batch.positions[i]!);
-          return { tokenLogProbs: Float32Array.from(scored, (_, k) => -(k + 1)), entropySum: chunk.length };
-        },
-      };
-      return { ...fake, steps };
-    }
+    const withFused = () =>
+      fakeStepsWithFused((chunk) => chunk.flatMap((i) => batch.positions[i]!).map((_, k) => -(k + 1)));
 
     it('runs each chunk forward and backward in one run, fed the declared gradient, lanes as the two passes', async () => {
       const { log, upstreams, steps } = withFused();
@@ -199,22 +200,11 @@ describe('twoPassGradients', () => {
         }),
         { anticipatedLogProbs: anticipated },
       );
-    function withFused() {
-      const fake = fakeSteps();
-      const steps = {
-        ...fake.steps,
-        async fused(chunk: readonly number[], upstream: Float32Array, entropyWeight: number, lane = 0) {
-          fake.log.push(
-            `fused ${chunk.join()} entropyWeight=${entropyWeight}${lane > 0 ? ` lane=${lane}` : ''}`,
-          );
-          fake.upstreams.push([...upstream]);
-          // Each row's places score -(row + 1) - 0.5 * place: the same whatever the chunk.
-          const scored = chunk.flatMap((i) => batch.positions[i]!.map((_, t) => -(i + 1) - 0.5 * t));
-          return { tokenLogProbs: Float32Array.from(scored), entropySum: chunk.length };
-        },
-      };
-      return { ...fake, steps };
-    }
+    /** Each row's places score -(row + 1) - 0.5 * place: the same whatever the chunk. */
+    const withFused = () =>
+      fakeStepsWithFused((chunk) =>
+        chunk.flatMap((i) => batch.positions[i]!.map((_, t) => -(i + 1) - 0.5 * t)),
+      );
     const truth = batch.positions.map((row, i) => row.map((_, t) => -(i + 1) - 0.5 * t));
     const plan = { chunks: [[2, 0], [1]], temperature: 1, entropyCoef: 0.5, scored: 6 };
 

@@ -168,21 +168,8 @@ async function fusedGradients(
   groups: readonly number[][],
   provider: string,
 ): Promise<TwoPassOutcome> {
-  const { chunks, scored, signal } = plan;
   const declared = checkLossOutput({ value: 0, gradNewLogProbs: gradient }, batch, provider).gradNewLogProbs;
-  const entropyWeight = plan.entropyCoef / scored;
-  const newLogProbs: number[][] = batch.positions.map(() => []);
-  let entropySum = 0;
-  for (const group of groups) {
-    throwIfAborted(signal, 'update');
-    const done = await Promise.all(
-      group.map((c, lane) => fused(chunks[c]!, upstreamOf(chunks[c]!, declared), entropyWeight, lane)),
-    );
-    done.forEach((result, lane) => {
-      placeLogProbs(batch, chunks[group[lane]!]!, result.tokenLogProbs, newLogProbs);
-      entropySum += result.entropySum;
-    });
-  }
+  const { newLogProbs, entropySum } = await fusedRuns(fused, batch, plan, groups, declared, plan.entropyCoef);
   const loss = checkLossOutput(lossFn(newLogProbs), batch, provider);
   loss.gradNewLogProbs.forEach((row, i) =>
     row.forEach((g, j) => {
@@ -195,7 +182,36 @@ async function fusedGradients(
         });
     }),
   );
-  return { value: loss.value, metrics: loss.metrics ?? {}, entropy: entropySum / scored };
+  return { value: loss.value, metrics: loss.metrics ?? {}, entropy: entropySum / plan.scored };
+}
+
+/**
+ * Every chunk's forward and backward in one run, fed `gradient` at its rows (lanes as the groups
+ * say): the chunks' log-probs in the batch's rows and their entropy sum.
+ */
+async function fusedRuns(
+  fused: NonNullable<TwoPassSteps<TwoPassForward>['fused']>,
+  batch: LogProbBatch,
+  plan: GradientPlan,
+  groups: readonly number[][],
+  gradient: readonly (readonly number[])[],
+  entropyCoef: number,
+): Promise<{ newLogProbs: number[][]; entropySum: number }> {
+  const { chunks, signal } = plan;
+  const entropyWeight = entropyCoef / plan.scored;
+  const newLogProbs: number[][] = batch.positions.map(() => []);
+  let entropySum = 0;
+  for (const group of groups) {
+    throwIfAborted(signal, 'update');
+    const done = await Promise.all(
+      group.map((c, lane) => fused(chunks[c]!, upstreamOf(chunks[c]!, gradient), entropyWeight, lane)),
+    );
+    done.forEach((result, lane) => {
+      placeLogProbs(batch, chunks[group[lane]!]!, result.tokenLogProbs, newLogProbs);
+      entropySum += result.entropySum;
+    });
+  }
+  return { newLogProbs, entropySum };
 }
 
 /**
@@ -224,7 +240,6 @@ async function anticipatedGradients(
   groups: readonly number[][],
   provider: string,
 ): Promise<TwoPassOutcome> {
-  const { chunks, scored, signal } = plan;
   const shaped =
     anticipated.length === batch.positions.length &&
     anticipated.every((row, i) => Array.isArray(row) && row.length === batch.positions[i]!.length);
@@ -236,19 +251,7 @@ async function anticipatedGradients(
       message: 'must have one log-prob per scored position of each row (no update was applied)',
     });
   const first = checkLossOutput(lossFn(anticipated), batch, provider).gradNewLogProbs;
-  const entropyWeight = plan.entropyCoef / scored;
-  const newLogProbs: number[][] = batch.positions.map(() => []);
-  let entropySum = 0;
-  for (const group of groups) {
-    throwIfAborted(signal, 'update');
-    const done = await Promise.all(
-      group.map((c, lane) => fused(chunks[c]!, upstreamOf(chunks[c]!, first), entropyWeight, lane)),
-    );
-    done.forEach((result, lane) => {
-      placeLogProbs(batch, chunks[group[lane]!]!, result.tokenLogProbs, newLogProbs);
-      entropySum += result.entropySum;
-    });
-  }
+  const { newLogProbs, entropySum } = await fusedRuns(fused, batch, plan, groups, first, plan.entropyCoef);
   const loss = checkLossOutput(lossFn(newLogProbs), batch, provider);
   let largest = 0;
   let off = 0;
@@ -262,17 +265,12 @@ async function anticipatedGradients(
   );
   // A NaN compares false: corrected, so the NaN reaches the gradient and the optimizer skips.
   const corrected = !(off <= ANTICIPATION_TOLERANCE * largest);
-  if (corrected)
-    for (const group of groups) {
-      throwIfAborted(signal, 'update');
-      await Promise.all(
-        group.map((c, lane) => fused(chunks[c]!, upstreamOf(chunks[c]!, difference), 0, lane)),
-      );
-    }
+  // The entropy's gradient came with the first runs: the difference's runs take none.
+  if (corrected) await fusedRuns(fused, batch, plan, groups, difference, 0);
   return {
     value: loss.value,
     metrics: { ...(loss.metrics ?? {}), anticipationCorrected: corrected ? 1 : 0 },
-    entropy: entropySum / scored,
+    entropy: entropySum / plan.scored,
   };
 }
 

@@ -1,16 +1,13 @@
 import * as tf from '@tensorflow/tfjs';
 
 import { adamwStepTfjsOrder, type AdamWTfjsConstants } from '../engines/adamw-kernel';
+import type { WasmBackend } from './wasm-matmul';
 import { AdamWSchedule, type AdamWSettings, type AdamWStepOutcome } from '../engines/adamw-schedule';
 import type { NamedParameter } from '../engines/transformer/transformer';
 
 export type { NamedParameter, AdamWSettings };
 
-/** The parts of tfjs-backend-wasm's BackendWasm the fused step uses. */
-interface HeapBackend {
-  makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo;
-  typedArrayFromHeap(info: tf.TensorInfo): Float32Array;
-}
+type HeapBackend = Pick<WasmBackend, 'makeOutput' | 'typedArrayFromHeap'>;
 
 /** The active backend when it is tfjs-backend-wasm (tensors in its heap), else null. */
 function heapBackend(): HeapBackend | null {

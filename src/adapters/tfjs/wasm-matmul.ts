@@ -11,8 +11,8 @@ import * as tf from '@tensorflow/tfjs';
  * matmul kernels.
  */
 
-/** The parts of tfjs-backend-wasm's BackendWasm this kernel uses. */
-interface WasmBackend {
+/** The parts of tfjs-backend-wasm's BackendWasm this kernel (and AdamW's fused step, adamw.ts) uses. */
+export interface WasmBackend {
   makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo;
   typedArrayFromHeap(info: tf.TensorInfo): Float32Array;
   disposeData(dataId: tf.DataId): boolean;
