@@ -86,10 +86,10 @@ export const llamaPolicySettingsSchema = z
         "Activations an update keeps from its chunks' forwards for their backwards (bytes); past it a chunk's backward runs its forward again. SmolLM2 keeps about 1.2 MB a token.",
       ),
     trainingMemoryArena: z
-      .boolean()
-      .default(false)
+      .union([z.boolean(), z.literal('one-run')])
+      .default('one-run')
       .describe(
-        "Whether the training sessions keep their runs' memory in ONNX Runtime's arena for the next run. Off by default: each training session's arena would hold its largest run for the policy's life, and SFT's one-run session and an RL loss's two sessions add up (SmolLM2, SFT then RL: 9.0 GB peak with arenas, 4.6 GB without; about 6% slower LoRA steps without).",
+        "Which training sessions keep their runs' memory in ONNX Runtime's arena for the next run: `one-run` (default) the session SFT's steps and an RL step's on-policy update run in, `true` the two sessions of an RL loss's two passes as well, `false` none. An arena holds its session's largest run (a chunk's activations) for the policy's life, and the sessions' arenas add up (SmolLM2, SFT then RL: 9.0 GB peak with all three, 4.6 GB with none); without one a run maps and faults its memory afresh (LoRA steps about 15% slower).",
       ),
     coalesceSessions: z.boolean().default(true),
     rollouts: z

@@ -28,9 +28,16 @@ export interface LlamaEngineOptions {
   maxBatchRows: number;
   /** Tokens (rows x padded length) per score or train run. */
   maxChunkTokens: number;
-  /** Whether the training sessions keep an ONNX Runtime memory arena between runs (default false). */
-  trainingMemoryArena?: boolean;
+  /**
+   * Which training sessions keep an ONNX Runtime memory arena between runs: `'one-run'` (the
+   * default) the one-run session (SFT's steps and an RL step's on-policy update), `true` the
+   * two-run sessions as well, `false` none.
+   */
+  trainingMemoryArena?: TrainingMemoryArena;
 }
+
+/** See `LlamaEngineOptions.trainingMemoryArena`. */
+export type TrainingMemoryArena = boolean | 'one-run';
 
 export interface ScoredChunk {
   tokenLogProbs: Float32Array;

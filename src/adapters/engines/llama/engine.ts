@@ -12,9 +12,16 @@ export type {
   LlamaRow,
   ScoredChunk,
   TrainingForward,
+  TrainingMemoryArena,
   WeightMap,
 } from './engine-types';
-import type { LlamaEngine, LlamaEngineOptions, LlamaRow, WeightMap } from './engine-types';
+import type {
+  LlamaEngine,
+  LlamaEngineOptions,
+  LlamaRow,
+  TrainingMemoryArena,
+  WeightMap,
+} from './engine-types';
 import { createKvSlabs } from './kv-slab';
 import { buildLlamaGraph, LLAMA_MASKED, LLAMA_NAMES, type LlamaGraphKind } from './llama-graph';
 
@@ -111,9 +118,11 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
         // One operator after another: the graphs are chains, where a parallel executor only adds hand-offs (decode 72 -> 66 ms a step on SmolLM2, 16 rows).
         const session = await createOnnxSession(ort, encodeOnnxModel(graph, 17), {
           sequential: true,
-          // A training session's arena would hold its largest run (activations of a whole chunk)
-          // for the policy's life, and the one-run and two-run sessions' arenas add up.
-          ...(kind.startsWith('train') && { memoryArena: options.trainingMemoryArena === true }),
+          // A training session's arena holds its largest run (a whole chunk's activations) for
+          // the policy's life, and the one-run and two-run sessions' arenas add up; by default only
+          // the one-run session keeps one (SFT's path and an RL step's on-policy update: without it
+          // every run maps and faults its activations afresh, about 15% of a LoRA step on SmolLM2).
+          ...(kind.startsWith('train') && { memoryArena: trainingArena(options.trainingMemoryArena, kind) }),
           ...options.session,
         });
         return { session, inputs: new Set(session.inputNames) };
@@ -378,6 +387,11 @@ export async function createLlamaEngine(ort: OnnxRuntime, options: LlamaEngineOp
       }
     },
   };
+}
+
+/** Whether a training session of `kind` keeps its memory arena under the setting (default `'one-run'`). */
+function trainingArena(setting: TrainingMemoryArena | undefined, kind: string): boolean {
+  return setting === true || ((setting ?? 'one-run') === 'one-run' && kind === 'train');
 }
 
 export function throwIfSignalAborted(signal: AbortSignal | undefined, what: string): void {

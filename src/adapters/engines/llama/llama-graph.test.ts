@@ -213,9 +213,15 @@ describe('the Llama engine on tiny random models', () => {
     }
   }
 
-  it('makes its training sessions without a memory arena unless trainingMemoryArena says so', async () => {
+  it('keeps a memory arena on the one-run training session only, unless trainingMemoryArena says otherwise', async () => {
     const config = tinyConfig('llama', true);
-    for (const trainingMemoryArena of [undefined, true]) {
+    const expected = new Map<boolean | 'one-run' | undefined, boolean[]>([
+      [undefined, [true, true, false, false]],
+      ['one-run', [true, true, false, false]],
+      [true, [true, true, true, true]],
+      [false, [true, false, false, false]],
+    ]);
+    for (const [trainingMemoryArena, sessions] of expected) {
       const seen: boolean[] = [];
       const recording = {
         ...ort,
@@ -241,8 +247,8 @@ describe('the Llama engine on tiny random models', () => {
       await engine.trainingStep(sequences, positions, 1, { entropy: false }, upstream, 0, new Map());
       const forward = await engine.trainingForward(sequences, positions, 1, { entropy: false, keep: true });
       await engine.gradients(forward, upstream, 0, new Map());
-      // score, train (one run), train-forward, train-backward: only the score session keeps its arena by default.
-      expect(seen).toEqual(trainingMemoryArena ? [true, true, true, true] : [true, false, false, false]);
+      // score, train (one run), train-forward, train-backward.
+      expect(seen, String(trainingMemoryArena)).toEqual(sessions);
       await engine.dispose();
     }
   });
