@@ -9,7 +9,7 @@ import {
   PIPELINE_MODES,
 } from './core/pipeline/types';
 import { REWARD_PRESETS } from './core/reward/combine';
-import { DEFAULT_REWARD_CONFIG } from './core/reward/score';
+import { DEFAULT_REWARD_CONFIG, SEARCH_R1_REWARDS } from './core/reward/score';
 import { ADVANTAGE_STD_KINDS } from './core/rl/advantages';
 import { LOSS_AGGREGATIONS } from './core/rl/aggregation';
 import { KL_ESTIMATORS, type KlEstimator } from './core/rl/kl';
@@ -94,6 +94,12 @@ export const rewardConfigSchema = z
       .describe('Explicit weights, or a preset name: default, phase1, focused, unified.'),
     ndcgK: positiveInt().nullable().default(R.ndcgK).describe('NDCG cutoff (`null`: everything retrieved).'),
     ndcgIdeal: z.enum(['cutoff', 'all-golden']).default(R.ndcgIdeal),
+    searchR1Reward: z
+      .enum(SEARCH_R1_REWARDS)
+      .default(R.searchR1Reward)
+      .describe(
+        "Under scheme 'search-r1': `format-answer` seed 004's format check plus answer check (-1 to 2.5: 2 exact, 1 similar, 0.5 the not-found answer); `exact-match` Search-R1's outcome reward (its qa_em: 1 when the last answer equals the reference after SQuAD's normalisation, else 0).",
+      ),
   })
   .strict();
 
@@ -255,6 +261,16 @@ export function refineSearcherSections(
       code: 'custom',
       path: ['reward', 'scheme'],
       message: `'search-r1' scores the policy's own answer: set episode.mode to 'answer' (it is '${config.episode.mode}')`,
+    });
+  }
+  if (
+    config.reward.scheme !== 'search-r1' &&
+    config.reward.searchR1Reward !== DEFAULT_REWARD_CONFIG.searchR1Reward
+  ) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['reward', 'searchR1Reward'],
+      message: `'${config.reward.searchR1Reward}' is a reward of scheme 'search-r1': set reward.scheme to 'search-r1' (it is '${config.reward.scheme}')`,
     });
   }
   // Settings of a loss kind given with another kind (the core's registry says whose each is).

@@ -209,6 +209,7 @@ export function createSearcher(
         weights,
         ndcgK: resolved.reward.ndcgK,
         ndcgIdeal: resolved.reward.ndcgIdeal,
+        searchR1Reward: resolved.reward.searchR1Reward,
       },
     },
     ...(clock ? [clock] : []),

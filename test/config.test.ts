@@ -25,6 +25,11 @@ describe('parseSearcherConfig', () => {
     [{ rl: { nAgent: 2.5 } }, 'rl.nAgent'],
     // The Search-R1 reward scores the policy's own answer: with the default searcher mode it would score the Generator's.
     [{ reward: { scheme: 'search-r1' } }, 'reward.scheme'],
+    [{ reward: { searchR1Reward: 'exact-match' } }, 'reward.searchR1Reward'],
+    [
+      { episode: { mode: 'answer' }, reward: { scheme: 'search-r1', searchR1Reward: 'em' } },
+      'reward.searchR1Reward',
+    ],
     [{ rl: { loss: { dualClip: true } } }, 'rl.loss.dualClip'],
     [{ rl: { loss: { kind: 'ppo_clip', dualClip: true, clipRatioC: 1 } } }, 'rl.loss.clipRatioC'],
     [{ rl: { loss: { klEstimator: 'k4' } } }, 'rl.loss.klEstimator'],

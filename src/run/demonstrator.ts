@@ -3,6 +3,7 @@ import { createScriptedPolicy, type ScriptContext } from '../adapters/scripted-p
 import type { SearcherConfig } from '../config';
 import { parseRegionMarks, regionMarkBody } from '../core/protocol/location';
 import { neutraliseTags, pageRead } from '../core/protocol/observation';
+import { isExactMatchAny } from '../core/reward/exact-match';
 import { checkAnswerCorrectness } from '../core/reward/search-r1';
 import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
@@ -167,18 +168,21 @@ export interface HarvestResult {
 }
 
 /** Whether a demonstration episode is worth imitating: a golden page retrieved (where the question names one) and the answer right (where it has a reference). */
-function succeeded(t: Trajectory, scheme: SearcherConfig['reward']['scheme'], judged: boolean): boolean {
+function succeeded(t: Trajectory, reward: SearcherConfig['reward'], judged: boolean): boolean {
   const detail = t.rewardDetail;
   // An episode ends by its own action: search_complete, or (answer mode) its answer.
   const ended = t.terminated === 'complete' || t.terminated === 'answer';
   if (!ended || detail?.status !== 'ok' || !detail.components.formatPassed) return false;
   if (t.goldenBasenames.length > 0 && detail.components.ndcg <= 0) return false;
   if (t.reference !== null && judged) {
-    // As rare-success distillation keeps them: a judge score of 1 (Search-R1's answer check in answer mode).
+    // As rare-success distillation keeps them: a judge score of 1 (in answer mode the reward's
+    // answer check: seed 004's, similar or exact; Search-R1's exact match).
     const right =
-      scheme === 'search-r1'
-        ? checkAnswerCorrectness(t.finalAnswer, t.reference) >= 1
-        : (detail.components.judgeScore ?? 0) >= 1;
+      reward.scheme !== 'search-r1'
+        ? (detail.components.judgeScore ?? 0) >= 1
+        : reward.searchR1Reward === 'exact-match'
+          ? isExactMatchAny(t.finalAnswer, [t.reference])
+          : checkAnswerCorrectness(t.finalAnswer, t.reference) >= 1;
     if (!right) return false;
   }
   return t.goldenBasenames.length > 0 || (t.reference !== null && judged);
@@ -245,7 +249,6 @@ export async function harvestDemonstrations(args: {
 }): Promise<HarvestResult> {
   const { prompts, searcher, keepPerQuestion } = args;
   const options = args.options ?? {};
-  const scheme = searcher.reward.scheme;
   const answerMode = searcher.episode.mode === 'answer';
   // The judge is asked only where every question has a reference (a judge needs one for each).
   const judged =
@@ -328,7 +331,7 @@ export async function harvestDemonstrations(args: {
       episodes += batch.episodes.length;
       const successes = new Map<string, Trajectory[]>();
       for (const { trajectory: t } of batch.episodes) {
-        if (!succeeded(t, scheme, judged)) continue;
+        if (!succeeded(t, searcher.reward, judged)) continue;
         const list = successes.get(t.promptUid) ?? [];
         // One episode per query: the same search twice teaches nothing more.
         if (!list.some((other) => other.turns[0]?.search?.query === t.turns[0]?.search?.query)) list.push(t);

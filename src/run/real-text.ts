@@ -8,6 +8,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatasetValidationError, InvalidArgumentError } from '../core/errors';
 import { hashString } from '../core/random';
+import { isExactMatchAny, normaliseForMatch } from '../core/reward/exact-match';
+
+export { isExactMatchAny, normaliseForMatch };
 
 /** One Wikipedia lead section: a page of the real-text corpus. */
 export interface WikiLead {
@@ -82,31 +85,6 @@ export function readWikiLeads(value: unknown): WikiLead[] {
   if (leads.length === 0)
     throw new DatasetValidationError({ row: -1, field: '(file)', message: 'the file holds no leads' });
   return leads;
-}
-
-/**
- * SQuAD's answer normalisation, as Natural Questions is scored: lower case, accents and
- * punctuation off, the articles a/an/the dropped, whitespace collapsed. Matching compares whole
- * words of these forms.
- */
-export function normaliseForMatch(text: string): string {
-  return text
-    .normalize('NFKD')
-    .replace(/\p{M}/gu, '')
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}]+/gu, ' ')
-    .replace(/\b(a|an|the)\b/g, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
-
-/**
- * Exact match as Search-R1 scores Natural Questions (its `em_check`): the answer equals one of the
- * reference answers after SQuAD's normalisation (here with accents folded too).
- */
-export function isExactMatchAny(answer: string, references: readonly string[]): boolean {
-  const a = normaliseForMatch(answer);
-  return a !== '' && references.some((r) => normaliseForMatch(r) === a);
 }
 
 /** Whether normalised `phrase` occurs in normalised `text` as whole words. */

@@ -56,4 +56,20 @@ describe('serve-env configuration', () => {
       await close();
     }
   }, 60_000);
+
+  it("serves the configured Search-R1 reward (seed 004's or the exact match) as the trainer's reward", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'serve-env-'));
+    dirs.push(dir);
+    for (const searchR1Reward of ['format-answer', 'exact-match'] as const) {
+      const { served, close } = await buildServedEnvironment({
+        searcher: { episode: { mode: 'answer' }, reward: { scheme: 'search-r1', searchR1Reward } },
+        slides: { cacheDir: join(dir, 'corpus'), decks: 2, minSlides: 5, maxSlides: 5 },
+      });
+      try {
+        expect(served.reward).toMatchObject({ scheme: 'search-r1', searchR1Reward });
+      } finally {
+        await close();
+      }
+    }
+  }, 60_000);
 });

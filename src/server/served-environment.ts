@@ -50,6 +50,7 @@ export async function buildServedEnvironment(settings: ServedEnvironmentSettings
       weights: resolveRewardWeights(config.reward.weights),
       ndcgK: config.reward.ndcgK,
       ndcgIdeal: config.reward.ndcgIdeal,
+      searchR1Reward: config.reward.searchR1Reward,
     },
   };
   return { served, close: () => closeSearcherContainer(container) };

@@ -351,6 +351,20 @@ describe('answer-mode runs (the Search-R1 reward) are distilled with the reward 
     expect(counts).toMatchObject({ eligiblePrompts: 1, successes: 1, selected: 1 });
     expect(promptStats(scored).map((s) => s.meanScore)).toEqual([0.25, 0.5]);
   });
+  it("under Search-R1's exact-match reward the reward is the answer's score", () => {
+    const trajectories = [
+      trajectory('rare', 0, 1, true),
+      trajectory('rare', 1, 0, false),
+      trajectory('close', 0, 0, true),
+    ];
+    const scored = trajectories.map((t) =>
+      summariseTrajectory(t, 'phase2', 1, { scheme: 'search-r1', searchR1Reward: 'exact-match' }),
+    );
+    expect(scored.map((e) => e.rewardScore)).toEqual([1, 0, 0]);
+    expect(selectRareSuccesses(scored, promptStats(scored)).selected.map((e) => e.sampleId)).toEqual([
+      'rare#0',
+    ]);
+  });
 });
 
 describe('distilled rows with an action tag inside a think', () => {

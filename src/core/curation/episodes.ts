@@ -1,4 +1,5 @@
 import type { Trajectory } from '../trajectory/trajectory';
+import type { SearchR1RewardName } from '../reward/score';
 import { mean } from '../stats';
 
 /**
@@ -51,19 +52,23 @@ export function searchR1AnswerScore(reward: number, formatPassed: boolean): numb
 /**
  * The per-episode record of a stored trajectory. `scheme` is the run's reward scheme: under
  * `search-r1` (answer mode: no Generator, no judge) the reward's answer check is the answer's
- * score (`rewardScore`), so such runs can be bucketed into rounds and distilled like judged ones.
+ * score (`rewardScore`; `searchR1Reward` says which reward), so such runs can be bucketed into
+ * rounds and distilled like judged ones.
  */
 export function summariseTrajectory(
   trajectory: Trajectory,
   runId: string,
   step: number,
-  options: { scheme?: RewardSchemeName } = {},
+  options: { scheme?: RewardSchemeName; searchR1Reward?: SearchR1RewardName } = {},
 ): EpisodeSummary {
   const components = trajectory.rewardDetail?.components;
   const detail = trajectory.rewardDetail;
+  // Search-R1's exact-match reward is the answer's score itself (1 or 0).
   const rewardScore =
     options.scheme === 'search-r1' && detail?.status === 'ok' && trajectory.reward !== null
-      ? searchR1AnswerScore(trajectory.reward, detail.components.formatPassed)
+      ? options.searchR1Reward === 'exact-match'
+        ? Math.min(1, Math.max(0, trajectory.reward))
+        : searchR1AnswerScore(trajectory.reward, detail.components.formatPassed)
       : null;
   return {
     runId,

@@ -97,4 +97,30 @@ describe('scoreTrajectory', () => {
     });
     expect(await scoreTrajectory(t, { scheme: 'search-r1' })).toMatchObject({ status: 'ok', value: 2.5 });
   });
+
+  it("scores Search-R1's exact-match reward: 1 for the reference after SQuAD's normalisation, else 0, whatever the format", async () => {
+    const exact = { scheme: 'search-r1', searchR1Reward: 'exact-match' } as const;
+    const cases: Array<[string[], number, number]> = [
+      // [policy turns, seed 004's reward, Search-R1's exact match]
+      [['<search>acme</search>', '<answer>The 4.5 billion dollars.</answer>'], 1.5, 1],
+      [['<search>acme</search>', '<answer>4.5 billion</answer>'], 1.5, 0],
+      [['<answer>4.5 billion dollars</answer>'], 2.5, 1],
+      [['<answer>未找到相关内容</answer>'], 1, 0],
+    ];
+    for (const [turns, formatAnswer, exactMatch] of cases) {
+      const t = await episode(turns, { mode: 'answer' });
+      expect(await scoreTrajectory(t, { scheme: 'search-r1' }), turns.join(' ')).toMatchObject({
+        status: 'ok',
+        value: formatAnswer,
+      });
+      const scored = await scoreTrajectory(t, exact);
+      expect(scored, turns.join(' ')).toMatchObject({ status: 'ok', value: exactMatch });
+      expect(scored.components.formatPassed).toBe(true);
+    }
+    const unreferenced = { ...(await episode(['<answer>x</answer>'], { mode: 'answer' })), reference: null };
+    expect(await scoreTrajectory(unreferenced, exact)).toMatchObject({
+      status: 'missing',
+      cause: { stage: 'judge' },
+    });
+  });
 });

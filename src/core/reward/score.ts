@@ -12,7 +12,7 @@ import {
   type RewardWeights,
 } from './combine';
 import { ndcgAtK, type NdcgOptions } from './ndcg';
-import { searchR1Reward } from './search-r1';
+import { checkFormatCorrectness, searchR1ExactMatchReward, searchR1Reward } from './search-r1';
 
 /** How a sample's reward is computed (docs/method.md#rewards). */
 export interface RewardSettings {
@@ -22,7 +22,17 @@ export interface RewardSettings {
   /** NDCG cutoff; `null` ranks everything retrieved. */
   ndcgK?: number | null;
   ndcgIdeal?: NdcgOptions['ideal'];
+  /**
+   * Under `search-r1`, which reward: `format-answer` (default) seed 004's format check plus answer
+   * check, in [-1, 2.5]; `exact-match` Search-R1's outcome reward, 1 for an exact answer, else 0
+   * (docs/method.md#search-r1-reward).
+   */
+  searchR1Reward?: SearchR1RewardName;
 }
+
+/** The two rewards of the `search-r1` scheme. */
+export const SEARCH_R1_REWARDS = ['format-answer', 'exact-match'] as const;
+export type SearchR1RewardName = (typeof SEARCH_R1_REWARDS)[number];
 
 /** The reward part of a Searcher's configuration, by default (weights by preset name or explicit). */
 export const DEFAULT_REWARD_CONFIG = Object.freeze({
@@ -30,6 +40,7 @@ export const DEFAULT_REWARD_CONFIG = Object.freeze({
   weights: 'default',
   ndcgK: null,
   ndcgIdeal: 'cutoff',
+  searchR1Reward: 'format-answer',
 } as const);
 
 export interface ScoreOptions extends RewardSettings {
@@ -106,6 +117,14 @@ export async function scoreEpisode(
       });
     }
     const policyText = trajectory.generatedText + (terminal.status === 'answered' ? terminal.block : '');
+    if ((options.searchR1Reward ?? DEFAULT_REWARD_CONFIG.searchR1Reward) === 'exact-match') {
+      return {
+        status: 'ok',
+        value: searchR1ExactMatchReward(policyText, trajectory.reference),
+        components: { formatPassed: checkFormatCorrectness(policyText) > 0, judgeScore: null, ndcg },
+        weights,
+      };
+    }
     const r = searchR1Reward(policyText, trajectory.reference);
     return {
       status: 'ok',

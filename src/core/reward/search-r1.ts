@@ -1,4 +1,5 @@
 import { answerGamingClasses } from './answer-gaming';
+import { isExactMatchAny } from './exact-match';
 import { sequenceMatcherRatio } from './sequence-matcher';
 import { replaceTagSpans, tagSpans } from '../protocol/tag-spans';
 
@@ -104,4 +105,14 @@ export function searchR1Reward(
   const format = checkFormatCorrectness(generatedText);
   const answer = checkAnswerCorrectness(extractAnswer(generatedText), groundTruth, options);
   return { format, answer, total: format + answer };
+}
+
+/**
+ * Search-R1's outcome reward (its `qa_em.compute_score_em`, format score 0): 1 when the last
+ * `<answer>…</answer>` equals the reference after SQuAD's normalisation (`em_check`), else 0,
+ * whatever the format. Where seed 004's reward pays 1.5 of 2.5 for a similar answer and 0.5 for
+ * any well-formed episode, this one pays the exact answer alone.
+ */
+export function searchR1ExactMatchReward(generatedText: string, groundTruth: string): number {
+  return isExactMatchAny(extractAnswer(generatedText), [groundTruth]) ? 1 : 0;
 }

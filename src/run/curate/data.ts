@@ -11,6 +11,7 @@ import {
 } from '../../core/curation/episodes';
 import type { VerificationCandidate } from '../../core/curation/verification';
 import type { Trajectory } from '../../core/trajectory/trajectory';
+import type { SearchR1RewardName } from '../../core/reward/score';
 import type { PromptRecord } from '../../core/types';
 import type { Evidence } from '../../ports/types';
 import type { Generator } from '../../ports/generator';
@@ -27,12 +28,18 @@ export interface RunEpisodes {
   trajectories: Map<string, Trajectory>;
 }
 
-/** The reward scheme a run folder's episodes were scored with (`searcher.reward.scheme` of its config.json). */
-async function rewardSchemeOf(runDir: string): Promise<RewardSchemeName> {
+/** The reward a run folder's episodes were scored with (`searcher.reward` of its config.json). */
+async function rewardSchemeOf(
+  runDir: string,
+): Promise<{ scheme: RewardSchemeName; searchR1Reward?: SearchR1RewardName }> {
   const raw = JSON.parse(await readFile(join(runDir, 'config.json'), 'utf8').catch(() => '{}')) as {
-    searcher?: { reward?: { scheme?: RewardSchemeName } };
+    searcher?: { reward?: { scheme?: RewardSchemeName; searchR1Reward?: SearchR1RewardName } };
   };
-  return raw.searcher?.reward?.scheme ?? 'searcher';
+  const reward = raw.searcher?.reward;
+  return {
+    scheme: reward?.scheme ?? 'searcher',
+    ...(reward?.searchR1Reward && { searchR1Reward: reward.searchR1Reward }),
+  };
 }
 
 /**
@@ -41,14 +48,14 @@ async function rewardSchemeOf(runDir: string): Promise<RewardSchemeName> {
  * episode's answer score, so rounds and distillation work without a judge.
  */
 export async function loadEpisodes(runDir: string, storeRun: string): Promise<RunEpisodes> {
-  const scheme = await rewardSchemeOf(runDir);
+  const reward = await rewardSchemeOf(runDir);
   const records = await createJsonlStore({ dir: runDir }).doQuery({ kind: 'trajectory', runId: storeRun });
   const trajectories = new Map<string, Trajectory>();
   const episodes = records.map((record) => {
     const t = record.data as Trajectory;
     // A sample id is unique within a step; across steps the step keeps it apart.
     trajectories.set(`${record.step}:${t.sampleId}`, t);
-    return summariseTrajectory(t, storeRun, record.step, { scheme });
+    return summariseTrajectory(t, storeRun, record.step, reward);
   });
   return { episodes, trajectories };
 }

@@ -1,0 +1,28 @@
+// Exact match as Search-R1 scores Natural Questions (its `em_check`), in the core: the evaluation
+// of answer-mode runs (bench:search-r1, bench:real-text) and the `exact-match` Search-R1 reward
+// (docs/method.md#search-r1-reward) use the same normalisation.
+
+/**
+ * SQuAD's answer normalisation, as Natural Questions is scored: lower case, accents and
+ * punctuation off, the articles a/an/the dropped, whitespace collapsed. Matching compares whole
+ * words of these forms.
+ */
+export function normaliseForMatch(text: string): string {
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .replace(/\b(a|an|the)\b/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/**
+ * Exact match as Search-R1 scores Natural Questions (its `em_check`): the answer equals one of the
+ * reference answers after SQuAD's normalisation (here with accents folded too).
+ */
+export function isExactMatchAny(answer: string, references: readonly string[]): boolean {
+  const a = normaliseForMatch(answer);
+  return a !== '' && references.some((r) => normaliseForMatch(r) === a);
+}
