@@ -1,6 +1,6 @@
 // Search-R1's table on the real-text task (issue 39 item 4), from one command: SmolLM2-135M-Instruct
 // as a Search-R1 Searcher (it searches the Wikipedia leads with SQLite FTS5 and answers itself,
-// rewarded by Search-R1's format and answer check) on the held-out test split (pages no training
+// rewarded as the recipe says: Search-R1's exact match) on the held-out test split (pages no training
 // question uses), seeds 1-3, beside the baselines:
 //   - direct answer and naive RAG (the question's words, the FTS5 top hit read), each by SmolLM2
 //     (the Llama generator) and by the extractive reader: `bench/real-text.ts`, run first as a

@@ -98,7 +98,7 @@ export const rewardConfigSchema = z
       .enum(SEARCH_R1_REWARDS)
       .default(R.searchR1Reward)
       .describe(
-        "Under scheme 'search-r1': `format-answer` seed 004's format check plus answer check (-1 to 2.5: 2 exact, 1 similar, 0.5 the not-found answer); `exact-match` Search-R1's outcome reward (its qa_em: 1 when the last answer equals the reference after SQuAD's normalisation, else 0).",
+        "Under scheme 'search-r1': `format-answer` the format check plus the answer check of docs/method.md#search-r1-reward (-1 to 2.5: 2 exact, 1 similar, 0.5 the not-found answer); `exact-match` Search-R1's outcome reward (its qa_em: 1 when the last answer equals the reference after SQuAD's normalisation, else 0).",
       ),
   })
   .strict();

@@ -176,7 +176,7 @@ function succeeded(t: Trajectory, reward: SearcherConfig['reward'], judged: bool
   if (t.goldenBasenames.length > 0 && detail.components.ndcg <= 0) return false;
   if (t.reference !== null && judged) {
     // As rare-success distillation keeps them: a judge score of 1 (in answer mode the reward's
-    // answer check: seed 004's, similar or exact; Search-R1's exact match).
+    // answer check: the format-and-answer reward's, similar or exact; Search-R1's exact match).
     const right =
       reward.scheme !== 'search-r1'
         ? (detail.components.judgeScore ?? 0) >= 1

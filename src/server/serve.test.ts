@@ -57,7 +57,7 @@ describe('serve-env configuration', () => {
     }
   }, 60_000);
 
-  it("serves the configured Search-R1 reward (seed 004's or the exact match) as the trainer's reward", async () => {
+  it("serves the configured Search-R1 reward (format and answer, or the exact match) as the trainer's reward", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'serve-env-'));
     dirs.push(dir);
     for (const searchR1Reward of ['format-answer', 'exact-match'] as const) {

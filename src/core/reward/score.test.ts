@@ -101,7 +101,7 @@ describe('scoreTrajectory', () => {
   it("scores Search-R1's exact-match reward: 1 for the reference after SQuAD's normalisation, else 0, whatever the format", async () => {
     const exact = { scheme: 'search-r1', searchR1Reward: 'exact-match' } as const;
     const cases: Array<[string[], number, number]> = [
-      // [policy turns, seed 004's reward, Search-R1's exact match]
+      // [policy turns, the format-and-answer reward, Search-R1's exact match]
       [['<search>acme</search>', '<answer>The 4.5 billion dollars.</answer>'], 1.5, 1],
       [['<search>acme</search>', '<answer>4.5 billion</answer>'], 1.5, 0],
       [['<answer>4.5 billion dollars</answer>'], 2.5, 1],

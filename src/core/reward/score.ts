@@ -23,7 +23,7 @@ export interface RewardSettings {
   ndcgK?: number | null;
   ndcgIdeal?: NdcgOptions['ideal'];
   /**
-   * Under `search-r1`, which reward: `format-answer` (default) seed 004's format check plus answer
+   * Under `search-r1`, which reward: `format-answer` (default) the format check plus the answer
    * check, in [-1, 2.5]; `exact-match` Search-R1's outcome reward, 1 for an exact answer, else 0
    * (docs/method.md#search-r1-reward).
    */

@@ -110,7 +110,7 @@ export function searchR1Reward(
 /**
  * Search-R1's outcome reward (its `qa_em.compute_score_em`, format score 0): 1 when the last
  * `<answer>…</answer>` equals the reference after SQuAD's normalisation (`em_check`), else 0,
- * whatever the format. Where seed 004's reward pays 1.5 of 2.5 for a similar answer and 0.5 for
+ * whatever the format. Where the format-and-answer reward pays 1.5 of 2.5 for a similar answer and 0.5 for
  * any well-formed episode, this one pays the exact answer alone.
  */
 export function searchR1ExactMatchReward(generatedText: string, groundTruth: string): number {
