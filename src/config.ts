@@ -8,8 +8,8 @@ import {
   DEFAULT_PIPELINE_MODE,
   PIPELINE_MODES,
 } from './core/pipeline/types';
-import { REWARD_PRESETS } from './core/reward/combine';
-import { DEFAULT_REWARD_CONFIG, SEARCH_R1_REWARDS } from './core/reward/score';
+import { REWARD_PRESETS, type RewardWeights, resolveRewardWeights } from './core/reward/combine';
+import { DEFAULT_REWARD_CONFIG, type RewardSettings, SEARCH_R1_REWARDS } from './core/reward/score';
 import { ADVANTAGE_STD_KINDS } from './core/rl/advantages';
 import { LOSS_AGGREGATIONS } from './core/rl/aggregation';
 import { KL_ESTIMATORS, type KlEstimator } from './core/rl/kl';
@@ -102,6 +102,18 @@ export const rewardConfigSchema = z
       ),
   })
   .strict();
+
+/**
+ * The settings the core scores with, from a parsed reward section: every field as given, the
+ * weights resolved from a preset name. The Searcher and `serve-env` both take them from here, so a
+ * field added to the section reaches both.
+ */
+export function rewardSettingsOf(
+  reward: z.output<typeof rewardConfigSchema>,
+): RewardSettings & { weights: RewardWeights } {
+  const { weights, ...rest } = reward;
+  return { ...rest, weights: resolveRewardWeights(weights) };
+}
 
 const RL = DEFAULT_RL_SETTINGS;
 

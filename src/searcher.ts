@@ -1,4 +1,9 @@
-import { parseSearcherConfig, type SearcherConfig, type SearcherConfigInput } from './config';
+import {
+  parseSearcherConfig,
+  rewardSettingsOf,
+  type SearcherConfig,
+  type SearcherConfigInput,
+} from './config';
 import { createPortGateway } from './core/calls/gateway';
 import { checkPortVersion } from './core/calls/port-version';
 import { AbortedError, InvalidArgumentError, ProviderCallError } from './core/errors';
@@ -9,7 +14,7 @@ import { sampleIdOf } from './core/episode/instances';
 import { createEpisodeStages, type EpisodeGroup, type EpisodeSample } from './core/pipeline/episode-stages';
 import { runStepPipeline } from './core/pipeline/step-pipeline';
 import type { GroupResult, PipelineMetrics, PipelineMode } from './core/pipeline/types';
-import { resolveRewardWeights, type RewardFailure, type RewardOutcome } from './core/reward/combine';
+import type { RewardFailure, RewardOutcome } from './core/reward/combine';
 import { expandGroups } from './core/rl/groups';
 import { updatePolicy, type PolicyUpdateSummary } from './core/rl/policy-update';
 import { createRandom, RANDOM_STREAMS, type Random } from './core/random';
@@ -172,7 +177,8 @@ export function createSearcher(
     throw new InvalidArgumentError({ argument: 'ports.searchEngine', message: 'a SearchEngine is required' });
   checkPorts(ports);
   const resolved = parseSearcherConfig(config);
-  const weights = resolveRewardWeights(resolved.reward.weights);
+  const reward = rewardSettingsOf(resolved.reward);
+  const { weights } = reward;
   // The episode's context follows the policy's; a larger one is refused now, not at every turn.
   episodeContextTokens(resolved.episode, ports.policy);
   const needsReference = resolved.reward.scheme === 'search-r1' || weights.judge !== 0;
@@ -204,13 +210,7 @@ export function createSearcher(
     {
       episode: resolved.episode,
       maxEvidence: resolved.episode.maxEvidence,
-      reward: {
-        scheme: resolved.reward.scheme,
-        weights,
-        ndcgK: resolved.reward.ndcgK,
-        ndcgIdeal: resolved.reward.ndcgIdeal,
-        searchR1Reward: resolved.reward.searchR1Reward,
-      },
+      reward,
     },
     ...(clock ? [clock] : []),
   );

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigValidationError, parseSearcherConfig } from '../src/index';
+import { rewardSettingsOf } from '../src/config';
+import { resolveRewardWeights } from '../src/core/reward/combine';
 
 describe('parseSearcherConfig', () => {
   it('fills the defaults of seed 000', () => {
@@ -42,5 +44,24 @@ describe('parseSearcherConfig', () => {
       expect((error as ConfigValidationError).field).toBe(field);
       expect((error as Error).message).toContain(field);
     }
+  });
+});
+
+describe('rewardSettingsOf', () => {
+  it('carries every field of the reward section, the weights resolved from a preset', () => {
+    const config = parseSearcherConfig({
+      episode: { mode: 'answer' },
+      reward: { scheme: 'search-r1', searchR1Reward: 'exact-match', weights: 'phase1', ndcgK: 5 },
+    });
+    const settings = rewardSettingsOf(config.reward);
+    expect(settings).toEqual({
+      scheme: 'search-r1',
+      searchR1Reward: 'exact-match',
+      weights: resolveRewardWeights('phase1'),
+      ndcgK: 5,
+      ndcgIdeal: 'cutoff',
+    });
+    // A field added to the section reaches the scorer without another edit here.
+    expect(Object.keys(settings).sort()).toEqual(Object.keys(config.reward).sort());
   });
 });

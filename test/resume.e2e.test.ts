@@ -7,6 +7,7 @@ import { runOutcome } from './support/run-outcome';
 import { parseRunConfig, type RunConfigInput } from '../src/run/config';
 import { trainRun } from '../src/run/run';
 import { cliRunOptions } from '../src/cli/progress';
+import { TINY_SEARCHER } from './support/tiny-run';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -26,17 +27,7 @@ function tinyRunConfig(root: string, runId: string, over: Partial<RunConfigInput
       { name: 'phase2', steps: 2, weights: 'default' },
     ],
     trainer: { batchSize: 2, saveFreq: 2 },
-    searcher: {
-      episode: {
-        instructions: '',
-        maxTurns: 2,
-        maxTurnTokens: 12,
-        maxContextTokens: 192,
-        observationMaxChars: 30,
-        temperature: 1,
-      },
-      rl: { nAgent: 2 },
-    },
+    searcher: TINY_SEARCHER,
     evaluation: { limit: 3 },
     ...over,
   });

@@ -5,6 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createRandom } from '../../src/core/random';
 import { runOutcome } from '../../test/support/run-outcome';
+import { TINY_SEARCHER } from '../../test/support/tiny-run';
 
 const PHASES = ['phase1', 'phase2'];
 
@@ -28,17 +29,7 @@ function tinyConfig(root: string, runId: string) {
       { name: 'phase2', steps: 4, weights: 'default' },
     ],
     trainer: { batchSize: 2, saveFreq: 2 },
-    searcher: {
-      episode: {
-        instructions: '',
-        maxTurns: 2,
-        maxTurnTokens: 12,
-        maxContextTokens: 192,
-        observationMaxChars: 30,
-        temperature: 1,
-      },
-      rl: { nAgent: 2 },
-    },
+    searcher: TINY_SEARCHER,
     evaluation: { limit: 3 },
   };
 }

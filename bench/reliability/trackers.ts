@@ -13,6 +13,7 @@ import { trainRun } from '../../src/run/run';
 import { TIMING_METRICS } from '../../src/run/step-metrics';
 import type { TrackerState } from '../../src/run/trackers';
 import { filesUnder } from './secrets';
+import { TINY_SEARCHER } from '../../test/support/tiny-run';
 
 const CANARY = 'mlflowbenchcanary00000000000000099';
 const PHASES = [
@@ -29,17 +30,7 @@ function tinyConfig(root: string, runId: string, trackers: unknown[]) {
     sft: { demonstrations: 16, epochs: 3, batchSize: 4 },
     phases: PHASES,
     trainer: { batchSize: 2, saveFreq: 10 },
-    searcher: {
-      episode: {
-        instructions: '',
-        maxTurns: 2,
-        maxTurnTokens: 12,
-        maxContextTokens: 192,
-        observationMaxChars: 30,
-        temperature: 1,
-      },
-      rl: { nAgent: 2 },
-    },
+    searcher: TINY_SEARCHER,
     evaluation: { limit: 3 },
     trackers,
   });

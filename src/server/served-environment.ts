@@ -1,11 +1,15 @@
 import { createPortGateway } from '../core/calls/gateway';
-import { parseSearcherConfig, withEnvironmentAdapters, type SearcherConfigInput } from '../config';
+import {
+  parseSearcherConfig,
+  rewardSettingsOf,
+  withEnvironmentAdapters,
+  type SearcherConfigInput,
+} from '../config';
 import { createSearcherContainer, TOKENS, closeSearcherContainer } from '../container';
 import type { Generator } from '../ports/generator';
 import type { ImageOps } from '../ports/image-ops';
 import type { Judge } from '../ports/judge';
 import type { SearchEngine } from '../ports/search-engine';
-import { resolveRewardWeights } from '../core/reward/combine';
 import { openServedEnvironment, type ServedEnvironmentChoice } from '../run/environment';
 import type { ServedEnvironment } from './environment';
 
@@ -45,13 +49,7 @@ export async function buildServedEnvironment(settings: ServedEnvironmentSettings
     gateway,
     tasks,
     episode: { ...config.episode, maxContextTokens: null },
-    reward: {
-      scheme: config.reward.scheme,
-      weights: resolveRewardWeights(config.reward.weights),
-      ndcgK: config.reward.ndcgK,
-      ndcgIdeal: config.reward.ndcgIdeal,
-      searchR1Reward: config.reward.searchR1Reward,
-    },
+    reward: rewardSettingsOf(config.reward),
   };
   return { served, close: () => closeSearcherContainer(container) };
 }
