@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createScriptedPolicy } from '../src/adapters/scripted-policy/index';
 import { readRlDataset } from '../src/adapters/store/parquet/index';
+import { acceptedAnswers } from '../src/core/reward/exact-match';
 import { resolvePorts } from '../src/container';
 import { createPortGateway } from '../src/core/calls/gateway';
 import { isJudgeSuccess } from '../src/core/reward/success';
@@ -69,9 +70,7 @@ const leads = await readWikiLeadsFile(leadsPath);
 const nq = (await readRlDataset(nqPath)).map((p) => ({
   uid: p.uid,
   question: p.question,
-  answers: ((p.metadata as { references?: string[] } | undefined)?.references ?? [p.reference ?? '']).filter(
-    (a) => a !== '',
-  ),
+  answers: [...acceptedAnswers(p)],
 }));
 const dataset = buildRealTextDataset(leads, nq, { generated: Number(args.generated) });
 await writeRealTextDataset(dataDir, dataset);

@@ -31,4 +31,20 @@ describe('checkPromptRecords', () => {
       checkPromptRecords([{ ...good, goldenBasenames: golden }], { needsReference: false }),
     ).toThrow(/goldenBasenames\.0/);
   });
+  it('refuses answers that are not a non-empty array of non-empty strings, naming the field', () => {
+    const good = { uid: 'a', question: 'q?' };
+    for (const [answers, field] of [
+      [[], 'answers'],
+      ['a', 'answers'],
+      [['a', ''], 'answers.1'],
+      [['a', 7], 'answers.1'],
+    ] as Array<[unknown, string]>) {
+      expect(() =>
+        checkPromptRecords([good, { ...good, answers: answers as string[] }], { needsReference: false }),
+      ).toThrow(expect.objectContaining({ row: 1, field }));
+    }
+    expect(() =>
+      checkPromptRecords([{ ...good, answers: ['a', 'b'] }], { needsReference: false }),
+    ).not.toThrow();
+  });
 });

@@ -41,6 +41,15 @@ function checkPromptRecord(
       'is needed: the reward compares the answer with a reference answer (judge weight above 0, or the Search-R1 answer check)',
     );
   }
+  if (prompt.answers !== undefined) {
+    if (!Array.isArray(prompt.answers) || prompt.answers.length === 0)
+      throw bad('answers', 'must be a non-empty array of answers when given');
+    for (let k = 0; k < prompt.answers.length; k++) {
+      const a: unknown = prompt.answers[k];
+      if (typeof a !== 'string' || a.trim().length === 0)
+        throw bad(`answers.${k}`, 'must be a non-empty string');
+    }
+  }
   if (prompt.goldenBasenames !== undefined) {
     if (!Array.isArray(prompt.goldenBasenames))
       throw bad('goldenBasenames', 'must be an array of page basenames when given');

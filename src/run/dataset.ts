@@ -24,15 +24,24 @@ export function promptFromJsonRow(row: Record<string, unknown>, index: number): 
     });
   const golden = row.golden ?? row.goldenBasenames ?? row.golden_pages ?? row.reference_page;
   const goldenList = Array.isArray(golden) ? golden.map(String) : str(golden) ? [String(golden)] : [];
+  // Every accepted answer (Search-R1's `golden_answers`): the exact-match check takes any of them.
+  const answersField = row.answers !== undefined ? 'answers' : 'golden_answers';
+  const listed = row[answersField];
+  if (listed !== undefined && (!Array.isArray(listed) || listed.some((a) => str(a) === undefined)))
+    throw new DatasetValidationError({
+      row: index,
+      field: answersField,
+      message: 'must be an array of non-empty strings (every answer the exact-match check accepts)',
+    });
+  const answers = (listed as string[] | undefined) ?? [];
   const reference =
-    str(row.reference) ??
-    str(row.answer) ??
-    (Array.isArray(row.golden_answers) ? (row.golden_answers as string[]).join(' | ') : undefined);
+    str(row.reference) ?? str(row.answer) ?? (answers.length > 0 ? answers.join(' | ') : undefined);
   const split = str(row.split);
   return {
     uid: str(row.uid) ?? str(row.id) ?? `row_${index}`,
     question,
     ...(reference !== undefined && { reference }),
+    ...(answers.length > 0 && { answers: [...answers] }),
     ...(goldenList.length > 0 && { goldenBasenames: goldenList }),
     ...(split !== undefined && { metadata: { split } }),
   };

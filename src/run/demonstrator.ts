@@ -3,7 +3,8 @@ import { createScriptedPolicy, type ScriptContext } from '../adapters/scripted-p
 import type { SearcherConfig } from '../config';
 import { parseRegionMarks, regionMarkBody } from '../core/protocol/location';
 import { neutraliseTags, pageRead } from '../core/protocol/observation';
-import { isExactMatchAny } from '../core/reward/exact-match';
+import { acceptedAnswers } from '../core/reward/exact-match';
+import { isExactMatchSuccess } from '../core/reward/success';
 import { checkAnswerCorrectness } from '../core/reward/search-r1';
 import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
@@ -181,11 +182,20 @@ function succeeded(t: Trajectory, reward: SearcherConfig['reward'], judged: bool
       reward.scheme !== 'search-r1'
         ? (detail.components.judgeScore ?? 0) >= 1
         : reward.searchR1Reward === 'exact-match'
-          ? isExactMatchAny(t.finalAnswer, [t.reference])
-          : checkAnswerCorrectness(t.finalAnswer, t.reference) >= 1;
+          ? isExactMatchSuccess(t.finalAnswer, t)
+          : acceptedAnswers(t).some((truth) => checkAnswerCorrectness(t.finalAnswer, truth) >= 1);
     if (!right) return false;
   }
   return t.goldenBasenames.length > 0 || (t.reference !== null && judged);
+}
+
+/** The first of `answers` that the texts read write, as they write it (`referenceAsRead`), or null. */
+function firstAsRead(answers: readonly string[], read: readonly string[]): string | null {
+  for (const answer of answers) {
+    const found = referenceAsRead(answer, read);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 /**
@@ -290,7 +300,8 @@ export async function harvestDemonstrations(args: {
       const thought = args.thinkBeforeCrop ? questionLine(prompt?.question ?? asked, last) : null;
       return `${thought === null ? '' : `<think>${neutraliseTags(thought)}</think>`}<bbox>${crop}</bbox>`;
     }
-    const copied = prompt?.reference === undefined ? null : referenceAsRead(prompt.reference, read);
+    // The first accepted answer the pages read write (Natural Questions lists several for many questions).
+    const copied = prompt === undefined ? null : firstAsRead(acceptedAnswers(prompt), read);
     return `<answer>${neutraliseTags(copied ?? extractAnswer(prompt?.question ?? asked, read) ?? 'unknown')}</answer>`;
   };
   const demonstrator = createSearcher(

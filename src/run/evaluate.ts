@@ -1,7 +1,7 @@
 import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
 import { mean } from '../core/stats';
-import { isExactMatch, isJudgeSuccess } from '../core/reward/success';
+import { isExactMatchSuccess, isJudgeSuccess } from '../core/reward/success';
 import type { SearcherConfigInput } from '../config';
 import type { Searcher } from '../searcher';
 import type { RunConfig } from './config';
@@ -69,10 +69,10 @@ export function summarise(
       .filter((q) => (q.metadata as { small?: unknown } | undefined)?.small === true)
       .map((q) => q.uid),
   );
-  // Success is the judge's full score; answer mode has no judge: the policy's own answer matches the reference exactly.
+  // Success is the judge's full score; under 'search-r1' (no judge) the policy's own answer is an exact match of an accepted answer.
   const success =
     scheme === 'search-r1'
-      ? (t: Trajectory) => (t.reference !== null && isExactMatch(t.finalAnswer, t.reference) ? 1 : 0)
+      ? (t: Trajectory) => (isExactMatchSuccess(t.finalAnswer, t) ? 1 : 0)
       : (t: Trajectory) => (isJudgeSuccess(t.rewardDetail?.components.judgeScore) ? 1 : 0);
   // A failed reward is masked, never a silent 0: the figures are over the episodes that were scored.
   const all = trajectories;

@@ -239,7 +239,7 @@ describe.skipIf(!existsSync(REAL_LEADS))(
       const nq = (await readRlDataset(NQ)).map((p) => ({
         uid: p.uid,
         question: p.question,
-        answers: (p.metadata as { references?: string[] }).references ?? [p.reference!],
+        answers: p.answers ?? [p.reference!],
       }));
       const dataset = buildRealTextDataset(real, nq, { generated: 300 });
       // 134 of 3,610 on the sample as fetched (docs/benchmarks.md); the rule, not the count, is the contract.

@@ -32,7 +32,10 @@ export interface ServedEnvironment {
 export interface ResetParameters {
   seed?: number | null;
   episode_id?: string | null;
-  task?: string | { uid?: string; question: string; reference?: string; golden_basenames?: string[] } | null;
+  task?:
+    | string
+    | { uid?: string; question: string; reference?: string; answers?: string[]; golden_basenames?: string[] }
+    | null;
 }
 
 /** The reply to a `step`: the observation, and at the end of the episode its reward. */
@@ -146,6 +149,7 @@ export class SessionEnvironment {
         uid: task.uid ?? `inline-${randomUUID()}`,
         question: task.question,
         ...(task.reference !== undefined && { reference: task.reference }),
+        ...(task.answers && { answers: task.answers }),
         ...(task.golden_basenames && { goldenBasenames: task.golden_basenames }),
       };
     }

@@ -26,6 +26,8 @@ export const inlineTaskSchema = z
     uid: z.string().min(1).optional(),
     question: z.string().min(1),
     reference: z.string().optional(),
+    /** Every answer the exact-match check accepts (Search-R1's golden_answers). */
+    answers: z.array(z.string().min(1)).min(1).optional(),
     golden_basenames: z.array(z.string()).optional(),
   })
   .strict();

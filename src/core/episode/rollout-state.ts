@@ -86,6 +86,7 @@ export function toEpisode(state: RolloutState, options: { withTokens?: boolean }
     rolloutIndex: instance.rolloutIndex,
     query: instance.prompt.question,
     reference: instance.prompt.reference ?? null,
+    ...(instance.prompt.answers && { answers: [...instance.prompt.answers] }),
     goldenBasenames: [...(instance.prompt.goldenBasenames ?? [])],
     promptLength: tokens.promptLength,
     tokenSteps: withTokens ? [...tokens.tokenSteps] : [],

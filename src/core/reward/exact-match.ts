@@ -26,3 +26,15 @@ export function isExactMatchAny(answer: string, references: readonly string[]): 
   const a = normaliseForMatch(answer);
   return a !== '' && references.some((r) => normaliseForMatch(r) === a);
 }
+
+/**
+ * The answers an exact-match check accepts for a question or an episode: its `answers` when it has
+ * them (Search-R1's `golden_answers`), else its reference alone, else none.
+ */
+export function acceptedAnswers(record: {
+  reference?: string | null | undefined;
+  answers?: readonly string[] | undefined;
+}): readonly string[] {
+  if (record.answers !== undefined && record.answers.length > 0) return record.answers;
+  return typeof record.reference === 'string' ? [record.reference] : [];
+}

@@ -117,6 +117,23 @@ describe('scoreTrajectory', () => {
       expect(scored, turns.join(' ')).toMatchObject({ status: 'ok', value: exactMatch });
       expect(scored.components.formatPassed).toBe(true);
     }
+    // Several accepted answers (Natural Questions' golden_answers): any of them is exact; under the
+    // format-and-answer reward the answer check is the best over them.
+    const aliased = {
+      ...(await episode(['<search>acme</search>', '<answer>four and a half billion</answer>'], {
+        mode: 'answer',
+      })),
+      reference: '4.5 billion dollars | four and a half billion',
+      answers: ['4.5 billion dollars', 'Four and a half billion'],
+    };
+    expect(await scoreTrajectory(aliased, exact)).toMatchObject({ status: 'ok', value: 1 });
+    expect(await scoreTrajectory(aliased, { scheme: 'search-r1' })).toMatchObject({
+      status: 'ok',
+      value: 1.5,
+    });
+    expect(await scoreTrajectory({ ...aliased, answers: ['4.5 billion dollars'] }, exact)).toMatchObject({
+      value: 0,
+    });
     const unreferenced = { ...(await episode(['<answer>x</answer>'], { mode: 'answer' })), reference: null };
     expect(await scoreTrajectory(unreferenced, exact)).toMatchObject({
       status: 'missing',

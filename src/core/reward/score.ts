@@ -11,6 +11,7 @@ import {
   type RewardOutcome,
   type RewardWeights,
 } from './combine';
+import { acceptedAnswers } from './exact-match';
 import { ndcgAtK, type NdcgOptions } from './ndcg';
 import { checkFormatCorrectness, searchR1ExactMatchReward, searchR1Reward } from './search-r1';
 
@@ -117,15 +118,17 @@ export async function scoreEpisode(
       });
     }
     const policyText = trajectory.generatedText + (terminal.status === 'answered' ? terminal.block : '');
+    // Every accepted answer counts (Search-R1's golden_answers), not the reference alone.
+    const truths = acceptedAnswers(trajectory);
     if ((options.searchR1Reward ?? DEFAULT_REWARD_CONFIG.searchR1Reward) === 'exact-match') {
       return {
         status: 'ok',
-        value: searchR1ExactMatchReward(policyText, trajectory.reference),
+        value: searchR1ExactMatchReward(policyText, truths),
         components: { formatPassed: checkFormatCorrectness(policyText) > 0, judgeScore: null, ndcg },
         weights,
       };
     }
-    const r = searchR1Reward(policyText, trajectory.reference);
+    const r = searchR1Reward(policyText, truths);
     return {
       status: 'ok',
       value: r.total,

@@ -96,23 +96,36 @@ export function extractAnswer(text: string): string {
   return spans.length > 0 ? spans[spans.length - 1]!.body.trim() : '';
 }
 
-/** Seed 004's total reward: format + answer, in [-1.0, 2.5]. */
+/**
+ * Seed 004's total reward: format + answer, in [-1.0, 2.5]. Given several accepted answers
+ * (Search-R1's `golden_answers`), the answer check is the best over them.
+ */
 export function searchR1Reward(
   generatedText: string,
-  groundTruth: string,
+  groundTruth: string | readonly string[],
   options: SearchR1AnswerOptions = {},
 ): { format: number; answer: number; total: number } {
   const format = checkFormatCorrectness(generatedText);
-  const answer = checkAnswerCorrectness(extractAnswer(generatedText), groundTruth, options);
+  const final = extractAnswer(generatedText);
+  const truths = typeof groundTruth === 'string' ? [groundTruth] : groundTruth;
+  const answer = Math.max(0, ...truths.map((t) => checkAnswerCorrectness(final, t, options)));
   return { format, answer, total: format + answer };
 }
 
 /**
  * Search-R1's outcome reward (its `qa_em.compute_score_em`, format score 0): 1 when the last
- * `<answer>…</answer>` equals the reference after SQuAD's normalisation (`em_check`), else 0,
- * whatever the format. Where the format-and-answer reward pays 1.5 of 2.5 for a similar answer and 0.5 for
+ * `<answer>…</answer>` equals the reference, or one of the accepted answers where there are several
+ * (its `golden_answers`), after SQuAD's normalisation (`em_check`), else 0, whatever the format. Where the format-and-answer reward pays 1.5 of 2.5 for a similar answer and 0.5 for
  * any well-formed episode, this one pays the exact answer alone.
  */
-export function searchR1ExactMatchReward(generatedText: string, groundTruth: string): number {
-  return isExactMatchAny(extractAnswer(generatedText), [groundTruth]) ? 1 : 0;
+export function searchR1ExactMatchReward(
+  generatedText: string,
+  groundTruth: string | readonly string[],
+): number {
+  return isExactMatchAny(
+    extractAnswer(generatedText),
+    typeof groundTruth === 'string' ? [groundTruth] : groundTruth,
+  )
+    ? 1
+    : 0;
 }

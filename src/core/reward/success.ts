@@ -1,3 +1,5 @@
+import { acceptedAnswers, isExactMatchAny } from './exact-match';
+
 /**
  * What counts as a success in every figure the project prints (issue 39, "honest figures"): the
  * judge's full score, or in answer mode an exact match with the reference. A partial score (the
@@ -11,9 +13,14 @@ export function isJudgeSuccess(score: number | null | undefined): boolean {
   return typeof score === 'number' && score >= JUDGE_FULL_SCORE - 1e-9;
 }
 
-/** Exact match after lowercasing and collapsing whitespace (SQuAD-style normalisation without the article rule). */
-export function isExactMatch(answer: string, reference: string): boolean {
-  const normalise = (s: string) => s.toLowerCase().replace(/\s+/g, ' ').trim();
-  const a = normalise(answer);
-  return a.length > 0 && a === normalise(reference);
+/**
+ * Answer mode's success: the answer is an exact match of one of the accepted answers (the
+ * record's `answers`, else its reference) after SQuAD's normalisation, the check Search-R1 scores
+ * Natural Questions with and its exact-match reward pays (exact-match.ts).
+ */
+export function isExactMatchSuccess(
+  answer: string,
+  record: { reference?: string | null | undefined; answers?: readonly string[] | undefined },
+): boolean {
+  return isExactMatchAny(answer, acceptedAnswers(record));
 }

@@ -71,6 +71,8 @@ export interface Trajectory {
   rolloutIndex: number;
   query: string;
   reference: string | null;
+  /** Every answer the exact-match check accepts, where the prompt listed several (`PromptRecord.answers`). */
+  answers?: string[];
   goldenBasenames: string[];
   promptLength: number;
   tokenSteps: TokenStep[];

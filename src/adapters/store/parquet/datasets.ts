@@ -87,10 +87,10 @@ export function promptFromRlRow(row: Record<string, unknown>, index: number): Pr
     uid,
     question,
     ...(targets.length > 0 && { reference: targets.join(' | ') }),
+    ...(targets.length > 1 && { answers: targets }),
     ...(golden.length > 0 && { goldenBasenames: golden }),
     metadata: {
       dataSource: row.data_source ?? null,
-      ...(targets.length > 1 && { references: targets }),
       ...(asString(extra.split) !== undefined && { split: asString(extra.split) }),
     },
   };
@@ -119,7 +119,7 @@ export async function writeRlDataset(
     ],
     ability: options.ability ?? 'visual-search',
     reward_model: {
-      ground_truth: { target: p.reference === undefined ? [] : [p.reference] },
+      ground_truth: { target: p.answers ?? (p.reference === undefined ? [] : [p.reference]) },
       style: 'model',
     },
     extra_info: {

@@ -52,6 +52,12 @@ describe('the Search-R1 NQ test file', () => {
       question: 'who got the first nobel prize in physics?',
       reference: 'Wilhelm Conrad Röntgen',
     });
+    // Natural Questions' several golden answers: every one accepted by the exact-match check.
+    const raw = (await readParquetFile(SEARCH_R1)).rows;
+    const k = raw.findIndex((r) => (r.golden_answers as string[]).length > 1);
+    expect(prompts[k]!.answers).toEqual(raw[k]!.golden_answers);
+    expect(prompts[k]!.reference).toBe((raw[k]!.golden_answers as string[]).join(' | '));
+    expect(prompts[0]!.answers).toBeUndefined();
   });
 });
 
@@ -86,6 +92,16 @@ describe('our layouts', () => {
       },
     });
     expect((await readRlDataset(path)).map(({ metadata: _m, ...p }) => p)).toEqual(prompts);
+  });
+  it('writes every accepted answer as ground_truth.target and reads them back', async () => {
+    const path = join(dir, 'answers.parquet');
+    await writeRlDataset(path, [
+      { uid: 'q', question: 'Who?', reference: 'Mick Jagger', answers: ['Mick Jagger', 'Keith Richards'] },
+    ]);
+    expect((await readParquetFile(path)).rows[0]).toMatchObject({
+      reward_model: { ground_truth: { target: ['Mick Jagger', 'Keith Richards'] } },
+    });
+    expect((await readRlDataset(path))[0]).toMatchObject({ answers: ['Mick Jagger', 'Keith Richards'] });
   });
   it('page numbers in reference_page are pages of file_name', async () => {
     const { promptFromRlRow } = await import('./datasets');
