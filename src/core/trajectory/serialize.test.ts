@@ -58,6 +58,7 @@ const trajectoryArbitrary: fc.Arbitrary<Trajectory> = fc
       rolloutIndex: 1,
       query: text,
       reference: text.length % 2 ? null : 'NaN',
+      ...(text.length % 3 === 0 && { answers: ['NaN', `${text}!`] }),
       goldenBasenames: ['a.png'],
       promptLength: prompt.length,
       tokenSteps,

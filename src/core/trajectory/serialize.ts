@@ -181,6 +181,9 @@ export function trajectoryFromJSON(input: string | unknown, row = -1): Trajector
     rolloutIndex: reader.integer(o.rolloutIndex, 'rolloutIndex'),
     query: reader.string(o.query, 'query'),
     reference: reader.nullableString(o.reference, 'reference'),
+    ...(o.answers !== undefined && {
+      answers: reader.array(o.answers, 'answers').map((v, i) => reader.string(v, `answers.${i}`)),
+    }),
     goldenBasenames: reader
       .array(o.goldenBasenames, 'goldenBasenames')
       .map((v, i) => reader.string(v, `goldenBasenames.${i}`)),
