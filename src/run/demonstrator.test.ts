@@ -179,6 +179,26 @@ describe('harvestDemonstrations', () => {
       expect(t!.generatedText).not.toContain('<|im_');
     },
   );
+  it("answer mode with several accepted answers (Search-R1's golden_answers): writes the one the pages read hold, kept under the exact-match reward", async () => {
+    const config = parseSearcherConfig({
+      episode: { mode: 'answer', maxTurns: 4 },
+      reward: { scheme: 'search-r1', searchR1Reward: 'exact-match' },
+      rl: { nAgent: 1 },
+    });
+    const { adapters: _, ...searcher } = config;
+    const result = await harvestDemonstrations({
+      // A golden_answers row: the reference is the answers joined, which no page writes.
+      prompts: [{ ...prompt, reference: 'Velltown | vell', answers: ['Velltown', 'vell'] }],
+      ports: { searchEngine, generator, judge: createRuleJudge() },
+      tokenizer: createProtocolTokenizer(),
+      searcher,
+      keepPerQuestion: 1,
+      firstSuccess: true,
+    });
+    expect(result.solved).toBe(1);
+    expect(result.trajectories[0]!.finalAnswer).toBe('Vell');
+    expect(result.trajectories[0]!.reward).toBe(1);
+  });
 });
 
 describe('referenceAsRead', () => {

@@ -189,6 +189,15 @@ function succeeded(t: Trajectory, reward: SearcherConfig['reward'], judged: bool
   return t.goldenBasenames.length > 0 || (t.reference !== null && judged);
 }
 
+/** A question's accepted answers, its reference first where it is one of them. */
+function referenceFirst(prompt: PromptRecord): readonly string[] {
+  const accepted = acceptedAnswers(prompt);
+  const reference = prompt.reference;
+  return reference !== undefined && accepted.includes(reference)
+    ? [reference, ...accepted.filter((a) => a !== reference)]
+    : accepted;
+}
+
 /** The first of `answers` that the texts read write, as they write it (`referenceAsRead`), or null. */
 function firstAsRead(answers: readonly string[], read: readonly string[]): string | null {
   for (const answer of answers) {
@@ -300,8 +309,9 @@ export async function harvestDemonstrations(args: {
       const thought = args.thinkBeforeCrop ? questionLine(prompt?.question ?? asked, last) : null;
       return `${thought === null ? '' : `<think>${neutraliseTags(thought)}</think>`}<bbox>${crop}</bbox>`;
     }
-    // The first accepted answer the pages read write (Natural Questions lists several for many questions).
-    const copied = prompt === undefined ? null : firstAsRead(acceptedAnswers(prompt), read);
+    // The reference as the pages read write it, else the first other accepted answer they write
+    // (Natural Questions lists several for many questions).
+    const copied = prompt === undefined ? null : firstAsRead(referenceFirst(prompt), read);
     return `<answer>${neutraliseTags(copied ?? extractAnswer(prompt?.question ?? asked, read) ?? 'unknown')}</answer>`;
   };
   const demonstrator = createSearcher(
