@@ -90,6 +90,12 @@ const corpusSchema = z
     smallPrintRate: unit().default(0.25),
     validationShare: unit().default(0.1),
     testShare: unit().default(0.1),
+    heldOutPlaces: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Small print of the validation and test decks at places no training deck uses (64 px to the right: location bins no training crop starts at), for measuring whether a crop written as location tokens (sft.cropBy=location) copies the box from the page (npm run bench:places).',
+      ),
     cacheDir: z
       .string()
       .min(1)

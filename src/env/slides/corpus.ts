@@ -2,7 +2,14 @@ import { InvalidArgumentError } from '../../core/errors';
 import { createRandom, RANDOM_STREAMS } from '../../core/random';
 import type { PromptRecord } from '../../core/types';
 import { ATTRIBUTES, SYLLABLES } from './attributes';
-import { drawSmallPrintPlaces, pointerLine, REGION_MARGIN_PX, type SmallPrintRole, YEAR } from './regions';
+import {
+  drawSmallPrintPlaces,
+  HELD_OUT_PLACE_SHIFT_PX,
+  pointerLine,
+  REGION_MARGIN_PX,
+  type SmallPrintRole,
+  YEAR,
+} from './regions';
 
 /** Slide size in pixels (16:9). */
 export const SLIDE_WIDTH = 640;
@@ -84,6 +91,11 @@ export interface SlideCorpusSettings {
   /** Shares of questions for validation and test (the rest is train). */
   validationShare: number;
   testShare: number;
+  /**
+   * Small print of the validation and test decks at places no training deck uses (moved right by
+   * `HELD_OUT_PLACE_SHIFT_PX`): what a crop written as location tokens must copy. Default false.
+   */
+  heldOutPlaces: boolean;
 }
 
 export const DEFAULT_SLIDE_CORPUS_SETTINGS: Readonly<SlideCorpusSettings> = Object.freeze({
@@ -94,6 +106,7 @@ export const DEFAULT_SLIDE_CORPUS_SETTINGS: Readonly<SlideCorpusSettings> = Obje
   smallPrintRate: 0.25,
   validationShare: 0.1,
   testShare: 0.1,
+  heldOutPlaces: false,
 });
 
 export interface SlideCorpus {
@@ -144,6 +157,11 @@ function checkSettings(s: SlideCorpusSettings): void {
     throw new InvalidArgumentError({
       argument: 'corpus.testShare',
       message: 'validationShare + testShare must leave questions for training',
+    });
+  if (typeof s.heldOutPlaces !== 'boolean')
+    throw new InvalidArgumentError({
+      argument: 'corpus.heldOutPlaces',
+      message: `must be true or false, got ${String(s.heldOutPlaces)}`,
     });
   if (!Number.isInteger(s.seed))
     throw new InvalidArgumentError({
@@ -314,5 +332,33 @@ export function generateSlideCorpus(partial: Partial<SlideCorpusSettings> = {}):
     }
   });
   for (const list of Object.values(split)) list.sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
+  if (settings.heldOutPlaces) moveHeldOutSmallPrint(decks, split);
   return { settings, decks, questions: split };
+}
+
+/**
+ * Moves the small print of the held-out decks' slides `HELD_OUT_PLACE_SHIFT_PX` to the right (its
+ * line, region and the question's `factBox`; a line that would then leave the slide would stay
+ * where it is, which no line of the default corpus does): the places a corpus made with
+ * `heldOutPlaces` holds out.
+ */
+function moveHeldOutSmallPrint(decks: readonly Deck[], split: SlideCorpus['questions']): void {
+  const heldOut = new Set(
+    [...split.validation, ...split.test].map((q) => q.goldenBasenames[0]!.replace(/_\d+\.png$/, '')),
+  );
+  const questionOf = new Map([...split.validation, ...split.test].map((q) => [q.uid, q]));
+  const shift = HELD_OUT_PLACE_SHIFT_PX;
+  for (const deck of decks) {
+    if (!heldOut.has(deck.id)) continue;
+    for (const fact of deck.slides.flatMap((s) => s.facts)) {
+      if (!fact.small || !fact.region) continue;
+      const width = Math.ceil(textWidthEm(fact.line) * fact.fontPx);
+      if (fact.box[0] + shift + width > SLIDE_WIDTH - 8) continue;
+      const box: BoxPx = [fact.box[0] + shift, fact.box[1], fact.box[2] + shift, fact.box[3]];
+      fact.box = box;
+      fact.region = [fact.region[0] + shift, fact.region[1], fact.region[2] + shift, fact.region[3]];
+      const question = questionOf.get(fact.id);
+      if (question) question.metadata.factBox = box;
+    }
+  }
 }

@@ -37,6 +37,46 @@ describe('small-print regions to choose', () => {
     expect(regions(other)).not.toEqual(regions(corpus));
   });
 
+  it('with heldOutPlaces, sit on the held-out decks where no training region starts, the rest of the corpus unchanged', async () => {
+    const moved = generateSlideCorpus({ seed: 11, decks: 60, smallPrintRate: 0.8, heldOutPlaces: true });
+    const heldOut = new Set(
+      [...moved.questions.validation, ...moved.questions.test].map(
+        (q) => q.goldenBasenames[0]!.split('_')[0],
+      ),
+    );
+    const startBins = (decks: typeof moved.decks, held: boolean) =>
+      new Set(
+        decks
+          .filter((d) => heldOut.has(d.id) === held)
+          .flatMap((d) => d.slides.flatMap((s) => smallOf(s.facts).map((f) => regionBins(f)[0]))),
+      );
+    const train = startBins(moved.decks, false);
+    const held = startBins(moved.decks, true);
+    expect(held.size).toBeGreaterThan(0);
+    expect([...held].filter((b) => train.has(b))).toEqual([]);
+    // The same questions, pages and training slides; held-out small print 64 px to the right, still
+    // legible through a crop of its own region, its question's factBox moved with it.
+    expect(moved.decks.filter((d) => !heldOut.has(d.id))).toEqual(
+      corpus.decks.filter((d) => !heldOut.has(d.id)),
+    );
+    const reader = createSlideReader(moved);
+    for (const q of moved.questions.test.filter((q) => q.metadata.small)) {
+      const [, deck, page] = /^(.+)_(\d+)\.png$/.exec(q.goldenBasenames[0]!)!;
+      const slide = moved.decks.find((d) => d.id === deck)!.slides[Number(page) - 1]!;
+      const fact = slide.facts.find((f) => f.id === q.uid)!;
+      const before = corpus.decks
+        .find((d) => d.id === deck)!
+        .slides[Number(page) - 1]!.facts.find((f) => f.id === q.uid)!;
+      expect(fact.box[0] - before.box[0]).toBe(64);
+      expect(q.metadata.factBox).toEqual(fact.box);
+      expect(fact.box[2]).toBeLessThanOrEqual(SLIDE_WIDTH - 8);
+      expect((await reader.doAnswer(q.question, [cropOf(slide.basename, fact)])).answer).toBe(fact.value);
+    }
+    expect(() => generateSlideCorpus({ heldOutPlaces: 'yes' as unknown as boolean })).toThrow(
+      /corpus\.heldOutPlaces/,
+    );
+  });
+
   it('come one to three a slide, distinct roles, apart, at varied places and sizes, any role holding any attribute', () => {
     const counts = new Set<number>();
     const places = new Set<string>();

@@ -36,6 +36,15 @@ const SLOTS: ReadonlyArray<{ x: number; baseline: number }> = [
   { x: 340, baseline: 346 },
 ];
 
+/**
+ * How far right small print moves on the held-out decks of a corpus made with `heldOutPlaces`:
+ * the training decks' regions (the boxes the policy is shown and crops) start at x 37-96 and
+ * 337-396 (location bins 1-4 and 16-19 of 32), the held-out ones at 101-160 and 401-460 (bins 5-8
+ * and 20-23), so that no training crop's box starts where a held-out one does: a box there must be
+ * copied from the page, not remembered.
+ */
+export const HELD_OUT_PLACE_SHIFT_PX = 64;
+
 export interface SmallPrintPlace {
   role: SmallPrintRole;
   x: number;
