@@ -110,7 +110,9 @@ export async function scoreEpisode(
   }
 
   if (options.scheme === 'search-r1') {
-    if (trajectory.reference === null) {
+    // Every accepted answer counts (Search-R1's golden_answers), not the reference alone.
+    const truths = acceptedAnswers(trajectory);
+    if (truths.length === 0) {
       return missing({
         stage: 'judge',
         kind: 'invalid_output',
@@ -118,8 +120,6 @@ export async function scoreEpisode(
       });
     }
     const policyText = trajectory.generatedText + (terminal.status === 'answered' ? terminal.block : '');
-    // Every accepted answer counts (Search-R1's golden_answers), not the reference alone.
-    const truths = acceptedAnswers(trajectory);
     if ((options.searchR1Reward ?? DEFAULT_REWARD_CONFIG.searchR1Reward) === 'exact-match') {
       return {
         status: 'ok',
