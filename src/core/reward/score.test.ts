@@ -131,6 +131,10 @@ describe('scoreTrajectory', () => {
       status: 'ok',
       value: 1.5,
     });
+    expect(await scoreTrajectory({ ...aliased, reference: null }, exact)).toMatchObject({
+      status: 'ok',
+      value: 1,
+    });
     expect(await scoreTrajectory({ ...aliased, answers: ['4.5 billion dollars'] }, exact)).toMatchObject({
       value: 0,
     });
