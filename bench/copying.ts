@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { mean } from '../src/core/stats';
 import { NEW_DATASET_CONFIG, type NewDatasetOptions, writeNewDataset } from '../test/support/new-dataset';
+import { seedsAndVariants } from './figures';
 
 const VARIANTS: Record<string, NewDatasetOptions> = {
   'own-data': { holdOut: 'pairs', wording: 'page' },
@@ -34,20 +35,7 @@ const VARIANTS: Record<string, NewDatasetOptions> = {
 };
 const CORPUS = 1;
 
-const list = (value: string | undefined, fallback: string[]) =>
-  value
-    ? value
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
-    : fallback;
-const seeds = list(process.env.BENCH_COPYING_SEEDS, ['1', '2', '3']).map(Number);
-const variants = list(process.env.BENCH_COPYING_VARIANTS, Object.keys(VARIANTS));
-for (const v of variants)
-  if (!VARIANTS[v])
-    throw new Error(`BENCH_COPYING_VARIANTS: unknown '${v}' (${Object.keys(VARIANTS).join(', ')})`);
-for (const s of seeds)
-  if (!Number.isInteger(s)) throw new Error(`BENCH_COPYING_SEEDS: '${s}' is not a whole number`);
+const { seeds, variants } = seedsAndVariants('BENCH_COPYING', Object.keys(VARIANTS));
 
 const root = join(import.meta.dirname, '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');

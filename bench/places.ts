@@ -17,26 +17,14 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { mean } from '../src/core/stats';
+import { seedsAndVariants } from './figures';
 
 const VARIANTS: Record<string, string[]> = {
   'unseen-places': ['corpus.heldOutPlaces=true'],
   'seen-places': [],
 };
 
-const list = (value: string | undefined, fallback: string[]) =>
-  value
-    ? value
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
-    : fallback;
-const seeds = list(process.env.BENCH_PLACES_SEEDS, ['1', '2', '3']).map(Number);
-const variants = list(process.env.BENCH_PLACES_VARIANTS, Object.keys(VARIANTS));
-for (const v of variants)
-  if (!VARIANTS[v])
-    throw new Error(`BENCH_PLACES_VARIANTS: unknown '${v}' (${Object.keys(VARIANTS).join(', ')})`);
-for (const s of seeds)
-  if (!Number.isInteger(s)) throw new Error(`BENCH_PLACES_SEEDS: '${s}' is not a whole number`);
+const { seeds, variants } = seedsAndVariants('BENCH_PLACES', Object.keys(VARIANTS));
 
 const root = join(import.meta.dirname, '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
