@@ -35,8 +35,8 @@ export function seedsAndVariants(
   const variants = list(`${prefix}_VARIANTS`, known);
   for (const v of variants)
     if (!known.includes(v)) throw new Error(`${prefix}_VARIANTS: unknown '${v}' (${known.join(', ')})`);
-  const seeds = list(`${prefix}_SEEDS`, ['1', '2', '3']).map(Number);
+  const seeds = list(`${prefix}_SEEDS`, ['1', '2', '3']);
   for (const s of seeds)
-    if (!Number.isInteger(s)) throw new Error(`${prefix}_SEEDS: '${s}' is not a whole number`);
-  return { seeds, variants };
+    if (!/^-?\d+$/.test(s)) throw new Error(`${prefix}_SEEDS: '${s}' is not a whole number`);
+  return { seeds: seeds.map(Number), variants };
 }
