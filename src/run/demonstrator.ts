@@ -4,8 +4,6 @@ import type { SearcherConfig } from '../config';
 import { parseRegionMarks, regionMarkBody } from '../core/protocol/location';
 import { neutraliseTags, pageRead } from '../core/protocol/observation';
 import { acceptedAnswers } from '../core/reward/exact-match';
-import { isExactMatchSuccess } from '../core/reward/success';
-import { checkAnswerCorrectness } from '../core/reward/search-r1';
 import type { Trajectory } from '../core/trajectory/trajectory';
 import type { PromptRecord } from '../core/types';
 import type { ChatFormat } from '../ports/policy-backend';
@@ -178,12 +176,13 @@ function succeeded(t: Trajectory, reward: SearcherConfig['reward'], judged: bool
   if (t.reference !== null && judged) {
     // As rare-success distillation keeps them: a judge score of 1 (in answer mode the reward's
     // answer check: the format-and-answer reward's, similar or exact; Search-R1's exact match).
+    // Under 'search-r1' the reward has checked the answer already, against every accepted answer:
+    // exact match pays 1; the format-and-answer reward pays 0.5 for the format passed here plus
+    // 1 or 2 for a similar or exact answer.
     const right =
       reward.scheme !== 'search-r1'
         ? (detail.components.judgeScore ?? 0) >= 1
-        : reward.searchR1Reward === 'exact-match'
-          ? isExactMatchSuccess(t.finalAnswer, t)
-          : acceptedAnswers(t).some((truth) => checkAnswerCorrectness(t.finalAnswer, truth) >= 1);
+        : (t.reward ?? 0) >= (reward.searchR1Reward === 'exact-match' ? 1 : 1.5);
     if (!right) return false;
   }
   return t.goldenBasenames.length > 0 || (t.reference !== null && judged);
